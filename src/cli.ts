@@ -1,0 +1,52 @@
+#!/usr/bin/env node
+// codexec command line: `serve` (MCP over stdio, the main job), `run` (one execution from the
+// shell), `doctor` (what this machine supports). stdout of `serve` is the protocol channel.
+import { Command, InvalidArgumentError } from 'commander';
+import { doctorCommand } from './cli/doctor.js';
+import { runCommand } from './cli/run.js';
+import { serveCommand } from './cli/serve.js';
+import { SANDBOX_MODES } from './config/index.js';
+import { LANGUAGES } from './runtimes/index.js';
+import { VERSION } from './server/index.js';
+
+const positiveInt = (value: string) => {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError('expected a positive whole number');
+  return n;
+};
+const oneOf = (choices: readonly string[]) => (value: string) => {
+  if (!choices.includes(value)) throw new InvalidArgumentError(`expected one of ${choices.join(', ')}`);
+  return value;
+};
+
+const program = new Command('codexec')
+  .description('MCP server that runs Python, JavaScript, TypeScript and Bash in a sandbox')
+  .version(VERSION);
+
+program
+  .command('serve')
+  .description('serve MCP over stdio (what an MCP client launches)')
+  .action(serveCommand);
+
+program
+  .command('run')
+  .description('run one file (or - for stdin) through the same engine; exit code is passed through')
+  .argument('<file>', 'file to run, or - to read code from stdin')
+  .argument('[args...]', 'arguments for the program')
+  .option(
+    '-l, --language <language>',
+    `one of ${LANGUAGES.join(', ')} (default: from the file extension)`,
+    oneOf(LANGUAGES),
+  )
+  .option('-t, --timeout-ms <ms>', 'wall-clock limit', positiveInt)
+  .option('-m, --mode <mode>', `sandbox mode: ${SANDBOX_MODES.join(', ')}`, oneOf(SANDBOX_MODES))
+  .option('-C, --working-dir <dir>', 'run in this directory instead of a fresh workspace')
+  .option('--json', 'print the full result as JSON instead of streaming output')
+  .action(runCommand);
+
+program
+  .command('doctor')
+  .description('report which sandbox layers and interpreters work here')
+  .action(doctorCommand);
+
+await program.parseAsync();

@@ -1,0 +1,60 @@
+import { readFile } from 'node:fs/promises';
+import { extname } from 'node:path';
+import { text } from 'node:stream/consumers';
+import { CodexecError } from '../errors/index.js';
+import { resolveWorkingDir } from '../policy/index.js';
+import type { Language } from '../runtimes/index.js';
+import { createServices } from '../server/index.js';
+import { configOrExit } from './config.js';
+
+interface RunOptions {
+  language?: Language;
+  timeoutMs?: number;
+  mode?: string;
+  workingDir?: string;
+  json?: boolean;
+}
+
+const BY_EXTENSION: Record<string, Language> = {
+  '.py': 'python',
+  '.js': 'node',
+  '.mjs': 'node',
+  '.cjs': 'node',
+  '.ts': 'typescript',
+  '.mts': 'typescript',
+  '.sh': 'bash',
+  '.bash': 'bash',
+};
+
+export async function runCommand(file: string, args: string[], options: RunOptions): Promise<void> {
+  const config = configOrExit(options.mode ? { CODEXEC_SANDBOX_MODE: options.mode } : {});
+  const language = options.language ?? BY_EXTENSION[extname(file)];
+  if (!language) fail(`cannot tell the language of ${file}; pass --language`);
+  const services = createServices(config);
+  const controller = new AbortController();
+  process.once('SIGINT', () => controller.abort());
+  try {
+    const code = file === '-' ? await text(process.stdin) : await readFile(file, 'utf8');
+    const workingDir = options.workingDir ? await resolveWorkingDir(options.workingDir, config) : undefined;
+    const result = await services.engine.run(
+      { language, code, timeoutMs: options.timeoutMs, workingDir, args },
+      {
+        signal: controller.signal,
+        onOutput: options.json ? undefined : (stream, chunk) => process[stream].write(chunk),
+      },
+    );
+    await services.logs.flush();
+    if (options.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    else if (result.timed_out) process.stderr.write(`codexec: timed out after ${result.duration_ms} ms\n`);
+    process.exitCode = result.exit_code ?? (result.timed_out ? 124 : 1);
+  } catch (error) {
+    if (error instanceof CodexecError) fail(error.message);
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') fail(`cannot read ${file}`);
+    throw error;
+  }
+}
+
+function fail(message: string): never {
+  process.stderr.write(`codexec: ${message}\n`);
+  process.exit(2);
+}

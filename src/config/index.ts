@@ -1,0 +1,11 @@
+// Configuration: one zod schema over the environment variables and the optional config file.
+// loadConfig() resolves it once at start-up; everything else receives the Config object.
+
+export { type Config, loadConfig } from './load.js';
+export {
+  SANDBOX_MODES,
+  type SandboxMode,
+  SETTING_NAMES,
+  type SettingName,
+  settingsSchema,
+} from './schema.js';

@@ -1,0 +1,125 @@
+import { readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigError } from '../errors/index.js';
+import { expandHome } from '../util/index.js';
+import { type SandboxMode, SETTING_NAMES, type Settings, settingsSchema } from './schema.js';
+
+export type { SandboxMode };
+
+/** The resolved configuration every module reads. Paths are absolute. */
+export interface Config {
+  readonly home: string;
+  readonly sandboxMode: SandboxMode;
+  readonly sandboxDir: string;
+  readonly logDir: string;
+  readonly scriptsDir: string;
+  readonly defaultTimeoutMs: number;
+  readonly maxTimeoutMs: number;
+  readonly sessionIdleTimeoutMs: number;
+  readonly killGraceMs: number;
+  readonly output: { readonly maxChars: number; readonly head: number; readonly tail: number };
+  readonly maxCodeBytes: number;
+  readonly retentionDays: { readonly success: number; readonly failure: number; readonly session: number };
+  readonly maxSessions: number;
+  readonly limits: { readonly memoryMb: number; readonly maxProcs: number; readonly maxFileMb: number };
+  readonly network: 'none' | 'host';
+  readonly interpreters: { readonly python?: string; readonly node?: string; readonly bash?: string };
+  readonly docker: {
+    readonly image: string;
+    readonly memory: string;
+    readonly cpu: number;
+    readonly network: string;
+  };
+  readonly logLevel: Settings['LOG_LEVEL'];
+}
+
+type RawSettings = Partial<Record<string, unknown>>;
+
+/**
+ * Resolve configuration: env > `$CODEXEC_HOME/config.json` (optional) > defaults.
+ * Throws ConfigError with `NAME: what is wrong` for the first invalid setting.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const home = homedir();
+  const fromEnv: RawSettings = {};
+  for (const name of SETTING_NAMES) {
+    const value = env[name];
+    if (value !== undefined && value !== '') fromEnv[name] = value;
+  }
+  const codexecHome = expandHome(String(fromEnv.CODEXEC_HOME ?? '~/.codexec'), home);
+  const fromFile = readConfigFile(join(codexecHome, 'config.json'));
+  const parsed = settingsSchema.safeParse({ ...fromFile, ...fromEnv });
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const name = issue?.path[0] === undefined ? 'config' : String(issue.path[0]);
+    throw new ConfigError(`${name}: ${issue?.message ?? 'invalid value'}`);
+  }
+  const s = parsed.data;
+  const root = expandHome(s.CODEXEC_HOME, home);
+  const dir = (value: string | undefined, fallback: string) =>
+    expandHome(value ?? join(root, fallback), home);
+  return {
+    home: root,
+    sandboxMode: s.CODEXEC_SANDBOX_MODE,
+    sandboxDir: dir(s.CODEXEC_SANDBOX_DIR, 'sandbox'),
+    logDir: dir(s.CODEXEC_LOG_DIR, 'logs'),
+    scriptsDir: dir(s.CODEXEC_SCRIPTS_DIR, 'scripts'),
+    defaultTimeoutMs: s.CODEXEC_DEFAULT_TIMEOUT_MS,
+    maxTimeoutMs: s.CODEXEC_MAX_TIMEOUT_MS,
+    sessionIdleTimeoutMs: s.CODEXEC_SESSION_IDLE_TIMEOUT_MS,
+    killGraceMs: s.CODEXEC_KILL_GRACE_MS,
+    output: {
+      maxChars: s.CODEXEC_MAX_OUTPUT_CHARS,
+      head: s.CODEXEC_TRUNCATION_HEAD,
+      tail: s.CODEXEC_TRUNCATION_TAIL,
+    },
+    maxCodeBytes: s.CODEXEC_MAX_CODE_BYTES,
+    retentionDays: {
+      success: s.CODEXEC_LOG_RETENTION_DAYS_SUCCESS,
+      failure: s.CODEXEC_LOG_RETENTION_DAYS_FAILURE,
+      session: s.CODEXEC_LOG_RETENTION_DAYS_SESSION,
+    },
+    maxSessions: s.CODEXEC_MAX_SESSIONS,
+    limits: {
+      memoryMb: s.CODEXEC_MEMORY_MB,
+      maxProcs: s.CODEXEC_MAX_PROCS,
+      maxFileMb: s.CODEXEC_MAX_FILE_MB,
+    },
+    network: s.CODEXEC_NETWORK,
+    interpreters: {
+      ...(s.CODEXEC_PYTHON && { python: expandHome(s.CODEXEC_PYTHON, home) }),
+      ...(s.CODEXEC_NODE && { node: expandHome(s.CODEXEC_NODE, home) }),
+      ...(s.CODEXEC_BASH && { bash: expandHome(s.CODEXEC_BASH, home) }),
+    },
+    docker: {
+      image: s.CODEXEC_DOCKER_IMAGE,
+      memory: s.CODEXEC_DOCKER_MEMORY,
+      cpu: s.CODEXEC_DOCKER_CPU,
+      network: s.CODEXEC_DOCKER_NETWORK,
+    },
+    logLevel: s.LOG_LEVEL,
+  };
+}
+
+function readConfigFile(path: string): RawSettings {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return {};
+    throw new ConfigError(`${path}: cannot read (${(error as Error).message})`);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new ConfigError(`${path}: not valid JSON (${(error as Error).message})`);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new ConfigError(`${path}: must be a JSON object of settings, e.g. {"CODEXEC_MAX_SESSIONS": 3}`);
+  }
+  const unknown = Object.keys(value).filter((key) => !(SETTING_NAMES as string[]).includes(key));
+  if (unknown.length > 0) throw new ConfigError(`${path}: unknown setting ${unknown.join(', ')}`);
+  return value as RawSettings;
+}

@@ -1,0 +1,71 @@
+import { z } from 'zod';
+
+// Every setting, keyed by its environment variable. Values arrive as strings (env) or JSON
+// values (config file); numbers and booleans are coerced. Paths may start with `~`.
+
+const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+
+export const SANDBOX_MODES = ['auto', 'namespace', 'subprocess', 'docker'] as const;
+export type SandboxMode = (typeof SANDBOX_MODES)[number];
+
+export const settingsSchema = z
+  .object({
+    CODEXEC_HOME: z.string().min(1).default('~/.codexec').describe('Root of all codexec state.'),
+    CODEXEC_SANDBOX_MODE: z.enum(SANDBOX_MODES).default('auto').describe('How code is isolated.'),
+    CODEXEC_SANDBOX_DIR: z.string().min(1).optional().describe('Workspaces; default $CODEXEC_HOME/sandbox.'),
+    CODEXEC_LOG_DIR: z.string().min(1).optional().describe('JSONL logs; default $CODEXEC_HOME/logs.'),
+    CODEXEC_SCRIPTS_DIR: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('Script library; default $CODEXEC_HOME/scripts.'),
+    CODEXEC_DEFAULT_TIMEOUT_MS: int(1, 86_400_000)
+      .default(30_000)
+      .describe('Timeout when a call gives none.'),
+    CODEXEC_MAX_TIMEOUT_MS: int(1, 86_400_000).default(300_000).describe('Upper clamp for any timeout.'),
+    CODEXEC_SESSION_IDLE_TIMEOUT_MS: int(1000, 604_800_000).default(900_000).describe('Idle session kill.'),
+    CODEXEC_KILL_GRACE_MS: int(0, 60_000).default(5000).describe('SIGTERM to SIGKILL grace period.'),
+    CODEXEC_MAX_OUTPUT_CHARS: int(100, 100_000_000).default(10_000).describe('Per-stream output cap.'),
+    CODEXEC_TRUNCATION_HEAD: int(0, 100_000_000).default(4000).describe('Characters kept from the start.'),
+    CODEXEC_TRUNCATION_TAIL: int(0, 100_000_000).default(4000).describe('Characters kept from the end.'),
+    CODEXEC_MAX_CODE_BYTES: int(1, 100_000_000).default(10_000_000).describe('Largest code accepted.'),
+    CODEXEC_LOG_RETENTION_DAYS_SUCCESS: int(1, 36_500).default(30),
+    CODEXEC_LOG_RETENTION_DAYS_FAILURE: int(1, 36_500).default(90),
+    CODEXEC_LOG_RETENTION_DAYS_SESSION: int(1, 36_500).default(90),
+    CODEXEC_MAX_SESSIONS: int(1, 1000).default(5),
+    CODEXEC_MEMORY_MB: int(16, 1_048_576).default(512).describe('Memory limit per execution.'),
+    CODEXEC_MAX_PROCS: int(1, 100_000).default(256).describe('Process limit per execution.'),
+    CODEXEC_MAX_FILE_MB: int(1, 1_048_576).default(1024).describe('Largest file code may write.'),
+    CODEXEC_NETWORK: z.enum(['none', 'host']).default('none').describe('Network for sandboxed code.'),
+    CODEXEC_PYTHON: z.string().min(1).optional().describe('Python interpreter (default: python3 on PATH).'),
+    CODEXEC_NODE: z.string().min(1).optional().describe('Node interpreter (default: this Node).'),
+    CODEXEC_BASH: z.string().min(1).optional().describe('Bash (default: bash on PATH).'),
+    CODEXEC_DOCKER_IMAGE: z.string().min(1).default('codexec-sandbox'),
+    CODEXEC_DOCKER_MEMORY: z
+      .string()
+      .regex(/^\d+[kmg]?$/i, 'expected e.g. 512m')
+      .default('512m'),
+    CODEXEC_DOCKER_CPU: z.coerce.number().positive().max(1024).default(1),
+    CODEXEC_DOCKER_NETWORK: z.string().min(1).default('none'),
+    LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+  })
+  .superRefine((s, ctx) => {
+    if (s.CODEXEC_DEFAULT_TIMEOUT_MS > s.CODEXEC_MAX_TIMEOUT_MS) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['CODEXEC_DEFAULT_TIMEOUT_MS'],
+        message: `must not exceed CODEXEC_MAX_TIMEOUT_MS (${s.CODEXEC_MAX_TIMEOUT_MS})`,
+      });
+    }
+    if (s.CODEXEC_TRUNCATION_HEAD + s.CODEXEC_TRUNCATION_TAIL > s.CODEXEC_MAX_OUTPUT_CHARS) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['CODEXEC_TRUNCATION_HEAD'],
+        message: `HEAD + TAIL must not exceed CODEXEC_MAX_OUTPUT_CHARS (${s.CODEXEC_MAX_OUTPUT_CHARS})`,
+      });
+    }
+  });
+
+export type Settings = z.infer<typeof settingsSchema>;
+export type SettingName = keyof z.input<typeof settingsSchema>;
+export const SETTING_NAMES = Object.keys(settingsSchema.shape) as SettingName[];

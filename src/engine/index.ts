@@ -1,0 +1,7 @@
+// The execution engine: one run of code from request to result — workspace, script file,
+// sandboxed spawn, bounded output, timeout cascade, artifacts, log entry.
+
+export { type ArtifactDiff, diffSnapshots, type Snapshot, snapshotDir } from './artifacts.js';
+export { Engine, type EngineDeps, SCRIPT_BASENAME } from './engine.js';
+export { type CollectedOutput, OutputCollector, type OutputLimits } from './output.js';
+export type { ExecutionRequest, ExecutionResult, OutputStream, RunOptions } from './types.js';

@@ -1,0 +1,39 @@
+import type { Language } from '../runtimes/index.js';
+
+export interface ExecutionRequest {
+  readonly language: Language;
+  readonly code: string;
+  readonly timeoutMs?: number | undefined;
+  /** Caller's working directory (validated by policy); default: a fresh workspace. */
+  readonly workingDir?: string | undefined;
+  /** Command-line arguments for the script. */
+  readonly args?: readonly string[] | undefined;
+}
+
+export type OutputStream = 'stdout' | 'stderr';
+
+export interface RunOptions {
+  readonly signal?: AbortSignal | undefined;
+  /** Decoded output as it arrives, for streaming to the client. */
+  readonly onOutput?: ((stream: OutputStream, text: string) => void) | undefined;
+}
+
+/** One shape for every backend and every outcome; field names are the wire's (snake_case). */
+export interface ExecutionResult {
+  success: boolean;
+  execution_id: string;
+  language: Language;
+  stdout: string;
+  stderr: string;
+  /** null when the run was stopped (timeout, cancel) or never started. */
+  exit_code: number | null;
+  duration_ms: number;
+  timed_out: boolean;
+  cancelled: boolean;
+  truncated: boolean;
+  /** Files created or modified in the working directory, relative to it. */
+  artifacts: string[];
+  artifacts_deleted: string[];
+  working_dir: string;
+  sandbox_mode: string;
+}

@@ -1,0 +1,58 @@
+// Errors with stable string codes. The tool layer turns them into `isError` results
+// ({ success: false, error, code }); anything else that escapes is reported as INTERNAL.
+
+export type ErrorCode =
+  | 'INVALID_INPUT'
+  | 'FORBIDDEN_PATH'
+  | 'NOT_FOUND'
+  | 'SESSION_NOT_FOUND'
+  | 'LIMIT_REACHED'
+  | 'BLOCKED_BY_POLICY'
+  | 'SANDBOX_UNAVAILABLE'
+  | 'CONFIG_INVALID'
+  | 'INTERNAL';
+
+export class CodexecError extends Error {
+  readonly code: ErrorCode;
+
+  constructor(code: ErrorCode, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'CodexecError';
+    this.code = code;
+  }
+}
+
+export class InvalidInputError extends CodexecError {
+  constructor(message: string) {
+    super('INVALID_INPUT', message);
+    this.name = 'InvalidInputError';
+  }
+}
+
+export class ForbiddenPathError extends CodexecError {
+  constructor(message: string) {
+    super('FORBIDDEN_PATH', message);
+    this.name = 'ForbiddenPathError';
+  }
+}
+
+export class ConfigError extends CodexecError {
+  constructor(message: string) {
+    super('CONFIG_INVALID', message);
+    this.name = 'ConfigError';
+  }
+}
+
+export class SandboxUnavailableError extends CodexecError {
+  constructor(message: string) {
+    super('SANDBOX_UNAVAILABLE', message);
+    this.name = 'SandboxUnavailableError';
+  }
+}
+
+/** Narrow anything thrown to a CodexecError, keeping the original as `cause`. */
+export function toCodexecError(error: unknown): CodexecError {
+  if (error instanceof CodexecError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  return new CodexecError('INTERNAL', `internal error: ${message}`, { cause: error });
+}

@@ -1,0 +1,20 @@
+/** One line of `executions-YYYY-MM-DD.jsonl`, in the seed's format (plus our `language`-level extras). */
+export interface ExecutionLogEntry {
+  readonly type: 'execution';
+  readonly execution_id: string;
+  readonly session_id?: string | null;
+  readonly language: string;
+  readonly code: string;
+  readonly stdin: null;
+  readonly stdout: string;
+  readonly stderr: string;
+  readonly exit_code: number | null;
+  readonly timed_out: boolean;
+  readonly cancelled: boolean;
+  readonly duration_ms: number;
+  readonly memory_peak_mb: number | null;
+  readonly sandbox_mode: string;
+  readonly working_dir: string;
+  readonly artifacts: { readonly created: string[]; readonly modified: string[]; readonly deleted: string[] };
+  readonly executed_at: string;
+}

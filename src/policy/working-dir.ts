@@ -1,0 +1,61 @@
+import { realpath, stat } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import type { Config } from '../config/index.js';
+import { ForbiddenPathError, InvalidInputError } from '../errors/index.js';
+import { expandHome, isWithin } from '../util/index.js';
+
+/** Paths code may never be pointed at: credentials, system configuration, codexec's own state. */
+export function forbiddenPaths(config: Config, home = homedir()): string[] {
+  const inHome = ['.ssh', '.gnupg', '.aws', '.config'].map((name) => join(home, name));
+  return [
+    ...inHome,
+    '/etc',
+    '/var',
+    '/proc',
+    '/sys',
+    '/dev',
+    '/boot',
+    config.home,
+    config.logDir,
+    config.scriptsDir,
+  ];
+}
+
+/**
+ * Validate a caller-supplied working directory. Symlinks are resolved first, so a link into a
+ * forbidden place is refused; a directory that contains a forbidden place is refused too, since
+ * the code could reach it by a relative path. Only the sandbox dir inside CODEXEC_HOME is allowed.
+ */
+export async function resolveWorkingDir(input: string, config: Config): Promise<string> {
+  if (input.includes('\0')) throw new InvalidInputError('working_dir must not contain NUL characters');
+  const requested = expandHome(input);
+  let real: string;
+  try {
+    real = await realpath(requested);
+  } catch {
+    throw new InvalidInputError(`working_dir ${input} does not exist; create it first or omit working_dir`);
+  }
+  if (!(await stat(real)).isDirectory())
+    throw new InvalidInputError(`working_dir ${input} is not a directory`);
+  const sandboxDir = await realOrSelf(config.sandboxDir);
+  if (isWithin(real, sandboxDir)) return real;
+  for (const path of forbiddenPaths(config)) {
+    const forbidden = await realOrSelf(path);
+    if (isWithin(real, forbidden)) {
+      throw new ForbiddenPathError(`working_dir ${input} is inside ${path}, which code may not use`);
+    }
+    if (isWithin(forbidden, real)) {
+      throw new ForbiddenPathError(`working_dir ${input} contains ${path}, which code may not use`);
+    }
+  }
+  return real;
+}
+
+async function realOrSelf(path: string): Promise<string> {
+  try {
+    return await realpath(path);
+  } catch {
+    return path;
+  }
+}

@@ -1,0 +1,6 @@
+// Language runtimes: how code in each language becomes a file and an argv, and where the
+// interpreters live (resolved once to absolute real binaries).
+
+export { type InterpreterKind, Interpreters } from './interpreters.js';
+export { LANGUAGES, type Language, RUNTIMES, type Runtime } from './languages.js';
+export { CodeSyntaxError } from './typescript.js';

@@ -1,0 +1,87 @@
+import { execFile } from 'node:child_process';
+import { constants } from 'node:fs';
+import { access, open, realpath } from 'node:fs/promises';
+import { delimiter, join } from 'node:path';
+import { promisify } from 'node:util';
+import { SandboxUnavailableError } from '../errors/index.js';
+
+export type InterpreterKind = 'python' | 'node' | 'bash';
+
+const run = promisify(execFile);
+
+/**
+ * Resolves each interpreter once to an absolute real binary. A pyenv shim costs ~100 ms per
+ * start, so a script on PATH is asked for its real executable instead of being run every time.
+ */
+export class Interpreters {
+  private readonly cache = new Map<InterpreterKind, Promise<string>>();
+
+  constructor(
+    private readonly overrides: Partial<Record<InterpreterKind, string>>,
+    private readonly path: string = process.env.PATH ?? '',
+  ) {}
+
+  get(kind: InterpreterKind): Promise<string> {
+    let found = this.cache.get(kind);
+    if (!found) {
+      found = this.resolve(kind);
+      // A failure is not cached: the user may install the interpreter and retry.
+      found.catch(() => this.cache.delete(kind));
+      this.cache.set(kind, found);
+    }
+    return found;
+  }
+
+  private async resolve(kind: InterpreterKind): Promise<string> {
+    const override = this.overrides[kind];
+    if (override) return realExecutable(override, kind);
+    if (kind === 'node') return process.execPath;
+    const name = kind === 'python' ? 'python3' : 'bash';
+    const onPath = await which(name, this.path);
+    if (!onPath) {
+      throw new SandboxUnavailableError(
+        `${name} was not found on PATH; install it or set CODEXEC_${kind.toUpperCase()}`,
+      );
+    }
+    const real = await realpath(onPath);
+    if (kind === 'python' && (await isScript(real))) {
+      const { stdout } = await run(real, ['-c', 'import sys; print(sys.executable)'], { timeout: 10_000 });
+      return realExecutable(stdout.trim(), kind);
+    }
+    return real;
+  }
+}
+
+async function realExecutable(path: string, kind: InterpreterKind): Promise<string> {
+  try {
+    const real = await realpath(path);
+    await access(real, constants.X_OK);
+    return real;
+  } catch {
+    throw new SandboxUnavailableError(`${kind} interpreter ${path} is not an executable file`);
+  }
+}
+
+async function which(name: string, path: string): Promise<string | undefined> {
+  for (const dir of path.split(delimiter)) {
+    if (!dir) continue;
+    const candidate = join(dir, name);
+    try {
+      await access(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}
+
+async function isScript(path: string): Promise<boolean> {
+  const file = await open(path, 'r');
+  try {
+    const { buffer, bytesRead } = await file.read(Buffer.alloc(2), 0, 2, 0);
+    return bytesRead === 2 && buffer.toString('latin1') === '#!';
+  } finally {
+    await file.close();
+  }
+}

@@ -1,0 +1,13 @@
+// Sandbox backends: run a resolved SandboxSpec as an isolated process tree.
+// Backends never consult policy; the registry is the only place that picks one.
+
+export { BackendRegistry } from './registry.js';
+export { SubprocessBackend } from './subprocess/index.js';
+export type {
+  Availability,
+  BackendMode,
+  Exit,
+  SandboxBackend,
+  SandboxedProcess,
+  SandboxSpec,
+} from './types.js';

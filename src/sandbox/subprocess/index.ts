@@ -1,0 +1,49 @@
+import { spawn } from 'node:child_process';
+import type { Availability, Exit, SandboxBackend, SandboxedProcess, SandboxSpec } from '../types.js';
+
+/**
+ * The seed's light mode: a plain child process in its own session and process group, with the
+ * stripped environment. It does not confine the filesystem, network or resources.
+ */
+export class SubprocessBackend implements SandboxBackend {
+  readonly mode = 'subprocess' as const;
+
+  async probe(): Promise<Availability> {
+    return { available: true };
+  }
+
+  spawn(spec: SandboxSpec): SandboxedProcess {
+    const [command, ...args] = spec.argv;
+    if (command === undefined) throw new TypeError('SandboxSpec.argv is empty');
+    const child = spawn(command, args, {
+      cwd: spec.cwd,
+      env: { ...spec.env },
+      // A new session makes the child a process-group leader, so the whole group can be signalled.
+      detached: true,
+      stdio: [spec.stdin, 'pipe', 'pipe'],
+    });
+    const exited = new Promise<Exit>((resolve) => {
+      child.once('error', (error) => resolve({ code: null, signal: null, spawnError: error }));
+      child.once('exit', (code, signal) => resolve({ code, signal }));
+    });
+    const pid = child.pid;
+    const { stdout, stderr } = child;
+    if (!stdout || !stderr) throw new Error('spawn returned no output pipes');
+    return {
+      pid,
+      stdout,
+      stderr,
+      stdin: child.stdin,
+      exited,
+      kill(signal) {
+        if (pid === undefined) return;
+        try {
+          process.kill(-pid, signal);
+        } catch {
+          // ESRCH: the group is already gone
+        }
+      },
+      async dispose() {},
+    };
+  }
+}

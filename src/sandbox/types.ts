@@ -1,0 +1,51 @@
+import type { Readable, Writable } from 'node:stream';
+
+export type BackendMode = 'namespace' | 'subprocess' | 'docker';
+
+/** Everything a backend needs to run one process. Policy builds it; backends only execute it. */
+export interface SandboxSpec {
+  /** argv[0] is an absolute interpreter path. */
+  readonly argv: readonly string[];
+  readonly cwd: string;
+  readonly env: Readonly<Record<string, string>>;
+  /** Directories the code may write (the workspace and, if different, the working dir). */
+  readonly writablePaths: readonly string[];
+  /** Extra paths the code must be able to read (the script file, the interpreter's tree). */
+  readonly readablePaths: readonly string[];
+  readonly limits: { readonly memoryMb: number; readonly maxProcs: number; readonly maxFileMb: number };
+  readonly network: 'none' | 'host';
+  /** 'pipe' keeps stdin open for drivers; one-shot runs get /dev/null. */
+  readonly stdin: 'ignore' | 'pipe';
+}
+
+export interface Exit {
+  /** null when the process died of a signal (or never started). */
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  /** Set when the process could not be started at all. */
+  readonly spawnError?: Error;
+}
+
+export interface SandboxedProcess {
+  readonly pid: number | undefined;
+  readonly stdout: Readable;
+  readonly stderr: Readable;
+  readonly stdin: Writable | null;
+  readonly exited: Promise<Exit>;
+  /** Signal every process of the run (process group / sandbox), not just the leader. */
+  kill(signal: NodeJS.Signals): void;
+  /** Release what the backend made for this run (cgroups, containers). Safe to call twice. */
+  dispose(): Promise<void>;
+}
+
+export interface Availability {
+  readonly available: boolean;
+  /** Why not, and how to fix it. */
+  readonly reason?: string;
+}
+
+export interface SandboxBackend {
+  readonly mode: BackendMode;
+  probe(): Promise<Availability>;
+  spawn(spec: SandboxSpec): SandboxedProcess;
+}

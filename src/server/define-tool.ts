@@ -1,0 +1,70 @@
+import type {
+  McpServer,
+  ServerContext,
+  StandardSchemaWithJSON,
+  ToolAnnotations,
+} from '@modelcontextprotocol/server';
+import type { z } from 'zod';
+import { InvalidInputError } from '../errors/index.js';
+import { errorResult, okResult } from './results.js';
+
+export interface ToolDefinition<I extends z.ZodObject, O extends z.ZodObject> {
+  readonly name: string;
+  readonly title: string;
+  readonly description: string;
+  readonly input: I;
+  readonly output: O;
+  readonly annotations: ToolAnnotations;
+  readonly handler: (args: z.output<I>, ctx: ServerContext) => Promise<z.input<O>>;
+}
+
+/**
+ * Register a tool whose advertised schemas are the zod ones, but whose argument errors come back
+ * in our contract (`isError` + `{ success: false, error, code: "INVALID_INPUT" }`) rather than
+ * the SDK's bare text. The SDK sees a pass-through schema; the handler parses with zod itself.
+ */
+export function defineTool<I extends z.ZodObject, O extends z.ZodObject>(
+  server: McpServer,
+  tool: ToolDefinition<I, O>,
+): void {
+  server.registerTool(
+    tool.name,
+    {
+      title: tool.title,
+      description: tool.description,
+      inputSchema: passThrough(tool.input),
+      outputSchema: tool.output,
+      annotations: tool.annotations,
+    },
+    async (raw: unknown, ctx: ServerContext) => {
+      const parsed = tool.input.safeParse(raw ?? {});
+      if (!parsed.success) return errorResult(new InvalidInputError(describeIssues(parsed.error)));
+      try {
+        return okResult((await tool.handler(parsed.data, ctx)) as Record<string, unknown>);
+      } catch (error) {
+        return errorResult(error);
+      }
+    },
+  );
+}
+
+function passThrough(schema: z.ZodObject): StandardSchemaWithJSON<unknown, unknown> {
+  const standard = schema['~standard'];
+  return {
+    '~standard': {
+      version: 1,
+      vendor: 'codexec',
+      validate: (value: unknown) => ({ value }),
+      jsonSchema: standard.jsonSchema,
+    },
+  };
+}
+
+function describeIssues(error: z.ZodError): string {
+  return error.issues
+    .map((issue) => {
+      const where = issue.path.length > 0 ? issue.path.join('.') : 'arguments';
+      return `${where}: ${issue.message}`;
+    })
+    .join('; ');
+}

@@ -1,0 +1,53 @@
+import type { ServerContext } from '@modelcontextprotocol/server';
+import type { OutputStream } from '../engine/index.js';
+
+const INTERVAL_MS = 100;
+const MAX_PENDING_CHARS = 4000;
+
+/**
+ * Streams run output to the client as progress notifications, when it asked for them (a
+ * progressToken). Output is coalesced and sent at most every 100 ms, at most 4,000 characters a
+ * notification: a flood is summarized ("[... N characters not streamed ...]"), never queued.
+ */
+export class ProgressStreamer {
+  private pending = '';
+  private skipped = 0;
+  private sent = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly token: string | number | undefined;
+
+  constructor(private readonly ctx: ServerContext) {
+    this.token = ctx.mcpReq._meta?.progressToken;
+  }
+
+  get enabled(): boolean {
+    return this.token !== undefined;
+  }
+
+  readonly push = (stream: OutputStream, text: string): void => {
+    if (this.token === undefined) return;
+    const tagged = stream === 'stderr' ? `[stderr] ${text}` : text;
+    const room = MAX_PENDING_CHARS - this.pending.length;
+    if (room > 0) this.pending += tagged.slice(0, room);
+    this.skipped += Math.max(0, tagged.length - Math.max(room, 0));
+    this.timer ??= setTimeout(() => this.flush(), INTERVAL_MS);
+  };
+
+  /** Send what is pending now and stop the timer (call when the run ends). */
+  flush(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.token === undefined || (this.pending === '' && this.skipped === 0)) return;
+    const note = this.skipped > 0 ? `\n[... ${this.skipped} characters not streamed ...]\n` : '';
+    const message = this.pending + note;
+    this.sent += message.length;
+    this.pending = '';
+    this.skipped = 0;
+    this.ctx.mcpReq
+      .notify({
+        method: 'notifications/progress',
+        params: { progressToken: this.token, progress: this.sent, message },
+      })
+      .catch(() => {}); // the client went away; the result path reports that
+  }
+}

@@ -1,0 +1,21 @@
+import type { CallToolResult } from '@modelcontextprotocol/server';
+import { type CodexecError, toCodexecError } from '../errors/index.js';
+import { log } from '../util/index.js';
+
+/** A normal result: the structured value plus the same JSON as text for clients without structure. */
+export function okResult(value: Record<string, unknown>): CallToolResult {
+  return { content: [{ type: 'text', text: JSON.stringify(value) }], structuredContent: value };
+}
+
+/** A refused request: `isError` with `{ success: false, error, code }` in both renderings. */
+export function errorResult(error: unknown): CallToolResult {
+  const failure: CodexecError = toCodexecError(error);
+  if (failure.code === 'INTERNAL')
+    log('error', `${failure.message}\n${(failure.cause as Error)?.stack ?? ''}`);
+  const value = { success: false, error: failure.message, code: failure.code };
+  return {
+    content: [{ type: 'text', text: JSON.stringify(value) }],
+    structuredContent: value,
+    isError: true,
+  };
+}

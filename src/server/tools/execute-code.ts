@@ -1,0 +1,80 @@
+import type { McpServer } from '@modelcontextprotocol/server';
+import { z } from 'zod';
+import type { Engine } from '../../engine/index.js';
+import { resolveWorkingDir } from '../../policy/index.js';
+import { LANGUAGES } from '../../runtimes/index.js';
+import { defineTool } from '../define-tool.js';
+import { ProgressStreamer } from '../progress.js';
+import type { Services } from '../services.js';
+
+export const executionResultSchema = z.object({
+  success: z.boolean().describe('true when the code exited 0 within its time limit'),
+  execution_id: z.string().describe('exec_ + 12 hex; find it later in the execution logs'),
+  language: z.enum(LANGUAGES),
+  stdout: z.string(),
+  stderr: z.string(),
+  exit_code: z.number().int().nullable().describe('null when the run was stopped (timeout, cancel)'),
+  duration_ms: z.number().int(),
+  timed_out: z.boolean(),
+  cancelled: z.boolean(),
+  truncated: z.boolean().describe('true when stdout or stderr was cut to head + tail'),
+  artifacts: z.array(z.string()).describe('files created or modified, relative to working_dir'),
+  artifacts_deleted: z.array(z.string()),
+  working_dir: z.string().describe('absolute directory the code ran in; artifacts live here'),
+  sandbox_mode: z.string().describe('isolation actually used: namespace, subprocess or docker'),
+});
+
+const inputSchema = z.object({
+  language: z.enum(LANGUAGES).describe('python, node (JavaScript, ES module), typescript or bash'),
+  code: z.string().min(1, 'code must not be empty').describe('The complete program to run'),
+  timeout_ms: z
+    .number()
+    .int()
+    .positive()
+    .optional()
+    .describe('Wall-clock limit in ms (default 30000; clamped to the server maximum)'),
+  working_dir: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('Existing directory to run in (~ allowed). Default: a fresh empty workspace'),
+});
+
+export function registerExecuteCode(server: McpServer, services: Services): void {
+  defineTool(server, {
+    name: 'execute_code',
+    title: 'Run code',
+    description:
+      'Run a complete Python, JavaScript (node), TypeScript or Bash program once, in a fresh process with no ' +
+      'state from earlier calls, and return its stdout, stderr, exit code and the files it created. ' +
+      'Use it for calculations, data parsing, file transformations and quick experiments; for multi-step ' +
+      'work that keeps variables between calls, use a session instead. Print what you want to see: only ' +
+      'output is returned. Output beyond the server limit (default 10,000 characters per stream) is cut ' +
+      'to its first and last parts. Code runs without API keys or other secrets from the server environment. ' +
+      'A failing program is a normal result with success=false; read stderr and fix the code.',
+    input: inputSchema,
+    output: executionResultSchema,
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
+    handler: async (args, ctx) => runWithProgress(services.engine, args, ctx, services),
+  });
+}
+
+async function runWithProgress(
+  engine: Engine,
+  args: z.output<typeof inputSchema>,
+  ctx: Parameters<Parameters<typeof defineTool>[1]['handler']>[1],
+  services: Services,
+) {
+  const workingDir = args.working_dir
+    ? await resolveWorkingDir(args.working_dir, services.config)
+    : undefined;
+  const progress = new ProgressStreamer(ctx);
+  try {
+    return await engine.run(
+      { language: args.language, code: args.code, timeoutMs: args.timeout_ms, workingDir },
+      { signal: ctx.mcpReq.signal, onOutput: progress.enabled ? progress.push : undefined },
+    );
+  } finally {
+    progress.flush();
+  }
+}

@@ -1,0 +1,6 @@
+// Small helpers shared by every module: ids, paths, stderr logging.
+// Nothing here knows about MCP, sandboxes or configuration.
+
+export { type IdPrefix, newId } from './ids.js';
+export { type LogLevel, log, setLogLevel } from './log.js';
+export { expandHome, isWithin } from './paths.js';

@@ -1,0 +1,15 @@
+// Diagnostics for the operator. stdout belongs to the MCP protocol, so every line goes to stderr.
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+
+const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
+let threshold: LogLevel = 'info';
+
+export function setLogLevel(level: LogLevel): void {
+  threshold = level;
+}
+
+export function log(level: LogLevel, message: string): void {
+  if (ORDER[level] < ORDER[threshold]) return;
+  process.stderr.write(`codexec ${level}: ${message}\n`);
+}
