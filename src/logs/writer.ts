@@ -18,10 +18,18 @@ export class LogWriter {
     return this.append(`executions-${entry.executed_at.slice(0, 10)}.jsonl`, entry);
   }
 
+  /** Append to `session-<id>.jsonl` (session_start, execution, package_install, session_end). */
+  appendSession(sessionId: string, entry: object): Promise<void> {
+    return this.append(`session-${sessionId}.jsonl`, entry);
+  }
+
   append(file: string, entry: object): Promise<void> {
     const line = `${JSON.stringify(entry)}\n`;
     const write = this.queue.then(async () => {
-      this.dirReady ??= mkdir(this.dir, { recursive: true });
+      this.dirReady ??= mkdir(this.dir, { recursive: true }).catch((error: Error) => {
+        this.dirReady = undefined; // retry on the next write
+        throw error;
+      });
       await this.dirReady;
       await appendFile(join(this.dir, file), line, 'utf8');
     });

@@ -1,4 +1,4 @@
-import type { Readable, Writable } from 'node:stream';
+import type { Duplex, Readable, Writable } from 'node:stream';
 
 export type BackendMode = 'namespace' | 'subprocess' | 'docker';
 
@@ -16,6 +16,8 @@ export interface SandboxSpec {
   readonly network: 'none' | 'host';
   /** 'pipe' keeps stdin open for drivers; one-shot runs get /dev/null. */
   readonly stdin: 'ignore' | 'pipe';
+  /** Open a control channel on the child's fd 3 (session drivers, warm pool). */
+  readonly control?: boolean;
 }
 
 export interface Exit {
@@ -31,6 +33,8 @@ export interface SandboxedProcess {
   readonly stdout: Readable;
   readonly stderr: Readable;
   readonly stdin: Writable | null;
+  /** The parent's end of fd 3 when `spec.control` was set; user output never travels here. */
+  readonly control: Duplex | null;
   readonly exited: Promise<Exit>;
   /** Signal every process of the run (process group / sandbox), not just the leader. */
   kill(signal: NodeJS.Signals): void;

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import type { Duplex } from 'node:stream';
 import type { Availability, Exit, SandboxBackend, SandboxedProcess, SandboxSpec } from '../types.js';
 
 /**
@@ -20,7 +21,7 @@ export class SubprocessBackend implements SandboxBackend {
       env: { ...spec.env },
       // A new session makes the child a process-group leader, so the whole group can be signalled.
       detached: true,
-      stdio: [spec.stdin, 'pipe', 'pipe'],
+      stdio: spec.control ? [spec.stdin, 'pipe', 'pipe', 'pipe'] : [spec.stdin, 'pipe', 'pipe'],
     });
     const exited = new Promise<Exit>((resolve) => {
       child.once('error', (error) => resolve({ code: null, signal: null, spawnError: error }));
@@ -34,6 +35,7 @@ export class SubprocessBackend implements SandboxBackend {
       stdout,
       stderr,
       stdin: child.stdin,
+      control: spec.control ? (child.stdio[3] as Duplex) : null,
       exited,
       kill(signal) {
         if (pid === undefined) return;

@@ -1,0 +1,90 @@
+// Spawns the real `codexec serve` (dist/cli.js) and connects the official MCP client over stdio.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { Client } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+
+export const CLI = resolve(import.meta.dirname, '../../dist/cli.js');
+
+export type Era = 'legacy' | 'modern';
+export const ERAS: readonly Era[] = ['legacy', 'modern'];
+
+export interface TestServer {
+  readonly client: Client;
+  readonly home: string;
+  readonly pid: number;
+  /** Everything the server wrote to stderr so far. */
+  stderr(): string;
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  readonly env?: Record<string, string>;
+  readonly era?: Era;
+  /** Reuse a CODEXEC_HOME (for restart tests); default: a fresh temp dir removed on close. */
+  readonly home?: string;
+}
+
+export function tempDir(prefix = 'codexec-test-'): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+/** A clean environment for the server: no inherited secrets or NODE_EXTRA_CA_CERTS. */
+export function baseEnv(home: string): Record<string, string> {
+  const env: Record<string, string> = { CODEXEC_HOME: home, PATH: process.env.PATH ?? '/usr/bin:/bin' };
+  for (const name of ['HOME', 'LANG', 'USER', 'TMPDIR'] as const) {
+    const value = process.env[name];
+    if (value !== undefined) env[name] = value;
+  }
+  return env;
+}
+
+export async function startServer(options: StartOptions = {}): Promise<TestServer> {
+  const home = options.home ?? tempDir();
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [CLI, 'serve'],
+    env: { ...baseEnv(home), ...options.env },
+    stderr: 'pipe',
+  });
+  let stderr = '';
+  transport.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const negotiation = options.era === 'modern' ? { versionNegotiation: { mode: { pin: '2026-07-28' } } } : {};
+  const client = new Client({ name: 'codexec-tests', version: '1.0.0' }, negotiation as never);
+  await client.connect(transport);
+  const pid = transport.pid;
+  if (pid === null) throw new Error('server did not start');
+  return {
+    client,
+    home,
+    pid,
+    stderr: () => stderr,
+    async close() {
+      await client.close();
+      if (!options.home) rmSync(home, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface ToolCall<T> {
+  readonly isError: boolean;
+  readonly value: T;
+  readonly text: string;
+}
+
+/** Call a tool and return its structured value (checking that the text content says the same). */
+export async function callTool<T = Record<string, unknown>>(
+  client: Client,
+  name: string,
+  args: Record<string, unknown>,
+  options: Parameters<Client['callTool']>[1] = {},
+): Promise<ToolCall<T>> {
+  const result = await client.callTool({ name, arguments: args }, options);
+  const first = (result.content as Array<{ type: string; text?: string }>)[0];
+  const text = first?.type === 'text' ? (first.text ?? '') : '';
+  const value = (result.structuredContent ?? JSON.parse(text)) as T;
+  return { isError: result.isError === true, value, text };
+}
