@@ -30,16 +30,11 @@ export function forbiddenPaths(config: Config, home = homedir()): string[] {
 export async function resolveWorkingDir(input: string, config: Config): Promise<string> {
   if (input.includes('\0')) throw new InvalidInputError('working_dir must not contain NUL characters');
   const requested = expandHome(input);
-  let real: string;
-  try {
-    real = await realpath(requested);
-  } catch {
-    throw new InvalidInputError(`working_dir ${input} does not exist; create it first or omit working_dir`);
-  }
-  if (!(await stat(real)).isDirectory())
-    throw new InvalidInputError(`working_dir ${input} is not a directory`);
+  // Judge the real path when it exists, so a symlink into a forbidden place is caught; a missing
+  // path is judged as written, so the refusal names the real problem.
+  const real = await realOrSelf(requested);
   const sandboxDir = await realOrSelf(config.sandboxDir);
-  if (isWithin(real, sandboxDir)) return real;
+  if (isWithin(real, sandboxDir)) return mustBeDirectory(real, input);
   for (const path of forbiddenPaths(config)) {
     const forbidden = await realOrSelf(path);
     if (isWithin(real, forbidden)) {
@@ -49,6 +44,14 @@ export async function resolveWorkingDir(input: string, config: Config): Promise<
       throw new ForbiddenPathError(`working_dir ${input} contains ${path}, which code may not use`);
     }
   }
+  return mustBeDirectory(real, input);
+}
+
+async function mustBeDirectory(real: string, input: string): Promise<string> {
+  const info = await stat(real).catch(() => undefined);
+  if (!info)
+    throw new InvalidInputError(`working_dir ${input} does not exist; create it first or omit working_dir`);
+  if (!info.isDirectory()) throw new InvalidInputError(`working_dir ${input} is not a directory`);
   return real;
 }
 

@@ -1,0 +1,37 @@
+import { mkdirSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { diffSnapshots, snapshotDir } from '../../src/engine/index.js';
+import { tempDir } from '../helpers/server.js';
+
+describe('artifact snapshots', () => {
+  let dir = '';
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('reports created, modified and deleted files recursively, excluding names asked', async () => {
+    dir = tempDir();
+    writeFileSync(join(dir, 'keep.txt'), 'same');
+    writeFileSync(join(dir, 'change.txt'), 'old');
+    writeFileSync(join(dir, 'gone.txt'), 'x');
+    writeFileSync(join(dir, '_codexec_script.py'), 'print(1)');
+    const before = await snapshotDir(dir, { exclude: new Set(['_codexec_script.py']) });
+    writeFileSync(join(dir, 'change.txt'), 'newer');
+    utimesSync(join(dir, 'change.txt'), new Date(), new Date(Date.now() + 5000));
+    rmSync(join(dir, 'gone.txt'));
+    mkdirSync(join(dir, 'out/deep'), { recursive: true });
+    writeFileSync(join(dir, 'out/deep/result.csv'), 'a,b');
+    symlinkSync('/etc', join(dir, 'link'));
+    const after = await snapshotDir(dir, { exclude: new Set(['_codexec_script.py']) });
+    expect(diffSnapshots(before, after)).toEqual({
+      created: ['link', 'out/deep/result.csv'],
+      modified: ['change.txt'],
+      deleted: ['gone.txt'],
+    });
+  });
+
+  it('stops at the entry bound', async () => {
+    dir = tempDir();
+    for (let i = 0; i < 50; i++) writeFileSync(join(dir, `f${i}`), '');
+    expect((await snapshotDir(dir, { maxEntries: 10 })).size).toBe(10);
+  });
+});

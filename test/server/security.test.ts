@@ -1,0 +1,130 @@
+import { mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { callTool, startServer, type TestServer, tempDir } from '../helpers/server.js';
+
+interface Result {
+  success: boolean;
+  stdout: string;
+  artifacts: string[];
+  working_dir: string;
+}
+
+const CANARIES = {
+  ANTHROPIC_API_KEY: 'sk-ant-canary-4242',
+  GROQ_API_KEY: 'gsk-canary-4242',
+  AWS_SECRET_ACCESS_KEY: 'aws-canary-4242',
+  TELEGRAM_SESSION: 'tg-canary-4242',
+};
+
+describe('execute_code environment and working_dir policy', () => {
+  let server: TestServer;
+  let outside: string;
+  const run = (args: Record<string, unknown>) => callTool<Result>(server.client, 'execute_code', args);
+
+  beforeAll(async () => {
+    server = await startServer({ env: CANARIES });
+    outside = tempDir('codexec-wd-');
+  });
+  afterAll(async () => {
+    await server.close();
+    rmSync(outside, { recursive: true, force: true });
+  });
+
+  it.each(['python', 'node', 'bash'])('never passes server env secrets to %s code', async (language) => {
+    const code = {
+      python: 'import os\nfor k, v in sorted(os.environ.items()): print(f"{k}={v}")',
+      node: 'for (const [k, v] of Object.entries(process.env)) console.log(`${k}=${v}`)',
+      bash: 'env',
+    }[language];
+    const { value } = await run({ language, code });
+    expect(value.success).toBe(true);
+    expect(value.stdout).not.toContain('canary-4242');
+    const names = value.stdout
+      .trim()
+      .split('\n')
+      .map((line) => line.split('=')[0]);
+    const allowed = ['PATH', 'HOME', 'LANG', 'TERM', 'TMPDIR', 'USER'];
+    const runtimeOwn = [
+      'PYTHONUNBUFFERED',
+      'PYTHONIOENCODING',
+      'PYTHONDONTWRITEBYTECODE',
+      'PWD',
+      'SHLVL',
+      '_',
+    ];
+    expect(names.filter((n) => !allowed.includes(n ?? '') && !runtimeOwn.includes(n ?? ''))).toEqual([]);
+  });
+
+  it('runs in a custom working_dir and reports what it created and modified there', async () => {
+    writeFileSync(join(outside, 'data.csv'), 'a\n1\n');
+    const { value } = await run({
+      language: 'python',
+      code: 'rows = open("data.csv").read().split()\nopen("data.csv","a").write("2\\n")\nopen("summary.txt","w").write(str(len(rows)))',
+      working_dir: outside,
+    });
+    expect(value.success).toBe(true);
+    expect(value.working_dir).toBe(outside);
+    expect(value.artifacts.sort()).toEqual(['data.csv', 'summary.txt']);
+    expect(readFileSync(join(outside, 'summary.txt'), 'utf8')).toBe('2');
+  });
+
+  it('makes the custom working_dir importable for python', async () => {
+    writeFileSync(join(outside, 'helper_mod.py'), 'VALUE = 42\n');
+    const { value } = await run({
+      language: 'python',
+      code: 'import helper_mod\nprint(helper_mod.VALUE)',
+      working_dir: outside,
+    });
+    expect(value.stdout).toBe('42\n');
+  });
+
+  it.each(['/etc', '~/.ssh', '/var/tmp', '~'])('refuses working_dir %s with FORBIDDEN_PATH', async (dir) => {
+    const { isError, value } = await callTool<{ code: string; error: string }>(
+      server.client,
+      'execute_code',
+      {
+        language: 'bash',
+        code: 'echo should-not-run > ran.txt',
+        working_dir: dir,
+      },
+    );
+    expect(isError).toBe(true);
+    expect(value.code).toBe('FORBIDDEN_PATH');
+    expect(value.error).toContain(dir);
+  });
+
+  it('refuses a symlink that points into a forbidden directory', async () => {
+    const link = join(outside, 'innocent');
+    symlinkSync('/etc', link);
+    const { isError, value } = await callTool<{ code: string }>(server.client, 'execute_code', {
+      language: 'bash',
+      code: 'touch pwned',
+      working_dir: link,
+    });
+    expect(isError).toBe(true);
+    expect(value.code).toBe('FORBIDDEN_PATH');
+  });
+
+  it('refuses codexec home itself but allows directories in its sandbox', async () => {
+    const refused = await callTool<{ code: string }>(server.client, 'execute_code', {
+      language: 'bash',
+      code: 'ls',
+      working_dir: server.home,
+    });
+    expect(refused.value.code).toBe('FORBIDDEN_PATH');
+    const mine = join(server.home, 'sandbox', 'project');
+    mkdirSync(mine, { recursive: true });
+    const { value } = await run({ language: 'bash', code: 'pwd', working_dir: mine });
+    expect(value.stdout.trim()).toBe(mine);
+  });
+
+  it('refuses a missing working_dir with INVALID_INPUT', async () => {
+    const { value } = await callTool<{ code: string }>(server.client, 'execute_code', {
+      language: 'bash',
+      code: 'ls',
+      working_dir: join(outside, 'does-not-exist'),
+    });
+    expect(value.code).toBe('INVALID_INPUT');
+  });
+});

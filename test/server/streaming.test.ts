@@ -1,0 +1,87 @@
+import { readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { callTool, ERAS, startServer, type TestServer, tempDir } from '../helpers/server.js';
+
+function alive(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
+describe.each(ERAS)('streaming and cancellation (%s era)', (era) => {
+  let server: TestServer;
+  let dir: string;
+  beforeAll(async () => {
+    server = await startServer({ era });
+    dir = tempDir('codexec-stream-');
+  });
+  afterAll(async () => {
+    await server.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('sends output as progress notifications while the code runs', async () => {
+    const messages: Array<{ message?: string; at: number }> = [];
+    const { value } = await callTool<{ stdout: string }>(
+      server.client,
+      'execute_code',
+      {
+        language: 'python',
+        code: 'import time\nfor i in range(3):\n    print(f"step {i}")\n    time.sleep(0.3)',
+      },
+      { onprogress: (p) => messages.push({ message: p.message, at: Date.now() }) },
+    );
+    const finished = Date.now();
+    expect(value.stdout).toBe('step 0\nstep 1\nstep 2\n');
+    const streamed = messages.map((m) => m.message).join('');
+    expect(streamed).toBe('step 0\nstep 1\nstep 2\n');
+    expect(messages.length).toBeGreaterThanOrEqual(2);
+    expect(messages[0]?.at).toBeLessThan(finished - 300);
+  });
+
+  it('sends no progress when the client did not ask for it', async () => {
+    let count = 0;
+    server.client.setNotificationHandler('notifications/progress', () => {
+      count++;
+    });
+    await callTool(server.client, 'execute_code', { language: 'bash', code: 'echo quiet' });
+    expect(count).toBe(0);
+  });
+
+  it('kills the run when the client cancels the request', async () => {
+    const controller = new AbortController();
+    const pidFile = join(dir, `pid-${era}`);
+    const call = callTool(
+      server.client,
+      'execute_code',
+      {
+        language: 'python',
+        code: `import os, time\nopen(${JSON.stringify(pidFile)}, "w").write(str(os.getpid()))\ntime.sleep(60)`,
+        timeout_ms: 60_000,
+      },
+      { signal: controller.signal },
+    );
+    const readPid = () => {
+      try {
+        return Number(readFileSync(pidFile, 'utf8'));
+      } catch {
+        return 0;
+      }
+    };
+    await expect.poll(readPid, { timeout: 10_000 }).toBeGreaterThan(0);
+    const pid = readPid();
+    expect(alive(pid)).toBe(true);
+    controller.abort('user pressed stop');
+    await expect(call).rejects.toThrow();
+    await expect.poll(() => alive(pid), { timeout: 8000 }).toBe(false);
+    // and the server keeps serving
+    const { value } = await callTool<{ stdout: string }>(server.client, 'execute_code', {
+      language: 'bash',
+      code: 'echo ok',
+    });
+    expect(value.stdout).toBe('ok\n');
+  });
+});
