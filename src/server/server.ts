@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import { McpServer } from '@modelcontextprotocol/server';
 import type { Services } from './services.js';
 import { registerExecuteCode } from './tools/execute-code.js';
+import { registerScriptTools } from './tools/scripts.js';
 
 const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
 export const VERSION = version;
@@ -17,5 +18,6 @@ export function createServer(services: Services): McpServer {
     { capabilities: { tools: {} }, instructions: INSTRUCTIONS },
   );
   registerExecuteCode(server, services);
+  registerScriptTools(server, services);
   return server;
 }

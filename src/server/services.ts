@@ -1,6 +1,9 @@
+import { join } from 'node:path';
 import type { Config } from '../config/index.js';
 import { Engine } from '../engine/index.js';
+import { ScriptStore } from '../library/index.js';
 import { LogWriter } from '../logs/index.js';
+import type { CheckContext } from '../packages/index.js';
 import { Interpreters } from '../runtimes/index.js';
 import { BackendRegistry } from '../sandbox/index.js';
 
@@ -9,15 +12,23 @@ export interface Services {
   readonly config: Config;
   readonly engine: Engine;
   readonly logs: LogWriter;
+  readonly scripts: ScriptStore;
+  readonly packageCheck: CheckContext;
 }
 
 export function createServices(config: Config): Services {
   const logs = new LogWriter(config.logDir);
+  const interpreters = new Interpreters(config.interpreters);
   const engine = new Engine({
     config,
     backends: new BackendRegistry(config.sandboxMode),
-    interpreters: new Interpreters(config.interpreters),
+    interpreters,
     logs,
   });
-  return { config, engine, logs };
+  const packageCheck: CheckContext = {
+    python: () => interpreters.get('python'),
+    pythonPath: [join(config.home, 'envs', 'python')],
+    nodeModules: [join(config.home, 'envs', 'node', 'node_modules')],
+  };
+  return { config, engine, logs, scripts: new ScriptStore(config.scriptsDir), packageCheck };
 }

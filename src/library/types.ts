@@ -1,0 +1,45 @@
+import { z } from 'zod';
+import { LANGUAGES } from '../runtimes/index.js';
+
+/** `metadata.json` of one script: the source of truth (index.json is derived from these). */
+export const scriptMetadataSchema = z.object({
+  script_id: z.string(),
+  name: z.string(),
+  description: z.string(),
+  language: z.enum(LANGUAGES),
+  tags: z.array(z.string()),
+  packages: z.array(z.string()),
+  created_at: z.string(),
+  updated_at: z.string(),
+  last_run_at: z.string().nullable(),
+  run_count: z.number().int().nonnegative(),
+  last_run_success: z.boolean().nullable(),
+  source_execution_id: z.string().nullable(),
+  /** Current version number (1 for a new script); earlier ones live in versions/<n>.<ext>. */
+  version: z.number().int().positive(),
+});
+
+export type ScriptMetadata = z.infer<typeof scriptMetadataSchema>;
+
+export const scriptIndexSchema = z.object({
+  version: z.literal(1),
+  scripts: z.array(scriptMetadataSchema),
+});
+
+export type ScriptIndex = z.infer<typeof scriptIndexSchema>;
+
+export interface SaveScriptInput {
+  readonly name: string;
+  readonly description: string;
+  readonly language: ScriptMetadata['language'];
+  readonly code: string;
+  readonly tags: readonly string[];
+  readonly packages: readonly string[];
+  readonly sourceExecutionId?: string | undefined;
+}
+
+export interface StoredScript {
+  readonly metadata: ScriptMetadata;
+  readonly code: string;
+  readonly path: string;
+}

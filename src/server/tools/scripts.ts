@@ -1,0 +1,221 @@
+import type { McpServer } from '@modelcontextprotocol/server';
+import { z } from 'zod';
+import { CodexecError } from '../../errors/index.js';
+import { type ScriptMetadata, searchScripts } from '../../library/index.js';
+import { findMissingPackages } from '../../packages/index.js';
+import { resolveWorkingDir } from '../../policy/index.js';
+import { LANGUAGES } from '../../runtimes/index.js';
+import { defineTool } from '../define-tool.js';
+import { ProgressStreamer } from '../progress.js';
+import type { Services } from '../services.js';
+import { executionResultSchema } from './execute-code.js';
+
+const name = z
+  .string()
+  .min(1)
+  .max(200)
+  .describe('Script name: letters, digits, - and _ (e.g. parse-excel-report)');
+const tagList = z.array(z.string().min(1).max(64)).max(32);
+const summary = z.object({
+  name: z.string(),
+  description: z.string(),
+  language: z.enum(LANGUAGES),
+  tags: z.array(z.string()),
+  last_run_at: z.string().nullable(),
+});
+const readOnly = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
+
+export function registerScriptTools(server: McpServer, services: Services): void {
+  const { scripts } = services;
+
+  defineTool(server, {
+    name: 'save_script',
+    title: 'Save a script',
+    description:
+      'Save working, tested code under a name so it can be found and run again later ("parse it like last ' +
+      'time"). Saving an existing name updates it and keeps the earlier version. Describe what the script ' +
+      'does, what arguments it takes, and list the packages it needs.',
+    input: z.object({
+      name,
+      description: z.string().min(1).max(4000).describe('What it does and how to call it'),
+      language: z.enum(LANGUAGES),
+      code: z.string().min(1).max(1_000_000),
+      tags: tagList.default([]),
+      packages: z
+        .array(z.string().min(1).max(214))
+        .max(64)
+        .default([])
+        .describe('Packages it needs (pip / npm names)'),
+      source_execution_id: z
+        .string()
+        .regex(/^exec_[0-9a-f]{12}$/)
+        .optional(),
+    }),
+    output: z.object({
+      success: z.literal(true),
+      script_id: z.string(),
+      name: z.string(),
+      path: z.string(),
+      version: z.number().int(),
+      saved_at: z.string(),
+    }),
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+    handler: async (args) => {
+      const saved = await scripts.save({ ...args, sourceExecutionId: args.source_execution_id });
+      const { metadata } = saved;
+      return {
+        success: true as const,
+        script_id: metadata.script_id,
+        name: metadata.name,
+        path: saved.path,
+        version: metadata.version,
+        saved_at: metadata.updated_at,
+      };
+    },
+  });
+
+  defineTool(server, {
+    name: 'get_script',
+    title: 'Get a saved script',
+    description:
+      'Return a saved script: its code, description, tags, packages and run history. Pass version for an earlier one.',
+    input: z.object({ name, version: z.number().int().positive().optional() }),
+    output: z.object({
+      success: z.literal(true),
+      name: z.string(),
+      description: z.string(),
+      language: z.enum(LANGUAGES),
+      code: z.string(),
+      tags: z.array(z.string()),
+      packages: z.array(z.string()),
+      created_at: z.string(),
+      updated_at: z.string(),
+      last_run_at: z.string().nullable(),
+      run_count: z.number().int(),
+      last_run_success: z.boolean().nullable(),
+      source_execution_id: z.string().nullable(),
+      version: z.number().int().describe('current version'),
+      code_version: z.number().int().describe('version of the code returned'),
+      earlier_versions: z.number().int(),
+    }),
+    annotations: readOnly,
+    handler: async (args) => {
+      const stored = await scripts.get(args.name, args.version);
+      const { script_id: _id, ...metadata } = stored.metadata;
+      return {
+        success: true as const,
+        ...metadata,
+        code: stored.code,
+        code_version: args.version ?? metadata.version,
+        earlier_versions: await scripts.versionCount(args.name),
+      };
+    },
+  });
+
+  defineTool(server, {
+    name: 'list_scripts',
+    title: 'List saved scripts',
+    description: 'List saved scripts, optionally only one language or one tag.',
+    input: z.object({ language: z.enum(LANGUAGES).optional(), tag: z.string().min(1).optional() }),
+    output: z.object({ scripts: z.array(summary), total_count: z.number().int() }),
+    annotations: readOnly,
+    handler: async (args) => {
+      const all = await scripts.list();
+      const chosen = all.filter(
+        (s: ScriptMetadata) =>
+          (!args.language || s.language === args.language) && (!args.tag || s.tags.includes(args.tag)),
+      );
+      return { scripts: chosen.map(toSummary), total_count: chosen.length };
+    },
+  });
+
+  defineTool(server, {
+    name: 'search_scripts',
+    title: 'Search saved scripts',
+    description:
+      'Find saved scripts by words in their name, tags and description (e.g. "excel parsing"), best match first. ' +
+      'relevance names the strongest field that matched.',
+    input: z.object({
+      query: z.string().min(1).max(500),
+      limit: z.number().int().min(1).max(100).default(10),
+    }),
+    output: z.object({
+      results: z.array(
+        summary.extend({
+          relevance: z.enum(['name_match', 'tag_match', 'description_match', 'language_match']),
+          matched: z.array(z.string()),
+          score: z.number(),
+        }),
+      ),
+    }),
+    annotations: readOnly,
+    handler: async (args) => {
+      const hits = searchScripts(await scripts.list(), args.query).slice(0, args.limit);
+      return {
+        results: hits.map((hit) => ({
+          ...toSummary(hit.metadata),
+          relevance: hit.relevance,
+          matched: hit.matched,
+          score: Math.round(hit.score * 100) / 100,
+        })),
+      };
+    },
+  });
+
+  defineTool(server, {
+    name: 'run_script',
+    title: 'Run a saved script',
+    description:
+      'Run a saved script by name, in the same sandbox as execute_code, with args passed as command-line ' +
+      'arguments (sys.argv[1:], process.argv.slice(2), $1…). Refuses first if a package the script needs is ' +
+      'not installed, naming it. Returns the execute_code result.',
+    input: z.object({
+      name,
+      args: z.array(z.string().max(100_000)).max(1000).default([]),
+      timeout_ms: z.number().int().positive().optional(),
+      working_dir: z
+        .string()
+        .min(1)
+        .optional()
+        .describe('Existing directory to run in (default: a fresh workspace)'),
+    }),
+    output: executionResultSchema,
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
+    handler: async (args, ctx) => {
+      const { metadata, code } = await scripts.get(args.name);
+      const missing = await findMissingPackages(metadata.language, metadata.packages, services.packageCheck);
+      if (missing.length > 0) {
+        const tool = metadata.language === 'python' ? 'python' : 'node';
+        throw new CodexecError(
+          'PACKAGES_MISSING',
+          `script ${args.name} needs packages that are not installed: ${missing.join(', ')}. Install them first ` +
+            `with install_package (language "${tool}", no session_id), then run it again.`,
+        );
+      }
+      const workingDir = args.working_dir
+        ? await resolveWorkingDir(args.working_dir, services.config)
+        : undefined;
+      const progress = new ProgressStreamer(ctx);
+      try {
+        const result = await services.engine.run(
+          { language: metadata.language, code, timeoutMs: args.timeout_ms, workingDir, args: args.args },
+          { signal: ctx.mcpReq.signal, onOutput: progress.enabled ? progress.push : undefined },
+        );
+        await scripts.recordRun(args.name, result.success);
+        return result;
+      } finally {
+        progress.flush();
+      }
+    },
+  });
+}
+
+function toSummary(s: z.infer<typeof summary>) {
+  return {
+    name: s.name,
+    description: s.description,
+    language: s.language,
+    tags: s.tags,
+    last_run_at: s.last_run_at,
+  };
+}
