@@ -22,6 +22,8 @@ export interface Config {
   readonly maxCodeBytes: number;
   readonly retentionDays: { readonly success: number; readonly failure: number; readonly session: number };
   readonly maxSessions: number;
+  readonly installTimeoutMs: number;
+  readonly packageBlocklist: readonly string[];
   readonly limits: { readonly memoryMb: number; readonly maxProcs: number; readonly maxFileMb: number };
   readonly network: 'none' | 'host';
   readonly interpreters: { readonly python?: string; readonly node?: string; readonly bash?: string };
@@ -81,6 +83,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       session: s.CODEXEC_LOG_RETENTION_DAYS_SESSION,
     },
     maxSessions: s.CODEXEC_MAX_SESSIONS,
+    installTimeoutMs: s.CODEXEC_INSTALL_TIMEOUT_MS,
+    packageBlocklist: s.CODEXEC_PACKAGE_BLOCKLIST.split(',')
+      .map((name) => name.trim())
+      .filter(Boolean),
     limits: {
       memoryMb: s.CODEXEC_MEMORY_MB,
       maxProcs: s.CODEXEC_MAX_PROCS,

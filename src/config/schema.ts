@@ -32,6 +32,11 @@ export const settingsSchema = z
     CODEXEC_LOG_RETENTION_DAYS_SUCCESS: int(1, 36_500).default(30),
     CODEXEC_LOG_RETENTION_DAYS_FAILURE: int(1, 36_500).default(90),
     CODEXEC_LOG_RETENTION_DAYS_SESSION: int(1, 36_500).default(90),
+    CODEXEC_INSTALL_TIMEOUT_MS: int(1000, 3_600_000).default(300_000).describe('Limit for one package install.'),
+    CODEXEC_PACKAGE_BLOCKLIST: z
+      .string()
+      .default('')
+      .describe('Comma-separated package names install_package refuses.'),
     CODEXEC_MAX_SESSIONS: int(1, 1000).default(5),
     CODEXEC_MEMORY_MB: int(16, 1_048_576).default(512).describe('Memory limit per execution.'),
     CODEXEC_MAX_PROCS: int(1, 100_000).default(256).describe('Process limit per execution.'),
