@@ -14,6 +14,8 @@ export interface Config {
   readonly sandboxDir: string;
   readonly logDir: string;
   readonly scriptsDir: string;
+  /** Global package environments: `python/` (pip --target) and `node/` (npm --prefix). */
+  readonly envsDir: string;
   readonly defaultTimeoutMs: number;
   readonly maxTimeoutMs: number;
   readonly sessionIdleTimeoutMs: number;
@@ -67,6 +69,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sandboxDir: dir(s.CODEXEC_SANDBOX_DIR, 'sandbox'),
     logDir: dir(s.CODEXEC_LOG_DIR, 'logs'),
     scriptsDir: dir(s.CODEXEC_SCRIPTS_DIR, 'scripts'),
+    envsDir: join(root, 'envs'),
     defaultTimeoutMs: s.CODEXEC_DEFAULT_TIMEOUT_MS,
     maxTimeoutMs: s.CODEXEC_MAX_TIMEOUT_MS,
     sessionIdleTimeoutMs: s.CODEXEC_SESSION_IDLE_TIMEOUT_MS,

@@ -1,4 +1,4 @@
-import { mkdir, rm, rmdir, writeFile } from 'node:fs/promises';
+import { access, mkdir, rm, rmdir, symlink, unlink, writeFile } from 'node:fs/promises';
 import { constants } from 'node:os';
 import { join } from 'node:path';
 import type { Config } from '../config/index.js';
@@ -56,7 +56,7 @@ export class Engine {
     const script = `${SCRIPT_BASENAME}.${runtime.extension}`;
     await mkdir(execDir, { recursive: true, mode: 0o700 });
     try {
-      const exclude = cwd === execDir ? new Set([script]) : undefined;
+      const exclude = cwd === execDir ? new Set([script, 'node_modules']) : undefined;
       const before = await snapshotDir(cwd, { exclude });
       const started = Date.now();
       const outcome = await this.spawnAndCollect(
@@ -71,6 +71,7 @@ export class Engine {
       );
       const duration_ms = Date.now() - started;
       await rm(join(execDir, script), { force: true });
+      await unlink(join(execDir, 'node_modules')).catch(() => {});
       const diff = diffSnapshots(before, await snapshotDir(cwd, { exclude }));
       const result: ExecutionResult = {
         success: outcome.exit_code === 0 && !outcome.timed_out && !outcome.cancelled,
@@ -115,15 +116,18 @@ export class Engine {
     }
     const scriptPath = join(execDir, script);
     await writeFile(scriptPath, prepared, { mode: 0o600 });
-    const extraEnv: Record<string, string> = { ...runtime.env };
+    const packages = await globalPackages(config.envsDir, runtime, execDir);
+    const extraEnv: Record<string, string> = { ...runtime.env, ...packages.env };
     // The script lives outside a custom working dir; keep that dir importable as `python -c` would.
-    if (runtime.interpreter === 'python' && cwd !== execDir) extraEnv.PYTHONPATH = cwd;
+    if (runtime.interpreter === 'python' && cwd !== execDir) {
+      extraEnv.PYTHONPATH = [cwd, extraEnv.PYTHONPATH].filter(Boolean).join(':');
+    }
     const proc = backend.spawn({
       argv: runtime.argv(interpreter, scriptPath, request.args ?? []),
       cwd,
       env: sandboxEnv(this.deps.hostEnv ?? process.env, extraEnv),
       writablePaths: cwd === execDir ? [execDir] : [execDir, cwd],
-      readablePaths: [scriptPath],
+      readablePaths: [scriptPath, ...packages.readable],
       limits: config.limits,
       network: config.network,
       stdin: 'ignore',
@@ -200,6 +204,35 @@ export class Engine {
     });
   }
 }
+
+/**
+ * Make the global package environment (install_package without a session) visible to a run:
+ * PYTHONPATH for Python; for Node a `node_modules` link beside the script, which both `import`
+ * and `require` resolve, plus NODE_PATH.
+ */
+async function globalPackages(
+  envsDir: string,
+  runtime: Runtime,
+  execDir: string,
+): Promise<{ env: Record<string, string>; readable: string[] }> {
+  if (runtime.interpreter === 'python') {
+    const dir = join(envsDir, 'python');
+    return (await exists(dir)) ? { env: { PYTHONPATH: dir }, readable: [dir] } : { env: {}, readable: [] };
+  }
+  if (runtime.interpreter === 'node') {
+    const dir = join(envsDir, 'node', 'node_modules');
+    if (!(await exists(dir))) return { env: {}, readable: [] };
+    await symlink(dir, join(execDir, 'node_modules'), 'dir').catch(() => {});
+    return { env: { NODE_PATH: dir }, readable: [dir] };
+  }
+  return { env: {}, readable: [] };
+}
+
+const exists = (path: string) =>
+  access(path).then(
+    () => true,
+    () => false,
+  );
 
 function collected(stdout: OutputCollector, stderr: OutputCollector) {
   const out = stdout.finish();
