@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import { McpServer } from '@modelcontextprotocol/server';
 import type { Services } from './services.js';
 import { registerExecuteCode } from './tools/execute-code.js';
+import { registerPackageTools } from './tools/packages.js';
 import { registerScriptTools } from './tools/scripts.js';
 
 const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
@@ -19,5 +20,6 @@ export function createServer(services: Services): McpServer {
   );
   registerExecuteCode(server, services);
   registerScriptTools(server, services);
+  registerPackageTools(server, services);
   return server;
 }

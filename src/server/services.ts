@@ -3,7 +3,7 @@ import type { Config } from '../config/index.js';
 import { Engine } from '../engine/index.js';
 import { ScriptStore } from '../library/index.js';
 import { LogWriter } from '../logs/index.js';
-import type { CheckContext } from '../packages/index.js';
+import { type CheckContext, PackageService } from '../packages/index.js';
 import { Interpreters } from '../runtimes/index.js';
 import { BackendRegistry } from '../sandbox/index.js';
 
@@ -14,6 +14,7 @@ export interface Services {
   readonly logs: LogWriter;
   readonly scripts: ScriptStore;
   readonly packageCheck: CheckContext;
+  readonly packages: PackageService;
 }
 
 export function createServices(config: Config): Services {
@@ -27,8 +28,9 @@ export function createServices(config: Config): Services {
   });
   const packageCheck: CheckContext = {
     python: () => interpreters.get('python'),
-    pythonPath: [join(config.home, 'envs', 'python')],
-    nodeModules: [join(config.home, 'envs', 'node', 'node_modules')],
+    pythonPath: [join(config.envsDir, 'python')],
+    nodeModules: [join(config.envsDir, 'node', 'node_modules')],
   };
-  return { config, engine, logs, scripts: new ScriptStore(config.scriptsDir), packageCheck };
+  const packages = new PackageService(config, interpreters, logs);
+  return { config, engine, logs, scripts: new ScriptStore(config.scriptsDir), packageCheck, packages };
 }

@@ -1,0 +1,77 @@
+import { join } from 'node:path';
+import type { Config } from '../config/index.js';
+import { CodexecError } from '../errors/index.js';
+import type { LogWriter } from '../logs/index.js';
+import type { Interpreters } from '../runtimes/index.js';
+import { type InstallResult, type PackageEnv, PackageInstaller } from './installer.js';
+import { type PackageLanguage, parsePackageSpec } from './spec.js';
+
+/** What the session manager offers installs: a session's environment and its install record. */
+export interface SessionPackageHost {
+  /** The environment of live session `sessionId` for `language`; throws SESSION_NOT_FOUND. */
+  packageEnv(sessionId: string, language: PackageLanguage): PackageEnv;
+  recordInstall(
+    sessionId: string,
+    install: { package: string; version: string | null; success: boolean },
+  ): Promise<void>;
+}
+
+export interface InstallRequest {
+  readonly language: PackageLanguage;
+  readonly package: string;
+  readonly sessionId?: string | undefined;
+}
+
+export type InstallOutcome = InstallResult & {
+  readonly language: PackageLanguage;
+  readonly session_id: string | null;
+};
+
+/** Validates, routes (session or global environment), installs and records one package. */
+export class PackageService {
+  private readonly installer: PackageInstaller;
+  private sessions: SessionPackageHost | undefined;
+
+  constructor(
+    private readonly config: Config,
+    interpreters: Interpreters,
+    private readonly logs: LogWriter,
+  ) {
+    this.installer = new PackageInstaller(config, interpreters);
+  }
+
+  /** Called once by the session manager so installs can target sessions. */
+  attachSessions(host: SessionPackageHost): void {
+    this.sessions = host;
+  }
+
+  /** The global environment that every run of `language` can import from. */
+  globalEnv(language: PackageLanguage): PackageEnv {
+    return { language, dir: join(this.config.envsDir, language) };
+  }
+
+  async install(request: InstallRequest): Promise<InstallOutcome> {
+    const spec = parsePackageSpec(request.language, request.package, this.config.packageBlocklist);
+    const env = request.sessionId
+      ? this.sessionEnv(request.sessionId, request.language)
+      : this.globalEnv(request.language);
+    const result = await this.installer.install(env, spec);
+    const entry = { package: spec.name, version: result.version, success: result.success };
+    if (request.sessionId) await this.sessions?.recordInstall(request.sessionId, entry);
+    else
+      await this.logs.append('packages.jsonl', {
+        type: 'package_install',
+        session_id: null,
+        language: request.language,
+        ...entry,
+        at: new Date().toISOString(),
+      });
+    return { ...result, language: request.language, session_id: request.sessionId ?? null };
+  }
+
+  private sessionEnv(sessionId: string, language: PackageLanguage): PackageEnv {
+    if (!this.sessions)
+      throw new CodexecError('SESSION_NOT_FOUND', `no session ${sessionId}; start_session first`);
+    return this.sessions.packageEnv(sessionId, language);
+  }
+}
