@@ -1,4 +1,18 @@
-// Execution logs: JSONL files are the durable record (daily execution files, per-session files).
+// Execution logs: JSONL files are the durable record (daily execution files, per-session files);
+// a SQLite FTS5 index derived from them (index.db) serves search, retrieval and retention.
 
+export type { FullEntry } from './entry.js';
+export { ExecutionNotFoundError } from './errors.js';
+export { ExecutionLogs, type ExecutionLogsOptions } from './history.js';
+export type { RetentionDays, RetentionReport } from './retention.js';
+export {
+  MAX_LIMIT,
+  parseSince,
+  type SearchFilters,
+  type SearchPage,
+  type SearchResult,
+  STATUSES,
+  searchFiltersSchema,
+} from './search.js';
 export type { ExecutionLogEntry } from './types.js';
-export { LogWriter } from './writer.js';
+export { LogWriter, type LogWriterOptions } from './writer.js';

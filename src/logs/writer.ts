@@ -1,17 +1,26 @@
-import { appendFile, mkdir } from 'node:fs/promises';
+import { mkdir, open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { log } from '../util/index.js';
 import type { ExecutionLogEntry } from './types.js';
 
+export interface LogWriterOptions {
+  /** Called after a line has been appended to `file` (a name inside the log dir). */
+  readonly onAppend?: (file: string) => void;
+}
+
 /**
- * Appends JSONL entries. Each entry is one `appendFile` (one O_APPEND write), and writes from
- * this process are chained, so concurrent runs never interleave a line.
+ * Appends JSONL entries. Each line is one write(2) on an O_APPEND descriptor, so lines from
+ * several processes sharing the directory never interleave; writes from this process are chained
+ * through one queue, which retention also joins (`exclusive`) to rewrite a file safely.
  */
 export class LogWriter {
   private queue: Promise<void> = Promise.resolve();
   private dirReady: Promise<unknown> | undefined;
 
-  constructor(readonly dir: string) {}
+  constructor(
+    readonly dir: string,
+    private readonly options: LogWriterOptions = {},
+  ) {}
 
   /** Append to the daily execution log of the entry's date (UTC). */
   appendExecution(entry: ExecutionLogEntry): Promise<void> {
@@ -24,22 +33,46 @@ export class LogWriter {
   }
 
   append(file: string, entry: object): Promise<void> {
-    const line = `${JSON.stringify(entry)}\n`;
-    const write = this.queue.then(async () => {
+    const line = Buffer.from(`${JSON.stringify(entry)}\n`, 'utf8');
+    return this.exclusive(async () => {
       this.dirReady ??= mkdir(this.dir, { recursive: true }).catch((error: Error) => {
         this.dirReady = undefined; // retry on the next write
         throw error;
       });
       await this.dirReady;
-      await appendFile(join(this.dir, file), line, 'utf8');
-    });
-    // A failed write is reported, never silently lost, and does not block later writes.
-    this.queue = write.catch((error: Error) => log('error', `could not write log ${file}: ${error.message}`));
-    return write;
+      await appendLine(join(this.dir, file), line);
+      this.options.onAppend?.(file);
+    }, `could not write log ${file}`);
+  }
+
+  /**
+   * Run `task` when every earlier append has finished, holding later appends back until it is
+   * done. A failure is reported (and returned), never silently lost, and does not block the queue.
+   */
+  exclusive<T>(task: () => Promise<T>, what = 'log task'): Promise<T> {
+    const run = this.queue.then(task);
+    this.queue = run.then(
+      () => {},
+      (error: Error) => log('error', `${what}: ${error.message}`),
+    );
+    return run;
   }
 
   /** Resolves when every append so far has finished. */
   flush(): Promise<void> {
     return this.queue;
+  }
+}
+
+/** One write(2) with O_APPEND: the kernel places the whole line at the end of the file atomically. */
+async function appendLine(path: string, line: Buffer): Promise<void> {
+  const handle = await open(path, 'a', 0o600);
+  try {
+    const { bytesWritten } = await handle.write(line, 0, line.length);
+    if (bytesWritten !== line.length) {
+      throw new Error(`short write to ${path} (${bytesWritten} of ${line.length} bytes); the line is torn`);
+    }
+  } finally {
+    await handle.close();
   }
 }

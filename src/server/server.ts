@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import { McpServer } from '@modelcontextprotocol/server';
 import type { Services } from './services.js';
 import { registerExecuteCode } from './tools/execute-code.js';
+import { registerLogTools } from './tools/logs.js';
 import { registerPackageTools } from './tools/packages.js';
 import { registerScriptTools } from './tools/scripts.js';
 
@@ -21,5 +22,6 @@ export function createServer(services: Services): McpServer {
   registerExecuteCode(server, services);
   registerScriptTools(server, services);
   registerPackageTools(server, services);
+  registerLogTools(server, services);
   return server;
 }

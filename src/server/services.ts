@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import type { Config } from '../config/index.js';
 import { Engine } from '../engine/index.js';
 import { ScriptStore } from '../library/index.js';
-import { LogWriter } from '../logs/index.js';
+import { ExecutionLogs, type LogWriter } from '../logs/index.js';
 import { type CheckContext, PackageService } from '../packages/index.js';
 import { Interpreters } from '../runtimes/index.js';
 import { BackendRegistry } from '../sandbox/index.js';
@@ -12,13 +12,20 @@ export interface Services {
   readonly config: Config;
   readonly engine: Engine;
   readonly logs: LogWriter;
+  /** Search, retrieval and retention over the logs (opens index.db on first use). */
+  readonly history: ExecutionLogs;
   readonly scripts: ScriptStore;
   readonly packageCheck: CheckContext;
   readonly packages: PackageService;
 }
 
 export function createServices(config: Config): Services {
-  const logs = new LogWriter(config.logDir);
+  const history = new ExecutionLogs({
+    logDir: config.logDir,
+    indexPath: join(config.home, 'index.db'),
+    retentionDays: config.retentionDays,
+  });
+  const logs = history.writer;
   const interpreters = new Interpreters(config.interpreters);
   const engine = new Engine({
     config,
@@ -32,5 +39,13 @@ export function createServices(config: Config): Services {
     nodeModules: [join(config.envsDir, 'node', 'node_modules')],
   };
   const packages = new PackageService(config, interpreters, logs);
-  return { config, engine, logs, scripts: new ScriptStore(config.scriptsDir), packageCheck, packages };
+  return {
+    config,
+    engine,
+    logs,
+    history,
+    scripts: new ScriptStore(config.scriptsDir),
+    packageCheck,
+    packages,
+  };
 }

@@ -10,6 +10,7 @@ import { createServices } from './services.js';
  */
 export function serve(config: Config): Promise<void> {
   const services = createServices(config);
+  services.history.startRetention(); // unref'd timers only: no I/O until they fire
   let closing = false;
   return new Promise((resolve) => {
     const shutdown = async (why: string) => {
@@ -19,6 +20,7 @@ export function serve(config: Config): Promise<void> {
       await handle.close().catch(() => {});
       await services.engine.shutdown();
       await services.logs.flush();
+      await services.history.close();
       resolve();
     };
     const handle = serveStdio(() => createServer(services), {

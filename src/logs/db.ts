@@ -1,0 +1,119 @@
+import { mkdirSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname } from 'node:path';
+import type Database from 'better-sqlite3';
+import { log } from '../util/index.js';
+
+export type Db = Database.Database;
+
+// Bump when the schema changes: an index of another version is dropped and rebuilt from JSONL.
+const SCHEMA_VERSION = 1;
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files (name TEXT PRIMARY KEY, ino INTEGER NOT NULL, offset INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS sessions (session_id TEXT PRIMARY KEY, language TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS executions (
+  id INTEGER PRIMARY KEY,
+  execution_id TEXT NOT NULL UNIQUE,
+  session_id TEXT,
+  language TEXT,
+  status TEXT NOT NULL,
+  exit_code INTEGER,
+  duration_ms INTEGER NOT NULL,
+  executed_at TEXT NOT NULL,
+  executed_ms INTEGER NOT NULL,
+  code_preview TEXT NOT NULL,
+  error_preview TEXT,
+  file TEXT NOT NULL,
+  offset INTEGER NOT NULL,
+  length INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS executions_time ON executions (executed_ms);
+CREATE INDEX IF NOT EXISTS executions_status ON executions (status, executed_ms);
+CREATE INDEX IF NOT EXISTS executions_language ON executions (language, executed_ms);
+CREATE INDEX IF NOT EXISTS executions_session ON executions (session_id, executed_ms);
+CREATE INDEX IF NOT EXISTS executions_file ON executions (file);
+CREATE VIRTUAL TABLE IF NOT EXISTS executions_fts
+  USING fts5 (code, stdout, stderr, content = '', contentless_delete = 1);
+`;
+
+const DROP = `
+DROP TABLE IF EXISTS executions_fts; DROP TABLE IF EXISTS executions; DROP TABLE IF EXISTS sessions;
+DROP TABLE IF EXISTS files; DROP TABLE IF EXISTS meta;
+`;
+
+/** True for errors that mean the database file itself is damaged (rebuild it from JSONL). */
+export function isCorruption(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && (code.startsWith('SQLITE_CORRUPT') || code === 'SQLITE_NOTADB');
+}
+
+/** Delete the index and its WAL files (it is derived: JSONL is the record). */
+export function removeIndexFiles(path: string): void {
+  for (const suffix of ['', '-wal', '-shm']) rmSync(`${path}${suffix}`, { force: true });
+}
+
+/**
+ * Open (creating if needed) the index at `path` for the logs in `logDir`. A damaged file is
+ * deleted and recreated empty; an index of another schema version or log dir is emptied. Either
+ * way the caller's catch-up then refills it from JSONL. better-sqlite3 (a native module) is loaded
+ * here, on first use, so server start-up never pays for it.
+ */
+export function openIndexDb(path: string, logDir: string): Db {
+  try {
+    return openOnce(path, logDir);
+  } catch (error) {
+    if (!isCorruption(error)) throw error;
+    log(
+      'warn',
+      `search index ${path} is damaged (${(error as Error).message}); rebuilding it from the JSONL logs`,
+    );
+    removeIndexFiles(path);
+    return openOnce(path, logDir);
+  }
+}
+
+function openOnce(path: string, logDir: string): Db {
+  mkdirSync(dirname(path), { recursive: true });
+  const Sqlite = loadDriver();
+  const db = new Sqlite(path);
+  try {
+    // Several codexec processes may share CODEXEC_HOME: WAL lets readers run beside one writer,
+    // and a writer waits for the lock instead of failing.
+    db.pragma('busy_timeout = 10000');
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+    prepareSchema(db, logDir);
+    return db;
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+}
+
+function prepareSchema(db: Db, logDir: string): void {
+  db.transaction(() => {
+    const version = db.pragma('user_version', { simple: true }) as number;
+    const hasMeta = db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'meta'").get() !== undefined;
+    const indexedDir = hasMeta
+      ? (db.prepare("SELECT value FROM meta WHERE key = 'log_dir'").get() as { value: string } | undefined)
+      : undefined;
+    const stale = hasMeta && (version !== SCHEMA_VERSION || (indexedDir && indexedDir.value !== logDir));
+    if (stale) {
+      log('info', 'search index is from another version or log directory; rebuilding it');
+      db.exec(DROP);
+    }
+    db.exec(SCHEMA);
+    db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('log_dir', ?)").run(logDir);
+    db.pragma(`user_version = ${SCHEMA_VERSION}`);
+  }).immediate();
+}
+
+type Driver = typeof Database;
+let driver: Driver | undefined;
+
+function loadDriver(): Driver {
+  driver ??= createRequire(import.meta.url)('better-sqlite3') as Driver;
+  return driver;
+}

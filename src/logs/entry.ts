@@ -1,0 +1,118 @@
+import { closeSync, openSync, readSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Statement } from 'better-sqlite3';
+import type { Db } from './db.js';
+import { type ExecutionLine, type ExecutionStatus, executedAt, parseLine, statusOf } from './lines.js';
+
+/** `get_execution_log`'s answer: the seed's flat entry, plus our explicit status flags. */
+export interface FullEntry {
+  execution_id: string;
+  session_id: string | null;
+  language: string | null;
+  status: ExecutionStatus;
+  code: string;
+  stdin: string | null;
+  stdout: string;
+  stderr: string;
+  exit_code: number | null;
+  timed_out: boolean;
+  cancelled: boolean;
+  duration_ms: number;
+  memory_peak_mb: number | null;
+  packages_installed: string[];
+  artifacts_created: string[];
+  artifacts_modified: string[];
+  artifacts_deleted: string[];
+  sandbox_mode: string | null;
+  working_dir: string | null;
+  script_name: string | null;
+  guardian_pre_scan: Record<string, unknown> | null;
+  guardian_post_scan: Record<string, unknown> | null;
+  agent_id: string | null;
+  trace_id: string | null;
+  chat_id: string | null;
+  executed_at: string;
+}
+
+interface Location {
+  file: string;
+  offset: number;
+  length: number;
+  language: string | null;
+}
+
+/** Reads an entry back from its JSONL line, found through the index (file, offset, length). */
+export class EntryReader {
+  private readonly locate: Statement<[string], Location>;
+
+  constructor(
+    db: Db,
+    private readonly dir: string,
+  ) {
+    this.locate = db.prepare('SELECT file, offset, length, language FROM executions WHERE execution_id = ?');
+  }
+
+  /** The indexed file holding `id`, if any (to re-sync it when the read misses). */
+  fileOf(id: string): string | undefined {
+    return this.locate.get(id)?.file;
+  }
+
+  /** The entry, or undefined when the index does not know the id or its line has moved. */
+  read(id: string): FullEntry | undefined {
+    const where = this.locate.get(id);
+    if (!where) return undefined;
+    const text = readSlice(join(this.dir, where.file), where.offset, where.length);
+    if (text === undefined) return undefined;
+    const parsed = parseLine(text);
+    if (parsed.kind !== 'execution' || parsed.line.execution_id !== id) return undefined;
+    return toFullEntry(parsed.line, where.language);
+  }
+}
+
+function readSlice(path: string, offset: number, length: number): string | undefined {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+  try {
+    const buffer = Buffer.alloc(length);
+    const read = readSync(fd, buffer, 0, length, offset);
+    return read === length ? buffer.toString('utf8') : undefined;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+export function toFullEntry(line: ExecutionLine, indexedLanguage: string | null = null): FullEntry {
+  return {
+    execution_id: line.execution_id,
+    session_id: line.session_id ?? null,
+    language: line.language ?? indexedLanguage,
+    status: statusOf(line),
+    code: line.code,
+    stdin: line.stdin ?? null,
+    stdout: line.stdout,
+    stderr: line.stderr,
+    exit_code: line.exit_code,
+    timed_out: line.timed_out,
+    cancelled: line.cancelled,
+    duration_ms: line.duration_ms,
+    memory_peak_mb: line.memory_peak_mb ?? null,
+    packages_installed: line.packages_installed ?? [],
+    artifacts_created: line.artifacts?.created ?? [],
+    artifacts_modified: line.artifacts?.modified ?? [],
+    artifacts_deleted: line.artifacts?.deleted ?? [],
+    sandbox_mode: line.sandbox_mode ?? null,
+    working_dir: line.working_dir ?? null,
+    script_name: line.script_name ?? null,
+    guardian_pre_scan: line.guardian?.pre_scan ?? null,
+    guardian_post_scan: line.guardian?.post_scan ?? null,
+    agent_id: line.context?.agent_id ?? null,
+    trace_id: line.context?.trace_id ?? null,
+    chat_id: line.context?.chat_id ?? null,
+    executed_at: executedAt(line),
+  };
+}

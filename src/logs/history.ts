@@ -1,0 +1,219 @@
+import { setImmediate as yieldToLoop } from 'node:timers/promises';
+import { log } from '../util/index.js';
+import { isCorruption, removeIndexFiles } from './db.js';
+import type { FullEntry } from './entry.js';
+import { ExecutionNotFoundError } from './errors.js';
+import { applyRetention, cutoffs, type RetentionDays, type RetentionReport } from './retention.js';
+import type { SearchFilters, SearchPage } from './search.js';
+import { IndexStore } from './store.js';
+import { LogWriter } from './writer.js';
+
+/** Re-check the directory for lines other writers left unindexed at most this often. */
+const RESCAN_MS = 1000;
+const RETENTION_FIRST_MS = 30_000;
+const RETENTION_EVERY_MS = 3_600_000;
+
+export interface ExecutionLogsOptions {
+  readonly logDir: string;
+  /** The derived index (`$CODEXEC_HOME/index.db`). */
+  readonly indexPath: string;
+  readonly retentionDays: RetentionDays;
+}
+
+/**
+ * Execution history: the JSONL writer, the SQLite index derived from it, search, retrieval and
+ * retention. Nothing is opened until the first write or search (clients spawn throwaway servers
+ * to probe); the first search catches the index up with every log file, in chunks that yield to
+ * the event loop, and a damaged index is deleted and rebuilt.
+ */
+export class ExecutionLogs {
+  readonly writer: LogWriter;
+  private store: IndexStore | undefined;
+  private catchUp: Promise<void> | undefined;
+  private lastScan = 0;
+  private readonly dirty = new Set<string>();
+  private dirtyTask: NodeJS.Immediate | undefined;
+  private readonly timers: NodeJS.Timeout[] = [];
+  private retentionAuto = false;
+  private retention: Promise<unknown> | undefined;
+  private closed = false;
+
+  constructor(private readonly options: ExecutionLogsOptions) {
+    this.writer = new LogWriter(options.logDir, { onAppend: (file) => this.noteAppended(file) });
+  }
+
+  /** Matching executions, newest first, with the count before `limit`. */
+  search(filters: SearchFilters): Promise<SearchPage> {
+    return this.withStore(async (store) => {
+      await this.caughtUp(store);
+      this.refresh(store, false);
+      return store.searcher.search(filters);
+    });
+  }
+
+  /** The full entry of one execution; throws ExecutionNotFoundError for an unknown id. */
+  get(executionId: string): Promise<FullEntry> {
+    return this.withStore(async (store) => {
+      await this.caughtUp(store);
+      this.refresh(store, false);
+      let entry = store.entries.read(executionId);
+      if (!entry) {
+        // Its file may have been rewritten by another process, or written since the last scan.
+        const file = store.entries.fileOf(executionId);
+        if (file) store.indexer.syncFile(file);
+        this.refresh(store, true);
+        entry = store.entries.read(executionId);
+      }
+      if (!entry) throw new ExecutionNotFoundError(executionId);
+      return entry;
+    });
+  }
+
+  /** Apply retention now (also run by the timer once `startRetention` was called). */
+  runRetention(now = Date.now()): Promise<RetentionReport> {
+    return this.withStore(async (store) => {
+      await this.caughtUp(store);
+      this.refresh(store, true);
+      const report = await applyRetention(
+        this.options.logDir,
+        this.writer,
+        store,
+        cutoffs(this.options.retentionDays, now),
+        () => this.closed,
+      );
+      if (report.removedEntries > 0 || report.deletedFiles.length > 0) {
+        log(
+          'info',
+          `retention removed ${report.removedEntries} expired entries ` +
+            `(${report.deletedFiles.length} files deleted, ${report.rewrittenFiles.length} rewritten)`,
+        );
+      }
+      return report;
+    });
+  }
+
+  /**
+   * Run retention in the background: right after the index first catches up, after 30 s, then
+   * hourly. The timers are unref'd: they never keep the process alive.
+   */
+  startRetention(): void {
+    if (this.retentionAuto || this.closed) return;
+    this.retentionAuto = true;
+    this.timers.push(setTimeout(() => this.retentionInBackground(), RETENTION_FIRST_MS).unref());
+    this.timers.push(setInterval(() => this.retentionInBackground(), RETENTION_EVERY_MS).unref());
+  }
+
+  /** Finish pending appends and index updates, stop the timers and close the database. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    await this.writer.flush();
+    this.closed = true;
+    for (const timer of this.timers) clearTimeout(timer);
+    await Promise.allSettled([this.catchUp, this.retention]);
+    if (this.dirtyTask) clearImmediate(this.dirtyTask);
+    this.dirtyTask = undefined;
+    try {
+      if (this.dirty.size > 0) {
+        this.store ??= IndexStore.open(this.options.indexPath, this.options.logDir);
+        this.indexDirty(this.store);
+      }
+    } catch (error) {
+      // The JSONL line is written; the next start-up's catch-up indexes it.
+      log('warn', `could not update the search index: ${(error as Error).message}`);
+    } finally {
+      this.store?.close();
+      this.store = undefined;
+    }
+  }
+
+  private retentionInBackground(): void {
+    if (this.closed || this.retention) return;
+    this.retention = this.runRetention()
+      .catch((error: Error) => log('warn', `log retention failed: ${error.message}`))
+      .finally(() => {
+        this.retention = undefined;
+      });
+  }
+
+  private open(): IndexStore {
+    if (this.closed) throw new Error('the execution log index is closed');
+    this.store ??= IndexStore.open(this.options.indexPath, this.options.logDir);
+    return this.store;
+  }
+
+  /** Run `task` on the open store; if the database turns out damaged, rebuild it and retry once. */
+  private async withStore<T>(task: (store: IndexStore) => Promise<T>): Promise<T> {
+    try {
+      return await task(this.open());
+    } catch (error) {
+      if (!isCorruption(error)) throw error;
+      log('warn', `search index is damaged (${(error as Error).message}); rebuilding it from the JSONL logs`);
+      this.discardStore();
+      return await task(this.open());
+    }
+  }
+
+  private discardStore(): void {
+    this.store?.close();
+    this.store = undefined;
+    this.catchUp = undefined;
+    removeIndexFiles(this.options.indexPath);
+  }
+
+  /** The first call indexes every log file (new bytes only); later calls return at once. */
+  private caughtUp(store: IndexStore): Promise<void> {
+    this.catchUp ??= this.indexEverything(store).then(
+      () => {
+        if (this.retentionAuto) setTimeout(() => this.retentionInBackground(), 0).unref();
+      },
+      (error: unknown) => {
+        this.catchUp = undefined; // let the next call try again
+        throw error;
+      },
+    );
+    return this.catchUp;
+  }
+
+  private async indexEverything(store: IndexStore): Promise<void> {
+    const files = store.indexer.listLogFiles();
+    store.indexer.dropVanished(files);
+    for (const name of files) {
+      while (!this.closed && !store.indexer.step(name)) await yieldToLoop();
+      if (this.closed) return;
+    }
+    this.lastScan = Date.now();
+  }
+
+  /** Index what this process appended, and (throttled, or when forced) what others did. */
+  private refresh(store: IndexStore, force: boolean): void {
+    this.indexDirty(store);
+    if (!force && Date.now() - this.lastScan < RESCAN_MS) return;
+    const files = store.indexer.listLogFiles();
+    store.indexer.dropVanished(files);
+    for (const name of files) store.indexer.syncFile(name);
+    this.lastScan = Date.now();
+  }
+
+  private noteAppended(file: string): void {
+    if (this.closed) return;
+    this.dirty.add(file);
+    // After the append's caller has its answer: indexing never delays an execution result.
+    this.dirtyTask ??= setImmediate(() => {
+      this.dirtyTask = undefined;
+      if (this.closed) return;
+      try {
+        this.indexDirty(this.open());
+      } catch (error) {
+        if (isCorruption(error)) this.discardStore();
+        log('warn', `could not update the search index: ${(error as Error).message}`);
+      }
+    });
+  }
+
+  private indexDirty(store: IndexStore): void {
+    for (const file of [...this.dirty]) {
+      this.dirty.delete(file);
+      store.indexer.syncFile(file);
+    }
+  }
+}

@@ -1,0 +1,199 @@
+import { closeSync, fstatSync, openSync, readdirSync, readSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Statement } from 'better-sqlite3';
+import { log } from '../util/index.js';
+import type { Db } from './db.js';
+import { parseLogFileName } from './files.js';
+import { codePreview, type ExecutionLine, errorPreview, executedAt, parseLine, statusOf } from './lines.js';
+
+const CHUNK_BYTES = 4 * 1024 * 1024;
+const NEWLINE = 0x0a;
+
+interface FileRow {
+  ino: number;
+  offset: number;
+}
+
+/**
+ * Brings the index up to date with the JSONL files, a file at a time from the byte offset
+ * indexed so far. Each step is one IMMEDIATE transaction that reads the offset, the new bytes and
+ * writes rows and the new offset together, so processes sharing the index never index a line
+ * twice or skip one. A file replaced by retention (new inode) or shrunk is re-indexed from 0.
+ */
+export class Indexer {
+  private readonly stmt: {
+    file: Statement<[string], FileRow>;
+    setFile: Statement<[string, number, number]>;
+    dropFile: Statement<[string]>;
+    listFiles: Statement<[], { name: string }>;
+    purgeFts: Statement<[string]>;
+    purgeRows: Statement<[string]>;
+    setSession: Statement<[string, string]>;
+    sessionLanguage: Statement<[string], { language: string }>;
+    insert: Statement<unknown[]>;
+    insertFts: Statement<[number | bigint, string, string, string]>;
+  };
+
+  constructor(
+    private readonly db: Db,
+    private readonly dir: string,
+  ) {
+    this.stmt = {
+      file: db.prepare('SELECT ino, offset FROM files WHERE name = ?'),
+      setFile: db.prepare('INSERT OR REPLACE INTO files (name, ino, offset) VALUES (?, ?, ?)'),
+      dropFile: db.prepare('DELETE FROM files WHERE name = ?'),
+      listFiles: db.prepare('SELECT name FROM files'),
+      purgeFts: db.prepare(
+        'DELETE FROM executions_fts WHERE rowid IN (SELECT id FROM executions WHERE file = ?)',
+      ),
+      purgeRows: db.prepare('DELETE FROM executions WHERE file = ?'),
+      setSession: db.prepare('INSERT OR REPLACE INTO sessions (session_id, language) VALUES (?, ?)'),
+      sessionLanguage: db.prepare('SELECT language FROM sessions WHERE session_id = ?'),
+      insert: db.prepare(
+        `INSERT OR IGNORE INTO executions (execution_id, session_id, language, status, exit_code,
+           duration_ms, executed_at, executed_ms, code_preview, error_preview, file, offset, length)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      insertFts: db.prepare('INSERT INTO executions_fts (rowid, code, stdout, stderr) VALUES (?, ?, ?, ?)'),
+    };
+  }
+
+  /** Log files present on disk, in a stable order (oldest daily files first). */
+  listLogFiles(): string[] {
+    let names: string[];
+    try {
+      names = readdirSync(this.dir);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw error;
+    }
+    return names.filter((name) => parseLogFileName(name) !== undefined).sort();
+  }
+
+  /** Files the index knows that are gone from disk: their rows leave the index. */
+  dropVanished(present: readonly string[]): void {
+    const onDisk = new Set(present);
+    const gone = this.stmt.listFiles.all().filter((row) => !onDisk.has(row.name));
+    if (gone.length === 0) return;
+    this.db
+      .transaction(() => {
+        for (const { name } of gone) this.forget(name);
+      })
+      .immediate();
+  }
+
+  /** Index up to `maxBytes` of new lines of `name`. Returns true when the file is fully indexed. */
+  step(name: string, maxBytes = CHUNK_BYTES): boolean {
+    return this.db.transaction(() => this.stepLocked(name, maxBytes)).immediate();
+  }
+
+  /** Index everything new in `name` now (bounded by the file's growth since the last step). */
+  syncFile(name: string): void {
+    while (!this.step(name)) {}
+  }
+
+  private stepLocked(name: string, maxBytes: number): boolean {
+    let fd: number;
+    try {
+      fd = openSync(join(this.dir, name), 'r');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      this.forget(name);
+      return true;
+    }
+    try {
+      const { ino, size } = fstatSync(fd);
+      const row = this.stmt.file.get(name);
+      let offset = row?.offset ?? 0;
+      if (row && (row.ino !== ino || size < row.offset)) {
+        this.stmt.purgeFts.run(name);
+        this.stmt.purgeRows.run(name);
+        offset = 0;
+      }
+      if (offset >= size) {
+        if (!row || row.ino !== ino || row.offset !== offset) this.stmt.setFile.run(name, ino, offset);
+        return true;
+      }
+      const consumed = this.indexBytes(fd, name, offset, size, maxBytes);
+      this.stmt.setFile.run(name, ino, offset + consumed);
+      // A trailing line without its newline is still being written: wait for the rest.
+      return offset + consumed >= size || consumed === 0;
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  /** Index the complete lines in [offset, …) up to about maxBytes; returns bytes consumed. */
+  private indexBytes(fd: number, name: string, offset: number, size: number, maxBytes: number): number {
+    let want = Math.min(maxBytes, size - offset);
+    let buffer = Buffer.allocUnsafe(want);
+    let read = readSync(fd, buffer, 0, want, offset);
+    let end = buffer.lastIndexOf(NEWLINE, read - 1);
+    // One line longer than the chunk: read on until its newline (or the end of the file).
+    while (end < 0 && offset + read < size) {
+      want = Math.min(want * 2, size - offset);
+      buffer = Buffer.allocUnsafe(want);
+      read = readSync(fd, buffer, 0, want, offset);
+      end = buffer.lastIndexOf(NEWLINE, read - 1);
+    }
+    if (end < 0) return 0;
+    let start = 0;
+    while (start <= end) {
+      const stop = buffer.indexOf(NEWLINE, start);
+      if (stop > start)
+        this.indexLine(name, buffer.toString('utf8', start, stop), offset + start, stop - start);
+      start = stop + 1;
+    }
+    return end + 1;
+  }
+
+  private indexLine(name: string, text: string, offset: number, length: number): void {
+    if (text.trim() === '') return;
+    const parsed = parseLine(text);
+    switch (parsed.kind) {
+      case 'execution':
+        this.insert(parsed.line, name, offset, length);
+        return;
+      case 'session_start':
+        this.stmt.setSession.run(parsed.sessionId, parsed.language);
+        return;
+      case 'corrupt':
+        log('warn', `${join(this.dir, name)}: skipped a corrupt line at byte ${offset} (${parsed.reason})`);
+        return;
+      case 'other':
+        return;
+    }
+  }
+
+  private insert(line: ExecutionLine, name: string, offset: number, length: number): void {
+    const sessionId = line.session_id ?? null;
+    const language =
+      line.language ??
+      (sessionId === null ? null : (this.stmt.sessionLanguage.get(sessionId)?.language ?? null));
+    const status = statusOf(line);
+    const at = executedAt(line);
+    const result = this.stmt.insert.run(
+      line.execution_id,
+      sessionId,
+      language,
+      status,
+      line.exit_code,
+      Math.round(line.duration_ms),
+      at,
+      Date.parse(at),
+      codePreview(line.code),
+      errorPreview(line, status),
+      name,
+      offset,
+      length,
+    );
+    if (result.changes > 0)
+      this.stmt.insertFts.run(result.lastInsertRowid, line.code, line.stdout, line.stderr);
+  }
+
+  private forget(name: string): void {
+    this.stmt.purgeFts.run(name);
+    this.stmt.purgeRows.run(name);
+    this.stmt.dropFile.run(name);
+  }
+}

@@ -1,0 +1,94 @@
+import type { McpServer } from '@modelcontextprotocol/server';
+import { z } from 'zod';
+import { STATUSES, searchFiltersSchema } from '../../logs/index.js';
+import { defineTool } from '../define-tool.js';
+import type { Services } from '../services.js';
+
+const status = z
+  .enum(STATUSES)
+  .describe('success (exit 0), failed (error, non-zero exit, cancelled) or timeout');
+
+const resultSchema = z.object({
+  execution_id: z.string(),
+  session_id: z.string().nullable().describe('the session it ran in; null for a one-shot run'),
+  language: z.string().nullable(),
+  code_preview: z.string().describe('first 200 characters of the code'),
+  status,
+  exit_code: z.number().int().nullable(),
+  error_preview: z.string().nullable().describe('last line of stderr of a failed run; null on success'),
+  duration_ms: z.number(),
+  executed_at: z.string().describe('ISO time the run started'),
+});
+
+const searchOutput = z.object({
+  results: z.array(resultSchema).describe('newest first'),
+  total_count: z.number().int().describe('how many executions match, before limit'),
+});
+
+const names = z.array(z.string());
+const scan = z.record(z.string(), z.unknown()).nullable();
+
+const entryOutput = z.object({
+  execution_id: z.string(),
+  session_id: z.string().nullable(),
+  language: z.string().nullable(),
+  status,
+  code: z.string(),
+  stdin: z.string().nullable(),
+  stdout: z.string().describe('as returned at the time (already truncated to head + tail if it was long)'),
+  stderr: z.string(),
+  exit_code: z.number().int().nullable(),
+  timed_out: z.boolean(),
+  cancelled: z.boolean(),
+  duration_ms: z.number(),
+  memory_peak_mb: z.number().nullable(),
+  packages_installed: names,
+  artifacts_created: names,
+  artifacts_modified: names,
+  artifacts_deleted: names,
+  sandbox_mode: z.string().nullable(),
+  working_dir: z.string().nullable(),
+  script_name: z.string().nullable().describe('the saved script this run executed, if any'),
+  guardian_pre_scan: scan,
+  guardian_post_scan: scan,
+  agent_id: z.string().nullable(),
+  trace_id: z.string().nullable(),
+  chat_id: z.string().nullable(),
+  executed_at: z.string(),
+});
+
+const readOnly = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
+
+export function registerLogTools(server: McpServer, services: Services): void {
+  defineTool(server, {
+    name: 'search_execution_logs',
+    title: 'Search past executions',
+    description:
+      'Search the history of code this server ran (one-shot runs, session sends and script runs), newest ' +
+      'first. Use it to recall how something was done before, or to find earlier failures and their errors ' +
+      'before retrying. Filter by language, status (success, failed, timeout), a date (since), a session, ' +
+      'and full-text words in code, stdout and stderr (query). Results are previews (first 200 characters ' +
+      'of code, last error line); call get_execution_log with an execution_id for the full entry. ' +
+      'total_count is the number of matches before limit. Old entries expire: successful one-shot runs ' +
+      'after 30 days, failures and session work after 90.',
+    input: searchFiltersSchema,
+    output: searchOutput,
+    annotations: readOnly,
+    handler: (args) => services.history.search(args),
+  });
+
+  defineTool(server, {
+    name: 'get_execution_log',
+    title: 'Get one past execution',
+    description:
+      'Return the full log entry of one execution: code, stdout, stderr, exit code, duration, artifacts ' +
+      'created/modified/deleted, sandbox mode, session, time. Use an execution_id from a run result or ' +
+      'from search_execution_logs. An unknown or expired id is refused with code NOT_FOUND.',
+    input: z.object({
+      execution_id: z.string().min(1).max(200).describe('exec_ followed by 12 hex characters'),
+    }),
+    output: entryOutput,
+    annotations: readOnly,
+    handler: (args) => services.history.get(args.execution_id),
+  });
+}
