@@ -3,9 +3,11 @@
 // shell), `doctor` (what this machine supports). stdout of `serve` is the protocol channel.
 import { Command, InvalidArgumentError } from 'commander';
 import { doctorCommand } from './cli/doctor.js';
+import { logsSearchCommand, logsShowCommand } from './cli/logs.js';
 import { runCommand } from './cli/run.js';
 import { serveCommand } from './cli/serve.js';
 import { SANDBOX_MODES } from './config/index.js';
+import { STATUSES } from './logs/index.js';
 import { LANGUAGES } from './runtimes/index.js';
 import { VERSION } from './server/index.js';
 
@@ -48,5 +50,24 @@ program
   .command('doctor')
   .description('report which sandbox layers and interpreters work here')
   .action(doctorCommand);
+
+const logs = program.command('logs').description('search and show past executions (the execution log)');
+logs
+  .command('search')
+  .description('search past executions, newest first (same filters as search_execution_logs)')
+  .option('-l, --language <language>', `one of ${LANGUAGES.join(', ')}`)
+  .option('-s, --status <status>', `one of ${STATUSES.join(', ')}`)
+  .option('-q, --query <words>', 'words (or word starts) that must appear in code, stdout or stderr')
+  .option('--since <date>', 'only runs at or after this UTC date or ISO date-time')
+  .option('--session-id <id>', 'only the runs of this session')
+  .option('-n, --limit <n>', 'how many to show (default 20, max 500)', positiveInt)
+  .option('--json', 'print the result as JSON')
+  .action(logsSearchCommand);
+logs
+  .command('show')
+  .description('show the full log entry of one execution')
+  .argument('<execution_id>', 'exec_ followed by 12 hex characters')
+  .option('--json', 'print the entry as JSON')
+  .action(logsShowCommand);
 
 await program.parseAsync();
