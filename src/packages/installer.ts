@@ -24,9 +24,11 @@ export interface InstallResult {
   readonly duration_ms: number;
 }
 
-// Registry settings (a mirror, a private index, offline wheels) reach the installer; nothing else
-// from the server's environment does.
-const INSTALLER_ENV = /^(PIP_|npm_config_|NPM_CONFIG_)/;
+// Registry settings (a mirror, a private index, offline wheels), proxies and CA bundles reach the
+// installer — it is trusted code that must reach the registry the way the operator's tools do.
+// Nothing else from the server's environment does.
+const INSTALLER_ENV =
+  /^(PIP_\w+|npm_config_\w+|NPM_CONFIG_\w+|NODE_EXTRA_CA_CERTS|SSL_CERT_FILE|SSL_CERT_DIR|REQUESTS_CA_BUNDLE|CURL_CA_BUNDLE|(HTTPS?|NO|ALL)_PROXY|(https?|no|all)_proxy)$/;
 
 /**
  * Runs pip or npm for one package. Installs need the network even when code runs offline, so

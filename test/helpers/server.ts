@@ -30,10 +30,15 @@ export function tempDir(prefix = 'codexec-test-'): string {
   return mkdtempSync(join(tmpdir(), prefix));
 }
 
-/** A clean environment for the server: no inherited secrets or NODE_EXTRA_CA_CERTS. */
+// What a user's MCP client would pass on: basics, plus the proxy and CA settings package
+// installs need to reach the registry from this machine.
+const PASSED_ON =
+  /^(HOME|LANG|USER|TMPDIR|NODE_EXTRA_CA_CERTS|SSL_CERT_FILE|SSL_CERT_DIR|(HTTPS?|NO)_PROXY|(https?|no)_proxy)$/;
+
+/** A clean environment for the server: no inherited secrets. */
 export function baseEnv(home: string): Record<string, string> {
   const env: Record<string, string> = { CODEXEC_HOME: home, PATH: process.env.PATH ?? '/usr/bin:/bin' };
-  for (const name of ['HOME', 'LANG', 'USER', 'TMPDIR'] as const) {
+  for (const name of Object.keys(process.env).filter((key) => PASSED_ON.test(key))) {
     const value = process.env[name];
     if (value !== undefined) env[name] = value;
   }

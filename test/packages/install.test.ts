@@ -1,0 +1,134 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { callTool, startServer, type TestServer, tempDir } from '../helpers/server.js';
+
+type Value = Record<string, unknown> & { code?: string; error?: string; install_output?: string };
+
+/** Build a minimal pure-Python wheel by hand: PyPI is not reachable from this machine. */
+function buildWheel(dir: string): void {
+  const script = `
+import zipfile, hashlib, base64, sys
+name, ver = 'codexec_demo', '1.2.3'
+files = {f'{name}/__init__.py': 'VALUE = 42\\n',
+  f'{name}-{ver}.dist-info/METADATA': f'Metadata-Version: 2.1\\nName: codexec-demo\\nVersion: {ver}\\n',
+  f'{name}-{ver}.dist-info/WHEEL': 'Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n'}
+record = []
+with zipfile.ZipFile(f'{sys.argv[1]}/{name}-{ver}-py3-none-any.whl', 'w') as z:
+    for path, text in files.items():
+        z.writestr(path, text)
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b'=').decode()
+        record.append(f'{path},sha256={digest},{len(text)}')
+    record.append(f'{name}-{ver}.dist-info/RECORD,,')
+    z.writestr(f'{name}-{ver}.dist-info/RECORD', '\\n'.join(record) + '\\n')
+`;
+  execFileSync('python3', ['-c', script, dir]);
+}
+
+describe('install_package into the global environment', () => {
+  const wheels = tempDir('codexec-wheels-');
+  let server: TestServer;
+  const call = (name: string, args: Record<string, unknown>) => callTool<Value>(server.client, name, args);
+
+  beforeAll(async () => {
+    buildWheel(wheels);
+    server = await startServer({
+      env: { PIP_NO_INDEX: '1', PIP_FIND_LINKS: wheels, CODEXEC_PACKAGE_BLOCKLIST: 'evil-pkg, left-pad' },
+    });
+  });
+  afterAll(async () => {
+    await server.close();
+    rmSync(wheels, { recursive: true, force: true });
+  });
+
+  it('installs a local wheel with pip and later python runs import it', async () => {
+    const installed = await call('install_package', { language: 'python', package: 'codexec-demo>=1.0' });
+    expect(installed.value).toMatchObject({
+      success: true,
+      package: 'codexec-demo',
+      version: '1.2.3',
+      session_id: null,
+    });
+    expect(installed.value.install_output).toContain('Successfully installed codexec-demo-1.2.3');
+    const ran = await call('execute_code', {
+      language: 'python',
+      code: 'import codexec_demo\nprint(codexec_demo.VALUE)',
+    });
+    expect(ran.value).toMatchObject({ success: true, stdout: '42\n' });
+  });
+
+  it('lets run_script pass its pre-flight once the package is installed', async () => {
+    await call('save_script', {
+      name: 'uses-demo',
+      description: 'prints the demo value',
+      language: 'python',
+      code: 'import codexec_demo\nprint("value", codexec_demo.VALUE)',
+      packages: ['codexec-demo'],
+    });
+    expect((await call('run_script', { name: 'uses-demo' })).value).toMatchObject({
+      success: true,
+      stdout: 'value 42\n',
+    });
+  });
+
+  it('installs from the npm registry and node and typescript code can require and import it', async () => {
+    const installed = await call('install_package', { language: 'node', package: 'is-number@7.0.0' });
+    expect(installed.value).toMatchObject({ success: true, package: 'is-number', version: '7.0.0' });
+    const required = await call('execute_code', {
+      language: 'node',
+      code: 'console.log(require("is-number")(5))',
+    });
+    expect(required.value).toMatchObject({ success: true, stdout: 'true\n', artifacts: [] });
+    const imported = await call('execute_code', {
+      language: 'typescript',
+      code: 'import isNumber from "is-number";\nconst v: boolean = isNumber("x");\nconsole.log(v)',
+    });
+    expect(imported.value).toMatchObject({ success: true, stdout: 'false\n' });
+  }, 120_000);
+
+  it('reports a failing pip install with the installer output, promptly', async () => {
+    const started = Date.now();
+    const failed = await call('install_package', { language: 'python', package: 'no-such-package-codexec' });
+    expect(failed.isError).toBe(false);
+    expect(failed.value).toMatchObject({ success: false, version: null });
+    expect(failed.value.install_output).toMatch(/No matching distribution|Could not find/);
+    expect(Date.now() - started).toBeLessThan(30_000);
+  });
+
+  it('reports a failing npm install (unknown package) with the installer output', async () => {
+    const failed = await call('install_package', {
+      language: 'node',
+      package: 'codexec-no-such-package-zz9q',
+    });
+    expect(failed.value).toMatchObject({ success: false, version: null });
+    expect(failed.value.install_output).toMatch(/404|Not Found/i);
+  }, 120_000);
+
+  it.each([
+    ['python', 'pandas; touch /tmp/codexec-pwned'],
+    ['python', '--target=/tmp/codexec-pwned'],
+    ['node', 'is-number && touch /tmp/codexec-pwned'],
+    ['node', 'file:/tmp/codexec-pwned'],
+  ])('refuses the injection-shaped %s spec %j with no side effect', async (language, pkg) => {
+    const refused = await call('install_package', { language, package: pkg });
+    expect(refused.isError).toBe(true);
+    expect(refused.value.code).toBe('INVALID_INPUT');
+    expect(existsSync('/tmp/codexec-pwned')).toBe(false);
+  });
+
+  it('refuses blocklisted packages', async () => {
+    const refused = await call('install_package', { language: 'python', package: 'Evil_Pkg' });
+    expect(refused.value).toMatchObject({ success: false, code: 'BLOCKED_BY_POLICY' });
+    expect(existsSync(join(server.home, 'envs', 'python', 'evil_pkg'))).toBe(false);
+  });
+
+  it('refuses an unknown session clearly', async () => {
+    const refused = await call('install_package', {
+      language: 'python',
+      package: 'codexec-demo',
+      session_id: 'sess_000000000000',
+    });
+    expect(refused.value).toMatchObject({ success: false, code: 'SESSION_NOT_FOUND' });
+  });
+});
