@@ -6,7 +6,7 @@ import { InvalidInputError } from '../errors/index.js';
 import type { LogWriter } from '../logs/index.js';
 import { sandboxEnv } from '../policy/index.js';
 import { CodeSyntaxError, type Interpreters, RUNTIMES, type Runtime } from '../runtimes/index.js';
-import type { BackendRegistry, SandboxBackend, SandboxedProcess } from '../sandbox/index.js';
+import type { BackendRegistry, LimitKind, SandboxBackend, SandboxedProcess } from '../sandbox/index.js';
 import { newId } from '../util/index.js';
 import { diffSnapshots, snapshotDir } from './artifacts.js';
 import { drain, terminate } from './kill.js';
@@ -128,7 +128,8 @@ export class Engine {
       env: sandboxEnv(this.deps.hostEnv ?? process.env, extraEnv),
       writablePaths: cwd === execDir ? [execDir] : [execDir, cwd],
       readablePaths: [scriptPath, ...packages.readable],
-      limits: config.limits,
+      // CPU seconds per process as a backstop behind the wall clock (the namespace backend's RLIMIT_CPU).
+      limits: { ...config.limits, cpuSeconds: Math.ceil(runTimeoutMs(request, config) / 1000) + 1 },
       network: config.network,
       stdin: 'ignore',
     });
@@ -146,7 +147,7 @@ export class Engine {
     const stop = () => {
       stopping ??= terminate(proc, config.killGraceMs);
     };
-    const timeoutMs = Math.min(request.timeoutMs ?? config.defaultTimeoutMs, config.maxTimeoutMs);
+    const timeoutMs = runTimeoutMs(request, config);
     const timer = setTimeout(() => {
       timed_out = true;
       stop();
@@ -167,9 +168,16 @@ export class Engine {
         stderr.push(Buffer.from(`codexec: could not start ${interpreter}: ${exit.spawnError.message}\n`));
       const stoppedEarly = timed_out || cancelled;
       const exit_code = stoppedEarly ? null : (exit.code ?? signalExitCode(exit.signal));
+      if (exit.limit) stderr.push(Buffer.from(`\n[codexec: ${limitNote(exit.limit, config)}]\n`));
       if (timed_out)
         stderr.push(Buffer.from(`\n[codexec: timed out after ${timeoutMs} ms; process killed]\n`));
-      return { ...collected(stdout, stderr), exit_code, timed_out, cancelled };
+      return {
+        ...collected(stdout, stderr),
+        exit_code,
+        timed_out,
+        cancelled,
+        ...(exit.limit && { limit: exit.limit }),
+      };
     } finally {
       clearTimeout(timer);
       options.signal?.removeEventListener('abort', onAbort);
@@ -238,6 +246,23 @@ function collected(stdout: OutputCollector, stderr: OutputCollector) {
   const out = stdout.finish();
   const err = stderr.finish();
   return { stdout: out.text, stderr: err.text, truncated: out.truncated || err.truncated };
+}
+
+function runTimeoutMs(request: ExecutionRequest, config: Config): number {
+  return Math.min(request.timeoutMs ?? config.defaultTimeoutMs, config.maxTimeoutMs);
+}
+
+function limitNote(limit: LimitKind, config: Config): string {
+  switch (limit) {
+    case 'memory':
+      return `memory limit reached (CODEXEC_MEMORY_MB=${config.limits.memoryMb}); process killed`;
+    case 'processes':
+      return `process limit reached (CODEXEC_MAX_PROCS=${config.limits.maxProcs}); new processes were refused`;
+    case 'cpu':
+      return 'CPU time limit reached; process killed';
+    case 'file_size':
+      return `file size limit reached (CODEXEC_MAX_FILE_MB=${config.limits.maxFileMb}); write refused`;
+  }
 }
 
 function signalExitCode(signal: NodeJS.Signals | null): number | null {

@@ -1,4 +1,5 @@
 import type { Language } from '../runtimes/index.js';
+import type { LimitKind } from '../sandbox/index.js';
 
 export interface ExecutionRequest {
   readonly language: Language;
@@ -36,4 +37,6 @@ export interface ExecutionResult {
   artifacts_deleted: string[];
   working_dir: string;
   sandbox_mode: string;
+  /** Present when a resource limit stopped the run (namespace mode reports it; stderr says so too). */
+  limit?: LimitKind;
 }

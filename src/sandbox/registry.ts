@@ -1,40 +1,58 @@
 import type { SandboxMode } from '../config/index.js';
 import { SandboxUnavailableError } from '../errors/index.js';
 import { log } from '../util/index.js';
+import { NamespaceBackend } from './namespace/index.js';
 import { SubprocessBackend } from './subprocess/index.js';
 import type { SandboxBackend } from './types.js';
 
 /**
  * The one place that picks a concrete backend. Resolution is lazy (first execution, not start-up)
- * and cached: probing costs a process spawn for the stronger backends.
+ * and cached: probing the namespace backend spawns a sandbox.
  */
 export class BackendRegistry {
   private resolved: Promise<SandboxBackend> | undefined;
 
-  constructor(private readonly mode: SandboxMode) {}
+  constructor(
+    private readonly mode: SandboxMode,
+    private readonly namespace: NamespaceBackend = new NamespaceBackend(),
+  ) {}
 
   get(): Promise<SandboxBackend> {
     this.resolved ??= this.resolve();
+    // A refusal is not cached: the operator may install bubblewrap and retry.
+    this.resolved.catch(() => {
+      this.resolved = undefined;
+    });
     return this.resolved;
   }
 
   private async resolve(): Promise<SandboxBackend> {
-    const subprocess = new SubprocessBackend();
     switch (this.mode) {
       case 'subprocess':
-        return subprocess;
-      case 'auto':
+        return new SubprocessBackend();
+      case 'namespace': {
+        const probe = await this.namespace.probe();
+        if (probe.available) return this.namespace;
+        throw new SandboxUnavailableError(
+          `sandbox mode "namespace" is not available here: ${probe.reason}. Run \`codexec doctor\` for ` +
+            'every layer, or set CODEXEC_SANDBOX_MODE=subprocess to run without isolation.',
+        );
+      }
+      case 'auto': {
+        const probe = await this.namespace.probe();
+        if (probe.available) return this.namespace;
         log(
           'warn',
-          'sandbox mode "auto": no namespace backend is available in this build, so code runs in ' +
-            '"subprocess" mode, which does NOT confine files, network or resources.',
+          `\n${'!'.repeat(78)}\n  sandbox mode "auto": the namespace sandbox is NOT available (${probe.reason}).\n` +
+            '  Code runs in "subprocess" mode, which does NOT confine files, network or resources.\n' +
+            `  Run \`codexec doctor\` to see how to fix it.\n${'!'.repeat(78)}`,
         );
-        return subprocess;
-      case 'namespace':
+        return new SubprocessBackend();
+      }
       case 'docker':
         throw new SandboxUnavailableError(
-          `sandbox mode "${this.mode}" is not available in this build; set CODEXEC_SANDBOX_MODE=subprocess ` +
-            'to run without isolation (run `codexec doctor` for details).',
+          'sandbox mode "docker" is not available in this build; set CODEXEC_SANDBOX_MODE=namespace or ' +
+            'subprocess (run `codexec doctor` for details).',
         );
     }
   }

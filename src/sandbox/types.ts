@@ -12,7 +12,13 @@ export interface SandboxSpec {
   readonly writablePaths: readonly string[];
   /** Extra paths the code must be able to read (the script file, the interpreter's tree). */
   readonly readablePaths: readonly string[];
-  readonly limits: { readonly memoryMb: number; readonly maxProcs: number; readonly maxFileMb: number };
+  readonly limits: {
+    readonly memoryMb: number;
+    readonly maxProcs: number;
+    readonly maxFileMb: number;
+    /** CPU seconds before SIGXCPU (one-shot runs); absent for long-lived drivers. */
+    readonly cpuSeconds?: number;
+  };
   readonly network: 'none' | 'host';
   /** 'pipe' keeps stdin open for drivers; one-shot runs get /dev/null. */
   readonly stdin: 'ignore' | 'pipe';
@@ -20,12 +26,17 @@ export interface SandboxSpec {
   readonly control?: boolean;
 }
 
+/** A resource limit that stopped (or starved) the run. */
+export type LimitKind = 'memory' | 'processes' | 'cpu' | 'file_size';
+
 export interface Exit {
   /** null when the process died of a signal (or never started). */
   readonly code: number | null;
   readonly signal: NodeJS.Signals | null;
   /** Set when the process could not be started at all. */
   readonly spawnError?: Error;
+  /** Set when the backend knows a limit was hit (cgroup OOM kill, pids.max, SIGXCPU, SIGXFSZ). */
+  readonly limit?: LimitKind;
 }
 
 export interface SandboxedProcess {

@@ -22,6 +22,10 @@ export const executionResultSchema = z.object({
   artifacts_deleted: z.array(z.string()),
   working_dir: z.string().describe('absolute directory the code ran in; artifacts live here'),
   sandbox_mode: z.string().describe('isolation actually used: namespace, subprocess or docker'),
+  limit: z
+    .enum(['memory', 'processes', 'cpu', 'file_size'])
+    .optional()
+    .describe('present when a resource limit stopped the run: memory, processes, cpu or file_size'),
 });
 
 const inputSchema = z.object({

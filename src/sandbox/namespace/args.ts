@@ -1,0 +1,153 @@
+// The sandbox command line, built as data: prlimit → (cgroup wait) → bwrap → (setpriv) → argv.
+// Pure: no I/O, so every flag is unit-tested without spawning anything.
+import { dirname, posix } from 'node:path';
+import type { SandboxSpec } from '../types.js';
+import type { SystemMount } from './host.js';
+
+/** Fixed child fds: 3 is the control channel (spec.control), then ours. */
+export const SECCOMP_FD = 4;
+export const WAIT_FD = 5;
+
+/** Holds the child until the server has put it in its cgroup, so no fork escapes the limits. */
+export const WAIT_SCRIPT = `read -r _ <&${WAIT_FD} && exec ${WAIT_FD}<&- && exec "$@"`;
+
+const MIB = 1024 * 1024;
+/**
+ * RLIMIT_AS only catches absurd reservations: V8 and every WebAssembly memory reserve ~10 GiB of
+ * address space, so AS cannot be the memory limit. RLIMIT_DATA (private writable memory) can,
+ * and is used whenever no memory cgroup is there to do it (and to report it).
+ */
+export const ADDRESS_SPACE_BYTES = 64 * 1024 * MIB;
+export const MAX_OPEN_FILES = 1024;
+
+export interface Tools {
+  readonly bwrap: string;
+  /** Present when the server runs as root: drops to `identity` inside the namespaces. */
+  readonly setpriv?: string;
+  readonly prlimit?: string;
+  readonly shell: string;
+}
+
+export interface BwrapOptions {
+  readonly tools: Tools;
+  readonly system: readonly SystemMount[];
+  /** Unprivileged uid/gid the code runs as, when the server is root (bwrap is then privileged). */
+  readonly identity?: { readonly uid: number; readonly gid: number };
+  /** Memory and pids are enforced by a cgroup: wait on WAIT_FD until joined, skip the rlimit fallbacks. */
+  readonly cgroup: boolean;
+  /** A seccomp program will be readable on SECCOMP_FD. */
+  readonly seccomp: boolean;
+  /** Seconds of CPU time before SIGXCPU; none for long-lived drivers. */
+  readonly cpuSeconds?: number;
+}
+
+export function buildBwrapArgs(spec: SandboxSpec, options: BwrapOptions): string[] {
+  const { tools, identity } = options;
+  if (spec.argv.length === 0) throw new TypeError('SandboxSpec.argv is empty');
+  if (identity && !tools.setpriv) throw new TypeError('dropping to an unprivileged uid needs setpriv');
+  const argv: string[] = [];
+  if (tools.prlimit) argv.push(tools.prlimit, ...rlimits(spec, options), '--');
+  if (options.cgroup) argv.push(tools.shell, '-c', WAIT_SCRIPT, 'codexec-wait');
+  argv.push(tools.bwrap, ...namespaceFlags(spec, identity !== undefined));
+  argv.push('--die-with-parent', '--new-session', '--hostname', 'codexec', '--clearenv');
+  for (const [name, value] of Object.entries(spec.env)) argv.push('--setenv', name, value);
+  argv.push(...filesystem(spec, options.system));
+  argv.push('--chdir', spec.cwd);
+  if (options.seccomp) argv.push('--seccomp', String(SECCOMP_FD));
+  if (identity) {
+    argv.push(
+      tools.setpriv as string,
+      `--reuid=${identity.uid}`,
+      `--regid=${identity.gid}`,
+      '--clear-groups',
+      '--no-new-privs',
+      '--',
+    );
+  }
+  argv.push(...spec.argv);
+  return argv;
+}
+
+function rlimits(spec: SandboxSpec, options: BwrapOptions): string[] {
+  const { memoryMb, maxFileMb } = spec.limits;
+  const flags = [
+    `--as=${ADDRESS_SPACE_BYTES}`,
+    `--fsize=${maxFileMb * MIB}`,
+    `--nofile=${MAX_OPEN_FILES}`,
+    '--core=0',
+  ];
+  if (options.cpuSeconds !== undefined) flags.push(`--cpu=${options.cpuSeconds}`);
+  if (!options.cgroup) {
+    flags.push(`--data=${memoryMb * MIB}`);
+    // Per-uid, so only meaningful for the dedicated sandbox uid of a root server.
+    if (options.identity) flags.push(`--nproc=${spec.limits.maxProcs}`);
+  }
+  return flags;
+}
+
+function namespaceFlags(spec: SandboxSpec, privileged: boolean): string[] {
+  const net = spec.network === 'none';
+  if (privileged) {
+    // bwrap runs as real root: no user namespace (it would map the code back to host root);
+    // setpriv drops to the unprivileged uid instead. Only the capabilities setpriv and --chdir
+    // need survive, and setpriv's setuid clears them before the code starts.
+    return [
+      '--unshare-ipc',
+      '--unshare-pid',
+      '--unshare-uts',
+      '--unshare-cgroup-try',
+      ...(net ? ['--unshare-net'] : []),
+      '--cap-drop',
+      'ALL',
+      '--cap-add',
+      'CAP_SETUID',
+      '--cap-add',
+      'CAP_SETGID',
+      '--cap-add',
+      'CAP_DAC_READ_SEARCH',
+    ];
+  }
+  return [
+    '--unshare-all',
+    '--unshare-user',
+    '--disable-userns',
+    ...(net ? [] : ['--share-net']),
+    '--cap-drop',
+    'ALL',
+  ];
+}
+
+function filesystem(spec: SandboxSpec, system: readonly SystemMount[]): string[] {
+  const args: string[] = [];
+  for (const mount of system) {
+    if (mount.kind === 'symlink') args.push('--symlink', mount.target, mount.path);
+    else args.push('--ro-bind', mount.path, mount.path);
+  }
+  const tmpBytes = String(spec.limits.memoryMb * MIB);
+  args.push('--proc', '/proc', '--dev', '/dev');
+  args.push('--perms', '1777', '--size', tmpBytes, '--tmpfs', '/tmp');
+  args.push('--perms', '1777', '--size', tmpBytes, '--tmpfs', '/dev/shm');
+  const covered = (path: string, roots: readonly string[]) =>
+    roots.some((root) => path === root || path.startsWith(root.endsWith('/') ? root : `${root}/`));
+  const systemRoots = system.filter((m) => m.kind === 'ro-bind').map((m) => m.path);
+  const interpreter = interpreterRoot(spec.argv[0] as string);
+  const readable = [...(covered(interpreter, systemRoots) ? [] : [interpreter]), ...spec.readablePaths];
+  for (const path of readable) {
+    if (covered(path, spec.writablePaths) || covered(path, systemRoots)) continue;
+    args.push(...parentDir(path), '--ro-bind', path, path);
+  }
+  for (const path of spec.writablePaths) args.push(...parentDir(path), '--bind', path, path);
+  return args;
+}
+
+/** bwrap gives a bind's missing parents the source's mode; a 0700 source would hide its own path. */
+function parentDir(path: string): string[] {
+  const parent = dirname(path);
+  return parent === '/' ? [] : ['--dir', parent];
+}
+
+/** The install prefix of an interpreter outside the system dirs (`/opt/py/bin/python3` → `/opt/py`). */
+export function interpreterRoot(binary: string): string {
+  const dir = posix.dirname(binary);
+  return posix.basename(dir) === 'bin' ? posix.dirname(dir) : dir;
+}

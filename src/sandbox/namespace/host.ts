@@ -1,0 +1,85 @@
+// What the sandbox sees of the host: the system directories interpreters need, read-only, and a
+// few files from /etc. Read once per process; nothing here is per run.
+import { lstatSync, readdirSync, readlinkSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** A mount the sandbox gets regardless of the run: `['--ro-bind', src, dest]` or a symlink. */
+export type SystemMount =
+  | { readonly kind: 'ro-bind'; readonly path: string }
+  | { readonly kind: 'symlink'; readonly target: string; readonly path: string };
+
+const ROOT_DIRS = ['usr', 'bin', 'sbin', 'lib', 'lib32', 'lib64', 'libx32'];
+
+// Dynamic linker config, time zone, TLS roots and name resolution (used only with network=host).
+// Deliberately absent: passwd, shadow, group, hostname, machine-id, ssh, sudoers, and the rest.
+const ETC_ENTRIES = [
+  'ld.so.cache',
+  'ld.so.conf',
+  'ld.so.conf.d',
+  'localtime',
+  'alternatives',
+  'ssl',
+  'ca-certificates',
+  'ca-certificates.conf',
+  'pki',
+  'resolv.conf',
+  'hosts',
+  'nsswitch.conf',
+  'gai.conf',
+  'host.conf',
+  'protocols',
+  'services',
+  'mime.types',
+];
+
+function kindOf(path: string): 'dir' | 'file' | 'symlink' | undefined {
+  try {
+    const stat = lstatSync(path);
+    if (stat.isSymbolicLink()) return 'symlink';
+    if (stat.isDirectory()) return 'dir';
+    return stat.isFile() ? 'file' : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The system mounts for a host whose root is `root` (tests pass a fake tree). */
+export function systemMounts(root = '/'): SystemMount[] {
+  const mounts: SystemMount[] = [];
+  for (const name of ROOT_DIRS) {
+    const host = join(root, name);
+    const kind = kindOf(host);
+    // Merged-/usr hosts have /bin -> usr/bin: recreate the link instead of binding twice.
+    if (kind === 'symlink') mounts.push({ kind: 'symlink', target: readlinkSync(host), path: `/${name}` });
+    else if (kind === 'dir') mounts.push({ kind: 'ro-bind', path: `/${name}` });
+  }
+  const etc = join(root, 'etc');
+  let pythonEtc: string[] = [];
+  try {
+    // Debian's python3 reads /etc/python3.X/sitecustomize.py through a symlink in /usr.
+    pythonEtc = readdirSync(etc).filter((name) => /^python3(\.\d+)?$/.test(name));
+  } catch {
+    // no /etc at all (a fake root in tests)
+  }
+  for (const name of [...ETC_ENTRIES, ...pythonEtc]) {
+    if (kindOf(join(etc, name)) !== undefined) mounts.push({ kind: 'ro-bind', path: `/etc/${name}` });
+  }
+  return mounts;
+}
+
+let cached: SystemMount[] | undefined;
+
+export function hostSystemMounts(): SystemMount[] {
+  cached ??= systemMounts();
+  return cached;
+}
+
+/** Find an executable on PATH without running anything. */
+export function findOnPath(name: string, path = process.env.PATH ?? '/usr/bin:/bin'): string | undefined {
+  for (const dir of [...path.split(':'), '/usr/bin', '/bin', '/usr/sbin', '/sbin']) {
+    if (!dir) continue;
+    const candidate = join(dir, name);
+    if (kindOf(candidate) === 'file' || kindOf(candidate) === 'symlink') return candidate;
+  }
+  return undefined;
+}

@@ -1,0 +1,180 @@
+// The namespace backend (Linux default): bubblewrap + seccomp + rlimits + cgroups, network off,
+// never host root. Builds the command line with buildBwrapArgs() and spawns it here, only here.
+import { spawn } from 'node:child_process';
+import { constants } from 'node:os';
+import type { Duplex, Writable } from 'node:stream';
+import { SandboxUnavailableError } from '../../errors/index.js';
+import type {
+  Availability,
+  Exit,
+  LimitKind,
+  SandboxBackend,
+  SandboxedProcess,
+  SandboxSpec,
+} from '../types.js';
+import { buildBwrapArgs, SECCOMP_FD, WAIT_FD } from './args.js';
+import { createRunCgroup, type RunCgroup } from './cgroups.js';
+import { findOnPath } from './host.js';
+import { identityFor, Lease } from './ownership.js';
+import { descendants, signal } from './process.js';
+import { hostFilter } from './seccomp.js';
+import { detectHost, type HostSetup, type Layer } from './setup.js';
+
+export { buildBwrapArgs } from './args.js';
+export type { Layer } from './setup.js';
+
+const SIGXCPU = 128 + constants.signals.SIGXCPU;
+const SIGXFSZ = 128 + constants.signals.SIGXFSZ;
+
+export class NamespaceBackend implements SandboxBackend {
+  readonly mode = 'namespace' as const;
+  private host: HostSetup | undefined;
+  private probed: Promise<Availability> | undefined;
+
+  /** Host facts, detected on first use (never at construction: the server must start instantly). */
+  setup(): HostSetup {
+    this.host ??= detectHost();
+    return this.host;
+  }
+
+  layers(): readonly Layer[] {
+    return this.setup().layers;
+  }
+
+  /** Detect the layers, then run `true` in a real sandbox: only a run proves it works. */
+  probe(): Promise<Availability> {
+    this.probed ??= this.runProbe();
+    return this.probed;
+  }
+
+  private async runProbe(): Promise<Availability> {
+    const host = this.setup();
+    if (host.unavailable) return { available: false, reason: host.unavailable };
+    const truePath = findOnPath('true') ?? '/bin/true';
+    const proc = this.spawn({
+      argv: [truePath],
+      cwd: '/',
+      env: { PATH: '/usr/bin:/bin' },
+      writablePaths: [],
+      readablePaths: [],
+      limits: { memoryMb: 64, maxProcs: 16, maxFileMb: 1 },
+      network: 'none',
+      stdin: 'ignore',
+    });
+    let stderr = '';
+    proc.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    proc.stdout.resume();
+    const exit = await proc.exited;
+    await proc.dispose();
+    if (exit.code === 0) return { available: true };
+    const why = exit.spawnError?.message ?? (stderr.trim() || `exit ${exit.code ?? exit.signal}`);
+    return {
+      available: false,
+      reason: `bubblewrap could not start a sandbox here (${why}); user namespaces may be disabled (sysctl kernel.unprivileged_userns_clone=1) or the container forbids them`,
+    };
+  }
+
+  spawn(spec: SandboxSpec): SandboxedProcess {
+    const host = this.setup();
+    if (host.unavailable || !host.tools) {
+      throw new SandboxUnavailableError(`namespace sandbox unavailable: ${host.unavailable ?? 'no tools'}`);
+    }
+    const seccomp = hostFilter({ unixSocketsOnly: spec.network === 'none' });
+    if (!seccomp)
+      throw new SandboxUnavailableError('namespace sandbox unavailable: no seccomp filter for this arch');
+    const identity = host.root ? identityFor(spec.cwd === '/' ? '/' : spec.cwd) : undefined;
+    const lease = identity ? new Lease(identity) : undefined;
+    lease?.lend(spec.writablePaths);
+    let cgroup: RunCgroup | undefined;
+    try {
+      cgroup = host.cgroups ? createRunCgroup(host.cgroups, spec.limits) : undefined;
+    } catch (error) {
+      void lease?.giveBack();
+      throw new SandboxUnavailableError(`could not create the run's cgroup: ${(error as Error).message}`);
+    }
+    const argv = buildBwrapArgs(spec, {
+      tools: host.tools,
+      system: host.system,
+      ...(identity && { identity }),
+      cgroup: cgroup !== undefined,
+      seccomp: true,
+      ...(spec.limits.cpuSeconds !== undefined && { cpuSeconds: spec.limits.cpuSeconds }),
+    });
+    const [command, ...args] = argv as [string, ...string[]];
+    const child = spawn(command, args, {
+      cwd: '/',
+      env: {},
+      detached: true,
+      stdio: [
+        spec.stdin,
+        'pipe',
+        'pipe',
+        spec.control ? 'pipe' : 'ignore',
+        'pipe',
+        cgroup ? 'pipe' : 'ignore',
+      ],
+    });
+    const pid = child.pid;
+    let alive = pid !== undefined;
+    let limit: LimitKind | undefined;
+    const exited = new Promise<Exit>((resolve) => {
+      child.once('error', (error) => {
+        alive = false;
+        resolve({ code: null, signal: null, spawnError: error });
+      });
+      child.once('exit', (code, sig) => {
+        alive = false;
+        limit = cgroup?.limitHit() ?? (code === SIGXCPU ? 'cpu' : code === SIGXFSZ ? 'file_size' : undefined);
+        resolve({ code, signal: sig, ...(limit && { limit }) });
+      });
+    });
+    const stdio = child.stdio as unknown as ReadonlyArray<Writable | null | undefined>;
+    stdio[SECCOMP_FD]?.end(seccomp);
+    if (cgroup && pid !== undefined) {
+      const go = stdio[WAIT_FD] as Writable;
+      try {
+        cgroup.join(pid);
+        go.end('\n');
+      } catch (error) {
+        // Never start unconfined: closing the pipe makes the wrapper exit without running bwrap.
+        go.destroy();
+        signal(pid, 'SIGKILL');
+        child.emit('error', new Error(`could not join the run's cgroup: ${(error as Error).message}`));
+      }
+    }
+    const { stdout, stderr } = child;
+    if (!stdout || !stderr) throw new Error('spawn returned no output pipes');
+    let disposed: Promise<void> | undefined;
+    return {
+      pid,
+      stdout,
+      stderr,
+      stdin: child.stdin,
+      control: spec.control ? (child.stdio[3] as Duplex) : null,
+      exited,
+      kill(name) {
+        if (alive && pid !== undefined) {
+          if (name === 'SIGKILL') signal(pid, 'SIGKILL');
+          else {
+            const members = descendants(pid);
+            // Still in the wrappers (not yet bwrap): nothing to be graceful with.
+            if (members.length === 0) signal(pid, name);
+            for (const member of members) signal(member, name);
+          }
+        }
+        if (name === 'SIGKILL') cgroup?.killAll();
+      },
+      dispose() {
+        disposed ??= (async () => {
+          if (alive && pid !== undefined) signal(pid, 'SIGKILL');
+          await exited;
+          await cgroup?.remove();
+          await lease?.giveBack();
+        })();
+        return disposed;
+      },
+    };
+  }
+}

@@ -1,0 +1,175 @@
+// The seccomp filter handed to `bwrap --seccomp FD`, as classic BPF built here (no libseccomp).
+// It denies what DESIGN.md §3 lists and kills any process that enters through a foreign ABI
+// (i386 `int 0x80`, x32, arm32 compat), where syscall numbers would not match the table below.
+import { arch as hostArch } from 'node:os';
+
+export type SeccompArch = 'x64' | 'arm64';
+
+interface ArchTable {
+  readonly auditArch: number;
+  /** Syscall numbers at or above this belong to the x32 ABI (x86_64 only). */
+  readonly x32Bit?: number;
+  readonly nr: Readonly<Record<string, number>>;
+}
+
+// Numbers from the kernel's syscall tables (arch/x86/entry/syscalls/syscall_64.tbl and the
+// generic asm-generic/unistd.h that arm64 uses). Names absent on one arch are simply omitted.
+// biome-ignore format: one table line per row of the kernel's tables reads better than one per entry
+const ARCHES: Readonly<Record<SeccompArch, ArchTable>> = {
+  x64: {
+    auditArch: 0xc000003e,
+    x32Bit: 0x40000000,
+    nr: {
+      socket: 41, clone: 56, ptrace: 101, syslog: 103, vhangup: 153, pivot_root: 155, chroot: 161,
+      acct: 163, mount: 165, umount2: 166, swapon: 167, swapoff: 168, reboot: 169, iopl: 172,
+      ioperm: 173, init_module: 175, delete_module: 176, quotactl: 179, kexec_load: 246, add_key: 248,
+      request_key: 249, keyctl: 250, unshare: 272, perf_event_open: 298, name_to_handle_at: 303,
+      open_by_handle_at: 304, setns: 308, process_vm_readv: 310, process_vm_writev: 311,
+      finit_module: 313, kexec_file_load: 320, bpf: 321, userfaultfd: 323, io_uring_setup: 425,
+      io_uring_enter: 426, io_uring_register: 427, open_tree: 428, move_mount: 429, fsopen: 430,
+      fsconfig: 431, fsmount: 432, fspick: 433, clone3: 435, mount_setattr: 442,
+    },
+  },
+  arm64: {
+    auditArch: 0xc00000b7,
+    nr: {
+      socket: 198, clone: 220, ptrace: 117, syslog: 116, vhangup: 58, pivot_root: 41, chroot: 51,
+      acct: 89, mount: 40, umount2: 39, swapon: 224, swapoff: 225, reboot: 142, init_module: 105,
+      delete_module: 106, quotactl: 60, kexec_load: 104, add_key: 217, request_key: 218, keyctl: 219,
+      unshare: 97, perf_event_open: 241, name_to_handle_at: 264, open_by_handle_at: 265, setns: 268,
+      process_vm_readv: 270, process_vm_writev: 271, finit_module: 273, kexec_file_load: 294, bpf: 280,
+      userfaultfd: 282, io_uring_setup: 425, io_uring_enter: 426, io_uring_register: 427, open_tree: 428,
+      move_mount: 429, fsopen: 430, fsconfig: 431, fsmount: 432, fspick: 433, clone3: 435,
+      mount_setattr: 442,
+    },
+  },
+};
+
+/** Denied with EPERM: escapes from the namespaces, kernel attack surface, host administration. */
+// biome-ignore format: a list of names
+export const DENIED_SYSCALLS = [
+  'ptrace', 'process_vm_readv', 'process_vm_writev', 'bpf', 'perf_event_open', 'userfaultfd',
+  'keyctl', 'add_key', 'request_key', 'mount', 'umount2', 'pivot_root', 'chroot', 'setns', 'unshare',
+  'open_tree', 'move_mount', 'fsopen', 'fsconfig', 'fsmount', 'fspick', 'mount_setattr',
+  'kexec_load', 'kexec_file_load', 'init_module', 'finit_module', 'delete_module', 'reboot',
+  'swapon', 'swapoff', 'io_uring_setup', 'io_uring_enter', 'io_uring_register', 'acct', 'quotactl',
+  'syslog', 'vhangup', 'iopl', 'ioperm', 'name_to_handle_at', 'open_by_handle_at',
+] as const;
+
+// biome-ignore format: flag names beside their values
+const CLONE_NEW_ANY =
+  0x00020000 /* NEWNS */ | 0x02000000 /* NEWCGROUP */ | 0x04000000 /* NEWUTS */ | 0x08000000 /* NEWIPC */ |
+  0x10000000 /* NEWUSER */ | 0x20000000 /* NEWPID */ | 0x40000000; /* NEWNET */
+const AF_UNIX = 1;
+const EPERM = 1;
+const EACCES = 13;
+const ENOSYS = 38;
+
+export const RET = {
+  killProcess: 0x80000000,
+  allow: 0x7fff0000,
+  errno: (errno: number) => 0x00050000 | errno,
+} as const;
+
+// struct seccomp_data: int nr; u32 arch; u64 ip; u64 args[6]. Both arches are little-endian,
+// so the low 32 bits of args[0] sit at offset 16.
+const OFF_NR = 0;
+const OFF_ARCH = 4;
+const OFF_ARG0_LO = 16;
+
+const LD_ABS = 0x20;
+const JEQ = 0x15;
+const JGE = 0x35;
+const JSET = 0x45;
+const RET_K = 0x06;
+
+export interface Instruction {
+  readonly code: number;
+  readonly jt: number;
+  readonly jf: number;
+  readonly k: number;
+}
+
+const ld = (offset: number): Instruction => ({ code: LD_ABS, jt: 0, jf: 0, k: offset });
+const ret = (k: number): Instruction => ({ code: RET_K, jt: 0, jf: 0, k: k >>> 0 });
+const jump = (code: number, k: number, jt: number, jf: number): Instruction => ({ code, jt, jf, k: k >>> 0 });
+
+export interface FilterOptions {
+  /** Deny sockets other than AF_UNIX (no network namespace exit even if one appeared). */
+  readonly unixSocketsOnly: boolean;
+}
+
+/** The filter as instructions (exported for tests, which run it through a tiny BPF interpreter). */
+export function buildFilter(arch: SeccompArch, options: FilterOptions): Instruction[] {
+  const table = ARCHES[arch];
+  const program: Instruction[] = [
+    ld(OFF_ARCH),
+    jump(JEQ, table.auditArch, 1, 0),
+    ret(RET.killProcess),
+    ld(OFF_NR),
+  ];
+  if (table.x32Bit !== undefined) program.push(jump(JGE, table.x32Bit, 0, 1), ret(RET.killProcess));
+  for (const name of DENIED_SYSCALLS) {
+    const nr = table.nr[name];
+    if (nr !== undefined) program.push(jump(JEQ, nr, 0, 1), ret(RET.errno(EPERM)));
+  }
+  // glibc falls back from clone3 to clone on ENOSYS; clone3 flags live in memory BPF cannot read.
+  program.push(jump(JEQ, nr(table, 'clone3'), 0, 1), ret(RET.errno(ENOSYS)));
+  if (options.unixSocketsOnly) {
+    // socket(): allow AF_UNIX, refuse every other family. Falls through to the clone check.
+    program.push(
+      jump(JEQ, nr(table, 'socket'), 0, 4),
+      ld(OFF_ARG0_LO),
+      jump(JEQ, AF_UNIX, 0, 1),
+      ret(RET.allow),
+      ret(RET.errno(EACCES)),
+    );
+  }
+  // clone(): plain threads and forks pass, any CLONE_NEW* flag is refused.
+  program.push(
+    jump(JEQ, nr(table, 'clone'), 0, 3),
+    ld(OFF_ARG0_LO),
+    jump(JSET, CLONE_NEW_ANY, 0, 1),
+    ret(RET.errno(EPERM)),
+    ret(RET.allow),
+  );
+  return program;
+}
+
+function nr(table: ArchTable, name: string): number {
+  const value = table.nr[name];
+  if (value === undefined) throw new Error(`no syscall number for ${name}`);
+  return value;
+}
+
+/** struct sock_filter[] in host byte order: what bwrap reads from the fd and hands to the kernel. */
+export function encodeFilter(program: readonly Instruction[]): Buffer {
+  const buffer = Buffer.alloc(program.length * 8);
+  program.forEach((insn, i) => {
+    buffer.writeUInt16LE(insn.code, i * 8);
+    buffer.writeUInt8(insn.jt, i * 8 + 2);
+    buffer.writeUInt8(insn.jf, i * 8 + 3);
+    buffer.writeUInt32LE(insn.k, i * 8 + 4);
+  });
+  return buffer;
+}
+
+/** The host's arch if the filter supports it; undefined means "refuse to build a filter". */
+export function seccompArch(arch: string = hostArch()): SeccompArch | undefined {
+  return arch === 'x64' || arch === 'arm64' ? arch : undefined;
+}
+
+const cache = new Map<string, Buffer>();
+
+/** Encoded filter for this host, built once per option set (not per run). */
+export function hostFilter(options: FilterOptions): Buffer | undefined {
+  const arch = seccompArch();
+  if (!arch) return undefined;
+  const key = `${arch}:${options.unixSocketsOnly}`;
+  let encoded = cache.get(key);
+  if (!encoded) {
+    encoded = encodeFilter(buildFilter(arch, options));
+    cache.set(key, encoded);
+  }
+  return encoded;
+}

@@ -1,0 +1,99 @@
+// What this host offers the namespace backend, detected once (synchronously, no process spawned):
+// the tools on PATH, the seccomp program, the cgroup layout. `doctor` prints the same facts.
+
+import type { Tools } from './args.js';
+import { type CgroupLayout, prepareCgroups } from './cgroups.js';
+import { findOnPath, hostSystemMounts, type SystemMount } from './host.js';
+import { seccompArch } from './seccomp.js';
+
+export interface Layer {
+  readonly name: string;
+  readonly ok: boolean;
+  /** What was found, or why not and how to fix it. */
+  readonly detail: string;
+  /** A missing required layer makes the backend unavailable; others weaken it. */
+  readonly required: boolean;
+}
+
+export interface HostSetup {
+  readonly tools?: Tools;
+  readonly system: readonly SystemMount[];
+  readonly root: boolean;
+  readonly cgroups?: CgroupLayout;
+  readonly layers: readonly Layer[];
+  /** The first missing required layer, as a sentence. */
+  readonly unavailable?: string;
+}
+
+export function detectHost(): HostSetup {
+  const root = process.getuid?.() === 0;
+  const layers: Layer[] = [];
+  const bwrap = findOnPath('bwrap');
+  layers.push({
+    name: 'bubblewrap',
+    ok: bwrap !== undefined,
+    required: true,
+    detail: bwrap ?? 'bwrap not found; install it: apt-get install bubblewrap (dnf/pacman: bubblewrap)',
+  });
+  const setpriv = root ? findOnPath('setpriv') : undefined;
+  if (root) {
+    layers.push({
+      name: 'setpriv (drop root)',
+      ok: setpriv !== undefined,
+      required: true,
+      detail: setpriv
+        ? `${setpriv}; code runs as uid 65534 (or the working dir's owner), never host root`
+        : 'setpriv not found (util-linux); install util-linux, or run codexec as a non-root user',
+    });
+  }
+  const arch = seccompArch();
+  layers.push({
+    name: 'seccomp',
+    ok: arch !== undefined,
+    required: true,
+    detail: arch
+      ? `BPF filter for ${arch === 'x64' ? 'x86_64' : 'aarch64'}`
+      : `no seccomp filter for ${process.arch}; only x86_64 and aarch64 are supported — use CODEXEC_SANDBOX_MODE=docker or subprocess`,
+  });
+  const prlimit = findOnPath('prlimit');
+  layers.push({
+    name: 'rlimits',
+    ok: prlimit !== undefined,
+    required: false,
+    detail: prlimit
+      ? `${prlimit}: AS, CPU, FSIZE, NOFILE, CORE=0 (and DATA when no memory cgroup)`
+      : 'prlimit not found (util-linux); runs have no rlimits — install util-linux',
+  });
+  let cgroups: CgroupLayout | undefined;
+  try {
+    cgroups = prepareCgroups();
+    layers.push({
+      name: 'cgroups',
+      ok: true,
+      required: false,
+      detail: `v${cgroups.version} memory + pids under ${cgroups.memory}`,
+    });
+  } catch (error) {
+    layers.push({
+      name: 'cgroups',
+      ok: false,
+      required: false,
+      detail:
+        `no per-run memory/pids cgroup (${(error as Error).message}); falling back to RLIMIT_DATA` +
+        `${root ? ' and RLIMIT_NPROC' : ''} — run as root or with a delegated cgroup v2 subtree`,
+    });
+  }
+  const missing = layers.find((layer) => layer.required && !layer.ok);
+  const tools: Tools | undefined =
+    bwrap && (!root || setpriv)
+      ? { bwrap, shell: '/bin/sh', ...(setpriv && { setpriv }), ...(prlimit && { prlimit }) }
+      : undefined;
+  return {
+    ...(tools && { tools }),
+    system: hostSystemMounts(),
+    root,
+    ...(cgroups && { cgroups }),
+    layers,
+    ...(missing && { unavailable: `${missing.name}: ${missing.detail}` }),
+  };
+}
