@@ -32,7 +32,9 @@ export const settingsSchema = z
     CODEXEC_LOG_RETENTION_DAYS_SUCCESS: int(1, 36_500).default(30),
     CODEXEC_LOG_RETENTION_DAYS_FAILURE: int(1, 36_500).default(90),
     CODEXEC_LOG_RETENTION_DAYS_SESSION: int(1, 36_500).default(90),
-    CODEXEC_INSTALL_TIMEOUT_MS: int(1000, 3_600_000).default(300_000).describe('Limit for one package install.'),
+    CODEXEC_INSTALL_TIMEOUT_MS: int(1000, 3_600_000)
+      .default(300_000)
+      .describe('Limit for one package install.'),
     CODEXEC_PACKAGE_BLOCKLIST: z
       .string()
       .default('')

@@ -1,6 +1,6 @@
 import type { SandboxBackend, SandboxSpec } from '../sandbox/index.js';
 import { drain, terminate } from './kill.js';
-import { type OutputLimits, OutputCollector } from './output.js';
+import { OutputCollector, type OutputLimits } from './output.js';
 
 export interface CommandOptions {
   readonly timeoutMs: number;
@@ -22,7 +22,11 @@ export interface CommandResult {
  * user code: bounded output, wall-clock timeout with the SIGTERM → SIGKILL cascade, and nothing
  * left running afterwards.
  */
-export async function runCommand(backend: SandboxBackend, spec: SandboxSpec, options: CommandOptions): Promise<CommandResult> {
+export async function runCommand(
+  backend: SandboxBackend,
+  spec: SandboxSpec,
+  options: CommandOptions,
+): Promise<CommandResult> {
   const stdout = new OutputCollector(options.output);
   const stderr = new OutputCollector(options.output);
   const proc = backend.spawn(spec);
