@@ -1,24 +1,126 @@
+import { readFileSync } from 'node:fs';
+import type { Config } from '../config/index.js';
 import { type InterpreterKind, Interpreters } from '../runtimes/index.js';
-import { BackendRegistry } from '../sandbox/index.js';
+import { BackendRegistry, findOnPath, NamespaceBackend, type SandboxBackend } from '../sandbox/index.js';
 import { configOrExit } from './config.js';
 
-/** Report what works on this machine. Always exits 0: missing layers are information. */
+const KINDS: readonly InterpreterKind[] = ['python', 'node', 'bash'];
+
+/** Report what works on this machine, layer by layer. Always exits 0: missing layers are information. */
 export async function doctorCommand(): Promise<void> {
   const config = configOrExit();
-  const interpreters = new Interpreters(config.interpreters);
-  console.log(`codexec doctor`);
-  console.log(`  configured sandbox mode: ${config.sandboxMode}`);
+  const namespace = new NamespaceBackend();
+  console.log('codexec doctor');
+  console.log(`  configured sandbox mode: ${config.sandboxMode} (CODEXEC_SANDBOX_MODE)`);
+  let backend: SandboxBackend | undefined;
   try {
-    const backend = await new BackendRegistry(config.sandboxMode).get();
+    backend = await new BackendRegistry(config.sandboxMode, namespace).get();
     console.log(`  mode in use:             ${backend.mode}`);
   } catch (error) {
-    console.log(`  mode in use:             none (${(error as Error).message})`);
+    console.log(`  mode in use:             none — ${(error as Error).message}`);
   }
-  for (const kind of ['python', 'node', 'bash'] as InterpreterKind[]) {
+  console.log(`  network for code:        ${config.network} (CODEXEC_NETWORK)`);
+  console.log('\nnamespace sandbox layers');
+  for (const layer of namespace.layers()) line(layer.ok, layer.name, layer.detail);
+  userNamespaces();
+  landlock();
+  const probe = await namespace.probe();
+  line(
+    probe.available,
+    'sandbox run',
+    probe.available ? 'a real sandbox started and exited 0' : `${probe.reason}`,
+  );
+  line(
+    findOnPath('docker') !== undefined || findOnPath('podman') !== undefined,
+    'docker/podman',
+    findOnPath('docker') ?? findOnPath('podman') ?? 'not found (only needed for CODEXEC_SANDBOX_MODE=docker)',
+  );
+  console.log('\ninterpreters');
+  await interpreters(config, probe.available ? namespace : undefined);
+}
+
+function line(ok: boolean, name: string, detail: string): void {
+  console.log(`  ${(ok ? 'OK' : 'missing').padEnd(8)} ${name.padEnd(20)} ${detail}`);
+}
+
+function read(path: string): string | undefined {
+  try {
+    return readFileSync(path, 'utf8').trim();
+  } catch {
+    return undefined;
+  }
+}
+
+function userNamespaces(): void {
+  const max = Number(read('/proc/sys/user/max_user_namespaces') ?? '0');
+  const clone = read('/proc/sys/kernel/unprivileged_userns_clone');
+  const ok = max > 0 && clone !== '0';
+  const root = process.getuid?.() === 0;
+  const detail = ok
+    ? `available (max_user_namespaces=${max})${root ? '; as root bwrap needs none: code runs as uid 65534' : ''}`
+    : `disabled (max_user_namespaces=${max}${clone === '0' ? ', unprivileged_userns_clone=0' : ''}); ` +
+      'enable: sysctl -w user.max_user_namespaces=15000 kernel.unprivileged_userns_clone=1';
+  line(ok || root, 'user namespaces', detail);
+}
+
+function landlock(): void {
+  const lsm = read('/sys/kernel/security/lsm');
+  if (lsm === undefined) line(false, 'Landlock', 'unknown (securityfs not mounted); not used by codexec yet');
+  else if (lsm.split(',').includes('landlock'))
+    line(true, 'Landlock', 'enabled in the kernel; not used by codexec yet');
+  else line(false, 'Landlock', `not in the active LSMs (${lsm}); not used by codexec yet`);
+}
+
+/** Each interpreter's real binary, and whether a sandbox can actually run it. */
+async function interpreters(config: Config, sandbox: SandboxBackend | undefined): Promise<void> {
+  const resolver = new Interpreters(config.interpreters);
+  for (const kind of KINDS) {
+    let binary: string;
     try {
-      console.log(`  ${kind.padEnd(7)} OK       ${await interpreters.get(kind)}`);
+      binary = await resolver.get(kind);
     } catch (error) {
-      console.log(`  ${kind.padEnd(7)} missing  ${(error as Error).message}`);
+      line(false, kind, (error as Error).message);
+      continue;
     }
+    if (!sandbox) {
+      line(true, kind, `${binary} (namespace sandbox unavailable: not checked inside it)`);
+      continue;
+    }
+    const result = await versionInSandbox(sandbox, binary);
+    line(
+      result.ok,
+      kind,
+      result.ok
+        ? `${binary} — runs in the sandbox (${result.output})`
+        : `${binary} — the sandbox cannot run it (${result.output}); set CODEXEC_${kind.toUpperCase()} to a ` +
+            'world-readable interpreter such as /usr/bin/' +
+            (kind === 'python' ? 'python3' : kind),
+    );
   }
+}
+
+async function versionInSandbox(
+  sandbox: SandboxBackend,
+  binary: string,
+): Promise<{ ok: boolean; output: string }> {
+  const proc = sandbox.spawn({
+    argv: [binary, '--version'],
+    cwd: '/',
+    env: { PATH: '/usr/bin:/bin' },
+    writablePaths: [],
+    readablePaths: [],
+    limits: { memoryMb: 256, maxProcs: 16, maxFileMb: 1 },
+    network: 'none',
+    stdin: 'ignore',
+  });
+  let output = '';
+  const collect = (chunk: Buffer) => {
+    output += chunk.toString();
+  };
+  proc.stdout.on('data', collect);
+  proc.stderr.on('data', collect);
+  const exit = await proc.exited;
+  await proc.dispose();
+  const first = output.trim().split('\n')[0] ?? '';
+  return { ok: exit.code === 0, output: first || `exit ${exit.code ?? exit.signal}` };
 }

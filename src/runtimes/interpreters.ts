@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { constants } from 'node:fs';
-import { access, open, realpath } from 'node:fs/promises';
-import { delimiter, join } from 'node:path';
+import { access, open, realpath, stat } from 'node:fs/promises';
+import { delimiter, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { SandboxUnavailableError } from '../errors/index.js';
 
@@ -35,7 +35,7 @@ export class Interpreters {
   private async resolve(kind: InterpreterKind): Promise<string> {
     const override = this.overrides[kind];
     if (override) return realExecutable(override, kind);
-    if (kind === 'node') return process.execPath;
+    if (kind === 'node') return this.runnableBySandbox(process.execPath, 'node');
     const name = kind === 'python' ? 'python3' : 'bash';
     const onPath = await which(name, this.path);
     if (!onPath) {
@@ -43,12 +43,36 @@ export class Interpreters {
         `${name} was not found on PATH; install it or set CODEXEC_${kind.toUpperCase()}`,
       );
     }
-    const real = await realpath(onPath);
+    let real = await realpath(onPath);
     if (kind === 'python' && (await isScript(real))) {
       const { stdout } = await run(real, ['-c', 'import sys; print(sys.executable)'], { timeout: 10_000 });
-      return realExecutable(stdout.trim(), kind);
+      real = await realExecutable(stdout.trim(), kind);
     }
-    return real;
+    return this.runnableBySandbox(real, name);
+  }
+
+  /**
+   * A root server runs code as an unprivileged uid (namespace sandbox), which cannot use an
+   * interpreter only root may read (say a pyenv tree under a 0700 home). Prefer the system one then.
+   */
+  private async runnableBySandbox(found: string, name: string): Promise<string> {
+    if (process.getuid?.() !== 0 || (await othersCanRun(found))) return found;
+    for (const candidate of [`/usr/bin/${name}`, `/usr/local/bin/${name}`, `/bin/${name}`]) {
+      const real = await realpath(candidate).catch(() => undefined);
+      if (real && (await othersCanRun(real))) return real;
+    }
+    return found;
+  }
+}
+
+/** World-executable binary in a world-readable install prefix (what a bind mount exposes). */
+async function othersCanRun(binary: string): Promise<boolean> {
+  try {
+    const prefix = dirname(dirname(binary));
+    const [file, dir] = await Promise.all([stat(binary), stat(prefix)]);
+    return (file.mode & 0o001) !== 0 && (dir.mode & 0o005) === 0o005;
+  } catch {
+    return false;
   }
 }
 

@@ -39,6 +39,8 @@ export interface BwrapOptions {
   readonly seccomp: boolean;
   /** Seconds of CPU time before SIGXCPU; none for long-lived drivers. */
   readonly cpuSeconds?: number;
+  /** Directories an interpreter's prefix may never expose (the server user's home). */
+  readonly privateDirs?: readonly string[];
 }
 
 export function buildBwrapArgs(spec: SandboxSpec, options: BwrapOptions): string[] {
@@ -51,7 +53,7 @@ export function buildBwrapArgs(spec: SandboxSpec, options: BwrapOptions): string
   argv.push(tools.bwrap, ...namespaceFlags(spec, identity !== undefined));
   argv.push('--die-with-parent', '--new-session', '--hostname', 'codexec', '--clearenv');
   for (const [name, value] of Object.entries(spec.env)) argv.push('--setenv', name, value);
-  argv.push(...filesystem(spec, options.system));
+  argv.push(...filesystem(spec, options.system, options.privateDirs ?? []));
   argv.push('--chdir', spec.cwd);
   if (options.seccomp) argv.push('--seccomp', String(SECCOMP_FD));
   if (identity) {
@@ -117,10 +119,15 @@ function namespaceFlags(spec: SandboxSpec, privileged: boolean): string[] {
   ];
 }
 
-function filesystem(spec: SandboxSpec, system: readonly SystemMount[]): string[] {
+function filesystem(
+  spec: SandboxSpec,
+  system: readonly SystemMount[],
+  privateDirs: readonly string[],
+): string[] {
   const args: string[] = [];
   for (const mount of system) {
     if (mount.kind === 'symlink') args.push('--symlink', mount.target, mount.path);
+    else if (mount.kind === 'dir') args.push('--dir', mount.path);
     else args.push('--ro-bind', mount.path, mount.path);
   }
   const tmpBytes = String(spec.limits.memoryMb * MIB);
@@ -130,7 +137,7 @@ function filesystem(spec: SandboxSpec, system: readonly SystemMount[]): string[]
   const covered = (path: string, roots: readonly string[]) =>
     roots.some((root) => path === root || path.startsWith(root.endsWith('/') ? root : `${root}/`));
   const systemRoots = system.filter((m) => m.kind === 'ro-bind').map((m) => m.path);
-  const interpreter = interpreterRoot(spec.argv[0] as string);
+  const interpreter = interpreterMount(spec.argv[0] as string, privateDirs);
   const readable = [...(covered(interpreter, systemRoots) ? [] : [interpreter]), ...spec.readablePaths];
   for (const path of readable) {
     if (covered(path, spec.writablePaths) || covered(path, systemRoots)) continue;
@@ -146,8 +153,14 @@ function parentDir(path: string): string[] {
   return parent === '/' ? [] : ['--dir', parent];
 }
 
-/** The install prefix of an interpreter outside the system dirs (`/opt/py/bin/python3` → `/opt/py`). */
-export function interpreterRoot(binary: string): string {
+/**
+ * What to bind for an interpreter outside the system dirs: its install prefix (`/opt/py/bin/python3`
+ * → `/opt/py`), or only the binary when the prefix would be `/` or would contain a private dir
+ * (`~/bin/python` must not expose the whole home).
+ */
+export function interpreterMount(binary: string, privateDirs: readonly string[] = []): string {
   const dir = posix.dirname(binary);
-  return posix.basename(dir) === 'bin' ? posix.dirname(dir) : dir;
+  const prefix = posix.basename(dir) === 'bin' ? posix.dirname(dir) : dir;
+  const exposes = (secret: string) => secret === prefix || secret.startsWith(`${prefix}/`) || prefix === '/';
+  return privateDirs.some(exposes) || prefix === '/' ? binary : prefix;
 }

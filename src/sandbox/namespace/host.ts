@@ -6,6 +6,7 @@ import { join } from 'node:path';
 /** A mount the sandbox gets regardless of the run: `['--ro-bind', src, dest]` or a symlink. */
 export type SystemMount =
   | { readonly kind: 'ro-bind'; readonly path: string }
+  | { readonly kind: 'dir'; readonly path: string }
   | { readonly kind: 'symlink'; readonly target: string; readonly path: string };
 
 const ROOT_DIRS = ['usr', 'bin', 'sbin', 'lib', 'lib32', 'lib64', 'libx32'];
@@ -61,9 +62,10 @@ export function systemMounts(root = '/'): SystemMount[] {
   } catch {
     // no /etc at all (a fake root in tests)
   }
-  for (const name of [...ETC_ENTRIES, ...pythonEtc]) {
-    if (kindOf(join(etc, name)) !== undefined) mounts.push({ kind: 'ro-bind', path: `/etc/${name}` });
-  }
+  const etcEntries = [...ETC_ENTRIES, ...pythonEtc].filter((name) => kindOf(join(etc, name)) !== undefined);
+  // An explicit 0755 /etc: bwrap would otherwise create it with the mode of a bound entry's source.
+  if (etcEntries.length > 0) mounts.push({ kind: 'dir', path: '/etc' });
+  for (const name of etcEntries) mounts.push({ kind: 'ro-bind', path: `/etc/${name}` });
   return mounts;
 }
 

@@ -1,7 +1,7 @@
 // The namespace backend (Linux default): bubblewrap + seccomp + rlimits + cgroups, network off,
 // never host root. Builds the command line with buildBwrapArgs() and spawns it here, only here.
 import { spawn } from 'node:child_process';
-import { constants } from 'node:os';
+import { constants, homedir } from 'node:os';
 import type { Duplex, Writable } from 'node:stream';
 import { SandboxUnavailableError } from '../../errors/index.js';
 import type {
@@ -21,6 +21,7 @@ import { hostFilter } from './seccomp.js';
 import { detectHost, type HostSetup, type Layer } from './setup.js';
 
 export { buildBwrapArgs } from './args.js';
+export { findOnPath } from './host.js';
 export type { Layer } from './setup.js';
 
 const SIGXCPU = 128 + constants.signals.SIGXCPU;
@@ -101,6 +102,7 @@ export class NamespaceBackend implements SandboxBackend {
       cgroup: cgroup !== undefined,
       seccomp: true,
       ...(spec.limits.cpuSeconds !== undefined && { cpuSeconds: spec.limits.cpuSeconds }),
+      privateDirs: [homedir()],
     });
     const [command, ...args] = argv as [string, ...string[]];
     const child = spawn(command, args, {
