@@ -1,0 +1,165 @@
+import { describe, expect, it } from 'vitest';
+import { buildBwrapArgs, interpreterMount, WAIT_SCRIPT } from '../../src/sandbox/namespace/args.js';
+import type { SystemMount } from '../../src/sandbox/namespace/host.js';
+import type { SandboxSpec } from '../../src/sandbox/types.js';
+
+const spec: SandboxSpec = {
+  argv: ['/usr/bin/python3', '/home/u/.codexec/sandbox/exec_1/_codexec_script.py', 'arg'],
+  cwd: '/home/u/.codexec/sandbox/exec_1',
+  env: { PATH: '/usr/bin:/bin', HOME: '/home/u' },
+  writablePaths: ['/home/u/.codexec/sandbox/exec_1'],
+  readablePaths: ['/home/u/.codexec/sandbox/exec_1/_codexec_script.py', '/home/u/.codexec/envs/python'],
+  limits: { memoryMb: 512, maxProcs: 64, maxFileMb: 100, cpuSeconds: 31 },
+  network: 'none',
+  stdin: 'ignore',
+};
+const system: SystemMount[] = [
+  { kind: 'ro-bind', path: '/usr' },
+  { kind: 'symlink', target: 'usr/bin', path: '/bin' },
+  { kind: 'dir', path: '/etc' },
+  { kind: 'ro-bind', path: '/etc/ld.so.cache' },
+];
+const tools = {
+  bwrap: '/usr/bin/bwrap',
+  setpriv: '/usr/bin/setpriv',
+  prlimit: '/usr/bin/prlimit',
+  shell: '/bin/sh',
+};
+const root = {
+  tools,
+  system,
+  identity: { uid: 65534, gid: 65534 },
+  cgroup: true,
+  seccomp: true,
+  cpuSeconds: 31,
+};
+const user = { tools: { bwrap: '/usr/bin/bwrap', shell: '/bin/sh' }, system, cgroup: false, seccomp: true };
+
+/** Index of `flag` followed by `values` in argv, or -1. */
+function find(argv: string[], ...sequence: string[]): number {
+  return argv.findIndex((_, i) => sequence.every((item, j) => argv[i + j] === item));
+}
+
+describe('buildBwrapArgs as root', () => {
+  const argv = buildBwrapArgs(spec, root);
+  const bwrapAt = argv.indexOf('/usr/bin/bwrap');
+  const setprivAt = argv.indexOf('/usr/bin/setpriv');
+
+  it('chains prlimit → cgroup wait → bwrap → setpriv → the code', () => {
+    expect(argv[0]).toBe('/usr/bin/prlimit');
+    expect(find(argv, '/bin/sh', '-c', WAIT_SCRIPT)).toBeGreaterThan(0);
+    expect(bwrapAt).toBeGreaterThan(find(argv, '/bin/sh', '-c', WAIT_SCRIPT));
+    expect(setprivAt).toBeGreaterThan(bwrapAt);
+    expect(argv.slice(setprivAt + 1, setprivAt + 6)).toEqual([
+      '--reuid=65534',
+      '--regid=65534',
+      '--clear-groups',
+      '--no-new-privs',
+      '--',
+    ]);
+    expect(argv.slice(-3)).toEqual(spec.argv);
+  });
+
+  it('never creates a user namespace (it would map the code to host root) and keeps only setuid caps', () => {
+    expect(argv).not.toContain('--unshare-user');
+    expect(argv).not.toContain('--unshare-all');
+    for (const flag of [
+      '--unshare-pid',
+      '--unshare-ipc',
+      '--unshare-uts',
+      '--unshare-net',
+      '--die-with-parent',
+    ]) {
+      expect(argv).toContain(flag);
+    }
+    expect(find(argv, '--cap-drop', 'ALL')).toBeGreaterThan(0);
+    const added = argv.flatMap((arg, i) => (arg === '--cap-add' ? [argv[i + 1]] : []));
+    expect(added.sort()).toEqual(['CAP_DAC_READ_SEARCH', 'CAP_SETGID', 'CAP_SETUID']);
+  });
+
+  it('sets rlimits, leaving memory and process count to the cgroup', () => {
+    const limits = argv.slice(1, argv.indexOf('--'));
+    expect(limits).toContain(`--fsize=${100 * 1024 * 1024}`);
+    expect(limits).toContain('--cpu=31');
+    expect(limits).toContain('--core=0');
+    expect(limits).toContain('--nofile=1024');
+    expect(limits.some((flag) => flag.startsWith('--as='))).toBe(true);
+    expect(limits.some((flag) => flag.startsWith('--data=') || flag.startsWith('--nproc='))).toBe(false);
+  });
+
+  it('passes only the spec env, after --clearenv', () => {
+    expect(argv).toContain('--clearenv');
+    const set = argv.flatMap((arg, i) => (arg === '--setenv' ? [argv[i + 1]] : []));
+    expect(set).toEqual(['PATH', 'HOME']);
+  });
+
+  it('mounts system dirs read-only, private /tmp and /dev/shm, the workspace read-write, nothing else', () => {
+    expect(find(argv, '--ro-bind', '/usr', '/usr')).toBeGreaterThan(0);
+    expect(find(argv, '--symlink', 'usr/bin', '/bin')).toBeGreaterThan(0);
+    expect(find(argv, '--dir', '/etc')).toBeLessThan(find(argv, '--ro-bind', '/etc/ld.so.cache'));
+    expect(
+      find(argv, '--perms', '1777', '--size', String(512 * 1024 * 1024), '--tmpfs', '/tmp'),
+    ).toBeGreaterThan(0);
+    expect(find(argv, '--tmpfs', '/dev/shm')).toBeGreaterThan(0);
+    expect(find(argv, '--bind', spec.cwd, spec.cwd)).toBeGreaterThan(0);
+    // The script is inside the workspace: no separate mount. The package env is read-only.
+    expect(
+      find(argv, '--ro-bind', '/home/u/.codexec/envs/python', '/home/u/.codexec/envs/python'),
+    ).toBeGreaterThan(0);
+    const binds = argv.flatMap((arg, i) => (arg === '--bind' || arg === '--ro-bind' ? [argv[i + 1]] : []));
+    expect(binds.sort()).toEqual(
+      ['/etc/ld.so.cache', '/home/u/.codexec/envs/python', spec.cwd, '/usr'].sort(),
+    );
+    expect(find(argv, '--chdir', spec.cwd)).toBeGreaterThan(0);
+    expect(find(argv, '--seccomp', '4')).toBeGreaterThan(0);
+  });
+});
+
+describe('buildBwrapArgs as a regular user', () => {
+  it('uses a user namespace with nested ones disabled, and no setpriv', () => {
+    const argv = buildBwrapArgs(spec, user);
+    expect(argv[0]).toBe('/usr/bin/bwrap');
+    for (const flag of ['--unshare-all', '--unshare-user', '--disable-userns']) expect(argv).toContain(flag);
+    expect(argv).not.toContain('--share-net');
+    expect(argv).not.toContain('--cap-add');
+    expect(argv.slice(-3)).toEqual(spec.argv);
+  });
+
+  it('network host shares the network namespace', () => {
+    expect(buildBwrapArgs({ ...spec, network: 'host' }, user)).toContain('--share-net');
+    expect(buildBwrapArgs({ ...spec, network: 'host' }, root)).not.toContain('--unshare-net');
+  });
+
+  it('without prlimit or cgroups there is no wrapper; rlimit fallbacks need prlimit', () => {
+    const argv = buildBwrapArgs(spec, user);
+    expect(argv).not.toContain('/bin/sh');
+    const withPrlimit = buildBwrapArgs(spec, {
+      ...user,
+      tools: { ...user.tools, prlimit: '/usr/bin/prlimit' },
+    });
+    expect(withPrlimit).toContain(`--data=${512 * 1024 * 1024}`);
+    expect(withPrlimit.some((flag) => flag.startsWith('--nproc='))).toBe(false); // per-uid: not for our own uid
+  });
+
+  it('refuses an empty argv and dropping privileges without setpriv', () => {
+    expect(() => buildBwrapArgs({ ...spec, argv: [] }, user)).toThrow(/empty/);
+    expect(() => buildBwrapArgs(spec, { ...user, identity: { uid: 1, gid: 1 } })).toThrow(/setpriv/);
+  });
+});
+
+describe('interpreterMount', () => {
+  it('binds an install prefix outside the system dirs read-only', () => {
+    expect(interpreterMount('/opt/py/bin/python3')).toBe('/opt/py');
+    expect(interpreterMount('/root/.pyenv/versions/3.11.7/bin/python3.11', ['/root'])).toBe(
+      '/root/.pyenv/versions/3.11.7',
+    );
+    const argv = buildBwrapArgs({ ...spec, argv: ['/opt/py/bin/python3', 'x.py'] }, root);
+    expect(find(argv, '--ro-bind', '/opt/py', '/opt/py')).toBeGreaterThan(0);
+  });
+
+  it('never exposes a home directory or / through an interpreter prefix', () => {
+    expect(interpreterMount('/root/bin/python3', ['/root'])).toBe('/root/bin/python3');
+    expect(interpreterMount('/home/u/python', ['/home/u'])).toBe('/home/u/python');
+    expect(interpreterMount('/bin/python3')).toBe('/bin/python3');
+  });
+});

@@ -1,0 +1,46 @@
+import { describe, expect, it } from 'vitest';
+import { findCgroups } from '../../src/sandbox/namespace/cgroups.js';
+
+const V1_MOUNTS = [
+  '31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755',
+  '35 31 0:31 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory',
+  '38 31 0:34 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids',
+  '40 31 0:36 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw',
+].join('\n');
+const V1_SELF = ['8:pids:/', '4:memory:/jobs/abc', '0::/'].join('\n');
+
+describe('findCgroups', () => {
+  it('finds our memory and pids cgroups on v1 (hybrid hosts included)', () => {
+    expect(findCgroups(V1_MOUNTS, V1_SELF)).toEqual({
+      version: 1,
+      memory: '/sys/fs/cgroup/memory/jobs/abc',
+      pids: '/sys/fs/cgroup/pids',
+    });
+  });
+
+  it('maps a container mount of a sub-tree (cgroup namespace root) onto the mount point', () => {
+    const mounts =
+      '35 31 0:31 /jobs /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n' +
+      '38 31 0:34 /jobs /sys/fs/cgroup/pids rw - cgroup cgroup rw,pids';
+    expect(findCgroups(mounts, '4:memory:/jobs/abc\n8:pids:/jobs/abc')).toMatchObject({
+      memory: '/sys/fs/cgroup/memory/abc',
+      pids: '/sys/fs/cgroup/pids/abc',
+    });
+  });
+
+  it('uses v2 when its controllers include memory and pids', () => {
+    const mounts = '30 23 0:27 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate';
+    const self = '0::/user.slice/user-1000.slice/session-2.scope';
+    expect(findCgroups(mounts, self, () => 'cpuset cpu io memory pids')).toEqual({
+      version: 2,
+      memory: '/sys/fs/cgroup/user.slice/user-1000.slice/session-2.scope',
+      pids: '/sys/fs/cgroup/user.slice/user-1000.slice/session-2.scope',
+    });
+    expect(findCgroups(mounts, self, () => 'cpu io')).toBeUndefined();
+  });
+
+  it('reports nothing when neither hierarchy is usable', () => {
+    expect(findCgroups('', '')).toBeUndefined();
+    expect(findCgroups(V1_MOUNTS.split('\n').slice(0, 2).join('\n'), V1_SELF)).toBeUndefined();
+  });
+});

@@ -1,0 +1,144 @@
+import { chmodSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { BackendRegistry, NamespaceBackend, type SandboxSpec } from '../../src/sandbox/index.js';
+
+// The backend itself, driven directly (the MCP-level hostile suite is in test/hostile/).
+const backend = new NamespaceBackend();
+const dirs: string[] = [];
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+function workspace(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'codexec-ns-'));
+  dirs.push(dir);
+  return dir;
+}
+
+function spec(dir: string, argv: string[], extra: Partial<SandboxSpec> = {}): SandboxSpec {
+  return {
+    argv,
+    cwd: dir,
+    env: { PATH: '/usr/bin:/bin' },
+    writablePaths: [dir],
+    readablePaths: [],
+    limits: { memoryMb: 128, maxProcs: 32, maxFileMb: 8 },
+    network: 'none',
+    stdin: 'ignore',
+    ...extra,
+  };
+}
+
+async function output(proc: ReturnType<NamespaceBackend['spawn']>) {
+  let stdout = '';
+  let stderr = '';
+  proc.stdout.on('data', (chunk: Buffer) => (stdout += chunk));
+  proc.stderr.on('data', (chunk: Buffer) => (stderr += chunk));
+  const exit = await proc.exited;
+  await proc.dispose();
+  return { exit, stdout, stderr };
+}
+
+describe('NamespaceBackend', () => {
+  it('probes available on this Linux host (bubblewrap installed by .ci/run)', async () => {
+    expect(await backend.probe()).toEqual({ available: true });
+  });
+
+  it('keeps fd 3 as a control channel separate from stdout', async () => {
+    const dir = workspace();
+    const proc = backend.spawn(
+      spec(dir, ['/bin/sh', '-c', 'read -r line <&3; echo "ack:$line" >&3; echo out'], { control: true }),
+    );
+    proc.control?.write('ping\n');
+    let control = '';
+    proc.control?.on('data', (chunk: Buffer) => (control += chunk));
+    const { exit, stdout } = await output(proc);
+    expect(exit.code).toBe(0);
+    expect(stdout).toBe('out\n');
+    expect(control).toBe('ack:ping\n');
+  });
+
+  it('SIGTERM reaches the code (grace period), SIGKILL ends the whole sandbox', async () => {
+    const dir = workspace();
+    const proc = backend.spawn(
+      spec(dir, ['/bin/bash', '-c', 'trap "echo term; exit 7" TERM; echo ready; sleep 30 & wait']),
+    );
+    let stdout = '';
+    proc.stdout.on('data', (chunk: Buffer) => (stdout += chunk));
+    await new Promise<void>((resolve) => proc.stdout.once('data', () => resolve()));
+    proc.kill('SIGTERM');
+    const exit = await proc.exited;
+    await proc.dispose();
+    expect(stdout).toContain('term');
+    expect(exit.code).toBe(7);
+  });
+
+  it.runIf(process.getuid?.() === 0)(
+    'as root: runs as uid 65534, lends the workspace, then gives it back',
+    async () => {
+      const dir = workspace();
+      chmodSync(dir, 0o700);
+      writeFileSync(join(dir, 'input.txt'), 'data');
+      const proc = backend.spawn(spec(dir, ['/bin/sh', '-c', 'id -u; cat input.txt; echo made > out.txt']));
+      const { exit, stdout } = await output(proc);
+      expect(exit.code).toBe(0);
+      expect(stdout).toBe('65534\ndata');
+      for (const name of ['.', 'input.txt', 'out.txt']) expect(statSync(join(dir, name)).uid).toBe(0);
+    },
+  );
+
+  it('reports a memory limit hit and removes every cgroup it created', async () => {
+    const before = cgroupChildren();
+    const dir = workspace();
+    const proc = backend.spawn(spec(dir, ['/usr/bin/python3', '-c', 'b = bytearray(512 * 1024 * 1024)']));
+    const { exit } = await output(proc);
+    expect(exit.code).toBe(137);
+    expect(exit.limit).toBe('memory');
+    expect(cgroupChildren()).toEqual(before);
+  });
+});
+
+function cgroupChildren(): string[] {
+  const layout = backend.setup().cgroups;
+  if (!layout) return [];
+  return [layout.memory, layout.pids].flatMap((dir) =>
+    readdirSync(dir).filter((name) => name.startsWith('codexec-')),
+  );
+}
+
+describe('BackendRegistry', () => {
+  class Unavailable extends NamespaceBackend {
+    probes = 0;
+    override async probe() {
+      this.probes++;
+      return { available: false, reason: 'bwrap not found' };
+    }
+  }
+
+  it('probes lazily: constructing the registry starts nothing', () => {
+    const fake = new Unavailable();
+    new BackendRegistry('auto', fake);
+    expect(fake.probes).toBe(0);
+  });
+
+  it('namespace requested but unavailable is SANDBOX_UNAVAILABLE with the reason', async () => {
+    await expect(new BackendRegistry('namespace', new Unavailable()).get()).rejects.toMatchObject({
+      code: 'SANDBOX_UNAVAILABLE',
+      message: expect.stringContaining('bwrap not found'),
+    });
+  });
+
+  it('auto falls back to subprocess when namespace is unavailable, probing once', async () => {
+    const fake = new Unavailable();
+    const registry = new BackendRegistry('auto', fake);
+    expect((await registry.get()).mode).toBe('subprocess');
+    expect((await registry.get()).mode).toBe('subprocess');
+    expect(fake.probes).toBe(1);
+  });
+
+  it('auto picks namespace when it works here', async () => {
+    expect((await new BackendRegistry('auto', backend).get()).mode).toBe('namespace');
+  });
+});

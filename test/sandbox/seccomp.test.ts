@@ -1,0 +1,117 @@
+import { describe, expect, it } from 'vitest';
+import {
+  buildFilter,
+  encodeFilter,
+  type Instruction,
+  RET,
+  seccompArch,
+} from '../../src/sandbox/namespace/seccomp.js';
+
+// A classic-BPF interpreter for the few opcodes the filter uses, so the program's decisions are
+// checked instruction by instruction without loading it into a kernel.
+interface Call {
+  nr: number;
+  arch: number;
+  arg0?: number;
+}
+
+function run(program: readonly Instruction[], call: Call): number {
+  const data = Buffer.alloc(64);
+  data.writeInt32LE(call.nr, 0);
+  data.writeUInt32LE(call.arch, 4);
+  data.writeUInt32LE(call.arg0 ?? 0, 16);
+  let a = 0;
+  for (let pc = 0; pc < program.length; pc++) {
+    const insn = program[pc] as Instruction;
+    switch (insn.code) {
+      case 0x20:
+        a = data.readUInt32LE(insn.k);
+        break;
+      case 0x15:
+        pc += a === insn.k ? insn.jt : insn.jf;
+        break;
+      case 0x35:
+        pc += a >= insn.k ? insn.jt : insn.jf;
+        break;
+      case 0x45:
+        pc += (a & insn.k) !== 0 ? insn.jt : insn.jf;
+        break;
+      case 0x06:
+        return insn.k;
+      default:
+        throw new Error(`unexpected opcode ${insn.code}`);
+    }
+  }
+  throw new Error('fell off the end of the program');
+}
+
+const X64 = 0xc000003e;
+const ARM64 = 0xc00000b7;
+const I386 = 0x40000003;
+const EPERM = RET.errno(1);
+
+describe('seccomp filter (x86_64)', () => {
+  const online = buildFilter('x64', { unixSocketsOnly: false });
+  const offline = buildFilter('x64', { unixSocketsOnly: true });
+
+  it('allows ordinary syscalls', () => {
+    for (const nr of [0, 1, 2, 9, 57, 59, 60, 231]) expect(run(offline, { nr, arch: X64 })).toBe(RET.allow);
+  });
+
+  it('kills foreign ABIs: i386 and x32', () => {
+    expect(run(offline, { nr: 1, arch: I386 })).toBe(RET.killProcess);
+    expect(run(offline, { nr: 0x40000000 + 1, arch: X64 })).toBe(RET.killProcess);
+  });
+
+  it('denies mount, ptrace, bpf, io_uring, unshare, setns, keyctl, kexec, modules', () => {
+    for (const nr of [165, 166, 101, 321, 425, 426, 272, 308, 250, 246, 175, 313, 169, 298, 323, 310]) {
+      expect(run(offline, { nr, arch: X64 })).toBe(EPERM);
+    }
+  });
+
+  it('refuses clone with any CLONE_NEW* flag but allows threads and forks', () => {
+    expect(run(offline, { nr: 56, arch: X64, arg0: 0x10000000 })).toBe(EPERM); // NEWUSER
+    expect(run(offline, { nr: 56, arch: X64, arg0: 0x40000000 })).toBe(EPERM); // NEWNET
+    expect(run(offline, { nr: 56, arch: X64, arg0: 0x003d0f00 })).toBe(RET.allow); // pthread_create
+    expect(run(offline, { nr: 56, arch: X64, arg0: 0x01200011 })).toBe(RET.allow); // fork
+    expect(run(offline, { nr: 435, arch: X64 })).toBe(RET.errno(38)); // clone3 → ENOSYS → glibc uses clone
+  });
+
+  it('offline: only AF_UNIX sockets; online: any family', () => {
+    expect(run(offline, { nr: 41, arch: X64, arg0: 1 })).toBe(RET.allow);
+    expect(run(offline, { nr: 41, arch: X64, arg0: 2 })).toBe(RET.errno(13));
+    expect(run(offline, { nr: 41, arch: X64, arg0: 10 })).toBe(RET.errno(13));
+    expect(run(offline, { nr: 41, arch: X64, arg0: 16 })).toBe(RET.errno(13)); // netlink
+    expect(run(online, { nr: 41, arch: X64, arg0: 2 })).toBe(RET.allow);
+  });
+
+  it('encodes 8 bytes per instruction with in-range jumps', () => {
+    expect(encodeFilter(offline).length).toBe(offline.length * 8);
+    const jumps = [...offline.entries()].filter(([, insn]) => (insn.code & 0x07) === 0x05);
+    expect(jumps.length).toBeGreaterThan(40);
+    for (const [pc, insn] of jumps) expect(pc + 1 + Math.max(insn.jt, insn.jf)).toBeLessThan(offline.length);
+    expect(offline.at(-1)).toEqual({ code: 0x06, jt: 0, jf: 0, k: RET.allow });
+  });
+});
+
+describe('seccomp filter (aarch64)', () => {
+  const offline = buildFilter('arm64', { unixSocketsOnly: true });
+
+  it('uses the generic syscall table and kills arm32 compat calls', () => {
+    expect(run(offline, { nr: 40, arch: ARM64 })).toBe(EPERM); // mount
+    expect(run(offline, { nr: 117, arch: ARM64 })).toBe(EPERM); // ptrace
+    expect(run(offline, { nr: 198, arch: ARM64, arg0: 2 })).toBe(RET.errno(13)); // socket(AF_INET)
+    expect(run(offline, { nr: 220, arch: ARM64, arg0: 0x10000000 })).toBe(EPERM); // clone(NEWUSER)
+    expect(run(offline, { nr: 63, arch: ARM64 })).toBe(RET.allow); // read
+    expect(run(offline, { nr: 63, arch: 0x40000028 })).toBe(RET.killProcess); // AUDIT_ARCH_ARM
+  });
+});
+
+describe('seccompArch', () => {
+  it('supports x86_64 and aarch64 and refuses the rest', () => {
+    expect(seccompArch('x64')).toBe('x64');
+    expect(seccompArch('arm64')).toBe('arm64');
+    expect(seccompArch('ia32')).toBeUndefined();
+    expect(seccompArch('riscv64')).toBeUndefined();
+  });
+});
