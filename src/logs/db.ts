@@ -7,12 +7,14 @@ import { log } from '../util/index.js';
 export type Db = Database.Database;
 
 // Bump when the schema changes: an index of another version is dropped and rebuilt from JSONL.
-const SCHEMA_VERSION = 1;
+const SCHEMA_VERSION = 2;
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files (name TEXT PRIMARY KEY, ino INTEGER NOT NULL, offset INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS sessions (session_id TEXT PRIMARY KEY, language TEXT NOT NULL);
+-- id is time-ordered (executed_ms * 1024 + a tie-breaker), so "newest first" is id DESC, in the
+-- table and in the FTS index alike; secondary indexes end in id implicitly.
 CREATE TABLE IF NOT EXISTS executions (
   id INTEGER PRIMARY KEY,
   execution_id TEXT NOT NULL UNIQUE,
@@ -29,13 +31,14 @@ CREATE TABLE IF NOT EXISTS executions (
   offset INTEGER NOT NULL,
   length INTEGER NOT NULL
 );
-CREATE INDEX IF NOT EXISTS executions_time ON executions (executed_ms);
-CREATE INDEX IF NOT EXISTS executions_status ON executions (status, executed_ms);
-CREATE INDEX IF NOT EXISTS executions_language ON executions (language, executed_ms);
-CREATE INDEX IF NOT EXISTS executions_session ON executions (session_id, executed_ms);
+CREATE INDEX IF NOT EXISTS executions_status ON executions (status);
+CREATE INDEX IF NOT EXISTS executions_language ON executions (language);
+CREATE INDEX IF NOT EXISTS executions_session ON executions (session_id);
 CREATE INDEX IF NOT EXISTS executions_file ON executions (file);
+-- Words of code, stdout and stderr, plus the filters as columns of their own, so that a text
+-- search with filters is one FTS query (doclist merges), counted without touching the table.
 CREATE VIRTUAL TABLE IF NOT EXISTS executions_fts
-  USING fts5 (code, stdout, stderr, content = '', contentless_delete = 1);
+  USING fts5 (code, stdout, stderr, language, status, session, content = '', contentless_delete = 1);
 `;
 
 const DROP = `

@@ -1,9 +1,10 @@
-import { closeSync, fstatSync, openSync, readdirSync, readSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Statement } from 'better-sqlite3';
 import { log } from '../util/index.js';
 import type { Db } from './db.js';
 import { parseLogFileName } from './files.js';
+import { ID_SLOTS, sessionToken, timeKey } from './keys.js';
 import { codePreview, type ExecutionLine, errorPreview, executedAt, parseLine, statusOf } from './lines.js';
 
 const CHUNK_BYTES = 4 * 1024 * 1024;
@@ -30,8 +31,10 @@ export class Indexer {
     purgeRows: Statement<[string]>;
     setSession: Statement<[string, string]>;
     sessionLanguage: Statement<[string], { language: string }>;
+    exists: Statement<[string], unknown>;
+    lastInSlot: Statement<[number, number], { id: number | null }>;
     insert: Statement<unknown[]>;
-    insertFts: Statement<[number | bigint, string, string, string]>;
+    insertFts: Statement<[number, string, string, string, string, string, string]>;
   };
 
   constructor(
@@ -49,12 +52,17 @@ export class Indexer {
       purgeRows: db.prepare('DELETE FROM executions WHERE file = ?'),
       setSession: db.prepare('INSERT OR REPLACE INTO sessions (session_id, language) VALUES (?, ?)'),
       sessionLanguage: db.prepare('SELECT language FROM sessions WHERE session_id = ?'),
+      exists: db.prepare('SELECT 1 FROM executions WHERE execution_id = ?'),
+      lastInSlot: db.prepare('SELECT max(id) AS id FROM executions WHERE id BETWEEN ? AND ?'),
       insert: db.prepare(
-        `INSERT OR IGNORE INTO executions (execution_id, session_id, language, status, exit_code,
+        `INSERT INTO executions (id, execution_id, session_id, language, status, exit_code,
            duration_ms, executed_at, executed_ms, code_preview, error_preview, file, offset, length)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
-      insertFts: db.prepare('INSERT INTO executions_fts (rowid, code, stdout, stderr) VALUES (?, ?, ?, ?)'),
+      insertFts: db.prepare(
+        `INSERT INTO executions_fts (rowid, code, stdout, stderr, language, status, session)
+         VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      ),
     };
   }
 
@@ -89,7 +97,20 @@ export class Indexer {
 
   /** Index everything new in `name` now (bounded by the file's growth since the last step). */
   syncFile(name: string): void {
+    if (this.upToDate(name)) return;
     while (!this.step(name)) {}
+  }
+
+  /** Lock-free check that `name` has nothing new: same inode, indexed to its end. */
+  private upToDate(name: string): boolean {
+    const row = this.stmt.file.get(name);
+    if (!row) return false;
+    try {
+      const { ino, size } = statSync(join(this.dir, name));
+      return ino === row.ino && size === row.offset;
+    } catch {
+      return false; // gone, or unreadable: the locked step decides
+    }
   }
 
   private stepLocked(name: string, maxBytes: number): boolean {
@@ -166,13 +187,18 @@ export class Indexer {
   }
 
   private insert(line: ExecutionLine, name: string, offset: number, length: number): void {
+    // An entry seen before (the same line in two files, or indexed by another process) stays once.
+    if (this.stmt.exists.get(line.execution_id) !== undefined) return;
     const sessionId = line.session_id ?? null;
     const language =
       line.language ??
       (sessionId === null ? null : (this.stmt.sessionLanguage.get(sessionId)?.language ?? null));
     const status = statusOf(line);
     const at = executedAt(line);
-    const result = this.stmt.insert.run(
+    const ms = Date.parse(at);
+    const slot = timeKey(ms);
+    const last = this.stmt.lastInSlot.get(slot, slot + ID_SLOTS - 1)?.id;
+    const id = this.insertRow(last === null || last === undefined ? slot : last + 1, [
       line.execution_id,
       sessionId,
       language,
@@ -180,15 +206,34 @@ export class Indexer {
       line.exit_code,
       Math.round(line.duration_ms),
       at,
-      Date.parse(at),
+      ms,
       codePreview(line.code),
       errorPreview(line, status),
       name,
       offset,
       length,
+    ]);
+    this.stmt.insertFts.run(
+      id,
+      line.code,
+      line.stdout,
+      line.stderr,
+      language ?? '',
+      status,
+      sessionId === null ? '' : sessionToken(sessionId),
     );
-    if (result.changes > 0)
-      this.stmt.insertFts.run(result.lastInsertRowid, line.code, line.stdout, line.stderr);
+  }
+
+  /** Insert at the first free id from `id` on (a full millisecond slot spills into the next). */
+  private insertRow(id: number, values: unknown[]): number {
+    for (let candidate = id; ; candidate++) {
+      try {
+        this.stmt.insert.run(candidate, ...values);
+        return candidate;
+      } catch (error) {
+        if ((error as { code?: string }).code !== 'SQLITE_CONSTRAINT_PRIMARYKEY') throw error;
+      }
+    }
   }
 
   private forget(name: string): void {

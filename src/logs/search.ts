@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { InvalidInputError } from '../errors/index.js';
 import { LANGUAGES } from '../runtimes/index.js';
 import type { Db } from './db.js';
+import { sessionToken, timeKey } from './keys.js';
 
 export const STATUSES = ['success', 'failed', 'timeout'] as const;
 export const MAX_LIMIT = 500;
@@ -83,7 +84,7 @@ export function ftsExpression(query: string): string {
   const terms = query
     .split(/\s+/)
     .filter((term) => HAS_WORD.test(term))
-    .map((term) => `"${term.replaceAll('"', '""')}"*`);
+    .map((term) => `${quote(term)}*`);
   if (terms.length === 0) {
     throw new InvalidInputError(
       'query: must contain a letter or digit (search matches words in code and output)',
@@ -92,47 +93,45 @@ export function ftsExpression(query: string): string {
   return terms.join(' ');
 }
 
+function quote(text: string): string {
+  return `"${text.replaceAll('"', '""')}"`;
+}
+
 const COLUMNS =
   'execution_id, session_id, language, code_preview, status, exit_code, error_preview, duration_ms, executed_at';
 
-/** Runs searches against the index; statements are prepared once per filter shape. */
+interface Plan {
+  count: string;
+  page: string;
+  params: unknown[];
+}
+
+/**
+ * Runs searches against the index; statements are prepared once per filter shape. Two plans:
+ * text queries (and language + status together) run inside FTS5, where filters are columns and
+ * the count never touches the table; other filters use the table's indexes. Both read newest
+ * first straight off a time-ordered id, so only `limit` rows are ever fetched.
+ */
 export class Searcher {
   private readonly statements = new Map<string, Statement<unknown[]>>();
 
   constructor(private readonly db: Db) {}
 
   search(filters: SearchFilters): SearchPage {
-    const where: string[] = [];
-    const params: unknown[] = [];
-    if (filters.language !== undefined) {
-      where.push('language = ?');
-      params.push(filters.language);
-    }
-    if (filters.status !== undefined) {
-      where.push('status = ?');
-      params.push(filters.status);
-    }
-    if (filters.session_id !== undefined) {
-      where.push('session_id = ?');
-      params.push(filters.session_id);
-    }
-    if (filters.since !== undefined) {
-      where.push('executed_ms >= ?');
-      params.push(parseSince(filters.since));
-    }
-    if (filters.query !== undefined) {
-      where.push('id IN (SELECT rowid FROM executions_fts WHERE executions_fts MATCH ?)');
-      params.push(ftsExpression(filters.query));
-    }
-    const clause = where.length > 0 ? `WHERE ${where.join(' AND ')}` : '';
-    const count = this.prepare(`SELECT count(*) AS n FROM executions ${clause}`);
-    const page = this.prepare(
-      `SELECT ${COLUMNS} FROM executions ${clause} ORDER BY executed_ms DESC, id DESC LIMIT ?`,
-    );
+    const since = filters.since === undefined ? undefined : timeKey(parseSince(filters.since) ?? 0);
+    const session = filters.session_id === undefined ? undefined : sessionToken(filters.session_id);
+    const textual =
+      filters.query !== undefined || (filters.language !== undefined && filters.status !== undefined);
+    const plan =
+      textual && session !== '' && !(filters.query === undefined && session !== undefined)
+        ? ftsPlan(filters, since, session)
+        : tablePlan(filters, since);
+    const count = this.prepare(plan.count);
+    const page = this.prepare(plan.page);
     // One read transaction: the count and the page see the same snapshot.
     return this.db.transaction(() => {
-      const total = (count.get(...params) as { n: number }).n;
-      const results = total === 0 ? [] : (page.all(...params, filters.limit) as SearchResult[]);
+      const total = (count.get(...plan.params) as { n: number }).n;
+      const results = total === 0 ? [] : (page.all(...plan.params, filters.limit) as SearchResult[]);
       return { results, total_count: total };
     })();
   }
@@ -145,4 +144,52 @@ export class Searcher {
     }
     return statement;
   }
+}
+
+function ftsPlan(filters: SearchFilters, since: number | undefined, session: string | undefined): Plan {
+  const parts: string[] = [];
+  if (filters.query !== undefined) parts.push(`{code stdout stderr} : (${ftsExpression(filters.query)})`);
+  if (filters.language !== undefined) parts.push(`language : ${quote(filters.language)}`);
+  if (filters.status !== undefined) parts.push(`status : ${quote(filters.status)}`);
+  if (session !== undefined) parts.push(`session : ${quote(session)}`);
+  const params: unknown[] = [parts.join(' AND ')];
+  let where = 'executions_fts MATCH ?';
+  if (since !== undefined) {
+    where += ' AND rowid >= ?';
+    params.push(since);
+  }
+  return {
+    count: `SELECT count(*) AS n FROM executions_fts WHERE ${where}`,
+    page:
+      `SELECT ${COLUMNS} FROM executions WHERE id IN ` +
+      `(SELECT rowid FROM executions_fts WHERE ${where} ORDER BY rowid DESC LIMIT ?) ORDER BY id DESC`,
+    params,
+  };
+}
+
+function tablePlan(filters: SearchFilters, since: number | undefined): Plan {
+  const where: string[] = [];
+  const params: unknown[] = [];
+  const add = (clause: string, value: unknown) => {
+    where.push(clause);
+    params.push(value);
+  };
+  if (filters.session_id !== undefined) add('session_id = ?', filters.session_id);
+  if (filters.language !== undefined) add('language = ?', filters.language);
+  if (filters.status !== undefined) add('status = ?', filters.status);
+  if (since !== undefined) add('id >= ?', since);
+  if (filters.query !== undefined) {
+    add(
+      'id IN (SELECT rowid FROM executions_fts WHERE executions_fts MATCH ?)',
+      ftsExpression(filters.query),
+    );
+  }
+  // A session is the narrowest filter there is: make sure the planner starts from it.
+  const from = filters.session_id !== undefined ? 'executions INDEXED BY executions_session' : 'executions';
+  const clause = where.length > 0 ? `WHERE ${where.join(' AND ')}` : '';
+  return {
+    count: `SELECT count(*) AS n FROM ${from} ${clause}`,
+    page: `SELECT ${COLUMNS} FROM ${from} ${clause} ORDER BY id DESC LIMIT ?`,
+    params,
+  };
 }
