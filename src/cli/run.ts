@@ -27,7 +27,11 @@ const BY_EXTENSION: Record<string, Language> = {
 };
 
 export async function runCommand(file: string, args: string[], options: RunOptions): Promise<void> {
-  const config = configOrExit(options.mode ? { CODEXEC_SANDBOX_MODE: options.mode } : {});
+  // One execution gains nothing from a warm pool, and its processes would keep the CLI alive.
+  const config = configOrExit({
+    ...(options.mode && { CODEXEC_SANDBOX_MODE: options.mode }),
+    CODEXEC_POOL_SIZE: '0',
+  });
   const language = options.language ?? BY_EXTENSION[extname(file)];
   if (!language) fail(`cannot tell the language of ${file}; pass --language`);
   const services = createServices(config);

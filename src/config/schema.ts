@@ -39,6 +39,10 @@ export const settingsSchema = z
       .string()
       .default('')
       .describe('Comma-separated package names install_package refuses.'),
+    CODEXEC_POOL_SIZE: int(0, 64).default(2).describe('Warm interpreters kept per language; 0 disables.'),
+    CODEXEC_POOL_IDLE_MS: int(1000, 86_400_000)
+      .default(300_000)
+      .describe('Warm pool emptied after this idle time.'),
     CODEXEC_MAX_SESSIONS: int(1, 1000).default(5),
     CODEXEC_MEMORY_MB: int(16, 1_048_576).default(512).describe('Memory limit per execution.'),
     CODEXEC_MAX_PROCS: int(1, 100_000).default(256).describe('Process limit per execution.'),

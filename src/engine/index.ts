@@ -2,6 +2,7 @@
 // sandboxed spawn, bounded output, timeout cascade, artifacts, log entry.
 
 export { type ArtifactDiff, diffSnapshots, type Snapshot, snapshotDir } from './artifacts.js';
+export { type Collected, type CollectOptions, collect } from './collect.js';
 export { type CommandOptions, type CommandResult, runCommand } from './command.js';
 export { Engine, type EngineDeps, SCRIPT_BASENAME } from './engine.js';
 export { type CollectedOutput, OutputCollector, type OutputLimits } from './output.js';

@@ -37,6 +37,8 @@ export interface ExecutionResult {
   artifacts_deleted: string[];
   working_dir: string;
   sandbox_mode: string;
+  /** true when a pre-started pool process ran it (no interpreter start-up on the request path). */
+  warm: boolean;
   /** Present when a resource limit stopped the run (namespace mode reports it; stderr says so too). */
   limit?: LimitKind;
 }

@@ -109,12 +109,12 @@ export class PackageInstaller {
       },
     );
     const success = result.exit_code === 0;
-    const output = [result.stdout, result.stderr, result.spawn_error ?? ''].filter(Boolean).join('\n').trim();
+    const output = [result.stdout, result.stderr].filter(Boolean).join('\n').trim();
     return {
       success,
       package: pkg.name,
       version: success ? await installedVersion(env, pkg.name) : null,
-      install_output: result.timed_out ? `${output}\n[codexec: install timed out]` : output,
+      install_output: output,
       exit_code: result.exit_code,
       timed_out: result.timed_out,
       duration_ms: Date.now() - started,

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { processesWith, sleepMarker } from '../helpers/procs.js';
 import { callTool, startServer, type TestServer } from '../helpers/server.js';
 
 interface Result {
@@ -10,15 +11,6 @@ interface Result {
   timed_out: boolean;
   truncated: boolean;
   duration_ms: number;
-}
-
-/** True while `pid` is a live (non-zombie) process. */
-function alive(pid: number): boolean {
-  try {
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
 }
 
 function peakRssMb(pid: number): number {
@@ -59,25 +51,24 @@ describe('execute_code limits', () => {
   });
 
   it('leaves no background grandchild alive after a normal exit', async () => {
+    const marker = sleepMarker();
     const { value } = await run({
       language: 'bash',
-      code: '(trap "" TERM; sleep 300) & echo $!\nsleep 300 & echo $!\nnohup sleep 300 >/dev/null 2>&1 & echo $!',
+      code: `(trap "" TERM; sleep ${marker}) &\nsleep ${marker} &\nnohup sleep ${marker} >/dev/null 2>&1 &\nsleep 0.2; echo started`,
     });
-    expect(value.success).toBe(true);
-    const pids = value.stdout.trim().split('\n').map(Number);
-    expect(pids).toHaveLength(3);
-    await expect.poll(() => pids.filter(alive), { timeout: 3000 }).toEqual([]);
+    expect(value).toMatchObject({ success: true, stdout: 'started\n' });
+    await expect.poll(() => processesWith(marker), { timeout: 3000 }).toEqual([]);
   });
 
   it('kills grandchildren that ignore SIGTERM when a run times out', async () => {
+    const marker = sleepMarker();
     const { value } = await run({
       language: 'bash',
-      code: '(trap "" TERM; exec sleep 300) & echo $!\ntrap "" TERM\nsleep 300',
-      timeout_ms: 500,
+      code: `(trap "" TERM; exec sleep ${marker}) &\ntrap "" TERM\nsleep 0.2; echo started\nsleep 300`,
+      timeout_ms: 700,
     });
-    expect(value.timed_out).toBe(true);
-    const pid = Number(value.stdout.trim());
-    await expect.poll(() => alive(pid), { timeout: 3000 }).toBe(false);
+    expect(value).toMatchObject({ timed_out: true, stdout: 'started\n' });
+    await expect.poll(() => processesWith(marker), { timeout: 3000 }).toEqual([]);
   });
 
   it('truncates with the default head and tail', async () => {

@@ -1,0 +1,102 @@
+import { constants } from 'node:os';
+import type { LimitKind, SandboxedProcess } from '../sandbox/index.js';
+import { drain, terminate } from './kill.js';
+import { OutputCollector, type OutputLimits } from './output.js';
+import type { OutputStream } from './types.js';
+
+export interface CollectOptions {
+  readonly timeoutMs: number;
+  readonly killGraceMs: number;
+  readonly output: OutputLimits;
+  /** The configured limits, named in the note when one is hit. */
+  readonly limits?: { readonly memoryMb: number; readonly maxProcs: number; readonly maxFileMb: number };
+  readonly signal?: AbortSignal | undefined;
+  readonly onOutput?: ((stream: OutputStream, text: string) => void) | undefined;
+}
+
+export interface Collected {
+  readonly stdout: string;
+  readonly stderr: string;
+  readonly truncated: boolean;
+  /** null when stopped (timeout, cancel) or never started; 128+N after signal N. */
+  readonly exit_code: number | null;
+  readonly timed_out: boolean;
+  readonly cancelled: boolean;
+  readonly limit?: LimitKind;
+}
+
+/**
+ * Collect a started process to its end: bounded output, the wall-clock timeout and cancellation
+ * with the SIGTERM → grace → SIGKILL cascade, and, once the leader exits, SIGKILL for anything it
+ * left behind. Notes on stderr say why a run was stopped.
+ */
+export async function collect(proc: SandboxedProcess, options: CollectOptions): Promise<Collected> {
+  const stdout = new OutputCollector(options.output);
+  const stderr = new OutputCollector(options.output);
+  const forward = (name: OutputStream, collector: OutputCollector) => (chunk: Buffer) => {
+    const text = collector.push(chunk);
+    if (text) options.onOutput?.(name, text);
+  };
+  proc.stdout.on('data', forward('stdout', stdout));
+  proc.stderr.on('data', forward('stderr', stderr));
+
+  let timed_out = false;
+  let cancelled = false;
+  let stopping: Promise<void> | undefined;
+  const stop = () => {
+    stopping ??= terminate(proc, options.killGraceMs);
+  };
+  const timer = setTimeout(() => {
+    timed_out = true;
+    stop();
+  }, options.timeoutMs);
+  const onAbort = () => {
+    cancelled = true;
+    stop();
+  };
+  if (options.signal?.aborted) onAbort();
+  options.signal?.addEventListener('abort', onAbort, { once: true });
+  try {
+    const exit = await proc.exited;
+    // The run is over when its leader exits: nothing it started may outlive it.
+    proc.kill('SIGKILL');
+    await stopping;
+    await drain(proc, 500);
+    const note = (text: string) => stderr.push(Buffer.from(`\n[codexec: ${text}]\n`));
+    if (exit.spawnError) note(`could not start the program: ${exit.spawnError.message}`);
+    if (exit.limit) note(limitNote(exit.limit, options.limits));
+    if (timed_out) note(`timed out after ${options.timeoutMs} ms; process killed`);
+    const out = stdout.finish();
+    const err = stderr.finish();
+    return {
+      stdout: out.text,
+      stderr: err.text,
+      truncated: out.truncated || err.truncated,
+      exit_code: timed_out || cancelled ? null : (exit.code ?? signalExitCode(exit.signal)),
+      timed_out,
+      cancelled,
+      ...(exit.limit && { limit: exit.limit }),
+    };
+  } finally {
+    clearTimeout(timer);
+    options.signal?.removeEventListener('abort', onAbort);
+  }
+}
+
+function limitNote(limit: LimitKind, limits: CollectOptions['limits']): string {
+  switch (limit) {
+    case 'memory':
+      return `memory limit reached (CODEXEC_MEMORY_MB=${limits?.memoryMb}); process killed`;
+    case 'processes':
+      return `process limit reached (CODEXEC_MAX_PROCS=${limits?.maxProcs}); new processes were refused`;
+    case 'cpu':
+      return 'CPU time limit reached; process killed';
+    case 'file_size':
+      return `file size limit reached (CODEXEC_MAX_FILE_MB=${limits?.maxFileMb}); write refused`;
+  }
+}
+
+function signalExitCode(signal: NodeJS.Signals | null): number | null {
+  if (signal === null) return null;
+  return 128 + (constants.signals[signal] ?? 0);
+}

@@ -1,0 +1,69 @@
+import { access, symlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Config } from '../config/index.js';
+import { sandboxEnv } from '../policy/index.js';
+import type { InterpreterKind } from '../runtimes/index.js';
+import type { SandboxSpec } from '../sandbox/index.js';
+
+export interface RunSpecInput {
+  readonly config: Config;
+  readonly hostEnv: NodeJS.ProcessEnv;
+  readonly kind: InterpreterKind;
+  /** The runtime's own variables (e.g. PYTHONUNBUFFERED). */
+  readonly runtimeEnv: Readonly<Record<string, string>>;
+  readonly argv: readonly string[];
+  readonly execDir: string;
+  readonly cwd: string;
+  /** Files the program must read besides the workspace (the script, a driver). */
+  readonly files: readonly string[];
+  readonly timeoutMs: number;
+  readonly control?: boolean;
+}
+
+/** The SandboxSpec of one run: stripped env, workspace, global packages, limits. */
+export async function buildRunSpec(input: RunSpecInput): Promise<SandboxSpec> {
+  const { config, cwd, execDir } = input;
+  const packages = await globalPackages(config.envsDir, input.kind, execDir);
+  const env: Record<string, string> = { ...input.runtimeEnv, ...packages.env };
+  // The script lives outside a custom working dir; keep that dir importable as `python -c` would.
+  if (input.kind === 'python' && cwd !== execDir)
+    env.PYTHONPATH = [cwd, env.PYTHONPATH].filter(Boolean).join(':');
+  return {
+    argv: input.argv,
+    cwd,
+    env: sandboxEnv(input.hostEnv, env),
+    writablePaths: cwd === execDir ? [execDir] : [execDir, cwd],
+    readablePaths: [...input.files, ...packages.readable],
+    // CPU seconds per process as a backstop behind the wall clock (the namespace backend's RLIMIT_CPU).
+    limits: { ...config.limits, cpuSeconds: Math.ceil(input.timeoutMs / 1000) + 1 },
+    network: config.network,
+    stdin: 'ignore',
+    ...(input.control && { control: true }),
+  };
+}
+
+/**
+ * Make the global package environment (install_package without a session) visible to a run:
+ * PYTHONPATH for Python; for Node a `node_modules` link in the workspace beside the script, which
+ * both `import` and `require` resolve, plus NODE_PATH.
+ */
+async function globalPackages(envsDir: string, kind: InterpreterKind, execDir: string) {
+  const none = { env: {} as Record<string, string>, readable: [] as string[] };
+  if (kind === 'python') {
+    const dir = join(envsDir, 'python');
+    return (await exists(dir)) ? { env: { PYTHONPATH: dir }, readable: [dir] } : none;
+  }
+  if (kind === 'node') {
+    const dir = join(envsDir, 'node', 'node_modules');
+    if (!(await exists(dir))) return none;
+    await symlink(dir, join(execDir, 'node_modules'), 'dir').catch(() => {});
+    return { env: { NODE_PATH: dir }, readable: [dir] };
+  }
+  return none;
+}
+
+const exists = (path: string) =>
+  access(path).then(
+    () => true,
+    () => false,
+  );

@@ -1,0 +1,107 @@
+import { rm } from 'node:fs/promises';
+import type { InterpreterKind } from '../runtimes/index.js';
+import { log } from '../util/index.js';
+import type { WarmProcess } from './warm.js';
+
+export interface PoolOptions {
+  /** Warm processes kept per interpreter; 0 disables the pool. */
+  readonly size: number;
+  /** Kill a kind's warm processes after this long without a request. */
+  readonly idleMs: number;
+  /** Start one warm process of `kind` (its workspace included). */
+  readonly start: (kind: InterpreterKind) => Promise<WarmProcess>;
+}
+
+/**
+ * Pre-started sandboxed interpreters, per interpreter kind. Each is used for exactly one execution
+ * and then discarded, so one-shot semantics hold; the pool refills in the background. A kind is
+ * only warmed after its first request (clients spawn throwaway servers just to probe), and shrinks
+ * back to nothing when idle.
+ */
+export class WarmPool {
+  private readonly ready = new Map<InterpreterKind, WarmProcess[]>();
+  private readonly filling = new Map<InterpreterKind, number>();
+  private readonly idleTimers = new Map<InterpreterKind, NodeJS.Timeout>();
+  private readonly failures = new Map<InterpreterKind, number>();
+  private closed = false;
+
+  constructor(private readonly options: PoolOptions) {}
+
+  /** A live warm process of `kind`, or undefined (the caller runs cold). Always tops the pool up. */
+  take(kind: InterpreterKind): WarmProcess | undefined {
+    if (this.options.size === 0 || this.closed) return undefined;
+    const list = this.ready.get(kind) ?? [];
+    let warm = list.shift();
+    while (warm && !warm.alive) {
+      void this.cleanup(warm);
+      warm = list.shift();
+    }
+    this.ready.set(kind, list);
+    if (warm) this.failures.set(kind, 0);
+    this.touch(kind);
+    this.refill(kind);
+    return warm;
+  }
+
+  /** Throw away every warm process (e.g. the global package environment changed). */
+  async flush(): Promise<void> {
+    const all = [...this.ready.values()].flat();
+    this.ready.clear();
+    await Promise.all(all.map((warm) => this.cleanup(warm)));
+  }
+
+  async shutdown(): Promise<void> {
+    this.closed = true;
+    for (const timer of this.idleTimers.values()) clearTimeout(timer);
+    await this.flush();
+  }
+
+  private refill(kind: InterpreterKind): void {
+    const have = (this.ready.get(kind)?.length ?? 0) + (this.filling.get(kind) ?? 0);
+    for (let i = have; i < this.options.size; i++) {
+      this.filling.set(kind, (this.filling.get(kind) ?? 0) + 1);
+      this.options
+        .start(kind)
+        .then((warm) => {
+          if (this.closed || !this.idleTimers.has(kind)) return this.cleanup(warm);
+          this.ready.get(kind)?.push(warm) ?? this.ready.set(kind, [warm]);
+          // A process that dies while waiting is replaced, unless they keep dying.
+          void warm.proc.exited.then(() => this.replaceDead(kind, warm));
+        })
+        .catch((error: Error) => {
+          this.failures.set(kind, (this.failures.get(kind) ?? 0) + 1);
+          log('warn', `warm ${kind} process could not start: ${error.message}`);
+        })
+        .finally(() => this.filling.set(kind, (this.filling.get(kind) ?? 1) - 1));
+    }
+  }
+
+  private replaceDead(kind: InterpreterKind, warm: WarmProcess): void {
+    const list = this.ready.get(kind);
+    const index = list?.indexOf(warm) ?? -1;
+    if (!list || index === -1) return; // it was taken: its run owns it now
+    list.splice(index, 1);
+    void this.cleanup(warm);
+    const failures = (this.failures.get(kind) ?? 0) + 1;
+    this.failures.set(kind, failures);
+    if (failures <= 3) this.refill(kind);
+    else log('warn', `warm ${kind} processes keep dying while idle; running ${kind} cold`);
+  }
+
+  private touch(kind: InterpreterKind): void {
+    clearTimeout(this.idleTimers.get(kind));
+    const timer = setTimeout(() => {
+      this.idleTimers.delete(kind);
+      const list = this.ready.get(kind) ?? [];
+      this.ready.delete(kind);
+      for (const warm of list) void this.cleanup(warm);
+    }, this.options.idleMs);
+    timer.unref();
+    this.idleTimers.set(kind, timer);
+  }
+
+  private async cleanup(warm: WarmProcess): Promise<void> {
+    await warm.discard().catch(() => {});
+    await rm(warm.execDir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,25 @@
+// Host-side process checks that work whatever pid namespace the code ran in: look processes up
+// by a unique marker in their command line instead of by the pid the code saw.
+import { readdirSync, readFileSync } from 'node:fs';
+
+/** Host pids of live (non-zombie) processes whose argv contains `marker` as one argument. */
+export function processesWith(marker: string): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+      if (!argv.includes(marker)) continue;
+      if (/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${entry}/stat`, 'utf8'))) continue;
+      found.push(Number(entry));
+    } catch {
+      // exited while we looked
+    }
+  }
+  return found;
+}
+
+/** A number of seconds unique to this test run, usable as `sleep <marker>`. */
+export function sleepMarker(): string {
+  return `${600 + Math.floor(Math.random() * 1000)}.${process.pid}${Math.floor(Math.random() * 1e6)}`;
+}
