@@ -1,0 +1,135 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { processesUnder } from '../helpers/procs.js';
+import { callTool, startServer, type TestServer } from '../helpers/server.js';
+
+interface Result {
+  success: boolean;
+  stdout: string;
+  stderr: string;
+  warm: boolean;
+  execution_id: string;
+  working_dir: string;
+  sandbox_mode: string;
+}
+
+async function warmRun(server: TestServer, args: Record<string, unknown>): Promise<Result> {
+  // The first request of a language starts the pool; poll until a run is served warm.
+  for (let i = 0; i < 50; i++) {
+    const { value } = await callTool<Result>(server.client, 'execute_code', args);
+    if (value.warm) return value;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error('no run was served from the warm pool');
+}
+
+describe('warm pool', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startServer({ env: { CODEXEC_POOL_SIZE: '2' } });
+  });
+  afterAll(() => server.close());
+
+  it.each([
+    ['python', 'import sys\nprint("py", sys.argv[1:] == [], __name__)', 'py True __main__\n'],
+    ['node', 'console.log("js", typeof require, process.argv.length)', 'js function 2\n'],
+    ['typescript', 'const n: number = 40;\nconsole.log(n + 2)', '42\n'],
+    ['bash', 'echo "sh $0" | sed "s|/.*/||"', 'sh _codexec_script.sh\n'],
+  ])('serves %s runs warm with the same result as a cold run', async (language, code, stdout) => {
+    const value = await warmRun(server, { language, code });
+    expect(value).toMatchObject({ success: true, stdout, stderr: '', warm: true });
+  });
+
+  it('carries nothing from one warm run to the next: globals, modules, env, files, /tmp', async () => {
+    const first = await warmRun(server, {
+      language: 'python',
+      code: [
+        'import os, sys, json, tempfile',
+        'LEAKED = 1',
+        'os.environ["LEAKED_ENV"] = "1"',
+        'open("leaked.txt", "w").write("x")',
+        'open("/tmp/leaked-tmp", "w").write("x")',
+        'sys.modules["leaked_module"] = sys',
+        'print(os.getcwd())',
+      ].join('\n'),
+    });
+    const second = await warmRun(server, {
+      language: 'python',
+      code: [
+        'import os, sys',
+        'print("LEAKED" in globals(), "LEAKED_ENV" in os.environ, "leaked_module" in sys.modules, "json" in sys.modules)',
+        'print(os.path.exists("leaked.txt"), os.path.exists("/tmp/leaked-tmp"), sorted(os.listdir(".")))',
+        'print(os.getcwd())',
+      ].join('\n'),
+    });
+    expect(second.execution_id).not.toBe(first.execution_id);
+    const [flags, files, cwd] = second.stdout.trim().split('\n');
+    expect(flags).toBe('False False False False');
+    // /tmp is private per sandbox in namespace mode; the subprocess mode shares the host's /tmp.
+    const listing = "['_codexec_script.py']";
+    expect(files).toBe(
+      second.sandbox_mode === 'namespace' ? `False False ${listing}` : `False True ${listing}`,
+    );
+    expect(cwd).not.toBe(first.stdout.trim());
+    expect(second.working_dir).not.toBe(first.working_dir);
+  });
+
+  it('keeps node module state and globals apart between warm runs', async () => {
+    await warmRun(server, {
+      language: 'node',
+      code: 'globalThis.leaked = 1; process.env.LEAKED = "1"; console.log("set")',
+    });
+    const second = await warmRun(server, {
+      language: 'node',
+      code: 'console.log(typeof globalThis.leaked, process.env.LEAKED ?? "none")',
+    });
+    expect(second.stdout).toBe('undefined none\n');
+  });
+
+  it('runs with a custom working_dir or a syntax error stay cold', async () => {
+    const { value } = await callTool<Result>(server.client, 'execute_code', {
+      language: 'typescript',
+      code: 'const = ;',
+    });
+    expect(value).toMatchObject({ success: false, warm: false });
+  });
+});
+
+describe('warm pool lifecycle', () => {
+  it('is disabled by CODEXEC_POOL_SIZE=0', async () => {
+    const server = await startServer({ env: { CODEXEC_POOL_SIZE: '0' } });
+    try {
+      for (let i = 0; i < 3; i++) {
+        const { value } = await callTool<Result>(server.client, 'execute_code', {
+          language: 'bash',
+          code: 'true',
+        });
+        expect(value.warm).toBe(false);
+      }
+      expect(processesUnder(server.home)).toEqual([]);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('starts nothing before the first request, and kills every warm process when the server exits', async () => {
+    const server = await startServer({ env: { CODEXEC_POOL_SIZE: '2' } });
+    const home = server.home;
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(processesUnder(home)).toEqual([]);
+    await warmRun(server, { language: 'python', code: 'print(1)' });
+    await warmRun(server, { language: 'node', code: 'console.log(1)' });
+    await expect.poll(() => processesUnder(home).length, { timeout: 5000 }).toBeGreaterThan(0);
+    await server.close();
+    await expect.poll(() => processesUnder(home), { timeout: 5000 }).toEqual([]);
+  });
+
+  it('empties the pool when idle', async () => {
+    const server = await startServer({ env: { CODEXEC_POOL_SIZE: '1', CODEXEC_POOL_IDLE_MS: '1000' } });
+    try {
+      await warmRun(server, { language: 'bash', code: 'true' });
+      await expect.poll(() => processesUnder(server.home), { timeout: 5000, interval: 200 }).toEqual([]);
+    } finally {
+      await server.close();
+    }
+  });
+});
