@@ -36,6 +36,8 @@ export class PackageService {
     private readonly config: Config,
     interpreters: Interpreters,
     private readonly logs: LogWriter,
+    /** Called after the global environment changed (warm processes started earlier must go). */
+    private readonly onGlobalChange: () => Promise<void> = async () => {},
   ) {
     this.installer = new PackageInstaller(config, interpreters);
   }
@@ -57,8 +59,9 @@ export class PackageService {
       : this.globalEnv(request.language);
     const result = await this.installer.install(env, spec);
     const entry = { package: spec.name, version: result.version, success: result.success };
-    if (request.sessionId) await this.sessions?.recordInstall(request.sessionId, entry);
-    else
+    if (request.sessionId) {
+      await this.sessions?.recordInstall(request.sessionId, entry);
+    } else {
       await this.logs.append('packages.jsonl', {
         type: 'package_install',
         session_id: null,
@@ -66,6 +69,8 @@ export class PackageService {
         ...entry,
         at: new Date().toISOString(),
       });
+      if (result.success) await this.onGlobalChange();
+    }
     return { ...result, language: request.language, session_id: request.sessionId ?? null };
   }
 

@@ -38,7 +38,7 @@ export function createServices(config: Config): Services {
     pythonPath: [join(config.envsDir, 'python')],
     nodeModules: [join(config.envsDir, 'node', 'node_modules')],
   };
-  const packages = new PackageService(config, interpreters, logs);
+  const packages = new PackageService(config, interpreters, logs, () => engine.refreshPool());
   return {
     config,
     engine,
