@@ -7,7 +7,7 @@ import { log } from '../util/index.js';
 export type Db = Database.Database;
 
 // Bump when the schema changes: an index of another version is dropped and rebuilt from JSONL.
-const SCHEMA_VERSION = 2;
+const SCHEMA_VERSION = 3;
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -35,6 +35,18 @@ CREATE INDEX IF NOT EXISTS executions_status ON executions (status);
 CREATE INDEX IF NOT EXISTS executions_language ON executions (language);
 CREATE INDEX IF NOT EXISTS executions_session ON executions (session_id);
 CREATE INDEX IF NOT EXISTS executions_file ON executions (file);
+-- Entries per (language, status), kept by triggers: unfiltered and language/status-only searches
+-- report total_count without counting a million rows.
+CREATE TABLE IF NOT EXISTS counts (
+  language TEXT NOT NULL, status TEXT NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (language, status)
+) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS executions_counted AFTER INSERT ON executions BEGIN
+  INSERT INTO counts (language, status, n) VALUES (coalesce(new.language, ''), new.status, 1)
+    ON CONFLICT (language, status) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS executions_uncounted AFTER DELETE ON executions BEGIN
+  UPDATE counts SET n = n - 1 WHERE language = coalesce(old.language, '') AND status = old.status;
+END;
 -- Words of code, stdout and stderr, plus the filters as columns of their own, so that a text
 -- search with filters is one FTS query (doclist merges), counted without touching the table.
 CREATE VIRTUAL TABLE IF NOT EXISTS executions_fts
@@ -42,7 +54,8 @@ CREATE VIRTUAL TABLE IF NOT EXISTS executions_fts
 `;
 
 const DROP = `
-DROP TABLE IF EXISTS executions_fts; DROP TABLE IF EXISTS executions; DROP TABLE IF EXISTS sessions;
+DROP TABLE IF EXISTS executions_fts; DROP TABLE IF EXISTS executions; DROP TABLE IF EXISTS counts;
+DROP TABLE IF EXISTS sessions;
 DROP TABLE IF EXISTS files; DROP TABLE IF EXISTS meta;
 `;
 

@@ -102,15 +102,17 @@ const COLUMNS =
 
 interface Plan {
   count: string;
+  countParams: unknown[];
   page: string;
   params: unknown[];
 }
 
 /**
- * Runs searches against the index; statements are prepared once per filter shape. Two plans:
- * text queries (and language + status together) run inside FTS5, where filters are columns and
- * the count never touches the table; other filters use the table's indexes. Both read newest
- * first straight off a time-ordered id, so only `limit` rows are ever fetched.
+ * Runs searches against the index; statements are prepared once per filter shape. Three plans
+ * (choosePlan): text queries run inside FTS5, where filters are columns too and the count never
+ * touches the table; language/status alone count from the trigger-kept `counts` table; the rest
+ * use the table's indexes. All read newest first straight off the time-ordered id, so only
+ * `limit` rows are fetched.
  */
 export class Searcher {
   private readonly statements = new Map<string, Statement<unknown[]>>();
@@ -119,18 +121,12 @@ export class Searcher {
 
   search(filters: SearchFilters): SearchPage {
     const since = filters.since === undefined ? undefined : timeKey(parseSince(filters.since) ?? 0);
-    const session = filters.session_id === undefined ? undefined : sessionToken(filters.session_id);
-    const textual =
-      filters.query !== undefined || (filters.language !== undefined && filters.status !== undefined);
-    const plan =
-      textual && session !== '' && !(filters.query === undefined && session !== undefined)
-        ? ftsPlan(filters, since, session)
-        : tablePlan(filters, since);
+    const plan = choosePlan(filters, since);
     const count = this.prepare(plan.count);
     const page = this.prepare(plan.page);
     // One read transaction: the count and the page see the same snapshot.
     return this.db.transaction(() => {
-      const total = (count.get(...plan.params) as { n: number }).n;
+      const total = (count.get(...plan.countParams) as { n: number }).n;
       const results = total === 0 ? [] : (page.all(...plan.params, filters.limit) as SearchResult[]);
       return { results, total_count: total };
     })();
@@ -144,6 +140,18 @@ export class Searcher {
     }
     return statement;
   }
+}
+
+function choosePlan(filters: SearchFilters, since: number | undefined): Plan {
+  const session = filters.session_id === undefined ? undefined : sessionToken(filters.session_id);
+  if (filters.query !== undefined) {
+    // A session id without letters or digits cannot be an FTS token: filter it in the table.
+    return session === '' ? tablePlan(filters, since) : ftsPlan(filters, since, session);
+  }
+  if (session !== undefined) return tablePlan(filters, since); // a session's rows are few
+  if (since === undefined) return countedPlan(filters);
+  const both = filters.language !== undefined && filters.status !== undefined;
+  return both ? ftsPlan(filters, since, undefined) : tablePlan(filters, since);
 }
 
 function ftsPlan(filters: SearchFilters, since: number | undefined, session: string | undefined): Plan {
@@ -160,6 +168,7 @@ function ftsPlan(filters: SearchFilters, since: number | undefined, session: str
   }
   return {
     count: `SELECT count(*) AS n FROM executions_fts WHERE ${where}`,
+    countParams: params,
     page:
       `SELECT ${COLUMNS} FROM executions WHERE id IN ` +
       `(SELECT rowid FROM executions_fts WHERE ${where} ORDER BY rowid DESC LIMIT ?) ORDER BY id DESC`,
@@ -189,7 +198,25 @@ function tablePlan(filters: SearchFilters, since: number | undefined): Plan {
   const clause = where.length > 0 ? `WHERE ${where.join(' AND ')}` : '';
   return {
     count: `SELECT count(*) AS n FROM ${from} ${clause}`,
+    countParams: params,
     page: `SELECT ${COLUMNS} FROM ${from} ${clause} ORDER BY id DESC LIMIT ?`,
     params,
   };
+}
+
+/** Only language and/or status: the total comes from the trigger-kept counts table. */
+function countedPlan(filters: SearchFilters): Plan {
+  const page = tablePlan(filters, undefined);
+  const where: string[] = [];
+  const countParams: unknown[] = [];
+  if (filters.language !== undefined) {
+    where.push('language = ?');
+    countParams.push(filters.language);
+  }
+  if (filters.status !== undefined) {
+    where.push('status = ?');
+    countParams.push(filters.status);
+  }
+  const clause = where.length > 0 ? `WHERE ${where.join(' AND ')}` : '';
+  return { ...page, count: `SELECT coalesce(sum(n), 0) AS n FROM counts ${clause}`, countParams };
 }

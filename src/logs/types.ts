@@ -16,5 +16,9 @@ export interface ExecutionLogEntry {
   readonly sandbox_mode: string;
   readonly working_dir: string;
   readonly artifacts: { readonly created: string[]; readonly modified: string[]; readonly deleted: string[] };
+  /** Packages installed for this run (seed field; returned by get_execution_log). */
+  readonly packages_installed?: string[];
+  /** Set by run_script: the saved script this execution ran (searchable, shown by get_execution_log). */
+  readonly script_name?: string | null;
   readonly executed_at: string;
 }

@@ -109,6 +109,29 @@ describe('get_execution_log', () => {
     expect(script.value).toMatchObject({ script_name: 'parse-excel-report', stdout: '' });
   });
 
+  it('finds a run_script execution like any other run', async () => {
+    const saved = await callTool(server.client, 'save_script', {
+      name: 'log-marker',
+      description: 'prints a marker',
+      language: 'python',
+      code: 'import sys\nprint("script_marker", *sys.argv[1:])',
+    });
+    expect(saved.isError, saved.text).toBe(false);
+    const run = await callTool<{ execution_id: string }>(server.client, 'run_script', {
+      name: 'log-marker',
+      args: ['one'],
+    });
+    expect(run.isError, run.text).toBe(false);
+    const found = await callTool<{ results: Array<{ execution_id: string }> }>(
+      server.client,
+      'search_execution_logs',
+      { query: 'script_marker' },
+    );
+    expect(found.value.results.map((r) => r.execution_id)).toEqual([run.value.execution_id]);
+    const got = await callTool(server.client, 'get_execution_log', { execution_id: run.value.execution_id });
+    expect(got.value).toMatchObject({ status: 'success', stdout: 'script_marker one\n', language: 'python' });
+  });
+
   it('refuses an unknown id with NOT_FOUND and bad input with INVALID_INPUT', async () => {
     const unknown = await callTool(server.client, 'get_execution_log', { execution_id: 'exec_000000000000' });
     expect(unknown.isError).toBe(true);
