@@ -147,6 +147,7 @@ export class Engine {
       await this.log(request, result, diff);
       return result;
     } finally {
+      if (!request.workingDir) this.pool.replenish(runtime.interpreter);
       // Keep the workspace when the code left files in it; the agent may want them.
       await rmdir(execDir).catch(() => {});
       if (cwd !== execDir) await rm(execDir, { recursive: true, force: true });

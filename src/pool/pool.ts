@@ -27,7 +27,10 @@ export class WarmPool {
 
   constructor(private readonly options: PoolOptions) {}
 
-  /** A live warm process of `kind`, or undefined (the caller runs cold). Always tops the pool up. */
+  /**
+   * A live warm process of `kind`, or undefined (the caller runs cold). Call `replenish(kind)`
+   * once the run is over: starting a replacement forks, which must not delay the run itself.
+   */
   take(kind: InterpreterKind): WarmProcess | undefined {
     if (this.options.size === 0 || this.closed) return undefined;
     const list = this.ready.get(kind) ?? [];
@@ -39,8 +42,13 @@ export class WarmPool {
     this.ready.set(kind, list);
     if (warm) this.failures.set(kind, 0);
     this.touch(kind);
-    this.refill(kind);
     return warm;
+  }
+
+  /** Top the pool of `kind` back up (in the background). */
+  replenish(kind: InterpreterKind): void {
+    if (this.options.size === 0 || this.closed) return;
+    this.refill(kind);
   }
 
   /** Throw away every warm process (e.g. the global package environment changed). */
