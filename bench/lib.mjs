@@ -1,0 +1,93 @@
+// Shared helpers for the benchmarks: a real `codexec serve` over stdio with the official MCP
+// client, percentiles, and host process checks. Benchmarks print ratios against baselines
+// measured in the same run: absolute times on a shared 2-core machine mean little.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { Client } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+
+export const CLI = resolve(import.meta.dirname, '../dist/cli.js');
+
+export async function startServer(env = {}) {
+  const home = mkdtempSync(join(tmpdir(), 'codexec-bench-'));
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [CLI, 'serve'],
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, LANG: process.env.LANG ?? 'C.UTF-8', CODEXEC_HOME: home, ...env },
+    stderr: 'pipe',
+  });
+  transport.stderr?.resume();
+  const client = new Client({ name: 'codexec-bench', version: '1.0.0' });
+  await client.connect(transport);
+  return {
+    client,
+    home,
+    pid: transport.pid,
+    async call(name, args) {
+      const result = await client.callTool({ name, arguments: args }, { timeout: 600_000 });
+      return result.structuredContent;
+    },
+    async close() {
+      await client.close();
+      rmSync(home, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Run `task` `n` times with `concurrency` workers; latencies in ms and wall time. */
+export async function measure(task, { n, concurrency = 1, warmup = 5 }) {
+  for (let i = 0; i < warmup; i++) await task();
+  const latencies = [];
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < n) {
+        next++;
+        const t = performance.now();
+        await task();
+        latencies.push(performance.now() - t);
+      }
+    }),
+  );
+  const wallMs = performance.now() - started;
+  latencies.sort((a, b) => a - b);
+  const pick = (q) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))];
+  return { n, concurrency, p50: pick(0.5), p99: pick(0.99), perSecond: (n / wallMs) * 1000 };
+}
+
+/** Spawn a command and wait for it to exit (stdout discarded). */
+export function spawnWait(argv, env = { PATH: '/usr/bin:/bin' }) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'ignore', 'inherit'], env });
+    child.once('error', reject);
+    child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${argv[0]} exited ${code}`))));
+  });
+}
+
+export function rssMb(pid, field = 'VmRSS') {
+  const match = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return Number(match?.[1] ?? Number.NaN) / 1024;
+}
+
+/** Live processes started for `home` (a bwrap naming it, or anything whose cwd is inside it). */
+export function processesUnder(home) {
+  const found = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${entry}/stat`, 'utf8'))) continue;
+      const argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+      let cwd = '';
+      try {
+        cwd = readlinkSync(`/proc/${entry}/cwd`);
+      } catch {}
+      if (argv.some((arg) => arg.startsWith(`${home}/`)) || cwd.startsWith(`${home}/`)) found.push(Number(entry));
+    } catch {}
+  }
+  return found;
+}
+
+export const ms = (value) => (Number.isFinite(value) ? value.toFixed(2) : '-');
