@@ -1,0 +1,43 @@
+// Load test (not part of npm test): 10,000 one-shot runs at concurrency 8 through one server in
+// the default mode with the warm pool. Passes when every run succeeds with the right output, no
+// process is left behind after the server exits, and server memory stays flat.
+// Usage: node bench/load.mjs [--runs N] [--concurrency C]
+import { setTimeout as sleep } from 'node:timers/promises';
+import { measure, ms, processesUnder, rssMb, startServer } from './lib.mjs';
+
+const arg = (name, fallback) => {
+  const i = process.argv.indexOf(name);
+  return i === -1 ? fallback : Number(process.argv[i + 1]);
+};
+const runs = arg('--runs', 10_000);
+const concurrency = arg('--concurrency', 8);
+const languages = ['python', 'node', 'bash'];
+const code = { python: 'import sys\nprint(sys.argv[0][-3:], 6 * 7)', node: 'console.log("mjs", 6 * 7)', bash: 'echo sh $((6 * 7))' };
+const expected = { python: '.py 42\n', node: 'mjs 42\n', bash: 'sh 42\n' };
+
+const server = await startServer();
+const failures = [];
+let done = 0;
+let rssAfterWarmup = 0;
+const stats = await measure(
+  async () => {
+    const language = languages[done % languages.length];
+    const result = await server.call('execute_code', { language, code: code[language] });
+    done++;
+    if (done === 500) rssAfterWarmup = rssMb(server.pid);
+    if (!result?.success || result.stdout !== expected[language]) failures.push({ language, result });
+    if (done % 1000 === 0) console.error(`  ${done} runs, ${failures.length} failures, RSS ${ms(rssMb(server.pid))} MB`);
+  },
+  { n: runs, concurrency, warmup: 0 },
+);
+const rssEnd = rssMb(server.pid);
+const home = server.home;
+const duringRun = processesUnder(home).length;
+await server.close();
+await sleep(1000);
+const leaked = processesUnder(home);
+console.log(`runs: ${runs} at concurrency ${concurrency}; ${stats.perSecond.toFixed(1)} runs/s; p50 ${ms(stats.p50)} ms; p99 ${ms(stats.p99)} ms`);
+console.log(`failures: ${failures.length}; processes after exit: ${leaked.length} (warm pool before exit: ${duringRun})`);
+console.log(`server RSS after 500 runs ${ms(rssAfterWarmup)} MB, at the end ${ms(rssEnd)} MB`);
+if (failures.length > 0) console.log(JSON.stringify(failures.slice(0, 3), null, 2));
+process.exitCode = failures.length === 0 && leaked.length === 0 ? 0 : 1;
