@@ -23,6 +23,8 @@ interface FileRow {
  * twice or skip one. A file replaced by retention (new inode) or shrunk is re-indexed from 0.
  */
 export class Indexer {
+  /** Rows added per `language\nstatus` in the current transaction, added to `counts` at its end. */
+  private readonly counted = new Map<string, number>();
   private readonly stmt: {
     file: Statement<[string], FileRow>;
     setFile: Statement<[string, number, number]>;
@@ -30,6 +32,8 @@ export class Indexer {
     listFiles: Statement<[], { name: string }>;
     purgeFts: Statement<[string]>;
     purgeRows: Statement<[string]>;
+    fileCounts: Statement<[string], { language: string; status: string; n: number }>;
+    addCount: Statement<[string, string, number]>;
     setSession: Statement<[string, string]>;
     sessionLanguage: Statement<[string], { language: string }>;
     exists: Statement<[string], unknown>;
@@ -51,6 +55,14 @@ export class Indexer {
         'DELETE FROM executions_fts WHERE rowid IN (SELECT id FROM executions WHERE file = ?)',
       ),
       purgeRows: db.prepare('DELETE FROM executions WHERE file = ?'),
+      fileCounts: db.prepare(
+        `SELECT coalesce(language, '') AS language, status, count(*) AS n FROM executions
+         WHERE file = ? GROUP BY 1, 2`,
+      ),
+      addCount: db.prepare(
+        `INSERT INTO counts (language, status, n) VALUES (?, ?, ?)
+         ON CONFLICT (language, status) DO UPDATE SET n = n + excluded.n`,
+      ),
       setSession: db.prepare('INSERT OR REPLACE INTO sessions (session_id, language) VALUES (?, ?)'),
       sessionLanguage: db.prepare('SELECT language FROM sessions WHERE session_id = ?'),
       exists: db.prepare('SELECT 1 FROM executions WHERE execution_id = ?'),
@@ -93,7 +105,14 @@ export class Indexer {
 
   /** Index up to `maxBytes` of new lines of `name`. Returns true when the file is fully indexed. */
   step(name: string, maxBytes = CHUNK_BYTES): boolean {
-    return this.db.transaction(() => this.stepLocked(name, maxBytes)).immediate();
+    this.counted.clear(); // nothing from a failed transaction carries over
+    return this.db
+      .transaction(() => {
+        const done = this.stepLocked(name, maxBytes);
+        this.flushCounts();
+        return done;
+      })
+      .immediate();
   }
 
   /** Index everything new in `name` now (bounded by the file's growth since the last step). */
@@ -128,8 +147,7 @@ export class Indexer {
       const row = this.stmt.file.get(name);
       let offset = row?.offset ?? 0;
       if (row && (row.ino !== ino || size < row.offset)) {
-        this.stmt.purgeFts.run(name);
-        this.stmt.purgeRows.run(name);
+        this.purge(name);
         offset = 0;
       }
       if (offset >= size) {
@@ -214,6 +232,8 @@ export class Indexer {
       offset,
       length,
     ]);
+    const key = `${language ?? ''}\n${status}`;
+    this.counted.set(key, (this.counted.get(key) ?? 0) + 1);
     this.stmt.insertFts.run(
       id,
       line.code,
@@ -223,6 +243,14 @@ export class Indexer {
       status,
       sessionId === null ? '' : sessionToken(sessionId),
     );
+  }
+
+  private flushCounts(): void {
+    for (const [key, n] of this.counted) {
+      const [language = '', status = ''] = key.split('\n');
+      this.stmt.addCount.run(language, status, n);
+    }
+    this.counted.clear();
   }
 
   /** Insert at the first free id from `id` on (a full millisecond slot spills into the next). */
@@ -238,8 +266,16 @@ export class Indexer {
   }
 
   private forget(name: string): void {
+    this.purge(name);
+    this.stmt.dropFile.run(name);
+  }
+
+  /** Remove every row of `name` from the table, the FTS index and the counts. */
+  private purge(name: string): void {
+    for (const { language, status, n } of this.stmt.fileCounts.all(name)) {
+      this.stmt.addCount.run(language, status, -n);
+    }
     this.stmt.purgeFts.run(name);
     this.stmt.purgeRows.run(name);
-    this.stmt.dropFile.run(name);
   }
 }

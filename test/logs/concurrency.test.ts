@@ -83,6 +83,7 @@ describe('two servers sharing a home', () => {
       const got = await callTool(server.client, 'get_execution_log', { execution_id: direct[RUNS - 1] });
       expect(got.isError).toBe(false);
       expect((await ids(server.client)).sort()).toEqual(everything);
+      expect((await search(server.client, { limit: 1 })).total_count).toBe(everything.length);
       expect((await search(server.client, { query: 'alpha' })).total_count).toBe(RUNS);
       expect((await search(server.client, { query: 'beta' })).total_count).toBe(RUNS);
     }

@@ -6,7 +6,17 @@ import { join } from 'node:path';
 import type Database from 'better-sqlite3';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { callTool, startServer, type TestServer, tempDir } from '../helpers/server.js';
-import { appendLines, DAY_MS, dailyFile, ids, KEEP_ALL, logDir, oneshot, writeSession } from './fixtures.js';
+import {
+  appendLines,
+  DAY_MS,
+  dailyFile,
+  ids,
+  KEEP_ALL,
+  logDir,
+  oneshot,
+  search,
+  writeSession,
+} from './fixtures.js';
 
 const Sqlite = createRequire(import.meta.url)('better-sqlite3') as typeof Database;
 const NOW = Date.now();
@@ -103,6 +113,10 @@ describe('log retention', () => {
     const kept2 = await callTool(server.client, 'get_execution_log', { execution_id: r(2) });
     expect(kept2.value).toMatchObject({ execution_id: r(2), status: 'failed' });
     expect(await ids(server.client, { query: r(1) })).toEqual([]);
+    // Totals (kept per language and status) lost the expired entries too.
+    expect((await search(server.client, { limit: 1 })).total_count).toBe(kept.length);
+    expect((await search(server.client, { status: 'success', limit: 1 })).total_count).toBe(3);
+    expect((await search(server.client, { status: 'timeout', language: 'python' })).total_count).toBe(1);
 
     // The index itself holds exactly the kept entries, in both tables.
     await server.close();
