@@ -1,9 +1,11 @@
 import { execFile } from 'node:child_process';
 import { constants } from 'node:fs';
 import { access, open, realpath, stat } from 'node:fs/promises';
+import { homedir, userInfo } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { SandboxUnavailableError } from '../errors/index.js';
+import { isWithin } from '../util/index.js';
 
 export type InterpreterKind = 'python' | 'node' | 'bash';
 
@@ -52,11 +54,15 @@ export class Interpreters {
   }
 
   /**
-   * A root server runs code as an unprivileged uid (namespace sandbox), which cannot use an
-   * interpreter only root may read (say a pyenv tree under a 0700 home). Prefer the system one then.
+   * A root server runs code as an unprivileged uid (namespace sandbox), which must neither need
+   * root's home (a pyenv tree under /root would have to be mounted into every sandbox) nor an
+   * interpreter only root may read. Prefer the system one then; installs use the same choice.
    */
   private async runnableBySandbox(found: string, name: string): Promise<string> {
-    if (process.getuid?.() !== 0 || (await othersCanRun(found))) return found;
+    if (process.getuid?.() !== 0) return found;
+    // HOME may be redirected; the passwd entry names the real home too.
+    const homes = [homedir(), userInfo().homedir];
+    if (!homes.some((home) => isWithin(found, home)) && (await othersCanRun(found))) return found;
     for (const candidate of [`/usr/bin/${name}`, `/usr/local/bin/${name}`, `/bin/${name}`]) {
       const real = await realpath(candidate).catch(() => undefined);
       if (real && (await othersCanRun(real))) return real;

@@ -1,7 +1,7 @@
 // The namespace backend (Linux default): bubblewrap + seccomp + rlimits + cgroups, network off,
 // never host root. Builds the command line with buildBwrapArgs() and spawns it here, only here.
 import { spawn } from 'node:child_process';
-import { constants, homedir } from 'node:os';
+import { constants, homedir, userInfo } from 'node:os';
 import type { Duplex, Writable } from 'node:stream';
 import { SandboxUnavailableError } from '../../errors/index.js';
 import type {
@@ -102,7 +102,7 @@ export class NamespaceBackend implements SandboxBackend {
       cgroup: cgroup !== undefined,
       seccomp: true,
       ...(spec.limits.cpuSeconds !== undefined && { cpuSeconds: spec.limits.cpuSeconds }),
-      privateDirs: [homedir()],
+      privateDirs: [homedir(), userInfo().homedir],
     });
     const [command, ...args] = argv as [string, ...string[]];
     const child = spawn(command, args, {

@@ -1,0 +1,137 @@
+// Hostile code, read-only probes, through the real MCP server: in the default mode (namespace on
+// Linux) every escape must fail; in subprocess mode the same probes document what that light mode
+// does NOT stop (docs/security.md states it from this run). Nothing destructive runs here.
+import { randomBytes } from 'node:crypto';
+import { existsSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hostProcessesWith, probeProgram, type Rig, run, startRig } from './probes.js';
+
+const root = process.getuid?.() === 0;
+
+interface Probe {
+  secret: { ok: boolean };
+  secret_home: { ok: boolean };
+  env_canary: boolean;
+  proc_hits: string[];
+  shadow: { ok: boolean };
+  root_dir: { ok: boolean };
+  loopback: { ok: boolean; value?: string };
+  dns: { ok: boolean; error?: string };
+  inet_socket: { ok: boolean };
+  writes: Record<string, { ok: boolean }>;
+  tmp_seen_before: boolean;
+  tmp_write: { ok: boolean };
+  cap_eff: string;
+  uid: number;
+}
+
+describe.each(['namespace', 'subprocess'] as const)('hostile read-only probes (%s mode)', (mode) => {
+  const confined = mode === 'namespace';
+  const id = randomBytes(6).toString('hex');
+  const tmpMarker = join('/tmp', `codexec-tmp-marker-${id}`);
+  let rig: Rig;
+  let writeTargets: string[];
+  let first: Probe;
+  let second: Probe;
+  let sandboxMode: string;
+
+  beforeAll(async () => {
+    // namespace: the default mode (auto), which must resolve to namespace on this Linux host.
+    rig = await startRig(confined ? {} : { CODEXEC_SANDBOX_MODE: 'subprocess' });
+    writeTargets = [
+      join(rig.home, `pwned-${id}`),
+      join(tmpdir(), `codexec-pwned-${id}`),
+      join(rig.server.home, `pwned-${id}`),
+      join(rig.server.home, 'sandbox', `pwned-${id}`),
+    ];
+    const program = probeProgram(rig, writeTargets, tmpMarker);
+    const a = await run(rig, 'python', program);
+    const b = await run(rig, 'python', program);
+    expect(a.stderr).toBe('');
+    sandboxMode = a.sandbox_mode;
+    first = JSON.parse(a.stdout) as Probe;
+    second = JSON.parse(b.stdout) as Probe;
+  });
+
+  afterAll(async () => {
+    for (const path of [...writeTargets, tmpMarker]) rmSync(path, { force: true });
+    await rig.close();
+  });
+
+  it(`runs in ${mode} mode`, () => {
+    expect(sandboxMode).toBe(mode);
+  });
+
+  it(confined ? 'cannot read secrets in the user home' : 'CAN read secrets in the user home', () => {
+    expect(first.secret.ok).toBe(!confined);
+    expect(first.secret_home.ok).toBe(!confined);
+  });
+
+  it(
+    confined ? 'finds no server-env canary anywhere under /proc' : 'FINDS the server-env canary under /proc',
+    () => {
+      expect(first.env_canary).toBe(false); // the allowlisted env never carries it, in either mode
+      if (confined) expect(first.proc_hits).toEqual([]);
+      else expect(first.proc_hits.length).toBeGreaterThan(0);
+    },
+  );
+
+  it(confined ? 'cannot read /etc/shadow or list /root' : 'reads /etc/shadow and /root as root', () => {
+    const exposed = !confined && root;
+    expect(first.shadow.ok).toBe(exposed);
+    expect(first.root_dir.ok).toBe(exposed);
+  });
+
+  it(
+    confined ? 'cannot reach loopback services, DNS, or open an inet socket' : 'REACHES host loopback',
+    () => {
+      expect(first.loopback.ok).toBe(!confined);
+      expect(first.inet_socket.ok).toBe(!confined);
+      if (confined) expect(first.dns.ok).toBe(false);
+    },
+  );
+
+  it(confined ? 'writes outside the workspace do not land' : 'writes outside the workspace LAND', () => {
+    for (const path of writeTargets)
+      expect({ path, landed: existsSync(path) }).toEqual({ path, landed: !confined });
+  });
+
+  it(confined ? 'has a private /tmp per execution' : 'SHARES the host /tmp between executions', () => {
+    expect(first.tmp_write.ok).toBe(true);
+    expect(second.tmp_seen_before).toBe(!confined);
+    expect(existsSync(tmpMarker)).toBe(!confined);
+  });
+
+  it(
+    confined ? 'runs with no capabilities, as an unprivileged uid' : 'keeps the server uid and capabilities',
+    () => {
+      if (confined) {
+        expect(first.cap_eff).toBe('0000000000000000');
+        expect(first.uid).not.toBe(0);
+      } else {
+        expect(first.uid).toBe(process.getuid?.());
+        expect(first.cap_eff !== '0000000000000000').toBe(root);
+      }
+    },
+  );
+
+  it(
+    confined ? 'leaves no background process behind' : 'lets a setsid background process OUTLIVE the run',
+    async () => {
+      const marker = `${900 + Math.floor(Math.random() * 99)}.${Date.now() % 100000}`;
+      const result = await run(
+        rig,
+        'python',
+        `import subprocess\nsubprocess.Popen(['sleep', '${marker}'], start_new_session=True)\nsubprocess.Popen(['sleep', '${marker}'])\nprint('started')`,
+      );
+      expect(result.stdout).toBe('started\n');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const survivors = hostProcessesWith(marker);
+      for (const pid of survivors) process.kill(pid, 'SIGKILL');
+      // subprocess mode kills the process group; only the one that left it with setsid survives.
+      expect(survivors.length).toBe(confined ? 0 : 1);
+    },
+  );
+});
