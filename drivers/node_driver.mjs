@@ -1,0 +1,131 @@
+// codexec session driver for JavaScript (and TypeScript, transpiled by the server first).
+//
+// Protocol on fd 3: frames of `<byte length in decimal>\n<UTF-8 JSON>`. In:
+// {"type":"exec","id","code"}. Out: {"type":"ready"} once, then {"type":"done","id","status",
+// "exit_code"} per exec, written after the cell's output (stdout/stderr writes to pipes are
+// synchronous on Linux). User output never travels on fd 3.
+//
+// Cells run as classic scripts in this realm (like the Node REPL with useGlobal), so let/const/
+// class/function declarations persist across cells and the completion value is the cell's
+// value. Cells with top-level `await` are rewritten by Node's own REPL transform (hoisting the
+// declarations), loaded with --expose-internals; without it they run in a plain async wrapper.
+// SIGINT breaks synchronous code (breakOnSigint) and abandons a pending await; state is kept.
+
+import { builtinModules, createRequire } from 'node:module';
+import net from 'node:net';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import util from 'node:util';
+import vm from 'node:vm';
+
+const here = createRequire(import.meta.url);
+let processTopLevelAwait;
+try {
+  ({ processTopLevelAwait } = here('internal/repl/await'));
+} catch {
+  processTopLevelAwait = (code) => (/\bawait\b/.test(code) ? `(async () => {\n${code}\n})()` : null);
+}
+
+const cwdRequire = createRequire(path.join(process.cwd(), '<session>'));
+globalThis.require = cwdRequire;
+
+function importFromCwd(specifier) {
+  if (specifier.startsWith('node:') || builtinModules.includes(specifier)) return import(specifier);
+  try {
+    return import(pathToFileURL(cwdRequire.resolve(specifier)).href);
+  } catch {
+    const local = specifier.startsWith('.') || specifier.startsWith('/');
+    return import(local ? pathToFileURL(path.resolve(specifier)).href : specifier);
+  }
+}
+
+// Node's own loader resolves `import()` from the working directory, honouring package exports.
+const importModuleDynamically = vm.constants?.USE_MAIN_CONTEXT_DEFAULT_LOADER ?? importFromCwd;
+
+let cellCount = 0;
+let interruptPending = null;
+
+process.on('SIGINT', () => {
+  // Sync code is stopped by breakOnSigint; here we only abandon a pending top-level await.
+  interruptPending?.();
+});
+// Errors thrown later by timers or promises belong to the user, not to the driver: report them.
+process.on('uncaughtException', (error) => {
+  process.stderr.write(`Uncaught ${formatError(error)}\n`);
+});
+process.on('unhandledRejection', (reason) => {
+  process.stderr.write(`Unhandled promise rejection: ${formatError(reason)}\n`);
+});
+
+function formatError(error) {
+  if (!(error instanceof Error) || typeof error.stack !== 'string') return util.inspect(error);
+  const driver = import.meta.url.replace('file://', '');
+  return error.stack
+    .split('\n')
+    .filter((line) => !(line.includes(driver) || /\((node:|internal\/)|at node:/.test(line)))
+    .join('\n');
+}
+
+async function runCell(code) {
+  cellCount += 1;
+  const filename = `<cell ${cellCount}>`;
+  let wrapped = null;
+  try {
+    wrapped = processTopLevelAwait(code);
+  } catch {
+    wrapped = null; // not parseable: let V8 report the syntax error for the original code
+  }
+  const script = new vm.Script(wrapped ?? code, { filename, importModuleDynamically });
+  let value = script.runInThisContext({ breakOnSigint: true, displayErrors: true });
+  if (wrapped !== null) {
+    const interrupted = new Promise((_, reject) => {
+      interruptPending = () => reject(new Error('Script execution was interrupted by `SIGINT`'));
+    });
+    try {
+      value = (await Promise.race([value, interrupted]))?.value;
+    } finally {
+      interruptPending = null;
+    }
+  }
+  if (value !== undefined) process.stdout.write(`${util.inspect(value)}\n`);
+}
+
+async function execute(code) {
+  try {
+    await runCell(code);
+    return { status: 'ok', exit_code: 0 };
+  } catch (error) {
+    const interrupted = error instanceof Error && /interrupted by `SIGINT`/.test(error.message);
+    process.stderr.write(`${interrupted ? 'Interrupted: execution stopped by SIGINT' : formatError(error)}\n`);
+    return interrupted ? { status: 'interrupted', exit_code: 130 } : { status: 'error', exit_code: 1 };
+  }
+}
+
+const control = new net.Socket({ fd: 3, readable: true, writable: true });
+const send = (message) => {
+  const body = Buffer.from(JSON.stringify(message), 'utf8');
+  control.write(Buffer.concat([Buffer.from(`${body.length}\n`), body]));
+};
+
+let buffer = Buffer.alloc(0);
+let queue = Promise.resolve();
+control.on('data', (chunk) => {
+  buffer = buffer.length === 0 ? chunk : Buffer.concat([buffer, chunk]);
+  for (;;) {
+    const newline = buffer.indexOf(10);
+    if (newline < 0) return;
+    const size = Number(buffer.subarray(0, newline).toString('latin1'));
+    if (buffer.length < newline + 1 + size) return;
+    const message = JSON.parse(buffer.subarray(newline + 1, newline + 1 + size).toString('utf8'));
+    buffer = buffer.subarray(newline + 1 + size);
+    if (message.type !== 'exec') continue;
+    queue = queue.then(async () => {
+      const outcome = await execute(message.code);
+      send({ type: 'done', id: message.id, ...outcome });
+    });
+  }
+});
+control.on('end', () => process.exit(0));
+control.on('error', () => process.exit(0));
+
+send({ type: 'ready', pid: process.pid, version: process.version });

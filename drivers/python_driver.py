@@ -1,0 +1,168 @@
+"""codexec session driver for Python: a REPL that reads code from the control channel.
+
+Protocol on fd 3 (moved to a high, close-on-exec fd at start-up): frames of
+`<byte length in decimal>\n<UTF-8 JSON>`. In: {"type":"exec","id":...,"code":...}.
+Out: {"type":"ready",...} once, then one {"type":"done","id":...,"status":...,"exit_code":...}
+per exec, written only after the cell's stdout/stderr have been flushed. User output never
+travels on the control channel, so nothing the code prints can forge a protocol message.
+
+REPL semantics: the cell is parsed with `ast`; everything but a trailing expression is executed,
+the trailing expression is evaluated and shown with sys.displayhook (repr, sets `_`). Top-level
+`await` works. SIGINT raises KeyboardInterrupt only while a cell runs; the namespace survives.
+"""
+
+import ast
+import builtins
+import fcntl
+import io
+import json
+import linecache
+import os
+import signal
+import sys
+import traceback
+import types
+
+CO_COROUTINE = 0x0080
+
+
+def open_control():
+    fd = fcntl.fcntl(3, fcntl.F_DUPFD_CLOEXEC, 100)
+    os.close(3)
+    return fd, io.open(fd, "rb", buffering=65536, closefd=False)
+
+
+def read_frame(reader):
+    header = reader.readline()
+    if not header:
+        return None
+    size = int(header)
+    body = reader.read(size)
+    if len(body) != size:
+        return None
+    return json.loads(body.decode("utf-8"))
+
+
+def write_frame(fd, message):
+    body = json.dumps(message).encode("utf-8")
+    data = b"%d\n%s" % (len(body), body)
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def flush_std():
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+
+
+class Kernel:
+    def __init__(self):
+        self.module = types.ModuleType("__main__")
+        self.module.__dict__["__builtins__"] = builtins
+        sys.modules["__main__"] = self.module
+        self.count = 0
+        self.loop = None
+
+    def run(self, code):
+        """Run one cell; returns (status, exit_code)."""
+        self.count += 1
+        filename = "<cell %d>" % self.count
+        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+        namespace = self.module.__dict__
+        flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+        try:
+            tree = ast.parse(code, filename, "exec")
+            last = None
+            if tree.body and isinstance(tree.body[-1], ast.Expr):
+                last = ast.Expression(tree.body.pop().value)
+            body = compile(tree, filename, "exec", flags=flags, dont_inherit=True)
+            tail = compile(last, filename, "eval", flags=flags, dont_inherit=True) if last else None
+        except (SyntaxError, ValueError, OverflowError) as error:
+            traceback.print_exception(type(error), error, None)
+            return "error", 1
+        try:
+            self.evaluate(body, namespace)
+            if tail is not None:
+                value = self.evaluate(tail, namespace)
+                sys.displayhook(value)
+            return "ok", 0
+        except KeyboardInterrupt as error:
+            self.print_error(error)
+            return "interrupted", 130
+        except SystemExit as error:
+            code_ = error.code
+            if code_ is None or isinstance(code_, int):
+                status = code_ or 0
+            else:
+                print(code_, file=sys.stderr)
+                status = 1
+            print("SystemExit: %s (the session keeps running)" % (code_,), file=sys.stderr)
+            return ("ok" if status == 0 else "error"), status
+        except BaseException as error:
+            self.print_error(error)
+            return "error", 1
+
+    def evaluate(self, code, namespace):
+        result = eval(code, namespace)
+        if code.co_flags & CO_COROUTINE:
+            if self.loop is None:
+                import asyncio
+
+                self.loop = asyncio.new_event_loop()
+                asyncio.set_event_loop(self.loop)
+            result = self.loop.run_until_complete(result)
+        return result
+
+    @staticmethod
+    def print_error(error):
+        # Drop the frames of this driver: the traceback starts in the user's cell.
+        tb = error.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+            tb = tb.tb_next
+        traceback.print_exception(type(error), error, tb)
+
+
+def run_guarded(kernel, code):
+    # SIGINT is honoured only while user code runs; a late one is absorbed here, never in the loop.
+    try:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        try:
+            return kernel.run(code)
+        finally:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        return "interrupted", 130
+
+
+def main():
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    fd, reader = open_control()
+    # Code reading stdin gets EOF at once instead of blocking the session.
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
+    # Imports resolve from the working directory, as in `python -c`, not from this driver's folder.
+    if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
+        sys.path[0] = ""
+    sys.argv = [""]
+    kernel = Kernel()
+    write_frame(fd, {"type": "ready", "pid": os.getpid(), "version": sys.version.split()[0]})
+    while True:
+        message = read_frame(reader)
+        if message is None:
+            break
+        if message.get("type") != "exec":
+            continue
+        status, exit_code = run_guarded(kernel, message["code"])
+        flush_std()
+        write_frame(fd, {"type": "done", "id": message["id"], "status": status, "exit_code": exit_code})
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,147 @@
+import type { McpServer } from '@modelcontextprotocol/server';
+import { z } from 'zod';
+import { resolveWorkingDir } from '../../policy/index.js';
+import { LANGUAGES } from '../../runtimes/index.js';
+import { defineTool } from '../define-tool.js';
+import type { Services } from '../services.js';
+
+const sessionId = z.string().min(1).describe('The session id start_session returned (sess_…)');
+
+const startInput = z.object({
+  language: z.enum(LANGUAGES).describe('python, node (JavaScript), typescript or bash'),
+  name: z.string().min(1).max(200).optional().describe('Optional human-readable name'),
+  working_dir: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('Existing directory to work in (~ allowed). Default: a fresh session workspace'),
+});
+const startOutput = z.object({
+  success: z.literal(true),
+  session_id: z.string(),
+  language: z.enum(LANGUAGES),
+  name: z.string().nullable(),
+  pid: z.number().int(),
+  started_at: z.string(),
+  working_dir: z.string().describe('absolute directory the session runs in; artifacts live here'),
+  sandbox_mode: z.string(),
+});
+
+const sendInput = z.object({
+  session_id: sessionId,
+  code: z.string().min(1, 'code must not be empty').describe('Code to run in the session'),
+  timeout_ms: z
+    .number()
+    .int()
+    .positive()
+    .optional()
+    .describe('Wall-clock limit for this send in ms (default 30000; clamped to the server maximum)'),
+});
+const sendOutput = z.object({
+  success: z.boolean().describe('true when the code ran without error within its time limit'),
+  execution_id: z.string(),
+  session_id: z.string(),
+  language: z.enum(LANGUAGES),
+  stdout: z.string().describe("output, including the display of a trailing expression's value"),
+  stderr: z.string(),
+  exit_code: z.number().int().nullable().describe('0 ok, 1 error, 130 interrupted; null when stopped'),
+  duration_ms: z.number().int(),
+  timed_out: z.boolean(),
+  cancelled: z.boolean(),
+  truncated: z.boolean(),
+  artifacts: z.array(z.string()).describe('files created or modified by this send, relative to working_dir'),
+  artifacts_deleted: z.array(z.string()),
+  session_alive: z.boolean().describe('false when the session ended during this send'),
+  error: z.string().optional().describe('why the session ended, when it did'),
+});
+
+const closeOutput = z.object({
+  success: z.literal(true),
+  session_id: z.string(),
+  duration_total_ms: z.number().int(),
+  executions_count: z.number().int(),
+});
+
+const listOutput = z.object({
+  sessions: z.array(
+    z.object({
+      session_id: z.string(),
+      language: z.enum(LANGUAGES),
+      name: z.string().nullable(),
+      started_at: z.string(),
+      last_activity_at: z.string(),
+      executions_count: z.number().int(),
+      pid: z.number().int(),
+      memory_mb: z.number().nullable().describe("resident memory of the session's process tree"),
+      packages_installed: z.array(z.string()),
+      working_dir: z.string(),
+      busy: z.boolean().describe('a send is running or queued'),
+    }),
+  ),
+});
+
+const EFFECTS = { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true };
+
+export function registerSessionTools(server: McpServer, services: Services): void {
+  const { sessions, config } = services;
+  defineTool(server, {
+    name: 'start_session',
+    title: 'Start a REPL session',
+    description:
+      'Start a persistent Python, JavaScript (node), TypeScript or Bash session, like a Jupyter kernel: ' +
+      'variables, imports, functions, loaded data (and for bash the current directory) persist across ' +
+      'send_to_session calls. Use it for multi-step work (load, then explore, then plot); use execute_code ' +
+      `for one-off programs. At most ${config.maxSessions} sessions run at once; a session idle for ` +
+      `${Math.round(config.sessionIdleTimeoutMs / 60_000)} min is closed. Close it with close_session when done.`,
+    input: startInput,
+    output: startOutput,
+    annotations: EFFECTS,
+    handler: async (args) =>
+      sessions.start({
+        language: args.language,
+        name: args.name,
+        workingDir: args.working_dir ? await resolveWorkingDir(args.working_dir, config) : undefined,
+      }),
+  });
+  defineTool(server, {
+    name: 'send_to_session',
+    title: 'Run code in a session',
+    description:
+      "Run code in a session started by start_session, building on the state of earlier sends. A trailing " +
+      "expression's value is shown in stdout (Python repr, Node util.inspect), as in a REPL; top-level " +
+      'await works in node/typescript (and python). An error keeps the session and its state. On timeout ' +
+      'the code is interrupted (KeyboardInterrupt / SIGINT) and the state is kept; code that ignores the ' +
+      'interrupt gets the session killed (session_alive=false). Sends to one session run in order.',
+    input: sendInput,
+    output: sendOutput,
+    annotations: EFFECTS,
+    handler: (args, ctx) =>
+      sessions.send(args.session_id, {
+        code: args.code,
+        timeoutMs: args.timeout_ms,
+        signal: ctx.mcpReq.signal,
+      }),
+  });
+  defineTool(server, {
+    name: 'close_session',
+    title: 'Close a session',
+    description:
+      'Kill a session and every process it started, and delete its workspace (not a working_dir you gave). ' +
+      'Returns how long it lived and how many sends it ran.',
+    input: z.object({ session_id: sessionId }),
+    output: closeOutput,
+    annotations: { ...EFFECTS, openWorldHint: false },
+    handler: (args) => sessions.close(args.session_id),
+  });
+  defineTool(server, {
+    name: 'list_sessions',
+    title: 'List sessions',
+    description:
+      'List running sessions with language, name, age, last activity, number of sends, process id, ' +
+      'memory use (MB) and installed packages.',
+    input: z.object({}),
+    output: listOutput,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    handler: () => sessions.list(),
+  });
+}

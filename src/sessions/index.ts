@@ -1,0 +1,17 @@
+// Persistent REPL sessions: one long-lived sandboxed driver process per session (python, node,
+// typescript, bash), code and control on fd 3, sends queued, idle kill, lifecycle logged.
+
+export { SessionLimitError, SessionNotFoundError, SessionStartError } from './errors.js';
+export { SessionManager, type SessionManagerDeps } from './manager.js';
+export { FrameDecoder, encodeFrame, type DriverMessage, type ExecMessage } from './protocol.js';
+export { DRIVERS, type DriverSpec } from './drivers.js';
+export { prepareCell, rewriteImports } from './prepare.js';
+export type {
+  CloseResult,
+  EndReason,
+  SendRequest,
+  SendResult,
+  SessionInfo,
+  StartRequest,
+  StartResult,
+} from './types.js';

@@ -1,0 +1,247 @@
+import { mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Config } from '../config/index.js';
+import { InvalidInputError } from '../errors/index.js';
+import type { LogWriter } from '../logs/index.js';
+import { sandboxEnv } from '../policy/index.js';
+import type { Interpreters } from '../runtimes/index.js';
+import type { BackendRegistry, Exit } from '../sandbox/index.js';
+import { log, newId } from '../util/index.js';
+import { DRIVERS } from './drivers.js';
+import { SessionLimitError, SessionNotFoundError } from './errors.js';
+import { treeRssMb } from './memory.js';
+import { describeExit, Session } from './session.js';
+import type {
+  CloseResult,
+  EndReason,
+  SendRequest,
+  SendResult,
+  SessionInfo,
+  StartRequest,
+  StartResult,
+} from './types.js';
+
+export interface SessionManagerDeps {
+  readonly config: Config;
+  readonly backends: BackendRegistry;
+  readonly interpreters: Interpreters;
+  readonly logs: LogWriter;
+  readonly hostEnv?: NodeJS.ProcessEnv;
+}
+
+/** How many ended sessions are remembered, to say why a late send finds nothing. */
+const TOMBSTONES = 200;
+
+/**
+ * Owns every session: start (within CODEXEC_MAX_SESSIONS), send, close, list, idle kill,
+ * lifecycle log, workspace removal, and killing them all when the server stops.
+ */
+export class SessionManager {
+  private readonly sessions = new Map<string, Session>();
+  private readonly idleTimers = new Map<string, NodeJS.Timeout>();
+  private readonly ended = new Map<string, string>();
+  private starting = 0;
+  private stopped = false;
+
+  constructor(private readonly deps: SessionManagerDeps) {}
+
+  async start(request: StartRequest): Promise<StartResult> {
+    const { config } = this.deps;
+    if (this.stopped) throw new SessionLimitError('the server is shutting down; no new sessions');
+    if (this.sessions.size + this.starting >= config.maxSessions) {
+      throw new SessionLimitError(
+        `${config.maxSessions} sessions are already running, the maximum (CODEXEC_MAX_SESSIONS); ` +
+          'close one with close_session, or reuse one listed by list_sessions',
+      );
+    }
+    this.starting += 1;
+    try {
+      return await this.spawn(request);
+    } finally {
+      this.starting -= 1;
+    }
+  }
+
+  send(sessionId: string, request: SendRequest): Promise<SendResult> {
+    const bytes = Buffer.byteLength(request.code, 'utf8');
+    if (bytes > this.deps.config.maxCodeBytes) {
+      throw new InvalidInputError(
+        `code is ${bytes} bytes; the limit is ${this.deps.config.maxCodeBytes} (CODEXEC_MAX_CODE_BYTES)`,
+      );
+    }
+    const session = this.get(sessionId);
+    this.clearIdle(sessionId);
+    return session.send(request).finally(() => this.armIdle(session));
+  }
+
+  async close(sessionId: string): Promise<CloseResult> {
+    const session = this.get(sessionId);
+    await session.kill('closed');
+    return {
+      success: true,
+      session_id: session.id,
+      duration_total_ms: Date.now() - session.startedAt.getTime(),
+      executions_count: session.executionsCount,
+    };
+  }
+
+  async list(): Promise<{ sessions: SessionInfo[] }> {
+    const sessions = await Promise.all(
+      [...this.sessions.values()].map(async (session) => ({
+        session_id: session.id,
+        language: session.options.language,
+        name: session.options.name,
+        started_at: session.startedAt.toISOString(),
+        last_activity_at: session.lastActivityAt.toISOString(),
+        executions_count: session.executionsCount,
+        pid: session.pid,
+        memory_mb: (await treeRssMb(session.pid)) ?? null,
+        packages_installed: [...session.packagesInstalled],
+        working_dir: session.options.cwd,
+        busy: session.busy,
+      })),
+    );
+    return { sessions };
+  }
+
+  /** Record a package installed into a session (for list_sessions' packages_installed). */
+  recordPackageInstall(sessionId: string, name: string): void {
+    const session = this.get(sessionId);
+    if (!session.packagesInstalled.includes(name)) session.packagesInstalled.push(name);
+  }
+
+  /** The working directory and language of a live session (for installers and tools). */
+  describe(sessionId: string): { language: string; workingDir: string; pid: number } {
+    const session = this.get(sessionId);
+    return { language: session.options.language, workingDir: session.options.cwd, pid: session.pid };
+  }
+
+  /** Kill every session and wait until each end is logged and its workspace removed. */
+  async shutdown(): Promise<void> {
+    this.stopped = true;
+    await Promise.all([...this.sessions.values()].map((session) => session.kill('server_shutdown')));
+  }
+
+  private get(sessionId: string): Session {
+    const session = this.sessions.get(sessionId);
+    if (session?.alive && !session.endReason) return session;
+    const ended = this.ended.get(sessionId);
+    throw new SessionNotFoundError(
+      ended
+        ? `session ${sessionId} has ended (${ended}); start a new one with start_session`
+        : `no session ${sessionId}; list_sessions shows the running ones, start_session makes one`,
+    );
+  }
+
+  private async spawn(request: StartRequest): Promise<StartResult> {
+    const { config, logs } = this.deps;
+    const driver = DRIVERS[request.language];
+    const [backend, interpreter] = await Promise.all([
+      this.deps.backends.get(),
+      this.deps.interpreters.get(driver.interpreter),
+    ]);
+    const id = newId('sess');
+    const workspace = join(config.sandboxDir, id);
+    const cwd = request.workingDir ?? workspace;
+    await mkdir(workspace, { recursive: true, mode: 0o700 });
+    const proc = backend.spawn({
+      argv: driver.argv(interpreter),
+      cwd,
+      env: sandboxEnv(this.deps.hostEnv ?? process.env, driver.env),
+      writablePaths: cwd === workspace ? [workspace] : [workspace, cwd],
+      readablePaths: [driver.file],
+      limits: config.limits,
+      network: config.network,
+      stdin: 'pipe',
+      control: true,
+    });
+    const session = new Session(proc, {
+      id,
+      language: request.language,
+      name: request.name ?? null,
+      cwd,
+      config,
+      sandboxMode: backend.mode,
+      onExecution: (entry) => {
+        // Not awaited: the reply should not wait for the disk; LogWriter orders and reports writes.
+        logs.appendSession(id, entry).catch(() => {});
+      },
+      onEnd: (ended, exit) => this.onEnd(ended, exit, workspace),
+    });
+    try {
+      await session.ready();
+    } catch (error) {
+      await rm(workspace, { recursive: true, force: true });
+      throw error;
+    }
+    this.sessions.set(id, session);
+    this.armIdle(session);
+    const started_at = session.startedAt.toISOString();
+    await logs.appendSession(id, {
+      type: 'session_start',
+      session_id: id,
+      language: request.language,
+      name: request.name ?? null,
+      pid: session.pid,
+      agent_id: null,
+      working_dir: cwd,
+      sandbox_mode: backend.mode,
+      started_at,
+    });
+    return {
+      success: true,
+      session_id: id,
+      language: request.language,
+      name: request.name ?? null,
+      pid: session.pid,
+      started_at,
+      working_dir: cwd,
+      sandbox_mode: backend.mode,
+    };
+  }
+
+  private async onEnd(session: Session, exit: Exit, workspace: string): Promise<void> {
+    if (this.sessions.get(session.id) !== session) return; // never registered: start-up failed
+    this.sessions.delete(session.id);
+    this.clearIdle(session.id);
+    const reason: EndReason = session.endReason ?? 'crashed';
+    const detail = reason === 'crashed' ? `crashed: ${describeExit(exit)}` : reason;
+    this.ended.set(session.id, detail);
+    if (this.ended.size > TOMBSTONES) this.ended.delete(this.ended.keys().next().value as string);
+    if (reason === 'crashed') log('warn', `session ${session.id} ended unexpectedly (${describeExit(exit)})`);
+    await Promise.all([
+      this.deps.logs
+        .appendSession(session.id, {
+          type: 'session_end',
+          session_id: session.id,
+          reason,
+          total_duration_ms: Date.now() - session.startedAt.getTime(),
+          executions_count: session.executionsCount,
+          exit_code: exit.code,
+          signal: exit.signal,
+          at: new Date().toISOString(),
+        })
+        .catch(() => {}), // LogWriter has reported it
+      rm(workspace, { recursive: true, force: true }).catch((error: Error) =>
+        log('warn', `could not remove session workspace ${workspace}: ${error.message}`),
+      ),
+    ]);
+  }
+
+  private armIdle(session: Session): void {
+    if (!this.sessions.has(session.id)) return;
+    this.clearIdle(session.id);
+    const timer = setTimeout(() => {
+      this.idleTimers.delete(session.id);
+      if (session.busy) return; // the send in flight re-arms the timer when it ends
+      void session.kill('idle_timeout');
+    }, this.deps.config.sessionIdleTimeoutMs);
+    timer.unref();
+    this.idleTimers.set(session.id, timer);
+  }
+
+  private clearIdle(sessionId: string): void {
+    clearTimeout(this.idleTimers.get(sessionId));
+    this.idleTimers.delete(sessionId);
+  }
+}

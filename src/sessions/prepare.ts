@@ -1,0 +1,70 @@
+import { createRequire } from 'node:module';
+import type { Language } from '../runtimes/index.js';
+
+// Server-side preparation of a cell before it reaches its driver. Node cells run as classic
+// scripts, where static `import` is a syntax error, so imports become `await import()` bound
+// with `var` (re-importing in a later cell is then allowed). TypeScript is stripped first.
+
+type Transform = (
+  code: string,
+  options: { transforms: string[]; disableESTransforms: boolean; keepUnusedImports: boolean },
+) => { code: string };
+
+let transform: Transform | undefined;
+
+/** The code's fault, reported as a failed send (not a refused request). */
+export class CellSyntaxError extends Error {
+  override name = 'CellSyntaxError';
+}
+
+export function prepareCell(language: Language, code: string): string {
+  switch (language) {
+    case 'node':
+      return rewriteImports(code);
+    case 'typescript':
+      return rewriteImports(stripTypes(code));
+    default:
+      return code;
+  }
+}
+
+function stripTypes(code: string): string {
+  transform ??= (createRequire(import.meta.url)('sucrase') as { transform: Transform }).transform;
+  try {
+    // keepUnusedImports: a name imported in this cell is typically used by a later one.
+    return transform(code, { transforms: ['typescript'], disableESTransforms: true, keepUnusedImports: true })
+      .code;
+  } catch (error) {
+    throw new CellSyntaxError(`TypeScript syntax error: ${(error as Error).message}`);
+  }
+}
+
+const FROM_IMPORT = /^([ \t]*)import\s+([\w$]+\s*,\s*)?(\*\s*as\s+[\w$]+|\{[^}]*\}|[\w$]+)\s+from\s*(['"][^'"\n]+['"])[ \t]*;?/gm;
+const BARE_IMPORT = /^([ \t]*)import\s*(['"][^'"\n]+['"])[ \t]*;?/gm;
+
+/** Turn top-of-line static imports into dynamic ones; anything else is left for V8 to judge. */
+export function rewriteImports(code: string): string {
+  if (!/\bimport\b/.test(code)) return code;
+  return code
+    .replace(FROM_IMPORT, (_match, indent: string, first: string | undefined, clause: string, source: string) => {
+      const defaultName = first?.replace(',', '').trim();
+      const load = `await import(${source})`;
+      if (clause.startsWith('*')) {
+        const ns = clause.replace(/^\*\s*as\s+/, '');
+        return `${indent}var ${ns} = ${load};${defaultName ? ` var ${defaultName} = ${ns}.default;` : ''}`;
+      }
+      if (clause.startsWith('{')) {
+        const names = clause
+          .slice(1, -1)
+          .split(',')
+          .map((part) => part.trim())
+          .filter(Boolean)
+          .map((part) => part.replace(/^([\w$]+)\s+as\s+([\w$]+)$/, '$1: $2'));
+        if (defaultName) names.unshift(`default: ${defaultName}`);
+        return `${indent}var { ${names.join(', ')} } = ${load};`;
+      }
+      // `import x from` where `first` is absent: clause is the default binding.
+      return `${indent}var ${clause} = (${load}).default;`;
+    })
+    .replace(BARE_IMPORT, (_match, indent: string, source: string) => `${indent}await import(${source});`);
+}

@@ -1,0 +1,59 @@
+import { z } from 'zod';
+
+// The control channel between the server and a session driver (the child's fd 3). Frames are
+// `<byte length in decimal>\n<UTF-8 JSON>`: decimal so the bash driver can read them with `read`.
+
+/** Server → driver. Key order matters: the bash driver matches `type`, `id`, `code` in turn. */
+export interface ExecMessage {
+  readonly type: 'exec';
+  readonly id: string;
+  readonly code: string;
+}
+
+export const driverMessageSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('ready'), pid: z.number().int(), version: z.string().optional() }),
+  z.object({
+    type: z.literal('done'),
+    id: z.string(),
+    status: z.enum(['ok', 'error', 'interrupted']),
+    exit_code: z.number().int(),
+  }),
+]);
+
+/** Driver → server, validated at the boundary. */
+export type DriverMessage = z.infer<typeof driverMessageSchema>;
+export type DoneMessage = Extract<DriverMessage, { type: 'done' }>;
+
+export function encodeFrame(message: ExecMessage): Buffer {
+  const body = Buffer.from(JSON.stringify({ type: message.type, id: message.id, code: message.code }), 'utf8');
+  return Buffer.concat([Buffer.from(`${body.length}\n`, 'latin1'), body]);
+}
+
+/** Largest frame a driver may send; anything bigger means the channel is corrupt. */
+const MAX_FRAME_BYTES = 1 << 20;
+
+/** Reassembles frames from arbitrary chunks; a malformed frame is a protocol error. */
+export class FrameDecoder {
+  private buffer: Buffer = Buffer.alloc(0);
+
+  /** Feed a chunk; returns every complete message it finished. Throws on a corrupt channel. */
+  push(chunk: Buffer): DriverMessage[] {
+    this.buffer = this.buffer.length === 0 ? chunk : Buffer.concat([this.buffer, chunk]);
+    const messages: DriverMessage[] = [];
+    for (;;) {
+      const newline = this.buffer.indexOf(10);
+      if (newline < 0) {
+        if (this.buffer.length > 20) throw new Error('control frame header is not a length');
+        return messages;
+      }
+      const header = this.buffer.subarray(0, newline).toString('latin1');
+      const size = Number(header);
+      if (!/^\d+$/.test(header) || size > MAX_FRAME_BYTES) throw new Error(`bad control frame header "${header}"`);
+      const end = newline + 1 + size;
+      if (this.buffer.length < end) return messages;
+      const body = this.buffer.subarray(newline + 1, end).toString('utf8');
+      this.buffer = this.buffer.subarray(end);
+      messages.push(driverMessageSchema.parse(JSON.parse(body)));
+    }
+  }
+}

@@ -1,0 +1,320 @@
+import { constants } from 'node:os';
+import type { Config } from '../config/index.js';
+import { diffSnapshots, drain, OutputCollector, snapshotDir } from '../engine/index.js';
+import type { Language } from '../runtimes/index.js';
+import type { Exit, SandboxedProcess } from '../sandbox/index.js';
+import { log, newId } from '../util/index.js';
+import { SessionNotFoundError, SessionStartError } from './errors.js';
+import { CellSyntaxError, prepareCell } from './prepare.js';
+import { type DoneMessage, type DriverMessage, encodeFrame, FrameDecoder } from './protocol.js';
+import type { EndReason, SendRequest, SendResult } from './types.js';
+
+export interface SessionOptions {
+  readonly id: string;
+  readonly language: Language;
+  readonly name: string | null;
+  readonly cwd: string;
+  readonly config: Config;
+  readonly sandboxMode: string;
+  /** Called after each send with its log entry (the seed's session `execution` line). */
+  readonly onExecution: (entry: Record<string, unknown>) => void;
+  /** Called once, after the process is gone and any running send has returned. */
+  readonly onEnd: (session: Session, exit: Exit) => Promise<void>;
+}
+
+/** Time a driver gets to say it is ready (interpreter start-up under load). */
+const READY_TIMEOUT_MS = 20_000;
+
+/**
+ * One live driver process and its control channel. Sends are queued and run one at a time; a
+ * send ends when the driver reports `done`, or when the process exits. On timeout (or cancel)
+ * the process group gets SIGINT; if the driver has not answered after the kill grace period,
+ * the group is SIGKILLed and the session is over.
+ */
+export class Session {
+  readonly startedAt = new Date();
+  lastActivityAt = this.startedAt;
+  executionsCount = 0;
+  readonly packagesInstalled: string[] = [];
+  /** Set by whoever ends the session on purpose; an unexpected exit is a crash. */
+  endReason: EndReason | undefined;
+  readonly finished: Promise<void>;
+
+  private pending = 0;
+  private running = false;
+  private queue: Promise<unknown> = Promise.resolve();
+  private stdout: OutputCollector;
+  private stderr: OutputCollector;
+  private readonly decoder = new FrameDecoder();
+  private waiting: { readonly id: string; readonly resolve: (done: DoneMessage) => void } | undefined;
+  private onReady: ((pid: number) => void) | undefined;
+  private exit: Exit | undefined;
+  private killedAfterInterrupt = false;
+  private endNotified = false;
+  private resolveFinished!: () => void;
+
+  constructor(
+    private readonly proc: SandboxedProcess,
+    readonly options: SessionOptions,
+  ) {
+    this.finished = new Promise((resolve) => {
+      this.resolveFinished = resolve;
+    });
+    this.stdout = new OutputCollector(options.config.output);
+    this.stderr = new OutputCollector(options.config.output);
+    proc.stdout.on('data', (chunk: Buffer) => this.stdout.push(chunk));
+    proc.stderr.on('data', (chunk: Buffer) => this.stderr.push(chunk));
+    proc.stdin?.end(); // code that reads stdin gets EOF instead of blocking the session
+    proc.stdin?.on('error', () => {});
+    const control = proc.control;
+    if (!control) throw new TypeError('session drivers need a control channel');
+    control.on('data', (chunk: Buffer) => this.onControl(chunk));
+    control.on('error', () => {}); // the exit handler reports what happened
+    void proc.exited.then((exit) => {
+      this.exit = exit;
+      if (!this.running) void this.notifyEnd();
+    });
+  }
+
+  get id(): string {
+    return this.options.id;
+  }
+  get pid(): number {
+    return this.proc.pid ?? -1;
+  }
+  /** A send is running or queued. */
+  get busy(): boolean {
+    return this.pending > 0;
+  }
+  get alive(): boolean {
+    return this.exit === undefined;
+  }
+
+  /** Wait for the driver's `ready`; on failure the process is killed and a clear error thrown. */
+  async ready(): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const ready = new Promise<'ready'>((resolve) => {
+      this.onReady = () => resolve('ready');
+    });
+    const timeout = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), READY_TIMEOUT_MS);
+    });
+    const outcome = await Promise.race([ready, timeout, this.proc.exited]);
+    clearTimeout(timer);
+    this.onReady = undefined;
+    if (outcome === 'ready') return;
+    this.endReason = 'crashed';
+    this.proc.kill('SIGKILL');
+    const exit = await this.proc.exited;
+    await drain(this.proc, 500);
+    const why =
+      outcome === 'timeout'
+        ? `did not start within ${READY_TIMEOUT_MS} ms`
+        : exit.spawnError
+          ? `could not be started (${exit.spawnError.message})`
+          : `exited during start-up (${describeExit(exit)})`;
+    const stderr = this.stderr.finish().text.trim().slice(-2000);
+    throw new SessionStartError(
+      `the ${this.options.language} session driver ${why}${stderr ? `: ${stderr}` : ''}`,
+    );
+  }
+
+  /** Queue one cell; resolves when it has run (or the session died running it). */
+  send(request: SendRequest): Promise<SendResult> {
+    this.pending += 1;
+    const turn = this.queue.then(() => this.execute(request));
+    this.queue = turn.catch(() => {});
+    return turn.finally(() => {
+      this.pending -= 1;
+      this.lastActivityAt = new Date();
+    });
+  }
+
+  /** Kill the whole process group and wait until the end has been handled. */
+  async kill(reason: EndReason): Promise<void> {
+    this.endReason ??= reason;
+    this.proc.kill('SIGKILL');
+    await this.finished;
+  }
+
+  private async execute(request: SendRequest): Promise<SendResult> {
+    if (!this.alive || this.endReason) {
+      throw new SessionNotFoundError(`session ${this.id} has ended; start a new one with start_session`);
+    }
+    this.running = true;
+    try {
+      return await this.runCell(request);
+    } finally {
+      this.running = false;
+      if (!this.alive) await this.notifyEnd();
+    }
+  }
+
+  private async runCell(request: SendRequest): Promise<SendResult> {
+    const { config, cwd } = this.options;
+    const executionId = newId('exec');
+    const started = Date.now();
+    this.lastActivityAt = new Date(started);
+    this.executionsCount += 1;
+    const base = { execution_id: executionId, session_id: this.id, language: this.options.language };
+    let prepared: string;
+    try {
+      prepared = prepareCell(this.options.language, request.code);
+    } catch (error) {
+      if (!(error instanceof CellSyntaxError)) throw error;
+      return {
+        ...base,
+        ...this.collect(),
+        stderr: `${error.message}\n`,
+        success: false,
+        exit_code: 1,
+        duration_ms: Date.now() - started,
+        timed_out: false,
+        cancelled: false,
+        artifacts: [],
+        artifacts_deleted: [],
+        session_alive: true,
+      };
+    }
+    const before = await snapshotDir(cwd);
+    const done = new Promise<DoneMessage>((resolve) => {
+      this.waiting = { id: executionId, resolve };
+    });
+    this.proc.control?.write(encodeFrame({ type: 'exec', id: executionId, code: prepared }));
+
+    const timeoutMs = Math.min(request.timeoutMs ?? config.defaultTimeoutMs, config.maxTimeoutMs);
+    let timedOut = false;
+    let cancelled = false;
+    let grace: NodeJS.Timeout | undefined;
+    const interrupt = () => {
+      if (grace) return;
+      this.proc.kill('SIGINT');
+      grace = setTimeout(() => {
+        this.killedAfterInterrupt = true;
+        this.endReason ??= 'crashed';
+        this.proc.kill('SIGKILL');
+      }, config.killGraceMs);
+    };
+    const timer = setTimeout(() => {
+      timedOut = true;
+      interrupt();
+    }, timeoutMs);
+    const onAbort = () => {
+      cancelled = true;
+      interrupt();
+    };
+    request.signal?.addEventListener('abort', onAbort, { once: true });
+    if (request.signal?.aborted) onAbort();
+    let outcome: DoneMessage | Exit;
+    try {
+      outcome = await Promise.race([done, this.proc.exited]);
+    } finally {
+      clearTimeout(timer);
+      clearTimeout(grace);
+      request.signal?.removeEventListener('abort', onAbort);
+      this.waiting = undefined;
+    }
+    // Output written before `done` is already in the pipes: one turn of the loop reads it.
+    if ('type' in outcome) await new Promise((resolve) => setImmediate(resolve));
+    else await drain(this.proc, 500);
+    const duration_ms = Date.now() - started;
+    const collected = this.collect();
+    let stderr = collected.stderr;
+    const stopped = timedOut || cancelled;
+    if (stopped) {
+      const why = timedOut ? `timed out after ${timeoutMs} ms` : 'cancelled';
+      stderr +=
+        'type' in outcome
+          ? `\n[codexec: ${why}; the code was interrupted and the session kept its state]\n`
+          : `\n[codexec: ${why}; the code ignored the interrupt for ${config.killGraceMs} ms, so the session's process was killed]\n`;
+    }
+    const diff = diffSnapshots(before, await snapshotDir(cwd));
+    const result: SendResult = {
+      ...base,
+      ...collected,
+      stderr,
+      success: 'type' in outcome && outcome.status === 'ok' && !stopped,
+      exit_code: stopped ? null : 'type' in outcome ? outcome.exit_code : this.exitCodeOf(outcome),
+      duration_ms,
+      timed_out: timedOut,
+      cancelled,
+      artifacts: [...diff.created, ...diff.modified],
+      artifacts_deleted: diff.deleted,
+      session_alive: 'type' in outcome,
+    };
+    if (!('type' in outcome)) result.error = this.deathMessage(outcome);
+    this.options.onExecution({
+      type: 'execution',
+      execution_id: executionId,
+      session_id: this.id,
+      language: this.options.language,
+      code: request.code,
+      stdin: null,
+      stdout: result.stdout,
+      stderr: result.stderr,
+      exit_code: result.exit_code,
+      timed_out: timedOut,
+      cancelled,
+      duration_ms,
+      sandbox_mode: this.options.sandboxMode,
+      working_dir: cwd,
+      artifacts: diff,
+      at: new Date(started).toISOString(),
+    });
+    return result;
+  }
+
+  private collect(): { stdout: string; stderr: string; truncated: boolean } {
+    const out = this.stdout.finish();
+    const err = this.stderr.finish();
+    this.stdout = new OutputCollector(this.options.config.output);
+    this.stderr = new OutputCollector(this.options.config.output);
+    return { stdout: out.text, stderr: err.text, truncated: out.truncated || err.truncated };
+  }
+
+  private exitCodeOf(exit: Exit): number | null {
+    if (this.killedAfterInterrupt || this.endReason) return null;
+    return exit.code ?? (exit.signal ? 128 + (constants.signals[exit.signal] ?? 0) : null);
+  }
+
+  private deathMessage(exit: Exit): string {
+    const lost = 'the session has ended and its state is lost; start a new one with start_session';
+    if (this.killedAfterInterrupt)
+      return `the code did not stop within ${this.options.config.killGraceMs} ms of the interrupt, so the session's process was killed; ${lost}`;
+    if (this.endReason === 'closed') return 'the session was closed while this code was running';
+    if (this.endReason) return `the session was stopped (${this.endReason}) while this code was running`;
+    return `the ${this.options.language} process exited (${describeExit(exit)}) while running this code; ${lost}`;
+  }
+
+  private onControl(chunk: Buffer): void {
+    let messages: DriverMessage[];
+    try {
+      messages = this.decoder.push(chunk);
+    } catch (error) {
+      log('error', `session ${this.id}: corrupt control channel (${(error as Error).message}); killing it`);
+      this.endReason ??= 'crashed';
+      this.proc.kill('SIGKILL');
+      return;
+    }
+    for (const message of messages) {
+      if (message.type === 'ready') this.onReady?.(message.pid);
+      else if (message.id === this.waiting?.id) this.waiting.resolve(message);
+    }
+  }
+
+  private async notifyEnd(): Promise<void> {
+    if (this.endNotified || !this.exit) return;
+    this.endNotified = true;
+    try {
+      await this.proc.dispose();
+      await this.options.onEnd(this, this.exit);
+    } finally {
+      this.resolveFinished();
+    }
+  }
+}
+
+export function describeExit(exit: Exit): string {
+  if (exit.spawnError) return exit.spawnError.message;
+  return exit.signal ? `killed by ${exit.signal}` : `exit code ${exit.code}`;
+}

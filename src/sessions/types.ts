@@ -1,0 +1,71 @@
+import type { Language } from '../runtimes/index.js';
+
+/** Why a session ended, as written to `session_end`. */
+export type EndReason = 'closed' | 'idle_timeout' | 'crashed' | 'server_shutdown';
+
+export interface StartRequest {
+  readonly language: Language;
+  readonly name?: string | undefined;
+  /** Validated by policy; default: the session workspace `sandbox/sess_<id>/`. */
+  readonly workingDir?: string | undefined;
+}
+
+export interface SendRequest {
+  readonly code: string;
+  readonly timeoutMs?: number | undefined;
+  readonly signal?: AbortSignal | undefined;
+}
+
+export interface StartResult {
+  success: true;
+  session_id: string;
+  language: Language;
+  name: string | null;
+  pid: number;
+  started_at: string;
+  working_dir: string;
+  sandbox_mode: string;
+}
+
+/** One send's outcome: the one-shot result shape plus session fields (wire names). */
+export interface SendResult {
+  success: boolean;
+  execution_id: string;
+  session_id: string;
+  language: Language;
+  stdout: string;
+  stderr: string;
+  /** 0 ok, 1 error, 130 interrupted; the process's code when it exited; null when stopped. */
+  exit_code: number | null;
+  duration_ms: number;
+  timed_out: boolean;
+  cancelled: boolean;
+  truncated: boolean;
+  artifacts: string[];
+  artifacts_deleted: string[];
+  /** false when this send ended the session (the process exited or was killed). */
+  session_alive: boolean;
+  /** Set when the session died: what happened and what to do. */
+  error?: string;
+}
+
+export interface CloseResult {
+  success: true;
+  session_id: string;
+  duration_total_ms: number;
+  executions_count: number;
+}
+
+export interface SessionInfo {
+  session_id: string;
+  language: Language;
+  name: string | null;
+  started_at: string;
+  last_activity_at: string;
+  executions_count: number;
+  pid: number;
+  memory_mb: number | null;
+  packages_installed: string[];
+  working_dir: string;
+  busy: boolean;
+}
