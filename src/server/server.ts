@@ -5,6 +5,7 @@ import { registerExecuteCode } from './tools/execute-code.js';
 import { registerLogTools } from './tools/logs.js';
 import { registerPackageTools } from './tools/packages.js';
 import { registerScriptTools } from './tools/scripts.js';
+import { registerSessionTools } from './tools/sessions.js';
 
 const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
 export const VERSION = version;
@@ -21,6 +22,7 @@ export function createServer(services: Services): McpServer {
   );
   registerExecuteCode(server, services);
   registerScriptTools(server, services);
+  registerSessionTools(server, services);
   registerPackageTools(server, services);
   registerLogTools(server, services);
   return server;

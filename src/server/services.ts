@@ -6,6 +6,7 @@ import { ExecutionLogs, type LogWriter } from '../logs/index.js';
 import { type CheckContext, PackageService } from '../packages/index.js';
 import { Interpreters } from '../runtimes/index.js';
 import { BackendRegistry } from '../sandbox/index.js';
+import { SessionManager } from '../sessions/index.js';
 
 /** The long-lived parts shared by every connection. Creating them does no I/O. */
 export interface Services {
@@ -17,6 +18,8 @@ export interface Services {
   readonly scripts: ScriptStore;
   readonly packageCheck: CheckContext;
   readonly packages: PackageService;
+  /** Persistent REPL sessions; their owner kills them all on shutdown. */
+  readonly sessions: SessionManager;
 }
 
 export function createServices(config: Config): Services {
@@ -27,12 +30,9 @@ export function createServices(config: Config): Services {
   });
   const logs = history.writer;
   const interpreters = new Interpreters(config.interpreters);
-  const engine = new Engine({
-    config,
-    backends: new BackendRegistry(config.sandboxMode),
-    interpreters,
-    logs,
-  });
+  const backends = new BackendRegistry(config.sandboxMode);
+  const engine = new Engine({ config, backends, interpreters, logs });
+  const sessions = new SessionManager({ config, backends, interpreters, logs });
   const packageCheck: CheckContext = {
     python: () => interpreters.get('python'),
     pythonPath: [join(config.envsDir, 'python')],
@@ -47,5 +47,6 @@ export function createServices(config: Config): Services {
     scripts: new ScriptStore(config.scriptsDir),
     packageCheck,
     packages,
+    sessions,
   };
 }

@@ -18,6 +18,7 @@ export function serve(config: Config): Promise<void> {
       closing = true;
       log('debug', `shutting down (${why})`);
       await handle.close().catch(() => {});
+      await services.sessions.shutdown();
       await services.engine.shutdown();
       await services.logs.flush();
       await services.history.close();
