@@ -1,0 +1,114 @@
+// Hostile code that would hurt the host if it escaped: memory and fork bombs, kill -9 -1, a 4 GB
+// write, mount. ONLY in namespace mode, requested explicitly so a missing sandbox fails the suite
+// (SANDBOX_UNAVAILABLE) instead of falling back to subprocess and running these on the host.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Rig, run, startRig } from './probes.js';
+
+const root = process.getuid?.() === 0;
+
+describe('hostile destructive probes (namespace mode only)', () => {
+  let rig: Rig;
+  beforeAll(async () => {
+    rig = await startRig({
+      CODEXEC_SANDBOX_MODE: 'namespace',
+      CODEXEC_MEMORY_MB: '256',
+      CODEXEC_MAX_PROCS: '64',
+      CODEXEC_MAX_FILE_MB: '64',
+    });
+  });
+  afterAll(() => rig.close());
+
+  async function stillAnswering() {
+    const result = await run(rig, 'python', 'print(6 * 7)');
+    expect(result).toMatchObject({ success: true, stdout: '42\n', sandbox_mode: 'namespace' });
+  }
+
+  it('denies mount and new namespaces, with no capabilities', async () => {
+    const result = await run(
+      rig,
+      'bash',
+      'grep CapEff /proc/self/status\nmount -t tmpfs none /tmp && echo MOUNTED\nunshare -U true && echo UNSHARED\necho done',
+    );
+    expect(result.stdout).toContain('CapEff:\t0000000000000000');
+    expect(result.stdout).not.toMatch(/MOUNTED|UNSHARED/);
+    expect(result.stdout).toContain('done');
+  });
+
+  it('stops a 6 GB allocation and says which limit', async () => {
+    const result = await run(rig, 'python', 'b = bytearray(6 * 1024**3)\nprint("allocated", len(b))');
+    expect(result.stdout).not.toContain('allocated');
+    expect(result.success).toBe(false);
+    expect(result.exit_code).toBe(137);
+    expect(result.limit).toBe('memory');
+    expect(result.stderr).toContain('memory limit reached');
+    await stillAnswering();
+  });
+
+  it('contains a fork bomb; the server keeps answering', async () => {
+    const result = await run(rig, 'bash', 'bomb() { bomb | bomb & }; bomb; sleep 3; echo after', {
+      timeout_ms: 6000,
+    });
+    expect(result.stdout).toBe('after\n');
+    expect(result.limit).toBe('processes');
+    expect(result.stderr).toContain('process limit reached');
+    expect(hostProcessesOf(65534)).toBeLessThan(10);
+    await stillAnswering();
+  }, 30_000);
+
+  it.runIf(root)('kill -9 -1 harms nothing outside the sandbox', async () => {
+    // Sentinels as the sandbox uid and as root: neither is visible from inside the pid namespace.
+    const sentinels: ChildProcess[] = [
+      spawn('sleep', ['60'], { uid: 65534, gid: 65534, stdio: 'ignore' }),
+      spawn('sleep', ['60'], { stdio: 'ignore' }),
+    ];
+    try {
+      const result = await run(rig, 'bash', 'kill -9 -1; echo survived-own-kill');
+      expect(result.exit_code === 0 || result.exit_code === 137).toBe(true);
+      for (const sentinel of sentinels)
+        expect(sentinel.exitCode === null && sentinel.signalCode === null).toBe(true);
+      await stillAnswering();
+    } finally {
+      for (const sentinel of sentinels) sentinel.kill('SIGKILL');
+    }
+  });
+
+  it('caps a 4 GB file write at CODEXEC_MAX_FILE_MB', async () => {
+    const result = await run(
+      rig,
+      'python',
+      'chunk = b"\\0" * (1 << 20)\nwith open("big.bin", "wb") as f:\n    for _ in range(4096):\n        f.write(chunk)\nprint("wrote 4 GB")',
+    );
+    expect(result.stdout).not.toContain('wrote 4 GB');
+    expect(result.stderr).toContain('File too large');
+    expect(statSync(join(result.working_dir, 'big.bin')).size).toBeLessThanOrEqual(64 * 1024 * 1024);
+    await stillAnswering();
+  });
+
+  it('a 4 GB /tmp fill stays in the sandbox (size-limited tmpfs charged to the run)', async () => {
+    const result = await run(
+      rig,
+      'python',
+      'chunk = b"\\1" * (1 << 20)\nn = 0\ntry:\n    with open("/tmp/fill", "wb") as f:\n        for _ in range(4096):\n            f.write(chunk); n += 1\n    print("filled", n)\nexcept OSError as e:\n    print("stopped", n, e.errno)',
+    );
+    // Either the tmpfs size (ENOSPC) or the run's memory cgroup (tmpfs pages are charged to it).
+    expect(result.stdout).not.toContain('filled');
+    expect(result.stdout.startsWith('stopped') || result.limit === 'memory').toBe(true);
+    await stillAnswering();
+  });
+});
+
+function hostProcessesOf(uid: number): number {
+  let count = 0;
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      if (statSync(`/proc/${name}`).uid === uid) count++;
+    } catch {
+      // exited
+    }
+  }
+  return count;
+}
