@@ -1,11 +1,11 @@
 // Persistent REPL sessions: one long-lived sandboxed driver process per session (python, node,
 // typescript, bash), code and control on fd 3, sends queued, idle kill, lifecycle logged.
 
+export { DRIVERS, type DriverSpec } from './drivers.js';
 export { SessionLimitError, SessionNotFoundError, SessionStartError } from './errors.js';
 export { SessionManager, type SessionManagerDeps } from './manager.js';
-export { FrameDecoder, encodeFrame, type DriverMessage, type ExecMessage } from './protocol.js';
-export { DRIVERS, type DriverSpec } from './drivers.js';
 export { prepareCell, rewriteImports } from './prepare.js';
+export { type DriverMessage, type ExecMessage, encodeFrame, FrameDecoder } from './protocol.js';
 export type {
   CloseResult,
   EndReason,

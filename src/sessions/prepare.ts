@@ -39,32 +39,36 @@ function stripTypes(code: string): string {
   }
 }
 
-const FROM_IMPORT = /^([ \t]*)import\s+([\w$]+\s*,\s*)?(\*\s*as\s+[\w$]+|\{[^}]*\}|[\w$]+)\s+from\s*(['"][^'"\n]+['"])[ \t]*;?/gm;
+const FROM_IMPORT =
+  /^([ \t]*)import\s+([\w$]+\s*,\s*)?(\*\s*as\s+[\w$]+|\{[^}]*\}|[\w$]+)\s+from\s*(['"][^'"\n]+['"])[ \t]*;?/gm;
 const BARE_IMPORT = /^([ \t]*)import\s*(['"][^'"\n]+['"])[ \t]*;?/gm;
 
 /** Turn top-of-line static imports into dynamic ones; anything else is left for V8 to judge. */
 export function rewriteImports(code: string): string {
   if (!/\bimport\b/.test(code)) return code;
   return code
-    .replace(FROM_IMPORT, (_match, indent: string, first: string | undefined, clause: string, source: string) => {
-      const defaultName = first?.replace(',', '').trim();
-      const load = `await import(${source})`;
-      if (clause.startsWith('*')) {
-        const ns = clause.replace(/^\*\s*as\s+/, '');
-        return `${indent}var ${ns} = ${load};${defaultName ? ` var ${defaultName} = ${ns}.default;` : ''}`;
-      }
-      if (clause.startsWith('{')) {
-        const names = clause
-          .slice(1, -1)
-          .split(',')
-          .map((part) => part.trim())
-          .filter(Boolean)
-          .map((part) => part.replace(/^([\w$]+)\s+as\s+([\w$]+)$/, '$1: $2'));
-        if (defaultName) names.unshift(`default: ${defaultName}`);
-        return `${indent}var { ${names.join(', ')} } = ${load};`;
-      }
-      // `import x from` where `first` is absent: clause is the default binding.
-      return `${indent}var ${clause} = (${load}).default;`;
-    })
+    .replace(
+      FROM_IMPORT,
+      (_match, indent: string, first: string | undefined, clause: string, source: string) => {
+        const defaultName = first?.replace(',', '').trim();
+        const load = `await import(${source})`;
+        if (clause.startsWith('*')) {
+          const ns = clause.replace(/^\*\s*as\s+/, '');
+          return `${indent}var ${ns} = ${load};${defaultName ? ` var ${defaultName} = ${ns}.default;` : ''}`;
+        }
+        if (clause.startsWith('{')) {
+          const names = clause
+            .slice(1, -1)
+            .split(',')
+            .map((part) => part.trim())
+            .filter(Boolean)
+            .map((part) => part.replace(/^([\w$]+)\s+as\s+([\w$]+)$/, '$1: $2'));
+          if (defaultName) names.unshift(`default: ${defaultName}`);
+          return `${indent}var { ${names.join(', ')} } = ${load};`;
+        }
+        // `import x from` where `first` is absent: clause is the default binding.
+        return `${indent}var ${clause} = (${load}).default;`;
+      },
+    )
     .replace(BARE_IMPORT, (_match, indent: string, source: string) => `${indent}await import(${source});`);
 }

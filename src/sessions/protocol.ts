@@ -25,7 +25,10 @@ export type DriverMessage = z.infer<typeof driverMessageSchema>;
 export type DoneMessage = Extract<DriverMessage, { type: 'done' }>;
 
 export function encodeFrame(message: ExecMessage): Buffer {
-  const body = Buffer.from(JSON.stringify({ type: message.type, id: message.id, code: message.code }), 'utf8');
+  const body = Buffer.from(
+    JSON.stringify({ type: message.type, id: message.id, code: message.code }),
+    'utf8',
+  );
   return Buffer.concat([Buffer.from(`${body.length}\n`, 'latin1'), body]);
 }
 
@@ -48,7 +51,8 @@ export class FrameDecoder {
       }
       const header = this.buffer.subarray(0, newline).toString('latin1');
       const size = Number(header);
-      if (!/^\d+$/.test(header) || size > MAX_FRAME_BYTES) throw new Error(`bad control frame header "${header}"`);
+      if (!/^\d+$/.test(header) || size > MAX_FRAME_BYTES)
+        throw new Error(`bad control frame header "${header}"`);
       const end = newline + 1 + size;
       if (this.buffer.length < end) return messages;
       const body = this.buffer.subarray(newline + 1, end).toString('utf8');

@@ -107,7 +107,7 @@ export function registerSessionTools(server: McpServer, services: Services): voi
     name: 'send_to_session',
     title: 'Run code in a session',
     description:
-      "Run code in a session started by start_session, building on the state of earlier sends. A trailing " +
+      'Run code in a session started by start_session, building on the state of earlier sends. A trailing ' +
       "expression's value is shown in stdout (Python repr, Node util.inspect), as in a REPL; top-level " +
       'await works in node/typescript (and python). An error keeps the session and its state. On timeout ' +
       'the code is interrupted (KeyboardInterrupt / SIGINT) and the state is kept; code that ignores the ' +

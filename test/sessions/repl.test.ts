@@ -1,0 +1,190 @@
+// REPL behaviour of every session language, through the real MCP server over stdio.
+import { existsSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { callTool, startServer, type TestServer } from '../helpers/server.js';
+import { allGone, processTree, send, start } from './helpers.js';
+
+interface Cases {
+  /** Three sends building state; the third prints 15. */
+  readonly state: readonly [string, string, string];
+  /** A trailing expression and how it is displayed. */
+  readonly display: readonly [string, string];
+  readonly error: readonly [string, RegExp];
+  /** Prints the state built by `state` (15). */
+  readonly show: string;
+  readonly loop: string;
+  /** A loop that ignores SIGINT, so the driver must be killed. */
+  readonly stubborn: string;
+  readonly hardExit: string;
+  readonly zero: string;
+  /** Reads n, yields, writes n + 1: racy unless sends are serialized. */
+  readonly increment: string;
+}
+
+const SPAWN_IGNORING_INT =
+  "require('child_process').spawnSync('bash', ['-c', 'trap \"\" INT; sleep 30'], { stdio: 'inherit' })";
+
+const CASES: Record<string, Cases> = {
+  python: {
+    state: ['n = 10', 'n += 5', 'print(n)'],
+    display: ['[1, 2] + [3]', '[1, 2, 3]\n'],
+    error: ['1/0', /ZeroDivisionError/],
+    show: 'print(n)',
+    loop: 'import time\nwhile True:\n    time.sleep(0.01)',
+    stubborn: 'import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass',
+    hardExit: 'import os\nos._exit(3)',
+    zero: 'n = 0',
+    increment: 'import time\nv = n\ntime.sleep(0.02)\nn = v + 1',
+  },
+  node: {
+    state: ['let n = 10', 'n += 5;', 'console.log(n)'],
+    display: ['[1, 2].concat([3])', '[ 1, 2, 3 ]\n'],
+    error: ['null.x', /TypeError/],
+    show: 'console.log(n)',
+    loop: 'while (true) {}',
+    stubborn: SPAWN_IGNORING_INT,
+    hardExit: 'process.exit(3)',
+    zero: 'n = 0;',
+    increment: '{ const v = n; await new Promise((r) => setTimeout(r, 20)); n = v + 1; }',
+  },
+  typescript: {
+    state: ['let n: number = 10', 'n += 5;', 'console.log(n as number)'],
+    display: ['const xs: number[] = [1, 2]; xs.map((v: number): number => v * 2)', '[ 2, 4 ]\n'],
+    error: ['const s: string = (null as any).x', /TypeError/],
+    show: 'console.log(n)',
+    loop: 'while (true) {}',
+    stubborn: SPAWN_IGNORING_INT,
+    hardExit: 'process.exit(3)',
+    zero: 'n = 0;',
+    increment: '{ const v: number = n; await new Promise((r) => setTimeout(r, 20)); n = v + 1; }',
+  },
+  bash: {
+    state: ['n=10', 'n=$((n + 5))', 'echo $n'],
+    // Bash has no values: the closest thing is that functions and cwd persist.
+    display: ['f() { echo "f:$1"; }; cd /tmp; f "$(pwd)"', 'f:/tmp\n'],
+    error: ['ls /nonexistent-codexec-dir', /No such file/],
+    show: 'echo $n',
+    loop: 'while true; do :; done',
+    stubborn: "trap '' INT; while true; do :; done",
+    hardExit: 'exit 3',
+    zero: 'n=0',
+    increment: 'v=$n; sleep 0.02; n=$((v + 1))',
+  },
+};
+
+describe.each(Object.keys(CASES))('%s session', (language) => {
+  const cases = CASES[language] as Cases;
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startServer({ env: { CODEXEC_KILL_GRACE_MS: '400', CODEXEC_MAX_SESSIONS: '20' } });
+  });
+  afterAll(() => server.close());
+
+  const stateful = async () => {
+    const session = await start(server.client, language);
+    for (const code of cases.state)
+      expect((await send(server.client, session.session_id, code)).value.success).toBe(true);
+    return session;
+  };
+
+  it('keeps state across three sends and displays a trailing expression', async () => {
+    const session = await start(server.client, language);
+    const results = [];
+    for (const code of cases.state) results.push((await send(server.client, session.session_id, code)).value);
+    expect(results.map((r) => r.success)).toEqual([true, true, true]);
+    expect(results[2]?.stdout).toBe('15\n');
+    const shown = await send(server.client, session.session_id, cases.display[0]);
+    expect(shown.value).toMatchObject({ success: true, stdout: cases.display[1], exit_code: 0 });
+    expect(shown.value.execution_id).toMatch(/^exec_[0-9a-f]{12}$/);
+  });
+
+  it('reports an error and keeps the state', async () => {
+    const session = await stateful();
+    const failed = await send(server.client, session.session_id, cases.error[0]);
+    expect(failed.isError).toBe(false);
+    expect(failed.value).toMatchObject({
+      success: false,
+      exit_code: expect.any(Number),
+      session_alive: true,
+    });
+    expect(failed.value.exit_code).not.toBe(0);
+    expect(failed.value.stderr).toMatch(cases.error[1]);
+    expect((await send(server.client, session.session_id, cases.show)).value.stdout).toBe('15\n');
+  });
+
+  it('interrupts code that runs past timeout_ms and keeps the state', async () => {
+    const session = await stateful();
+    const started = Date.now();
+    const stopped = await send(server.client, session.session_id, cases.loop, 500);
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(stopped.value).toMatchObject({
+      success: false,
+      timed_out: true,
+      session_alive: true,
+      exit_code: null,
+    });
+    expect(stopped.value.stderr).toMatch(/interrupted and the session kept its state/);
+    expect((await send(server.client, session.session_id, cases.show)).value.stdout).toBe('15\n');
+  });
+
+  it('kills a session whose code ignores the interrupt, without hanging', async () => {
+    const session = await stateful();
+    const tree = processTree(session.pid);
+    const started = Date.now();
+    const dead = await send(server.client, session.session_id, cases.stubborn, 500);
+    expect(Date.now() - started).toBeLessThan(8000);
+    expect(dead.value).toMatchObject({ success: false, timed_out: true, session_alive: false });
+    expect(dead.value.error).toMatch(/did not stop .* killed/);
+    expect(await allGone(tree)).toBe(true);
+    const after = await send(server.client, session.session_id, cases.show);
+    expect(after.isError).toBe(true);
+    expect(after.value).toMatchObject({ success: false, code: 'SESSION_NOT_FOUND' });
+  });
+
+  it('reports a hard exit instead of hanging', async () => {
+    const session = await stateful();
+    const exited = await send(server.client, session.session_id, cases.hardExit);
+    expect(exited.value).toMatchObject({
+      success: false,
+      session_alive: false,
+      exit_code: 3,
+      timed_out: false,
+    });
+    expect(exited.value.error).toMatch(/exited \(exit code 3\)/);
+    const listed = await callTool<{ sessions: Array<{ session_id: string }> }>(
+      server.client,
+      'list_sessions',
+      {},
+    );
+    expect(listed.value.sessions.map((s) => s.session_id)).not.toContain(session.session_id);
+  });
+
+  it('runs 5 parallel sends to one session one at a time', async () => {
+    const session = await start(server.client, language);
+    await send(server.client, session.session_id, cases.zero);
+    const results = await Promise.all(
+      Array.from({ length: 5 }, () => send(server.client, session.session_id, cases.increment)),
+    );
+    expect(results.every((r) => r.value.success)).toBe(true);
+    expect(new Set(results.map((r) => r.value.execution_id)).size).toBe(5);
+    expect((await send(server.client, session.session_id, cases.show)).value.stdout).toBe('5\n');
+  });
+
+  it('close_session kills the process tree and removes the workspace', async () => {
+    const session = await stateful();
+    const tree = processTree(session.pid);
+    expect(existsSync(session.working_dir)).toBe(true);
+    const closed = await callTool(server.client, 'close_session', { session_id: session.session_id });
+    expect(closed.isError).toBe(false);
+    expect(closed.value).toMatchObject({
+      success: true,
+      session_id: session.session_id,
+      executions_count: 3,
+    });
+    expect(closed.value.duration_total_ms).toEqual(expect.any(Number));
+    expect(await allGone(tree)).toBe(true);
+    expect(existsSync(session.working_dir)).toBe(false);
+    const again = await callTool(server.client, 'close_session', { session_id: session.session_id });
+    expect(again.value).toMatchObject({ success: false, code: 'SESSION_NOT_FOUND' });
+  });
+});
