@@ -37,6 +37,7 @@ export class ExecutionLogs {
   private retentionAuto = false;
   private retention: Promise<unknown> | undefined;
   private closed = false;
+  private readonly retired: IndexStore[] = [];
 
   constructor(private readonly options: ExecutionLogsOptions) {
     this.writer = new LogWriter(options.logDir, { onAppend: (file) => this.noteAppended(file) });
@@ -137,6 +138,14 @@ export class ExecutionLogs {
 
   private open(): IndexStore {
     if (this.closed) throw new Error('the execution log index is closed');
+    if (this.store && !this.store.isCurrent()) {
+      log('info', 'index.db was removed or replaced; switching to the current one');
+      // Never close a handle on a file that was unlinked under it: SQLite would delete the
+      // -wal/-shm of the new index.db by name. The handle lives until the process exits.
+      this.retired.push(this.store);
+      this.store = undefined;
+      this.catchUp = undefined;
+    }
     this.store ??= IndexStore.open(this.options.indexPath, this.options.logDir);
     return this.store;
   }

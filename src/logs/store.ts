@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import type { Statement } from 'better-sqlite3';
 import { type Db, openIndexDb } from './db.js';
 import { EntryReader } from './entry.js';
@@ -15,6 +16,8 @@ export class IndexStore implements RetentionIndex {
   private constructor(
     private readonly db: Db,
     dir: string,
+    private readonly path: string,
+    private readonly ino: number,
   ) {
     this.indexer = new Indexer(db, dir);
     this.searcher = new Searcher(db);
@@ -28,7 +31,13 @@ export class IndexStore implements RetentionIndex {
   }
 
   static open(path: string, dir: string): IndexStore {
-    return new IndexStore(openIndexDb(path, dir), dir);
+    const db = openIndexDb(path, dir);
+    return new IndexStore(db, dir, path, statSync(path).ino);
+  }
+
+  /** False once index.db was deleted or replaced (by a rebuild in another process, or by hand). */
+  isCurrent(): boolean {
+    return statSync(this.path, { throwIfNoEntry: false })?.ino === this.ino;
   }
 
   countExpired(file: string, cut: Cutoffs): number {

@@ -85,6 +85,13 @@ describe('execution log durability', () => {
     const second = await start(dir);
     expect(await ids(second.client)).toEqual([ran, 'exec_bbbbbbbbbbb1']);
     expect(existsSync(join(dir, 'index.db'))).toBe(true);
+
+    // Deleted while the server runs: it notices, switches to a fresh index and refills it.
+    for (const suffix of ['', '-wal', '-shm']) rmSync(join(dir, `index.db${suffix}`), { force: true });
+    const after = await run(second, 'echo after');
+    expect(await ids(second.client)).toEqual([after, ran, 'exec_bbbbbbbbbbb1']);
+    expect(existsSync(join(dir, 'index.db'))).toBe(true);
+    expect(second.stderr()).toMatch(/index\.db was removed or replaced/);
   });
 
   it('rebuilds a damaged index.db (garbage header, or a damaged schema page)', async () => {
