@@ -218,6 +218,18 @@ try {
     await measure('index  status', SAMPLES, statusFilters, (f) => history.search(f)),
     await measure('index  lang+status+query+since', SAMPLES, comboFilters, (f) => history.search(f)),
     await measure(
+      'index  status+since',
+      SAMPLES,
+      (i) => ({ status: statuses[i % statuses.length], since: '2026-02-15', limit: 20 }),
+      (f) => history.search(f),
+    ),
+    await measure(
+      'index  session',
+      SAMPLES,
+      (i) => ({ session_id: `sess_${((i * 7919) % 5000).toString(16).padStart(12, '0')}`, limit: 20 }),
+      (f) => history.search(f),
+    ),
+    await measure(
       'index  no filter',
       SAMPLES,
       () => ({ limit: 20 }),

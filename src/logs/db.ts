@@ -7,7 +7,7 @@ import { log } from '../util/index.js';
 export type Db = Database.Database;
 
 // Bump when the schema changes: an index of another version is dropped and rebuilt from JSONL.
-const SCHEMA_VERSION = 4;
+const SCHEMA_VERSION = 5;
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -44,7 +44,7 @@ CREATE TABLE IF NOT EXISTS counts (
 -- Words of code, stdout and stderr, plus the filters as columns of their own, so that a text
 -- search with filters is one FTS query (doclist merges), counted without touching the table.
 CREATE VIRTUAL TABLE IF NOT EXISTS executions_fts
-  USING fts5 (code, stdout, stderr, language, status, session, content = '', contentless_delete = 1);
+  USING fts5 (code, stdout, stderr, facet, session, content = '', contentless_delete = 1);
 `;
 
 const DROP = `

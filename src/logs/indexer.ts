@@ -4,7 +4,7 @@ import type { Statement } from 'better-sqlite3';
 import { log } from '../util/index.js';
 import type { Db } from './db.js';
 import { parseLogFileName } from './files.js';
-import { ID_SLOTS, sessionToken, timeKey } from './keys.js';
+import { facetTokens, ID_SLOTS, sessionToken, timeKey } from './keys.js';
 import { codePreview, type ExecutionLine, errorPreview, executedAt, parseLine, statusOf } from './lines.js';
 
 // About 2,000 entries: one transaction that blocks the event loop for tens of ms, not seconds.
@@ -39,7 +39,7 @@ export class Indexer {
     exists: Statement<[string], unknown>;
     lastInSlot: Statement<[number, number], { id: number | null }>;
     insert: Statement<unknown[]>;
-    insertFts: Statement<[number, string, string, string, string, string, string]>;
+    insertFts: Statement<[number, string, string, string, string, string]>;
   };
 
   constructor(
@@ -73,8 +73,8 @@ export class Indexer {
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
       insertFts: db.prepare(
-        `INSERT INTO executions_fts (rowid, code, stdout, stderr, language, status, session)
-         VALUES (?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO executions_fts (rowid, code, stdout, stderr, facet, session)
+         VALUES (?, ?, ?, ?, ?, ?)`,
       ),
     };
   }
@@ -239,8 +239,7 @@ export class Indexer {
       line.code,
       line.stdout,
       line.stderr,
-      language ?? '',
-      status,
+      facetTokens(language, status),
       sessionId === null ? '' : sessionToken(sessionId),
     );
   }

@@ -16,5 +16,25 @@ export function timeKey(ms: number): number {
  * whole ids: `sess_ab12` → `sessab12`. Empty when the id has no letters or digits.
  */
 export function sessionToken(id: string): string {
-  return id.replace(/[^\p{L}\p{N}]/gu, '').toLowerCase();
+  return token(id);
+}
+
+function token(text: string): string {
+  return text.replace(/[^\p{L}\p{N}]/gu, '').toLowerCase();
+}
+
+/**
+ * FTS tokens for an entry's language and status — one each, and one for the pair, so a search
+ * with both filters merges one short doclist instead of two long ones.
+ */
+export function facetTokens(language: string | null, status: string): string {
+  const lang = language === null ? '' : token(language);
+  return lang === '' ? `s${status}` : `l${lang} s${status} l${lang}s${status}`;
+}
+
+/** The facet token that selects `language` and/or `status` (at least one given). */
+export function facetFilter(language: string | undefined, status: string | undefined): string {
+  const lang = language === undefined ? '' : `l${token(language)}`;
+  const stat = status === undefined ? '' : `s${status}`;
+  return `${lang}${stat}`;
 }

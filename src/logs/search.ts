@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { InvalidInputError } from '../errors/index.js';
 import { LANGUAGES } from '../runtimes/index.js';
 import type { Db } from './db.js';
-import { sessionToken, timeKey } from './keys.js';
+import { facetFilter, sessionToken, timeKey } from './keys.js';
 
 export const STATUSES = ['success', 'failed', 'timeout'] as const;
 export const MAX_LIMIT = 500;
@@ -157,8 +157,9 @@ function choosePlan(filters: SearchFilters, since: number | undefined): Plan {
 function ftsPlan(filters: SearchFilters, since: number | undefined, session: string | undefined): Plan {
   const parts: string[] = [];
   if (filters.query !== undefined) parts.push(`{code stdout stderr} : (${ftsExpression(filters.query)})`);
-  if (filters.language !== undefined) parts.push(`language : ${quote(filters.language)}`);
-  if (filters.status !== undefined) parts.push(`status : ${quote(filters.status)}`);
+  if (filters.language !== undefined || filters.status !== undefined) {
+    parts.push(`facet : ${quote(facetFilter(filters.language, filters.status))}`);
+  }
   if (session !== undefined) parts.push(`session : ${quote(session)}`);
   const params: unknown[] = [parts.join(' AND ')];
   let where = 'executions_fts MATCH ?';
