@@ -125,7 +125,7 @@ export class SessionManager {
   private get(sessionId: string): Session {
     const session = this.sessions.get(sessionId);
     if (session?.alive && !session.endReason) return session;
-    const ended = this.ended.get(sessionId);
+    const ended = this.ended.get(sessionId) ?? session?.endDetail;
     throw new SessionNotFoundError(
       ended
         ? `session ${sessionId} has ended (${ended}); start a new one with start_session`
@@ -205,8 +205,7 @@ export class SessionManager {
     this.sessions.delete(session.id);
     this.clearIdle(session.id);
     const reason: EndReason = session.endReason ?? 'crashed';
-    const detail = reason === 'crashed' ? `crashed: ${describeExit(exit)}` : reason;
-    this.ended.set(session.id, detail);
+    this.ended.set(session.id, session.endDetail);
     if (this.ended.size > TOMBSTONES) this.ended.delete(this.ended.keys().next().value as string);
     if (reason === 'crashed') log('warn', `session ${session.id} ended unexpectedly (${describeExit(exit)})`);
     await Promise.all([

@@ -90,6 +90,13 @@ export class Session {
     return this.exit === undefined;
   }
 
+  /** Why the session is over, for messages and tombstones ('' while it runs). */
+  get endDetail(): string {
+    if (this.exit === undefined && this.endReason === undefined) return '';
+    const reason = this.endReason ?? 'crashed';
+    return reason === 'crashed' && this.exit ? `crashed: ${describeExit(this.exit)}` : reason;
+  }
+
   /** Wait for the driver's `ready`; on failure the process is killed and a clear error thrown. */
   async ready(): Promise<void> {
     let timer: NodeJS.Timeout | undefined;

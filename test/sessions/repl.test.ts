@@ -1,8 +1,9 @@
 // REPL behaviour of every session language, through the real MCP server over stdio.
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callTool, startServer, type TestServer } from '../helpers/server.js';
-import { allGone, processTree, send, start } from './helpers.js';
+import { callTool, startServer, type TestServer, tempDir } from '../helpers/server.js';
+import { allGone, processTree, send, start, waitUntil } from './helpers.js';
 
 interface Cases {
   /** Three sends building state; the third prints 15. */
@@ -186,5 +187,87 @@ describe.each(Object.keys(CASES))('%s session', (language) => {
     expect(existsSync(session.working_dir)).toBe(false);
     const again = await callTool(server.client, 'close_session', { session_id: session.session_id });
     expect(again.value).toMatchObject({ success: false, code: 'SESSION_NOT_FOUND' });
+  });
+});
+
+describe.each(['node', 'typescript'])('%s declarations and await', (language) => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startServer();
+  });
+  afterAll(() => server.close());
+
+  it('keeps let/const/function/class and imports across sends, with top-level await', async () => {
+    const { session_id } = await start(server.client, language);
+    const cells = [
+      "import path from 'node:path'",
+      "import { join as joinPath } from 'node:path'",
+      'const base = 40',
+      'function add(a, b) { return a + b }',
+      'class Box { constructor(v) { this.v = v } get doubled() { return this.v * 2 } }',
+      'let fetched = await Promise.resolve(2)',
+    ];
+    for (const code of cells) {
+      const result = await send(server.client, session_id, code);
+      expect(result.value, code).toMatchObject({ success: true, stderr: '' });
+    }
+    const shown = await send(
+      server.client,
+      session_id,
+      'new Box(add(base, fetched)).doubled + path.sep + joinPath("a", "b")',
+    );
+    expect(shown.value.stdout).toBe("'84/a/b'\n");
+    const later = await send(
+      server.client,
+      session_id,
+      'await new Promise((r) => setTimeout(() => r(fetched), 10))',
+    );
+    expect(later.value.stdout).toBe('2\n');
+  });
+});
+
+describe('python extras', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startServer();
+  });
+  afterAll(() => server.close());
+
+  it('supports top-level await and a working_dir of the caller, which close leaves in place', async () => {
+    const dir = tempDir('codexec-session-wd-');
+    const session = await start(server.client, 'python', { working_dir: dir });
+    expect(session.working_dir).toBe(realpathSync(dir));
+    const awaited = await send(
+      server.client,
+      session.session_id,
+      'import asyncio\nawait asyncio.sleep(0.01)\n6 * 7',
+    );
+    expect(awaited.value.stdout).toBe('42\n');
+    const wrote = await send(server.client, session.session_id, "open('out.csv', 'w').write('a,b')");
+    expect(wrote.value.artifacts).toEqual(['out.csv']);
+    await callTool(server.client, 'close_session', { session_id: session.session_id });
+    expect(existsSync(join(dir, 'out.csv'))).toBe(true);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('notices a driver that dies between sends and logs it as crashed', async () => {
+    const session = await start(server.client, 'python');
+    await send(
+      server.client,
+      session.session_id,
+      'import os, threading\nthreading.Timer(0.2, lambda: os._exit(5)).start()',
+    );
+    expect(await allGone([session.pid])).toBe(true);
+    const late = await send(server.client, session.session_id, '1');
+    expect(late.value).toMatchObject({ success: false, code: 'SESSION_NOT_FOUND' });
+    expect(String((late.value as unknown as { error: string }).error)).toMatch(/crashed: exit code 5/);
+    const file = join(server.home, 'logs', `session-${session.session_id}.jsonl`);
+    await waitUntil(() => readFileSync(file, 'utf8').includes('session_end'), 5000);
+    const log = readFileSync(file, 'utf8');
+    expect(JSON.parse(log.trim().split('\n').at(-1) ?? '{}')).toMatchObject({
+      type: 'session_end',
+      reason: 'crashed',
+      exit_code: 5,
+    });
   });
 });
