@@ -3,8 +3,8 @@ import { log } from '../util/index.js';
 import { isCorruption, removeIndexFiles } from './db.js';
 import type { FullEntry } from './entry.js';
 import { ExecutionNotFoundError } from './errors.js';
+import type { SearchFilters, SearchPage } from './filters.js';
 import { applyRetention, cutoffs, type RetentionDays, type RetentionReport } from './retention.js';
-import type { SearchFilters, SearchPage } from './search.js';
 import { IndexStore } from './store.js';
 import { LogWriter } from './writer.js';
 

@@ -3,8 +3,6 @@
 
 export type { FullEntry } from './entry.js';
 export { ExecutionNotFoundError } from './errors.js';
-export { ExecutionLogs, type ExecutionLogsOptions } from './history.js';
-export type { RetentionDays, RetentionReport } from './retention.js';
 export {
   MAX_LIMIT,
   parseSince,
@@ -13,6 +11,8 @@ export {
   type SearchResult,
   STATUSES,
   searchFiltersSchema,
-} from './search.js';
+} from './filters.js';
+export { ExecutionLogs, type ExecutionLogsOptions } from './history.js';
+export type { RetentionDays, RetentionReport } from './retention.js';
 export type { ExecutionLogEntry } from './types.js';
 export { LogWriter, type LogWriterOptions } from './writer.js';

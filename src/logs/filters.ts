@@ -1,0 +1,75 @@
+// What a search asks for and what it answers: the zod schema shared by the tool and the CLI.
+import { z } from 'zod';
+import { LANGUAGES } from '../runtimes/index.js';
+
+export const STATUSES = ['success', 'failed', 'timeout'] as const;
+export const MAX_LIMIT = 500;
+
+/** A query term needs a letter or digit to be a word the FTS index knows. */
+export const HAS_WORD = /[\p{L}\p{N}]/u;
+const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
+const DATE_TIME = /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$/i;
+
+/** `since` as ms: a date is midnight UTC, a date-time without a zone is UTC. Undefined if invalid. */
+export function parseSince(value: string): number | undefined {
+  const text = value.trim();
+  let iso: string;
+  if (DATE_ONLY.test(text)) iso = `${text}T00:00:00Z`;
+  else if (DATE_TIME.test(text)) iso = /(Z|[+-]\d{2}:?\d{2})$/i.test(text) ? text : `${text}Z`;
+  else return undefined;
+  const ms = Date.parse(iso.replace(' ', 'T'));
+  return Number.isNaN(ms) ? undefined : ms;
+}
+
+/** The filters of `search_execution_logs` (and `codexec logs search`), validated at the edge. */
+export const searchFiltersSchema = z.object({
+  language: z.enum(LANGUAGES).optional().describe('Only executions in this language'),
+  status: z
+    .enum(STATUSES)
+    .optional()
+    .describe('success (exit 0), failed (non-zero exit, error or cancelled) or timeout'),
+  query: z
+    .string()
+    .trim()
+    .min(1)
+    .max(1000)
+    .refine((value) => HAS_WORD.test(value), 'must contain a letter or digit')
+    .optional()
+    .describe(
+      'Full-text search over code, stdout and stderr. Every word must appear, as a word or the start ' +
+        'of one (case-insensitive): "pandas read_csv", "ModuleNotFound"',
+    ),
+  since: z
+    .string()
+    .refine((value) => parseSince(value) !== undefined, 'expected a date (2026-02-01) or an ISO date-time')
+    .optional()
+    .describe('Only executions at or after this UTC date (2026-02-01) or date-time (2026-02-01T10:00:00Z)'),
+  session_id: z.string().min(1).optional().describe('Only the executions of this session (sess_…)'),
+  limit: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_LIMIT)
+    .default(20)
+    .describe(`How many results to return, newest first (default 20, max ${MAX_LIMIT})`),
+});
+
+export type SearchFilters = z.output<typeof searchFiltersSchema>;
+
+export interface SearchResult {
+  execution_id: string;
+  session_id: string | null;
+  language: string | null;
+  code_preview: string;
+  status: (typeof STATUSES)[number];
+  exit_code: number | null;
+  error_preview: string | null;
+  duration_ms: number;
+  executed_at: string;
+}
+
+export interface SearchPage {
+  results: SearchResult[];
+  /** How many executions match, before `limit`. */
+  total_count: number;
+}
