@@ -170,6 +170,11 @@ export class SessionManager {
     });
     try {
       await session.ready();
+      // The server began to stop while this driver was starting: nobody else will kill it.
+      if (this.stopped) {
+        await session.kill('server_shutdown');
+        throw new SessionLimitError('the server is shutting down; no new sessions');
+      }
     } catch (error) {
       await rm(workspace, { recursive: true, force: true });
       throw error;

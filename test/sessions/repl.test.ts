@@ -271,3 +271,27 @@ describe('python extras', () => {
     });
   });
 });
+
+describe('cancellation', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startServer();
+  });
+  afterAll(() => server.close());
+
+  it('interrupts the running code when the client cancels the request, keeping the state', async () => {
+    const { session_id } = await start(server.client, 'python');
+    await send(server.client, session_id, 'n = 7');
+    const controller = new AbortController();
+    const pending = server.client.callTool(
+      { name: 'send_to_session', arguments: { session_id, code: 'while True:\n    pass' } },
+      { signal: controller.signal },
+    );
+    setTimeout(() => controller.abort(), 300);
+    await expect(pending).rejects.toThrow();
+    const started = Date.now();
+    const after = await send(server.client, session_id, 'n');
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(after.value).toMatchObject({ success: true, stdout: '7\n' });
+  });
+});

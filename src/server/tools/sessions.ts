@@ -111,7 +111,8 @@ export function registerSessionTools(server: McpServer, services: Services): voi
       "expression's value is shown in stdout (Python repr, Node util.inspect), as in a REPL; top-level " +
       'await works in node/typescript (and python). An error keeps the session and its state. On timeout ' +
       'the code is interrupted (KeyboardInterrupt / SIGINT) and the state is kept; code that ignores the ' +
-      'interrupt gets the session killed (session_alive=false). Sends to one session run in order.',
+      'interrupt gets the session killed (session_alive=false). Sends to one session run in order; output ' +
+      'printed by background work between sends shows up in the next send.',
     input: sendInput,
     output: sendOutput,
     annotations: EFFECTS,
