@@ -1,8 +1,8 @@
 // Session lifecycle through the real MCP server: limit, idle kill, server exit, logs, listing.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callTool, ERAS, startServer, type TestServer } from '../helpers/server.js';
+import { callTool, ERAS, startServer, type TestServer, tempDir } from '../helpers/server.js';
 import { allGone, processTree, send, start } from './helpers.js';
 
 const LANGUAGES = ['python', 'node', 'typescript', 'bash'] as const;
@@ -148,14 +148,23 @@ describe('idle sessions', () => {
 });
 
 describe.each(['stdin closed', 'SIGTERM'])('server exit (%s)', (how) => {
-  it('kills every session process', async () => {
-    const server = await startServer();
+  it('kills every session process and logs server_shutdown', async () => {
+    const home = tempDir();
+    const server = await startServer({ home });
     const sessions = await Promise.all(LANGUAGES.map((language) => start(server.client, language)));
     const trees = sessions.flatMap((s) => processTree(s.pid));
     expect(trees.length).toBeGreaterThanOrEqual(4);
     if (how === 'SIGTERM') process.kill(server.pid, 'SIGTERM');
     await server.close().catch(() => {});
     expect(await allGone([...trees, server.pid])).toBe(true);
+    for (const session of sessions) {
+      expect(readLog(home, session.session_id).at(-1)).toMatchObject({
+        type: 'session_end',
+        reason: 'server_shutdown',
+      });
+      expect(existsSync(session.working_dir)).toBe(false);
+    }
+    rmSync(home, { recursive: true, force: true });
   });
 });
 

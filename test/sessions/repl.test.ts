@@ -73,11 +73,18 @@ const CASES: Record<string, Cases> = {
   },
 };
 
-describe.each(Object.keys(CASES))('%s session', (language) => {
-  const cases = CASES[language] as Cases;
+// `auto` is the namespace sandbox where this machine allows it; `subprocess` is the seed's light mode.
+const MATRIX = ['auto', 'subprocess'].flatMap((mode) =>
+  Object.keys(CASES).map((language) => [language, mode]),
+);
+
+describe.each(MATRIX)('%s session (sandbox mode %s)', (language, mode) => {
+  const cases = CASES[language as string] as Cases;
   let server: TestServer;
   beforeAll(async () => {
-    server = await startServer({ env: { CODEXEC_KILL_GRACE_MS: '400', CODEXEC_MAX_SESSIONS: '20' } });
+    server = await startServer({
+      env: { CODEXEC_KILL_GRACE_MS: '400', CODEXEC_MAX_SESSIONS: '20', CODEXEC_SANDBOX_MODE: mode as string },
+    });
   });
   afterAll(() => server.close());
 
