@@ -96,7 +96,9 @@ async function execute(code) {
     return { status: 'ok', exit_code: 0 };
   } catch (error) {
     const interrupted = error instanceof Error && /interrupted by `SIGINT`/.test(error.message);
-    process.stderr.write(`${interrupted ? 'Interrupted: execution stopped by SIGINT' : formatError(error)}\n`);
+    process.stderr.write(
+      `${interrupted ? 'Interrupted: execution stopped by SIGINT' : formatError(error)}\n`,
+    );
     return interrupted ? { status: 'interrupted', exit_code: 130 } : { status: 'error', exit_code: 1 };
   }
 }
