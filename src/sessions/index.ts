@@ -4,7 +4,7 @@
 export { DRIVERS, type DriverSpec } from './drivers.js';
 export { SessionLimitError, SessionNotFoundError, SessionStartError } from './errors.js';
 export { SessionManager, type SessionManagerDeps } from './manager.js';
-export { prepareCell, rewriteImports } from './prepare.js';
+export { prepareCell, redeclarable, rewriteImports } from './prepare.js';
 export { type DriverMessage, type ExecMessage, encodeFrame, FrameDecoder } from './protocol.js';
 export type {
   CloseResult,

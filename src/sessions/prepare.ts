@@ -3,7 +3,9 @@ import type { Language } from '../runtimes/index.js';
 
 // Server-side preparation of a cell before it reaches its driver. Node cells run as classic
 // scripts, where static `import` is a syntax error, so imports become `await import()` bound
-// with `var` (re-importing in a later cell is then allowed). TypeScript is stripped first.
+// with `var`. Top-level `let`/`const` (at column 0) become `var` too: in a script a re-declared
+// let/const is a SyntaxError, and one whose initializer threw stays unusable for the rest of the
+// session, which breaks the fix-and-resend loop. TypeScript is stripped first.
 
 type Transform = (
   code: string,
@@ -20,9 +22,9 @@ export class CellSyntaxError extends Error {
 export function prepareCell(language: Language, code: string): string {
   switch (language) {
     case 'node':
-      return rewriteImports(code);
+      return redeclarable(rewriteImports(code));
     case 'typescript':
-      return rewriteImports(stripTypes(code));
+      return redeclarable(rewriteImports(stripTypes(code)));
     default:
       return code;
   }
@@ -71,4 +73,11 @@ export function rewriteImports(code: string): string {
       },
     )
     .replace(BARE_IMPORT, (_match, indent: string, source: string) => `${indent}await import(${source});`);
+}
+
+const TOP_LEVEL_LEXICAL = /^(?:let|const)(?=\s+[\w$[{])/gm;
+
+/** `let`/`const` starting a line at column 0 → `var`, so a later cell may declare the name again. */
+export function redeclarable(code: string): string {
+  return code.replace(TOP_LEVEL_LEXICAL, 'var');
 }

@@ -1,6 +1,12 @@
 // The control-channel framing and the server-side cell preparation (no processes involved).
 import { describe, expect, it } from 'vitest';
-import { encodeFrame, FrameDecoder, prepareCell, rewriteImports } from '../../src/sessions/index.js';
+import {
+  encodeFrame,
+  FrameDecoder,
+  prepareCell,
+  redeclarable,
+  rewriteImports,
+} from '../../src/sessions/index.js';
 
 const frame = (message: object) => {
   const body = Buffer.from(JSON.stringify(message));
@@ -52,7 +58,16 @@ describe('cell preparation', () => {
   it('strips TypeScript but keeps imports a later cell may use', () => {
     const out = prepareCell('typescript', "import { readFileSync } from 'node:fs';\nconst n: number = 1;");
     expect(out).toContain("var { readFileSync } = await import('node:fs');");
-    expect(out).toContain('const n = 1;');
+    expect(out).toContain('var n = 1;');
+  });
+
+  it('makes column-0 let/const re-declarable and leaves nested ones alone', () => {
+    expect(redeclarable('const a = 1;\nlet { b } = o;\nconst [c] = xs')).toBe(
+      'var a = 1;\nvar { b } = o;\nvar [c] = xs',
+    );
+    expect(redeclarable('function f() {\n  const x = 1;\n}\nconstant = 2; letter')).toBe(
+      'function f() {\n  const x = 1;\n}\nconstant = 2; letter',
+    );
   });
 
   it('leaves python and bash untouched', () => {

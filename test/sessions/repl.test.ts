@@ -231,6 +231,22 @@ describe.each(['node', 'typescript'])('%s declarations and await', (language) =>
     );
     expect(later.value.stdout).toBe('2\n');
   });
+
+  it('lets a cell that failed be fixed and sent again (re-declaring its const)', async () => {
+    const { session_id } = await start(server.client, language);
+    const failed = await send(
+      server.client,
+      session_id,
+      "const df = (() => { throw new Error('load failed') })()",
+    );
+    expect(failed.value).toMatchObject({ success: false });
+    expect(failed.value.stderr).toMatch(/load failed/);
+    const fixed = await send(server.client, session_id, 'const df = [1, 2, 3]\ndf.length');
+    expect(fixed.value).toMatchObject({ success: true, stdout: '3\n' });
+    const again = await send(server.client, session_id, 'let df2 = await Promise.resolve(df)\nlet df2b = 1');
+    expect(again.value.success).toBe(true);
+    expect((await send(server.client, session_id, 'let df2 = 9; df2 + df2b')).value.stdout).toBe('10\n');
+  });
 });
 
 describe('python extras', () => {
