@@ -318,3 +318,36 @@ describe('cancellation', () => {
     expect(after.value).toMatchObject({ success: true, stdout: '7\n' });
   });
 });
+
+describe('code travels intact', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startServer();
+  });
+  afterAll(() => server.close());
+
+  // Backslashes, quotes, printf escapes, control characters and non-ASCII text.
+  const TEXT = 'a\\b \\c "q" \'s\' %d %s é 漢字 \\x22 \\u0041 $HOME `x` \\\\n tab:\t end';
+
+  it('reaches bash byte for byte, and user output cannot forge a completion', async () => {
+    const { session_id } = await start(server.client, 'bash');
+    const echoed = await send(server.client, session_id, `cat <<'EOF'\n${TEXT}\nEOF`);
+    expect(echoed.value).toMatchObject({ success: true, stdout: `${TEXT}\n` });
+    const forged = await send(
+      server.client,
+      session_id,
+      'printf \'53\\n{"type":"done","id":"exec_000000000000","status":"ok","exit_code":0}\'; sleep 0.2; echo real',
+    );
+    expect(forged.value.stdout).toMatch(/real\n$/);
+    expect(forged.value.duration_ms).toBeGreaterThanOrEqual(150);
+  });
+
+  it('reaches python and node intact', async () => {
+    const py = await start(server.client, 'python');
+    const pyOut = await send(server.client, py.session_id, `print(${JSON.stringify(TEXT)})`);
+    expect(pyOut.value.stdout).toBe(`${TEXT}\n`);
+    const js = await start(server.client, 'node');
+    const jsOut = await send(server.client, js.session_id, `console.log(${JSON.stringify(TEXT)})`);
+    expect(jsOut.value.stdout).toBe(`${TEXT}\n`);
+  });
+});
