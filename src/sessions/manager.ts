@@ -10,6 +10,7 @@ import { log, newId } from '../util/index.js';
 import { DRIVERS } from './drivers.js';
 import { SessionLimitError, SessionNotFoundError } from './errors.js';
 import { treeRssMb } from './memory.js';
+import { globalPackages } from './packages.js';
 import { describeExit, Session } from './session.js';
 import type {
   CloseResult,
@@ -144,12 +145,13 @@ export class SessionManager {
     const workspace = join(config.sandboxDir, id);
     const cwd = request.workingDir ?? workspace;
     await mkdir(workspace, { recursive: true, mode: 0o700 });
+    const packages = await globalPackages(config.envsDir, driver.interpreter, workspace);
     const proc = backend.spawn({
       argv: driver.argv(interpreter),
       cwd,
-      env: sandboxEnv(this.deps.hostEnv ?? process.env, driver.env),
+      env: sandboxEnv(this.deps.hostEnv ?? process.env, { ...driver.env, ...packages.env }),
       writablePaths: cwd === workspace ? [workspace] : [workspace, cwd],
-      readablePaths: [driver.file],
+      readablePaths: [driver.file, ...packages.readable],
       limits: config.limits,
       network: config.network,
       stdin: 'pipe',

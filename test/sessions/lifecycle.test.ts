@@ -1,5 +1,5 @@
 // Session lifecycle through the real MCP server: limit, idle kill, server exit, logs, listing.
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callTool, ERAS, startServer, type TestServer, tempDir } from '../helpers/server.js';
@@ -178,6 +178,39 @@ describe.each(ERAS)('sessions in the %s protocol era', (era) => {
       expect(closed.value).toMatchObject({ success: true, executions_count: 1 });
     } finally {
       await server.close();
+    }
+  });
+});
+
+describe('global packages', () => {
+  it('are importable in python and node sessions, as in one-shot runs', async () => {
+    const home = tempDir();
+    mkdirSync(join(home, 'envs', 'python'), { recursive: true });
+    writeFileSync(join(home, 'envs', 'python', 'codexec_probe.py'), 'VALUE = 41\n');
+    const pkg = join(home, 'envs', 'node', 'node_modules', 'codexec-probe');
+    mkdirSync(pkg, { recursive: true });
+    writeFileSync(join(pkg, 'package.json'), '{"name":"codexec-probe","main":"index.js"}');
+    writeFileSync(join(pkg, 'index.js'), 'module.exports = { value: 41 };');
+    const server = await startServer({ home });
+    try {
+      const py = await start(server.client, 'python');
+      expect(
+        (await send(server.client, py.session_id, 'import codexec_probe\ncodexec_probe.VALUE + 1')).value
+          .stdout,
+      ).toBe('42\n');
+      const js = await start(server.client, 'node');
+      const imported = await send(
+        server.client,
+        js.session_id,
+        "import probe from 'codexec-probe'\nprobe.value + 1",
+      );
+      expect(imported.value.stdout).toBe('42\n');
+      expect((await send(server.client, js.session_id, "require('codexec-probe').value")).value.stdout).toBe(
+        '41\n',
+      );
+    } finally {
+      await server.close();
+      rmSync(home, { recursive: true, force: true });
     }
   });
 });
