@@ -98,6 +98,20 @@ describe('session limits and listing', () => {
     }
   });
 
+  it('makes session executions findable by the execution-log search, with their session_id', async () => {
+    const session = await start(server.client, 'python');
+    const sent = await send(server.client, session.session_id, 'okapi_marker = 1');
+    const found = await callTool<{ results: Array<{ execution_id: string; session_id: string | null }> }>(
+      server.client,
+      'search_execution_logs',
+      { query: 'okapi_marker' },
+    );
+    expect(found.value.results).toContainEqual(
+      expect.objectContaining({ execution_id: sent.value.execution_id, session_id: session.session_id }),
+    );
+    await callTool(server.client, 'close_session', { session_id: session.session_id });
+  });
+
   it('writes session_start, execution and session_end lines in the seed format', async () => {
     const session = await start(server.client, 'bash', { name: 'logged' });
     await send(server.client, session.session_id, 'echo hi');
