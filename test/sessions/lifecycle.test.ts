@@ -161,14 +161,14 @@ describe('idle sessions', () => {
   });
 });
 
-describe.each(['stdin closed', 'SIGTERM'])('server exit (%s)', (how) => {
+describe.each(['stdin closed', 'SIGTERM', 'SIGINT'])('server exit (%s)', (how) => {
   it('kills every session process and logs server_shutdown', async () => {
     const home = tempDir();
     const server = await startServer({ home });
     const sessions = await Promise.all(LANGUAGES.map((language) => start(server.client, language)));
     const trees = sessions.flatMap((s) => processTree(s.pid));
     expect(trees.length).toBeGreaterThanOrEqual(4);
-    if (how === 'SIGTERM') process.kill(server.pid, 'SIGTERM');
+    if (how !== 'stdin closed') process.kill(server.pid, how as NodeJS.Signals);
     await server.close().catch(() => {});
     expect(await allGone([...trees, server.pid])).toBe(true);
     for (const session of sessions) {
