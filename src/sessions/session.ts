@@ -48,6 +48,7 @@ export class Session {
   private readonly decoder = new FrameDecoder();
   private waiting: { readonly id: string; readonly resolve: (done: DoneMessage) => void } | undefined;
   private onReady: ((pid: number) => void) | undefined;
+  private onOutput: SendRequest['onOutput'];
   private exit: Exit | undefined;
   private killedAfterInterrupt = false;
   private endNotified = false;
@@ -62,8 +63,14 @@ export class Session {
     });
     this.stdout = new OutputCollector(options.config.output);
     this.stderr = new OutputCollector(options.config.output);
-    proc.stdout.on('data', (chunk: Buffer) => this.stdout.push(chunk));
-    proc.stderr.on('data', (chunk: Buffer) => this.stderr.push(chunk));
+    proc.stdout.on('data', (chunk: Buffer) => {
+      const text = this.stdout.push(chunk);
+      if (text) this.onOutput?.('stdout', text);
+    });
+    proc.stderr.on('data', (chunk: Buffer) => {
+      const text = this.stderr.push(chunk);
+      if (text) this.onOutput?.('stderr', text);
+    });
     proc.stdin?.end(); // code that reads stdin gets EOF instead of blocking the session
     proc.stdin?.on('error', () => {});
     const control = proc.control;
@@ -149,10 +156,12 @@ export class Session {
       throw new SessionNotFoundError(`session ${this.id} has ended; start a new one with start_session`);
     }
     this.running = true;
+    this.onOutput = request.onOutput;
     try {
       return await this.runCell(request);
     } finally {
       this.running = false;
+      this.onOutput = undefined;
       if (!this.alive) await this.notifyEnd();
     }
   }

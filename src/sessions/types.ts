@@ -14,6 +14,8 @@ export interface SendRequest {
   readonly code: string;
   readonly timeoutMs?: number | undefined;
   readonly signal?: AbortSignal | undefined;
+  /** Decoded output as it arrives during this send, for streaming to the client. */
+  readonly onOutput?: ((stream: 'stdout' | 'stderr', text: string) => void) | undefined;
 }
 
 export interface StartResult {

@@ -351,3 +351,26 @@ describe('code travels intact', () => {
     expect(jsOut.value.stdout).toBe(`${TEXT}\n`);
   });
 });
+
+describe('streaming', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startServer();
+  });
+  afterAll(() => server.close());
+
+  it('streams a send’s output as progress notifications while it runs', async () => {
+    const { session_id } = await start(server.client, 'python');
+    const messages: Array<{ message?: string; at: number }> = [];
+    const { value } = await callTool<{ stdout: string }>(
+      server.client,
+      'send_to_session',
+      { session_id, code: 'import time\nfor i in range(3):\n    print(f"step {i}")\n    time.sleep(0.3)' },
+      { onprogress: (p) => messages.push({ message: p.message, at: Date.now() }) },
+    );
+    const finished = Date.now();
+    expect(value.stdout).toBe('step 0\nstep 1\nstep 2\n');
+    expect(messages.map((m) => m.message).join('')).toBe('step 0\nstep 1\nstep 2\n');
+    expect(messages[0]?.at).toBeLessThan(finished - 300);
+  });
+});

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { resolveWorkingDir } from '../../policy/index.js';
 import { LANGUAGES } from '../../runtimes/index.js';
 import { defineTool } from '../define-tool.js';
+import { ProgressStreamer } from '../progress.js';
 import type { Services } from '../services.js';
 
 const sessionId = z.string().min(1).describe('The session id start_session returned (sess_…)');
@@ -116,12 +117,20 @@ export function registerSessionTools(server: McpServer, services: Services): voi
     input: sendInput,
     output: sendOutput,
     annotations: EFFECTS,
-    handler: (args, ctx) =>
-      sessions.send(args.session_id, {
-        code: args.code,
-        timeoutMs: args.timeout_ms,
-        signal: ctx.mcpReq.signal,
-      }),
+    handler: async (args, ctx) => {
+      // Output streams as progress notifications when the client asked for them (progressToken).
+      const progress = new ProgressStreamer(ctx);
+      try {
+        return await sessions.send(args.session_id, {
+          code: args.code,
+          timeoutMs: args.timeout_ms,
+          signal: ctx.mcpReq.signal,
+          onOutput: progress.enabled ? progress.push : undefined,
+        });
+      } finally {
+        progress.flush();
+      }
+    },
   });
   defineTool(server, {
     name: 'close_session',
