@@ -25,6 +25,7 @@ interface Probe {
   tmp_write: { ok: boolean };
   cap_eff: string;
   uid: number;
+  fds: Record<string, string>;
 }
 
 describe.each(['namespace', 'subprocess'] as const)('hostile read-only probes (%s mode)', (mode) => {
@@ -116,6 +117,13 @@ describe.each(['namespace', 'subprocess'] as const)('hostile read-only probes (%
       }
     },
   );
+
+  it.runIf(confined)('receives no file descriptor of the server beyond stdio', () => {
+    const extra = Object.entries(first.fds).filter(
+      ([fd, target]) => Number(fd) > 2 && target !== '/dev/null' && !target.startsWith('/proc/'),
+    );
+    expect(extra).toEqual([]);
+  });
 
   it(
     confined ? 'leaves no background process behind' : 'lets a setsid background process OUTLIVE the run',

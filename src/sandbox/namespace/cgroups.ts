@@ -2,6 +2,7 @@
 // created under the server's own cgroup (read from /proc/self/cgroup) and removed in dispose().
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { LimitKind } from '../types.js';
@@ -86,8 +87,7 @@ export function prepareCgroups(): CgroupLayout {
   if (!layout) throw new Error('no cgroup hierarchy with the memory and pids controllers is mounted');
   if (layout.version === 2) enableV2Controllers(layout.memory);
   // Prove we may create and remove a child before promising limits.
-  const probe = createRunCgroup(layout, { memoryMb: 64, maxProcs: 8 });
-  probe.removeNow();
+  createRunCgroup(layout, { memoryMb: 64, maxProcs: 8 }).removeNow();
   return layout;
 }
 
@@ -115,8 +115,12 @@ export class RunCgroup {
     private readonly dirs: readonly string[],
   ) {}
 
-  join(pid: number): void {
-    for (const dir of this.dirs) writeFileSync(join(dir, 'cgroup.procs'), String(pid));
+  /**
+   * Move `pid` in. Async on purpose: the first migration waits for an RCU grace period in the
+   * kernel (5-25 ms on cgroup v1), which must not stall the server's event loop.
+   */
+  async join(pid: number): Promise<void> {
+    for (const dir of this.dirs) await writeFile(join(dir, 'cgroup.procs'), String(pid));
   }
 
   pids(): number[] {
@@ -157,9 +161,10 @@ export class RunCgroup {
   /** Remove the cgroup(s) once the kernel has reaped every member (waits up to `ms`). */
   async remove(ms = 3000): Promise<void> {
     const deadline = Date.now() + ms;
-    while (this.pids().length > 0 && Date.now() < deadline) {
+    // Members of a dead pid namespace take a moment to be reaped: poll fast, then back off.
+    for (let wait = 1; this.pids().length > 0 && Date.now() < deadline; wait = Math.min(wait * 2, 50)) {
       this.killAll();
-      await sleep(10);
+      await sleep(wait);
     }
     this.removeNow();
   }

@@ -14,6 +14,7 @@ import type {
 } from '../types.js';
 import { buildBwrapArgs, SECCOMP_FD, WAIT_FD } from './args.js';
 import { createRunCgroup, type RunCgroup } from './cgroups.js';
+import { childStdio } from './fds.js';
 import { findOnPath } from './host.js';
 import { identityFor, Lease } from './ownership.js';
 import { descendants, signal } from './process.js';
@@ -109,14 +110,14 @@ export class NamespaceBackend implements SandboxBackend {
       cwd: '/',
       env: {},
       detached: true,
-      stdio: [
+      stdio: childStdio([
         spec.stdin,
         'pipe',
         'pipe',
         spec.control ? 'pipe' : 'ignore',
         'pipe',
         cgroup ? 'pipe' : 'ignore',
-      ],
+      ]),
     });
     const pid = child.pid;
     let alive = pid !== undefined;
@@ -136,15 +137,15 @@ export class NamespaceBackend implements SandboxBackend {
     stdio[SECCOMP_FD]?.end(seccomp);
     if (cgroup && pid !== undefined) {
       const go = stdio[WAIT_FD] as Writable;
-      try {
-        cgroup.join(pid);
-        go.end('\n');
-      } catch (error) {
-        // Never start unconfined: closing the pipe makes the wrapper exit without running bwrap.
-        go.destroy();
-        signal(pid, 'SIGKILL');
-        child.emit('error', new Error(`could not join the run's cgroup: ${(error as Error).message}`));
-      }
+      cgroup.join(pid).then(
+        () => go.end('\n'),
+        (error: Error) => {
+          // Never start unconfined: closing the pipe makes the wrapper exit without running bwrap.
+          go.destroy();
+          signal(pid, 'SIGKILL');
+          child.emit('error', new Error(`could not join the run's cgroup: ${error.message}`));
+        },
+      );
     }
     const { stdout, stderr } = child;
     if (!stdout || !stderr) throw new Error('spawn returned no output pipes');
