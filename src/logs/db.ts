@@ -7,14 +7,17 @@ import { log } from '../util/index.js';
 export type Db = Database.Database;
 
 // Bump when the schema changes: an index of another version is dropped and rebuilt from JSONL.
-const SCHEMA_VERSION = 5;
+const SCHEMA_VERSION = 7;
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS files (name TEXT PRIMARY KEY, ino INTEGER NOT NULL, offset INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS files (
+  id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, ino INTEGER NOT NULL, offset INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS sessions (session_id TEXT PRIMARY KEY, language TEXT NOT NULL);
 -- id is time-ordered (executed_ms * 1024 + a tie-breaker), so "newest first" is id DESC, in the
--- table and in the FTS index alike; secondary indexes end in id implicitly.
+-- table and in the FTS index alike; secondary indexes end in id implicitly. Language filters are
+-- served by FTS facet tokens and the counts table; status keeps an index for "failures since".
 CREATE TABLE IF NOT EXISTS executions (
   id INTEGER PRIMARY KEY,
   execution_id TEXT NOT NULL UNIQUE,
@@ -27,12 +30,11 @@ CREATE TABLE IF NOT EXISTS executions (
   executed_ms INTEGER NOT NULL,
   code_preview TEXT NOT NULL,
   error_preview TEXT,
-  file TEXT NOT NULL,
+  file INTEGER NOT NULL,
   offset INTEGER NOT NULL,
   length INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS executions_status ON executions (status);
-CREATE INDEX IF NOT EXISTS executions_language ON executions (language);
 CREATE INDEX IF NOT EXISTS executions_session ON executions (session_id);
 CREATE INDEX IF NOT EXISTS executions_file ON executions (file);
 -- Entries per (language, status), kept by the indexer in the same transactions as the rows

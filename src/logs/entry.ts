@@ -49,7 +49,10 @@ export class EntryReader {
     db: Db,
     private readonly dir: string,
   ) {
-    this.locate = db.prepare('SELECT file, offset, length, language FROM executions WHERE execution_id = ?');
+    this.locate = db.prepare(
+      `SELECT f.name AS file, e.offset, e.length, e.language
+       FROM executions e JOIN files f ON f.id = e.file WHERE e.execution_id = ?`,
+    );
   }
 
   /** The indexed file holding `id`, if any (to re-sync it when the read misses). */

@@ -11,7 +11,13 @@ import { codePreview, type ExecutionLine, errorPreview, executedAt, parseLine, s
 const CHUNK_BYTES = 1024 * 1024;
 const NEWLINE = 0x0a;
 
+interface LogFile {
+  name: string;
+  id: number;
+}
+
 interface FileRow {
+  id: number;
   ino: number;
   offset: number;
 }
@@ -28,11 +34,11 @@ export class Indexer {
   private readonly stmt: {
     file: Statement<[string], FileRow>;
     setFile: Statement<[string, number, number]>;
-    dropFile: Statement<[string]>;
+    dropFile: Statement<[number]>;
     listFiles: Statement<[], { name: string }>;
-    purgeFts: Statement<[string]>;
-    purgeRows: Statement<[string]>;
-    fileCounts: Statement<[string], { language: string; status: string; n: number }>;
+    purgeFts: Statement<[number]>;
+    purgeRows: Statement<[number]>;
+    fileCounts: Statement<[number], { language: string; status: string; n: number }>;
     addCount: Statement<[string, string, number]>;
     setSession: Statement<[string, string]>;
     sessionLanguage: Statement<[string], { language: string }>;
@@ -47,9 +53,12 @@ export class Indexer {
     private readonly dir: string,
   ) {
     this.stmt = {
-      file: db.prepare('SELECT ino, offset FROM files WHERE name = ?'),
-      setFile: db.prepare('INSERT OR REPLACE INTO files (name, ino, offset) VALUES (?, ?, ?)'),
-      dropFile: db.prepare('DELETE FROM files WHERE name = ?'),
+      file: db.prepare('SELECT id, ino, offset FROM files WHERE name = ?'),
+      setFile: db.prepare(
+        `INSERT INTO files (name, ino, offset) VALUES (?, ?, ?)
+         ON CONFLICT (name) DO UPDATE SET ino = excluded.ino, offset = excluded.offset`,
+      ),
+      dropFile: db.prepare('DELETE FROM files WHERE id = ?'),
       listFiles: db.prepare('SELECT name FROM files'),
       purgeFts: db.prepare(
         'DELETE FROM executions_fts WHERE rowid IN (SELECT id FROM executions WHERE file = ?)',
@@ -144,17 +153,18 @@ export class Indexer {
     }
     try {
       const { ino, size } = fstatSync(fd);
-      const row = this.stmt.file.get(name);
+      let row = this.stmt.file.get(name);
       let offset = row?.offset ?? 0;
       if (row && (row.ino !== ino || size < row.offset)) {
-        this.purge(name);
+        this.purge(row.id);
         offset = 0;
       }
-      if (offset >= size) {
-        if (!row || row.ino !== ino || row.offset !== offset) this.stmt.setFile.run(name, ino, offset);
-        return true;
+      if (!row || row.ino !== ino || row.offset !== offset) {
+        this.stmt.setFile.run(name, ino, offset);
+        row = this.stmt.file.get(name) as FileRow;
       }
-      const consumed = this.indexBytes(fd, name, offset, size, maxBytes);
+      if (offset >= size) return true;
+      const consumed = this.indexBytes(fd, { name, id: row.id }, offset, size, maxBytes);
       this.stmt.setFile.run(name, ino, offset + consumed);
       // A trailing line without its newline is still being written: wait for the rest.
       return offset + consumed >= size || consumed === 0;
@@ -164,7 +174,7 @@ export class Indexer {
   }
 
   /** Index the complete lines in [offset, …) up to about maxBytes; returns bytes consumed. */
-  private indexBytes(fd: number, name: string, offset: number, size: number, maxBytes: number): number {
+  private indexBytes(fd: number, file: LogFile, offset: number, size: number, maxBytes: number): number {
     let want = Math.min(maxBytes, size - offset);
     let buffer = Buffer.allocUnsafe(want);
     let read = readSync(fd, buffer, 0, want, offset);
@@ -181,31 +191,34 @@ export class Indexer {
     while (start <= end) {
       const stop = buffer.indexOf(NEWLINE, start);
       if (stop > start)
-        this.indexLine(name, buffer.toString('utf8', start, stop), offset + start, stop - start);
+        this.indexLine(file, buffer.toString('utf8', start, stop), offset + start, stop - start);
       start = stop + 1;
     }
     return end + 1;
   }
 
-  private indexLine(name: string, text: string, offset: number, length: number): void {
+  private indexLine(file: LogFile, text: string, offset: number, length: number): void {
     if (text.trim() === '') return;
     const parsed = parseLine(text);
     switch (parsed.kind) {
       case 'execution':
-        this.insert(parsed.line, name, offset, length);
+        this.insert(parsed.line, file.id, offset, length);
         return;
       case 'session_start':
         this.stmt.setSession.run(parsed.sessionId, parsed.language);
         return;
       case 'corrupt':
-        log('warn', `${join(this.dir, name)}: skipped a corrupt line at byte ${offset} (${parsed.reason})`);
+        log(
+          'warn',
+          `${join(this.dir, file.name)}: skipped a corrupt line at byte ${offset} (${parsed.reason})`,
+        );
         return;
       case 'other':
         return;
     }
   }
 
-  private insert(line: ExecutionLine, name: string, offset: number, length: number): void {
+  private insert(line: ExecutionLine, fileId: number, offset: number, length: number): void {
     // An entry seen before (the same line in two files, or indexed by another process) stays once.
     if (this.stmt.exists.get(line.execution_id) !== undefined) return;
     const sessionId = line.session_id ?? null;
@@ -228,7 +241,7 @@ export class Indexer {
       ms,
       codePreview(line.code),
       errorPreview(line, status),
-      name,
+      fileId,
       offset,
       length,
     ]);
@@ -265,16 +278,18 @@ export class Indexer {
   }
 
   private forget(name: string): void {
-    this.purge(name);
-    this.stmt.dropFile.run(name);
+    const row = this.stmt.file.get(name);
+    if (!row) return;
+    this.purge(row.id);
+    this.stmt.dropFile.run(row.id);
   }
 
   /** Remove every row of `name` from the table, the FTS index and the counts. */
-  private purge(name: string): void {
-    for (const { language, status, n } of this.stmt.fileCounts.all(name)) {
+  private purge(fileId: number): void {
+    for (const { language, status, n } of this.stmt.fileCounts.all(fileId)) {
       this.stmt.addCount.run(language, status, -n);
     }
-    this.stmt.purgeFts.run(name);
-    this.stmt.purgeRows.run(name);
+    this.stmt.purgeFts.run(fileId);
+    this.stmt.purgeRows.run(fileId);
   }
 }

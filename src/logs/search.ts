@@ -37,9 +37,9 @@ interface Plan {
 
 /**
  * Runs searches against the index; statements are prepared once per filter shape. Three plans
- * (choosePlan): text queries run inside FTS5, where filters are columns too and the count never
- * touches the table; language/status alone count from the trigger-kept `counts` table; the rest
- * use the table's indexes. All read newest first straight off the time-ordered id, so only
+ * (choosePlan): text queries and language/status filters run inside FTS5 (filters are facet
+ * tokens there) and count without touching the table; language/status alone take their total
+ * from the `counts` table the indexer keeps; sessions and bare time ranges use the table. All read newest first straight off the time-ordered id, so only
  * `limit` rows are fetched.
  */
 export class Searcher {
@@ -77,9 +77,14 @@ function choosePlan(filters: SearchFilters, since: number | undefined): Plan {
     return session === '' ? tablePlan(filters, since) : ftsPlan(filters, since, session);
   }
   if (session !== undefined) return tablePlan(filters, since); // a session's rows are few
-  if (since === undefined) return countedPlan(filters);
-  const both = filters.language !== undefined && filters.status !== undefined;
-  return both ? ftsPlan(filters, since, undefined) : tablePlan(filters, since);
+  const faceted = filters.language !== undefined || filters.status !== undefined;
+  if (since !== undefined) {
+    // Status alone over a time range: a range of the status index counts fastest.
+    return filters.language !== undefined ? ftsPlan(filters, since, undefined) : tablePlan(filters, since);
+  }
+  // Nothing but language and/or status: the total is kept in `counts`.
+  const page = faceted ? ftsPlan(filters, undefined, undefined) : tablePlan(filters, undefined);
+  return { ...page, ...countsQuery(filters) };
 }
 
 function ftsPlan(filters: SearchFilters, since: number | undefined, session: string | undefined): Plan {
@@ -133,9 +138,8 @@ function tablePlan(filters: SearchFilters, since: number | undefined): Plan {
   };
 }
 
-/** Only language and/or status: the total comes from the trigger-kept counts table. */
-function countedPlan(filters: SearchFilters): Plan {
-  const page = tablePlan(filters, undefined);
+/** The total for language and/or status alone, from the counts the indexer keeps. */
+function countsQuery(filters: SearchFilters): Pick<Plan, 'count' | 'countParams'> {
   const where: string[] = [];
   const countParams: unknown[] = [];
   if (filters.language !== undefined) {
@@ -147,5 +151,5 @@ function countedPlan(filters: SearchFilters): Plan {
     countParams.push(filters.status);
   }
   const clause = where.length > 0 ? `WHERE ${where.join(' AND ')}` : '';
-  return { ...page, count: `SELECT coalesce(sum(n), 0) AS n FROM counts ${clause}`, countParams };
+  return { count: `SELECT coalesce(sum(n), 0) AS n FROM counts ${clause}`, countParams };
 }

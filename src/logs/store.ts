@@ -23,7 +23,7 @@ export class IndexStore implements RetentionIndex {
     this.searcher = new Searcher(db);
     this.entries = new EntryReader(db, dir);
     this.expired = db.prepare(
-      `SELECT count(*) AS n FROM executions WHERE file = ? AND (
+      `SELECT count(*) AS n FROM executions WHERE file = (SELECT id FROM files WHERE name = ?) AND (
          (session_id IS NOT NULL AND executed_ms < ?) OR
          (session_id IS NULL AND status = 'success' AND executed_ms < ?) OR
          (session_id IS NULL AND status <> 'success' AND executed_ms < ?))`,

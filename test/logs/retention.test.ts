@@ -86,7 +86,9 @@ describe('log retention', () => {
       timeout: 10_000,
       interval: 100,
     });
-    expect(server.stderr()).toMatch(/retention removed 7 expired entries \(3 files deleted, 2 rewritten\)/);
+    await vi.waitFor(() =>
+      expect(server.stderr()).toMatch(/retention removed 7 expired entries \(3 files deleted, 2 rewritten\)/),
+    );
 
     expect(readdirSync(logDir(home)).sort()).toEqual(
       [
