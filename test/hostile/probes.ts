@@ -1,10 +1,12 @@
 // Shared pieces of the hostile-code suite: a server with planted secrets, and the probe program.
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chownSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { callTool, startServer, type TestServer } from '../helpers/server.js';
+import { Client } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import { baseEnv, CLI, callTool, startServer, type TestServer } from '../helpers/server.js';
 
 export interface Rig {
   readonly server: TestServer;
@@ -17,16 +19,25 @@ export interface Rig {
   close(): Promise<void>;
 }
 
-export async function startRig(env: Record<string, string> = {}): Promise<Rig> {
+/** `uid`: run the server as this (non-root) user instead of the test's own. */
+export async function startRig(env: Record<string, string> = {}, uid?: number): Promise<Rig> {
   const canary = `canary-${randomBytes(8).toString('hex')}`;
   const home = mkdtempSync(join(tmpdir(), 'codexec-hostile-home-'));
   mkdirSync(join(home, '.ssh'), { mode: 0o700 });
   writeFileSync(join(home, '.ssh', 'id_rsa'), `-----BEGIN KEY----- ${canary}\n`, { mode: 0o600 });
+  if (uid !== undefined) {
+    mkdirSync(join(home, '.codexec'));
+    for (const path of ['', '.ssh', '.ssh/id_rsa', '.codexec']) chownSync(join(home, path), uid, uid);
+  }
   const listener = createServer((socket) => socket.end('hello from the host\n'));
   await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
   const address = listener.address();
   const port = typeof address === 'object' && address ? address.port : 0;
-  const server = await startServer({ env: { HOME: home, CODEXEC_TEST_CANARY: canary, ...env } });
+  const serverEnv = { HOME: home, CODEXEC_TEST_CANARY: canary, ...env };
+  const server =
+    uid === undefined
+      ? await startServer({ env: serverEnv })
+      : await startServerAs(uid, join(home, '.codexec'), serverEnv);
   return {
     server,
     home,
@@ -65,6 +76,33 @@ export async function run(
   });
   if (isError) throw new Error(`execute_code refused: ${JSON.stringify(value)}`);
   return value;
+}
+
+/** `codexec serve` as another user (through setpriv), connected with the official MCP client. */
+async function startServerAs(
+  uid: number,
+  codexecHome: string,
+  env: Record<string, string>,
+): Promise<TestServer> {
+  const transport = new StdioClientTransport({
+    command: '/usr/bin/setpriv',
+    args: [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', process.execPath, CLI, 'serve'],
+    env: { ...baseEnv(codexecHome), ...env },
+    stderr: 'pipe',
+  });
+  let stderr = '';
+  transport.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const client = new Client({ name: 'codexec-hostile', version: '1.0.0' });
+  await client.connect(transport);
+  return {
+    client,
+    home: codexecHome,
+    pid: transport.pid ?? 0,
+    stderr: () => stderr,
+    close: () => client.close(),
+  };
 }
 
 /** Host processes whose command line contains `marker` (for "nothing outlives the run"). */

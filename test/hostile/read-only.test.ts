@@ -28,7 +28,12 @@ interface Probe {
   fds: Record<string, string>;
 }
 
-describe.each(['namespace', 'subprocess'] as const)('hostile read-only probes (%s mode)', (mode) => {
+// 'namespace (non-root)': the server itself runs as uid 65534 (bwrap in a user namespace, no
+// cgroups); only where the test runs as root and can switch users.
+const MODES = ['namespace', 'subprocess', ...(root ? ['namespace (non-root)'] : [])] as const;
+
+describe.each(MODES)('hostile read-only probes (%s mode)', (label) => {
+  const mode = label === 'subprocess' ? 'subprocess' : 'namespace';
   const confined = mode === 'namespace';
   const id = randomBytes(6).toString('hex');
   const tmpMarker = join('/tmp', `codexec-tmp-marker-${id}`);
@@ -40,7 +45,10 @@ describe.each(['namespace', 'subprocess'] as const)('hostile read-only probes (%
 
   beforeAll(async () => {
     // namespace: the default mode (auto), which must resolve to namespace on this Linux host.
-    rig = await startRig(confined ? {} : { CODEXEC_SANDBOX_MODE: 'subprocess' });
+    rig =
+      label === 'namespace (non-root)'
+        ? await startRig({ CODEXEC_SANDBOX_MODE: 'namespace' }, 65534)
+        : await startRig(confined ? {} : { CODEXEC_SANDBOX_MODE: 'subprocess' });
     writeTargets = [
       join(rig.home, `pwned-${id}`),
       join(tmpdir(), `codexec-pwned-${id}`),
