@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // Cold one-shot latency of `print(1)`: the bare interpreter, bubblewrap alone, and the namespace
 // backend (prlimit + cgroup + bwrap + seccomp + setpriv). Same interpreter, same run, interleaved.
-// (The engine's warm pool hides this on the hot path; this measures a cold sandbox.) Usage:
+// "no cgroup" shows what the per-run cgroup costs: on cgroup v1 moving a process into a cgroup
+// waits for an RCU grace period in the kernel. (The engine's warm pool hides all of this on the
+// hot path; this measures a cold sandbox.) Usage:
 //   npm run build && node bench/cold-start.mjs [iterations=40]
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -16,6 +18,7 @@ const home = mkdtempSync(join(tmpdir(), 'codexec-bench-'));
 const config = loadConfig({ ...process.env, CODEXEC_HOME: home, CODEXEC_SANDBOX_MODE: 'namespace' });
 const python = await new Interpreters(config.interpreters).get('python');
 const backend = new NamespaceBackend();
+const noCgroups = new NamespaceBackend({ cgroups: false });
 const probe = await backend.probe();
 if (!probe.available) {
   console.error(`namespace sandbox unavailable: ${probe.reason}`);
@@ -25,10 +28,26 @@ const argv = [python, '-c', 'print(1)'];
 const env = { PATH: '/usr/bin:/bin', PYTHONDONTWRITEBYTECODE: '1' };
 const workspace = mkdtempSync(join(tmpdir(), 'codexec-bench-ws-'));
 
-const system = backend.setup().system.flatMap((m) =>
-  m.kind === 'symlink' ? ['--symlink', m.target, m.path] : m.kind === 'dir' ? ['--dir', m.path] : ['--ro-bind', m.path, m.path],
-);
-const bwrapAlone = ['bwrap', '--unshare-all', '--die-with-parent', ...system, '--proc', '/proc', '--dev', '/dev', ...argv];
+const system = backend
+  .setup()
+  .system.flatMap((m) =>
+    m.kind === 'symlink'
+      ? ['--symlink', m.target, m.path]
+      : m.kind === 'dir'
+        ? ['--dir', m.path]
+        : ['--ro-bind', m.path, m.path],
+  );
+const bwrapAlone = [
+  'bwrap',
+  '--unshare-all',
+  '--die-with-parent',
+  ...system,
+  '--proc',
+  '/proc',
+  '--dev',
+  '/dev',
+  ...argv,
+];
 
 function exec(command, args) {
   return new Promise((resolve, reject) => {
@@ -39,8 +58,8 @@ function exec(command, args) {
   });
 }
 
-async function sandboxed() {
-  const proc = backend.spawn({
+async function sandboxed(using = backend) {
+  const proc = using.spawn({
     argv,
     cwd: workspace,
     env,
@@ -57,11 +76,11 @@ async function sandboxed() {
   if (exit.code !== 0) throw new Error(`sandboxed run exited ${exit.code}`);
 }
 
-
 const cases = {
   'bare interpreter': () => exec(argv[0], argv.slice(1)),
   'bwrap alone': () => exec(bwrapAlone[0], bwrapAlone.slice(1)),
-  'namespace backend': sandboxed,
+  'namespace backend': () => sandboxed(backend),
+  'namespace, no cgroup': () => sandboxed(noCgroups),
 };
 const samples = Object.fromEntries(Object.keys(cases).map((name) => [name, []]));
 for (const run of Object.values(cases)) await run(); // warm the page cache once
@@ -79,7 +98,9 @@ const pct = (values, p) => {
 };
 const bare = pct(samples['bare interpreter'], 50);
 console.log(`cold print(1), ${python}, ${iterations} runs each, interleaved`);
-console.log(`${'case'.padEnd(20)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'x bare'.padStart(7)} ${'+ms'.padStart(7)}`);
+console.log(
+  `${'case'.padEnd(20)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'x bare'.padStart(7)} ${'+ms'.padStart(7)}`,
+);
 for (const [name, values] of Object.entries(samples)) {
   const p50 = pct(values, 50);
   console.log(
@@ -89,6 +110,8 @@ for (const [name, values] of Object.entries(samples)) {
 }
 const ns = pct(samples['namespace backend'], 50);
 const bw = pct(samples['bwrap alone'], 50);
-console.log(`namespace vs bare: ${(ns / bare).toFixed(2)}x (+${(ns - bare).toFixed(1)} ms); vs bwrap alone: ${(ns / bw).toFixed(2)}x (+${(ns - bw).toFixed(1)} ms)`);
+console.log(
+  `namespace vs bare: ${(ns / bare).toFixed(2)}x (+${(ns - bare).toFixed(1)} ms); vs bwrap alone: ${(ns / bw).toFixed(2)}x (+${(ns - bw).toFixed(1)} ms)`,
+);
 rmSync(workspace, { recursive: true, force: true });
 rmSync(home, { recursive: true, force: true });

@@ -28,14 +28,21 @@ export type { Layer } from './setup.js';
 const SIGXCPU = 128 + constants.signals.SIGXCPU;
 const SIGXFSZ = 128 + constants.signals.SIGXFSZ;
 
+export interface NamespaceOptions {
+  /** false: never use cgroups (rlimit fallbacks only) — for measuring what they cost. */
+  readonly cgroups?: boolean;
+}
+
 export class NamespaceBackend implements SandboxBackend {
   readonly mode = 'namespace' as const;
   private host: HostSetup | undefined;
   private probed: Promise<Availability> | undefined;
 
+  constructor(private readonly options: NamespaceOptions = {}) {}
+
   /** Host facts, detected on first use (never at construction: the server must start instantly). */
   setup(): HostSetup {
-    this.host ??= detectHost();
+    this.host ??= detectHost({ cgroups: this.options.cgroups ?? true });
     return this.host;
   }
 

@@ -25,7 +25,7 @@ export interface HostSetup {
   readonly unavailable?: string;
 }
 
-export function detectHost(): HostSetup {
+export function detectHost(options: { readonly cgroups: boolean } = { cgroups: true }): HostSetup {
   const root = process.getuid?.() === 0;
   const layers: Layer[] = [];
   const bwrap = findOnPath('bwrap');
@@ -66,6 +66,7 @@ export function detectHost(): HostSetup {
   });
   let cgroups: CgroupLayout | undefined;
   try {
+    if (!options.cgroups) throw new Error('disabled by the caller');
     cgroups = prepareCgroups();
     layers.push({
       name: 'cgroups',
