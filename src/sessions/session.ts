@@ -1,12 +1,13 @@
 import { constants } from 'node:os';
 import type { Config } from '../config/index.js';
-import { diffSnapshots, drain, OutputCollector, snapshotDir } from '../engine/index.js';
+import { type ArtifactDiff, diffSnapshots, drain, OutputCollector, snapshotDir } from '../engine/index.js';
 import type { Language } from '../runtimes/index.js';
 import type { Exit, SandboxedProcess } from '../sandbox/index.js';
 import { log, newId } from '../util/index.js';
 import { SessionNotFoundError, SessionStartError } from './errors.js';
 import { CellSyntaxError, prepareCell } from './prepare.js';
 import { type DoneMessage, type DriverMessage, encodeFrame, FrameDecoder } from './protocol.js';
+import { SendStopper } from './stopper.js';
 import type { EndReason, SendRequest, SendResult } from './types.js';
 
 export interface SessionOptions {
@@ -178,10 +179,11 @@ export class Session {
       prepared = prepareCell(this.options.language, request.code);
     } catch (error) {
       if (!(error instanceof CellSyntaxError)) throw error;
-      return {
+      const collected = this.collect();
+      const result: SendResult = {
         ...base,
-        ...this.collect(),
-        stderr: `${error.message}\n`,
+        ...collected,
+        stderr: `${collected.stderr}${error.message}\n`,
         success: false,
         exit_code: 1,
         duration_ms: Date.now() - started,
@@ -191,6 +193,8 @@ export class Session {
         artifacts_deleted: [],
         session_alive: true,
       };
+      this.log(request.code, result, { created: [], modified: [], deleted: [] }, started);
+      return result;
     }
     const before = await snapshotDir(cwd);
     const done = new Promise<DoneMessage>((resolve) => {
@@ -198,86 +202,65 @@ export class Session {
     });
     this.proc.control?.write(encodeFrame({ type: 'exec', id: executionId, code: prepared }));
 
-    const timeoutMs = Math.min(request.timeoutMs ?? config.defaultTimeoutMs, config.maxTimeoutMs);
-    let timedOut = false;
-    let cancelled = false;
-    let grace: NodeJS.Timeout | undefined;
-    const interrupt = () => {
-      if (grace) return;
-      this.proc.kill('SIGINT');
-      grace = setTimeout(() => {
+    const stopper = new SendStopper(
+      this.proc,
+      Math.min(request.timeoutMs ?? config.defaultTimeoutMs, config.maxTimeoutMs),
+      config.killGraceMs,
+      request.signal,
+      () => {
         this.killedAfterInterrupt = true;
         this.endReason ??= 'crashed';
-        this.proc.kill('SIGKILL');
-      }, config.killGraceMs);
-    };
-    const timer = setTimeout(() => {
-      timedOut = true;
-      interrupt();
-    }, timeoutMs);
-    const onAbort = () => {
-      cancelled = true;
-      interrupt();
-    };
-    request.signal?.addEventListener('abort', onAbort, { once: true });
-    if (request.signal?.aborted) onAbort();
-    let outcome: DoneMessage | Exit;
-    try {
-      outcome = await Promise.race([done, this.proc.exited]);
-    } finally {
-      clearTimeout(timer);
-      clearTimeout(grace);
-      request.signal?.removeEventListener('abort', onAbort);
+      },
+    );
+    const outcome: DoneMessage | Exit = await Promise.race([done, this.proc.exited]).finally(() => {
+      stopper.dispose();
       this.waiting = undefined;
-    }
+    });
+    const answered = 'type' in outcome;
     // Output written before `done` is already in the pipes: one turn of the loop reads it.
-    if ('type' in outcome) await new Promise((resolve) => setImmediate(resolve));
+    if (answered) await new Promise((resolve) => setImmediate(resolve));
     else await drain(this.proc, 500);
     const duration_ms = Date.now() - started;
     const collected = this.collect();
-    let stderr = collected.stderr;
-    const stopped = timedOut || cancelled;
-    if (stopped) {
-      const why = timedOut ? `timed out after ${timeoutMs} ms` : 'cancelled';
-      stderr +=
-        'type' in outcome
-          ? `\n[codexec: ${why}; the code was interrupted and the session kept its state]\n`
-          : `\n[codexec: ${why}; the code ignored the interrupt for ${config.killGraceMs} ms, so the session's process was killed]\n`;
-    }
     const diff = diffSnapshots(before, await snapshotDir(cwd));
     const result: SendResult = {
       ...base,
       ...collected,
-      stderr,
-      success: 'type' in outcome && outcome.status === 'ok' && !stopped,
-      exit_code: stopped ? null : 'type' in outcome ? outcome.exit_code : this.exitCodeOf(outcome),
+      stderr: collected.stderr + stopper.note(answered),
+      success: answered && outcome.status === 'ok' && !stopper.stopped,
+      exit_code: stopper.stopped ? null : answered ? outcome.exit_code : this.exitCodeOf(outcome),
       duration_ms,
-      timed_out: timedOut,
-      cancelled,
+      timed_out: stopper.timedOut,
+      cancelled: stopper.cancelled,
       artifacts: [...diff.created, ...diff.modified],
       artifacts_deleted: diff.deleted,
-      session_alive: 'type' in outcome,
+      session_alive: answered,
     };
-    if (!('type' in outcome)) result.error = this.deathMessage(outcome);
+    if (!answered) result.error = this.deathMessage(outcome);
+    this.log(request.code, result, diff, started);
+    return result;
+  }
+
+  /** The seed's session `execution` line (plus language, flags, sandbox mode, artifacts). */
+  private log(code: string, result: SendResult, artifacts: ArtifactDiff, started: number): void {
     this.options.onExecution({
       type: 'execution',
-      execution_id: executionId,
+      execution_id: result.execution_id,
       session_id: this.id,
       language: this.options.language,
-      code: request.code,
+      code,
       stdin: null,
       stdout: result.stdout,
       stderr: result.stderr,
       exit_code: result.exit_code,
-      timed_out: timedOut,
-      cancelled,
-      duration_ms,
+      timed_out: result.timed_out,
+      cancelled: result.cancelled,
+      duration_ms: result.duration_ms,
       sandbox_mode: this.options.sandboxMode,
-      working_dir: cwd,
-      artifacts: diff,
+      working_dir: this.options.cwd,
+      artifacts,
       at: new Date(started).toISOString(),
     });
-    return result;
   }
 
   private collect(): { stdout: string; stderr: string; truncated: boolean } {

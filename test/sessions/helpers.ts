@@ -10,6 +10,7 @@ export interface SendValue {
   stdout: string;
   stderr: string;
   exit_code: number | null;
+  duration_ms: number;
   timed_out: boolean;
   truncated: boolean;
   artifacts: string[];
