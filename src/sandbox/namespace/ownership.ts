@@ -45,8 +45,8 @@ export class Lease {
   lend(paths: readonly string[]): void {
     let seen = 0;
     for (const root of paths) {
-      const stat = lstatSync(root);
-      if (!stat.isDirectory()) continue;
+      const stat = lstatSync(root, { throwIfNoEntry: false });
+      if (!stat?.isDirectory()) continue; // bwrap reports a missing bind source itself
       this.roots.push({ path: root, uid: stat.uid, gid: stat.gid });
       let level = [root];
       this.lendOne(root, stat.uid, stat.gid);
@@ -58,6 +58,8 @@ export class Lease {
             const path = join(dir, name);
             const entry = lstatSync(path, { throwIfNoEntry: false });
             if (!entry) continue;
+            // A second hard link may live outside the tree (even /etc): never hand that inode over.
+            if (!entry.isDirectory() && entry.nlink > 1) continue;
             this.lendOne(path, entry.uid, entry.gid);
             if (entry.isDirectory()) next.push(path);
           }

@@ -1,0 +1,94 @@
+import {
+  chownSync,
+  linkSync,
+  mkdirSync,
+  mkdtempSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { identityFor, Lease, NOBODY } from '../../src/sandbox/namespace/ownership.js';
+import { callTool, startServer } from '../helpers/server.js';
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+function dir(): string {
+  const path = mkdtempSync(join(tmpdir(), 'codexec-own-'));
+  dirs.push(path);
+  return path;
+}
+
+describe.runIf(process.getuid?.() === 0)('ownership when the server is root', () => {
+  it('runs as the working dir owner when that is a regular user, else as nobody', () => {
+    const mine = dir();
+    expect(identityFor(mine)).toEqual(NOBODY);
+    const theirs = dir();
+    rmSync(theirs, { recursive: true });
+    mkdirSync(theirs);
+    chownSync(theirs, 1000, 1000);
+    expect(identityFor(theirs)).toEqual({ uid: 1000, gid: 1000 });
+  });
+
+  it('lends root-owned entries, skips hard links and symlink targets, gives everything back', async () => {
+    const root = dir();
+    const outside = dir();
+    writeFileSync(join(root, 'data.csv'), 'a,b');
+    mkdirSync(join(root, 'sub'));
+    writeFileSync(join(outside, 'secret'), 'x');
+    linkSync(join(outside, 'secret'), join(root, 'hardlink'));
+    symlinkSync(join(outside, 'secret'), join(root, 'symlink'));
+    const lease = new Lease(NOBODY);
+    lease.lend([root]);
+    expect(statSync(root).uid).toBe(65534);
+    expect(statSync(join(root, 'data.csv')).uid).toBe(65534);
+    expect(statSync(join(root, 'sub')).uid).toBe(65534);
+    expect(statSync(join(outside, 'secret')).uid).toBe(0); // neither through the hard link nor the symlink
+    // What the run would leave: a new file, owned by the sandbox uid.
+    writeFileSync(join(root, 'sub', 'new.txt'), 'made');
+    chownSync(join(root, 'sub', 'new.txt'), 65534, 65534);
+    await lease.giveBack();
+    for (const name of ['.', 'data.csv', 'sub', 'sub/new.txt'])
+      expect(statSync(join(root, name)).uid).toBe(0);
+  });
+
+  it('a root-owned working_dir stays writable for the code and its outputs stay root-owned', async () => {
+    const work = dir();
+    writeFileSync(join(work, 'in.txt'), 'old');
+    const server = await startServer({ env: { CODEXEC_SANDBOX_MODE: 'namespace' } });
+    try {
+      const { value } = await callTool(server.client, 'execute_code', {
+        language: 'python',
+        code: 'import os\nopen("in.txt", "w").write("new")\nopen("out.txt", "w").write("made")\nprint(os.getuid())',
+        working_dir: work,
+      });
+      expect(value).toMatchObject({ success: true, stdout: '65534\n', sandbox_mode: 'namespace' });
+      expect((value as { artifacts: string[] }).artifacts.sort()).toEqual(['in.txt', 'out.txt']);
+      for (const name of ['.', 'in.txt', 'out.txt']) expect(statSync(join(work, name)).uid).toBe(0);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("a regular user's working_dir runs the code as that user, outputs theirs", async () => {
+    const work = dir();
+    chownSync(work, 1000, 1000);
+    const server = await startServer({ env: { CODEXEC_SANDBOX_MODE: 'namespace' } });
+    try {
+      const { value } = await callTool(server.client, 'execute_code', {
+        language: 'bash',
+        code: 'id -u; echo made > out.txt',
+        working_dir: work,
+      });
+      expect(value).toMatchObject({ success: true, stdout: '1000\n' });
+      expect(statSync(join(work, 'out.txt')).uid).toBe(1000);
+    } finally {
+      await server.close();
+    }
+  });
+});
