@@ -70,12 +70,12 @@ export async function applyRetention(
     if (shouldStop()) break;
     const kind = parseLogFileName(name)?.kind;
     const path = join(dir, name);
-    let outcome: FileOutcome = { removed: 0, deleted: false };
-    if (kind === 'daily' && index.countExpired(name, cut) > 0) {
-      outcome = await writer.exclusive(() => pruneDaily(path, cut), `retention of ${name}`);
-    } else if (kind === 'session') {
-      outcome = await writer.exclusive(() => pruneSession(path, cut), `retention of ${name}`);
-    }
+    let prune: ((path: string, cut: Cutoffs) => Promise<FileOutcome>) | undefined;
+    if (kind === 'daily' && index.countExpired(name, cut) > 0) prune = pruneDaily;
+    else if (kind === 'session') prune = pruneSession;
+    if (!prune) continue;
+    const run = prune;
+    const outcome = await writer.exclusive(() => run(path, cut), `retention of ${name}`);
     if (outcome.removed === 0 && !outcome.deleted) continue;
     report.removedEntries += outcome.removed;
     (outcome.deleted ? report.deletedFiles : report.rewrittenFiles).push(name);

@@ -1,4 +1,4 @@
-import { mkdir, open } from 'node:fs/promises';
+import { type FileHandle, mkdir, open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { log } from '../util/index.js';
 import type { ExecutionLogEntry } from './types.js';
@@ -33,14 +33,18 @@ export class LogWriter {
   }
 
   append(file: string, entry: object): Promise<void> {
-    const line = Buffer.from(`${JSON.stringify(entry)}\n`, 'utf8');
+    const text = `${JSON.stringify(entry)}\n`;
     return this.exclusive(async () => {
       this.dirReady ??= mkdir(this.dir, { recursive: true }).catch((error: Error) => {
         this.dirReady = undefined; // retry on the next write
         throw error;
       });
       await this.dirReady;
-      await appendLine(join(this.dir, file), line);
+      const path = join(this.dir, file);
+      // A line torn by a process that died mid-write would swallow ours: start on a fresh line.
+      // (Checked on every append — tens of µs — since any process sharing the file may die.)
+      const fresh = await endsWithNewline(path);
+      await appendLine(path, Buffer.from(fresh ? text : `\n${text}`, 'utf8'));
       this.options.onAppend?.(file);
     }, `could not write log ${file}`);
   }
@@ -61,6 +65,25 @@ export class LogWriter {
   /** Resolves when every append so far has finished. */
   flush(): Promise<void> {
     return this.queue;
+  }
+}
+
+async function endsWithNewline(path: string): Promise<boolean> {
+  let handle: FileHandle;
+  try {
+    handle = await open(path, 'r');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return true;
+    throw error;
+  }
+  try {
+    const { size } = await handle.stat();
+    if (size === 0) return true;
+    const last = Buffer.alloc(1);
+    await handle.read(last, 0, 1, size - 1);
+    return last[0] === 0x0a;
+  } finally {
+    await handle.close();
   }
 }
 

@@ -46,6 +46,23 @@ describe('ExecutionLogs', () => {
     expect(await ids(history)).toEqual(['exec_000000000002', 'exec_000000000001']);
   });
 
+  it('starts on a fresh line after a line torn by a crash, losing only the torn one', async () => {
+    const { history, dir } = logs();
+    const file = join(dir, 'executions-2026-05-04.jsonl');
+    const torn = JSON.stringify(oneshot({ id: 'exec_000000000007', at: '2026-05-04T00:00:00Z' })).slice(
+      0,
+      50,
+    );
+    await history.writer.appendExecution(entry('exec_000000000008', '2026-05-04T00:00:01Z'));
+    appendFileSync(file, torn); // another process died mid-line
+    await history.writer.appendExecution(entry('exec_000000000009', '2026-05-04T00:00:02Z'));
+    await history.writer.appendExecution(entry('exec_000000000010', '2026-05-04T00:00:03Z'));
+    const lines = readFileSync(file, 'utf8').split('\n');
+    expect(lines[1]).toBe(torn);
+    expect(lines).toHaveLength(5); // 4 lines and the final newline
+    expect(await ids(history)).toEqual(['exec_000000000010', 'exec_000000000009', 'exec_000000000008']);
+  });
+
   it('indexes a line longer than the read chunk', async () => {
     const { history } = logs();
     const huge = {
