@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildBwrapArgs, interpreterMount, WAIT_SCRIPT } from '../../src/sandbox/namespace/args.js';
+import { buildBwrapArgs, interpreterMount } from '../../src/sandbox/namespace/args.js';
 import type { SystemMount } from '../../src/sandbox/namespace/host.js';
 import type { SandboxSpec } from '../../src/sandbox/types.js';
 
@@ -23,7 +23,6 @@ const tools = {
   bwrap: '/usr/bin/bwrap',
   setpriv: '/usr/bin/setpriv',
   prlimit: '/usr/bin/prlimit',
-  shell: '/bin/sh',
 };
 const root = {
   tools,
@@ -33,7 +32,7 @@ const root = {
   seccomp: true,
   cpuSeconds: 31,
 };
-const user = { tools: { bwrap: '/usr/bin/bwrap', shell: '/bin/sh' }, system, cgroup: false, seccomp: true };
+const user = { tools: { bwrap: '/usr/bin/bwrap' }, system, cgroup: false, seccomp: true };
 
 /** Index of `flag` followed by `values` in argv, or -1. */
 function find(argv: string[], ...sequence: string[]): number {
@@ -45,10 +44,10 @@ describe('buildBwrapArgs as root', () => {
   const bwrapAt = argv.indexOf('/usr/bin/bwrap');
   const setprivAt = argv.indexOf('/usr/bin/setpriv');
 
-  it('chains prlimit → cgroup wait → bwrap → setpriv → the code', () => {
+  it('chains prlimit → bwrap (blocked until in the cgroup) → setpriv → the code', () => {
     expect(argv[0]).toBe('/usr/bin/prlimit');
-    expect(find(argv, '/bin/sh', '-c', WAIT_SCRIPT)).toBeGreaterThan(0);
-    expect(bwrapAt).toBeGreaterThan(find(argv, '/bin/sh', '-c', WAIT_SCRIPT));
+    expect(argv[argv.indexOf('--') + 1]).toBe('/usr/bin/bwrap');
+    expect(find(argv, '--block-fd', '5')).toBeGreaterThan(bwrapAt);
     expect(setprivAt).toBeGreaterThan(bwrapAt);
     expect(argv.slice(setprivAt + 1, setprivAt + 6)).toEqual([
       '--reuid=65534',
@@ -132,7 +131,7 @@ describe('buildBwrapArgs as a regular user', () => {
 
   it('without prlimit or cgroups there is no wrapper; rlimit fallbacks need prlimit', () => {
     const argv = buildBwrapArgs(spec, user);
-    expect(argv).not.toContain('/bin/sh');
+    expect(argv).not.toContain('--block-fd');
     const withPrlimit = buildBwrapArgs(spec, {
       ...user,
       tools: { ...user.tools, prlimit: '/usr/bin/prlimit' },

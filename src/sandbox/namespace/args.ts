@@ -1,4 +1,4 @@
-// The sandbox command line, built as data: prlimit → (cgroup wait) → bwrap → (setpriv) → argv.
+// The sandbox command line, built as data: prlimit → bwrap → (setpriv) → argv.
 // Pure: no I/O, so every flag is unit-tested without spawning anything.
 import { dirname, posix } from 'node:path';
 import type { SandboxSpec } from '../types.js';
@@ -7,9 +7,6 @@ import type { SystemMount } from './host.js';
 /** Fixed child fds: 3 is the control channel (spec.control), then ours. */
 export const SECCOMP_FD = 4;
 export const WAIT_FD = 5;
-
-/** Holds the child until the server has put it in its cgroup, so no fork escapes the limits. */
-export const WAIT_SCRIPT = `read -r _ <&${WAIT_FD} && exec ${WAIT_FD}<&- && exec "$@"`;
 
 const MIB = 1024 * 1024;
 /**
@@ -25,7 +22,6 @@ export interface Tools {
   /** Present when the server runs as root: drops to `identity` inside the namespaces. */
   readonly setpriv?: string;
   readonly prlimit?: string;
-  readonly shell: string;
 }
 
 export interface BwrapOptions {
@@ -33,7 +29,10 @@ export interface BwrapOptions {
   readonly system: readonly SystemMount[];
   /** Unprivileged uid/gid the code runs as, when the server is root (bwrap is then privileged). */
   readonly identity?: { readonly uid: number; readonly gid: number };
-  /** Memory and pids are enforced by a cgroup: wait on WAIT_FD until joined, skip the rlimit fallbacks. */
+  /**
+   * Memory and pids are enforced by a cgroup: bwrap blocks on WAIT_FD after building the sandbox,
+   * before it starts anything in it, until the server has moved it in; no rlimit fallbacks.
+   */
   readonly cgroup: boolean;
   /** A seccomp program will be readable on SECCOMP_FD. */
   readonly seccomp: boolean;
@@ -49,8 +48,8 @@ export function buildBwrapArgs(spec: SandboxSpec, options: BwrapOptions): string
   if (identity && !tools.setpriv) throw new TypeError('dropping to an unprivileged uid needs setpriv');
   const argv: string[] = [];
   if (tools.prlimit) argv.push(tools.prlimit, ...rlimits(spec, options), '--');
-  if (options.cgroup) argv.push(tools.shell, '-c', WAIT_SCRIPT, 'codexec-wait');
   argv.push(tools.bwrap, ...namespaceFlags(spec, identity !== undefined));
+  if (options.cgroup) argv.push('--block-fd', String(WAIT_FD));
   argv.push('--die-with-parent', '--new-session', '--hostname', 'codexec', '--clearenv');
   for (const [name, value] of Object.entries(spec.env)) argv.push('--setenv', name, value);
   argv.push(...filesystem(spec, options.system, options.privateDirs ?? []));

@@ -17,7 +17,7 @@ import { createRunCgroup, type RunCgroup } from './cgroups.js';
 import { childStdio } from './fds.js';
 import { findOnPath } from './host.js';
 import { identityFor, Lease } from './ownership.js';
-import { descendants, signal } from './process.js';
+import { children, descendants, signal } from './process.js';
 import { hostFilter } from './seccomp.js';
 import { detectHost, type HostSetup, type Layer } from './setup.js';
 
@@ -31,6 +31,22 @@ const SIGXFSZ = 128 + constants.signals.SIGXFSZ;
 export interface NamespaceOptions {
   /** false: never use cgroups (rlimit fallbacks only) — for measuring what they cost. */
   readonly cgroups?: boolean;
+}
+
+/**
+ * Move bwrap and what it has cloned so far into the run's cgroup while it builds the sandbox:
+ * the first move waits for an RCU grace period (cgroup v1), which overlaps bwrap's setup. bwrap
+ * then blocks on WAIT_FD before it forks anything else, so one more pass finds every process.
+ */
+async function joinSandbox(cgroup: RunCgroup, leader: number): Promise<void> {
+  const moved = new Set<number>();
+  for (let pending = [leader]; pending.length > 0; ) {
+    for (const pid of pending) {
+      await cgroup.join(pid);
+      moved.add(pid);
+    }
+    pending = [...moved].flatMap(children).filter((pid) => !moved.has(pid));
+  }
 }
 
 export class NamespaceBackend implements SandboxBackend {
@@ -144,11 +160,12 @@ export class NamespaceBackend implements SandboxBackend {
     stdio[SECCOMP_FD]?.end(seccomp);
     if (cgroup && pid !== undefined) {
       const go = stdio[WAIT_FD] as Writable;
-      cgroup.join(pid).then(
+      joinSandbox(cgroup, pid).then(
         () => go.end('\n'),
         (error: Error) => {
-          // Never start unconfined: closing the pipe makes the wrapper exit without running bwrap.
+          // Never start unconfined: without the byte on WAIT_FD bwrap runs nothing.
           go.destroy();
+          if (!alive) return; // bwrap already failed and said why on stderr
           signal(pid, 'SIGKILL');
           child.emit('error', new Error(`could not join the run's cgroup: ${error.message}`));
         },

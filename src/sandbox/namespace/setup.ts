@@ -87,7 +87,7 @@ export function detectHost(options: { readonly cgroups: boolean } = { cgroups: t
   const missing = layers.find((layer) => layer.required && !layer.ok);
   const tools: Tools | undefined =
     bwrap && (!root || setpriv)
-      ? { bwrap, shell: '/bin/sh', ...(setpriv && { setpriv }), ...(prlimit && { prlimit }) }
+      ? { bwrap, ...(setpriv && { setpriv }), ...(prlimit && { prlimit }) }
       : undefined;
   return {
     ...(tools && { tools }),
