@@ -97,7 +97,11 @@ export class NamespaceBackend implements SandboxBackend {
     const why = exit.spawnError?.message ?? (stderr.trim() || `exit ${exit.code ?? exit.signal}`);
     return {
       available: false,
-      reason: `bubblewrap could not start a sandbox here (${why}); user namespaces may be disabled (sysctl kernel.unprivileged_userns_clone=1) or the container forbids them`,
+      reason:
+        `bubblewrap could not start a sandbox here (${why}); ` +
+        (this.setup().root
+          ? 'as root it needs CAP_SYS_ADMIN (a container started without it cannot nest namespaces)'
+          : 'user namespaces may be disabled (sysctl kernel.unprivileged_userns_clone=1) or the container forbids them'),
     };
   }
 
@@ -109,7 +113,7 @@ export class NamespaceBackend implements SandboxBackend {
     const seccomp = hostFilter({ unixSocketsOnly: spec.network === 'none' });
     if (!seccomp)
       throw new SandboxUnavailableError('namespace sandbox unavailable: no seccomp filter for this arch');
-    const identity = host.root ? identityFor(spec.cwd === '/' ? '/' : spec.cwd) : undefined;
+    const identity = host.root ? identityFor(spec.cwd) : undefined;
     const lease = identity ? new Lease(identity) : undefined;
     lease?.lend(spec.writablePaths);
     let cgroup: RunCgroup | undefined;
@@ -186,7 +190,7 @@ export class NamespaceBackend implements SandboxBackend {
           if (name === 'SIGKILL') signal(pid, 'SIGKILL');
           else {
             const members = descendants(pid);
-            // Still in the wrappers (not yet bwrap): nothing to be graceful with.
+            // bwrap has not cloned the sandbox yet: nothing to be graceful with.
             if (members.length === 0) signal(pid, name);
             for (const member of members) signal(member, name);
           }

@@ -18,8 +18,8 @@ export const NOBODY: Identity = { uid: 65534, gid: 65534 };
 
 /** The uid/gid for a run whose working directory is `cwd` (server running as root). */
 export function identityFor(cwd: string, fallback: Identity = NOBODY): Identity {
-  const owner = statSync(cwd);
-  return owner.uid !== 0 ? { uid: owner.uid, gid: owner.gid } : fallback;
+  const owner = statSync(cwd, { throwIfNoEntry: false });
+  return owner && owner.uid !== 0 ? { uid: owner.uid, gid: owner.gid } : fallback;
 }
 
 interface Loan {
