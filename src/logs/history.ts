@@ -44,7 +44,9 @@ export class ExecutionLogs {
   }
 
   /** Matching executions, newest first, with the count before `limit`. */
-  search(filters: SearchFilters): Promise<SearchPage> {
+  async search(filters: SearchFilters): Promise<SearchPage> {
+    // Read-your-writes: appends still queued (a session reply does not wait for its log line) land first.
+    await this.writer.flush();
     return this.withStore(async (store) => {
       await this.caughtUp(store);
       this.refresh(store, false);
@@ -53,7 +55,8 @@ export class ExecutionLogs {
   }
 
   /** The full entry of one execution; throws ExecutionNotFoundError for an unknown id. */
-  get(executionId: string): Promise<FullEntry> {
+  async get(executionId: string): Promise<FullEntry> {
+    await this.writer.flush();
     return this.withStore(async (store) => {
       await this.caughtUp(store);
       this.refresh(store, false);

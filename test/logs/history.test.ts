@@ -63,6 +63,16 @@ describe('ExecutionLogs', () => {
     expect(await ids(history)).toEqual(['exec_000000000010', 'exec_000000000009', 'exec_000000000008']);
   });
 
+  it('reads its own writes: a search sees appends still in the queue', async () => {
+    const { history } = logs();
+    void history.writer.appendExecution(entry('exec_000000000011', '2026-05-05T00:00:00Z'));
+    void history.writer.appendSession(
+      'sess_000000000011',
+      entry('exec_000000000012', '2026-05-05T00:00:01Z'),
+    );
+    expect(await ids(history)).toEqual(['exec_000000000012', 'exec_000000000011']);
+  });
+
   it('indexes a line longer than the read chunk', async () => {
     const { history } = logs();
     const huge = {
