@@ -209,6 +209,7 @@ export class Engine {
       type: 'execution',
       execution_id: result.execution_id,
       session_id: null,
+      script_name: request.scriptName ?? null,
       language: result.language,
       code: request.code,
       stdin: null,

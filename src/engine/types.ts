@@ -9,6 +9,8 @@ export interface ExecutionRequest {
   readonly workingDir?: string | undefined;
   /** Command-line arguments for the script. */
   readonly args?: readonly string[] | undefined;
+  /** The saved script this run executes (run_script), recorded in the log entry. */
+  readonly scriptName?: string | undefined;
 }
 
 export type OutputStream = 'stdout' | 'stderr';

@@ -129,7 +129,12 @@ describe('get_execution_log', () => {
     );
     expect(found.value.results.map((r) => r.execution_id)).toEqual([run.value.execution_id]);
     const got = await callTool(server.client, 'get_execution_log', { execution_id: run.value.execution_id });
-    expect(got.value).toMatchObject({ status: 'success', stdout: 'script_marker one\n', language: 'python' });
+    expect(got.value).toMatchObject({
+      status: 'success',
+      stdout: 'script_marker one\n',
+      language: 'python',
+      script_name: 'log-marker',
+    });
   });
 
   it('refuses an unknown id with NOT_FOUND and bad input with INVALID_INPUT', async () => {

@@ -198,7 +198,14 @@ export function registerScriptTools(server: McpServer, services: Services): void
       const progress = new ProgressStreamer(ctx);
       try {
         const result = await services.engine.run(
-          { language: metadata.language, code, timeoutMs: args.timeout_ms, workingDir, args: args.args },
+          {
+            language: metadata.language,
+            code,
+            timeoutMs: args.timeout_ms,
+            workingDir,
+            args: args.args,
+            scriptName: metadata.name,
+          },
           { signal: ctx.mcpReq.signal, onOutput: progress.enabled ? progress.push : undefined },
         );
         await scripts.recordRun(args.name, result.success);
