@@ -70,10 +70,13 @@ async function runCell(code) {
   cellCount += 1;
   const filename = `<cell ${cellCount}>`;
   let wrapped = null;
-  try {
-    wrapped = processTopLevelAwait(code);
-  } catch {
-    wrapped = null; // not parseable: let V8 report the syntax error for the original code
+  // Parsing for the transform costs more than most cells: only cells that mention await pay it.
+  if (code.includes('await')) {
+    try {
+      wrapped = processTopLevelAwait(code);
+    } catch {
+      wrapped = null; // not parseable: let V8 report the syntax error for the original code
+    }
   }
   const script = new vm.Script(wrapped ?? code, { filename, importModuleDynamically });
   let value = script.runInThisContext({ breakOnSigint: true, displayErrors: true });
