@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { findCgroups } from '../../src/sandbox/namespace/cgroups.js';
+import { findCgroups } from '../../src/sandbox/namespace/cgroup-layout.js';
 
 const V1_MOUNTS = [
   '31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755',

@@ -1,4 +1,15 @@
-import { chmodSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  rmdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -141,4 +152,26 @@ describe('BackendRegistry', () => {
   it('auto picks namespace when it works here', async () => {
     expect((await new BackendRegistry('auto', backend).get()).mode).toBe('namespace');
   });
+});
+
+describe('cgroup leftovers', () => {
+  it.runIf(backend.setup().cgroups !== undefined)(
+    'a new server removes empty run cgroups of dead servers',
+    async () => {
+      const layout = backend.setup().cgroups;
+      if (!layout) return;
+      const gone = spawnSync('/bin/true').pid as number; // a pid that has exited
+      const stale = join(layout.memory, `codexec-run-${gone}-deadbeef`);
+      const ours = join(layout.memory, `codexec-run-${process.pid}-cafecafe`);
+      mkdirSync(stale);
+      mkdirSync(ours);
+      try {
+        new NamespaceBackend().setup();
+        expect(existsSync(stale)).toBe(false);
+        expect(existsSync(ours)).toBe(true); // its server (this process) is alive
+      } finally {
+        for (const dir of [stale, ours]) if (existsSync(dir)) rmdirSync(dir);
+      }
+    },
+  );
 });

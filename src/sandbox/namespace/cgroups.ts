@@ -3,8 +3,9 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { log } from '../../util/index.js';
 import type { LimitKind } from '../types.js';
 
 /** Where our cgroup lives for each controller (v2: one directory holds both). */
@@ -17,93 +18,6 @@ export interface CgroupLayout {
 export interface CgroupLimits {
   readonly memoryMb: number;
   readonly maxProcs: number;
-}
-
-interface Mount {
-  readonly root: string;
-  readonly point: string;
-  readonly type: string;
-  readonly options: string[];
-}
-
-/** Parse /proc/self/mountinfo and /proc/self/cgroup text into our cgroup directories. */
-export function findCgroups(mountinfo: string, selfCgroup: string, v2Controllers?: (dir: string) => string) {
-  const mounts: Mount[] = [];
-  for (const line of mountinfo.split('\n')) {
-    const [left, right] = line.split(' - ');
-    if (!left || !right) continue;
-    const fields = left.split(' ');
-    const [type, , superOptions = ''] = right.split(' ');
-    if (type !== 'cgroup' && type !== 'cgroup2') continue;
-    mounts.push({ root: fields[3] ?? '/', point: fields[4] ?? '', type, options: superOptions.split(',') });
-  }
-  const paths = new Map<string, string>();
-  for (const line of selfCgroup.split('\n')) {
-    const match = /^\d+:([^:]*):(.*)$/.exec(line);
-    if (!match) continue;
-    const [, controllers = '', path = '/'] = match;
-    if (controllers === '') paths.set('', path);
-    for (const name of controllers.split(',')) if (name) paths.set(name, path);
-  }
-  const dirFor = (mount: Mount, path: string) => join(mount.point, relative(mount.root, path));
-  const v1 = (name: string) => {
-    const mount = mounts.find((m) => m.type === 'cgroup' && m.options.includes(name));
-    const path = paths.get(name);
-    return mount && path !== undefined ? dirFor(mount, path) : undefined;
-  };
-  const memory = v1('memory');
-  const pids = v1('pids');
-  if (memory && pids) return { version: 1, memory, pids } satisfies CgroupLayout;
-  const unified = mounts.find((m) => m.type === 'cgroup2');
-  const path = paths.get('');
-  if (unified && path !== undefined) {
-    const dir = dirFor(unified, path);
-    const available = (v2Controllers ?? readControllers)(dir).split(/\s+/);
-    if (available.includes('memory') && available.includes('pids')) {
-      return { version: 2, memory: dir, pids: dir } satisfies CgroupLayout;
-    }
-  }
-  return undefined;
-}
-
-function readControllers(dir: string): string {
-  try {
-    return readFileSync(join(dir, 'cgroup.controllers'), 'utf8');
-  } catch {
-    return '';
-  }
-}
-
-/**
- * This process's cgroup layout, made ready for children; throws with the reason when cgroup
- * limits cannot work here. On v2 a cgroup holding processes cannot delegate controllers, so the
- * server moves itself into a leaf (`codexec-server`) first, as container runtimes do.
- */
-export function prepareCgroups(): CgroupLayout {
-  const layout = findCgroups(
-    readFileSync('/proc/self/mountinfo', 'utf8'),
-    readFileSync('/proc/self/cgroup', 'utf8'),
-  );
-  if (!layout) throw new Error('no cgroup hierarchy with the memory and pids controllers is mounted');
-  if (layout.version === 2) enableV2Controllers(layout.memory);
-  // Prove we may create and remove a child before promising limits.
-  createRunCgroup(layout, { memoryMb: 64, maxProcs: 8 }).removeNow();
-  return layout;
-}
-
-function enableV2Controllers(dir: string): void {
-  const control = join(dir, 'cgroup.subtree_control');
-  const enabled = () => readFileSync(control, 'utf8').split(/\s+/);
-  if (enabled().includes('memory') && enabled().includes('pids')) return;
-  try {
-    writeFileSync(control, '+memory +pids');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EBUSY') throw error;
-    const leaf = join(dir, 'codexec-server');
-    mkdirSync(leaf, { recursive: true });
-    writeFileSync(join(leaf, 'cgroup.procs'), String(process.pid));
-    writeFileSync(control, '+memory +pids');
-  }
 }
 
 /** One run's cgroup(s): limits written, processes joined by pid, removed when empty. */
@@ -166,19 +80,41 @@ export class RunCgroup {
       this.killAll();
       await sleep(wait);
     }
-    this.removeNow();
+    try {
+      this.removeNow();
+    } catch (error) {
+      // Never fail a finished run over cleanup; the next server's sweep removes it once empty.
+      log('warn', `could not remove cgroup ${this.dirs.join(', ')}: ${(error as Error).message}`);
+    }
+  }
+
+  /** Best effort, synchronous (process exit): members just killed may not be reaped yet. */
+  tryRemove(): void {
+    try {
+      this.removeNow();
+    } catch {
+      // a later server's sweep removes it once empty
+    }
   }
 
   removeNow(): void {
     if (this.removed) return;
+    let failure: unknown;
+    for (const dir of this.dirs) {
+      try {
+        rmdirSync(dir);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') failure ??= error;
+      }
+    }
+    if (failure) throw failure;
     this.removed = true;
-    // v1 pids before memory is irrelevant; each hierarchy holds its own directory.
-    for (const dir of this.dirs) rmdirSync(dir);
   }
 }
 
 export function createRunCgroup(layout: CgroupLayout, limits: CgroupLimits): RunCgroup {
-  const name = `codexec-run-${randomBytes(6).toString('hex')}`;
+  // The server's pid in the name lets a later server remove what a crashed one left behind.
+  const name = `codexec-run-${process.pid}-${randomBytes(4).toString('hex')}`;
   const bytes = String(limits.memoryMb * 1024 * 1024);
   const dirs =
     layout.version === 1 ? [join(layout.memory, name), join(layout.pids, name)] : [join(layout.memory, name)];

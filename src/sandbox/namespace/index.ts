@@ -54,7 +54,21 @@ export class NamespaceBackend implements SandboxBackend {
   private host: HostSetup | undefined;
   private probed: Promise<Availability> | undefined;
 
+  /** Run cgroups not yet removed: on exit the server kills their members and removes what it can. */
+  private readonly live = new Set<RunCgroup>();
+  private exitHook = false;
+
   constructor(private readonly options: NamespaceOptions = {}) {}
+
+  private track(cgroup: RunCgroup): void {
+    this.live.add(cgroup);
+    if (this.exitHook) return;
+    this.exitHook = true;
+    process.once('exit', () => {
+      for (const run of this.live) run.killAll();
+      for (const run of this.live) run.tryRemove();
+    });
+  }
 
   /** Host facts, detected on first use (never at construction: the server must start instantly). */
   setup(): HostSetup {
@@ -119,6 +133,7 @@ export class NamespaceBackend implements SandboxBackend {
     let cgroup: RunCgroup | undefined;
     try {
       cgroup = host.cgroups ? createRunCgroup(host.cgroups, spec.limits) : undefined;
+      if (cgroup) this.track(cgroup);
     } catch (error) {
       void lease?.giveBack();
       throw new SandboxUnavailableError(`could not create the run's cgroup: ${(error as Error).message}`);
@@ -178,6 +193,7 @@ export class NamespaceBackend implements SandboxBackend {
     const { stdout, stderr } = child;
     if (!stdout || !stderr) throw new Error('spawn returned no output pipes');
     let disposed: Promise<void> | undefined;
+    const live = this.live;
     return {
       pid,
       stdout,
@@ -202,6 +218,7 @@ export class NamespaceBackend implements SandboxBackend {
           if (alive && pid !== undefined) signal(pid, 'SIGKILL');
           await exited;
           await cgroup?.remove();
+          if (cgroup) live.delete(cgroup);
           await lease?.giveBack();
         })();
         return disposed;

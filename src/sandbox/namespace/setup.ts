@@ -2,7 +2,8 @@
 // the tools on PATH, the seccomp program, the cgroup layout. `doctor` prints the same facts.
 
 import type { Tools } from './args.js';
-import { type CgroupLayout, prepareCgroups } from './cgroups.js';
+import { prepareCgroups } from './cgroup-layout.js';
+import type { CgroupLayout } from './cgroups.js';
 import { findOnPath, hostSystemMounts, type SystemMount } from './host.js';
 import { seccompArch } from './seccomp.js';
 

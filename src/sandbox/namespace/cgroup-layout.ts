@@ -1,0 +1,123 @@
+// Where the server's own cgroup lives (v1 or v2, from /proc/self/cgroup and mountinfo), made
+// ready for per-run children; leftovers of crashed servers are swept here.
+import { mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { type CgroupLayout, createRunCgroup } from './cgroups.js';
+
+interface Mount {
+  readonly root: string;
+  readonly point: string;
+  readonly type: string;
+  readonly options: string[];
+}
+
+/** Parse /proc/self/mountinfo and /proc/self/cgroup text into our cgroup directories. */
+export function findCgroups(mountinfo: string, selfCgroup: string, v2Controllers?: (dir: string) => string) {
+  const mounts: Mount[] = [];
+  for (const line of mountinfo.split('\n')) {
+    const [left, right] = line.split(' - ');
+    if (!left || !right) continue;
+    const fields = left.split(' ');
+    const [type, , superOptions = ''] = right.split(' ');
+    if (type !== 'cgroup' && type !== 'cgroup2') continue;
+    mounts.push({ root: fields[3] ?? '/', point: fields[4] ?? '', type, options: superOptions.split(',') });
+  }
+  const paths = new Map<string, string>();
+  for (const line of selfCgroup.split('\n')) {
+    const match = /^\d+:([^:]*):(.*)$/.exec(line);
+    if (!match) continue;
+    const [, controllers = '', path = '/'] = match;
+    if (controllers === '') paths.set('', path);
+    for (const name of controllers.split(',')) if (name) paths.set(name, path);
+  }
+  const dirFor = (mount: Mount, path: string) => join(mount.point, relative(mount.root, path));
+  const v1 = (name: string) => {
+    const mount = mounts.find((m) => m.type === 'cgroup' && m.options.includes(name));
+    const path = paths.get(name);
+    return mount && path !== undefined ? dirFor(mount, path) : undefined;
+  };
+  const memory = v1('memory');
+  const pids = v1('pids');
+  if (memory && pids) return { version: 1, memory, pids } satisfies CgroupLayout;
+  const unified = mounts.find((m) => m.type === 'cgroup2');
+  const path = paths.get('');
+  if (unified && path !== undefined) {
+    const dir = dirFor(unified, path);
+    const available = (v2Controllers ?? readControllers)(dir).split(/\s+/);
+    if (available.includes('memory') && available.includes('pids')) {
+      return { version: 2, memory: dir, pids: dir } satisfies CgroupLayout;
+    }
+  }
+  return undefined;
+}
+
+function readControllers(dir: string): string {
+  try {
+    return readFileSync(join(dir, 'cgroup.controllers'), 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * This process's cgroup layout, made ready for children; throws with the reason when cgroup
+ * limits cannot work here. On v2 a cgroup holding processes cannot delegate controllers, so the
+ * server moves itself into a leaf (`codexec-server`) first, as container runtimes do.
+ */
+export function prepareCgroups(): CgroupLayout {
+  const layout = findCgroups(
+    readFileSync('/proc/self/mountinfo', 'utf8'),
+    readFileSync('/proc/self/cgroup', 'utf8'),
+  );
+  if (!layout) throw new Error('no cgroup hierarchy with the memory and pids controllers is mounted');
+  if (layout.version === 2) enableV2Controllers(layout.memory);
+  sweepStale(layout);
+  // Prove we may create and remove a child before promising limits.
+  createRunCgroup(layout, { memoryMb: 64, maxProcs: 8 }).removeNow();
+  return layout;
+}
+
+/** Remove empty run cgroups of servers that are gone (killed before they could dispose). */
+function sweepStale(layout: CgroupLayout): void {
+  for (const parent of new Set([layout.memory, layout.pids])) {
+    let names: string[];
+    try {
+      names = readdirSync(parent);
+    } catch {
+      continue;
+    }
+    for (const name of names) {
+      const owner = /^codexec-run-(\d+)-/.exec(name)?.[1];
+      if (owner === undefined || alive(Number(owner))) continue;
+      try {
+        rmdirSync(join(parent, name));
+      } catch {
+        // still has members, or removed concurrently: leave it
+      }
+    }
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function enableV2Controllers(dir: string): void {
+  const control = join(dir, 'cgroup.subtree_control');
+  const enabled = () => readFileSync(control, 'utf8').split(/\s+/);
+  if (enabled().includes('memory') && enabled().includes('pids')) return;
+  try {
+    writeFileSync(control, '+memory +pids');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EBUSY') throw error;
+    const leaf = join(dir, 'codexec-server');
+    mkdirSync(leaf, { recursive: true });
+    writeFileSync(join(leaf, 'cgroup.procs'), String(process.pid));
+    writeFileSync(control, '+memory +pids');
+  }
+}
