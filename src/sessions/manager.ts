@@ -88,19 +88,21 @@ export class SessionManager {
 
   async list(): Promise<{ sessions: SessionInfo[] }> {
     const sessions = await Promise.all(
-      [...this.sessions.values()].map(async (session) => ({
-        session_id: session.id,
-        language: session.options.language,
-        name: session.options.name,
-        started_at: session.startedAt.toISOString(),
-        last_activity_at: session.lastActivityAt.toISOString(),
-        executions_count: session.executionsCount,
-        pid: session.pid,
-        memory_mb: (await treeRssMb(session.pid)) ?? null,
-        packages_installed: [...session.packagesInstalled],
-        working_dir: session.options.cwd,
-        busy: session.busy,
-      })),
+      [...this.sessions.values()]
+        .filter((session) => session.alive && !session.endReason)
+        .map(async (session) => ({
+          session_id: session.id,
+          language: session.options.language,
+          name: session.options.name,
+          started_at: session.startedAt.toISOString(),
+          last_activity_at: session.lastActivityAt.toISOString(),
+          executions_count: session.executionsCount,
+          pid: session.pid,
+          memory_mb: (await treeRssMb(session.pid)) ?? null,
+          packages_installed: [...session.packagesInstalled],
+          working_dir: session.options.cwd,
+          busy: session.busy,
+        })),
     );
     return { sessions };
   }

@@ -1,12 +1,13 @@
 import { constants } from 'node:os';
 import type { Config } from '../config/index.js';
-import { type ArtifactDiff, diffSnapshots, drain, OutputCollector, snapshotDir } from '../engine/index.js';
+import { type ArtifactDiff, diffSnapshots, drain, OutputCollector } from '../engine/index.js';
 import type { Language } from '../runtimes/index.js';
 import type { Exit, SandboxedProcess } from '../sandbox/index.js';
 import { log, newId } from '../util/index.js';
 import { SessionNotFoundError, SessionStartError } from './errors.js';
 import { CellSyntaxError, prepareCell } from './prepare.js';
 import { type DoneMessage, type DriverMessage, encodeFrame, FrameDecoder } from './protocol.js';
+import { snapshotWorkingDir } from './snapshot.js';
 import { SendStopper } from './stopper.js';
 import type { EndReason, SendRequest, SendResult } from './types.js';
 
@@ -196,7 +197,7 @@ export class Session {
       this.log(request.code, result, { created: [], modified: [], deleted: [] }, started);
       return result;
     }
-    const before = await snapshotDir(cwd);
+    const before = await snapshotWorkingDir(cwd);
     const done = new Promise<DoneMessage>((resolve) => {
       this.waiting = { id: executionId, resolve };
     });
@@ -222,7 +223,7 @@ export class Session {
     else await drain(this.proc, 500);
     const duration_ms = Date.now() - started;
     const collected = this.collect();
-    const diff = diffSnapshots(before, await snapshotDir(cwd));
+    const diff = diffSnapshots(before, await snapshotWorkingDir(cwd));
     const result: SendResult = {
       ...base,
       ...collected,

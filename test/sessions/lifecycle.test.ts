@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callTool, ERAS, startServer, type TestServer, tempDir } from '../helpers/server.js';
-import { allGone, processTree, send, start } from './helpers.js';
+import { allGone, processTree, send, start, waitUntil } from './helpers.js';
 
 const LANGUAGES = ['python', 'node', 'typescript', 'bash'] as const;
 
@@ -155,6 +155,7 @@ describe('idle sessions', () => {
       const late = await send(server.client, session.session_id, '1');
       expect(late.value).toMatchObject({ success: false, code: 'SESSION_NOT_FOUND' });
       expect(String((late.value as unknown as { error: string }).error)).toMatch(/idle_timeout/);
+      await waitUntil(() => readLog(server.home, session.session_id).at(-1)?.type === 'session_end', 5000);
       expect(readLog(server.home, session.session_id).at(-1)).toMatchObject({ reason: 'idle_timeout' });
       expect(existsSync(session.working_dir)).toBe(false);
     }
