@@ -56,7 +56,7 @@ describe('session limits and listing', () => {
 
   it('lists sessions with pid, real memory, counts and timestamps', async () => {
     const session = await start(server.client, 'python', { name: 'analysis' });
-    await send(server.client, session.session_id, 'data = bytearray(30 * 1024 * 1024)');
+    await send(server.client, session.session_id, "data = b'x' * (30 * 1024 * 1024)");
     const { value } = await callTool<Listed>(server.client, 'list_sessions', {});
     const listed = value.sessions.find((s) => s.session_id === session.session_id);
     expect(listed).toMatchObject({
