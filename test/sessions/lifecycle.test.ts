@@ -183,6 +183,17 @@ describe.each(['stdin closed', 'SIGTERM', 'SIGINT'])('server exit (%s)', (how) =
   });
 });
 
+describe.each(['auto', 'subprocess'])('server killed with SIGKILL (sandbox mode %s)', (mode) => {
+  it('leaves no idle driver behind: each exits when its control channel closes', async () => {
+    const server = await startServer({ env: { CODEXEC_SANDBOX_MODE: mode } });
+    const sessions = await Promise.all(LANGUAGES.map((language) => start(server.client, language)));
+    const trees = sessions.flatMap((s) => processTree(s.pid));
+    process.kill(server.pid, 'SIGKILL');
+    await server.close().catch(() => {});
+    expect(await allGone(trees)).toBe(true);
+  });
+});
+
 describe.each(ERAS)('sessions in the %s protocol era', (era) => {
   it('start, send, list and close', async () => {
     const server = await startServer({ era });
