@@ -48,10 +48,11 @@ describe('hostile destructive probes (namespace mode only)', () => {
   });
 
   it('contains a fork bomb; the server keeps answering', async () => {
-    const result = await run(rig, 'bash', 'bomb() { bomb | bomb & }; bomb; sleep 3; echo after', {
-      timeout_ms: 6000,
+    // The script may end by itself or by the timeout (its own forks can be refused too): either
+    // way the pids cgroup must have stopped the bomb and said so.
+    const result = await run(rig, 'bash', 'bomb() { bomb | bomb & }; bomb; sleep 2; echo after', {
+      timeout_ms: 5000,
     });
-    expect(result.stdout).toBe('after\n');
     expect(result.limit).toBe('processes');
     expect(result.stderr).toContain('process limit reached');
     // Every bomb process ran `bash <workspace>/_codexec_script.sh`: none may outlive the run.

@@ -114,8 +114,10 @@ describe('NamespaceBackend', () => {
 function cgroupChildren(): string[] {
   const layout = backend.setup().cgroups;
   if (!layout) return [];
+  // Only this process's runs: servers of other test files share the parent cgroup.
+  const ours = `codexec-run-${process.pid}-`;
   return [layout.memory, layout.pids].flatMap((dir) =>
-    readdirSync(dir).filter((name) => name.startsWith('codexec-')),
+    readdirSync(dir).filter((name) => name.startsWith(ours)),
   );
 }
 
