@@ -42,6 +42,31 @@ function importFromCwd(specifier) {
 // Node's own loader resolves `import()` from the working directory, honouring package exports.
 const importModuleDynamically = vm.constants?.USE_MAIN_CONTEXT_DEFAULT_LOADER ?? importFromCwd;
 
+// Static imports in cells arrive rewritten to `__codexecImport(...)`: Node's loader first, then,
+// for a bare name it cannot find, NODE_PATH (the session's own and the global installs, which
+// the ESM loader ignores) the way `require` looks.
+const loaderImport = new vm.Script('(specifier) => import(specifier)', {
+  filename: '<import>',
+  importModuleDynamically,
+}).runInThisContext();
+Object.defineProperty(globalThis, '__codexecImport', {
+  value: async (specifier) => {
+    try {
+      return await loaderImport(specifier);
+    } catch (error) {
+      const bare = !/^[./]/.test(specifier) && !specifier.includes(':');
+      if (error?.code !== 'ERR_MODULE_NOT_FOUND' || !bare) throw error;
+      let resolved;
+      try {
+        resolved = cwdRequire.resolve(specifier);
+      } catch {
+        throw error;
+      }
+      return import(pathToFileURL(resolved).href);
+    }
+  },
+});
+
 let cellCount = 0;
 let interruptPending = null;
 

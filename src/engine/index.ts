@@ -7,4 +7,5 @@ export { type CommandOptions, type CommandResult, runCommand } from './command.j
 export { Engine, type EngineDeps, SCRIPT_BASENAME } from './engine.js';
 export { drain } from './kill.js';
 export { type CollectedOutput, OutputCollector, type OutputLimits } from './output.js';
+export { globalPackages, type PackageAccess } from './spec.js';
 export type { ExecutionRequest, ExecutionResult, OutputStream, RunOptions } from './types.js';

@@ -42,13 +42,22 @@ export async function buildRunSpec(input: RunSpecInput): Promise<SandboxSpec> {
   };
 }
 
+export interface PackageAccess {
+  readonly env: Record<string, string>;
+  readonly readable: string[];
+}
+
 /**
  * Make the global package environment (install_package without a session) visible to a run:
  * PYTHONPATH for Python; for Node a `node_modules` link in the workspace beside the script, which
  * both `import` and `require` resolve, plus NODE_PATH.
  */
-async function globalPackages(envsDir: string, kind: InterpreterKind, execDir: string) {
-  const none = { env: {} as Record<string, string>, readable: [] as string[] };
+export async function globalPackages(
+  envsDir: string,
+  kind: InterpreterKind,
+  execDir: string,
+): Promise<PackageAccess> {
+  const none: PackageAccess = { env: {}, readable: [] };
   if (kind === 'python') {
     const dir = join(envsDir, 'python');
     return (await exists(dir)) ? { env: { PYTHONPATH: dir }, readable: [dir] } : none;

@@ -39,6 +39,7 @@ export function createServices(config: Config): Services {
     nodeModules: [join(config.envsDir, 'node', 'node_modules')],
   };
   const packages = new PackageService(config, interpreters, logs, () => engine.refreshPool());
+  packages.attachSessions(sessions);
   return {
     config,
     engine,

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type { Config } from '../config/index.js';
 import { InvalidInputError } from '../errors/index.js';
 import type { LogWriter } from '../logs/index.js';
+import type { PackageEnv, PackageLanguage, SessionPackageHost } from '../packages/index.js';
 import { sandboxEnv } from '../policy/index.js';
 import type { Interpreters } from '../runtimes/index.js';
 import type { BackendRegistry, Exit } from '../sandbox/index.js';
@@ -10,7 +11,7 @@ import { log, newId } from '../util/index.js';
 import { DRIVERS } from './drivers.js';
 import { SessionLimitError, SessionNotFoundError } from './errors.js';
 import { treeRssMb } from './memory.js';
-import { globalPackages } from './packages.js';
+import { sessionPackageEnv, sessionPackages } from './packages.js';
 import { describeExit, Session } from './session.js';
 import type {
   CloseResult,
@@ -37,7 +38,7 @@ const TOMBSTONES = 200;
  * Owns every session: start (within CODEXEC_MAX_SESSIONS), send, close, list, idle kill,
  * lifecycle log, workspace removal, and killing them all when the server stops.
  */
-export class SessionManager {
+export class SessionManager implements SessionPackageHost {
   private readonly sessions = new Map<string, Session>();
   private readonly idleTimers = new Map<string, NodeJS.Timeout>();
   private readonly ended = new Map<string, string>();
@@ -113,6 +114,39 @@ export class SessionManager {
     if (!session.packagesInstalled.includes(name)) session.packagesInstalled.push(name);
   }
 
+  /** Where install_package puts a package for this session (its workspace's `.packages/`). */
+  packageEnv(sessionId: string, language: PackageLanguage): PackageEnv {
+    const session = this.get(sessionId);
+    const kind =
+      session.options.language === 'python'
+        ? 'python'
+        : session.options.language === 'bash'
+          ? undefined
+          : 'node';
+    if (kind !== language) {
+      throw new InvalidInputError(
+        `session ${sessionId} is a ${session.options.language} session; it can only take ` +
+          (kind ? `${kind} packages` : 'no packages (install globally by leaving out session_id)'),
+      );
+    }
+    return sessionPackageEnv(join(this.deps.config.sandboxDir, sessionId), kind);
+  }
+
+  /** Track an install for list_sessions and log it in the session's file. */
+  async recordInstall(
+    sessionId: string,
+    install: { package: string; version: string | null; success: boolean },
+  ): Promise<void> {
+    if (install.success && this.sessions.has(sessionId))
+      this.recordPackageInstall(sessionId, install.package);
+    await this.deps.logs.appendSession(sessionId, {
+      type: 'package_install',
+      session_id: sessionId,
+      ...install,
+      at: new Date().toISOString(),
+    });
+  }
+
   /** The working directory and language of a live session (for installers and tools). */
   describe(sessionId: string): { language: string; workingDir: string; pid: number } {
     const session = this.get(sessionId);
@@ -147,7 +181,7 @@ export class SessionManager {
     const workspace = join(config.sandboxDir, id);
     const cwd = request.workingDir ?? workspace;
     await mkdir(workspace, { recursive: true, mode: 0o700 });
-    const packages = await globalPackages(config.envsDir, driver.interpreter, workspace);
+    const packages = await sessionPackages(config.envsDir, driver.interpreter, workspace);
     const proc = backend.spawn({
       argv: driver.argv(interpreter),
       cwd,

@@ -1,37 +1,30 @@
-import { access, symlink } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { globalPackages, type PackageAccess } from '../engine/index.js';
+import type { PackageEnv } from '../packages/index.js';
 import type { InterpreterKind } from '../runtimes/index.js';
 
-export interface PackageAccess {
-  readonly env: Record<string, string>;
-  readonly readable: string[];
+/** Where install_package with a session_id puts packages: inside the session's own workspace. */
+export function sessionPackageEnv(workspace: string, kind: 'python' | 'node'): PackageEnv {
+  return { language: kind, dir: join(workspace, '.packages', kind) };
 }
 
 /**
- * Make the global package environment (install_package without a session) visible to a new
- * session, as one-shot runs see it: PYTHONPATH for Python; for Node a `node_modules` link in
- * the session workspace (which `import` resolves from the working directory) plus NODE_PATH.
+ * What a new session sees: its own package directory first (empty until install_package fills
+ * it; created now so the interpreter notices what lands there later), then the global
+ * environment that one-shot runs see too.
  */
-export async function globalPackages(
+export async function sessionPackages(
   envsDir: string,
   interpreter: InterpreterKind,
   workspace: string,
 ): Promise<PackageAccess> {
-  if (interpreter === 'python') {
-    const dir = join(envsDir, 'python');
-    return (await exists(dir)) ? { env: { PYTHONPATH: dir }, readable: [dir] } : { env: {}, readable: [] };
-  }
-  if (interpreter === 'node') {
-    const dir = join(envsDir, 'node', 'node_modules');
-    if (!(await exists(dir))) return { env: {}, readable: [] };
-    await symlink(dir, join(workspace, 'node_modules'), 'dir').catch(() => {});
-    return { env: { NODE_PATH: dir }, readable: [dir] };
-  }
-  return { env: {}, readable: [] };
+  const global = await globalPackages(envsDir, interpreter, workspace);
+  if (interpreter === 'bash') return global;
+  const own = sessionPackageEnv(workspace, interpreter).dir;
+  const variable = interpreter === 'python' ? 'PYTHONPATH' : 'NODE_PATH';
+  const dir = interpreter === 'python' ? own : join(own, 'node_modules');
+  await mkdir(dir, { recursive: true });
+  const env = { ...global.env, [variable]: [dir, global.env[variable]].filter(Boolean).join(':') };
+  return { env, readable: global.readable };
 }
-
-const exists = (path: string) =>
-  access(path).then(
-    () => true,
-    () => false,
-  );

@@ -45,7 +45,10 @@ const FROM_IMPORT =
   /^([ \t]*)import\s+([\w$]+\s*,\s*)?(\*\s*as\s+[\w$]+|\{[^}]*\}|[\w$]+)\s+from\s*(['"][^'"\n]+['"])[ \t]*;?/gm;
 const BARE_IMPORT = /^([ \t]*)import\s*(['"][^'"\n]+['"])[ \t]*;?/gm;
 
-/** Turn top-of-line static imports into dynamic ones; anything else is left for V8 to judge. */
+/**
+ * Turn top-of-line static imports into calls of the driver's `__codexecImport` (dynamic import
+ * that also searches NODE_PATH); anything else is left for V8 to judge.
+ */
 export function rewriteImports(code: string): string {
   if (!/\bimport\b/.test(code)) return code;
   return code
@@ -53,7 +56,7 @@ export function rewriteImports(code: string): string {
       FROM_IMPORT,
       (_match, indent: string, first: string | undefined, clause: string, source: string) => {
         const defaultName = first?.replace(',', '').trim();
-        const load = `await import(${source})`;
+        const load = `await __codexecImport(${source})`;
         if (clause.startsWith('*')) {
           const ns = clause.replace(/^\*\s*as\s+/, '');
           return `${indent}var ${ns} = ${load};${defaultName ? ` var ${defaultName} = ${ns}.default;` : ''}`;
@@ -72,7 +75,10 @@ export function rewriteImports(code: string): string {
         return `${indent}var ${clause} = (${load}).default;`;
       },
     )
-    .replace(BARE_IMPORT, (_match, indent: string, source: string) => `${indent}await import(${source});`);
+    .replace(
+      BARE_IMPORT,
+      (_match, indent: string, source: string) => `${indent}await __codexecImport(${source});`,
+    );
 }
 
 const TOP_LEVEL_LEXICAL = /^(?:let|const)(?=\s+[\w$[{])/gm;

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callTool, startServer, type TestServer, tempDir } from '../helpers/server.js';
@@ -7,12 +7,12 @@ import { callTool, startServer, type TestServer, tempDir } from '../helpers/serv
 type Value = Record<string, unknown> & { code?: string; error?: string; install_output?: string };
 
 /** Build a minimal pure-Python wheel by hand: PyPI is not reachable from this machine. */
-function buildWheel(dir: string): void {
+function buildWheel(dir: string, name = 'codexec_demo', version = '1.2.3', value = 42): void {
   const script = `
 import zipfile, hashlib, base64, sys
-name, ver = 'codexec_demo', '1.2.3'
-files = {f'{name}/__init__.py': 'VALUE = 42\\n',
-  f'{name}-{ver}.dist-info/METADATA': f'Metadata-Version: 2.1\\nName: codexec-demo\\nVersion: {ver}\\n',
+name, ver = sys.argv[2], sys.argv[3]
+files = {f'{name}/__init__.py': f'VALUE = {sys.argv[4]}\\n',
+  f'{name}-{ver}.dist-info/METADATA': f'Metadata-Version: 2.1\\nName: {name.replace("_", "-")}\\nVersion: {ver}\\n',
   f'{name}-{ver}.dist-info/WHEEL': 'Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n'}
 record = []
 with zipfile.ZipFile(f'{sys.argv[1]}/{name}-{ver}-py3-none-any.whl', 'w') as z:
@@ -23,7 +23,7 @@ with zipfile.ZipFile(f'{sys.argv[1]}/{name}-{ver}-py3-none-any.whl', 'w') as z:
     record.append(f'{name}-{ver}.dist-info/RECORD,,')
     z.writestr(f'{name}-{ver}.dist-info/RECORD', '\\n'.join(record) + '\\n')
 `;
-  execFileSync('python3', ['-c', script, dir]);
+  execFileSync('python3', ['-c', script, dir, name, version, String(value)]);
 }
 
 describe('install_package into the global environment', () => {
@@ -33,6 +33,7 @@ describe('install_package into the global environment', () => {
 
   beforeAll(async () => {
     buildWheel(wheels);
+    buildWheel(wheels, 'codexec_session_demo', '2.0.0', 7);
     server = await startServer({
       env: { PIP_NO_INDEX: '1', PIP_FIND_LINKS: wheels, CODEXEC_PACKAGE_BLOCKLIST: 'evil-pkg, left-pad' },
     });
@@ -121,6 +122,78 @@ describe('install_package into the global environment', () => {
     const refused = await call('install_package', { language: 'python', package: 'Evil_Pkg' });
     expect(refused.value).toMatchObject({ success: false, code: 'BLOCKED_BY_POLICY' });
     expect(existsSync(join(server.home, 'envs', 'python', 'evil_pkg'))).toBe(false);
+  });
+
+  it('installs into one python session only, tracked in list_sessions and the session log', async () => {
+    const session = await call('start_session', { language: 'python' });
+    const other = await call('start_session', { language: 'python' });
+    const id = String(session.value.session_id);
+    const installed = await call('install_package', {
+      language: 'python',
+      package: 'codexec-session-demo',
+      session_id: id,
+    });
+    expect(installed.value).toMatchObject({ success: true, version: '2.0.0', session_id: id });
+    const used = await call('send_to_session', {
+      session_id: id,
+      code: 'import codexec_session_demo\ncodexec_session_demo.VALUE',
+    });
+    expect(used.value).toMatchObject({ success: true, stdout: '7\n' });
+    const elsewhere = await call('send_to_session', {
+      session_id: String(other.value.session_id),
+      code: 'import codexec_session_demo',
+    });
+    expect(elsewhere.value.stderr).toContain('ModuleNotFoundError');
+    const oneShot = await call('execute_code', { language: 'python', code: 'import codexec_session_demo' });
+    expect(oneShot.value.success).toBe(false);
+    const listed = await call('list_sessions', {});
+    const mine = (listed.value.sessions as Array<{ session_id: string; packages_installed: string[] }>).find(
+      (s) => s.session_id === id,
+    );
+    expect(mine?.packages_installed).toEqual(['codexec-session-demo']);
+    const lines = readFileSync(join(server.home, 'logs', `session-${id}.jsonl`), 'utf8')
+      .trim()
+      .split('\n');
+    expect(lines.map((line) => JSON.parse(line)).find((e) => e.type === 'package_install')).toMatchObject({
+      session_id: id,
+      package: 'codexec-session-demo',
+      version: '2.0.0',
+      success: true,
+    });
+    await call('close_session', { session_id: id });
+    await call('close_session', { session_id: String(other.value.session_id) });
+  });
+
+  it('installs from npm into a node session, which can require and import it', async () => {
+    const session = await call('start_session', { language: 'node' });
+    const id = String(session.value.session_id);
+    const installed = await call('install_package', {
+      language: 'node',
+      package: 'is-odd@3.0.1',
+      session_id: id,
+    });
+    expect(installed.value).toMatchObject({ success: true, package: 'is-odd', version: '3.0.1' });
+    const required = await call('send_to_session', { session_id: id, code: 'require("is-odd")(3)' });
+    expect(required.value).toMatchObject({ success: true, stdout: 'true\n' });
+    const imported = await call('send_to_session', {
+      session_id: id,
+      code: 'import isOdd from "is-odd";\nisOdd(4)',
+    });
+    expect(imported.value).toMatchObject({ success: true, stdout: 'false\n' });
+    await call('close_session', { session_id: id });
+  }, 120_000);
+
+  it('refuses a package for the wrong kind of session', async () => {
+    const session = await call('start_session', { language: 'bash' });
+    const id = String(session.value.session_id);
+    const refused = await call('install_package', {
+      language: 'python',
+      package: 'codexec-demo',
+      session_id: id,
+    });
+    expect(refused.value).toMatchObject({ success: false, code: 'INVALID_INPUT' });
+    expect(refused.value.error).toContain('bash session');
+    await call('close_session', { session_id: id });
   });
 
   it('refuses an unknown session clearly', async () => {

@@ -116,8 +116,11 @@ describe('session limits and listing', () => {
     const session = await start(server.client, 'bash', { name: 'logged' });
     await send(server.client, session.session_id, 'echo hi');
     await callTool(server.client, 'close_session', { session_id: session.session_id });
+    // The reply does not wait for the disk: the lines land in order, shortly.
+    await expect
+      .poll(() => readLog(server.home, session.session_id).map((line) => line.type))
+      .toEqual(['session_start', 'execution', 'session_end']);
     const lines = readLog(server.home, session.session_id);
-    expect(lines.map((line) => line.type)).toEqual(['session_start', 'execution', 'session_end']);
     expect(lines[0]).toMatchObject({ session_id: session.session_id, language: 'bash', name: 'logged' });
     expect(lines[1]).toMatchObject({
       session_id: session.session_id,

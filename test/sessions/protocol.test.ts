@@ -45,11 +45,19 @@ describe('control frames', () => {
 
 describe('cell preparation', () => {
   it('turns static imports into dynamic ones bound with var', () => {
-    expect(rewriteImports("import fs from 'node:fs';")).toBe("var fs = (await import('node:fs')).default;");
-    expect(rewriteImports('import * as path from "node:path"')).toBe('var path = await import("node:path");');
-    expect(rewriteImports("import { a, b as c } from 'm'")).toBe("var { a, b: c } = await import('m');");
-    expect(rewriteImports("import d, { e } from 'm'")).toBe("var { default: d, e } = await import('m');");
-    expect(rewriteImports("import 'side-effect'")).toBe("await import('side-effect');");
+    expect(rewriteImports("import fs from 'node:fs';")).toBe(
+      "var fs = (await __codexecImport('node:fs')).default;",
+    );
+    expect(rewriteImports('import * as path from "node:path"')).toBe(
+      'var path = await __codexecImport("node:path");',
+    );
+    expect(rewriteImports("import { a, b as c } from 'm'")).toBe(
+      "var { a, b: c } = await __codexecImport('m');",
+    );
+    expect(rewriteImports("import d, { e } from 'm'")).toBe(
+      "var { default: d, e } = await __codexecImport('m');",
+    );
+    expect(rewriteImports("import 'side-effect'")).toBe("await __codexecImport('side-effect');");
     expect(rewriteImports('const x = await import("m"); x.importThing')).toBe(
       'const x = await import("m"); x.importThing',
     );
@@ -57,7 +65,7 @@ describe('cell preparation', () => {
 
   it('strips TypeScript but keeps imports a later cell may use', () => {
     const out = prepareCell('typescript', "import { readFileSync } from 'node:fs';\nconst n: number = 1;");
-    expect(out).toContain("var { readFileSync } = await import('node:fs');");
+    expect(out).toContain("var { readFileSync } = await __codexecImport('node:fs');");
     expect(out).toContain('var n = 1;');
   });
 
