@@ -15,7 +15,13 @@ export async function startServer(env = {}) {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [CLI, 'serve'],
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, LANG: process.env.LANG ?? 'C.UTF-8', CODEXEC_HOME: home, ...env },
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      LANG: process.env.LANG ?? 'C.UTF-8',
+      CODEXEC_HOME: home,
+      ...env,
+    },
     stderr: 'pipe',
   });
   transport.stderr?.resume();
@@ -84,7 +90,8 @@ export function processesUnder(home) {
       try {
         cwd = readlinkSync(`/proc/${entry}/cwd`);
       } catch {}
-      if (argv.some((arg) => arg.startsWith(`${home}/`)) || cwd.startsWith(`${home}/`)) found.push(Number(entry));
+      if (argv.some((arg) => arg.startsWith(`${home}/`)) || cwd.startsWith(`${home}/`))
+        found.push(Number(entry));
     } catch {}
   }
   return found;

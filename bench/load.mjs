@@ -12,7 +12,11 @@ const arg = (name, fallback) => {
 const runs = arg('--runs', 10_000);
 const concurrency = arg('--concurrency', 8);
 const languages = ['python', 'node', 'bash'];
-const code = { python: 'import sys\nprint(sys.argv[0][-3:], 6 * 7)', node: 'console.log("mjs", 6 * 7)', bash: 'echo sh $((6 * 7))' };
+const code = {
+  python: 'import sys\nprint(sys.argv[0][-3:], 6 * 7)',
+  node: 'console.log("mjs", 6 * 7)',
+  bash: 'echo sh $((6 * 7))',
+};
 const expected = { python: '.py 42\n', node: 'mjs 42\n', bash: 'sh 42\n' };
 
 const server = await startServer();
@@ -26,7 +30,8 @@ const stats = await measure(
     done++;
     if (done === 500) rssAfterWarmup = rssMb(server.pid);
     if (!result?.success || result.stdout !== expected[language]) failures.push({ language, result });
-    if (done % 1000 === 0) console.error(`  ${done} runs, ${failures.length} failures, RSS ${ms(rssMb(server.pid))} MB`);
+    if (done % 1000 === 0)
+      console.error(`  ${done} runs, ${failures.length} failures, RSS ${ms(rssMb(server.pid))} MB`);
   },
   { n: runs, concurrency, warmup: 0 },
 );
@@ -36,8 +41,12 @@ const duringRun = processesUnder(home).length;
 await server.close();
 await sleep(1000);
 const leaked = processesUnder(home);
-console.log(`runs: ${runs} at concurrency ${concurrency}; ${stats.perSecond.toFixed(1)} runs/s; p50 ${ms(stats.p50)} ms; p99 ${ms(stats.p99)} ms`);
-console.log(`failures: ${failures.length}; processes after exit: ${leaked.length} (warm pool before exit: ${duringRun})`);
+console.log(
+  `runs: ${runs} at concurrency ${concurrency}; ${stats.perSecond.toFixed(1)} runs/s; p50 ${ms(stats.p50)} ms; p99 ${ms(stats.p99)} ms`,
+);
+console.log(
+  `failures: ${failures.length}; processes after exit: ${leaked.length} (warm pool before exit: ${duringRun})`,
+);
 console.log(`server RSS after 500 runs ${ms(rssAfterWarmup)} MB, at the end ${ms(rssEnd)} MB`);
 if (failures.length > 0) console.log(JSON.stringify(failures.slice(0, 3), null, 2));
 process.exitCode = failures.length === 0 && leaked.length === 0 ? 0 : 1;

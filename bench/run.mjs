@@ -16,10 +16,20 @@ const N = quick ? 30 : 150;
 const INTERPRETERS = { python: '/usr/bin/python3', node: process.execPath, bash: '/bin/bash' };
 const PRINT1 = { python: 'print(1)', node: 'console.log(1)', bash: 'echo 1' };
 const FLAG = { python: '-c', node: '-e', bash: '-c' };
-const COMPUTE_50MS = 'import time\nt = time.perf_counter()\nwhile time.perf_counter() - t < 0.05: pass\nprint(1)';
+const COMPUTE_50MS =
+  'import time\nt = time.perf_counter()\nwhile time.perf_counter() - t < 0.05: pass\nprint(1)';
 
 function bwrapArgs(argv) {
-  const args = ['bwrap', '--unshare-all', '--die-with-parent', '--new-session', '--clearenv', '--setenv', 'PATH', '/usr/bin:/bin'];
+  const args = [
+    'bwrap',
+    '--unshare-all',
+    '--die-with-parent',
+    '--new-session',
+    '--clearenv',
+    '--setenv',
+    'PATH',
+    '/usr/bin:/bin',
+  ];
   for (const dir of ['/bin', '/lib', '/lib64', '/sbin', '/usr']) {
     if (!existsSync(dir)) continue;
     const stat = lstatSync(dir);
@@ -37,11 +47,19 @@ const CONFIGS = [
   { name: 'codexec namespace warm', env: { CODEXEC_SANDBOX_MODE: 'namespace', CODEXEC_POOL_SIZE: '2' } },
 ];
 
-const results = { machine: { cpus: cpus().length, model: cpus()[0]?.model, memGb: Math.round(totalmem() / 2 ** 30) }, rows: [], throughput: [], sessions: [], memory: {} };
+const results = {
+  machine: { cpus: cpus().length, model: cpus()[0]?.model, memGb: Math.round(totalmem() / 2 ** 30) },
+  rows: [],
+  throughput: [],
+  sessions: [],
+  memory: {},
+};
 const row = (scenario, language, stats, floor) => {
   const entry = { scenario, language, ...stats, ratio: floor ? stats.p50 / floor : 1 };
   results.rows.push(entry);
-  console.error(`  ${scenario.padEnd(28)} ${language.padEnd(7)} p50 ${ms(stats.p50).padStart(8)} ms  p99 ${ms(stats.p99).padStart(8)} ms  x${entry.ratio.toFixed(2)}`);
+  console.error(
+    `  ${scenario.padEnd(28)} ${language.padEnd(7)} p50 ${ms(stats.p50).padStart(8)} ms  p99 ${ms(stats.p99).padStart(8)} ms  x${entry.ratio.toFixed(2)}`,
+  );
   return entry;
 };
 
@@ -51,9 +69,19 @@ const bwrapFloor = {};
 for (const language of Object.keys(INTERPRETERS)) {
   const argv = [INTERPRETERS[language], FLAG[language], PRINT1[language]];
   floor[language] = row('bare interpreter', language, await measure(() => spawnWait(argv), { n: N }), 0).p50;
-  bwrapFloor[language] = row('bwrap alone', language, await measure(() => spawnWait(bwrapArgs(argv)), { n: N }), floor[language]).p50;
+  bwrapFloor[language] = row(
+    'bwrap alone',
+    language,
+    await measure(() => spawnWait(bwrapArgs(argv)), { n: N }),
+    floor[language],
+  ).p50;
 }
-const computeFloor = row('bare interpreter 50ms', 'python', await measure(() => spawnWait([INTERPRETERS.python, '-c', COMPUTE_50MS]), { n: Math.ceil(N / 3) }), 0).p50;
+const computeFloor = row(
+  'bare interpreter 50ms',
+  'python',
+  await measure(() => spawnWait([INTERPRETERS.python, '-c', COMPUTE_50MS]), { n: Math.ceil(N / 3) }),
+  0,
+).p50;
 
 for (const config of CONFIGS) {
   const server = await startServer(config.env);
@@ -69,17 +97,27 @@ for (const config of CONFIGS) {
       const task = () => server.call('execute_code', { language: 'python', code: 'print(1)' });
       const stats = await measure(task, { n: N, concurrency });
       results.throughput.push({ scenario: config.name, concurrency, ...stats });
-      console.error(`  ${config.name.padEnd(28)} c=${concurrency}  ${stats.perSecond.toFixed(1)} runs/s  p50 ${ms(stats.p50)} ms`);
+      console.error(
+        `  ${config.name.padEnd(28)} c=${concurrency}  ${stats.perSecond.toFixed(1)} runs/s  p50 ${ms(stats.p50)} ms`,
+      );
     }
     if (config.name === 'codexec namespace warm') results.memory.loadPeakRssMb = rssMb(server.pid, 'VmHWM');
     const { tools } = await server.client.listTools();
     if (tools.some((tool) => tool.name === 'send_to_session')) {
       for (const language of ['python', 'node']) {
         const session = await server.call('start_session', { language });
-        await server.call('send_to_session', { session_id: session.session_id, code: language === 'python' ? 'x = 0' : 'let x = 0' });
-        const stats = await measure(() => server.call('send_to_session', { session_id: session.session_id, code: 'x += 1' }), { n: N });
+        await server.call('send_to_session', {
+          session_id: session.session_id,
+          code: language === 'python' ? 'x = 0' : 'let x = 0',
+        });
+        const stats = await measure(
+          () => server.call('send_to_session', { session_id: session.session_id, code: 'x += 1' }),
+          { n: N },
+        );
         results.sessions.push({ scenario: config.name, language, ...stats });
-        console.error(`  ${config.name.padEnd(28)} session ${language} x += 1  p50 ${ms(stats.p50)} ms  p99 ${ms(stats.p99)} ms`);
+        console.error(
+          `  ${config.name.padEnd(28)} session ${language} x += 1  p50 ${ms(stats.p50)} ms  p99 ${ms(stats.p99)} ms`,
+        );
         await server.call('close_session', { session_id: session.session_id });
       }
     }
@@ -90,9 +128,17 @@ for (const config of CONFIGS) {
 
 // The table, as the README shows it.
 const lines = [];
-lines.push(`Machine: ${results.machine.cpus} cores (${results.machine.model}), ${results.machine.memGb} GiB; ${N} runs per cell; ratios are p50 against the bare interpreter measured in the same run.`, '');
-lines.push('| scenario | python p50 / p99 (ms) | ×floor | node p50 / p99 (ms) | ×floor | bash p50 / p99 (ms) | ×floor |', '|---|---|---|---|---|---|---|');
-for (const scenario of [...new Set(results.rows.filter((r) => !r.scenario.endsWith('50ms')).map((r) => r.scenario))]) {
+lines.push(
+  `Machine: ${results.machine.cpus} cores (${results.machine.model}), ${results.machine.memGb} GiB; ${N} runs per cell; ratios are p50 against the bare interpreter measured in the same run.`,
+  '',
+);
+lines.push(
+  '| scenario | python p50 / p99 (ms) | ×floor | node p50 / p99 (ms) | ×floor | bash p50 / p99 (ms) | ×floor |',
+  '|---|---|---|---|---|---|---|',
+);
+for (const scenario of [
+  ...new Set(results.rows.filter((r) => !r.scenario.endsWith('50ms')).map((r) => r.scenario)),
+]) {
   const cells = ['python', 'node', 'bash'].map((language) => {
     const r = results.rows.find((x) => x.scenario === scenario && x.language === language);
     return r ? `${ms(r.p50)} / ${ms(r.p99)} | ${r.ratio.toFixed(2)}` : '- | -';
@@ -100,17 +146,27 @@ for (const scenario of [...new Set(results.rows.filter((r) => !r.scenario.endsWi
   lines.push(`| ${scenario} | ${cells.join(' | ')} |`);
 }
 lines.push('', '| 50 ms python compute | p50 / p99 (ms) | ×floor |', '|---|---|---|');
-for (const r of results.rows.filter((x) => x.scenario.endsWith('50ms'))) lines.push(`| ${r.scenario.replace(/ 50ms$/, '')} | ${ms(r.p50)} / ${ms(r.p99)} | ${r.ratio.toFixed(2)} |`);
+for (const r of results.rows.filter((x) => x.scenario.endsWith('50ms')))
+  lines.push(`| ${r.scenario.replace(/ 50ms$/, '')} | ${ms(r.p50)} / ${ms(r.p99)} | ${r.ratio.toFixed(2)} |`);
 lines.push('', '| python print(1) throughput | c=1 runs/s | c=2 runs/s | c=8 runs/s |', '|---|---|---|---|');
 for (const config of CONFIGS) {
-  const cells = [1, 2, 8].map((c) => results.throughput.find((t) => t.scenario === config.name && t.concurrency === c)?.perSecond.toFixed(1) ?? '-');
+  const cells = [1, 2, 8].map(
+    (c) =>
+      results.throughput
+        .find((t) => t.scenario === config.name && t.concurrency === c)
+        ?.perSecond.toFixed(1) ?? '-',
+  );
   lines.push(`| ${config.name} | ${cells.join(' | ')} |`);
 }
 if (results.sessions.length > 0) {
   lines.push('', '| session send `x += 1` over MCP | p50 (ms) | p99 (ms) |', '|---|---|---|');
-  for (const s of results.sessions) lines.push(`| ${s.scenario.replace('codexec ', '')} ${s.language} | ${ms(s.p50)} | ${ms(s.p99)} |`);
+  for (const s of results.sessions)
+    lines.push(`| ${s.scenario.replace('codexec ', '')} ${s.language} | ${ms(s.p50)} | ${ms(s.p99)} |`);
 }
-lines.push('', `Server RSS: idle ${ms(results.memory.idleRssMb)} MB, peak under load ${ms(results.memory.loadPeakRssMb)} MB.`);
+lines.push(
+  '',
+  `Server RSS: idle ${ms(results.memory.idleRssMb)} MB, peak under load ${ms(results.memory.loadPeakRssMb)} MB.`,
+);
 console.log(lines.join('\n'));
 mkdirSync(dirname(jsonOut), { recursive: true });
 writeFileSync(jsonOut, `${JSON.stringify(results, null, 2)}\n`);

@@ -111,7 +111,12 @@ describe('script library over MCP', () => {
       tags: ['backup'],
     });
     const current = await call('get_script', { name: 'backup-db' });
-    expect(current.value).toMatchObject({ version: 2, earlier_versions: 1, code: 'print("v2")', language: 'python' });
+    expect(current.value).toMatchObject({
+      version: 2,
+      earlier_versions: 1,
+      code: 'print("v2")',
+      language: 'python',
+    });
     expect(current.value.run_count).toBe(1);
     const first = await call('get_script', { name: 'backup-db', version: 1 });
     expect(first.value).toMatchObject({ code: 'echo "backup $1"', code_version: 1 });

@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { type ScriptMetadata, searchScripts } from '../../src/library/index.js';
 
-const script = (name: string, description: string, tags: string[], language: ScriptMetadata['language'] = 'python') =>
+const script = (
+  name: string,
+  description: string,
+  tags: string[],
+  language: ScriptMetadata['language'] = 'python',
+) =>
   ({
     script_id: `script_${name}`,
     name,
@@ -21,11 +26,11 @@ const script = (name: string, description: string, tags: string[], language: Scr
 const library = [
   script('clean-csv-data', 'Removes empty rows from CSV exports', ['csv', 'cleaning'], 'node'),
   script('excel-to-pdf', 'Converts spreadsheets to PDF', ['excel', 'pdf']),
-  script('parse-excel-report', 'Parses monthly Excel reports from finance, extracts summary rows, outputs CSV', [
-    'excel',
-    'finance',
-    'parsing',
-  ]),
+  script(
+    'parse-excel-report',
+    'Parses monthly Excel reports from finance, extracts summary rows, outputs CSV',
+    ['excel', 'finance', 'parsing'],
+  ),
   script('backup-db', 'Dumps the database to a file', ['backup'], 'bash'),
 ];
 
