@@ -251,23 +251,22 @@ export class SessionManager implements SessionPackageHost {
     this.ended.set(session.id, session.endDetail);
     if (this.ended.size > TOMBSTONES) this.ended.delete(this.ended.keys().next().value as string);
     if (reason === 'crashed') log('warn', `session ${session.id} ended unexpectedly (${describeExit(exit)})`);
-    await Promise.all([
-      this.deps.logs
-        .appendSession(session.id, {
-          type: 'session_end',
-          session_id: session.id,
-          reason,
-          total_duration_ms: Date.now() - session.startedAt.getTime(),
-          executions_count: session.executionsCount,
-          exit_code: exit.code,
-          signal: exit.signal,
-          at: new Date().toISOString(),
-        })
-        .catch(() => {}), // LogWriter has reported it
-      rm(workspace, { recursive: true, force: true }).catch((error: Error) =>
-        log('warn', `could not remove session workspace ${workspace}: ${error.message}`),
-      ),
-    ]);
+    // Clean up first, so a session_end line means the session is entirely gone.
+    await rm(workspace, { recursive: true, force: true }).catch((error: Error) =>
+      log('warn', `could not remove session workspace ${workspace}: ${error.message}`),
+    );
+    await this.deps.logs
+      .appendSession(session.id, {
+        type: 'session_end',
+        session_id: session.id,
+        reason,
+        total_duration_ms: Date.now() - session.startedAt.getTime(),
+        executions_count: session.executionsCount,
+        exit_code: exit.code,
+        signal: exit.signal,
+        at: new Date().toISOString(),
+      })
+      .catch(() => {}); // LogWriter has reported it
   }
 
   private armIdle(session: Session): void {
