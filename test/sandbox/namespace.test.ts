@@ -5,6 +5,7 @@ import {
   mkdirSync,
   mkdtempSync,
   readdirSync,
+  readFileSync,
   rmdirSync,
   rmSync,
   statSync,
@@ -107,9 +108,47 @@ describe('NamespaceBackend', () => {
     const { exit } = await output(proc);
     expect(exit.code).toBe(137);
     expect(exit.limit).toBe('memory');
-    expect(cgroupChildren()).toEqual(before);
+    // New cgroups may only be pre-started launchers (a bash waiting inside), never an empty leftover.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const leftovers = cgroupChildren().filter((dir) => !before.includes(dir) && members(dir) === 0);
+    expect(leftovers).toEqual([]);
   });
 });
+
+describe('pre-started launchers', () => {
+  it('runs started from a launcher get the run limits and stay inside the cgroup', async () => {
+    const dir = workspace();
+    const run = async (code: string) => {
+      // Let the launcher for this shape be refilled between runs.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      return output(backend.spawn(spec(dir, ['/usr/bin/python3', '-c', code])));
+    };
+    // 100 MB fits the run's 128 MB but not a launcher's idle limit: the run limits were applied.
+    const fits = await run(
+      'b = bytearray(100 * 1024 * 1024); b[::4096] = b"x" * len(b[::4096]); print("ok")',
+    );
+    expect(fits.stdout).toBe('ok\n');
+    for (let i = 0; i < 2; i++) {
+      const { exit } = await run('b = bytearray(512 * 1024 * 1024)');
+      expect(exit).toMatchObject({ code: 137, limit: 'memory' });
+    }
+  });
+
+  it('a session-shaped launcher (socket stdin) runs no host shell startup files', async () => {
+    const dir = workspace();
+    for (let i = 0; i < 3; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const proc = backend.spawn(spec(dir, ['/bin/true'], { stdin: 'pipe', control: true }));
+      proc.stdin?.end();
+      const { exit, stderr } = await output(proc);
+      expect({ code: exit.code, stderr }).toEqual({ code: 0, stderr: '' });
+    }
+  });
+});
+
+function members(dir: string): number {
+  return readFileSync(join(dir, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean).length;
+}
 
 function cgroupChildren(): string[] {
   const layout = backend.setup().cgroups;
@@ -117,7 +156,9 @@ function cgroupChildren(): string[] {
   // Only this process's runs: servers of other test files share the parent cgroup.
   const ours = `codexec-run-${process.pid}-`;
   return [layout.memory, layout.pids].flatMap((dir) =>
-    readdirSync(dir).filter((name) => name.startsWith(ours)),
+    readdirSync(dir)
+      .filter((name) => name.startsWith(ours))
+      .map((name) => join(dir, name)),
   );
 }
 

@@ -34,6 +34,8 @@ export interface BwrapOptions {
    * before it starts anything in it, until the server has moved it in; no rlimit fallbacks.
    */
   readonly cgroup: boolean;
+  /** bwrap must block on WAIT_FD until the server has moved it into the cgroup (direct starts). */
+  readonly waitForCgroup?: boolean;
   /** A seccomp program will be readable on SECCOMP_FD. */
   readonly seccomp: boolean;
   /** Seconds of CPU time before SIGXCPU; none for long-lived drivers. */
@@ -49,7 +51,7 @@ export function buildBwrapArgs(spec: SandboxSpec, options: BwrapOptions): string
   const argv: string[] = [];
   if (tools.prlimit) argv.push(tools.prlimit, ...rlimits(spec, options), '--');
   argv.push(tools.bwrap, ...namespaceFlags(spec, identity !== undefined));
-  if (options.cgroup) argv.push('--block-fd', String(WAIT_FD));
+  if (options.cgroup && (options.waitForCgroup ?? true)) argv.push('--block-fd', String(WAIT_FD));
   argv.push('--die-with-parent', '--new-session', '--hostname', 'codexec', '--clearenv');
   for (const [name, value] of Object.entries(spec.env)) argv.push('--setenv', name, value);
   argv.push(...filesystem(spec, options.system, options.privateDirs ?? []));

@@ -29,6 +29,22 @@ export class RunCgroup {
     private readonly dirs: readonly string[],
   ) {}
 
+  setLimits(limits: CgroupLimits): void {
+    const bytes = String(limits.memoryMb * 1024 * 1024);
+    const [memoryDir = '', pidsDir = memoryDir] = this.dirs;
+    if (this.layout.version === 1) {
+      // With swap accounting memory+swap is capped too, so swapping cannot dodge the limit. It must
+      // stay >= memory.limit: raising writes it first, lowering after (the first try then fails).
+      writeIgnoringErrors(join(memoryDir, 'memory.memsw.limit_in_bytes'), bytes);
+      writeFileSync(join(memoryDir, 'memory.limit_in_bytes'), bytes);
+      writeIgnoringErrors(join(memoryDir, 'memory.memsw.limit_in_bytes'), bytes);
+    } else {
+      writeFileSync(join(memoryDir, 'memory.max'), bytes);
+      writeIgnoringErrors(join(memoryDir, 'memory.swap.max'), '0');
+    }
+    writeFileSync(join(pidsDir, 'pids.max'), String(limits.maxProcs));
+  }
+
   /**
    * Move `pid` in. Async on purpose: the first migration waits for an RCU grace period in the
    * kernel (5-25 ms on cgroup v1), which must not stall the server's event loop.
@@ -115,7 +131,6 @@ export class RunCgroup {
 export function createRunCgroup(layout: CgroupLayout, limits: CgroupLimits): RunCgroup {
   // The server's pid in the name lets a later server remove what a crashed one left behind.
   const name = `codexec-run-${process.pid}-${randomBytes(4).toString('hex')}`;
-  const bytes = String(limits.memoryMb * 1024 * 1024);
   const dirs =
     layout.version === 1 ? [join(layout.memory, name), join(layout.pids, name)] : [join(layout.memory, name)];
   const made: string[] = [];
@@ -124,21 +139,13 @@ export function createRunCgroup(layout: CgroupLayout, limits: CgroupLimits): Run
       mkdirSync(dir);
       made.push(dir);
     }
-    const [memoryDir = '', pidsDir = memoryDir] = dirs;
-    if (layout.version === 1) {
-      writeFileSync(join(memoryDir, 'memory.limit_in_bytes'), bytes);
-      // With swap accounting, also cap memory+swap so the limit cannot be dodged by swapping.
-      writeIgnoringErrors(join(memoryDir, 'memory.memsw.limit_in_bytes'), bytes);
-    } else {
-      writeFileSync(join(memoryDir, 'memory.max'), bytes);
-      writeIgnoringErrors(join(memoryDir, 'memory.swap.max'), '0');
-    }
-    writeFileSync(join(pidsDir, 'pids.max'), String(limits.maxProcs));
+    const run = new RunCgroup(layout, dirs);
+    run.setLimits(limits);
+    return run;
   } catch (error) {
     for (const dir of made) rmdirSync(dir);
     throw error;
   }
-  return new RunCgroup(layout, dirs);
 }
 
 function counter(file: string, key: string): number {

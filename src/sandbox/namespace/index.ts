@@ -1,8 +1,7 @@
 // The namespace backend (Linux default): bubblewrap + seccomp + rlimits + cgroups, network off,
 // never host root. Builds the command line with buildBwrapArgs() and spawns it here, only here.
-import { spawn } from 'node:child_process';
 import { constants, homedir, userInfo } from 'node:os';
-import type { Duplex, Writable } from 'node:stream';
+import type { Duplex } from 'node:stream';
 import { SandboxUnavailableError } from '../../errors/index.js';
 import type {
   Availability,
@@ -12,12 +11,12 @@ import type {
   SandboxedProcess,
   SandboxSpec,
 } from '../types.js';
-import { buildBwrapArgs, SECCOMP_FD, WAIT_FD } from './args.js';
+import { buildBwrapArgs } from './args.js';
 import { createRunCgroup, type RunCgroup } from './cgroups.js';
-import { childStdio } from './fds.js';
 import { findOnPath } from './host.js';
+import { Launchers, startDirect } from './launcher.js';
 import { identityFor, Lease } from './ownership.js';
-import { children, descendants, signal } from './process.js';
+import { descendants, signal } from './process.js';
 import { hostFilter } from './seccomp.js';
 import { detectHost, type HostSetup, type Layer } from './setup.js';
 
@@ -31,22 +30,6 @@ const SIGXFSZ = 128 + constants.signals.SIGXFSZ;
 export interface NamespaceOptions {
   /** false: never use cgroups (rlimit fallbacks only) — for measuring what they cost. */
   readonly cgroups?: boolean;
-}
-
-/**
- * Move bwrap and what it has cloned so far into the run's cgroup while it builds the sandbox:
- * the first move waits for an RCU grace period (cgroup v1), which overlaps bwrap's setup. bwrap
- * then blocks on WAIT_FD before it forks anything else, so one more pass finds every process.
- */
-async function joinSandbox(cgroup: RunCgroup, leader: number): Promise<void> {
-  const moved = new Set<number>();
-  for (let pending = [leader]; pending.length > 0; ) {
-    for (const pid of pending) {
-      await cgroup.join(pid);
-      moved.add(pid);
-    }
-    pending = [...moved].flatMap(children).filter((pid) => !moved.has(pid));
-  }
 }
 
 export class NamespaceBackend implements SandboxBackend {
@@ -68,6 +51,14 @@ export class NamespaceBackend implements SandboxBackend {
       for (const run of this.live) run.killAll();
       for (const run of this.live) run.tryRemove();
     });
+  }
+
+  private launcherPool: Launchers | undefined;
+
+  private launchers(host: HostSetup): Launchers | undefined {
+    if (!host.cgroups || !host.bash) return undefined;
+    this.launcherPool ??= new Launchers(host.bash, host.cgroups, (cgroup) => this.track(cgroup));
+    return this.launcherPool;
   }
 
   /** Host facts, detected on first use (never at construction: the server must start instantly). */
@@ -130,10 +121,13 @@ export class NamespaceBackend implements SandboxBackend {
     const identity = host.root ? identityFor(spec.cwd) : undefined;
     const lease = identity ? new Lease(identity) : undefined;
     lease?.lend(spec.writablePaths);
-    let cgroup: RunCgroup | undefined;
+    const ready = host.cgroups ? this.launchers(host)?.take(spec) : undefined;
+    let cgroup = ready?.cgroup;
     try {
-      cgroup = host.cgroups ? createRunCgroup(host.cgroups, spec.limits) : undefined;
-      if (cgroup) this.track(cgroup);
+      if (host.cgroups && !cgroup) {
+        cgroup = createRunCgroup(host.cgroups, spec.limits);
+        this.track(cgroup);
+      }
     } catch (error) {
       void lease?.giveBack();
       throw new SandboxUnavailableError(`could not create the run's cgroup: ${(error as Error).message}`);
@@ -143,26 +137,18 @@ export class NamespaceBackend implements SandboxBackend {
       system: host.system,
       ...(identity && { identity }),
       cgroup: cgroup !== undefined,
+      // A launcher already runs inside its cgroup; a direct start waits until moved in.
+      waitForCgroup: cgroup !== undefined && !ready,
       seccomp: true,
       ...(spec.limits.cpuSeconds !== undefined && { cpuSeconds: spec.limits.cpuSeconds }),
       privateDirs: [homedir(), userInfo().homedir],
     });
-    const [command, ...args] = argv as [string, ...string[]];
-    const child = spawn(command, args, {
-      cwd: '/',
-      env: {},
-      detached: true,
-      stdio: childStdio([
-        spec.stdin,
-        'pipe',
-        'pipe',
-        spec.control ? 'pipe' : 'ignore',
-        'pipe',
-        cgroup ? 'pipe' : 'ignore',
-      ]),
-    });
+    const started = ready
+      ? ready.launch(argv, seccomp, spec.limits)
+      : startDirect(argv, spec, seccomp, cgroup);
+    const { child } = started;
     const pid = child.pid;
-    let alive = pid !== undefined;
+    let alive = pid !== undefined && child.exitCode === null && child.signalCode === null;
     let limit: LimitKind | undefined;
     const exited = new Promise<Exit>((resolve) => {
       child.once('error', (error) => {
@@ -175,21 +161,11 @@ export class NamespaceBackend implements SandboxBackend {
         resolve({ code, signal: sig, ...(limit && { limit }) });
       });
     });
-    const stdio = child.stdio as unknown as ReadonlyArray<Writable | null | undefined>;
-    stdio[SECCOMP_FD]?.end(seccomp);
-    if (cgroup && pid !== undefined) {
-      const go = stdio[WAIT_FD] as Writable;
-      joinSandbox(cgroup, pid).then(
-        () => go.end('\n'),
-        (error: Error) => {
-          // Never start unconfined: without the byte on WAIT_FD bwrap runs nothing.
-          go.destroy();
-          if (!alive) return; // bwrap already failed and said why on stderr
-          signal(pid, 'SIGKILL');
-          child.emit('error', new Error(`could not join the run's cgroup: ${error.message}`));
-        },
-      );
-    }
+    started.joined.catch((error: Error) => {
+      if (!alive || pid === undefined) return; // bwrap already failed and said why on stderr
+      signal(pid, 'SIGKILL');
+      child.emit('error', new Error(`could not join the run's cgroup: ${error.message}`));
+    });
     const { stdout, stderr } = child;
     if (!stdout || !stderr) throw new Error('spawn returned no output pipes');
     let disposed: Promise<void> | undefined;

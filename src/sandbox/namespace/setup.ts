@@ -21,6 +21,8 @@ export interface HostSetup {
   readonly system: readonly SystemMount[];
   readonly root: boolean;
   readonly cgroups?: CgroupLayout;
+  /** For pre-started launchers (bash's readarray -d); without it every run starts directly. */
+  readonly bash?: string;
   readonly layers: readonly Layer[];
   /** The first missing required layer, as a sentence. */
   readonly unavailable?: string;
@@ -85,6 +87,7 @@ export function detectHost(options: { readonly cgroups: boolean } = { cgroups: t
         `${root ? ' and RLIMIT_NPROC' : ''} — run as root or with a delegated cgroup v2 subtree`,
     });
   }
+  const bashPath = findOnPath('bash');
   const missing = layers.find((layer) => layer.required && !layer.ok);
   const tools: Tools | undefined =
     bwrap && (!root || setpriv)
@@ -95,6 +98,7 @@ export function detectHost(options: { readonly cgroups: boolean } = { cgroups: t
     system: hostSystemMounts(),
     root,
     ...(cgroups && { cgroups }),
+    ...(bashPath && { bash: bashPath }),
     layers,
     ...(missing && { unavailable: `${missing.name}: ${missing.detail}` }),
   };
