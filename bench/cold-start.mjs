@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 // Cold one-shot latency of `print(1)`: the bare interpreter, bubblewrap alone, and the namespace
 // backend (prlimit + cgroup + bwrap + seccomp + setpriv). Same interpreter, same run, interleaved.
-// "no cgroup" shows what the per-run cgroup costs: on cgroup v1 moving a process into a cgroup
-// waits for an RCU grace period in the kernel. (The engine's warm pool hides all of this on the
-// hot path; this measures a cold sandbox.) Usage:
+// "no cgroup" shows what the per-run cgroup costs: moving a process into a cgroup waits for an
+// RCU grace period in the kernel, which the backend's pre-started launchers take off the critical
+// path. (The engine's warm pool hides all of this on the hot path; this measures a cold
+// sandbox: a fresh bwrap, mounts, seccomp, setpriv and interpreter every time.) Usage:
 //   npm run build && node bench/cold-start.mjs [iterations=40]
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
