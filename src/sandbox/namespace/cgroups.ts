@@ -105,11 +105,12 @@ export class RunCgroup {
   }
 
   /** Best effort, synchronous (process exit): members just killed may not be reaped yet. */
-  tryRemove(): void {
+  tryRemove(): boolean {
     try {
       this.removeNow();
+      return true;
     } catch {
-      // a later server's sweep removes it once empty
+      return false; // a later server's sweep removes it once empty
     }
   }
 

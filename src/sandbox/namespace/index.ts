@@ -49,7 +49,13 @@ export class NamespaceBackend implements SandboxBackend {
     this.exitHook = true;
     process.once('exit', () => {
       for (const run of this.live) run.killAll();
-      for (const run of this.live) run.tryRemove();
+      // Exit handlers are synchronous: give the kernel up to 200 ms to reap what was just killed.
+      const tick = new Int32Array(new SharedArrayBuffer(4));
+      for (let waited = 0; waited <= 200; waited += 5) {
+        for (const run of this.live) if (run.tryRemove()) this.live.delete(run);
+        if (this.live.size === 0) break;
+        Atomics.wait(tick, 0, 0, 5);
+      }
     });
   }
 
