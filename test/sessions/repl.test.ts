@@ -281,6 +281,17 @@ describe('python extras', () => {
       'import os, threading\nthreading.Timer(0.2, lambda: os._exit(5)).start()',
     );
     expect(await allGone([session.pid])).toBe(true);
+    // The driver's pid goes before the sandbox around it: wait until the server has seen the end.
+    await expect
+      .poll(async () => {
+        const listed = await callTool<{ sessions: Array<{ session_id: string }> }>(
+          server.client,
+          'list_sessions',
+          {},
+        );
+        return listed.value.sessions.some((s) => s.session_id === session.session_id);
+      })
+      .toBe(false);
     const late = await send(server.client, session.session_id, '1');
     expect(late.value).toMatchObject({ success: false, code: 'SESSION_NOT_FOUND' });
     expect(String((late.value as unknown as { error: string }).error)).toMatch(/crashed: exit code 5/);

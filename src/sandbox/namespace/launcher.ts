@@ -146,7 +146,10 @@ export class Launchers {
       if (pid !== undefined) signal(pid, 'SIGKILL');
       void cgroup.remove();
     };
-    if (pid === undefined) return fail();
+    if (pid === undefined) {
+      fail();
+      return;
+    }
     cgroup.join(pid).then(() => {
       this.starting.delete(name);
       this.ready.set(name, { child, cgroup });
