@@ -36,8 +36,8 @@ export interface EngineDeps {
  * pool has it), bounded output, timeout cascade, artifacts, log entry.
  */
 export class Engine {
-  /** Every process started and not yet reaped: its owner kills it on shutdown. */
-  private readonly live = new Set<SandboxedProcess>();
+  /** Every process started and not yet released, with the promise of its release. */
+  private readonly live = new Map<SandboxedProcess, Promise<unknown>>();
   private readonly pool: WarmPool;
 
   constructor(private readonly deps: EngineDeps) {
@@ -48,11 +48,10 @@ export class Engine {
     });
   }
 
-  /** Kill every running execution and warm process, and wait for them to be reaped. */
+  /** Kill every running execution and warm process, and wait until each is reaped and released. */
   async shutdown(): Promise<void> {
-    const procs = [...this.live];
-    for (const proc of procs) proc.kill('SIGKILL');
-    await Promise.all([this.pool.shutdown(), ...procs.map((proc) => proc.exited)]);
+    for (const proc of this.live.keys()) proc.kill('SIGKILL');
+    await Promise.allSettled([this.pool.shutdown(), ...this.live.values()]);
   }
 
   /** Discard warm processes (they were started before the package environment changed). */
@@ -112,6 +111,7 @@ export class Engine {
               cwd,
               files: [scriptPath],
               timeoutMs: this.timeoutMs(request),
+              confined: backend.mode !== 'subprocess',
             }),
           );
         }
@@ -164,12 +164,18 @@ export class Engine {
   }
 
   private async track<T>(proc: SandboxedProcess, work: () => Promise<T>): Promise<T> {
-    this.live.add(proc);
+    const done = (async () => {
+      try {
+        return await work();
+      } finally {
+        await proc.dispose();
+      }
+    })();
+    this.live.set(proc, done);
     try {
-      return await work();
+      return await done;
     } finally {
       this.live.delete(proc);
-      await proc.dispose();
     }
   }
 
@@ -195,6 +201,7 @@ export class Engine {
       files: [driver],
       timeoutMs: config.maxTimeoutMs,
       control: true,
+      confined: backend.mode !== 'subprocess',
     });
     try {
       return new WarmProcess(id, execDir, backend.spawn(spec));
@@ -222,6 +229,7 @@ export class Engine {
       memory_peak_mb: null,
       sandbox_mode: result.sandbox_mode,
       working_dir: result.working_dir,
+      ...(result.limit && { limit: result.limit }),
       artifacts: diff,
       executed_at: new Date(Date.now() - result.duration_ms).toISOString(),
     });

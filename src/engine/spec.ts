@@ -18,6 +18,8 @@ export interface RunSpecInput {
   readonly files: readonly string[];
   readonly timeoutMs: number;
   readonly control?: boolean;
+  /** The host's home is not visible (namespace mode): HOME becomes the workspace. */
+  readonly confined: boolean;
 }
 
 /** The SandboxSpec of one run: stripped env, workspace, global packages, limits. */
@@ -31,7 +33,7 @@ export async function buildRunSpec(input: RunSpecInput): Promise<SandboxSpec> {
   return {
     argv: input.argv,
     cwd,
-    env: sandboxEnv(input.hostEnv, env),
+    env: sandboxEnv(input.hostEnv, env, input.confined ? execDir : undefined),
     writablePaths: cwd === execDir ? [execDir] : [execDir, cwd],
     readablePaths: [...input.files, ...packages.readable],
     // CPU seconds per process as a backstop behind the wall clock (the namespace backend's RLIMIT_CPU).

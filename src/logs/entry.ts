@@ -26,6 +26,7 @@ export interface FullEntry {
   sandbox_mode: string | null;
   working_dir: string | null;
   script_name: string | null;
+  limit: string | null;
   guardian_pre_scan: Record<string, unknown> | null;
   guardian_post_scan: Record<string, unknown> | null;
   agent_id: string | null;
@@ -111,6 +112,7 @@ export function toFullEntry(line: ExecutionLine, indexedLanguage: string | null 
     sandbox_mode: line.sandbox_mode ?? null,
     working_dir: line.working_dir ?? null,
     script_name: line.script_name ?? null,
+    limit: line.limit ?? null,
     guardian_pre_scan: line.guardian?.pre_scan ?? null,
     guardian_post_scan: line.guardian?.post_scan ?? null,
     agent_id: line.context?.agent_id ?? null,

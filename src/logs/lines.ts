@@ -34,6 +34,7 @@ export const executionLineSchema = z
     artifacts: artifactsSchema.nullish(),
     packages_installed: names.nullish(),
     script_name: z.string().nullish(),
+    limit: z.string().nullish(),
     guardian: z.object({ pre_scan: scan, post_scan: scan }).partial().nullish(),
     context: z
       .object({

@@ -185,7 +185,11 @@ export class SessionManager implements SessionPackageHost {
     const proc = backend.spawn({
       argv: driver.argv(interpreter),
       cwd,
-      env: sandboxEnv(this.deps.hostEnv ?? process.env, { ...driver.env, ...packages.env }),
+      env: sandboxEnv(
+        this.deps.hostEnv ?? process.env,
+        { ...driver.env, ...packages.env },
+        backend.mode === 'subprocess' ? undefined : workspace,
+      ),
       writablePaths: cwd === workspace ? [workspace] : [workspace, cwd],
       readablePaths: [driver.file, ...packages.readable],
       limits: config.limits,

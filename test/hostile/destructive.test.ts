@@ -5,6 +5,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { callTool } from '../helpers/server.js';
 import { hostProcessesWith, type Rig, run, startRig } from './probes.js';
 
 const root = process.getuid?.() === 0;
@@ -44,6 +45,10 @@ describe('hostile destructive probes (namespace mode only)', () => {
     expect(result.exit_code).toBe(137);
     expect(result.limit).toBe('memory');
     expect(result.stderr).toContain('memory limit reached');
+    const logged = await callTool(rig.server.client, 'get_execution_log', {
+      execution_id: result.execution_id,
+    });
+    expect(logged.value).toMatchObject({ limit: 'memory', exit_code: 137 });
     await stillAnswering();
   });
 

@@ -54,6 +54,7 @@ export async function startRig(env: Record<string, string> = {}, uid?: number): 
 
 export interface RunResult {
   success: boolean;
+  execution_id: string;
   stdout: string;
   stderr: string;
   exit_code: number | null;

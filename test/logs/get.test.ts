@@ -84,6 +84,7 @@ describe('get_execution_log', () => {
       sandbox_mode: 'subprocess',
       working_dir: '/tmp/sandbox/exec_a1b2c3a1b2c3',
       script_name: null,
+      limit: null,
       guardian_pre_scan: { passed: true, flags: [] },
       guardian_post_scan: { passed: true, flags: [] },
       agent_id: 'annabelle',

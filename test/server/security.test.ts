@@ -56,6 +56,20 @@ describe('execute_code environment and working_dir policy', () => {
     expect(names.filter((n) => !allowed.includes(n ?? '') && !runtimeOwn.includes(n ?? ''))).toEqual([]);
   });
 
+  it('gives code a HOME and TMPDIR that exist and are writable', async () => {
+    const { value } = await run({
+      language: 'python',
+      code: [
+        'import os, tempfile',
+        'home = os.path.expanduser("~")',
+        'open(os.path.join(home, ".probe"), "w").write("x")',
+        'with tempfile.NamedTemporaryFile() as f: f.write(b"x")',
+        'print(os.path.isdir(home), os.access(home, os.W_OK))',
+      ].join('\n'),
+    });
+    expect(value).toMatchObject({ success: true, stdout: 'True True\n' });
+  });
+
   it('runs in a custom working_dir and reports what it created and modified there', async () => {
     writeFileSync(join(outside, 'data.csv'), 'a\n1\n');
     const { value } = await run({

@@ -49,6 +49,10 @@ const entryOutput = z.object({
   sandbox_mode: z.string().nullable(),
   working_dir: z.string().nullable(),
   script_name: z.string().nullable().describe('the saved script this run executed, if any'),
+  limit: z
+    .string()
+    .nullable()
+    .describe('the resource limit that stopped the run (memory, processes, cpu, file_size)'),
   guardian_pre_scan: scan,
   guardian_post_scan: scan,
   agent_id: z.string().nullable(),
