@@ -23,6 +23,8 @@ export class WarmPool {
   private readonly filling = new Map<InterpreterKind, number>();
   private readonly idleTimers = new Map<InterpreterKind, NodeJS.Timeout>();
   private readonly failures = new Map<InterpreterKind, number>();
+  /** Starts under way: shutdown waits for them, so none is left running unowned. */
+  private readonly starting = new Set<Promise<unknown>>();
   private closed = false;
 
   constructor(private readonly options: PoolOptions) {}
@@ -61,6 +63,7 @@ export class WarmPool {
   async shutdown(): Promise<void> {
     this.closed = true;
     for (const timer of this.idleTimers.values()) clearTimeout(timer);
+    await Promise.allSettled([...this.starting]);
     await this.flush();
   }
 
@@ -68,7 +71,7 @@ export class WarmPool {
     const have = (this.ready.get(kind)?.length ?? 0) + (this.filling.get(kind) ?? 0);
     for (let i = have; i < this.options.size; i++) {
       this.filling.set(kind, (this.filling.get(kind) ?? 0) + 1);
-      this.options
+      const start = this.options
         .start(kind)
         .then((warm) => {
           if (this.closed || !this.idleTimers.has(kind)) return this.cleanup(warm);
@@ -80,7 +83,11 @@ export class WarmPool {
           this.failures.set(kind, (this.failures.get(kind) ?? 0) + 1);
           log('warn', `warm ${kind} process could not start: ${error.message}`);
         })
-        .finally(() => this.filling.set(kind, (this.filling.get(kind) ?? 1) - 1));
+        .finally(() => {
+          this.filling.set(kind, (this.filling.get(kind) ?? 1) - 1);
+          this.starting.delete(start);
+        });
+      this.starting.add(start);
     }
   }
 
