@@ -10,6 +10,8 @@ import { LogWriter } from './writer.js';
 
 /** Re-check the directory for lines other writers left unindexed at most this often. */
 const RESCAN_MS = 1000;
+/** How long appends are batched before they are indexed. */
+const INDEX_DELAY_MS = 200;
 const RETENTION_FIRST_MS = 30_000;
 const RETENTION_EVERY_MS = 3_600_000;
 
@@ -32,7 +34,7 @@ export class ExecutionLogs {
   private catchUp: Promise<void> | undefined;
   private lastScan = 0;
   private readonly dirty = new Set<string>();
-  private dirtyTask: NodeJS.Immediate | undefined;
+  private dirtyTask: NodeJS.Timeout | undefined;
   private readonly timers: NodeJS.Timeout[] = [];
   private retentionAuto = false;
   private retention: Promise<unknown> | undefined;
@@ -114,7 +116,7 @@ export class ExecutionLogs {
     this.closed = true;
     for (const timer of this.timers) clearTimeout(timer);
     await Promise.allSettled([this.catchUp, this.retention]);
-    if (this.dirtyTask) clearImmediate(this.dirtyTask);
+    clearTimeout(this.dirtyTask);
     this.dirtyTask = undefined;
     try {
       if (this.dirty.size > 0) {
@@ -209,8 +211,9 @@ export class ExecutionLogs {
   private noteAppended(file: string): void {
     if (this.closed) return;
     this.dirty.add(file);
-    // After the append's caller has its answer: indexing never delays an execution result.
-    this.dirtyTask ??= setImmediate(() => {
+    // Batched, after a quiet moment: indexing never delays a result, and a burst of sends is
+    // indexed in one go. A search catches up with whatever is still pending first.
+    this.dirtyTask ??= setTimeout(() => {
       this.dirtyTask = undefined;
       if (this.closed) return;
       try {
@@ -219,7 +222,8 @@ export class ExecutionLogs {
         if (isCorruption(error)) this.discardStore();
         log('warn', `could not update the search index: ${(error as Error).message}`);
       }
-    });
+    }, INDEX_DELAY_MS);
+    this.dirtyTask.unref();
   }
 
   private indexDirty(store: IndexStore): void {
