@@ -87,6 +87,7 @@ export class Engine {
     const script = `${SCRIPT_BASENAME}.${runtime.extension}`;
     const scriptPath = join(execDir, script);
     if (!warm) await mkdir(execDir, { recursive: true, mode: 0o700 });
+    let launched = false;
     try {
       const exclude = cwd === execDir ? new Set([script, 'node_modules']) : undefined;
       const before = await snapshotDir(cwd, { exclude });
@@ -98,6 +99,7 @@ export class Engine {
         let proc: SandboxedProcess;
         if (warm) {
           warm.launch(scriptPath, request.args ?? []);
+          launched = true;
           proc = warm.proc;
         } else {
           proc = backend.spawn(
@@ -147,6 +149,8 @@ export class Engine {
       await this.log(request, result, diff);
       return result;
     } finally {
+      // A warm process taken but never given its job (the run failed before) must not linger.
+      if (warm && !launched) await warm.discard();
       if (!request.workingDir) this.pool.replenish(runtime.interpreter);
       // Keep the workspace when the code left files in it; the agent may want them.
       await rmdir(execDir).catch(() => {});
