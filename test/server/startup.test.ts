@@ -1,0 +1,43 @@
+import { existsSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ERAS, startServer, tempDir } from '../helpers/server.js';
+
+const SEED_TOOLS = [
+  'close_session',
+  'execute_code',
+  'get_execution_log',
+  'get_script',
+  'install_package',
+  'list_scripts',
+  'list_sessions',
+  'run_script',
+  'save_script',
+  'search_execution_logs',
+  'search_scripts',
+  'send_to_session',
+  'start_session',
+];
+
+describe.each(ERAS)('server start-up (%s era)', (era) => {
+  it('lists every seed tool, each with input and output schemas, and touches nothing on disk', async () => {
+    const parent = tempDir();
+    const home = join(parent, 'home');
+    const server = await startServer({ era, home });
+    try {
+      const { tools } = await server.client.listTools();
+      expect(tools.map((tool) => tool.name).sort()).toEqual(SEED_TOOLS);
+      for (const tool of tools) {
+        expect(tool.description?.length).toBeGreaterThan(40);
+        expect(tool.inputSchema.type).toBe('object');
+        expect(tool.outputSchema?.type).toBe('object');
+        expect(tool.annotations).toBeDefined();
+      }
+    } finally {
+      await server.close();
+    }
+    // Clients spawn throwaway servers to probe them: that must leave no trace.
+    expect(existsSync(home)).toBe(false);
+    rmSync(parent, { recursive: true, force: true });
+  });
+});
