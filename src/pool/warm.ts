@@ -13,8 +13,6 @@ export class WarmProcess {
     void proc.exited.then(() => {
       this.exitedEarly = true;
     });
-    // The child's end closes when it dies (discard, shutdown, a crash): not an error of ours.
-    proc.control?.on('error', () => {});
   }
 
   get alive(): boolean {

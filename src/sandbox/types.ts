@@ -39,6 +39,7 @@ export interface Exit {
   readonly limit?: LimitKind;
 }
 
+/** Its streams never emit unhandled 'error' events: the exit reports what happened. */
 export interface SandboxedProcess {
   readonly pid: number | undefined;
   readonly stdout: Readable;

@@ -74,11 +74,9 @@ export class Session {
       if (text) this.onOutput?.('stderr', text);
     });
     proc.stdin?.end(); // code that reads stdin gets EOF instead of blocking the session
-    proc.stdin?.on('error', () => {});
     const control = proc.control;
     if (!control) throw new TypeError('session drivers need a control channel');
     control.on('data', (chunk: Buffer) => this.onControl(chunk));
-    control.on('error', () => {}); // the exit handler reports what happened
     void proc.exited.then((exit) => {
       this.exit = exit;
       if (!this.running) void this.notifyEnd();

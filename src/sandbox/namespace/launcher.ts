@@ -5,6 +5,7 @@
 // --block-fd until the server has moved it in (the grace period then overlaps bwrap's setup).
 import { type ChildProcess, spawn } from 'node:child_process';
 import type { Writable } from 'node:stream';
+import { ignoreStreamErrors } from '../streams.js';
 import type { SandboxSpec } from '../types.js';
 import { SECCOMP_FD, WAIT_FD } from './args.js';
 import { type CgroupLayout, type CgroupLimits, createRunCgroup, type RunCgroup } from './cgroups.js';
@@ -63,6 +64,7 @@ export function startDirect(
     detached: true,
     stdio: stdio(shape, cgroup ? 'wait' : 'none'),
   });
+  ignoreStreamErrors(child);
   fd(child, SECCOMP_FD).end(seccomp);
   const pid = child.pid;
   if (!cgroup || pid === undefined) return { child, ...(cgroup && { cgroup }), joined: Promise.resolve() };
@@ -138,6 +140,7 @@ export class Launchers {
       stdio: stdio(shape, 'argv'),
     });
     child.once('error', () => {});
+    ignoreStreamErrors(child);
     // An idle launcher must not keep the process alive (`codexec run` exits after its run).
     setRef(child, false);
     const pid = child.pid;

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import type { Duplex } from 'node:stream';
+import { ignoreStreamErrors } from '../streams.js';
 import type { Availability, Exit, SandboxBackend, SandboxedProcess, SandboxSpec } from '../types.js';
 
 /**
@@ -23,6 +24,7 @@ export class SubprocessBackend implements SandboxBackend {
       detached: true,
       stdio: spec.control ? [spec.stdin, 'pipe', 'pipe', 'pipe'] : [spec.stdin, 'pipe', 'pipe'],
     });
+    ignoreStreamErrors(child);
     const exited = new Promise<Exit>((resolve) => {
       child.once('error', (error) => resolve({ code: null, signal: null, spawnError: error }));
       child.once('exit', (code, signal) => resolve({ code, signal }));
