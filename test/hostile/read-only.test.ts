@@ -126,15 +126,12 @@ describe.each(MODES)('hostile read-only probes (%s mode)', (label) => {
     },
   );
 
-  // Subprocess mode promises nothing here: code inherits whatever the server inherited.
-  if (confined) {
-    it('receives no file descriptor of the server beyond stdio', () => {
-      const extra = Object.entries(first.fds).filter(
-        ([fd, target]) => Number(fd) > 2 && target !== '/dev/null' && !target.startsWith('/proc/'),
-      );
-      expect(extra).toEqual([]);
-    });
-  }
+  it('receives no file descriptor of the server beyond stdio', () => {
+    const extra = Object.entries(first.fds).filter(
+      ([fd, target]) => Number(fd) > 2 && target !== '/dev/null' && !target.startsWith('/proc/'),
+    );
+    expect(extra).toEqual([]);
+  });
 
   it(
     confined ? 'leaves no background process behind' : 'lets a setsid background process OUTLIVE the run',

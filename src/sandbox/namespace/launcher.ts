@@ -5,11 +5,11 @@
 // --block-fd until the server has moved it in (the grace period then overlaps bwrap's setup).
 import { type ChildProcess, spawn } from 'node:child_process';
 import type { Writable } from 'node:stream';
+import { childStdio } from '../fds.js';
 import { ignoreStreamErrors } from '../streams.js';
 import type { SandboxSpec } from '../types.js';
 import { SECCOMP_FD, WAIT_FD } from './args.js';
 import { type CgroupLayout, type CgroupLimits, createRunCgroup, type RunCgroup } from './cgroups.js';
-import { childStdio } from './fds.js';
 import { children, signal } from './process.js';
 
 export const ARGV_FD = 6;

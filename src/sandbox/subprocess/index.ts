@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import type { Duplex } from 'node:stream';
+import { childStdio } from '../fds.js';
 import { ignoreStreamErrors } from '../streams.js';
 import type { Availability, Exit, SandboxBackend, SandboxedProcess, SandboxSpec } from '../types.js';
 
@@ -22,7 +23,8 @@ export class SubprocessBackend implements SandboxBackend {
       env: { ...spec.env },
       // A new session makes the child a process-group leader, so the whole group can be signalled.
       detached: true,
-      stdio: spec.control ? [spec.stdin, 'pipe', 'pipe', 'pipe'] : [spec.stdin, 'pipe', 'pipe'],
+      // The server's own inherited fds reach the code as /dev/null only, as in the namespace backend.
+      stdio: childStdio(spec.control ? [spec.stdin, 'pipe', 'pipe', 'pipe'] : [spec.stdin, 'pipe', 'pipe']),
     });
     ignoreStreamErrors(child);
     const exited = new Promise<Exit>((resolve) => {
