@@ -27,6 +27,7 @@ export function inheritableFds(): number[] {
 }
 
 let devNull: number | undefined;
+let inherited: number[] | undefined;
 
 /**
  * The child's stdio array: `ours` at their indices, and every other inheritable fd of this process
@@ -36,7 +37,9 @@ export function childStdio(
   ours: ReadonlyArray<'pipe' | 'ignore' | number>,
 ): Array<'pipe' | 'ignore' | number> {
   const stdio = [...ours];
-  const leaked = inheritableFds();
+  // Computed once: fds inherited at start-up stay; everything Node opens later is close-on-exec.
+  inherited ??= inheritableFds();
+  const leaked = inherited;
   if (leaked.length === 0) return stdio;
   devNull ??= openSync('/dev/null', 'r');
   for (const fd of leaked) {

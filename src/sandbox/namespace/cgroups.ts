@@ -2,7 +2,7 @@
 // created under the server's own cgroup (read from /proc/self/cgroup) and removed in dispose().
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
+import { rmdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { log } from '../../util/index.js';
@@ -97,7 +97,7 @@ export class RunCgroup {
       await sleep(wait);
     }
     try {
-      this.removeNow();
+      await this.removeAsync();
     } catch (error) {
       // Never fail a finished run over cleanup; the next server's sweep removes it once empty.
       log('warn', `could not remove cgroup ${this.dirs.join(', ')}: ${(error as Error).message}`);
@@ -112,6 +112,18 @@ export class RunCgroup {
     } catch {
       return false; // a later server's sweep removes it once empty
     }
+  }
+
+  /** As removeNow, off the event loop: rmdir of a cgroup can take a while in the kernel. */
+  private async removeAsync(): Promise<void> {
+    if (this.removed) return;
+    const results = await Promise.allSettled(this.dirs.map((dir) => rmdir(dir)));
+    const failure = results.find(
+      (r): r is PromiseRejectedResult =>
+        r.status === 'rejected' && (r.reason as NodeJS.ErrnoException).code !== 'ENOENT',
+    );
+    if (failure) throw failure.reason;
+    this.removed = true;
   }
 
   removeNow(): void {
