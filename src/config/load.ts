@@ -39,6 +39,15 @@ export interface Config {
   readonly logLevel: Settings['LOG_LEVEL'];
 }
 
+/**
+ * Where the global package environment lives (install_package without a session): pip
+ * `--target` dir for Python, npm `--prefix` for Node, whose packages land in `nodeModules`.
+ */
+export function globalPackageDirs(config: Pick<Config, 'envsDir'>) {
+  const node = join(config.envsDir, 'node');
+  return { python: join(config.envsDir, 'python'), node, nodeModules: join(node, 'node_modules') };
+}
+
 type RawSettings = Partial<Record<string, unknown>>;
 
 /**

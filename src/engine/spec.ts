@@ -1,6 +1,6 @@
 import { access, symlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Config } from '../config/index.js';
+import { type Config, globalPackageDirs } from '../config/index.js';
 import { sandboxEnv } from '../policy/index.js';
 import type { InterpreterKind } from '../runtimes/index.js';
 import type { SandboxSpec } from '../sandbox/index.js';
@@ -25,7 +25,7 @@ export interface RunSpecInput {
 /** The SandboxSpec of one run: stripped env, workspace, global packages, limits. */
 export async function buildRunSpec(input: RunSpecInput): Promise<SandboxSpec> {
   const { config, cwd, execDir } = input;
-  const packages = await globalPackages(config.envsDir, input.kind, execDir);
+  const packages = await globalPackages(config, input.kind, execDir);
   const env: Record<string, string> = { ...input.runtimeEnv, ...packages.env };
   // The script lives outside a custom working dir; keep that dir importable as `python -c` would.
   if (input.kind === 'python' && cwd !== execDir)
@@ -55,17 +55,17 @@ export interface PackageAccess {
  * both `import` and `require` resolve, plus NODE_PATH.
  */
 export async function globalPackages(
-  envsDir: string,
+  config: Pick<Config, 'envsDir'>,
   kind: InterpreterKind,
   execDir: string,
 ): Promise<PackageAccess> {
   const none: PackageAccess = { env: {}, readable: [] };
   if (kind === 'python') {
-    const dir = join(envsDir, 'python');
+    const dir = globalPackageDirs(config).python;
     return (await exists(dir)) ? { env: { PYTHONPATH: dir }, readable: [dir] } : none;
   }
   if (kind === 'node') {
-    const dir = join(envsDir, 'node', 'node_modules');
+    const dir = globalPackageDirs(config).nodeModules;
     if (!(await exists(dir))) return none;
     await symlink(dir, join(execDir, 'node_modules'), 'dir').catch(() => {});
     return { env: { NODE_PATH: dir }, readable: [dir] };

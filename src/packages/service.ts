@@ -1,5 +1,4 @@
-import { join } from 'node:path';
-import type { Config } from '../config/index.js';
+import { type Config, globalPackageDirs } from '../config/index.js';
 import { CodexecError } from '../errors/index.js';
 import type { LogWriter } from '../logs/index.js';
 import type { Interpreters } from '../runtimes/index.js';
@@ -49,7 +48,7 @@ export class PackageService {
 
   /** The global environment that every run of `language` can import from. */
   globalEnv(language: PackageLanguage): PackageEnv {
-    return { language, dir: join(this.config.envsDir, language) };
+    return { language, dir: globalPackageDirs(this.config)[language] };
   }
 
   async install(request: InstallRequest): Promise<InstallOutcome> {

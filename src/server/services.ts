@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { Config } from '../config/index.js';
+import { type Config, globalPackageDirs } from '../config/index.js';
 import { Engine } from '../engine/index.js';
 import { ScriptStore } from '../library/index.js';
 import { ExecutionLogs, type LogWriter } from '../logs/index.js';
@@ -35,8 +35,8 @@ export function createServices(config: Config): Services {
   const sessions = new SessionManager({ config, backends, interpreters, logs });
   const packageCheck: CheckContext = {
     python: () => interpreters.get('python'),
-    pythonPath: [join(config.envsDir, 'python')],
-    nodeModules: [join(config.envsDir, 'node', 'node_modules')],
+    pythonPath: [globalPackageDirs(config).python],
+    nodeModules: [globalPackageDirs(config).nodeModules],
   };
   const packages = new PackageService(config, interpreters, logs, () => engine.refreshPool());
   packages.attachSessions(sessions);

@@ -181,7 +181,7 @@ export class SessionManager implements SessionPackageHost {
     const workspace = join(config.sandboxDir, id);
     const cwd = request.workingDir ?? workspace;
     await mkdir(workspace, { recursive: true, mode: 0o700 });
-    const packages = await sessionPackages(config.envsDir, driver.interpreter, workspace);
+    const packages = await sessionPackages(config, driver.interpreter, workspace);
     const proc = backend.spawn({
       argv: driver.argv(interpreter),
       cwd,

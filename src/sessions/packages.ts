@@ -1,5 +1,6 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { Config } from '../config/index.js';
 import { globalPackages, type PackageAccess } from '../engine/index.js';
 import type { PackageEnv } from '../packages/index.js';
 import type { InterpreterKind } from '../runtimes/index.js';
@@ -15,11 +16,11 @@ export function sessionPackageEnv(workspace: string, kind: 'python' | 'node'): P
  * environment that one-shot runs see too.
  */
 export async function sessionPackages(
-  envsDir: string,
+  config: Pick<Config, 'envsDir'>,
   interpreter: InterpreterKind,
   workspace: string,
 ): Promise<PackageAccess> {
-  const global = await globalPackages(envsDir, interpreter, workspace);
+  const global = await globalPackages(config, interpreter, workspace);
   if (interpreter === 'bash') return global;
   const own = sessionPackageEnv(workspace, interpreter).dir;
   const variable = interpreter === 'python' ? 'PYTHONPATH' : 'NODE_PATH';
