@@ -3,4 +3,4 @@
 
 export { type InterpreterKind, Interpreters } from './interpreters.js';
 export { LANGUAGES, type Language, RUNTIMES, type Runtime } from './languages.js';
-export { CodeSyntaxError } from './typescript.js';
+export { CodeSyntaxError, transpileTypeScript } from './typescript.js';

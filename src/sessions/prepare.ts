@@ -1,43 +1,19 @@
-import { createRequire } from 'node:module';
-import type { Language } from '../runtimes/index.js';
+import { type Language, transpileTypeScript } from '../runtimes/index.js';
 
 // Server-side preparation of a cell before it reaches its driver. Node cells run as classic
-// scripts, where static `import` is a syntax error, so imports become `await import()` bound
+// scripts, where static `import` is a syntax error, so imports become `__codexecImport()` calls bound
 // with `var`. Top-level `let`/`const` (at column 0) become `var` too: in a script a re-declared
 // let/const is a SyntaxError, and one whose initializer threw stays unusable for the rest of the
 // session, which breaks the fix-and-resend loop. TypeScript is stripped first.
-
-type Transform = (
-  code: string,
-  options: { transforms: string[]; disableESTransforms: boolean; keepUnusedImports: boolean },
-) => { code: string };
-
-let transform: Transform | undefined;
-
-/** The code's fault, reported as a failed send (not a refused request). */
-export class CellSyntaxError extends Error {
-  override name = 'CellSyntaxError';
-}
 
 export function prepareCell(language: Language, code: string): string {
   switch (language) {
     case 'node':
       return redeclarable(rewriteImports(code));
     case 'typescript':
-      return redeclarable(rewriteImports(stripTypes(code)));
+      return redeclarable(rewriteImports(transpileTypeScript(code, true)));
     default:
       return code;
-  }
-}
-
-function stripTypes(code: string): string {
-  transform ??= (createRequire(import.meta.url)('sucrase') as { transform: Transform }).transform;
-  try {
-    // keepUnusedImports: a name imported in this cell is typically used by a later one.
-    return transform(code, { transforms: ['typescript'], disableESTransforms: true, keepUnusedImports: true })
-      .code;
-  } catch (error) {
-    throw new CellSyntaxError(`TypeScript syntax error: ${(error as Error).message}`);
   }
 }
 

@@ -1,11 +1,11 @@
 import { constants } from 'node:os';
 import type { Config } from '../config/index.js';
 import { type ArtifactDiff, diffSnapshots, drain, OutputCollector } from '../engine/index.js';
-import type { Language } from '../runtimes/index.js';
+import { CodeSyntaxError, type Language } from '../runtimes/index.js';
 import type { Exit, SandboxedProcess } from '../sandbox/index.js';
 import { log, newId } from '../util/index.js';
 import { SessionNotFoundError, SessionStartError } from './errors.js';
-import { CellSyntaxError, prepareCell } from './prepare.js';
+import { prepareCell } from './prepare.js';
 import { type DoneMessage, type DriverMessage, encodeFrame, FrameDecoder } from './protocol.js';
 import { snapshotWorkingDir } from './snapshot.js';
 import { SendStopper } from './stopper.js';
@@ -177,7 +177,7 @@ export class Session {
     try {
       prepared = prepareCell(this.options.language, request.code);
     } catch (error) {
-      if (!(error instanceof CellSyntaxError)) throw error;
+      if (!(error instanceof CodeSyntaxError)) throw error;
       const collected = this.collect();
       const result: SendResult = {
         ...base,
