@@ -42,8 +42,11 @@ export async function startServer(env = {}) {
   };
 }
 
-/** Run `task` `n` times with `concurrency` workers; latencies in ms and wall time. */
-export async function measure(task, { n, concurrency = 1, warmup = 5 }) {
+/**
+ * Run `task` `n` times with `concurrency` workers; latencies in ms and wall time. `gapMs` idles
+ * each worker between tasks (not counted), as an agent thinking between calls does.
+ */
+export async function measure(task, { n, concurrency = 1, warmup = 5, gapMs = 0 }) {
   for (let i = 0; i < warmup; i++) await task();
   const latencies = [];
   let next = 0;
@@ -52,13 +55,14 @@ export async function measure(task, { n, concurrency = 1, warmup = 5 }) {
     Array.from({ length: concurrency }, async () => {
       while (next < n) {
         next++;
+        if (gapMs > 0) await new Promise((resolve) => setTimeout(resolve, gapMs));
         const t = performance.now();
         await task();
         latencies.push(performance.now() - t);
       }
     }),
   );
-  const wallMs = performance.now() - started;
+  const wallMs = performance.now() - started - (gapMs * n) / concurrency;
   latencies.sort((a, b) => a - b);
   const pick = (q) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))];
   return { n, concurrency, p50: pick(0.5), p99: pick(0.99), perSecond: (n / wallMs) * 1000 };

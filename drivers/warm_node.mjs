@@ -1,15 +1,20 @@
 // Warm-pool driver: a pre-started Node that waits for one ES module, imports it as the main
 // program, and exits when it is done. Used once, then discarded: no state outlives the run.
-// Protocol on fd 3: the script path and its arguments, NUL-separated, then end of file.
-import { closeSync, readSync } from 'node:fs';
+// Protocol on fd 3: the script path and its arguments, NUL-separated, then end of file (the
+// server's half-close). Once the 'exit' listeners have run, the driver writes the exit status
+// back as "<status>\n", so the server need not wait for Node's teardown and the sandbox's exit.
+// After an uncaught exception Node prints the error only after 'exit': then it writes nothing and
+// the server waits for the real exit instead.
+import { readSync, writeSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 
+const CONTROL = 3;
 const chunks = [];
 const buffer = Buffer.alloc(65536);
 for (;;) {
   let n;
   try {
-    n = readSync(3, buffer, 0, buffer.length, null);
+    n = readSync(CONTROL, buffer, 0, buffer.length, null);
   } catch (error) {
     if (error.code === 'EAGAIN') continue;
     throw error;
@@ -17,9 +22,25 @@ for (;;) {
   if (n === 0) break;
   chunks.push(Buffer.from(buffer.subarray(0, n)));
 }
-closeSync(3);
 const data = Buffer.concat(chunks);
 if (data.length === 0) process.exit(0);
 const [script, ...args] = data.toString('utf8').split('\0');
 process.argv = [process.argv[0], script, ...args];
+
+let fatal = false;
+process.on('uncaughtExceptionMonitor', () => {
+  fatal = true;
+});
+const emit = process.emit;
+process.emit = function (event, ...rest) {
+  const result = emit.call(this, event, ...rest);
+  if (event === 'exit' && !fatal) {
+    try {
+      writeSync(CONTROL, `${(process.exitCode ?? rest[0] ?? 0) & 0xff}\n`);
+    } catch {
+      // the program closed fd 3: the server waits for the exit instead
+    }
+  }
+  return result;
+};
 await import(pathToFileURL(script).href);

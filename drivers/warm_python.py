@@ -1,40 +1,100 @@
 # Warm-pool driver: a pre-started Python that waits for one program, runs it as __main__ exactly
 # like `python script.py args`, and exits. Used once, then discarded: no state outlives the run.
-# Protocol on fd 3: the script path and its arguments, NUL-separated, then end of file.
+# Protocol on fd 3: the script path and its arguments, NUL-separated, then end of file (the
+# server's half-close). When the program is over (threads joined, atexit run, output flushed) the
+# driver writes its exit status back as "<status>\n", so the server need not wait for the
+# interpreter's teardown and the sandbox's exit; then it leaves without finalization.
 import os
 import sys
 
 
 def _run(os=os, sys=sys):
+    # Everything the driver needs lives in this frame: the program's __main__ is emptied below.
+    def main(script, namespace):
+        """Run the program; its exit status as the interpreter would compute it."""
+        try:
+            with open(script, "rb") as source:
+                code = compile(source.read(), script, "exec")
+            exec(code, namespace)
+            return 0
+        except SystemExit as stop:
+            return exit_status(stop.code)
+        except BaseException as error:  # reported as the interpreter would, minus the driver's frame
+            error.__traceback__ = error.__traceback__.tb_next
+            sys.excepthook(type(error), error, error.__traceback__)
+            # Python dies of the signal itself after an unhandled ^C; the server reports it as 128+2.
+            return 130 if isinstance(error, KeyboardInterrupt) else 1
+
+    def exit_status(code):
+        if code is None:
+            return 0
+        if isinstance(code, int):
+            return code & 0xFF
+        try:
+            print(code, file=sys.stderr)
+        except Exception:
+            pass
+        return 1
+
+    def finalize(status):
+        """What interpreter shutdown does that a program can see: join threads, atexit, flush."""
+        threading = sys.modules.get("threading")
+        if threading is not None:
+            try:
+                threading._shutdown()
+            except BaseException:
+                pass
+        import atexit
+
+        atexit._run_exitfuncs()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                if stream is not None:
+                    stream.flush()
+            except Exception:
+                status = 120  # as the interpreter does when flushing stdout fails at exit
+        return status
+
+    import fcntl
+
+    # The first compile() of a process pays for initialising the compiler (~1 ms): pay it now.
+    compile("pass", "<warm-up>", "exec")
+
+    # Out of the program's way: a high, close-on-exec descriptor that its children never inherit.
+    control = fcntl.fcntl(3, fcntl.F_DUPFD_CLOEXEC, 200)
+    os.close(3)
     data = b""
     while True:
-        chunk = os.read(3, 65536)
+        chunk = os.read(control, 65536)
         if not chunk:
             break
         data += chunk
-    os.close(3)
     if not data:
         return  # the pool shut down without a job
     script, *args = [part.decode("utf-8", "surrogateescape") for part in data.split(b"\0")]
     sys.argv = [script, *args]
     sys.path[0] = os.path.dirname(script)
-    with open(script, "rb") as source:
-        code = compile(source.read(), script, "exec")
     # The program gets a pristine __main__: none of this driver's names.
     namespace = vars(sys.modules["__main__"])
     for name in [n for n in namespace if n not in ("__name__", "__builtins__")]:
         del namespace[name]
     namespace.update(__file__=script, __doc__=None, __package__=None, __spec__=None, __loader__=None)
-    try:
-        exec(code, namespace)
-    except SystemExit:
-        raise
-    except BaseException as error:  # print as the interpreter would, without this driver's frame
-        import traceback
-
-        traceback.print_exception(type(error), error, error.__traceback__.tb_next)
-        sys.stderr.flush()
-        os._exit(130 if isinstance(error, KeyboardInterrupt) else 1)
+    leader = os.getpid()
+    del fcntl, chunk, data, args
+    status = finalize(main(script, namespace))
+    if os.getpid() == leader:  # a fork of the program that finished the script only exits
+        # Output is flushed: closing it now lets the server see its end without waiting for
+        # this interpreter to be torn down.
+        for fd in (1, 2):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        try:
+            os.write(control, b"%d\n" % status)
+        except OSError:
+            pass  # the program closed our channel: the server falls back to waiting for the exit
+    os._exit(status)
 
 
 _run()

@@ -1,5 +1,5 @@
 import { constants } from 'node:os';
-import type { LimitKind, SandboxedProcess } from '../sandbox/index.js';
+import type { Exit, LimitKind, SandboxedProcess } from '../sandbox/index.js';
 import { drain, terminate } from './kill.js';
 import { OutputCollector, type OutputLimits } from './output.js';
 import type { OutputStream } from './types.js';
@@ -12,6 +12,11 @@ export interface CollectOptions {
   readonly limits?: { readonly memoryMb: number; readonly maxProcs: number; readonly maxFileMb: number };
   readonly signal?: AbortSignal | undefined;
   readonly onOutput?: ((stream: OutputStream, text: string) => void) | undefined;
+  /**
+   * The program's exit status as its warm driver reports it (undefined if it never does). The
+   * run then ends without waiting for the interpreter's teardown and the sandbox's exit.
+   */
+  readonly status?: Promise<number | undefined>;
 }
 
 export interface Collected {
@@ -57,7 +62,7 @@ export async function collect(proc: SandboxedProcess, options: CollectOptions): 
   if (options.signal?.aborted) onAbort();
   options.signal?.addEventListener('abort', onAbort, { once: true });
   try {
-    const exit = await proc.exited;
+    const exit = await Promise.race([proc.exited, reported(proc, options.status)]);
     // The run is over when its leader exits: nothing it started may outlive it.
     proc.kill('SIGKILL');
     await stopping;
@@ -81,6 +86,20 @@ export async function collect(proc: SandboxedProcess, options: CollectOptions): 
     clearTimeout(timer);
     options.signal?.removeEventListener('abort', onAbort);
   }
+}
+
+/**
+ * An Exit built from the driver's report. Everything the program wrote went out before the report,
+ * and the streams end once the SIGKILL that follows has closed every copy of them.
+ */
+async function reported(
+  proc: SandboxedProcess,
+  status: Promise<number | undefined> | undefined,
+): Promise<Exit> {
+  const code = await status;
+  if (code === undefined) return new Promise<never>(() => {});
+  const limit = proc.limitHit?.();
+  return { code, signal: null, ...(limit && { limit }) };
 }
 
 function limitNote(limit: LimitKind, limits: CollectOptions['limits']): string {

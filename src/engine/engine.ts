@@ -8,7 +8,7 @@ import { WarmPool, WarmProcess } from '../pool/index.js';
 import { CodeSyntaxError, type InterpreterKind, type Interpreters, RUNTIMES } from '../runtimes/index.js';
 import type { BackendRegistry, SandboxedProcess } from '../sandbox/index.js';
 import { newId } from '../util/index.js';
-import { type ArtifactDiff, diffSnapshots, snapshotDir } from './artifacts.js';
+import { type ArtifactDiff, diffSnapshots, type Snapshot, snapshotDir } from './artifacts.js';
 import { type Collected, collect } from './collect.js';
 import { buildRunSpec } from './spec.js';
 import type { ExecutionRequest, ExecutionResult, RunOptions } from './types.js';
@@ -38,6 +38,7 @@ export interface EngineDeps {
 export class Engine {
   /** Every process started and not yet released, with the promise of its release. */
   private readonly live = new Map<SandboxedProcess, Promise<unknown>>();
+  private readonly pending = new Set<Promise<unknown>>();
   private readonly pool: WarmPool;
 
   constructor(private readonly deps: EngineDeps) {
@@ -52,6 +53,7 @@ export class Engine {
   async shutdown(): Promise<void> {
     for (const proc of this.live.keys()) proc.kill('SIGKILL');
     await Promise.allSettled([this.pool.shutdown(), ...this.live.values()]);
+    await Promise.allSettled([...this.pending]);
   }
 
   /** Discard warm processes (they were started before the package environment changed). */
@@ -88,17 +90,21 @@ export class Engine {
     const scriptPath = join(execDir, script);
     if (!warm) await mkdir(execDir, { recursive: true, mode: 0o700 });
     let launched = false;
+    let proc: SandboxedProcess | undefined;
+    let keepsFiles = cwd !== execDir;
+    let tidied: Promise<unknown> = Promise.resolve();
     try {
       const exclude = cwd === execDir ? new Set([script, 'node_modules']) : undefined;
-      const before = await snapshotDir(cwd, { exclude });
+      // A warm workspace was made empty and its driver writes nothing there.
+      const before: Snapshot = warm ? new Map() : await snapshotDir(cwd, { exclude });
       const started = Date.now();
       let outcome: Collected;
       if (typeof prepared === 'string') {
         // Readable by the sandbox's uid whoever owns the workspace now (a warm one is already lent).
         await writeFile(scriptPath, prepared, { mode: 0o644 });
-        let proc: SandboxedProcess;
+        let status: Promise<number | undefined> | undefined;
         if (warm) {
-          warm.launch(scriptPath, request.args ?? []);
+          status = warm.launch(scriptPath, request.args ?? []);
           launched = true;
           proc = warm.proc;
         } else {
@@ -118,22 +124,27 @@ export class Engine {
           );
         }
         outcome = await this.track(proc, () =>
-          collect(proc, {
+          collect(proc as SandboxedProcess, {
             timeoutMs: this.timeoutMs(request),
             killGraceMs: config.killGraceMs,
             output: config.output,
             limits: config.limits,
             signal: options.signal,
             onOutput: options.onOutput,
+            status,
           }),
         );
       } else {
         outcome = syntaxFailure(prepared);
       }
       const duration_ms = Date.now() - started;
-      await rm(scriptPath, { force: true });
-      await unlink(join(execDir, 'node_modules')).catch(() => {});
+      // The script file and the package link are left out of the snapshot: remove them meanwhile.
+      tidied = Promise.all([
+        rm(scriptPath, { force: true }),
+        unlink(join(execDir, 'node_modules')).catch(() => {}),
+      ]);
       const diff = diffSnapshots(before, await snapshotDir(cwd, { exclude }));
+      keepsFiles ||= diff.created.length > 0 || diff.modified.length > 0;
       const result: ExecutionResult = {
         success: outcome.exit_code === 0 && !outcome.timed_out && !outcome.cancelled,
         execution_id: id,
@@ -151,11 +162,27 @@ export class Engine {
     } finally {
       // A warm process taken but never given its job (the run failed before) must not linger.
       if (warm && !launched) await warm.discard();
-      if (!request.workingDir) this.pool.replenish(runtime.interpreter);
-      // Keep the workspace when the code left files in it; the agent may want them.
-      await rmdir(execDir).catch(() => {});
-      if (cwd !== execDir) await rm(execDir, { recursive: true, force: true });
+      // The replacement starts once this result is on its way: its fork blocks the event loop.
+      if (!request.workingDir) setImmediate(() => this.pool.replenish(runtime.interpreter));
+      const release = proc && this.live.get(proc);
+      const cleanup = (async () => {
+        await tidied;
+        if (!keepsFiles) await release; // the sandbox is gone: nothing can write there any more
+        // Keep the workspace when the code left files in it; the agent may want them.
+        await rmdir(execDir).catch(() => {});
+        if (cwd !== execDir) await rm(execDir, { recursive: true, force: true });
+      })();
+      // Files the run leaves behind (in its workspace or the caller's working_dir) are handed back
+      // (ownership) before the caller sees them; an empty workspace goes in the background.
+      if (keepsFiles) await Promise.all([release, cleanup]);
+      else this.background(cleanup);
     }
+  }
+
+  /** Work that need not delay a result; shutdown waits for it. */
+  private background(work: Promise<unknown>): void {
+    const done = work.catch(() => {}).finally(() => this.pending.delete(done));
+    this.pending.add(done);
   }
 
   private get hostEnv(): NodeJS.ProcessEnv {
@@ -167,20 +194,20 @@ export class Engine {
     return Math.min(request.timeoutMs ?? config.defaultTimeoutMs, config.maxTimeoutMs);
   }
 
-  private async track<T>(proc: SandboxedProcess, work: () => Promise<T>): Promise<T> {
-    const done = (async () => {
-      try {
-        return await work();
-      } finally {
-        await proc.dispose();
-      }
-    })();
-    this.live.set(proc, done);
-    try {
-      return await done;
-    } finally {
-      this.live.delete(proc);
-    }
+  /**
+   * Run `work` on `proc`, then release the process (reaped, cgroup removed, workspace given back)
+   * in the background: `live` holds the release until it is done, for shutdown and for runs that
+   * must wait for it.
+   */
+  private track<T>(proc: SandboxedProcess, work: () => Promise<T>): Promise<T> {
+    const result = work();
+    const released = result
+      .catch(() => {})
+      .then(() => proc.dispose())
+      .catch(() => {})
+      .finally(() => this.live.delete(proc));
+    this.live.set(proc, released);
+    return result;
   }
 
   /** Start one sandboxed interpreter in a fresh workspace, blocked on its control channel. */

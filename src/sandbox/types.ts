@@ -50,6 +50,8 @@ export interface SandboxedProcess {
   readonly exited: Promise<Exit>;
   /** Signal every process of the run (process group / sandbox), not just the leader. */
   kill(signal: NodeJS.Signals): void;
+  /** A limit the backend saw hit so far, for runs that end before the process exits (warm). */
+  limitHit?(): LimitKind | undefined;
   /** Release what the backend made for this run (cgroups, containers). Safe to call twice. */
   dispose(): Promise<void>;
 }

@@ -195,6 +195,7 @@ export class NamespaceBackend implements SandboxBackend {
         }
         if (name === 'SIGKILL') cgroup?.killAll();
       },
+      limitHit: () => limit ?? cgroup?.limitHit(),
       dispose() {
         disposed ??= (async () => {
           if (alive && pid !== undefined) signal(pid, 'SIGKILL');
