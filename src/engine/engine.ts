@@ -106,9 +106,10 @@ export class Engine {
         if (warm) {
           status = warm.launch(scriptPath, request.args ?? []);
           launched = true;
-          proc = warm.proc;
-        } else {
-          proc = backend.spawn(
+        }
+        const running =
+          warm?.proc ??
+          backend.spawn(
             await buildRunSpec({
               config,
               hostEnv: this.hostEnv,
@@ -122,9 +123,9 @@ export class Engine {
               confined: backend.mode !== 'subprocess',
             }),
           );
-        }
-        outcome = await this.track(proc, () =>
-          collect(proc as SandboxedProcess, {
+        proc = running;
+        outcome = await this.track(running, () =>
+          collect(running, {
             timeoutMs: this.timeoutMs(request),
             killGraceMs: config.killGraceMs,
             output: config.output,
