@@ -2,6 +2,9 @@
 // the default mode with the warm pool. Passes when every run succeeds with the right output, no
 // process is left behind after the server exits, and server memory stays flat.
 // Usage: node bench/load.mjs [--runs N] [--concurrency C]
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { measure, ms, processesUnder, rssMb, startServer } from './lib.mjs';
 
@@ -38,15 +41,27 @@ const stats = await measure(
 const rssEnd = rssMb(server.pid);
 const home = server.home;
 const duringRun = processesUnder(home).length;
-await server.close();
+await server.client.close(); // the server exits; its home is kept until it has been checked
 await sleep(1000);
 const leaked = processesUnder(home);
+// Workspaces of runs that left no files, and run cgroups, must be gone too.
+const sandboxDir = join(home, 'sandbox');
+const workspaces = existsSync(sandboxDir) ? readdirSync(sandboxDir) : [];
+const cgroups = existsSync('/sys/fs/cgroup')
+  ? execFileSync('find', ['/sys/fs/cgroup', '-maxdepth', '6', '-name', `codexec-run-${server.pid}-*`], {
+      encoding: 'utf8',
+    })
+      .split('\n')
+      .filter(Boolean)
+  : [];
 console.log(
   `runs: ${runs} at concurrency ${concurrency}; ${stats.perSecond.toFixed(1)} runs/s; p50 ${ms(stats.p50)} ms; p99 ${ms(stats.p99)} ms`,
 );
 console.log(
-  `failures: ${failures.length}; processes after exit: ${leaked.length} (warm pool before exit: ${duringRun})`,
+  `failures: ${failures.length}; processes after exit: ${leaked.length} (warm pool before exit: ${duringRun}); workspaces left: ${workspaces.length}; cgroups left: ${cgroups.length}`,
 );
 console.log(`server RSS after 500 runs ${ms(rssAfterWarmup)} MB, at the end ${ms(rssEnd)} MB`);
 if (failures.length > 0) console.log(JSON.stringify(failures.slice(0, 3), null, 2));
-process.exitCode = failures.length === 0 && leaked.length === 0 ? 0 : 1;
+rmSync(home, { recursive: true, force: true });
+process.exitCode =
+  failures.length === 0 && leaked.length === 0 && workspaces.length === 0 && cgroups.length === 0 ? 0 : 1;

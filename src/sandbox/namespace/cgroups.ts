@@ -26,7 +26,7 @@ export class RunCgroup {
 
   constructor(
     private readonly layout: CgroupLayout,
-    private readonly dirs: readonly string[],
+    readonly dirs: readonly string[],
   ) {}
 
   setLimits(limits: CgroupLimits): void {

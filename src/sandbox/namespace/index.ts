@@ -13,6 +13,7 @@ import type {
 } from '../types.js';
 import { buildBwrapArgs } from './args.js';
 import { createRunCgroup, type RunCgroup } from './cgroups.js';
+import { Forker } from './forker.js';
 import { findOnPath } from './host.js';
 import { Launchers, startDirect } from './launcher.js';
 import { identityFor, Lease } from './ownership.js';
@@ -63,7 +64,12 @@ export class NamespaceBackend implements SandboxBackend {
 
   private launchers(host: HostSetup): Launchers | undefined {
     if (!host.cgroups || !host.bash) return undefined;
-    this.launcherPool ??= new Launchers(host.bash, host.cgroups, (cgroup) => this.track(cgroup));
+    this.launcherPool ??= new Launchers(
+      host.bash,
+      host.cgroups,
+      (cgroup) => this.track(cgroup),
+      new Forker(),
+    );
     return this.launcherPool;
   }
 

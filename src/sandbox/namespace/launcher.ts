@@ -3,23 +3,26 @@
 // ready: a bash already inside a fresh run cgroup, waiting for its argv on ARGV_FD. Everything it
 // execs starts inside the cgroup. Without a ready launcher, bwrap is spawned directly and held on
 // --block-fd until the server has moved it in (the grace period then overlaps bwrap's setup).
-import { type ChildProcess, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import type { Writable } from 'node:stream';
+import { log } from '../../util/index.js';
 import { childStdio } from '../fds.js';
 import { ignoreStreamErrors } from '../streams.js';
 import type { SandboxSpec } from '../types.js';
 import { SECCOMP_FD, WAIT_FD } from './args.js';
-import { type CgroupLayout, type CgroupLimits, createRunCgroup, type RunCgroup } from './cgroups.js';
+import { type CgroupLayout, type CgroupLimits, createRunCgroup, RunCgroup } from './cgroups.js';
+import type { ChildLike, Forker } from './forker.js';
 import { children, signal } from './process.js';
 
 export const ARGV_FD = 6;
 const SCRIPT = `readarray -d '' -t argv <&${ARGV_FD} && exec ${ARGV_FD}<&- && exec "\${argv[@]}"`;
 const IDLE_LIMITS = { memoryMb: 64, maxProcs: 4 };
+const LAUNCHER_ARGS = ['--norc', '--noprofile', '-c', SCRIPT, 'codexec-launcher'];
 
 type Shape = Pick<SandboxSpec, 'stdin' | 'control'>;
 
 export interface Started {
-  readonly child: ChildProcess;
+  readonly child: ChildLike;
   readonly cgroup?: RunCgroup;
   /** The cgroup join, when it is still under way (direct start); rejects if it failed. */
   readonly joined: Promise<void>;
@@ -33,7 +36,8 @@ export interface Ready {
 
 const key = (shape: Shape) => `${shape.stdin}:${shape.control === true}`;
 
-function stdio(shape: Shape, extra: 'wait' | 'argv' | 'none') {
+/** The child's fds by slot, before this process's inherited fds are mapped (childStdio). */
+function slots(shape: Shape, extra: 'wait' | 'argv' | 'none') {
   const base: Array<'pipe' | 'ignore'> = [
     shape.stdin,
     'pipe',
@@ -43,10 +47,12 @@ function stdio(shape: Shape, extra: 'wait' | 'argv' | 'none') {
   ];
   if (extra === 'wait') base.push('pipe');
   if (extra === 'argv') base.push('ignore', 'pipe');
-  return childStdio(base);
+  return base;
 }
 
-export function fd(child: ChildProcess, n: number): Writable {
+const stdio = (shape: Shape, extra: 'wait' | 'argv' | 'none') => childStdio(slots(shape, extra));
+
+export function fd(child: ChildLike, n: number): Writable {
   return (child.stdio as unknown as Writable[])[n] as Writable;
 }
 
@@ -88,24 +94,32 @@ async function joinTree(cgroup: RunCgroup, leader: number): Promise<void> {
   }
 }
 
-/** One ready launcher per stdio shape, refilled in the background after each use. */
+/**
+ * Ready launchers per stdio shape, refilled in the background after each use: one for session
+ * shapes, a few for one-shot runs so that concurrent runs (and warm-pool starts) find one too.
+ */
 export class Launchers {
-  private readonly ready = new Map<string, { child: ChildProcess; cgroup: RunCgroup }>();
-  private readonly starting = new Set<string>();
+  private readonly ready = new Map<string, Array<{ child: ChildLike; cgroup: RunCgroup }>>();
+  private readonly starting = new Map<string, number>();
 
   constructor(
     private readonly bash: string,
     private readonly layout: CgroupLayout,
     private readonly track: (cgroup: RunCgroup) => void,
+    /** Spawns (and creates the cgroup) off the event loop when it works. */
+    private readonly forker?: Forker,
+    private readonly depth = (shape: Shape) => (shape.stdin === 'pipe' ? 1 : 4),
   ) {}
 
-  /** A launcher for `shape` if one is ready (the next one starts in the background). */
+  /** A launcher for `shape` if one is ready (replacements start in the background). */
   take(shape: Shape): Ready | undefined {
-    const name = key(shape);
-    const launcher = this.ready.get(name);
-    this.ready.delete(name);
+    const list = this.ready.get(key(shape)) ?? [];
+    let launcher = list.shift();
+    while (launcher && (launcher.child.exitCode !== null || launcher.child.signalCode !== null)) {
+      launcher = list.shift();
+    }
     setImmediate(() => this.refill(shape));
-    if (!launcher || launcher.child.exitCode !== null || launcher.child.signalCode !== null) return undefined;
+    if (!launcher) return undefined;
     const { child, cgroup } = launcher;
     setRef(child, true);
     return {
@@ -121,19 +135,33 @@ export class Launchers {
 
   private refill(shape: Shape): void {
     const name = key(shape);
-    if (this.ready.has(name) || this.starting.has(name)) return;
-    this.starting.add(name);
+    // Off the event loop, all missing launchers start at once; on it, one at a time.
+    const inForker = this.forker?.usable === true;
+    const have = (this.ready.get(name)?.length ?? 0) + (this.starting.get(name) ?? 0);
+    const want = inForker ? this.depth(shape) : Math.min(this.depth(shape), have + 1);
+    for (let i = have; i < want; i++) {
+      this.starting.set(name, (this.starting.get(name) ?? 0) + 1);
+      const started =
+        inForker && this.forker ? this.startInForker(shape, this.forker) : this.startHere(shape);
+      void started
+        .then((launcher) => {
+          if (launcher) this.ready.get(name)?.push(launcher) ?? this.ready.set(name, [launcher]);
+        })
+        .finally(() => this.starting.set(name, (this.starting.get(name) ?? 1) - 1));
+    }
+  }
+
+  private async startHere(shape: Shape): Promise<{ child: ChildLike; cgroup: RunCgroup } | undefined> {
     let cgroup: RunCgroup;
     try {
       cgroup = createRunCgroup(this.layout, IDLE_LIMITS);
     } catch {
-      this.starting.delete(name);
-      return; // direct starts still work; they report cgroup errors themselves
+      return undefined; // direct starts still work; they report cgroup errors themselves
     }
     this.track(cgroup);
     // bash sources ~/.bashrc when stdin is a socket (rshd detection) unless told not to: a
     // session-shaped launcher has a socket stdin, and this bash runs on the host, as the server.
-    const child = spawn(this.bash, ['--norc', '--noprofile', '-c', SCRIPT, 'codexec-launcher'], {
+    const child = spawn(this.bash, LAUNCHER_ARGS, {
       cwd: '/',
       env: { SHLVL: '1' },
       detached: true,
@@ -144,25 +172,48 @@ export class Launchers {
     // An idle launcher must not keep the process alive (`codexec run` exits after its run).
     setRef(child, false);
     const pid = child.pid;
-    const fail = () => {
-      this.starting.delete(name);
+    try {
+      if (pid === undefined) throw new Error('no pid');
+      await cgroup.join(pid);
+      return { child, cgroup };
+    } catch {
       if (pid !== undefined) signal(pid, 'SIGKILL');
       void cgroup.remove();
-    };
-    if (pid === undefined) {
-      fail();
-      return;
+      return undefined;
     }
-    cgroup.join(pid).then(() => {
-      this.starting.delete(name);
-      this.ready.set(name, { child, cgroup });
-    }, fail);
+  }
+
+  private async startInForker(
+    shape: Shape,
+    forker: Forker,
+  ): Promise<{ child: ChildLike; cgroup: RunCgroup } | undefined> {
+    try {
+      const { child, cgroupDirs } = await forker.spawn(
+        this.bash,
+        LAUNCHER_ARGS,
+        { SHLVL: '1' },
+        // The forker maps its own inherited fds: ours mean nothing in another process.
+        slots(shape, 'argv'),
+        {
+          layout: this.layout,
+          limits: IDLE_LIMITS,
+        },
+      );
+      const cgroup = new RunCgroup(this.layout, cgroupDirs ?? []);
+      this.track(cgroup);
+      ignoreStreamErrors(child);
+      setRef(child, false);
+      return { child, cgroup };
+    } catch (error) {
+      log('debug', `launcher start failed: ${(error as Error).message}`);
+      return undefined; // direct starts still work; the next take tries again
+    }
   }
 }
 
 type Refable = { ref?: () => void; unref?: () => void };
 
-function setRef(child: ChildProcess, ref: boolean): void {
+function setRef(child: ChildLike, ref: boolean): void {
   if (ref) child.ref();
   else child.unref();
   for (const stream of child.stdio as unknown as Array<Refable | null>) {

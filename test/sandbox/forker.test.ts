@@ -1,0 +1,65 @@
+// The forker: a helper process that spawns the namespace sandboxes' launchers so the server never
+// forks its own ~100 MB on the hot path. It must really be the one spawning, and it must not
+// outlive the server, however the server ends.
+import { readdirSync, readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { processesUnder } from '../helpers/procs.js';
+import { callTool, startServer } from '../helpers/server.js';
+
+interface Proc {
+  readonly pid: number;
+  readonly ppid: number;
+  readonly argv: readonly string[];
+}
+
+function processes(): Proc[] {
+  const found: Proc[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (fields[0] === 'Z') continue;
+      const argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').filter(Boolean);
+      found.push({ pid: Number(entry), ppid: Number(fields[1]), argv });
+    } catch {
+      // exited while we looked
+    }
+  }
+  return found;
+}
+
+const forkerOf = (server: number) =>
+  processes().find((p) => p.ppid === server && p.argv.some((arg) => arg.endsWith('forker-worker.js')));
+
+describe('forker', () => {
+  it('starts the launchers of namespace runs, and dies with a SIGKILLed server', async () => {
+    const server = await startServer({ env: { CODEXEC_SANDBOX_MODE: 'namespace', CODEXEC_POOL_SIZE: '0' } });
+    try {
+      for (let i = 0; i < 3; i++) {
+        const { value } = await callTool<{ stdout: string }>(server.client, 'execute_code', {
+          language: 'bash',
+          code: 'echo ok',
+        });
+        expect(value.stdout).toBe('ok\n');
+      }
+      await expect.poll(() => forkerOf(server.pid), { timeout: 5000 }).toBeDefined();
+      const forker = forkerOf(server.pid) as Proc;
+      // Ready launchers (bash waiting for an argv) are the forker's children, not the server's.
+      const launchers = (parent: number) =>
+        processes()
+          .filter((p) => p.argv.includes('codexec-launcher') && p.ppid === parent)
+          .map((p) => p.pid);
+      await expect.poll(() => launchers(forker.pid).length, { timeout: 5000 }).toBeGreaterThan(0);
+      expect(launchers(server.pid)).toEqual([]);
+      const started = launchers(forker.pid);
+
+      process.kill(server.pid, 'SIGKILL');
+      const alive = (pids: readonly number[]) => processes().filter((p) => pids.includes(p.pid));
+      await expect.poll(() => alive([forker.pid, ...started]), { timeout: 5000 }).toEqual([]);
+      expect(processesUnder(server.home)).toEqual([]);
+    } finally {
+      await server.close().catch(() => {});
+    }
+  });
+});
