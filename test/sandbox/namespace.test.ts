@@ -58,6 +58,45 @@ describe('NamespaceBackend', () => {
     expect(await backend.probe()).toEqual({ available: true });
   });
 
+  it('sets the same rlimits whether a ready launcher (ulimit) or prlimit starts the sandbox', async () => {
+    const dir = workspace();
+    const read = async () => {
+      const run = backend.spawn(
+        spec(dir, ['/bin/cat', '/proc/self/limits'], {
+          limits: { memoryMb: 128, maxProcs: 32, maxFileMb: 8, cpuSeconds: 17 },
+        }),
+      );
+      const { exit, stdout } = await output(run);
+      expect(exit.code).toBe(0);
+      const row = (name: string) =>
+        stdout
+          .split('\n')
+          .find((line) => line.startsWith(name))
+          ?.split(/\s{2,}/);
+      return [
+        'Max cpu time',
+        'Max file size',
+        'Max open files',
+        'Max core file size',
+        'Max address space',
+      ].map((name) => row(name)?.slice(1, 3));
+    };
+    // Spaced out so that launchers are ready for the later runs; the first has none yet.
+    const seen = [];
+    for (let i = 0; i < 4; i++) {
+      seen.push(await read());
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    }
+    expect(seen[0]).toEqual([
+      ['17', '17'],
+      [String(8 * 1024 * 1024), String(8 * 1024 * 1024)],
+      ['1024', '1024'],
+      ['0', '0'],
+      [String(64 * 1024 ** 3), String(64 * 1024 ** 3)],
+    ]);
+    for (const limits of seen) expect(limits).toEqual(seen[0]);
+  });
+
   it('keeps fd 3 as a control channel separate from stdout', async () => {
     const dir = workspace();
     const proc = backend.spawn(

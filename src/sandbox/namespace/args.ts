@@ -36,6 +36,11 @@ export interface BwrapOptions {
   readonly cgroup: boolean;
   /** bwrap must block on WAIT_FD until the server has moved it into the cgroup (direct starts). */
   readonly waitForCgroup?: boolean;
+  /**
+   * Who sets the rlimits: prlimit in front of bwrap (default), or the caller, a launcher bash that
+   * applies rlimitsFor() with its ulimit builtin and saves an exec.
+   */
+  readonly rlimitsBy?: 'prlimit' | 'caller';
   /** A seccomp program will be readable on SECCOMP_FD. */
   readonly seccomp: boolean;
   /** Seconds of CPU time before SIGXCPU; none for long-lived drivers. */
@@ -49,7 +54,13 @@ export function buildBwrapArgs(spec: SandboxSpec, options: BwrapOptions): string
   if (spec.argv.length === 0) throw new TypeError('SandboxSpec.argv is empty');
   if (identity && !tools.setpriv) throw new TypeError('dropping to an unprivileged uid needs setpriv');
   const argv: string[] = [];
-  if (tools.prlimit) argv.push(tools.prlimit, ...rlimits(spec, options), '--');
+  if (tools.prlimit && options.rlimitsBy !== 'caller') {
+    argv.push(
+      tools.prlimit,
+      ...rlimitsFor(spec, options).map((limit) => `--${limit.prlimit}=${limit.value}`),
+      '--',
+    );
+  }
   argv.push(tools.bwrap, ...namespaceFlags(spec, identity !== undefined));
   if (options.cgroup && (options.waitForCgroup ?? true)) argv.push('--block-fd', String(WAIT_FD));
   argv.push('--die-with-parent', '--new-session', '--hostname', 'codexec', '--clearenv');
@@ -71,21 +82,44 @@ export function buildBwrapArgs(spec: SandboxSpec, options: BwrapOptions): string
   return argv;
 }
 
-function rlimits(spec: SandboxSpec, options: BwrapOptions): string[] {
+export interface Rlimit {
+  /** prlimit's option name. */
+  readonly prlimit: string;
+  /** bash's ulimit flag, and the factor from the value to ulimit's unit. */
+  readonly ulimit: string;
+  readonly unit: number;
+  /** Bytes, seconds or a count, as prlimit takes it. */
+  readonly value: number;
+}
+
+const limit = (prlimit: string, ulimit: string, unit: number, value: number): Rlimit => ({
+  prlimit,
+  ulimit,
+  unit,
+  value,
+});
+
+/** The run's rlimits, one table for prlimit's options and bash's ulimit flags. */
+export function rlimitsFor(spec: SandboxSpec, options: BwrapOptions): Rlimit[] {
   const { memoryMb, maxFileMb } = spec.limits;
-  const flags = [
-    `--as=${ADDRESS_SPACE_BYTES}`,
-    `--fsize=${maxFileMb * MIB}`,
-    `--nofile=${MAX_OPEN_FILES}`,
-    '--core=0',
+  const limits = [
+    limit('as', '-v', 1024, ADDRESS_SPACE_BYTES),
+    limit('fsize', '-f', 1024, maxFileMb * MIB),
+    limit('nofile', '-n', 1, MAX_OPEN_FILES),
+    limit('core', '-c', 1, 0),
   ];
-  if (options.cpuSeconds !== undefined) flags.push(`--cpu=${options.cpuSeconds}`);
+  if (options.cpuSeconds !== undefined) limits.push(limit('cpu', '-t', 1, options.cpuSeconds));
   if (!options.cgroup) {
-    flags.push(`--data=${memoryMb * MIB}`);
+    limits.push(limit('data', '-d', 1024, memoryMb * MIB));
     // Per-uid, so only meaningful for the dedicated sandbox uid of a root server.
-    if (options.identity) flags.push(`--nproc=${spec.limits.maxProcs}`);
+    if (options.identity) limits.push(limit('nproc', '-u', 1, spec.limits.maxProcs));
   }
-  return flags;
+  return limits;
+}
+
+/** The same limits as arguments to bash's ulimit (which sets soft and hard, like prlimit). */
+export function ulimitArgs(limits: readonly Rlimit[]): string[] {
+  return limits.flatMap((l) => [l.ulimit, String(Math.floor(l.value / l.unit))]);
 }
 
 function namespaceFlags(spec: SandboxSpec, privileged: boolean): string[] {

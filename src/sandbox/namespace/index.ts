@@ -11,7 +11,7 @@ import type {
   SandboxedProcess,
   SandboxSpec,
 } from '../types.js';
-import { buildBwrapArgs } from './args.js';
+import { type BwrapOptions, buildBwrapArgs, rlimitsFor, ulimitArgs } from './args.js';
 import { createRunCgroup, type RunCgroup } from './cgroups.js';
 import { Forker } from './forker.js';
 import { findOnPath } from './host.js';
@@ -144,19 +144,22 @@ export class NamespaceBackend implements SandboxBackend {
       void lease?.giveBack();
       throw new SandboxUnavailableError(`could not create the run's cgroup: ${(error as Error).message}`);
     }
-    const argv = buildBwrapArgs(spec, {
+    const options: BwrapOptions = {
       tools: host.tools,
       system: host.system,
       ...(identity && { identity }),
       cgroup: cgroup !== undefined,
       // A launcher already runs inside its cgroup; a direct start waits until moved in.
       waitForCgroup: cgroup !== undefined && !ready,
+      // A launcher is a bash: its ulimit builtin sets the rlimits, saving prlimit's exec.
+      rlimitsBy: ready ? 'caller' : 'prlimit',
       seccomp: true,
       ...(spec.limits.cpuSeconds !== undefined && { cpuSeconds: spec.limits.cpuSeconds }),
       privateDirs: [homedir(), userInfo().homedir],
-    });
+    };
+    const argv = buildBwrapArgs(spec, options);
     const started = ready
-      ? ready.launch(argv, seccomp, spec.limits)
+      ? ready.launch(argv, seccomp, spec.limits, ulimitArgs(rlimitsFor(spec, options)))
       : startDirect(argv, spec, seccomp, cgroup);
     const { child } = started;
     const pid = child.pid;

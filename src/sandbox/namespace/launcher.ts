@@ -15,7 +15,11 @@ import type { ChildLike, Forker } from './forker.js';
 import { children, signal } from './process.js';
 
 export const ARGV_FD = 6;
-const SCRIPT = `readarray -d '' -t argv <&${ARGV_FD} && exec ${ARGV_FD}<&- && exec "\${argv[@]}"`;
+// The job on ARGV_FD: the number of ulimit arguments, those arguments, then the argv to exec.
+const SCRIPT = `readarray -d '' -t job <&${ARGV_FD} && exec ${ARGV_FD}<&- && [ "\${#job[@]}" -gt 1 ] || exit 0
+n=\${job[0]}
+if [ "$n" -gt 0 ]; then ulimit "\${job[@]:1:n}" || exit 126; fi
+exec "\${job[@]:n+1}"`;
 const IDLE_LIMITS = { memoryMb: 64, maxProcs: 4 };
 const LAUNCHER_ARGS = ['--norc', '--noprofile', '-c', SCRIPT, 'codexec-launcher'];
 
@@ -31,7 +35,8 @@ export interface Started {
 /** A launcher taken for one run: set its limits, hand it the argv. */
 export interface Ready {
   readonly cgroup: RunCgroup;
-  launch(argv: readonly string[], seccomp: Buffer, limits: CgroupLimits): Started;
+  /** `ulimit` arguments the launcher applies before it execs `argv` (which has no prlimit). */
+  launch(argv: readonly string[], seccomp: Buffer, limits: CgroupLimits, ulimit: readonly string[]): Started;
 }
 
 const key = (shape: Shape) => `${shape.stdin}:${shape.control === true}`;
@@ -124,10 +129,10 @@ export class Launchers {
     setRef(child, true);
     return {
       cgroup,
-      launch(argv, seccomp, limits) {
+      launch(argv, seccomp, limits, ulimit) {
         cgroup.setLimits(limits);
         fd(child, SECCOMP_FD).end(seccomp);
-        fd(child, ARGV_FD).end(`${argv.join('\0')}\0`);
+        fd(child, ARGV_FD).end(`${[String(ulimit.length), ...ulimit, ...argv].join('\0')}\0`);
         return { child, cgroup, joined: Promise.resolve() };
       },
     };
