@@ -2,10 +2,12 @@
 // sandbox configuration against the bare interpreter (the floor) and bubblewrap alone, measured
 // in the same run; throughput at concurrency 1/2/8; session sends; server memory.
 // Usage: node bench/run.mjs [--quick] [--json FILE]
+import { spawnSync } from 'node:child_process';
 import { existsSync, lstatSync, mkdirSync, readlinkSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { dirname } from 'node:path';
 import { measure, ms, rssMb, spawnWait, startServer } from './lib.mjs';
+import { sandboxRuntime } from './peers/sandbox-runtime.mjs';
 
 const quick = process.argv.includes('--quick');
 const jsonFlag = process.argv.indexOf('--json');
@@ -79,6 +81,17 @@ for (const language of Object.keys(INTERPRETERS)) {
     floor[language],
   ).p50;
 }
+// Peers, when installed (npm run bench:peers): the same command through Anthropic's
+// sandbox-runtime, used as a library (wrap + spawn, no MCP in between).
+const srt = await sandboxRuntime();
+if (srt) {
+  for (const language of Object.keys(INTERPRETERS)) {
+    const argv = [INTERPRETERS[language], FLAG[language], PRINT1[language]];
+    row('peer: sandbox-runtime', language, await measure(() => srt.run(argv), { n: N }), floor[language]);
+  }
+  await srt.reset();
+}
+
 const computeFloor = row(
   'bare interpreter 50ms',
   'python',
@@ -138,6 +151,23 @@ for (const config of CONFIGS) {
   } finally {
     await server.close();
   }
+}
+
+// Peer for session sends: a Jupyter kernel (ipykernel, no sandbox) driven over ZMQ.
+const jupyter = spawnSync('/usr/bin/python3', ['bench/peers/jupyter_send.py', String(N)], {
+  encoding: 'utf8',
+  timeout: 300_000,
+});
+try {
+  const stats = JSON.parse(jupyter.stdout);
+  results.sessions.push({ scenario: 'peer: Jupyter kernel (no sandbox)', language: 'python', ...stats });
+  console.error(
+    `  peer: Jupyter kernel session python x += 1  p50 ${ms(stats.p50)} ms  p99 ${ms(stats.p99)} ms`,
+  );
+} catch {
+  console.error(
+    '  peer: Jupyter kernel: not measured (apt-get install python3-ipykernel python3-jupyter-client)',
+  );
 }
 
 // The table, as the README shows it.
