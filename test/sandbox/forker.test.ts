@@ -1,6 +1,6 @@
-// The forker: a helper process that spawns the namespace sandboxes' launchers so the server never
-// forks its own ~100 MB on the hot path. It must really be the one spawning, and it must not
-// outlive the server, however the server ends.
+// The forker: a small host Python that pre-forks the namespace sandboxes' launchers so the server
+// never forks its own ~100 MB on the hot path. It must really be the one starting them, and
+// neither it nor they may outlive the server, however the server ends.
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { processesUnder } from '../helpers/procs.js';
@@ -30,7 +30,7 @@ function processes(): Proc[] {
 }
 
 const forkerOf = (server: number) =>
-  processes().find((p) => p.ppid === server && p.argv.some((arg) => arg.endsWith('forker-worker.js')));
+  processes().find((p) => p.ppid === server && p.argv.some((arg) => arg.endsWith('/drivers/forker.py')));
 
 describe('forker', () => {
   it('starts the launchers of namespace runs, and dies with a SIGKILLed server', async () => {
@@ -45,13 +45,18 @@ describe('forker', () => {
       }
       await expect.poll(() => forkerOf(server.pid), { timeout: 5000 }).toBeDefined();
       const forker = forkerOf(server.pid) as Proc;
-      // Ready launchers (bash waiting for an argv) are the forker's children, not the server's.
+      // Ready launchers (forks of the forker waiting for an argv) are its children; the server
+      // has no launcher (bash) children of its own.
       const launchers = (parent: number) =>
         processes()
-          .filter((p) => p.argv.includes('codexec-launcher') && p.ppid === parent)
+          .filter(
+            (p) =>
+              p.ppid === parent &&
+              (p.argv.includes('codexec-launcher') || p.argv.some((a) => a.endsWith('/drivers/forker.py'))),
+          )
           .map((p) => p.pid);
       await expect.poll(() => launchers(forker.pid).length, { timeout: 5000 }).toBeGreaterThan(0);
-      expect(launchers(server.pid)).toEqual([]);
+      expect(launchers(server.pid)).toEqual([forker.pid]);
       const started = launchers(forker.pid);
 
       process.kill(server.pid, 'SIGKILL');

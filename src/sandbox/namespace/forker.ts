@@ -1,19 +1,21 @@
-// Spawning off the event loop. child_process.spawn forks the calling process synchronously; for
-// a server with ~100 MB resident that is several ms per sandbox during which no MCP message is
-// read and no output collected, and at concurrency 8 it was most of the main thread's time. The
-// forker has a small helper process (forker-worker.ts) do it and hands back a ChildLike whose
-// stdio are Unix stream sockets accepted here, the same kind of pipe Node's spawn makes.
-
-import { type ChildProcess, fork } from 'node:child_process';
+// Launchers without forking the server. child_process.spawn forks the calling process
+// synchronously: for a server with ~100 MB resident that is several ms per sandbox during which
+// no MCP message is read and no output collected. The forker is a small Python helper
+// (drivers/forker.py) that pre-forks launchers itself: each joins its run cgroup, connects its
+// stdio to this process's Unix socket listener (the same kind of pipe Node's spawn makes), and
+// execs bwrap when given the argv. Without a host Python, launchers are bash processes spawned
+// here, as before.
+import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { existsSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { log } from '../../util/index.js';
-import type { CgroupLayout, CgroupLimits } from './cgroups.js';
-import { HEADER_BYTES, header, type SpawnJob, type WorkerReport } from './forker-worker.js';
+
+const SCRIPT = fileURLToPath(new URL('../../../drivers/forker.py', import.meta.url));
+/** The first bytes on every slot: 32 hex chars of token, the slot number in 4 digits. */
+const HEADER_BYTES = 36;
 
 /** What the launcher code uses of a child process; ChildProcess and RemoteChild both are one. */
 export interface ChildLike extends EventEmitter {
@@ -28,14 +30,18 @@ export interface ChildLike extends EventEmitter {
   unref(): void;
 }
 
-/** A child spawned by the worker: events arrive from it; signals go straight to the pid. */
+/** A launcher forked by the helper: its exit is reported by it; signals go straight to the pid. */
 class RemoteChild extends EventEmitter implements ChildLike {
   exitCode: number | null = null;
   signalCode: NodeJS.Signals | null = null;
 
+  private held = false;
+
   constructor(
     readonly pid: number,
     readonly stdio: ReadonlyArray<Socket | null>,
+    /** Keeps the forker's report channel referenced while a child in use may still report. */
+    private readonly hold: (delta: 1 | -1) => void,
   ) {
     super();
   }
@@ -49,30 +55,45 @@ class RemoteChild extends EventEmitter implements ChildLike {
   get stderr(): Socket | null {
     return this.stdio[2] ?? null;
   }
-  // Nothing here holds the event loop; the child's sockets do (the launcher code refs them).
-  ref(): void {}
-  unref(): void {}
+  // Its exit comes from the forker: a child in use keeps that channel (and the loop) alive.
+  ref(): void {
+    if (this.held || this.exitCode !== null || this.signalCode !== null) return;
+    this.held = true;
+    this.hold(1);
+  }
+  unref(): void {
+    if (!this.held) return;
+    this.held = false;
+    this.hold(-1);
+  }
 
   exited(code: number | null, signal: NodeJS.Signals | null): void {
+    if (this.exitCode !== null || this.signalCode !== null) return;
     this.exitCode = code;
     this.signalCode = signal;
+    this.unref();
     this.emit('exit', code, signal);
   }
 }
+
+type Report =
+  | { readonly id: number; readonly ready: number }
+  | { readonly id: number; readonly failed: string }
+  | { readonly id: number; readonly exit: number | null; readonly signal: NodeJS.Signals | null };
 
 interface Pending {
   readonly stdio: Array<Socket | null>;
   readonly want: number;
   got: number;
-  report?: Extract<WorkerReport, { type: 'ready' }>;
+  pid?: number;
   /** The child's exit, when it came before it was ready. */
-  exit?: Extract<WorkerReport, { type: 'exit' }>;
-  readonly resolve: (value: { child: RemoteChild; cgroupDirs?: string[] }) => void;
+  exit?: { readonly code: number | null; readonly signal: NodeJS.Signals | null };
+  readonly resolve: (child: ChildLike) => void;
   readonly reject: (error: Error) => void;
 }
 
 export class Forker {
-  private worker: ChildProcess | undefined;
+  private helper: ChildProcess | undefined;
   private server: Server | undefined;
   private readonly address = `\0codexec-forker-${process.pid}-${randomBytes(8).toString('hex')}`;
   private listening: Promise<void> | undefined;
@@ -82,46 +103,33 @@ export class Forker {
   private readonly children = new Map<number, RemoteChild>();
   private broken = false;
 
-  /** false once the worker could not start or died: callers spawn on this thread instead. */
+  /** `python` runs drivers/forker.py on the host (any Python 3.8+). */
+  constructor(private readonly python: string) {}
+
+  /** false once the helper could not start or died: callers spawn launchers themselves. */
   get usable(): boolean {
     return !this.broken;
   }
 
   /**
-   * Spawn `command` detached with cwd `/`, optionally inside a new run cgroup (created, limited and
-   * joined before this resolves). Pipe slots become sockets in the returned child's stdio.
+   * A launcher: a process in the run cgroup `cgroupDirs` (already joined), its pipe slots
+   * connected, waiting for its job on ARGV_FD (launcher.ts).
    */
-  async spawn(
-    command: string,
-    args: readonly string[],
-    env: Record<string, string>,
-    stdio: ReadonlyArray<'pipe' | 'ignore'>,
-    cgroup?: { readonly layout: CgroupLayout; readonly limits: CgroupLimits },
-  ): Promise<{ child: ChildLike; cgroupDirs?: string[] }> {
-    const worker = await this.start();
+  async launcher(slots: ReadonlyArray<'pipe' | 'ignore'>, cgroupDirs: readonly string[]): Promise<ChildLike> {
+    const helper = await this.start();
     const id = this.nextId++;
     const token = randomBytes(16).toString('hex');
-    const job: SpawnJob = {
-      type: 'spawn',
-      id,
-      command,
-      args,
-      env,
-      stdio,
-      address: this.address,
-      token,
-      ...(cgroup && { cgroup }),
-    };
     return new Promise((resolve, reject) => {
       this.pending.set(id, {
-        stdio: stdio.map(() => null),
-        want: stdio.filter((slot) => slot === 'pipe').length,
+        stdio: slots.map(() => null),
+        want: slots.filter((slot) => slot === 'pipe').length,
         got: 0,
         resolve,
         reject,
       });
       this.tokens.set(token, id);
-      worker.send(job);
+      const job = { id, address: this.address, token, slots, cgroup: cgroupDirs };
+      helper.stdin?.write(`${JSON.stringify(job)}\n`);
     });
   }
 
@@ -129,43 +137,55 @@ export class Forker {
     if (this.broken) return Promise.reject(new Error('the forker is not available'));
     this.listening ??= new Promise<void>((resolve, reject) => {
       const server = createServer((socket) => this.accept(socket));
-      server.once('error', reject);
+      server.once('error', (error) => {
+        this.fail(error);
+        reject(error);
+      });
       server.listen(this.address, () => resolve());
       server.unref();
       this.server = server;
-      try {
-        const script = fileURLToPath(new URL('./forker-worker.js', import.meta.url));
-        // Running from TypeScript sources (tests) there is no compiled helper: spawn here instead.
-        if (!existsSync(script)) throw new Error(`${script} is missing`);
-        // A minimal environment: nothing the server inherited (NODE_OPTIONS, CA bundles) slows it.
-        const worker = fork(script, [], {
-          env: {},
-          execArgv: [],
-          stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-          serialization: 'json',
-        });
-        worker.unref();
-        worker.channel?.unref();
-        worker.on('message', (report: WorkerReport) => this.onReport(report));
-        worker.on('error', (error) => this.fail(error));
-        worker.on('exit', () => this.fail(new Error('the forker process exited')));
-        this.worker = worker;
-      } catch (error) {
-        this.fail(error as Error);
-        reject(error);
-      }
+      // -I -S: isolated from the environment and user site, and quick to start.
+      const helper = spawn(this.python, ['-I', '-S', SCRIPT], {
+        cwd: '/',
+        env: {},
+        stdio: ['pipe', 'pipe', 'inherit'],
+      });
+      helper.once('error', (error) => this.fail(error));
+      helper.once('exit', (code, signal) => this.fail(new Error(`the forker exited (${code ?? signal})`)));
+      helper.stdin?.on('error', () => {});
+      let buffered = '';
+      helper.stdout?.setEncoding('utf8');
+      helper.stdout?.on('data', (chunk: string) => {
+        buffered += chunk;
+        for (let nl = buffered.indexOf('\n'); nl !== -1; nl = buffered.indexOf('\n')) {
+          const line = buffered.slice(0, nl);
+          buffered = buffered.slice(nl + 1);
+          try {
+            this.onReport(JSON.parse(line) as Report);
+          } catch (error) {
+            this.fail(new Error(`unreadable report from the forker: ${(error as Error).message}`));
+          }
+        }
+      });
+      // Idle, it must not keep the server alive (`codexec run` exits after its run).
+      helper.unref();
+      (helper.stdin as unknown as { unref?: () => void } | null)?.unref?.();
+      (helper.stdout as unknown as { unref?: () => void } | null)?.unref?.();
+      this.helper = helper;
     });
-    return this.listening.then(() => this.worker as ChildProcess);
+    return this.listening.then(() => this.helper as ChildProcess);
   }
 
   private fail(error: Error): void {
     if (this.broken) return;
     this.broken = true;
-    log('warn', `forker unavailable, spawning on the main thread: ${error.message}`);
+    log('warn', `forker unavailable, launchers start from the server: ${error.message}`);
     this.server?.close();
+    this.helper?.kill('SIGKILL');
     for (const pending of this.pending.values()) pending.reject(error);
     this.pending.clear();
-    // Without the thread that spawned them nothing reports their exit: end them now.
+    this.tokens.clear();
+    // Without the process that reaps them nothing reports their exit: end them now.
     for (const child of this.children.values()) {
       try {
         process.kill(child.pid, 'SIGKILL');
@@ -177,7 +197,7 @@ export class Forker {
     this.children.clear();
   }
 
-  /** A slot connecting: its header names the job and the fd; then it belongs to that child. */
+  /** A slot connecting: its header names the launcher and the fd; then it belongs to that child. */
   private accept(socket: Socket): void {
     socket.on('error', () => {});
     const timer = setTimeout(() => socket.destroy(), 5000);
@@ -190,12 +210,7 @@ export class Forker {
       const id = this.tokens.get(text.slice(0, 32));
       const pending = id === undefined ? undefined : this.pending.get(id);
       const slot = Number(text.slice(32));
-      if (
-        !pending ||
-        id === undefined ||
-        header(text.slice(0, 32), slot) !== text ||
-        slot >= pending.stdio.length
-      ) {
+      if (id === undefined || !pending || !/^\d{4}$/.test(text.slice(32)) || slot >= pending.stdio.length) {
         socket.destroy();
         return;
       }
@@ -206,36 +221,45 @@ export class Forker {
     socket.on('readable', onReadable);
   }
 
-  private onReport(report: WorkerReport): void {
+  private onReport(report: Report): void {
     const pending = this.pending.get(report.id);
-    if (report.type === 'exit') {
-      if (pending) pending.exit = report;
+    if ('exit' in report) {
+      if (pending) pending.exit = { code: report.exit, signal: report.signal };
       const child = this.children.get(report.id);
       this.children.delete(report.id);
-      child?.exited(report.code, report.signal as NodeJS.Signals | null);
+      child?.exited(report.exit, report.signal);
       return;
     }
     if (!pending) return;
-    if (report.type === 'failed') {
+    if ('failed' in report) {
       this.forget(report.id);
       for (const socket of pending.stdio) socket?.destroy();
-      pending.reject(new Error(report.message));
+      pending.reject(new Error(report.failed));
       return;
     }
-    pending.report = report;
+    pending.pid = report.ready;
     this.settle(report.id);
   }
 
-  /** Resolve once the worker reported the child ready and every slot has connected. */
+  /** Resolve once the helper reported the launcher ready and every slot has connected. */
   private settle(id: number): void {
     const pending = this.pending.get(id);
-    if (!pending?.report || pending.got < pending.want) return;
+    if (pending?.pid === undefined || pending.got < pending.want) return;
     this.forget(id);
-    const child = new RemoteChild(pending.report.pid, pending.stdio);
-    const { cgroupDirs } = pending.report;
-    pending.resolve({ child, ...(cgroupDirs && { cgroupDirs }) });
-    if (pending.exit) child.exited(pending.exit.code, pending.exit.signal as NodeJS.Signals | null);
+    const child = new RemoteChild(pending.pid, pending.stdio, (delta) => this.hold(delta));
+    pending.resolve(child);
+    if (pending.exit) child.exited(pending.exit.code, pending.exit.signal);
     else this.children.set(id, child);
+  }
+
+  private holds = 0;
+
+  /** The report channel is referenced only while some child in use still has to report. */
+  private hold(delta: 1 | -1): void {
+    this.holds += delta;
+    const stream = this.helper?.stdout as unknown as { ref?: () => void; unref?: () => void } | undefined;
+    if (this.holds > 0) stream?.ref?.();
+    else stream?.unref?.();
   }
 
   private forget(id: number): void {

@@ -68,7 +68,7 @@ export class NamespaceBackend implements SandboxBackend {
       host.bash,
       host.cgroups,
       (cgroup) => this.track(cgroup),
-      new Forker(),
+      host.python ? new Forker(host.python) : undefined,
     );
     return this.launcherPool;
   }

@@ -10,7 +10,7 @@ import { childStdio } from '../fds.js';
 import { ignoreStreamErrors } from '../streams.js';
 import type { SandboxSpec } from '../types.js';
 import { SECCOMP_FD, WAIT_FD } from './args.js';
-import { type CgroupLayout, type CgroupLimits, createRunCgroup, RunCgroup } from './cgroups.js';
+import { type CgroupLayout, type CgroupLimits, createRunCgroup, type RunCgroup } from './cgroups.js';
 import type { ChildLike, Forker } from './forker.js';
 import { children, signal } from './process.js';
 
@@ -140,10 +140,10 @@ export class Launchers {
 
   private refill(shape: Shape): void {
     const name = key(shape);
-    // Off the event loop, all missing launchers start at once; on it, one at a time.
+    // Spawning here blocks the event loop: then keep just one ready, as before the forker.
     const inForker = this.forker?.usable === true;
     const have = (this.ready.get(name)?.length ?? 0) + (this.starting.get(name) ?? 0);
-    const want = inForker ? this.depth(shape) : Math.min(this.depth(shape), have + 1);
+    const want = inForker ? this.depth(shape) : 1;
     for (let i = have; i < want; i++) {
       this.starting.set(name, (this.starting.get(name) ?? 0) + 1);
       const started =
@@ -192,25 +192,22 @@ export class Launchers {
     shape: Shape,
     forker: Forker,
   ): Promise<{ child: ChildLike; cgroup: RunCgroup } | undefined> {
+    let cgroup: RunCgroup;
     try {
-      const { child, cgroupDirs } = await forker.spawn(
-        this.bash,
-        LAUNCHER_ARGS,
-        { SHLVL: '1' },
-        // The forker maps its own inherited fds: ours mean nothing in another process.
-        slots(shape, 'argv'),
-        {
-          layout: this.layout,
-          limits: IDLE_LIMITS,
-        },
-      );
-      const cgroup = new RunCgroup(this.layout, cgroupDirs ?? []);
-      this.track(cgroup);
+      cgroup = createRunCgroup(this.layout, IDLE_LIMITS);
+    } catch {
+      return undefined; // direct starts still work; they report cgroup errors themselves
+    }
+    this.track(cgroup);
+    try {
+      // Slots only: the forker makes everything else it has close-on-exec.
+      const child = await forker.launcher(slots(shape, 'argv'), cgroup.dirs);
       ignoreStreamErrors(child);
       setRef(child, false);
       return { child, cgroup };
     } catch (error) {
       log('debug', `launcher start failed: ${(error as Error).message}`);
+      void cgroup.remove();
       return undefined; // direct starts still work; the next take tries again
     }
   }

@@ -1,6 +1,7 @@
 // What this host offers the namespace backend, detected once (synchronously, no process spawned):
 // the tools on PATH, the seccomp program, the cgroup layout. `doctor` prints the same facts.
 
+import { accessSync, constants } from 'node:fs';
 import type { Tools } from './args.js';
 import { prepareCgroups } from './cgroup-layout.js';
 import type { CgroupLayout } from './cgroups.js';
@@ -23,6 +24,8 @@ export interface HostSetup {
   readonly cgroups?: CgroupLayout;
   /** For pre-started launchers (bash's readarray -d); without it every run starts directly. */
   readonly bash?: string;
+  /** Host Python for the forker (drivers/forker.py); without it launchers are bash processes. */
+  readonly python?: string;
   readonly layers: readonly Layer[];
   /** The first missing required layer, as a sentence. */
   readonly unavailable?: string;
@@ -88,6 +91,9 @@ export function detectHost(options: { readonly cgroups: boolean } = { cgroups: t
     });
   }
   const bashPath = findOnPath('bash');
+  // The system one first: a version manager's shim on PATH may start slowly or not at all as root.
+  const pythonPath =
+    ['/usr/bin/python3', '/usr/local/bin/python3'].find(isExecutable) ?? findOnPath('python3');
   const missing = layers.find((layer) => layer.required && !layer.ok);
   const tools: Tools | undefined =
     bwrap && (!root || setpriv)
@@ -99,7 +105,17 @@ export function detectHost(options: { readonly cgroups: boolean } = { cgroups: t
     root,
     ...(cgroups && { cgroups }),
     ...(bashPath && { bash: bashPath }),
+    ...(pythonPath && { python: pythonPath }),
     layers,
     ...(missing && { unavailable: `${missing.name}: ${missing.detail}` }),
   };
+}
+
+function isExecutable(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
 }
