@@ -58,10 +58,13 @@ describe('NamespaceBackend', () => {
     expect(await backend.probe()).toEqual({ available: true });
   });
 
-  it('sets the same rlimits whether a ready launcher (ulimit) or prlimit starts the sandbox', async () => {
+  it.each([
+    ['forked by the forker (setrlimit)', backend],
+    ['started as bash (ulimit)', new NamespaceBackend({ forker: false })],
+  ])('sets the same rlimits with launchers %s as with prlimit (a direct start)', async (_kind, sandbox) => {
     const dir = workspace();
     const read = async () => {
-      const run = backend.spawn(
+      const run = sandbox.spawn(
         spec(dir, ['/bin/cat', '/proc/self/limits'], {
           limits: { memoryMb: 128, maxProcs: 32, maxFileMb: 8, cpuSeconds: 17 },
         }),

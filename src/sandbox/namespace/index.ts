@@ -31,6 +31,8 @@ const SIGXFSZ = 128 + constants.signals.SIGXFSZ;
 export interface NamespaceOptions {
   /** false: never use cgroups (rlimit fallbacks only) — for measuring what they cost. */
   readonly cgroups?: boolean;
+  /** false: bash launchers spawned by the server even where a host python3 could fork them. */
+  readonly forker?: boolean;
 }
 
 export class NamespaceBackend implements SandboxBackend {
@@ -68,7 +70,7 @@ export class NamespaceBackend implements SandboxBackend {
       host.bash,
       host.cgroups,
       (cgroup) => this.track(cgroup),
-      host.python ? new Forker(host.python) : undefined,
+      host.python && this.options.forker !== false ? new Forker(host.python) : undefined,
     );
     return this.launcherPool;
   }

@@ -94,6 +94,16 @@ export function detectHost(options: { readonly cgroups: boolean } = { cgroups: t
   // The system one first: a version manager's shim on PATH may start slowly or not at all as root.
   const pythonPath =
     ['/usr/bin/python3', '/usr/local/bin/python3'].find(isExecutable) ?? findOnPath('python3');
+  if (cgroups) {
+    layers.push({
+      name: 'launchers',
+      ok: true,
+      required: false,
+      detail: pythonPath
+        ? `pre-forked by ${pythonPath} (drivers/forker.py): the server never forks itself per run`
+        : 'bash launchers spawned by the server (no host python3 to fork them)',
+    });
+  }
   const missing = layers.find((layer) => layer.required && !layer.ok);
   const tools: Tools | undefined =
     bwrap && (!root || setpriv)
