@@ -3,7 +3,7 @@
 // process is left behind after the server exits, and server memory stays flat.
 // Usage: node bench/load.mjs [--runs N] [--concurrency C]
 import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { measure, ms, processesUnder, rssMb, startServer } from './lib.mjs';
@@ -41,9 +41,11 @@ const stats = await measure(
 const rssEnd = rssMb(server.pid);
 const home = server.home;
 const duringRun = processesUnder(home).length;
+// The forker and its launchers run outside the workspace: find them as the server's descendants.
+const helpers = descendantsOf(server.pid);
 await server.client.close(); // the server exits; its home is kept until it has been checked
 await sleep(1000);
-const leaked = processesUnder(home);
+const leaked = [...new Set([...processesUnder(home), ...helpers.filter(alive)])];
 // Workspaces of runs that left no files, and run cgroups, must be gone too.
 const sandboxDir = join(home, 'sandbox');
 const workspaces = existsSync(sandboxDir) ? readdirSync(sandboxDir) : [];
@@ -65,3 +67,35 @@ if (failures.length > 0) console.log(JSON.stringify(failures.slice(0, 3), null, 
 rmSync(home, { recursive: true, force: true });
 process.exitCode =
   failures.length === 0 && leaked.length === 0 && workspaces.length === 0 && cgroups.length === 0 ? 0 : 1;
+
+function parents() {
+  const map = new Map();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (fields[0] !== 'Z') map.set(Number(entry), Number(fields[1]));
+    } catch {}
+  }
+  return map;
+}
+
+function descendantsOf(pid) {
+  const map = parents();
+  const found = [];
+  for (let queue = [pid]; queue.length > 0; ) {
+    const parent = queue.shift();
+    for (const [child, ppid] of map) {
+      if (ppid === parent) {
+        found.push(child);
+        queue.push(child);
+      }
+    }
+  }
+  return found;
+}
+
+function alive(pid) {
+  return parents().has(pid);
+}
