@@ -29,7 +29,11 @@ export class RunCgroup {
     readonly dirs: readonly string[],
   ) {}
 
+  private current: CgroupLimits | undefined;
+
+  /** Write the limits (nothing to do when they are already these). */
   setLimits(limits: CgroupLimits): void {
+    if (this.current?.memoryMb === limits.memoryMb && this.current.maxProcs === limits.maxProcs) return;
     const bytes = String(limits.memoryMb * 1024 * 1024);
     const [memoryDir = '', pidsDir = memoryDir] = this.dirs;
     if (this.layout.version === 1) {
@@ -43,6 +47,7 @@ export class RunCgroup {
       writeIgnoringErrors(join(memoryDir, 'memory.swap.max'), '0');
     }
     writeFileSync(join(pidsDir, 'pids.max'), String(limits.maxProcs));
+    this.current = { memoryMb: limits.memoryMb, maxProcs: limits.maxProcs };
   }
 
   /**

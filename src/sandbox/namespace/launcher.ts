@@ -20,7 +20,8 @@ const SCRIPT = `readarray -d '' -t job <&${ARGV_FD} && exec ${ARGV_FD}<&- && [ "
 n=\${job[0]}
 if [ "$n" -gt 0 ]; then ulimit "\${job[@]:1:n}" || exit 126; fi
 exec "\${job[@]:n+1}"`;
-const IDLE_LIMITS = { memoryMb: 64, maxProcs: 4 };
+/** A launcher's cgroup limits until its first run; later ones start with the last run's. */
+const FIRST_LIMITS = { memoryMb: 64, maxProcs: 4 };
 const LAUNCHER_ARGS = ['--norc', '--noprofile', '-c', SCRIPT, 'codexec-launcher'];
 
 type Shape = Pick<SandboxSpec, 'stdin' | 'control'>;
@@ -116,6 +117,12 @@ export class Launchers {
     private readonly depth = (shape: Shape) => (shape.stdin === 'pipe' ? 1 : 4),
   ) {}
 
+  /**
+   * The limits the last run asked for: new launchers' cgroups are made with them, so a run with
+   * the same limits (all of them, but for a configuration change) writes none at launch.
+   */
+  private limits: CgroupLimits = FIRST_LIMITS;
+
   /** A launcher for `shape` if one is ready (replacements start in the background). */
   take(shape: Shape): Ready | undefined {
     const list = this.ready.get(key(shape)) ?? [];
@@ -129,7 +136,8 @@ export class Launchers {
     setRef(child, true);
     return {
       cgroup,
-      launch(argv, seccomp, limits, ulimit) {
+      launch: (argv, seccomp, limits, ulimit) => {
+        this.limits = limits;
         cgroup.setLimits(limits);
         fd(child, SECCOMP_FD).end(seccomp);
         fd(child, ARGV_FD).end(`${[String(ulimit.length), ...ulimit, ...argv].join('\0')}\0`);
@@ -159,7 +167,7 @@ export class Launchers {
   private async startHere(shape: Shape): Promise<{ child: ChildLike; cgroup: RunCgroup } | undefined> {
     let cgroup: RunCgroup;
     try {
-      cgroup = createRunCgroup(this.layout, IDLE_LIMITS);
+      cgroup = createRunCgroup(this.layout, this.limits);
     } catch {
       return undefined; // direct starts still work; they report cgroup errors themselves
     }
@@ -194,7 +202,7 @@ export class Launchers {
   ): Promise<{ child: ChildLike; cgroup: RunCgroup } | undefined> {
     let cgroup: RunCgroup;
     try {
-      cgroup = createRunCgroup(this.layout, IDLE_LIMITS);
+      cgroup = createRunCgroup(this.layout, this.limits);
     } catch {
       return undefined; // direct starts still work; they report cgroup errors themselves
     }
