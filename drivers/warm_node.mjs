@@ -1,7 +1,7 @@
 // Warm-pool driver: a pre-started Node that waits for one ES module, imports it as the main
 // program, and exits when it is done. Used once, then discarded: no state outlives the run.
-// Protocol on fd 3: the script path and its arguments, NUL-separated, then end of file (the
-// server's half-close). Once the 'exit' listeners have run, the driver writes the exit status
+// Protocol on fd 3: the driver says "R\n" once warmed up; the server sends the script path and its
+// arguments, NUL-separated, then end of file (its half-close). Once the 'exit' listeners have run, the driver writes the exit status
 // back as "<status>\n", so the server need not wait for Node's teardown and the sandbox's exit.
 // After an uncaught exception Node prints the error only after 'exit': then it writes nothing and
 // the server waits for the real exit instead.
@@ -13,6 +13,7 @@ const CONTROL = 3;
 // them now (the same fds the program will write to).
 void process.stdout;
 void process.stderr;
+writeSync(CONTROL, 'R\n'); // warmed up: waiting for the job
 const chunks = [];
 const buffer = Buffer.alloc(65536);
 for (;;) {

@@ -1,7 +1,7 @@
 # Warm-pool driver: a pre-started Python that waits for one program, runs it as __main__ exactly
 # like `python script.py args`, and exits. Used once, then discarded: no state outlives the run.
-# Protocol on fd 3: the script path and its arguments, NUL-separated, then end of file (the
-# server's half-close). When the program is over (threads joined, atexit run, output flushed) the
+# Protocol on fd 3: the driver says "R\n" once warmed up; the server sends the script path and its
+# arguments, NUL-separated, then end of file (its half-close). When the program is over (threads joined, atexit run, output flushed) the
 # driver writes its exit status back as "<status>\n", so the server need not wait for the
 # interpreter's teardown and the sandbox's exit; then it leaves without finalization.
 import os
@@ -63,6 +63,7 @@ def _run(os=os, sys=sys):
     # Out of the program's way: a high, close-on-exec descriptor that its children never inherit.
     control = fcntl.fcntl(3, fcntl.F_DUPFD_CLOEXEC, 200)
     os.close(3)
+    os.write(control, b"R\n")  # warmed up: waiting for the job
     data = b""
     while True:
         chunk = os.read(control, 65536)

@@ -24,7 +24,7 @@ export interface Config {
   readonly maxCodeBytes: number;
   readonly retentionDays: { readonly success: number; readonly failure: number; readonly session: number };
   readonly maxSessions: number;
-  readonly pool: { readonly size: number; readonly idleMs: number };
+  readonly pool: { readonly size: number; readonly idleMs: number; readonly memoryMb: number };
   readonly installTimeoutMs: number;
   readonly packageBlocklist: readonly string[];
   readonly limits: { readonly memoryMb: number; readonly maxProcs: number; readonly maxFileMb: number };
@@ -96,7 +96,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       session: s.CODEXEC_LOG_RETENTION_DAYS_SESSION,
     },
     maxSessions: s.CODEXEC_MAX_SESSIONS,
-    pool: { size: s.CODEXEC_POOL_SIZE, idleMs: s.CODEXEC_POOL_IDLE_MS },
+    pool: { size: s.CODEXEC_POOL_SIZE, idleMs: s.CODEXEC_POOL_IDLE_MS, memoryMb: s.CODEXEC_POOL_MEMORY_MB },
     installTimeoutMs: s.CODEXEC_INSTALL_TIMEOUT_MS,
     packageBlocklist: s.CODEXEC_PACKAGE_BLOCKLIST.split(',')
       .map((name) => name.trim())

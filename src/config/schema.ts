@@ -43,6 +43,9 @@ export const settingsSchema = z
     CODEXEC_POOL_IDLE_MS: int(1000, 86_400_000)
       .default(300_000)
       .describe('Warm pool emptied after this idle time.'),
+    CODEXEC_POOL_MEMORY_MB: int(0, 1_048_576)
+      .default(512)
+      .describe('Memory all waiting warm interpreters together may use; the pool starts no more.'),
     CODEXEC_MAX_SESSIONS: int(1, 1000).default(5),
     CODEXEC_MEMORY_MB: int(16, 1_048_576).default(512).describe('Memory limit per execution.'),
     CODEXEC_MAX_PROCS: int(1, 100_000).default(256).describe('Process limit per execution.'),

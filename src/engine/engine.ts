@@ -45,6 +45,7 @@ export class Engine {
     this.pool = new WarmPool({
       size: deps.config.pool.size,
       idleMs: deps.config.pool.idleMs,
+      memoryMb: deps.config.pool.memoryMb,
       start: (kind) => this.startWarm(kind),
     });
   }

@@ -8,6 +8,8 @@ export interface PoolOptions {
   readonly size: number;
   /** Kill a kind's warm processes after this long without a request. */
   readonly idleMs: number;
+  /** Memory all waiting processes together may use (MB); none is started beyond it. */
+  readonly memoryMb: number;
   /** Start one warm process of `kind` (its workspace included). */
   readonly start: (kind: InterpreterKind) => Promise<WarmProcess>;
 }
@@ -18,11 +20,18 @@ export interface PoolOptions {
  * only warmed after its first request (clients spawn throwaway servers just to probe), and shrinks
  * back to nothing when idle.
  */
+/** What a waiting process of each kind adds, until one has been measured here (MB; about twice
+ * what its sandbox's cgroup is charged: shared libraries are already in memory). */
+const FIRST_GUESS: Record<InterpreterKind, number> = { python: 8, node: 16, bash: 4 };
+
 export class WarmPool {
   private readonly ready = new Map<InterpreterKind, WarmProcess[]>();
   private readonly filling = new Map<InterpreterKind, number>();
   private readonly idleTimers = new Map<InterpreterKind, NodeJS.Timeout>();
   private readonly failures = new Map<InterpreterKind, number>();
+  /** The last measured memory of a waiting process of each kind, and of each ready process. */
+  private readonly typical = new Map<InterpreterKind, number>();
+  private readonly memory = new Map<WarmProcess, number>();
   /** Starts under way: shutdown waits for them, so none is left running unowned. */
   private readonly starting = new Set<Promise<unknown>>();
   private closed = false;
@@ -42,7 +51,10 @@ export class WarmPool {
       warm = list.shift();
     }
     this.ready.set(kind, list);
-    if (warm) this.failures.set(kind, 0);
+    if (warm) {
+      this.failures.set(kind, 0);
+      this.memory.delete(warm);
+    }
     this.touch(kind);
     return warm;
   }
@@ -69,13 +81,20 @@ export class WarmPool {
 
   private refill(kind: InterpreterKind): void {
     const have = (this.ready.get(kind)?.length ?? 0) + (this.filling.get(kind) ?? 0);
-    for (let i = have; i < this.options.size; i++) {
+    for (let i = have; i < this.options.size && this.fits(kind); i++) {
       this.filling.set(kind, (this.filling.get(kind) ?? 0) + 1);
       const start = this.options
         .start(kind)
         .then((warm) => {
           if (this.closed || !this.idleTimers.has(kind)) return this.cleanup(warm);
           this.ready.get(kind)?.push(warm) ?? this.ready.set(kind, [warm]);
+          // Measured once the driver has warmed up and waits; until then it counts as typical.
+          void warm.ready.then(() => {
+            const used = warm.memoryMb();
+            if (used === undefined || !this.ready.get(kind)?.includes(warm)) return;
+            this.memory.set(warm, used);
+            this.typical.set(kind, Math.max(used, this.typical.get(kind) ?? 0));
+          });
           // A process that dies while waiting is replaced, unless they keep dying.
           void warm.proc.exited.then(() => this.replaceDead(kind, warm));
         })
@@ -89,6 +108,15 @@ export class WarmPool {
         });
       this.starting.add(start);
     }
+  }
+
+  /** Room in the memory budget for one more process of `kind`, counting those still starting. */
+  private fits(kind: InterpreterKind): boolean {
+    const guess = (k: InterpreterKind) => this.typical.get(k) ?? FIRST_GUESS[k];
+    let used = 0;
+    for (const [k, list] of this.ready) for (const warm of list) used += this.memory.get(warm) ?? guess(k);
+    for (const [k, count] of this.filling) used += count * guess(k);
+    return used + guess(kind) <= this.options.memoryMb;
   }
 
   private replaceDead(kind: InterpreterKind, warm: WarmProcess): void {
@@ -116,6 +144,7 @@ export class WarmPool {
   }
 
   private async cleanup(warm: WarmProcess): Promise<void> {
+    this.memory.delete(warm);
     await warm.discard().catch(() => {});
     await rm(warm.execDir, { recursive: true, force: true });
   }

@@ -52,6 +52,8 @@ export interface SandboxedProcess {
   kill(signal: NodeJS.Signals): void;
   /** A limit the backend saw hit so far, for runs that end before the process exits (warm). */
   limitHit?(): LimitKind | undefined;
+  /** Memory the process (namespace: its whole sandbox) uses now, in MB, when the backend knows. */
+  memoryMb?(): number | undefined;
   /** Release what the backend made for this run (cgroups, containers). Safe to call twice. */
   dispose(): Promise<void>;
 }

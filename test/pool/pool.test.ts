@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { processesUnder } from '../helpers/procs.js';
 import { callTool, startServer, type TestServer } from '../helpers/server.js';
@@ -128,6 +129,47 @@ describe('warm pool lifecycle', () => {
     try {
       await warmRun(server, { language: 'bash', code: 'true' });
       await expect.poll(() => processesUnder(server.home), { timeout: 5000, interval: 200 }).toEqual([]);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('warm pool memory budget', () => {
+  it('starts no warm interpreter that would not fit CODEXEC_POOL_MEMORY_MB', async () => {
+    const server = await startServer({ env: { CODEXEC_POOL_SIZE: '4', CODEXEC_POOL_MEMORY_MB: '1' } });
+    try {
+      for (let i = 0; i < 4; i++) {
+        const { value } = await callTool<Result>(server.client, 'execute_code', {
+          language: 'python',
+          code: 'print(1)',
+        });
+        expect(value).toMatchObject({ success: true, warm: false });
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      expect(processesUnder(server.home)).toEqual([]);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('keeps only as many as fit, measured per sandbox', async () => {
+    // A waiting python's sandbox is charged ~4-5 MB: room for two, though the pool size asks for six.
+    const server = await startServer({ env: { CODEXEC_POOL_SIZE: '6', CODEXEC_POOL_MEMORY_MB: '12' } });
+    try {
+      await warmRun(server, { language: 'python', code: 'print(1)' });
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      const drivers = processesUnder(server.home).filter((pid) =>
+        readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+          .split('\0')
+          .some((arg) => arg.endsWith('warm_python.py')),
+      );
+      // Each sandbox shows the driver twice (bwrap's argv names it, then the interpreter itself).
+      const interpreters = drivers.filter(
+        (pid) => !readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('bwrap'),
+      );
+      expect(interpreters.length).toBeGreaterThan(0);
+      expect(interpreters.length).toBeLessThanOrEqual(2);
     } finally {
       await server.close();
     }

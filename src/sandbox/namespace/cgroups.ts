@@ -83,6 +83,16 @@ export class RunCgroup {
     }
   }
 
+  /** Memory charged to the cgroup now (resident memory, page cache, tmpfs), in MB. */
+  memoryMb(): number | undefined {
+    const file = this.layout.version === 1 ? 'memory.usage_in_bytes' : 'memory.current';
+    try {
+      return Number(readFileSync(join(this.dirs[0] ?? '', file), 'utf8')) / (1024 * 1024);
+    } catch {
+      return undefined;
+    }
+  }
+
   /** Which cgroup limit stopped something in this run, if any. */
   limitHit(): LimitKind | undefined {
     const [memoryDir, pidsDir = memoryDir] = this.dirs;

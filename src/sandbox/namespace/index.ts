@@ -207,6 +207,7 @@ export class NamespaceBackend implements SandboxBackend {
         if (name === 'SIGKILL') cgroup?.killAll();
       },
       limitHit: () => limit ?? cgroup?.limitHit(),
+      memoryMb: () => cgroup?.memoryMb(),
       dispose() {
         disposed ??= (async () => {
           if (alive && pid !== undefined) signal(pid, 'SIGKILL');

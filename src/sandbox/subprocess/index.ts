@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import type { Duplex } from 'node:stream';
 import { childStdio } from '../fds.js';
 import { ignoreStreamErrors } from '../streams.js';
@@ -47,6 +48,16 @@ export class SubprocessBackend implements SandboxBackend {
           process.kill(-pid, signal);
         } catch {
           // ESRCH: the group is already gone
+        }
+      },
+      memoryMb() {
+        // The leader alone: a warm driver waiting for its job has no children.
+        if (pid === undefined) return undefined;
+        try {
+          const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+          return kb === undefined ? undefined : Number(kb) / 1024;
+        } catch {
+          return undefined;
         }
       },
       async dispose() {},
