@@ -96,8 +96,8 @@ export class Engine {
     let tidied: Promise<unknown> = Promise.resolve();
     try {
       const exclude = cwd === execDir ? new Set([script, 'node_modules']) : undefined;
-      // A warm workspace was made empty and its driver writes nothing there.
-      const before: Snapshot = warm ? new Map() : await snapshotDir(cwd, { exclude });
+      // A fresh workspace is empty (a warm one too: its driver writes nothing there).
+      const before: Snapshot = cwd === execDir ? new Map() : await snapshotDir(cwd, { exclude });
       const started = Date.now();
       let outcome: Collected;
       if (typeof prepared === 'string') {
