@@ -100,12 +100,17 @@ async function joinTree(cgroup: RunCgroup, leader: number): Promise<void> {
   }
 }
 
+interface Launcher {
+  readonly child: ChildLike;
+  readonly cgroup: RunCgroup;
+}
+
 /**
  * Ready launchers per stdio shape, refilled in the background after each use: one for session
  * shapes, a few for one-shot runs so that concurrent runs (and warm-pool starts) find one too.
  */
 export class Launchers {
-  private readonly ready = new Map<string, Array<{ child: ChildLike; cgroup: RunCgroup }>>();
+  private readonly ready = new Map<string, Launcher[]>();
   private readonly starting = new Map<string, number>();
 
   constructor(
@@ -154,9 +159,7 @@ export class Launchers {
     const want = inForker ? this.depth(shape) : 1;
     for (let i = have; i < want; i++) {
       this.starting.set(name, (this.starting.get(name) ?? 0) + 1);
-      const started =
-        inForker && this.forker ? this.startInForker(shape, this.forker) : this.startHere(shape);
-      void started
+      void this.start(shape, inForker ? this.forker : undefined)
         .then((launcher) => {
           if (launcher) this.ready.get(name)?.push(launcher) ?? this.ready.set(name, [launcher]);
         })
@@ -164,7 +167,8 @@ export class Launchers {
     }
   }
 
-  private async startHere(shape: Shape): Promise<{ child: ChildLike; cgroup: RunCgroup } | undefined> {
+  /** One launcher in a fresh cgroup: forked by the forker, or a bash spawned here. */
+  private async start(shape: Shape, forker: Forker | undefined): Promise<Launcher | undefined> {
     let cgroup: RunCgroup;
     try {
       cgroup = createRunCgroup(this.layout, this.limits);
@@ -172,6 +176,23 @@ export class Launchers {
       return undefined; // direct starts still work; they report cgroup errors themselves
     }
     this.track(cgroup);
+    try {
+      // The forker gets the slots only: it makes everything else it has close-on-exec.
+      const child = forker
+        ? await forker.launcher(slots(shape, 'argv'), cgroup.dirs)
+        : await this.spawnBash(shape, cgroup);
+      ignoreStreamErrors(child);
+      // An idle launcher must not keep the process alive (`codexec run` exits after its run).
+      setRef(child, false);
+      return { child, cgroup };
+    } catch (error) {
+      log('debug', `launcher start failed: ${(error as Error).message}`);
+      void cgroup.remove();
+      return undefined; // direct starts still work; the next take tries again
+    }
+  }
+
+  private async spawnBash(shape: Shape, cgroup: RunCgroup): Promise<ChildLike> {
     // bash sources ~/.bashrc when stdin is a socket (rshd detection) unless told not to: a
     // session-shaped launcher has a socket stdin, and this bash runs on the host, as the server.
     const child = spawn(this.bash, LAUNCHER_ARGS, {
@@ -182,41 +203,15 @@ export class Launchers {
     });
     child.once('error', () => {});
     ignoreStreamErrors(child);
-    // An idle launcher must not keep the process alive (`codexec run` exits after its run).
     setRef(child, false);
     const pid = child.pid;
     try {
-      if (pid === undefined) throw new Error('no pid');
+      if (pid === undefined) throw new Error('bash did not start');
       await cgroup.join(pid);
-      return { child, cgroup };
-    } catch {
-      if (pid !== undefined) signal(pid, 'SIGKILL');
-      void cgroup.remove();
-      return undefined;
-    }
-  }
-
-  private async startInForker(
-    shape: Shape,
-    forker: Forker,
-  ): Promise<{ child: ChildLike; cgroup: RunCgroup } | undefined> {
-    let cgroup: RunCgroup;
-    try {
-      cgroup = createRunCgroup(this.layout, this.limits);
-    } catch {
-      return undefined; // direct starts still work; they report cgroup errors themselves
-    }
-    this.track(cgroup);
-    try {
-      // Slots only: the forker makes everything else it has close-on-exec.
-      const child = await forker.launcher(slots(shape, 'argv'), cgroup.dirs);
-      ignoreStreamErrors(child);
-      setRef(child, false);
-      return { child, cgroup };
+      return child;
     } catch (error) {
-      log('debug', `launcher start failed: ${(error as Error).message}`);
-      void cgroup.remove();
-      return undefined; // direct starts still work; the next take tries again
+      if (pid !== undefined) signal(pid, 'SIGKILL');
+      throw error;
     }
   }
 }
