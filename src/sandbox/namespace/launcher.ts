@@ -1,7 +1,8 @@
 // How a run's first process gets into its cgroup. Moving a process into a cgroup waits for an
-// RCU grace period in the kernel (5-25 ms on cgroup v1), so each stdio shape keeps one launcher
-// ready: a bash already inside a fresh run cgroup, waiting for its argv on ARGV_FD. Everything it
-// execs starts inside the cgroup. Without a ready launcher, bwrap is spawned directly and held on
+// RCU grace period in the kernel (5-25 ms on cgroup v1), so launchers are kept ready per stdio
+// shape: a process already inside a fresh run cgroup, waiting for its argv on ARGV_FD, forked by
+// the forker (forker.ts) or, without a host Python, a bash spawned here. Everything it execs
+// starts inside the cgroup. Without a ready launcher, bwrap is spawned directly and held on
 // --block-fd until the server has moved it in (the grace period then overlaps bwrap's setup).
 import { spawn } from 'node:child_process';
 import type { Writable } from 'node:stream';
@@ -117,7 +118,7 @@ export class Launchers {
     private readonly bash: string,
     private readonly layout: CgroupLayout,
     private readonly track: (cgroup: RunCgroup) => void,
-    /** Spawns (and creates the cgroup) off the event loop when it works. */
+    /** Forks the launchers, so that the server does not fork itself; bash launchers without it. */
     private readonly forker?: Forker,
     private readonly depth = (shape: Shape) => (shape.stdin === 'pipe' ? 1 : 4),
   ) {}
@@ -133,6 +134,7 @@ export class Launchers {
     const list = this.ready.get(key(shape)) ?? [];
     let launcher = list.shift();
     while (launcher && (launcher.child.exitCode !== null || launcher.child.signalCode !== null)) {
+      void launcher.cgroup.remove(); // died while idle
       launcher = list.shift();
     }
     setImmediate(() => this.refill(shape));
