@@ -63,6 +63,23 @@ describe('ExecutionLogs', () => {
     expect(await ids(history)).toEqual(['exec_000000000010', 'exec_000000000009', 'exec_000000000008']);
   });
 
+  it.each([
+    ['small lines (written synchronously)', 10],
+    ['large lines (written through the thread pool)', 200_000],
+  ])('starts on a fresh line after a torn one with %s', async (_kind, codeChars) => {
+    const { history, dir } = logs();
+    const file = join(dir, 'executions-2026-05-06.jsonl');
+    const big = (id: string, at: string) =>
+      ({ ...oneshot({ id, at }), code: 'x'.repeat(codeChars) }) as unknown as ExecutionLogEntry;
+    await history.writer.appendExecution(big('exec_000000000021', '2026-05-06T00:00:01Z'));
+    appendFileSync(file, '{"type":"execution","execution_id":"exec_0000000'); // a process died mid-line
+    await history.writer.appendExecution(big('exec_000000000022', '2026-05-06T00:00:02Z'));
+    const lines = readFileSync(file, 'utf8').split('\n');
+    expect(lines).toHaveLength(4); // 3 lines and the final newline
+    expect(JSON.parse(lines[2] ?? '').code).toHaveLength(codeChars);
+    expect(await ids(history)).toEqual(['exec_000000000022', 'exec_000000000021']);
+  });
+
   it('reads its own writes: a search sees appends still in the queue', async () => {
     const { history } = logs();
     void history.writer.appendExecution(entry('exec_000000000011', '2026-05-05T00:00:00Z'));

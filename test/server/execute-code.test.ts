@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callTool, ERAS, startServer, type TestServer } from '../helpers/server.js';
@@ -100,6 +100,18 @@ describe.each(ERAS)('execute_code (%s era)', (era) => {
     expect(value.artifacts.sort()).toEqual(['note.txt', 'out/r.csv']);
     expect(readdirSync(value.working_dir).sort()).toEqual(['note.txt', 'out']);
     expect(readFileSync(join(value.working_dir, 'out/r.csv'), 'utf8')).toBe('a,b');
+  });
+
+  it('runs a 1 MB program (written through the thread pool) and one that only deletes its files', async () => {
+    const big = await run({
+      language: 'python',
+      code: `DATA = "${'y'.repeat(1_000_000)}"\nprint(len(DATA), open(__file__).read().count(chr(121)))`,
+    });
+    expect(big.value).toMatchObject({ success: true, stdout: '1000000 1000000\n', artifacts: [] });
+    // A run that leaves nothing behind reports nothing, and its workspace is gone.
+    const none = await run({ language: 'bash', code: 'touch a; rm a' });
+    expect(none.value).toMatchObject({ success: true, artifacts: [], artifacts_deleted: [] });
+    await expect.poll(() => existsSync(none.value.working_dir), { timeout: 5000 }).toBe(false);
   });
 
   it.each([
