@@ -1,4 +1,4 @@
-// The sandbox command line, built as data: prlimit → bwrap → (setpriv) → argv.
+// The sandbox command line, built as data: (prlimit) → bwrap → (setpriv) → argv.
 // Pure: no I/O, so every flag is unit-tested without spawning anything.
 import { dirname, posix } from 'node:path';
 import type { SandboxSpec } from '../types.js';
@@ -37,8 +37,9 @@ export interface BwrapOptions {
   /** bwrap must block on WAIT_FD until the server has moved it into the cgroup (direct starts). */
   readonly waitForCgroup?: boolean;
   /**
-   * Who sets the rlimits: prlimit in front of bwrap (default), or the caller, a launcher bash that
-   * applies rlimitsFor() with its ulimit builtin and saves an exec.
+   * Who sets the rlimits: prlimit in front of bwrap (default), or the caller, a launcher that
+   * applies rlimitsFor() itself (setrlimit when forked by the forker, bash's ulimit) and saves an
+   * exec.
    */
   readonly rlimitsBy?: 'prlimit' | 'caller';
   /** A seccomp program will be readable on SECCOMP_FD. */
