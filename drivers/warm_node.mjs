@@ -1,7 +1,7 @@
 // Warm-pool driver: a pre-started Node that waits for one ES module, imports it as the main
 // program, and exits when it is done. Used once, then discarded: no state outlives the run.
-// Protocol on fd 3: the driver says "R\n" once warmed up; the server sends the script path and its
-// arguments, NUL-separated, then end of file (its half-close). Once the 'exit' listeners have run, the driver writes the exit status
+// Protocol on fd 3: the driver says "R\n" once warmed up; the server sends an end mark (unused
+// here), the script path and its arguments, NUL-separated, then end of file (its half-close). Once the 'exit' listeners have run, the driver writes the exit status
 // back as "<status>\n", so the server need not wait for Node's teardown and the sandbox's exit.
 // After an uncaught exception Node prints the error only after 'exit': then it writes nothing and
 // the server waits for the real exit instead.
@@ -29,7 +29,8 @@ for (;;) {
 }
 const data = Buffer.concat(chunks);
 if (data.length === 0) process.exit(0);
-const [script, ...args] = data.toString('utf8').split('\0');
+// The end mark (first) is for drivers that can write it after the program's output; not this one.
+const [, script, ...args] = data.toString('utf8').split('\0');
 process.argv = [process.argv[0], script, ...args];
 
 let fatal = false;

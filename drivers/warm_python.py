@@ -1,7 +1,8 @@
 # Warm-pool driver: a pre-started Python that waits for one program, runs it as __main__ exactly
 # like `python script.py args`, and exits. Used once, then discarded: no state outlives the run.
-# Protocol on fd 3: the driver says "R\n" once warmed up; the server sends the script path and its
-# arguments, NUL-separated, then end of file (its half-close). When the program is over (threads joined, atexit run, output flushed) the
+# Protocol on fd 3: the driver says "R\n" once warmed up; the server sends an end mark, the script
+# path and its arguments, NUL-separated, then end of file (its half-close). The end mark goes on
+# stdout and stderr after the program's last output. When the program is over (threads joined, atexit run, output flushed) the
 # driver writes its exit status back as "<status>\n", so the server need not wait for the
 # interpreter's teardown and the sandbox's exit; then it leaves without finalization.
 import os
@@ -63,6 +64,9 @@ def _run(os=os, sys=sys):
     # Out of the program's way: a high, close-on-exec descriptor that its children never inherit.
     control = fcntl.fcntl(3, fcntl.F_DUPFD_CLOEXEC, 200)
     os.close(3)
+    # The real stdout and stderr, whatever the program later does to fds 1 and 2: the end mark
+    # goes there.
+    outputs = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 201) for fd in (1, 2)]
     os.write(control, b"R\n")  # warmed up: waiting for the job
     data = b""
     while True:
@@ -72,7 +76,8 @@ def _run(os=os, sys=sys):
         data += chunk
     if not data:
         return  # the pool shut down without a job
-    script, *args = [part.decode("utf-8", "surrogateescape") for part in data.split(b"\0")]
+    end_mark, script, *args = data.split(b"\0")
+    script, *args = [part.decode("utf-8", "surrogateescape") for part in (script, *args)]
     sys.argv = [script, *args]
     sys.path[0] = os.path.dirname(script)
     # The program gets a pristine __main__: none of this driver's names.
@@ -84,13 +89,20 @@ def _run(os=os, sys=sys):
     del fcntl, chunk, data, args
     status = finalize(main(script, namespace))
     if os.getpid() == leader:  # a fork of the program that finished the script only exits
-        # Output is flushed: closing it now lets the server see its end without waiting for
-        # this interpreter to be torn down.
+        # Output is flushed: the end mark after it tells the server it has all of it, and closing
+        # it lets the server see its end without waiting for this interpreter to be torn down.
         for fd in (1, 2):
             try:
                 os.close(fd)
             except OSError:
                 pass
+        for fd in outputs:
+            try:
+                if end_mark:
+                    os.write(fd, end_mark)
+                os.close(fd)
+            except OSError:
+                pass  # no mark: the server waits for the streams' end instead
         try:
             os.write(control, b"%d\n" % status)
         except OSError:

@@ -1,7 +1,7 @@
 import { constants } from 'node:os';
 import type { Exit, LimitKind, SandboxedProcess } from '../sandbox/index.js';
 import { drain, terminate } from './kill.js';
-import { OutputCollector, type OutputLimits } from './output.js';
+import { EndMarkFilter, OutputCollector, type OutputLimits } from './output.js';
 import type { OutputStream } from './types.js';
 
 export interface CollectOptions {
@@ -17,6 +17,11 @@ export interface CollectOptions {
    * run then ends without waiting for the interpreter's teardown and the sandbox's exit.
    */
   readonly status?: Promise<number | undefined>;
+  /**
+   * The mark the warm driver writes on stdout and stderr after the program's output: taken out of
+   * the output, and once both are in the run need not wait for the streams' end.
+   */
+  readonly endMark?: string;
 }
 
 export interface Collected {
@@ -38,9 +43,16 @@ export interface Collected {
 export async function collect(proc: SandboxedProcess, options: CollectOptions): Promise<Collected> {
   const stdout = new OutputCollector(options.output);
   const stderr = new OutputCollector(options.output);
+  const mark = options.endMark ? Buffer.from(options.endMark) : undefined;
+  const filters = mark && { stdout: new EndMarkFilter(mark), stderr: new EndMarkFilter(mark) };
+  let bothMarked: () => void = () => {};
+  const marked = new Promise<void>((resolve) => {
+    bothMarked = resolve;
+  });
   const forward = (name: OutputStream, collector: OutputCollector) => (chunk: Buffer) => {
-    const text = collector.push(chunk);
+    const text = collector.push(filters ? filters[name].push(chunk) : chunk);
     if (text) options.onOutput?.(name, text);
+    if (filters?.stdout.seen && filters.stderr.seen) bothMarked();
   };
   proc.stdout.on('data', forward('stdout', stdout));
   proc.stderr.on('data', forward('stderr', stderr));
@@ -66,7 +78,15 @@ export async function collect(proc: SandboxedProcess, options: CollectOptions): 
     // The run is over when its leader exits: nothing it started may outlive it.
     proc.kill('SIGKILL');
     await stopping;
-    await drain(proc, 500);
+    await drain(proc, 500, filters && marked);
+    for (const [name, collector] of [
+      ['stdout', stdout],
+      ['stderr', stderr],
+    ] as const) {
+      const rest = filters?.[name].end();
+      const text = rest?.length ? collector.push(rest) : '';
+      if (text) options.onOutput?.(name, text);
+    }
     const note = (text: string) => stderr.push(Buffer.from(`\n[codexec: ${text}]\n`));
     if (exit.spawnError) note(`could not start the program: ${exit.spawnError.message}`);
     if (exit.limit) note(limitNote(exit.limit, options.limits));

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { mkdir, rm, rmdir, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -107,8 +108,13 @@ export class Engine {
         if (prepared.length <= 64 * 1024) writeFileSync(scriptPath, prepared, { mode: 0o644 });
         else await writeFile(scriptPath, prepared, { mode: 0o644 });
         let status: Promise<number | undefined> | undefined;
+        // Only the python driver writes it; the others' runs end with their streams, as cold ones.
+        const endMark =
+          warm && runtime.interpreter === 'python'
+            ? `\n[codexec-end ${randomBytes(12).toString('hex')}]`
+            : undefined;
         if (warm) {
-          status = warm.launch(scriptPath, request.args ?? []);
+          status = warm.launch(scriptPath, request.args ?? [], endMark ?? '');
           launched = true;
         }
         const running =
@@ -137,6 +143,7 @@ export class Engine {
             signal: options.signal,
             onOutput: options.onOutput,
             status,
+            ...(endMark && { endMark }),
           }),
         );
       } else {

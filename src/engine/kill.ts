@@ -10,8 +10,11 @@ export async function terminate(proc: SandboxedProcess, graceMs: number): Promis
   proc.kill('SIGKILL');
 }
 
-/** Wait until both output streams have ended, at most `ms`; then stop reading them. */
-export async function drain(proc: SandboxedProcess, ms: number): Promise<void> {
+/**
+ * Wait until both output streams have ended (or `enough` resolves: all output is known to be in),
+ * at most `ms`; then stop reading them.
+ */
+export async function drain(proc: SandboxedProcess, ms: number, enough?: Promise<unknown>): Promise<void> {
   const ended = (stream: NodeJS.ReadableStream & { readableEnded?: boolean; destroyed?: boolean }) =>
     stream.readableEnded || stream.destroyed
       ? Promise.resolve()
@@ -22,6 +25,7 @@ export async function drain(proc: SandboxedProcess, ms: number): Promise<void> {
   const controller = new AbortController();
   await Promise.race([
     Promise.all([ended(proc.stdout), ended(proc.stderr)]),
+    ...(enough ? [enough] : []),
     sleep(ms, undefined, { signal: controller.signal }).catch(() => {}),
   ]);
   controller.abort();

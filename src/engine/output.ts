@@ -13,6 +13,41 @@ export interface CollectedOutput {
 }
 
 /**
+ * Takes out the end mark a warm driver writes on a stream after the program's last output, so the
+ * run can end as soon as both marks are in rather than when every copy of the pipes has closed.
+ * Bytes that may be the start of a mark split across chunks are held back until the next chunk.
+ */
+export class EndMarkFilter {
+  private held = Buffer.alloc(0);
+  /** The mark has gone by: everything written before it has been passed on. */
+  seen = false;
+
+  constructor(private readonly mark: Buffer) {}
+
+  /** The bytes of `chunk` that are surely output. */
+  push(chunk: Buffer): Buffer {
+    if (this.seen) return chunk;
+    const data = this.held.length > 0 ? Buffer.concat([this.held, chunk]) : chunk;
+    const at = data.indexOf(this.mark);
+    if (at !== -1) {
+      this.seen = true;
+      this.held = Buffer.alloc(0);
+      return Buffer.concat([data.subarray(0, at), data.subarray(at + this.mark.length)]);
+    }
+    const keep = Math.min(data.length, this.mark.length - 1);
+    this.held = Buffer.from(data.subarray(data.length - keep));
+    return data.subarray(0, data.length - keep);
+  }
+
+  /** What was held back, at the stream's end. */
+  end(): Buffer {
+    const rest = this.held;
+    this.held = Buffer.alloc(0);
+    return rest;
+  }
+}
+
+/**
  * Collects one stream with bounded memory: the first `maxChars` characters and a rolling tail,
  * never the whole stream. If the total stays within `maxChars` the text is returned whole;
  * otherwise head + `[... truncated N characters ...]` + tail, as the seed specifies.

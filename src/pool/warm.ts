@@ -64,9 +64,10 @@ export class WarmProcess {
 
   /**
    * Hand over the one program this process will ever run. Resolves with its exit status when the
-   * driver reports one, or undefined if it never does.
+   * driver reports one, or undefined if it never does. Drivers that can write `endMark` on stdout
+   * and stderr after the program's output (python) do.
    */
-  launch(script: string, args: readonly string[]): Promise<number | undefined> {
+  launch(script: string, args: readonly string[], endMark: string): Promise<number | undefined> {
     const control = this.proc.control;
     if (!control) throw new Error('warm process has no control channel');
     const status = new Promise<number | undefined>((resolve) => {
@@ -79,7 +80,7 @@ export class WarmProcess {
       this.listener = check;
       check();
     });
-    control.end(Buffer.from([script, ...args].join('\0'), 'utf8'));
+    control.end(Buffer.from([endMark, script, ...args].join('\0'), 'utf8'));
     return status;
   }
 

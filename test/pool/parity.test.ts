@@ -40,6 +40,11 @@ const CASES: ReadonlyArray<readonly [string, string, string]> = [
   ['python', 'os._exit', 'import os\nprint("x", flush=True)\nos._exit(7)'],
   ['python', 'large output', 'import sys\nsys.stdout.write("x" * 300000)\nsys.stderr.write("e" * 100000)'],
   ['python', 'closes the driver fds', 'import os\nos.closerange(3, 1024)\nprint("closed")'],
+  [
+    'python',
+    'redirects fd 1 to a file for good',
+    'import os\nf = open("/tmp/out.txt", "w")\nos.dup2(f.fileno(), 1)\nprint("to the file")\nos.write(2, open("/tmp/out.txt").read().encode())',
+  ],
   ['node', 'exitCode', 'process.exitCode = 4; console.log("a")'],
   ['node', 'exit handler', 'process.on("exit", (c) => console.log("exit", c)); console.log("hi")'],
   ['node', 'process.exit', 'console.log("a"); process.exit(9)'],

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { processesUnder } from '../helpers/procs.js';
 import { callTool, startServer, type TestServer } from '../helpers/server.js';
@@ -84,6 +85,15 @@ describe('warm pool', () => {
       code: 'console.log(typeof globalThis.leaked, process.env.LEAKED ?? "none")',
     });
     expect(second.stdout).toBe('undefined none\n');
+  });
+
+  it('writes its end mark to the real output, not to a file the program put on fd 1', async () => {
+    const value = await warmRun(server, {
+      language: 'python',
+      code: 'import os\nf = open("out.txt", "w")\nos.dup2(f.fileno(), 1)\nprint("to the file")',
+    });
+    expect(value).toMatchObject({ success: true, stdout: '', stderr: '' });
+    expect(readFileSync(join(value.working_dir, 'out.txt'), 'utf8')).toBe('to the file\n');
   });
 
   it('runs with a custom working_dir or a syntax error stay cold', async () => {
