@@ -175,7 +175,8 @@ export class Engine {
     } finally {
       // A warm process taken but never given its job (the run failed before) must not linger.
       if (warm && !launched) await warm.discard();
-      // The replacement starts once this result is on its way: its fork blocks the event loop.
+      // The replacement starts once this result is on its way (without a ready launcher, starting
+      // one forks the server, which blocks the event loop).
       if (!request.workingDir) setImmediate(() => this.pool.replenish(runtime.interpreter));
       const release = proc && this.live.get(proc);
       const cleanup = (async () => {

@@ -15,7 +15,7 @@ export interface CollectedOutput {
 /**
  * Takes out the end mark a warm driver writes on a stream after the program's last output, so the
  * run can end as soon as both marks are in rather than when every copy of the pipes has closed.
- * Bytes that may be the start of a mark split across chunks are held back until the next chunk.
+ * A tail that may be the start of a mark split across chunks is held back until the next chunk.
  */
 export class EndMarkFilter {
   private held = Buffer.alloc(0);
@@ -34,7 +34,9 @@ export class EndMarkFilter {
       this.held = Buffer.alloc(0);
       return Buffer.concat([data.subarray(0, at), data.subarray(at + this.mark.length)]);
     }
-    const keep = Math.min(data.length, this.mark.length - 1);
+    // Hold back only a tail that could start the mark (output streamed live is not delayed more).
+    let keep = Math.min(data.length, this.mark.length - 1);
+    while (keep > 0 && !data.subarray(data.length - keep).equals(this.mark.subarray(0, keep))) keep--;
     this.held = Buffer.from(data.subarray(data.length - keep));
     return data.subarray(0, data.length - keep);
   }

@@ -21,6 +21,13 @@ describe('EndMarkFilter', () => {
     expect(run([...text])).toEqual({ out: 'hello\nworld', seen: true });
   });
 
+  it('holds back only a tail that could start the mark (live output is not delayed)', () => {
+    const filter = new EndMarkFilter(Buffer.from(MARK));
+    expect(filter.push(Buffer.from('step 1')).toString()).toBe('step 1');
+    expect(filter.push(Buffer.from('\nstep 2\n[codexec')).toString()).toBe('\nstep 2');
+    expect(filter.push(Buffer.from(' nothing')).toString()).toBe('\n[codexec nothing');
+  });
+
   it('passes on what follows the mark (a background process still writing)', () => {
     expect(run([`a${MARK}b`, 'c'])).toEqual({ out: 'abc', seen: true });
   });

@@ -30,6 +30,28 @@ describe.each(ERAS)('streaming and cancellation (%s era)', (era) => {
     expect(messages[0]?.at).toBeLessThan(finished - 300);
   });
 
+  it('streams a warm run live too, the end mark never in sight', async () => {
+    const code = 'import time\nfor i in range(2):\n    print(f"step {i}")\n    time.sleep(1)';
+    for (let tries = 0; tries < 20; tries++) {
+      const messages: Array<{ message?: string; at: number }> = [];
+      const { value } = await callTool<{ stdout: string; warm: boolean }>(
+        server.client,
+        'execute_code',
+        { language: 'python', code },
+        { onprogress: (p) => messages.push({ message: p.message, at: Date.now() }) },
+      );
+      const finished = Date.now();
+      if (!value.warm) continue; // the pool was still starting
+      expect(value.stdout).toBe('step 0\nstep 1\n');
+      expect(messages.map((m) => m.message).join('')).toBe('step 0\nstep 1\n');
+      // "step 0" comes right away, not held back until the next line a second later.
+      expect(messages[0]?.message?.startsWith('step 0')).toBe(true);
+      expect(messages[0]?.at).toBeLessThan(finished - 1500);
+      return;
+    }
+    throw new Error('no warm run');
+  });
+
   it('sends no progress when the client did not ask for it', async () => {
     let count = 0;
     server.client.setNotificationHandler('notifications/progress', () => {
