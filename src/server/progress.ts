@@ -30,20 +30,23 @@ export class ProgressStreamer {
     const room = MAX_PENDING_CHARS - this.pending.length;
     if (room > 0) this.pending += tagged.slice(0, room);
     this.skipped += Math.max(0, tagged.length - Math.max(room, 0));
-    this.timer ??= setTimeout(() => this.flush(), INTERVAL_MS);
+    this.timer ??= setTimeout(() => void this.flush(), INTERVAL_MS);
   };
 
-  /** Send what is pending now and stop the timer (call when the run ends). */
-  flush(): void {
+  /**
+   * Send what is pending now and stop the timer. When the run ends, await it: the last
+   * notification must be out before the result, or the client drops it.
+   */
+  flush(): Promise<void> {
     clearTimeout(this.timer);
     this.timer = undefined;
-    if (this.token === undefined || (this.pending === '' && this.skipped === 0)) return;
+    if (this.token === undefined || (this.pending === '' && this.skipped === 0)) return Promise.resolve();
     const note = this.skipped > 0 ? `\n[... ${this.skipped} characters not streamed ...]\n` : '';
     const message = this.pending + note;
     this.sent += message.length;
     this.pending = '';
     this.skipped = 0;
-    this.ctx.mcpReq
+    return this.ctx.mcpReq
       .notify({
         method: 'notifications/progress',
         params: { progressToken: this.token, progress: this.sent, message },

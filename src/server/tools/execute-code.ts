@@ -80,6 +80,6 @@ async function runWithProgress(
       { signal: ctx.mcpReq.signal, onOutput: progress.enabled ? progress.push : undefined },
     );
   } finally {
-    progress.flush();
+    await progress.flush();
   }
 }

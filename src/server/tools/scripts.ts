@@ -211,7 +211,7 @@ export function registerScriptTools(server: McpServer, services: Services): void
         await scripts.recordRun(args.name, result.success);
         return result;
       } finally {
-        progress.flush();
+        await progress.flush();
       }
     },
   });

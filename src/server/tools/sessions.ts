@@ -128,7 +128,7 @@ export function registerSessionTools(server: McpServer, services: Services): voi
           onOutput: progress.enabled ? progress.push : undefined,
         });
       } finally {
-        progress.flush();
+        await progress.flush();
       }
     },
   });
