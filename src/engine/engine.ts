@@ -17,13 +17,14 @@ import type { ExecutionRequest, ExecutionResult, RunOptions } from './types.js';
 
 export const SCRIPT_BASENAME = '_codexec_script';
 
-const WARM_DRIVERS: Record<InterpreterKind, string> = {
-  python: 'warm_python.py',
-  node: 'warm_node.mjs',
-  bash: 'warm_bash.sh',
+/** Each warm driver, and whether it writes the end mark after the program's output. */
+const WARM_DRIVERS: Record<InterpreterKind, { readonly file: string; readonly endMark: boolean }> = {
+  python: { file: 'warm_python.py', endMark: true },
+  node: { file: 'warm_node.mjs', endMark: false },
+  bash: { file: 'warm_bash.sh', endMark: false },
 };
 const driverPath = (kind: InterpreterKind) =>
-  fileURLToPath(new URL(`../../drivers/${WARM_DRIVERS[kind]}`, import.meta.url));
+  fileURLToPath(new URL(`../../drivers/${WARM_DRIVERS[kind].file}`, import.meta.url));
 
 export interface EngineDeps {
   readonly config: Config;
@@ -108,9 +109,9 @@ export class Engine {
         if (prepared.length <= 64 * 1024) writeFileSync(scriptPath, prepared, { mode: 0o644 });
         else await writeFile(scriptPath, prepared, { mode: 0o644 });
         let status: Promise<number | undefined> | undefined;
-        // Only the python driver writes it; the others' runs end with their streams, as cold ones.
+        // Runs of drivers without it end with their streams, as cold ones do.
         const endMark =
-          warm && runtime.interpreter === 'python'
+          warm && WARM_DRIVERS[runtime.interpreter].endMark
             ? `\n[codexec-end ${randomBytes(12).toString('hex')}]`
             : undefined;
         if (warm) {

@@ -7,12 +7,13 @@ import type { SandboxedProcess } from '../sandbox/index.js';
  */
 export class WarmProcess {
   private exitedEarly = false;
-  private lines: string[] = [];
-  private partial = '';
-  private ended = false;
-  private listener: (() => void) | undefined;
   /** Resolves once the driver waits for its job (or never, if it dies first). */
   readonly ready: Promise<void>;
+  private onReady: () => void = () => {};
+  /** Set by launch(): takes the status line, or undefined once the channel ends without one. */
+  private onStatus: ((status: number | undefined) => void) | undefined;
+  private statusLine: string | undefined;
+  private ended = false;
 
   constructor(
     readonly id: string,
@@ -23,34 +24,36 @@ export class WarmProcess {
     void proc.exited.then(() => {
       this.exitedEarly = true;
     });
+    this.ready = new Promise((resolve) => {
+      this.onReady = resolve;
+    });
+    let partial = '';
     const control = proc.control;
     control?.setEncoding('utf8');
     control?.on('data', (chunk: string) => {
-      this.partial += chunk;
-      const parts = this.partial.split('\n');
-      this.partial = parts.pop() ?? '';
-      this.lines.push(...parts);
+      const lines = (partial + chunk).split('\n');
+      partial = lines.pop() ?? '';
+      for (const line of lines) {
+        if (line === 'R') this.onReady();
+        else this.statusLine ??= line;
+      }
       // Anything but short lines is not the driver talking.
-      if (this.partial.length > 16) this.end();
-      this.listener?.();
+      if (partial.length > 16) this.ended = true;
+      this.report();
     });
-    control?.once('end', () => this.end());
-    control?.once('close', () => this.end());
-    this.ready = new Promise((resolve) => {
-      const check = () => {
-        if (this.lines[0] === 'R') {
-          this.lines.shift();
-          this.listener = undefined;
-          resolve();
-        }
-      };
-      this.listener = check;
-    });
+    const end = () => {
+      this.ended = true;
+      this.report();
+    };
+    control?.once('end', end);
+    control?.once('close', end);
   }
 
-  private end(): void {
-    this.ended = true;
-    this.listener?.();
+  private report(): void {
+    if (!this.onStatus) return;
+    if (this.statusLine !== undefined) {
+      this.onStatus(/^\d{1,3}$/.test(this.statusLine) ? Number(this.statusLine) & 0xff : undefined);
+    } else if (this.ended) this.onStatus(undefined);
   }
 
   get alive(): boolean {
@@ -71,15 +74,9 @@ export class WarmProcess {
     const control = this.proc.control;
     if (!control) throw new Error('warm process has no control channel');
     const status = new Promise<number | undefined>((resolve) => {
-      const check = () => {
-        const lines = this.lines.filter((line) => line !== 'R');
-        const line = lines[0];
-        if (line !== undefined) resolve(/^\d{1,3}$/.test(line) ? Number(line) & 0xff : undefined);
-        else if (this.ended) resolve(undefined);
-      };
-      this.listener = check;
-      check();
+      this.onStatus = resolve;
     });
+    this.report();
     control.end(Buffer.from([endMark, script, ...args].join('\0'), 'utf8'));
     return status;
   }
