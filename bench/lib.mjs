@@ -24,7 +24,8 @@ export async function startServer(env = {}) {
     },
     stderr: 'pipe',
   });
-  transport.stderr?.resume();
+  if (process.env.BENCH_STDERR) transport.stderr?.pipe(process.stderr);
+  else transport.stderr?.resume();
   const client = new Client({ name: 'codexec-bench', version: '1.0.0' });
   await client.connect(transport);
   return {

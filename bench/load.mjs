@@ -46,6 +46,7 @@ const helpers = descendantsOf(server.pid);
 await server.client.close(); // the server exits; its home is kept until it has been checked
 await sleep(1000);
 const leaked = [...new Set([...processesUnder(home), ...helpers.filter(alive)])];
+for (const pid of leaked) console.error(`  left running: ${pid} ${describe(pid)}`);
 // Workspaces of runs that left no files, and run cgroups, must be gone too.
 const sandboxDir = join(home, 'sandbox');
 const workspaces = existsSync(sandboxDir) ? readdirSync(sandboxDir) : [];
@@ -98,4 +99,12 @@ function descendantsOf(pid) {
 
 function alive(pid) {
   return parents().has(pid);
+}
+
+function describe(pid) {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').slice(0, 160);
+  } catch {
+    return '(gone)';
+  }
 }

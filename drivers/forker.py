@@ -32,8 +32,8 @@ RLIMITS = {
 }
 
 
-def child(job, ready):
-    """In the forked child: become the launcher. Never returns."""
+def child(job, ready, run):
+    """In the forked child: become the launcher, then `run` its job. Never returns."""
     os.setsid()
     signal.set_wakeup_fd(-1)
     slots = job["slots"]
@@ -71,25 +71,34 @@ def child(job, ready):
                 pass
     os.write(ready, b"R")
     os.close(ready)
-    data = b""
-    while True:
-        chunk = os.read(ARGV_FD, 65536)
-        if not chunk:
-            break
-        data += chunk
+    data = read_all(ARGV_FD)
     os.close(ARGV_FD)
     parts = [part.decode("utf-8", "surrogateescape") for part in data.split(b"\0")[:-1]]
     if len(parts) < 2:
         os._exit(0)  # the server went away without a job
     count = int(parts[0])
-    limits, argv = parts[1 : 1 + count], parts[1 + count :]
+    limits, rest = parts[1 : 1 + count], parts[1 + count :]
     for flag, value in zip(limits[::2], limits[1::2]):
         which, unit = RLIMITS[flag]
         resource.setrlimit(which, (int(value) * unit, int(value) * unit))
+    run(rest, job)
+    os._exit(127)
+
+
+def read_all(fd):
+    data = b""
+    while True:
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return data
+        data += chunk
+
+
+def exec_argv(argv, job):
     os.execve(argv[0], argv, {})
 
 
-def main():
+def main(run=exec_argv):
     # Nothing this process inherited (beyond stdio) may reach a launcher, hence a sandbox.
     for name in os.listdir("/proc/self/fd"):
         fd = int(name)
@@ -128,7 +137,7 @@ def main():
                     if pid == 0:
                         try:
                             os.close(ready_r)
-                            child(job, ready_w)
+                            child(job, ready_w, run)
                         except BaseException as error:
                             try:  # the ready pipe has moved: say why on stderr too
                                 os.write(2, ("codexec forker: launcher %s: %r\n" % (job["id"], error)).encode())
@@ -167,4 +176,5 @@ def main():
                     report({"id": job_id, "failed": said[1:].decode(errors="replace") or "the launcher died"})
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -110,4 +110,5 @@ def _run(os=os, sys=sys):
     os._exit(status)
 
 
-_run()
+if __name__ == "__main__":
+    _run()

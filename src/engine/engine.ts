@@ -8,7 +8,7 @@ import { InvalidInputError } from '../errors/index.js';
 import type { LogWriter } from '../logs/index.js';
 import { WarmPool, WarmProcess } from '../pool/index.js';
 import { CodeSyntaxError, type InterpreterKind, type Interpreters, RUNTIMES } from '../runtimes/index.js';
-import type { BackendRegistry, SandboxedProcess } from '../sandbox/index.js';
+import { type BackendRegistry, NotForkableError, type SandboxedProcess } from '../sandbox/index.js';
 import { newId } from '../util/index.js';
 import { type ArtifactDiff, diffSnapshots, holdsOnly, type Snapshot, snapshotDir } from './artifacts.js';
 import { type Collected, collect } from './collect.js';
@@ -86,7 +86,9 @@ export class Engine {
       prepared = error;
     }
     const warm =
-      request.workingDir || typeof prepared !== 'string' ? undefined : this.pool.take(runtime.interpreter);
+      request.workingDir || typeof prepared !== 'string'
+        ? undefined
+        : (this.pool.take(runtime.interpreter) ?? (await this.forkWarm(runtime.interpreter)));
     const id = warm?.id ?? newId('exec');
     const execDir = warm?.execDir ?? join(config.sandboxDir, id);
     const cwd = request.workingDir ?? execDir;
@@ -225,8 +227,22 @@ export class Engine {
     return result;
   }
 
+  /**
+   * With the pool empty (concurrent runs took it), a driver forked now from the zygote still
+   * beats a cold start; undefined where none can be forked (the run then goes cold).
+   */
+  private async forkWarm(kind: InterpreterKind): Promise<WarmProcess | undefined> {
+    if (kind !== 'python' || this.deps.config.pool.size === 0) return undefined;
+    try {
+      return await this.startWarm(kind, 'only');
+    } catch (error) {
+      if (error instanceof NotForkableError) return undefined;
+      throw error;
+    }
+  }
+
   /** Start one sandboxed interpreter in a fresh workspace, blocked on its control channel. */
-  private async startWarm(kind: InterpreterKind): Promise<WarmProcess> {
+  private async startWarm(kind: InterpreterKind, zygote: 'prefer' | 'only' = 'prefer'): Promise<WarmProcess> {
     const { config } = this.deps;
     const [backend, interpreter] = await Promise.all([
       this.deps.backends.get(),
@@ -249,8 +265,10 @@ export class Engine {
       control: true,
       confined: backend.mode !== 'subprocess',
     });
+    // The python driver may be forked from an initialised interpreter (the namespace zygote).
+    const forkable = kind === 'python' ? { ...spec, zygote } : spec;
     try {
-      return new WarmProcess(id, execDir, backend.spawn(spec));
+      return new WarmProcess(id, execDir, backend.spawn(forkable));
     } catch (error) {
       await rm(execDir, { recursive: true, force: true });
       throw error;

@@ -13,3 +13,4 @@ export type {
   SandboxedProcess,
   SandboxSpec,
 } from './types.js';
+export { NotForkableError } from './types.js';

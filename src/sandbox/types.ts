@@ -24,6 +24,12 @@ export interface SandboxSpec {
   readonly stdin: 'ignore' | 'pipe';
   /** Open a control channel on the child's fd 3 (session drivers, warm pool). */
   readonly control?: boolean;
+  /**
+   * argv is `[python, drivers/warm_python.py]`: a backend may instead fork the driver from a
+   * pre-initialised interpreter of the same path (the namespace backend's zygote, as root).
+   * 'only': fork it or throw NotForkableError (the caller then runs cold).
+   */
+  readonly zygote?: 'prefer' | 'only';
 }
 
 /** A resource limit that stopped (or starved) the run. */
@@ -68,4 +74,12 @@ export interface SandboxBackend {
   readonly mode: BackendMode;
   probe(): Promise<Availability>;
   spawn(spec: SandboxSpec): SandboxedProcess;
+}
+
+/** spawn() with `zygote: 'only'` and no zygote ready to fork the driver: the caller runs cold. */
+export class NotForkableError extends Error {
+  constructor() {
+    super('no zygote is ready to fork this driver');
+    this.name = 'NotForkableError';
+  }
 }

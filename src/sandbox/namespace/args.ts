@@ -48,12 +48,20 @@ export interface BwrapOptions {
   readonly cpuSeconds?: number;
   /** Directories an interpreter's prefix may never expose (the server user's home). */
   readonly privateDirs?: readonly string[];
+  /**
+   * The sandbox of a zygote run (drivers/zygote.py): spec.argv is only a placeholder that keeps it
+   * up; the program's process joins its namespaces and confines itself (uid, capabilities,
+   * seccomp), so bwrap runs as root without setpriv, seccomp or any capability kept.
+   */
+  readonly placeholder?: boolean;
 }
 
 export function buildBwrapArgs(spec: SandboxSpec, options: BwrapOptions): string[] {
   const { tools, identity } = options;
   if (spec.argv.length === 0) throw new TypeError('SandboxSpec.argv is empty');
-  if (identity && !tools.setpriv) throw new TypeError('dropping to an unprivileged uid needs setpriv');
+  const placeholder = options.placeholder === true;
+  if (identity && !placeholder && !tools.setpriv)
+    throw new TypeError('dropping to an unprivileged uid needs setpriv');
   const argv: string[] = [];
   if (tools.prlimit && options.rlimitsBy !== 'caller') {
     argv.push(
@@ -62,14 +70,15 @@ export function buildBwrapArgs(spec: SandboxSpec, options: BwrapOptions): string
       '--',
     );
   }
-  argv.push(tools.bwrap, ...namespaceFlags(spec, identity !== undefined));
+  argv.push(tools.bwrap, ...namespaceFlags(spec, identity !== undefined, placeholder));
   if (options.cgroup && (options.waitForCgroup ?? true)) argv.push('--block-fd', String(WAIT_FD));
   argv.push('--die-with-parent', '--new-session', '--hostname', 'codexec', '--clearenv');
   for (const [name, value] of Object.entries(spec.env)) argv.push('--setenv', name, value);
   argv.push(...filesystem(spec, options.system, options.privateDirs ?? []));
-  argv.push('--chdir', spec.cwd);
-  if (options.seccomp) argv.push('--seccomp', String(SECCOMP_FD));
-  if (identity) {
+  // A placeholder runs as root without capabilities: it could not enter a workspace lent away.
+  argv.push('--chdir', placeholder ? '/' : spec.cwd);
+  if (options.seccomp && !placeholder) argv.push('--seccomp', String(SECCOMP_FD));
+  if (identity && !placeholder) {
     argv.push(
       tools.setpriv as string,
       `--reuid=${identity.uid}`,
@@ -123,12 +132,14 @@ export function ulimitArgs(limits: readonly Rlimit[]): string[] {
   return limits.flatMap((l) => [l.ulimit, String(Math.floor(l.value / l.unit))]);
 }
 
-function namespaceFlags(spec: SandboxSpec, privileged: boolean): string[] {
+function namespaceFlags(spec: SandboxSpec, privileged: boolean, placeholder: boolean): string[] {
   const net = spec.network === 'none';
   if (privileged) {
     // bwrap runs as real root: no user namespace (it would map the code back to host root);
     // setpriv drops to the unprivileged uid instead. Only the capabilities setpriv and --chdir
-    // need survive, and setpriv's setuid clears them before the code starts.
+    // need survive, and setpriv's setuid clears them before the code starts. A placeholder needs
+    // none: the zygote's process confines itself.
+    const kept = placeholder ? [] : ['CAP_SETUID', 'CAP_SETGID', 'CAP_DAC_READ_SEARCH'];
     return [
       '--unshare-ipc',
       '--unshare-pid',
@@ -137,12 +148,7 @@ function namespaceFlags(spec: SandboxSpec, privileged: boolean): string[] {
       ...(net ? ['--unshare-net'] : []),
       '--cap-drop',
       'ALL',
-      '--cap-add',
-      'CAP_SETUID',
-      '--cap-add',
-      'CAP_SETGID',
-      '--cap-add',
-      'CAP_DAC_READ_SEARCH',
+      ...kept.flatMap((cap) => ['--cap-add', cap]),
     ];
   }
   return [

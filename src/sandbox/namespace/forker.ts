@@ -103,8 +103,17 @@ export class Forker {
   private readonly children = new Map<number, RemoteChild>();
   private broken = false;
 
-  /** `python` runs drivers/forker.py on the host (any Python 3.8+). */
-  constructor(private readonly python: string) {}
+  /**
+   * `python` runs drivers/forker.py on the host (any Python 3.8+), isolated (-I -S) and with an
+   * empty environment; or, given `helper`, that script with that environment (the zygote).
+   */
+  constructor(
+    private readonly python: string,
+    private readonly helperProgram: { readonly args: readonly string[]; readonly env: NodeJS.ProcessEnv } = {
+      args: ['-I', '-S', SCRIPT],
+      env: {},
+    },
+  ) {}
 
   /** false once the helper could not start or died: callers spawn launchers themselves. */
   get usable(): boolean {
@@ -144,10 +153,9 @@ export class Forker {
       server.listen(this.address, () => resolve());
       server.unref();
       this.server = server;
-      // -I -S: isolated from the environment and user site, and quick to start.
-      const helper = spawn(this.python, ['-I', '-S', SCRIPT], {
+      const helper = spawn(this.python, this.helperProgram.args, {
         cwd: '/',
-        env: {},
+        env: this.helperProgram.env,
         stdio: ['pipe', 'pipe', 'inherit'],
       });
       helper.once('error', (error) => this.fail(error));

@@ -1,7 +1,9 @@
 // The namespace backend (Linux default): bubblewrap + seccomp + rlimits + cgroups, network off,
 // never host root. Builds the command line with buildBwrapArgs() and spawns it here, only here.
 import { constants, homedir, userInfo } from 'node:os';
+import { dirname } from 'node:path';
 import type { Duplex } from 'node:stream';
+import { fileURLToPath } from 'node:url';
 import { SandboxUnavailableError } from '../../errors/index.js';
 import type {
   Availability,
@@ -11,6 +13,7 @@ import type {
   SandboxedProcess,
   SandboxSpec,
 } from '../types.js';
+import { NotForkableError } from '../types.js';
 import { type BwrapOptions, buildBwrapArgs, rlimitsFor, ulimitArgs } from './args.js';
 import { createRunCgroup, type RunCgroup } from './cgroups.js';
 import { Forker } from './forker.js';
@@ -33,7 +36,13 @@ export interface NamespaceOptions {
   readonly cgroups?: boolean;
   /** false: bash launchers spawned by the server even where a host python3 could fork them. */
   readonly forker?: boolean;
+  /** false: warm Python drivers start as interpreters, never forked from a zygote. */
+  readonly zygote?: boolean;
 }
+
+const ZYGOTE = fileURLToPath(new URL('../../../drivers/zygote.py', import.meta.url));
+/** The zygote's HOME: site must find no user site-packages of anyone's there. */
+const ZYGOTE_HOME = '/nonexistent';
 
 export class NamespaceBackend implements SandboxBackend {
   readonly mode = 'namespace' as const;
@@ -73,6 +82,37 @@ export class NamespaceBackend implements SandboxBackend {
       host.python && this.options.forker !== false ? new Forker(host.python) : undefined,
     );
     return this.launcherPool;
+  }
+
+  private readonly zygotes = new Map<string, Launchers>();
+
+  /**
+   * Launchers forked from a zygote of the spec's interpreter (drivers/zygote.py), for warm Python
+   * drivers of a root server. One zygote per interpreter and start-up environment: the variables a
+   * run may change (PYTHONPATH, HOME) are set in the forked process; the others must match.
+   */
+  private zygoteLaunchers(host: HostSetup, spec: SandboxSpec): Launchers | undefined {
+    const [python, driver] = spec.argv;
+    if (!spec.zygote || !host.root || !host.cgroups || !host.bash || !python || !driver) return undefined;
+    if (this.options.zygote === false || this.options.forker === false) return undefined;
+    if (dirname(driver) !== dirname(ZYGOTE)) return undefined;
+    const { PYTHONPATH: _path, HOME: _home, ...fixed } = spec.env;
+    const env = { ...fixed, HOME: ZYGOTE_HOME };
+    const key = JSON.stringify([python, env]);
+    let launchers = this.zygotes.get(key);
+    if (!launchers) {
+      const forker = new Forker(python, { args: [ZYGOTE], env });
+      launchers = new Launchers(
+        host.bash,
+        host.cgroups,
+        (cgroup) => this.track(cgroup),
+        forker,
+        () => 8,
+        false,
+      );
+      this.zygotes.set(key, launchers);
+    }
+    return launchers;
   }
 
   /** Host facts, detected on first use (never at construction: the server must start instantly). */
@@ -135,7 +175,12 @@ export class NamespaceBackend implements SandboxBackend {
     const identity = host.root ? identityFor(spec.cwd) : undefined;
     const lease = identity ? new Lease(identity) : undefined;
     lease?.lend(spec.writablePaths);
-    const ready = host.cgroups ? this.launchers(host)?.take(spec) : undefined;
+    const forked = identity ? this.zygoteLaunchers(host, spec)?.take(spec) : undefined;
+    if (spec.zygote === 'only' && !forked) {
+      void lease?.giveBack();
+      throw new NotForkableError();
+    }
+    const ready = forked ?? (host.cgroups ? this.launchers(host)?.take(spec) : undefined);
     let cgroup = ready?.cgroup;
     try {
       if (host.cgroups && !cgroup) {
@@ -159,7 +204,7 @@ export class NamespaceBackend implements SandboxBackend {
       ...(spec.limits.cpuSeconds !== undefined && { cpuSeconds: spec.limits.cpuSeconds }),
       privateDirs: [homedir(), userInfo().homedir],
     };
-    const argv = buildBwrapArgs(spec, options);
+    const argv = forked && identity ? [zygoteJob(spec, options, identity)] : buildBwrapArgs(spec, options);
     const started = ready
       ? ready.launch(argv, seccomp, spec.limits, ulimitArgs(rlimitsFor(spec, options)))
       : startDirect(argv, spec, seccomp, cgroup);
@@ -196,7 +241,8 @@ export class NamespaceBackend implements SandboxBackend {
       exited,
       kill(name) {
         if (alive && pid !== undefined) {
-          if (name === 'SIGKILL') signal(pid, 'SIGKILL');
+          // A zygote's launcher forwards graceful signals to the run's processes itself.
+          if (name === 'SIGKILL' || forked) signal(pid, name);
           else {
             const members = descendants(pid);
             // bwrap has not cloned the sandbox yet: nothing to be graceful with.
@@ -220,4 +266,18 @@ export class NamespaceBackend implements SandboxBackend {
       },
     };
   }
+}
+
+/**
+ * What a zygote's launcher needs to build the run's sandbox and confine the program's process in
+ * it (drivers/zygote.py): bwrap keeps up the same sandbox a cold run gets, around a placeholder.
+ */
+function zygoteJob(
+  spec: SandboxSpec,
+  options: BwrapOptions,
+  identity: { readonly uid: number; readonly gid: number },
+): string {
+  const placeholder = [findOnPath('cat') ?? '/bin/cat', '/proc/sys/kernel/ostype', '-'];
+  const bwrap = buildBwrapArgs({ ...spec, argv: placeholder }, { ...options, placeholder: true });
+  return JSON.stringify({ bwrap, uid: identity.uid, gid: identity.gid, env: spec.env, cwd: spec.cwd });
 }

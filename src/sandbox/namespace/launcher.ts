@@ -120,7 +120,9 @@ export class Launchers {
     private readonly track: (cgroup: RunCgroup) => void,
     /** Forks the launchers, so that the server does not fork itself; bash launchers without it. */
     private readonly forker?: Forker,
-    private readonly depth = (shape: Shape) => (shape.stdin === 'pipe' ? 1 : 4),
+    private readonly depth = (shape: Shape): number => (shape.stdin === 'pipe' ? 1 : 4),
+    /** false: only the forker's launchers will do (the zygote's); none when it is unusable. */
+    private readonly bashFallback = true,
   ) {}
 
   /**
@@ -157,6 +159,7 @@ export class Launchers {
     const name = key(shape);
     // Spawning here blocks the event loop: then keep just one ready, as before the forker.
     const inForker = this.forker?.usable === true;
+    if (!inForker && !this.bashFallback) return;
     const have = (this.ready.get(name)?.length ?? 0) + (this.starting.get(name) ?? 0);
     const want = inForker ? this.depth(shape) : 1;
     for (let i = have; i < want; i++) {

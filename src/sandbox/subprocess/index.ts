@@ -3,7 +3,14 @@ import { readFileSync } from 'node:fs';
 import type { Duplex } from 'node:stream';
 import { childStdio } from '../fds.js';
 import { ignoreStreamErrors } from '../streams.js';
-import type { Availability, Exit, SandboxBackend, SandboxedProcess, SandboxSpec } from '../types.js';
+import {
+  type Availability,
+  type Exit,
+  NotForkableError,
+  type SandboxBackend,
+  type SandboxedProcess,
+  type SandboxSpec,
+} from '../types.js';
 
 /**
  * The seed's light mode: a plain child process in its own session and process group, with the
@@ -19,6 +26,7 @@ export class SubprocessBackend implements SandboxBackend {
   spawn(spec: SandboxSpec): SandboxedProcess {
     const [command, ...args] = spec.argv;
     if (command === undefined) throw new TypeError('SandboxSpec.argv is empty');
+    if (spec.zygote === 'only') throw new NotForkableError();
     const child = spawn(command, args, {
       cwd: spec.cwd,
       env: { ...spec.env },
