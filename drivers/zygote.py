@@ -12,7 +12,7 @@
 #      placeholder (`cat FILE -`): its first output says the sandbox is complete;
 #   2. it joins the sandbox's namespaces (setns: cgroup, ipc, uts, net, pid, mnt) and forks the
 #      program's process, which is pid-namespaced and inside the run's cgroup;
-#   3. that process drops everything the sandbox's setpriv and bwrap would: a new session, no
+#   3. that process drops everything the sandbox's setpriv and bwrap would: no
 #      capabilities (bounding set emptied), the sandbox uid/gid with no groups, no_new_privs, the
 #      seccomp filter, the environment; then it is the warm driver (warm_python.py), waiting on fd 3;
 #   4. the waiter forwards graceful signals to the run's processes, and when the program's process
@@ -151,7 +151,7 @@ def run(rest, launcher):
 
 def become_program(job, keep_out, program):
     """The program's process: confined as bwrap and setpriv confine a cold run, then the driver."""
-    os.setsid()  # bwrap --new-session
+    # No setsid: the launcher made its own session (no controlling terminal), as bwrap --new-session.
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # bwrap --die-with-parent
     if os.getppid() != 0:  # the waiter is outside this pid namespace: 0, until it is gone
         os._exit(1)
@@ -178,7 +178,7 @@ def become_program(job, keep_out, program):
         fprog = SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
         check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp")
     # What the interpreter took from its environment at start, as a cold run's would have.
-    env = job["env"]
+    env = dict(job["env"], PWD=job["cwd"])  # bwrap --chdir sets PWD
     os.environ.clear()
     os.environ.update(env)
     extra = [entry for entry in env.get("PYTHONPATH", "").split(":") if entry]

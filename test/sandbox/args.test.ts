@@ -76,6 +76,20 @@ describe('buildBwrapArgs as root', () => {
     expect(added.sort()).toEqual(['CAP_DAC_READ_SEARCH', 'CAP_SETGID', 'CAP_SETUID']);
   });
 
+  it("a zygote's placeholder sandbox: same namespaces and mounts, no capability, setpriv or seccomp", () => {
+    const placeholder = ['/usr/bin/cat', '/proc/sys/kernel/ostype', '-'];
+    const zygote = buildBwrapArgs({ ...spec, argv: placeholder }, { ...root, placeholder: true });
+    expect(zygote.slice(-3)).toEqual(placeholder);
+    expect(zygote).not.toContain('/usr/bin/setpriv');
+    expect(zygote).not.toContain('--seccomp');
+    expect(zygote).not.toContain('--cap-add');
+    expect(find(zygote, '--cap-drop', 'ALL')).toBeGreaterThan(0);
+    expect(find(zygote, '--chdir', '/')).toBeGreaterThan(0);
+    const flags = (args: string[]) => args.filter((arg) => arg.startsWith('--unshare') || arg === '--bind');
+    expect(flags(zygote)).toEqual(flags(argv));
+    expect(find(zygote, '--bind', spec.cwd, spec.cwd)).toBeGreaterThan(0);
+  });
+
   it('sets rlimits, leaving memory and process count to the cgroup', () => {
     const limits = argv.slice(1, argv.indexOf('--'));
     expect(limits).toContain(`--fsize=${100 * 1024 * 1024}`);

@@ -14,7 +14,7 @@ import type {
   SandboxSpec,
 } from '../types.js';
 import { NotForkableError } from '../types.js';
-import { type BwrapOptions, buildBwrapArgs, rlimitsFor, ulimitArgs } from './args.js';
+import { type BwrapOptions, buildBwrapArgs, interpreterMount, rlimitsFor, ulimitArgs } from './args.js';
 import { createRunCgroup, type RunCgroup } from './cgroups.js';
 import { Forker } from './forker.js';
 import { findOnPath } from './host.js';
@@ -278,6 +278,9 @@ function zygoteJob(
   identity: { readonly uid: number; readonly gid: number },
 ): string {
   const placeholder = [findOnPath('cat') ?? '/bin/cat', '/proc/sys/kernel/ostype', '-'];
-  const bwrap = buildBwrapArgs({ ...spec, argv: placeholder }, { ...options, placeholder: true });
+  // The interpreter's install stays visible, as in a cold run: its stdlib, sys.executable.
+  const interpreter = interpreterMount(spec.argv[0] as string, options.privateDirs);
+  const sandbox = { ...spec, argv: placeholder, readablePaths: [interpreter, ...spec.readablePaths] };
+  const bwrap = buildBwrapArgs(sandbox, { ...options, placeholder: true });
   return JSON.stringify({ bwrap, uid: identity.uid, gid: identity.gid, env: spec.env, cwd: spec.cwd });
 }

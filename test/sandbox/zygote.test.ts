@@ -1,0 +1,169 @@
+// The zygote (drivers/zygote.py): a root namespace server forks warm Python drivers from one
+// pre-initialised interpreter on the host and moves each into its own bwrap-built sandbox. A
+// forked run must be confined exactly as a cold run is, end as a cold run does, and leave nothing.
+import { readdirSync, readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { processesUnder, processesWith, sleepMarker } from '../helpers/procs.js';
+import { callTool, startServer, type TestServer } from '../helpers/server.js';
+
+const root = process.getuid?.() === 0;
+
+interface Result {
+  success: boolean;
+  stdout: string;
+  stderr: string;
+  exit_code: number | null;
+  timed_out: boolean;
+  warm: boolean;
+  limit?: string;
+}
+
+// Everything the sandbox decides about a process, as the program itself sees it.
+const PROBE = `
+import json, os, socket, sys
+status = dict(line.rstrip("\\n").split(":\\t", 1) for line in open("/proc/self/status") if ":\\t" in line)
+print(json.dumps({
+    "forked": "zygote.py" in open("/proc/self/cmdline").read(),
+    "ids": [os.getresuid(), os.getresgid(), os.getgroups()],
+    "caps": {k: status[k] for k in ("CapPrm", "CapEff", "CapAmb")},
+    "kept": [status["CapInh"], status["CapBnd"]],
+    "no_new_privs": status["NoNewPrivs"],
+    "seccomp": status["Seccomp"],
+    # Any warm driver starts before its run's timeout is known: its CPU limit is the longest's.
+    "limits": [l for l in open("/proc/self/limits") if not l.startswith("Max cpu time")],
+    "hostname": socket.gethostname(),
+    "net": sorted(line.split(":")[0].strip() for line in open("/proc/net/dev").readlines()[2:]),
+    # Per-server and per-run paths aside (the warm driver's file is mounted for every warm run).
+    "mounts": sorted(
+        line.split()[4].replace(os.getcwd(), "WORKSPACE").replace(os.getcwd().rsplit("/sandbox/", 1)[0], "HOME")
+        for line in open("/proc/self/mountinfo")
+        if not line.split()[4].endswith("/drivers/warm_python.py")
+    ),
+    "tmp": len(os.listdir("/tmp")),  # the parents of the workspace's mount
+    "cgroup": open("/proc/self/cgroup").read(),
+    "session_leader": os.getsid(0) == os.getpid(),
+    "home_is_cwd": os.environ["HOME"] == os.getcwd(),
+    "env": sorted(os.environ),
+    "path": sys.path[1:],
+    "flags": str(sys.flags),
+    "modules": sorted(m for m in ("ctypes", "forker", "zygote", "warm_python", "resource") if m in sys.modules),
+    "host_home": os.path.exists("/root"),
+    "others": sorted(int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()),
+}))
+`;
+
+async function run(server: TestServer, args: Record<string, unknown>): Promise<Result> {
+  return (await callTool<Result>(server.client, 'execute_code', { language: 'python', ...args })).value;
+}
+
+/** A run served by a driver forked from the zygote (the pool fills in the background). */
+async function forkedRun(server: TestServer, code: string, extra: Record<string, unknown> = {}) {
+  for (let i = 0; i < 50; i++) {
+    const value = await run(server, {
+      code: `import sys\nif "zygote.py" not in open("/proc/self/cmdline").read(): sys.exit(99)\n${code}`,
+      ...extra,
+    });
+    if (value.exit_code !== 99) return value;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error('no run was forked from the zygote');
+}
+
+const zygotes = (server: number) =>
+  readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((entry) => {
+      try {
+        const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+        const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+        return (
+          ppid === server && readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes('/drivers/zygote.py')
+        );
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+
+describe.skipIf(!root)('zygote (root namespace server)', () => {
+  let server: TestServer;
+  let cold: TestServer;
+  beforeAll(async () => {
+    server = await startServer({ env: { CODEXEC_SANDBOX_MODE: 'namespace', CODEXEC_POOL_SIZE: '2' } });
+    cold = await startServer({ env: { CODEXEC_SANDBOX_MODE: 'namespace', CODEXEC_POOL_SIZE: '0' } });
+  });
+  afterAll(async () => {
+    await Promise.all([server.close(), cold.close()]);
+  });
+
+  it('confines a forked run exactly as a cold one: uid, capabilities, seccomp, limits, namespaces, mounts', async () => {
+    const forked = JSON.parse((await forkedRun(server, PROBE)).stdout);
+    const started = JSON.parse((await run(cold, { code: PROBE })).stdout);
+    expect(forked.forked).toBe(true);
+    expect(started.forked).toBe(false);
+    // A cold run's inheritable and bounding sets keep the three capabilities setpriv needed (none of
+    // them effective); a forked run keeps none at all.
+    expect(forked.kept).toEqual(['0000000000000000', '0000000000000000']);
+    expect(forked.caps).toEqual({
+      CapPrm: '0000000000000000',
+      CapEff: '0000000000000000',
+      CapAmb: '0000000000000000',
+    });
+    expect(forked.ids[0]).not.toContain(0);
+    // The placeholder that keeps the sandbox up is the one process a forked run sees besides its own.
+    expect(forked.others.length).toBe(started.others.length + 1);
+    for (const probe of [forked, started]) {
+      delete probe.forked;
+      delete probe.kept;
+      delete probe.others;
+    }
+    expect(forked).toEqual(started);
+    expect(forked.host_home).toBe(false);
+    expect(forked.net).toEqual(['lo']);
+    expect(forked.seccomp).toBe('2');
+    expect(forked.no_new_privs).toBe('1');
+    expect(forked.modules).toEqual([]);
+  });
+
+  it('ends like a cold run: exit status, SIGTERM grace on timeout, background processes killed', async () => {
+    const status = await forkedRun(server, 'print("out")\nimport sys\nsys.exit(7)');
+    expect(status).toMatchObject({ stdout: 'out\n', exit_code: 7, warm: true });
+
+    const graceful = await forkedRun(
+      server,
+      'import signal, sys, time\nsignal.signal(signal.SIGTERM, lambda *_: (print("term", flush=True), sys.exit(3)))\nprint("up", flush=True)\ntime.sleep(60)',
+      { timeout_ms: 1500 },
+    );
+    expect(graceful).toMatchObject({ stdout: 'up\nterm\n', timed_out: true });
+
+    const marker = sleepMarker();
+    const left = await forkedRun(
+      server,
+      `import subprocess\nsubprocess.Popen(["sleep", "${marker}"], start_new_session=True)\nprint("left")`,
+    );
+    expect(left).toMatchObject({ stdout: 'left\n', exit_code: 0 });
+    await expect.poll(() => processesWith(marker), { timeout: 5000 }).toEqual([]);
+  });
+
+  it("enforces the run's memory limit on a forked run", async () => {
+    const value = await forkedRun(server, 'x = bytearray(1024 * 1024 * 2048)\nprint(len(x))');
+    expect(value.success).toBe(false);
+    expect(value.limit).toBe('memory');
+  });
+
+  it('dies with a SIGKILLed server, with its launchers and their sandboxes', async () => {
+    const doomed = await startServer({ env: { CODEXEC_SANDBOX_MODE: 'namespace', CODEXEC_POOL_SIZE: '2' } });
+    try {
+      await forkedRun(doomed, 'print(1)');
+      const [zygote] = zygotes(doomed.pid);
+      expect(zygote).toBeDefined();
+      await expect.poll(() => processesUnder(doomed.home).length, { timeout: 5000 }).toBeGreaterThan(0);
+      process.kill(doomed.pid, 'SIGKILL');
+      const alive = () => readdirSync('/proc').includes(String(zygote));
+      await expect.poll(alive, { timeout: 5000 }).toBe(false);
+      await expect.poll(() => processesUnder(doomed.home), { timeout: 5000 }).toEqual([]);
+    } finally {
+      await doomed.close().catch(() => {});
+    }
+  });
+});
