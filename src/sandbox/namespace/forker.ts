@@ -105,7 +105,7 @@ export class Forker {
 
   /**
    * `python` runs drivers/forker.py on the host (any Python 3.8+), isolated (-I -S) and with an
-   * empty environment; or, given `helper`, that script with that environment (the zygote).
+   * empty environment; or `helperProgram`'s arguments with its environment (drivers/zygote.py).
    */
   constructor(
     private readonly python: string,
