@@ -90,7 +90,7 @@ def run(rest, launcher):
     program = forker.read_all(SECCOMP_FD)
     os.close(SECCOMP_FD)
     # The run's cgroup lists its processes by host pid, whatever namespaces this process joins.
-    procs = [os.open(os.path.join(d, "cgroup.procs"), os.O_RDONLY) for d in launcher["cgroup"][:1]]
+    procs = os.open(os.path.join(launcher["cgroup"][0], "cgroup.procs"), os.O_RDONLY)
     life_r, life_w = os.pipe()  # the placeholder runs until this ends
     said_r, said_w = os.pipe()  # its first output: the sandbox is complete
     bwrap = os.fork()
@@ -122,7 +122,7 @@ def run(rest, launcher):
     pid = os.fork()
     if pid == 0:
         try:
-            become_program(job, [life_w, *procs], program)
+            become_program(job, program)
         except BaseException as error:
             os.write(2, ("codexec zygote: %r\n" % (error,)).encode())
         os._exit(127)
@@ -130,15 +130,13 @@ def run(rest, launcher):
         os.close(fd)  # the program's process holds the run's stdio alone: its end is theirs
 
     def forward(signum, _frame):
-        for fd in procs:
-            os.lseek(fd, 0, os.SEEK_SET)
-            members = forker.read_all(fd).split()
-            for member in members:
-                if int(member) not in infrastructure:
-                    try:
-                        os.kill(int(member), signum)
-                    except OSError:
-                        pass
+        os.lseek(procs, 0, os.SEEK_SET)
+        for member in map(int, forker.read_all(procs).split()):
+            if member not in infrastructure:
+                try:
+                    os.kill(member, signum)
+                except OSError:
+                    pass
 
     for signum in FORWARDED:
         signal.signal(signum, forward)
@@ -149,7 +147,7 @@ def run(rest, launcher):
     os._exit(bwrap_exit(status))
 
 
-def become_program(job, keep_out, program):
+def become_program(job, program):
     """The program's process: confined as bwrap and setpriv confine a cold run, then the driver."""
     # No setsid: the launcher made its own session (no controlling terminal), as bwrap --new-session.
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # bwrap --die-with-parent
@@ -158,9 +156,7 @@ def become_program(job, keep_out, program):
     for signum in (*FORWARDED, signal.SIGCHLD):
         signal.signal(signum, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    for fd in keep_out:
-        os.close(fd)
-    os.closerange(4, 1024)
+    os.closerange(4, 1024)  # the launcher's pipes and the cgroup listing among them
     os.chdir(job["cwd"])
     # Capabilities: root's are lost with the uid below; the bounding set goes too (bwrap --cap-drop).
     last = int(open("/proc/sys/kernel/cap_last_cap").read())

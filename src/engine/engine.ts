@@ -17,11 +17,17 @@ import type { ExecutionRequest, ExecutionResult, RunOptions } from './types.js';
 
 export const SCRIPT_BASENAME = '_codexec_script';
 
-/** Each warm driver, and whether it writes the end mark after the program's output. */
-const WARM_DRIVERS: Record<InterpreterKind, { readonly file: string; readonly endMark: boolean }> = {
-  python: { file: 'warm_python.py', endMark: true },
-  node: { file: 'warm_node.mjs', endMark: false },
-  bash: { file: 'warm_bash.sh', endMark: false },
+/**
+ * Each warm driver; whether it writes the end mark after the program's output; whether a backend
+ * may fork it from a pre-initialised interpreter (the namespace zygote) instead of starting it.
+ */
+const WARM_DRIVERS: Record<
+  InterpreterKind,
+  { readonly file: string; readonly endMark: boolean; readonly forkable: boolean }
+> = {
+  python: { file: 'warm_python.py', endMark: true, forkable: true },
+  node: { file: 'warm_node.mjs', endMark: false, forkable: false },
+  bash: { file: 'warm_bash.sh', endMark: false, forkable: false },
 };
 const driverPath = (kind: InterpreterKind) =>
   fileURLToPath(new URL(`../../drivers/${WARM_DRIVERS[kind].file}`, import.meta.url));
@@ -232,7 +238,9 @@ export class Engine {
    * beats a cold start; undefined where none can be forked (the run then goes cold).
    */
   private async forkWarm(kind: InterpreterKind): Promise<WarmProcess | undefined> {
-    if (kind !== 'python' || this.deps.config.pool.size === 0) return undefined;
+    if (!WARM_DRIVERS[kind].forkable || this.deps.config.pool.size === 0) return undefined;
+    // A backend that never forks drivers: no workspace made and removed again on the run's path.
+    if (!(await this.deps.backends.get()).forksDrivers?.()) return undefined;
     try {
       return await this.startWarm(kind, 'only');
     } catch (error) {
@@ -265,8 +273,7 @@ export class Engine {
       control: true,
       confined: backend.mode !== 'subprocess',
     });
-    // The python driver may be forked from an initialised interpreter (the namespace zygote).
-    const forkable = kind === 'python' ? { ...spec, zygote } : spec;
+    const forkable = WARM_DRIVERS[kind].forkable ? { ...spec, zygote } : spec;
     try {
       return new WarmProcess(id, execDir, backend.spawn(forkable));
     } catch (error) {

@@ -74,6 +74,8 @@ export interface SandboxBackend {
   readonly mode: BackendMode;
   probe(): Promise<Availability>;
   spawn(spec: SandboxSpec): SandboxedProcess;
+  /** Whether spawn() can ever fork a `zygote` driver here (false: it always starts one). */
+  forksDrivers?(): boolean;
 }
 
 /** spawn() with `zygote: 'only'` and no zygote ready to fork the driver: the caller runs cold. */

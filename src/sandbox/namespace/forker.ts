@@ -187,7 +187,8 @@ export class Forker {
   private fail(error: Error): void {
     if (this.broken) return;
     this.broken = true;
-    log('warn', `forker unavailable, launchers start from the server: ${error.message}`);
+    const script = this.helperProgram.args.at(-1) ?? 'forker';
+    log('warn', `${script} unavailable, its launchers start without it: ${error.message}`);
     this.server?.close();
     this.helper?.kill('SIGKILL');
     for (const pending of this.pending.values()) pending.reject(error);

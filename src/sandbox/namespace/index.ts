@@ -41,6 +41,8 @@ export interface NamespaceOptions {
 }
 
 const ZYGOTE = fileURLToPath(new URL('../../../drivers/zygote.py', import.meta.url));
+/** Forks of the zygote kept ready: concurrent runs that find the pool empty each fork one. */
+const ZYGOTE_LAUNCHERS = 8;
 /** The zygote's HOME: site must find no user site-packages of anyone's there. */
 const ZYGOTE_HOME = '/nonexistent';
 
@@ -91,10 +93,16 @@ export class NamespaceBackend implements SandboxBackend {
    * drivers of a root server. One zygote per interpreter and start-up environment: the variables a
    * run may change (PYTHONPATH, HOME) are set in the forked process; the others must match.
    */
+  forksDrivers(): boolean {
+    const host = this.setup();
+    const enabled = this.options.zygote !== false && this.options.forker !== false;
+    return enabled && host.root && host.cgroups !== undefined && host.bash !== undefined;
+  }
+
   private zygoteLaunchers(host: HostSetup, spec: SandboxSpec): Launchers | undefined {
     const [python, driver] = spec.argv;
-    if (!spec.zygote || !host.root || !host.cgroups || !host.bash || !python || !driver) return undefined;
-    if (this.options.zygote === false || this.options.forker === false) return undefined;
+    if (!spec.zygote || !this.forksDrivers() || !host.cgroups || !host.bash || !python || !driver)
+      return undefined;
     if (dirname(driver) !== dirname(ZYGOTE)) return undefined;
     const { PYTHONPATH: _path, HOME: _home, ...fixed } = spec.env;
     const env = { ...fixed, HOME: ZYGOTE_HOME };
@@ -107,7 +115,7 @@ export class NamespaceBackend implements SandboxBackend {
         host.cgroups,
         (cgroup) => this.track(cgroup),
         forker,
-        () => 8,
+        () => ZYGOTE_LAUNCHERS,
         false,
       );
       this.zygotes.set(key, launchers);
