@@ -161,8 +161,8 @@ export class Engine {
       const duration_ms = Date.now() - started;
       // The script file and the package link are left out of the snapshot: remove them meanwhile.
       tidied = Promise.all([
-        rm(scriptPath, { force: true }),
-        unlink(join(execDir, 'node_modules')).catch(() => {}),
+        unlink(scriptPath).catch(() => {}),
+        runtime.interpreter === 'node' && unlink(join(execDir, 'node_modules')).catch(() => {}),
       ]);
       const untouched = exclude !== undefined && holdsOnly(cwd, exclude);
       const diff = diffSnapshots(before, untouched ? new Map() : await snapshotDir(cwd, { exclude }));

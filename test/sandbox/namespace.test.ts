@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import {
   chmodSync,
   existsSync,
@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BackendRegistry, NamespaceBackend, type SandboxSpec } from '../../src/sandbox/index.js';
+import { type CgroupLayout, type RunCgroup, RunCgroups } from '../../src/sandbox/namespace/cgroups.js';
 
 // The backend itself, driven directly (the MCP-level hostile suite is in test/hostile/).
 const backend = new NamespaceBackend();
@@ -259,4 +260,46 @@ describe('cgroup leftovers', () => {
       }
     },
   );
+});
+
+describe('run cgroups', () => {
+  const layout = backend.setup().cgroups;
+
+  /** Run `code` in `cgroup` (joined before it starts), to its end. */
+  async function runIn(cgroup: RunCgroup, code: string, cwd = tmpdir()): Promise<number | null> {
+    const child = spawn('/bin/sh', ['-c', 'read go; exec /usr/bin/python3 -c "$0"', code], { cwd });
+    await cgroup.join(child.pid as number);
+    child.stdin.end('go\n');
+    return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+  }
+
+  it.runIf(layout !== undefined)('an emptied cgroup serves the next run, limits set anew', async () => {
+    const cgroups = new RunCgroups(layout as CgroupLayout);
+    const first = cgroups.create({ memoryMb: 64, maxProcs: 16 });
+    expect(await runIn(first, 'b = bytearray(8 * 1024 * 1024)')).toBe(0);
+    expect(await cgroups.release(first)).toBe(true);
+    const second = cgroups.create({ memoryMb: 32, maxProcs: 8 });
+    try {
+      expect(second.dirs).toEqual(first.dirs);
+      expect(second.limitHit()).toBeUndefined();
+      expect(readFileSync(join(second.dirs.at(-1) as string, 'pids.max'), 'utf8').trim()).toBe('8');
+      // The new memory limit holds: 48 MB no longer fits.
+      expect(await runIn(second, 'b = bytearray(48 * 1024 * 1024); b[::4096] = b"x" * len(b[::4096])')).toBe(
+        null,
+      );
+      expect(second.limitHit()).toBe('memory');
+    } finally {
+      expect(await cgroups.release(second)).toBe(false);
+    }
+    for (const dir of first.dirs) expect(existsSync(dir)).toBe(false);
+  });
+
+  it.runIf(layout !== undefined)('a cgroup still charged with a run’s page cache is removed', async () => {
+    const cgroups = new RunCgroups(layout as CgroupLayout);
+    const cgroup = cgroups.create({ memoryMb: 64, maxProcs: 16 });
+    const dir = workspace();
+    expect(await runIn(cgroup, 'open("big", "wb").write(b"x" * 16 * 1024 * 1024)', dir)).toBe(0);
+    expect(await cgroups.release(cgroup)).toBe(false);
+    for (const path of cgroup.dirs) expect(existsSync(path)).toBe(false);
+  });
 });

@@ -15,7 +15,7 @@ import type {
 } from '../types.js';
 import { NotForkableError } from '../types.js';
 import { type BwrapOptions, buildBwrapArgs, interpreterMount, rlimitsFor, ulimitArgs } from './args.js';
-import { createRunCgroup, type RunCgroup } from './cgroups.js';
+import { type CgroupLimits, type RunCgroup, RunCgroups } from './cgroups.js';
 import { Forker } from './forker.js';
 import { findOnPath } from './host.js';
 import { Launchers, startDirect } from './launcher.js';
@@ -57,6 +57,17 @@ export class NamespaceBackend implements SandboxBackend {
 
   constructor(private readonly options: NamespaceOptions = {}) {}
 
+  private cgroups: RunCgroups | undefined;
+
+  /** A run cgroup (a new one, or one an earlier run emptied), removed at exit if still there. */
+  private newCgroup(host: HostSetup, limits: CgroupLimits): RunCgroup {
+    if (!host.cgroups) throw new Error('no cgroups');
+    this.cgroups ??= new RunCgroups(host.cgroups);
+    const cgroup = this.cgroups.create(limits);
+    this.track(cgroup);
+    return cgroup;
+  }
+
   private track(cgroup: RunCgroup): void {
     this.live.add(cgroup);
     if (this.exitHook) return;
@@ -79,8 +90,7 @@ export class NamespaceBackend implements SandboxBackend {
     if (!host.cgroups || !host.bash) return undefined;
     this.launcherPool ??= new Launchers(
       host.bash,
-      host.cgroups,
-      (cgroup) => this.track(cgroup),
+      (limits) => this.newCgroup(host, limits),
       host.python && this.options.forker !== false ? new Forker(host.python) : undefined,
     );
     return this.launcherPool;
@@ -112,8 +122,7 @@ export class NamespaceBackend implements SandboxBackend {
       const forker = new Forker(python, { args: [ZYGOTE], env });
       launchers = new Launchers(
         host.bash,
-        host.cgroups,
-        (cgroup) => this.track(cgroup),
+        (limits) => this.newCgroup(host, limits),
         forker,
         () => ZYGOTE_LAUNCHERS,
         false,
@@ -192,8 +201,7 @@ export class NamespaceBackend implements SandboxBackend {
     let cgroup = ready?.cgroup;
     try {
       if (host.cgroups && !cgroup) {
-        cgroup = createRunCgroup(host.cgroups, spec.limits);
-        this.track(cgroup);
+        cgroup = this.newCgroup(host, spec.limits);
       }
     } catch (error) {
       void lease?.giveBack();
@@ -240,6 +248,7 @@ export class NamespaceBackend implements SandboxBackend {
     if (!stdout || !stderr) throw new Error('spawn returned no output pipes');
     let disposed: Promise<void> | undefined;
     const live = this.live;
+    const cgroups = this.cgroups;
     return {
       pid,
       stdout,
@@ -266,8 +275,7 @@ export class NamespaceBackend implements SandboxBackend {
         disposed ??= (async () => {
           if (alive && pid !== undefined) signal(pid, 'SIGKILL');
           await exited;
-          await cgroup?.remove();
-          if (cgroup) live.delete(cgroup);
+          if (cgroup && !(await cgroups?.release(cgroup))) live.delete(cgroup);
           await lease?.giveBack();
         })();
         return disposed;

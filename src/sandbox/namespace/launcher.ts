@@ -11,7 +11,7 @@ import { childStdio } from '../fds.js';
 import { ignoreStreamErrors } from '../streams.js';
 import type { SandboxSpec } from '../types.js';
 import { SECCOMP_FD, WAIT_FD } from './args.js';
-import { type CgroupLayout, type CgroupLimits, createRunCgroup, type RunCgroup } from './cgroups.js';
+import type { CgroupLimits, RunCgroup } from './cgroups.js';
 import type { ChildLike, Forker } from './forker.js';
 import { children, signal } from './process.js';
 
@@ -116,8 +116,8 @@ export class Launchers {
 
   constructor(
     private readonly bash: string,
-    private readonly layout: CgroupLayout,
-    private readonly track: (cgroup: RunCgroup) => void,
+    /** A run cgroup with these limits, which the caller removes at exit if it is still there. */
+    private readonly newCgroup: (limits: CgroupLimits) => RunCgroup,
     /** Forks the launchers, so that the server does not fork itself; bash launchers without it. */
     private readonly forker?: Forker,
     private readonly depth = (shape: Shape): number => (shape.stdin === 'pipe' ? 1 : 4),
@@ -172,15 +172,14 @@ export class Launchers {
     }
   }
 
-  /** One launcher in a fresh cgroup: forked by the forker, or a bash spawned here. */
+  /** One launcher in a cgroup of its own: forked by the forker, or a bash spawned here. */
   private async start(shape: Shape, forker: Forker | undefined): Promise<Launcher | undefined> {
     let cgroup: RunCgroup;
     try {
-      cgroup = createRunCgroup(this.layout, this.limits);
+      cgroup = this.newCgroup(this.limits);
     } catch {
       return undefined; // direct starts still work; they report cgroup errors themselves
     }
-    this.track(cgroup);
     try {
       // The forker gets the slots only: it makes everything else it has close-on-exec.
       const child = forker
