@@ -29,6 +29,8 @@ const WARM_DRIVERS: Record<
   node: { file: 'warm_node.mjs', endMark: false, forkable: false },
   bash: { file: 'warm_bash.sh', endMark: false, forkable: false },
 };
+/** How long a warm start may wait for a driver to fork before it starts one cold. */
+const FORK_WAIT_MS = 1000;
 const driverPath = (kind: InterpreterKind) =>
   fileURLToPath(new URL(`../../drivers/${WARM_DRIVERS[kind].file}`, import.meta.url));
 
@@ -273,9 +275,11 @@ export class Engine {
       control: true,
       confined: backend.mode !== 'subprocess',
     });
-    const forkable = WARM_DRIVERS[kind].forkable ? { ...spec, zygote } : spec;
+    const launch = WARM_DRIVERS[kind].forkable ? { ...spec, zygote } : spec;
     try {
-      return new WarmProcess(id, execDir, backend.spawn(forkable));
+      // Under load every ready fork can be taken: waiting for the next costs less than a cold start.
+      if (launch.zygote && backend.forksDrivers?.()) await backend.reserveFork?.(launch, FORK_WAIT_MS);
+      return new WarmProcess(id, execDir, backend.spawn(launch));
     } catch (error) {
       await rm(execDir, { recursive: true, force: true });
       throw error;

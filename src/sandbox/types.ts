@@ -76,6 +76,11 @@ export interface SandboxBackend {
   spawn(spec: SandboxSpec): SandboxedProcess;
   /** Whether spawn() can ever fork a `zygote` driver here (false: it always starts one). */
   forksDrivers?(): boolean;
+  /**
+   * Wait (at most `ms`) for a driver to fork for `spec` and set it aside for spawn(spec), this very
+   * object: under load, the next fork costs a fraction of the cold start spawn() would fall back to.
+   */
+  reserveFork?(spec: SandboxSpec, ms: number): Promise<void>;
 }
 
 /** spawn() with `zygote: 'only'` and no zygote ready to fork the driver: the caller runs cold. */

@@ -155,6 +155,22 @@ describe.skipIf(!root)('zygote (root namespace server)', () => {
     expect(value.limit).toBe('memory');
   });
 
+  it('under load (8 at once, a pool of 2) every run waits for a fork rather than starting cold', async () => {
+    await forkedRun(server, 'pass');
+    const code = 'print("zygote.py" in open("/proc/self/cmdline").read())';
+    const runs = await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        const seen: string[] = [];
+        for (let i = 0; i < 6; i++) {
+          const value = await run(server, { code });
+          seen.push(`${value.warm}:${value.stdout.trim()}`);
+        }
+        return seen;
+      }),
+    );
+    expect(runs.flat()).toEqual(Array(48).fill('true:True'));
+  });
+
   it('dies with a SIGKILLed server, with its launchers and their sandboxes', async () => {
     const doomed = await startServer({ env: { CODEXEC_SANDBOX_MODE: 'namespace', CODEXEC_POOL_SIZE: '2' } });
     try {

@@ -18,7 +18,7 @@ import { type BwrapOptions, buildBwrapArgs, interpreterMount, rlimitsFor, ulimit
 import { type CgroupLimits, type RunCgroup, RunCgroups } from './cgroups.js';
 import { Forker } from './forker.js';
 import { findOnPath } from './host.js';
-import { Launchers, startDirect } from './launcher.js';
+import { Launchers, type Ready, startDirect } from './launcher.js';
 import { identityFor, Lease } from './ownership.js';
 import { descendants, signal } from './process.js';
 import { hostFilter } from './seccomp.js';
@@ -109,6 +109,16 @@ export class NamespaceBackend implements SandboxBackend {
     return enabled && host.root && host.cgroups !== undefined && host.bash !== undefined;
   }
 
+  /** Launchers set aside by reserveFork() for the spawn() of that very spec. */
+  private readonly reserved = new WeakMap<SandboxSpec, Ready>();
+
+  async reserveFork(spec: SandboxSpec, ms: number): Promise<void> {
+    const host = this.setup();
+    if (!host.root || this.reserved.has(spec)) return;
+    const ready = await this.zygoteLaunchers(host, spec)?.next(spec, ms);
+    if (ready) this.reserved.set(spec, ready);
+  }
+
   private zygoteLaunchers(host: HostSetup, spec: SandboxSpec): Launchers | undefined {
     const [python, driver] = spec.argv;
     if (!spec.zygote || !this.forksDrivers() || !host.cgroups || !host.bash || !python || !driver)
@@ -192,7 +202,9 @@ export class NamespaceBackend implements SandboxBackend {
     const identity = host.root ? identityFor(spec.cwd) : undefined;
     const lease = identity ? new Lease(identity) : undefined;
     lease?.lend(spec.writablePaths);
-    const forked = identity ? this.zygoteLaunchers(host, spec)?.take(spec) : undefined;
+    const reserved = this.reserved.get(spec);
+    this.reserved.delete(spec);
+    const forked = identity ? (reserved ?? this.zygoteLaunchers(host, spec)?.take(spec)) : undefined;
     if (spec.zygote === 'only' && !forked) {
       void lease?.giveBack();
       throw new NotForkableError();

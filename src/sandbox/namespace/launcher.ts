@@ -113,6 +113,8 @@ interface Launcher {
 export class Launchers {
   private readonly ready = new Map<string, Launcher[]>();
   private readonly starting = new Map<string, number>();
+  /** Callers of next() per shape, first come first served, each handed the next launcher. */
+  private readonly waiting = new Map<string, Array<(launcher: Launcher | undefined) => void>>();
 
   constructor(
     private readonly bash: string,
@@ -135,12 +137,39 @@ export class Launchers {
   take(shape: Shape): Ready | undefined {
     const list = this.ready.get(key(shape)) ?? [];
     let launcher = list.shift();
-    while (launcher && (launcher.child.exitCode !== null || launcher.child.signalCode !== null)) {
+    while (launcher && !alive(launcher)) {
       void launcher.cgroup.remove(); // died while idle
       launcher = list.shift();
     }
     setImmediate(() => this.refill(shape));
-    if (!launcher) return undefined;
+    return launcher && this.claim(launcher);
+  }
+
+  /**
+   * A launcher for `shape`: one ready now, else the next one started (or none after `ms`, or once
+   * a start fails). Waiting callers are served in turn, each with a launcher of its own.
+   */
+  next(shape: Shape, ms: number): Promise<Ready | undefined> {
+    const now = this.take(shape);
+    if (now || !this.forker?.usable) return Promise.resolve(now);
+    const name = key(shape);
+    return new Promise((resolve) => {
+      const waiters = this.waiting.get(name) ?? [];
+      const serve = (launcher: Launcher | undefined) => {
+        clearTimeout(timer);
+        resolve(launcher && this.claim(launcher));
+      };
+      const timer = setTimeout(() => {
+        const index = waiters.indexOf(serve);
+        if (index !== -1) waiters.splice(index, 1);
+        resolve(undefined);
+      }, ms);
+      waiters.push(serve);
+      this.waiting.set(name, waiters);
+    });
+  }
+
+  private claim(launcher: Launcher): Ready {
     const { child, cgroup } = launcher;
     setRef(child, true);
     return {
@@ -164,11 +193,14 @@ export class Launchers {
     const want = inForker ? this.depth(shape) : 1;
     for (let i = have; i < want; i++) {
       this.starting.set(name, (this.starting.get(name) ?? 0) + 1);
-      void this.start(shape, inForker ? this.forker : undefined)
-        .then((launcher) => {
-          if (launcher) this.ready.get(name)?.push(launcher) ?? this.ready.set(name, [launcher]);
-        })
-        .finally(() => this.starting.set(name, (this.starting.get(name) ?? 1) - 1));
+      void this.start(shape, inForker ? this.forker : undefined).then((launcher) => {
+        this.starting.set(name, (this.starting.get(name) ?? 1) - 1);
+        const waiter = this.waiting.get(name)?.shift();
+        if (waiter) {
+          if (launcher) setImmediate(() => this.refill(shape)); // it is taken: start the next
+          waiter(launcher);
+        } else if (launcher) this.ready.get(name)?.push(launcher) ?? this.ready.set(name, [launcher]);
+      });
     }
   }
 
@@ -219,6 +251,8 @@ export class Launchers {
     }
   }
 }
+
+const alive = (launcher: Launcher) => launcher.child.exitCode === null && launcher.child.signalCode === null;
 
 type Refable = { ref?: () => void; unref?: () => void };
 
