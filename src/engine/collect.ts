@@ -74,9 +74,17 @@ export async function collect(proc: SandboxedProcess, options: CollectOptions): 
   if (options.signal?.aborted) onAbort();
   options.signal?.addEventListener('abort', onAbort, { once: true });
   try {
-    const exit = await Promise.race([proc.exited, reported(proc, options.status)]);
-    // The run is over when its leader exits: nothing it started may outlive it.
-    proc.kill('SIGKILL');
+    let byDriver = false;
+    const report = reported(proc, options.status).then((exit) => {
+      byDriver = true;
+      return exit;
+    });
+    const exit = await Promise.race([proc.exited, report]);
+    // The run is over when its leader exits: nothing it started may outlive it. When its driver
+    // reported the end (with end marks after the output), its processes are only stopped now; they
+    // are killed once the result is out (dispose), as their teardown would compete with it for CPU.
+    if (byDriver && filters && proc.stop) proc.stop();
+    else proc.kill('SIGKILL');
     await stopping;
     await drain(proc, 500, filters && marked);
     for (const [name, collector] of [

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { mkdir, rm, rmdir, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import type { Config } from '../config/index.js';
 import { InvalidInputError } from '../errors/index.js';
@@ -29,6 +30,8 @@ const WARM_DRIVERS: Record<
   node: { file: 'warm_node.mjs', endMark: false, forkable: false },
   bash: { file: 'warm_bash.sh', endMark: false, forkable: false },
 };
+/** How long after a run its sandbox is released (killed, cgroup emptied), the result being out. */
+const RELEASE_DELAY_MS = 5;
 /** How long a warm start may wait for a driver to fork before it starts one cold. */
 const FORK_WAIT_MS = 1000;
 const driverPath = (kind: InterpreterKind) =>
@@ -228,6 +231,9 @@ export class Engine {
     const result = work();
     const released = result
       .catch(() => {})
+      // A moment later: the sandbox's teardown would compete with the result (ours to send, the
+      // client's to read) for the CPU. Its processes are stopped or gone by now (collect).
+      .then(() => sleep(RELEASE_DELAY_MS))
       .then(() => proc.dispose())
       .catch(() => {})
       .finally(() => this.live.delete(proc));

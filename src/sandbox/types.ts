@@ -56,6 +56,11 @@ export interface SandboxedProcess {
   readonly exited: Promise<Exit>;
   /** Signal every process of the run (process group / sandbox), not just the leader. */
   kill(signal: NodeJS.Signals): void;
+  /**
+   * Stop (SIGSTOP) every process of the run: none can act again, and none is torn down yet; dispose()
+   * kills them. Backends that cannot reach every process leave it out.
+   */
+  stop?(): void;
   /** A limit the backend saw hit so far, for runs that end before the process exits (warm). */
   limitHit?(): LimitKind | undefined;
   /** Memory the process (namespace: its whole sandbox) uses now, in MB, when the backend knows. */

@@ -61,6 +61,7 @@ export interface RunResult {
   timed_out: boolean;
   sandbox_mode: string;
   working_dir: string;
+  warm: boolean;
   limit?: string;
 }
 

@@ -149,6 +149,22 @@ describe.skipIf(!root)('zygote (root namespace server)', () => {
     await expect.poll(() => processesWith(marker), { timeout: 5000 }).toEqual([]);
   });
 
+  it('a background process writes nothing once the result is out: the files are the artifacts', async () => {
+    // It writes a new file every millisecond for 10 s, detached from the run's session.
+    const code = [
+      'import os, subprocess, sys, time',
+      'loop = "import os, time\\nfor i in range(10000):\\n    open(\'f%05d\' % i, \'w\').close()\\n    time.sleep(0.001)"',
+      'subprocess.Popen([sys.executable, "-c", loop], start_new_session=True)',
+      'while not os.path.exists("f00010"): time.sleep(0.001)',
+    ].join('\n');
+    const value = (await forkedRun(server, code)) as Result & { artifacts: string[]; working_dir: string };
+    expect(value.exit_code).toBe(0);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const files = readdirSync(value.working_dir).filter((name) => name.startsWith('f'));
+    expect(files.length).toBeGreaterThanOrEqual(10);
+    expect(value.artifacts.map((path) => path.split('/').at(-1)).sort()).toEqual(files.sort());
+  });
+
   it("enforces the run's memory limit on a forked run", async () => {
     const value = await forkedRun(server, 'x = bytearray(1024 * 1024 * 2048)\nprint(len(x))');
     expect(value.success).toBe(false);

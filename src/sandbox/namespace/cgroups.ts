@@ -91,6 +91,21 @@ export class RunCgroup {
     }
   }
 
+  /** SIGSTOP every member, again until a listing shows none new (a stopped process cannot fork). */
+  stopAll(): void {
+    const stopped = new Set<number>();
+    for (let fresh = this.pids(); fresh.length > 0; fresh = this.pids().filter((pid) => !stopped.has(pid))) {
+      for (const pid of fresh) {
+        stopped.add(pid);
+        try {
+          process.kill(pid, 'SIGSTOP');
+        } catch {
+          // already gone
+        }
+      }
+    }
+  }
+
   /** Memory charged to the cgroup now (resident memory, page cache, tmpfs), in MB. */
   memoryMb(): number | undefined {
     const file = this.layout.version === 1 ? 'memory.usage_in_bytes' : 'memory.current';

@@ -281,6 +281,8 @@ export class NamespaceBackend implements SandboxBackend {
         }
         if (name === 'SIGKILL') cgroup?.killAll();
       },
+      // The run's cgroup holds every process of it, bwrap and a zygote's launcher included.
+      ...(cgroup && { stop: () => cgroup.stopAll() }),
       limitHit: () => limit ?? cgroup?.limitHit(),
       memoryMb: () => cgroup?.memoryMb(),
       dispose() {
