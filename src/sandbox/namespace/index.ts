@@ -1,6 +1,6 @@
 // The namespace backend (Linux default): bubblewrap + seccomp + rlimits + cgroups, network off,
 // never host root. Builds the command line with buildBwrapArgs() and spawns it here, only here.
-import { constants, homedir, userInfo } from 'node:os';
+import { constants } from 'node:os';
 import { dirname } from 'node:path';
 import type { Duplex } from 'node:stream';
 import { fileURLToPath } from 'node:url';
@@ -230,9 +230,12 @@ export class NamespaceBackend implements SandboxBackend {
       rlimitsBy: ready ? 'caller' : 'prlimit',
       seccomp: true,
       ...(spec.limits.cpuSeconds !== undefined && { cpuSeconds: spec.limits.cpuSeconds }),
-      privateDirs: [homedir(), userInfo().homedir],
+      privateDirs: host.privateDirs,
     };
-    const argv = forked && identity ? [zygoteJob(spec, options, identity)] : buildBwrapArgs(spec, options);
+    const argv =
+      forked && identity && host.cat
+        ? [zygoteJob(spec, options, identity, host.cat)]
+        : buildBwrapArgs(spec, options);
     const started = ready
       ? ready.launch(argv, seccomp, spec.limits, ulimitArgs(rlimitsFor(spec, options)))
       : startDirect(argv, spec, seccomp, cgroup);
@@ -306,8 +309,9 @@ function zygoteJob(
   spec: SandboxSpec,
   options: BwrapOptions,
   identity: { readonly uid: number; readonly gid: number },
+  cat: string,
 ): string {
-  const placeholder = [findOnPath('cat') ?? '/bin/cat', '/proc/sys/kernel/ostype', '-'];
+  const placeholder = [cat, '/proc/sys/kernel/ostype', '-'];
   // The interpreter's install stays visible, as in a cold run: its stdlib, sys.executable.
   const interpreter = interpreterMount(spec.argv[0] as string, options.privateDirs);
   const sandbox = { ...spec, argv: placeholder, readablePaths: [interpreter, ...spec.readablePaths] };

@@ -2,6 +2,7 @@
 // the tools on PATH, the seccomp program, the cgroup layout. `doctor` prints the same facts.
 
 import { accessSync, constants } from 'node:fs';
+import { homedir, userInfo } from 'node:os';
 import type { Tools } from './args.js';
 import { prepareCgroups } from './cgroup-layout.js';
 import type { CgroupLayout } from './cgroups.js';
@@ -26,6 +27,10 @@ export interface HostSetup {
   readonly bash?: string;
   /** Host Python for the forker (drivers/forker.py); without it launchers are bash processes. */
   readonly python?: string;
+  /** The placeholder a zygote's sandbox runs (`cat`), for a root server. */
+  readonly cat?: string;
+  /** Home directories of the server's user: never visible in a sandbox. */
+  readonly privateDirs: readonly string[];
   readonly layers: readonly Layer[];
   /** The first missing required layer, as a sentence. */
   readonly unavailable?: string;
@@ -116,6 +121,8 @@ export function detectHost(options: { readonly cgroups: boolean } = { cgroups: t
     ...(cgroups && { cgroups }),
     ...(bashPath && { bash: bashPath }),
     ...(pythonPath && { python: pythonPath }),
+    ...(root && { cat: findOnPath('cat') ?? '/bin/cat' }),
+    privateDirs: [homedir(), userInfo().homedir],
     layers,
     ...(missing && { unavailable: `${missing.name}: ${missing.detail}` }),
   };
