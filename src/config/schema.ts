@@ -42,7 +42,7 @@ export const settingsSchema = z
     CODEXEC_POOL_SIZE: int(0, 64).default(2).describe('Warm interpreters kept per language; 0 disables.'),
     CODEXEC_POOL_IDLE_MS: int(1000, 86_400_000)
       .default(300_000)
-      .describe('Warm pool emptied after this idle time.'),
+      .describe('Warm pool (and pre-started launchers) emptied after this idle time.'),
     CODEXEC_POOL_MEMORY_MB: int(0, 1_048_576)
       .default(512)
       .describe('Memory all waiting warm interpreters together may use; the pool starts no more.'),

@@ -5,7 +5,7 @@ import { ScriptStore } from '../library/index.js';
 import { ExecutionLogs, type LogWriter } from '../logs/index.js';
 import { type CheckContext, PackageService } from '../packages/index.js';
 import { Interpreters } from '../runtimes/index.js';
-import { BackendRegistry } from '../sandbox/index.js';
+import { BackendRegistry, NamespaceBackend } from '../sandbox/index.js';
 import { SessionManager } from '../sessions/index.js';
 
 /** The long-lived parts shared by every connection. Creating them does no I/O. */
@@ -30,7 +30,10 @@ export function createServices(config: Config): Services {
   });
   const logs = history.writer;
   const interpreters = new Interpreters(config.interpreters);
-  const backends = new BackendRegistry(config.sandboxMode);
+  const backends = new BackendRegistry(
+    config.sandboxMode,
+    new NamespaceBackend({ idleMs: config.pool.idleMs }),
+  );
   const engine = new Engine({ config, backends, interpreters, logs });
   const sessions = new SessionManager({ config, backends, interpreters, logs });
   const packageCheck: CheckContext = {

@@ -153,7 +153,7 @@ describe.skipIf(!root)('zygote (root namespace server)', () => {
     // It writes a new file every millisecond for 10 s, detached from the run's session.
     const code = [
       'import os, subprocess, sys, time',
-      'loop = "import os, time\\nfor i in range(10000):\\n    open(\'f%05d\' % i, \'w\').close()\\n    time.sleep(0.001)"',
+      "loop = \"import os, time\\nfor i in range(10000):\\n    open('f%05d' % i, 'w').close()\\n    time.sleep(0.001)\"",
       'subprocess.Popen([sys.executable, "-c", loop], start_new_session=True)',
       'while not os.path.exists("f00010"): time.sleep(0.001)',
     ].join('\n');
@@ -185,6 +185,26 @@ describe.skipIf(!root)('zygote (root namespace server)', () => {
       }),
     );
     expect(runs.flat()).toEqual(Array(48).fill('true:True'));
+  });
+
+  it('lets its launchers go when idle, and forks again on the next run', async () => {
+    const idle = await startServer({
+      env: { CODEXEC_SANDBOX_MODE: 'namespace', CODEXEC_POOL_SIZE: '2', CODEXEC_POOL_IDLE_MS: '1000' },
+    });
+    try {
+      await forkedRun(idle, 'print(1)');
+      const [zygote] = zygotes(idle.pid);
+      const launchers = () =>
+        readFileSync(`/proc/${zygote}/task/${zygote}/children`, 'utf8').split(' ').filter(Boolean).length;
+      await expect.poll(launchers, { timeout: 5000 }).toBeGreaterThan(0);
+      // The pool's waiting drivers and the ready launchers, all forks of the zygote, go.
+      await expect.poll(launchers, { timeout: 5000, interval: 100 }).toBe(0);
+      expect(
+        await run(idle, { code: 'print("zygote.py" in open("/proc/self/cmdline").read())' }),
+      ).toMatchObject({ warm: true, stdout: 'True\n' });
+    } finally {
+      await idle.close();
+    }
   });
 
   it('dies with a SIGKILLed server, with its launchers and their sandboxes', async () => {

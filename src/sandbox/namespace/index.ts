@@ -38,6 +38,8 @@ export interface NamespaceOptions {
   readonly forker?: boolean;
   /** false: warm Python drivers start as interpreters, never forked from a zygote. */
   readonly zygote?: boolean;
+  /** Pre-started launchers are let go after this long without a run (CODEXEC_POOL_IDLE_MS). */
+  readonly idleMs?: number;
 }
 
 const ZYGOTE = fileURLToPath(new URL('../../../drivers/zygote.py', import.meta.url));
@@ -92,17 +94,13 @@ export class NamespaceBackend implements SandboxBackend {
       host.bash,
       (limits) => this.newCgroup(host, limits),
       host.python && this.options.forker !== false ? new Forker(host.python) : undefined,
+      { ...(this.options.idleMs !== undefined && { idleMs: this.options.idleMs }) },
     );
     return this.launcherPool;
   }
 
   private readonly zygotes = new Map<string, Launchers>();
 
-  /**
-   * Launchers forked from a zygote of the spec's interpreter (drivers/zygote.py), for warm Python
-   * drivers of a root server. One zygote per interpreter and start-up environment: the variables a
-   * run may change (PYTHONPATH, HOME) are set in the forked process; the others must match.
-   */
   forksDrivers(): boolean {
     const host = this.setup();
     const enabled = this.options.zygote !== false && this.options.forker !== false;
@@ -119,6 +117,11 @@ export class NamespaceBackend implements SandboxBackend {
     if (ready) this.reserved.set(spec, ready);
   }
 
+  /**
+   * Launchers forked from a zygote of the spec's interpreter (drivers/zygote.py), for warm Python
+   * drivers of a root server. One zygote per interpreter and start-up environment: the variables a
+   * run may change (PYTHONPATH, HOME) are set in the forked process; the others must match.
+   */
   private zygoteLaunchers(host: HostSetup, spec: SandboxSpec): Launchers | undefined {
     const [python, driver] = spec.argv;
     if (!spec.zygote || !this.forksDrivers() || !host.cgroups || !host.bash || !python || !driver)
@@ -130,13 +133,11 @@ export class NamespaceBackend implements SandboxBackend {
     let launchers = this.zygotes.get(key);
     if (!launchers) {
       const forker = new Forker(python, { args: [ZYGOTE], env });
-      launchers = new Launchers(
-        host.bash,
-        (limits) => this.newCgroup(host, limits),
-        forker,
-        () => ZYGOTE_LAUNCHERS,
-        false,
-      );
+      launchers = new Launchers(host.bash, (limits) => this.newCgroup(host, limits), forker, {
+        depth: ZYGOTE_LAUNCHERS,
+        bashFallback: false,
+        ...(this.options.idleMs !== undefined && { idleMs: this.options.idleMs }),
+      });
       this.zygotes.set(key, launchers);
     }
     return launchers;

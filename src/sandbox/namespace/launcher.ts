@@ -101,6 +101,18 @@ async function joinTree(cgroup: RunCgroup, leader: number): Promise<void> {
   }
 }
 
+export interface LauncherOptions {
+  /** Launchers kept ready per shape (default: 1 for session shapes, 4 for one-shot ones). */
+  readonly depth?: number;
+  /** false: only the forker's launchers will do (the zygote's); none when it is unusable. */
+  readonly bashFallback?: boolean;
+  /** Ready launchers are let go after this long without a request (default 5 minutes). */
+  readonly idleMs?: number;
+}
+
+/** As the warm pool's default (CODEXEC_POOL_IDLE_MS). */
+const LAUNCHER_IDLE_MS = 5 * 60_000;
+
 interface Launcher {
   readonly child: ChildLike;
   readonly cgroup: RunCgroup;
@@ -122,10 +134,27 @@ export class Launchers {
     private readonly newCgroup: (limits: CgroupLimits) => RunCgroup,
     /** Forks the launchers, so that the server does not fork itself; bash launchers without it. */
     private readonly forker?: Forker,
-    private readonly depth = (shape: Shape): number => (shape.stdin === 'pipe' ? 1 : 4),
-    /** false: only the forker's launchers will do (the zygote's); none when it is unusable. */
-    private readonly bashFallback = true,
+    private readonly options: LauncherOptions = {},
   ) {}
+
+  private depth(shape: Shape): number {
+    return this.options.depth ?? (shape.stdin === 'pipe' ? 1 : 4);
+  }
+
+  private idleTimer: NodeJS.Timeout | undefined;
+
+  /** Nothing asked for a launcher in `idleMs`: the ready ones go (processes, cgroups) until the next. */
+  private touch(): void {
+    clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(() => {
+      for (const launcher of [...this.ready.values()].flat()) {
+        if (launcher.child.pid !== undefined) signal(launcher.child.pid, 'SIGKILL');
+        void launcher.cgroup.remove();
+      }
+      this.ready.clear();
+    }, this.options.idleMs ?? LAUNCHER_IDLE_MS);
+    this.idleTimer.unref();
+  }
 
   /**
    * The limits the last run asked for: new launchers' cgroups are made with them, so a run with
@@ -142,6 +171,7 @@ export class Launchers {
       launcher = list.shift();
     }
     setImmediate(() => this.refill(shape));
+    this.touch();
     return launcher && this.claim(launcher);
   }
 
@@ -188,7 +218,7 @@ export class Launchers {
     const name = key(shape);
     // Spawning here blocks the event loop: then keep just one ready, as before the forker.
     const inForker = this.forker?.usable === true;
-    if (!inForker && !this.bashFallback) return;
+    if (!inForker && this.options.bashFallback === false) return;
     const have = (this.ready.get(name)?.length ?? 0) + (this.starting.get(name) ?? 0);
     const want = inForker ? this.depth(shape) : 1;
     for (let i = have; i < want; i++) {
