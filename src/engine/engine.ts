@@ -166,10 +166,8 @@ export class Engine {
       }
       const duration_ms = Date.now() - started;
       // The script file and the package link are left out of the snapshot: remove them meanwhile.
-      tidied = Promise.all([
-        quietly(() => unlinkSync(scriptPath)),
-        runtime.interpreter === 'node' && unlink(join(execDir, 'node_modules')).catch(() => {}),
-      ]);
+      quietly(() => unlinkSync(scriptPath));
+      if (runtime.interpreter === 'node') tidied = unlink(join(execDir, 'node_modules')).catch(() => {});
       const untouched = exclude !== undefined && holdsOnly(cwd, exclude);
       const diff = diffSnapshots(before, untouched ? new Map() : await snapshotDir(cwd, { exclude }));
       keepsFiles ||= diff.created.length > 0 || diff.modified.length > 0;
@@ -202,8 +200,9 @@ export class Engine {
         if (cwd !== execDir) await rm(execDir, { recursive: true, force: true });
       })();
       // Files the run leaves behind (in its workspace or the caller's working_dir) are handed back
-      // (ownership) before the caller sees them; an empty workspace goes in the background.
-      if (keepsFiles) await Promise.all([release, cleanup]);
+      // (ownership) before the caller sees them, so the sandbox is released now, not after the
+      // result (dispose() is idempotent); an empty workspace goes in the background.
+      if (keepsFiles) await Promise.all([proc?.dispose(), cleanup]);
       else this.background(cleanup);
     }
   }

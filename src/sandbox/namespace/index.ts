@@ -200,11 +200,16 @@ export class NamespaceBackend implements SandboxBackend {
     const seccomp = hostFilter({ unixSocketsOnly: spec.network === 'none' });
     if (!seccomp)
       throw new SandboxUnavailableError('namespace sandbox unavailable: no seccomp filter for this arch');
-    const identity = host.root ? identityFor(spec.cwd) : undefined;
-    const lease = identity ? new Lease(identity) : undefined;
-    lease?.lend(spec.writablePaths);
     const reserved = this.reserved.get(spec);
     this.reserved.delete(spec);
+    const identity = host.root ? identityFor(spec.cwd) : undefined;
+    const lease = identity ? new Lease(identity) : undefined;
+    try {
+      lease?.lend(spec.writablePaths);
+    } catch (error) {
+      reserved?.discard();
+      throw error;
+    }
     const forked = identity ? (reserved ?? this.zygoteLaunchers(host, spec)?.take(spec)) : undefined;
     if (spec.zygote === 'only' && !forked) {
       void lease?.giveBack();

@@ -39,6 +39,8 @@ export interface Ready {
   readonly cgroup: RunCgroup;
   /** `ulimit` arguments the launcher applies before it execs `argv` (which has no prlimit). */
   launch(argv: readonly string[], seccomp: Buffer, limits: CgroupLimits, ulimit: readonly string[]): Started;
+  /** Not launched after all: the launcher goes (its process, its cgroup). */
+  discard(): void;
 }
 
 const key = (shape: Shape) => `${shape.stdin}:${shape.control === true}`;
@@ -147,10 +149,7 @@ export class Launchers {
   private touch(): void {
     clearTimeout(this.idleTimer);
     this.idleTimer = setTimeout(() => {
-      for (const launcher of [...this.ready.values()].flat()) {
-        if (launcher.child.pid !== undefined) signal(launcher.child.pid, 'SIGKILL');
-        void launcher.cgroup.remove();
-      }
+      for (const launcher of [...this.ready.values()].flat()) discard(launcher);
       this.ready.clear();
     }, this.options.idleMs ?? LAUNCHER_IDLE_MS);
     this.idleTimer.unref();
@@ -211,6 +210,7 @@ export class Launchers {
         fd(child, ARGV_FD).end(`${[String(ulimit.length), ...ulimit, ...argv].join('\0')}\0`);
         return { child, cgroup, joined: Promise.resolve() };
       },
+      discard: () => discard(launcher),
     };
   }
 
@@ -280,6 +280,11 @@ export class Launchers {
       throw error;
     }
   }
+}
+
+function discard(launcher: Launcher): void {
+  if (launcher.child.pid !== undefined) signal(launcher.child.pid, 'SIGKILL');
+  void launcher.cgroup.remove();
 }
 
 const alive = (launcher: Launcher) => launcher.child.exitCode === null && launcher.child.signalCode === null;

@@ -122,10 +122,19 @@ export function detectHost(options: { readonly cgroups: boolean } = { cgroups: t
     ...(bashPath && { bash: bashPath }),
     ...(pythonPath && { python: pythonPath }),
     ...(root && { cat: findOnPath('cat') ?? '/bin/cat' }),
-    privateDirs: [homedir(), userInfo().homedir],
+    privateDirs: [homedir(), ...passwdHome()],
     layers,
     ...(missing && { unavailable: `${missing.name}: ${missing.detail}` }),
   };
+}
+
+/** The passwd entry's home, where there is one (an arbitrary container uid may have none). */
+function passwdHome(): string[] {
+  try {
+    return [userInfo().homedir];
+  } catch {
+    return [];
+  }
 }
 
 function isExecutable(path: string): boolean {
