@@ -1,4 +1,5 @@
 import { constants } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Exit, LimitKind, SandboxedProcess } from '../sandbox/index.js';
 import { drain, terminate } from './kill.js';
 import { EndMarkFilter, OutputCollector, type OutputLimits } from './output.js';
@@ -83,8 +84,13 @@ export async function collect(proc: SandboxedProcess, options: CollectOptions): 
     // The run is over when its leader exits: nothing it started may outlive it. When its driver
     // reported the end (with end marks after the output), its processes are only stopped now; they
     // are killed once the result is out (dispose), as their teardown would compete with it for CPU.
-    if (byDriver && filters && proc.stop) proc.stop();
-    else proc.kill('SIGKILL');
+    if (byDriver && filters && proc.stop) {
+      proc.stop();
+      // The driver wrote its end marks before its report. Without them (the program closed the
+      // driver's copies of stdout and stderr) only the streams' end tells that all output is in,
+      // and stopped processes keep them open: kill now.
+      if (!(await within(marked, MARK_WAIT_MS))) proc.kill('SIGKILL');
+    } else proc.kill('SIGKILL');
     await stopping;
     await drain(proc, 500, filters && marked);
     for (const [name, collector] of [
@@ -114,6 +120,20 @@ export async function collect(proc: SandboxedProcess, options: CollectOptions): 
     clearTimeout(timer);
     options.signal?.removeEventListener('abort', onAbort);
   }
+}
+
+/** How long the end marks may trail the driver's report on a stopped run. */
+const MARK_WAIT_MS = 50;
+
+/** Whether `promise` settles within `ms`. */
+async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  const controller = new AbortController();
+  const settled = await Promise.race([
+    promise.then(() => true),
+    sleep(ms, false, { signal: controller.signal }).catch(() => false),
+  ]);
+  controller.abort();
+  return settled;
 }
 
 /**

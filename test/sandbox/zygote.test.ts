@@ -61,12 +61,19 @@ async function run(server: TestServer, args: Record<string, unknown>): Promise<R
 }
 
 /** A run served by a driver forked from the zygote (the pool fills in the background). */
-async function forkedRun(server: TestServer, code: string, extra: Record<string, unknown> = {}) {
+async function forkedRun(
+  server: TestServer,
+  code: string,
+  extra: Record<string, unknown> = {},
+  timed?: (ms: number) => void,
+) {
   for (let i = 0; i < 50; i++) {
+    const started = performance.now();
     const value = await run(server, {
       code: `import sys\nif "zygote.py" not in open("/proc/self/cmdline").read(): sys.exit(99)\n${code}`,
       ...extra,
     });
+    timed?.(performance.now() - started);
     if (value.exit_code !== 99) return value;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
@@ -163,6 +170,18 @@ describe.skipIf(!root)('zygote (root namespace server)', () => {
     const files = readdirSync(value.working_dir).filter((name) => name.startsWith('f'));
     expect(files.length).toBeGreaterThanOrEqual(10);
     expect(value.artifacts.map((path) => path.split('/').at(-1)).sort()).toEqual(files.sort());
+  });
+
+  it('ends promptly, output whole, when the program closes the driver’s copies of stdout and stderr', async () => {
+    // No end mark can follow the output then; the run's stopped processes would keep the streams
+    // open until they are killed, 500 ms on (the drain's bound) unless the run kills them first.
+    const code = 'import os\nprint("out", flush=True)\nos.close(201)\nos.close(202)';
+    let took = Number.POSITIVE_INFINITY;
+    const value = await forkedRun(server, code, {}, (ms) => {
+      took = ms;
+    });
+    expect(value).toMatchObject({ stdout: 'out\n', exit_code: 0, warm: true });
+    expect(took).toBeLessThan(400);
   });
 
   it("enforces the run's memory limit on a forked run", async () => {
