@@ -42,10 +42,14 @@ const rssEnd = rssMb(server.pid);
 const home = server.home;
 const duringRun = processesUnder(home).length;
 // The forker and its launchers run outside the workspace: find them as the server's descendants.
-const helpers = descendantsOf(server.pid);
+// Each with its start time: pids wrap (pid_max may be 32768), and one may be reused meanwhile.
+const helpers = descendantsOf(server.pid).map((pid) => [pid, startTime(pid)]);
 await server.client.close(); // the server exits; its home is kept until it has been checked
 await sleep(1000);
-const leaked = [...new Set([...processesUnder(home), ...helpers.filter(alive)])];
+const survivors = helpers
+  .filter(([pid, start]) => alive(pid) && startTime(pid) === start)
+  .map(([pid]) => pid);
+const leaked = [...new Set([...processesUnder(home), ...survivors])];
 for (const pid of leaked) console.error(`  left running: ${pid} ${describe(pid)}`);
 // Workspaces of runs that left no files, and run cgroups, must be gone too.
 const sandboxDir = join(home, 'sandbox');
@@ -101,9 +105,22 @@ function alive(pid) {
   return parents().has(pid);
 }
 
+function startTime(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+  } catch {
+    return undefined;
+  }
+}
+
 function describe(pid) {
   try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').slice(0, 160);
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').slice(0, 160);
+    return `${comm} (state ${state}, parent ${ppid}) ${cmdline}`;
   } catch {
     return '(gone)';
   }

@@ -18,6 +18,7 @@ import selectors
 import signal
 import socket
 import sys
+import time
 
 ARGV_FD = 6
 # bash's ulimit flags as the server sends them, and bash's unit for each.
@@ -98,6 +99,23 @@ def exec_argv(argv, job):
     os.execve(argv[0], argv, {})
 
 
+def end(jobs_by_pid, seconds=1.0):
+    """The server is gone: kill every launcher left, and reap them (and any orphan handed to us)."""
+    for pid in jobs_by_pid:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return  # none left
+        if pid == 0:
+            time.sleep(0.005)
+
+
 def main(run=exec_argv):
     # Nothing this process inherited (beyond stdio) may reach a launcher, hence a sandbox.
     for name in os.listdir("/proc/self/fd"):
@@ -127,7 +145,7 @@ def main(run=exec_argv):
             if key.data == "jobs":
                 chunk = os.read(key.fd, 65536)
                 if not chunk:
-                    return  # the server is gone; running sandboxes die with us (--die-with-parent)
+                    return end(jobs_by_pid)  # the server is gone
                 pending += chunk
                 while b"\n" in pending:
                     line, pending = pending.split(b"\n", 1)

@@ -33,6 +33,7 @@ import warm_python  # noqa: E402
 
 SECCOMP_FD = 4
 PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
 PR_SET_DUMPABLE = 4
 PR_CAPBSET_DROP = 24
 PR_SET_NO_NEW_PRIVS = 38
@@ -188,4 +189,7 @@ def become_program(job, program):
 
 if __name__ == "__main__":
     compile("pass", "<warm-up>", "exec")  # the compiler's first use, paid once here
+    # A program's process whose launcher is killed (a run's end, the server's) is handed to us,
+    # not to the host's init, and reaped at once: the sandbox's pid 1 waits for exactly that.
+    prctl(PR_SET_CHILD_SUBREAPER, 1)
     forker.main(run)

@@ -226,6 +226,29 @@ describe.skipIf(!root)('zygote (root namespace server)', () => {
     }
   });
 
+  it("reaps a program's process at once when its launcher is killed (not left to the host's init)", async () => {
+    await forkedRun(server, 'pass');
+    const [zygote] = zygotes(server.pid);
+    const childrenOf = (pid: number) =>
+      readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
+    // A waiting pool driver: a launcher of the zygote with the program's process under it.
+    const isProgram = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('zygote.py');
+    const pair = () => {
+      for (const launcher of childrenOf(zygote as number)) {
+        const program = childrenOf(launcher).find(isProgram);
+        if (program) return [launcher, program] as const;
+      }
+      return undefined;
+    };
+    await expect.poll(pair).toBeDefined();
+    const [launcher, program] = pair() as readonly [number, number];
+    process.kill(launcher, 'SIGKILL');
+    // Its sandbox's pid 1 cannot finish exiting until the program's process is reaped.
+    await expect
+      .poll(() => readdirSync('/proc').includes(String(program)), { timeout: 500, interval: 20 })
+      .toBe(false);
+  });
+
   it('dies with a SIGKILLed server, with its launchers and their sandboxes', async () => {
     const doomed = await startServer({ env: { CODEXEC_SANDBOX_MODE: 'namespace', CODEXEC_POOL_SIZE: '2' } });
     try {
