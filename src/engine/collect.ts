@@ -1,7 +1,6 @@
 import { constants } from 'node:os';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Exit, LimitKind, SandboxedProcess } from '../sandbox/index.js';
-import { drain, terminate } from './kill.js';
+import { drain, terminate, within } from './kill.js';
 import { EndMarkFilter, OutputCollector, type OutputLimits } from './output.js';
 import type { OutputStream } from './types.js';
 
@@ -124,17 +123,6 @@ export async function collect(proc: SandboxedProcess, options: CollectOptions): 
 
 /** How long the end marks may trail the driver's report on a stopped run. */
 const MARK_WAIT_MS = 50;
-
-/** Whether `promise` settles within `ms`. */
-async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  const controller = new AbortController();
-  const settled = await Promise.race([
-    promise.then(() => true),
-    sleep(ms, false, { signal: controller.signal }).catch(() => false),
-  ]);
-  controller.abort();
-  return settled;
-}
 
 /**
  * An Exit built from the driver's report. Everything the program wrote went out before the report,

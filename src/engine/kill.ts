@@ -4,9 +4,7 @@ import type { SandboxedProcess } from '../sandbox/index.js';
 /** SIGTERM the whole run, give it `graceMs` to exit, then SIGKILL whatever is left. */
 export async function terminate(proc: SandboxedProcess, graceMs: number): Promise<void> {
   proc.kill('SIGTERM');
-  const controller = new AbortController();
-  await Promise.race([proc.exited, sleep(graceMs, undefined, { signal: controller.signal }).catch(() => {})]);
-  controller.abort();
+  await within(proc.exited, graceMs);
   proc.kill('SIGKILL');
 }
 
@@ -22,13 +20,19 @@ export async function drain(proc: SandboxedProcess, ms: number, enough?: Promise
           stream.once('close', resolve);
           stream.once('end', resolve);
         });
-  const controller = new AbortController();
-  await Promise.race([
-    Promise.all([ended(proc.stdout), ended(proc.stderr)]),
-    ...(enough ? [enough] : []),
-    sleep(ms, undefined, { signal: controller.signal }).catch(() => {}),
-  ]);
-  controller.abort();
+  const done = Promise.all([ended(proc.stdout), ended(proc.stderr)]);
+  await within(enough ? Promise.race([done, enough]) : done, ms);
   proc.stdout.destroy();
   proc.stderr.destroy();
+}
+
+/** Whether `promise` settles within `ms` (the timer is cleared either way). */
+export async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  const controller = new AbortController();
+  const settled = await Promise.race([
+    promise.then(() => true),
+    sleep(ms, false, { signal: controller.signal }).catch(() => false),
+  ]);
+  controller.abort();
+  return settled;
 }

@@ -3,20 +3,13 @@
 // forked run must be confined exactly as a cold run is, end as a cold run does, and leave nothing.
 import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ExecutionResult } from '../../src/engine/index.js';
 import { processesUnder, processesWith, sleepMarker } from '../helpers/procs.js';
 import { callTool, startServer, type TestServer } from '../helpers/server.js';
 
 const root = process.getuid?.() === 0;
 
-interface Result {
-  success: boolean;
-  stdout: string;
-  stderr: string;
-  exit_code: number | null;
-  timed_out: boolean;
-  warm: boolean;
-  limit?: string;
-}
+type Result = ExecutionResult;
 
 // Everything the sandbox decides about a process, as the program itself sees it.
 const PROBE = `
@@ -164,7 +157,7 @@ describe.skipIf(!root)('zygote (root namespace server)', () => {
       'subprocess.Popen([sys.executable, "-c", loop], start_new_session=True)',
       'while not os.path.exists("f00010"): time.sleep(0.001)',
     ].join('\n');
-    const value = (await forkedRun(server, code)) as Result & { artifacts: string[]; working_dir: string };
+    const value = await forkedRun(server, code);
     expect(value.exit_code).toBe(0);
     await new Promise((resolve) => setTimeout(resolve, 300));
     const files = readdirSync(value.working_dir).filter((name) => name.startsWith('f'));
