@@ -126,6 +126,23 @@ describe('buildBwrapArgs as root', () => {
     expect(find(argv, '--chdir', spec.cwd)).toBeGreaterThan(0);
     expect(find(argv, '--seccomp', '4')).toBeGreaterThan(0);
   });
+
+  it('binds a copy of /etc from its source; the copy covers no host path under /etc', () => {
+    const withCopy: SystemMount[] = [
+      { kind: 'ro-bind', path: '/usr' },
+      { kind: 'ro-bind', path: '/etc', source: '/tmp/codexec-etc-x/1' },
+      { kind: 'ro-bind', path: '/etc/ssl' },
+    ];
+    const copied = buildBwrapArgs(
+      { ...spec, readablePaths: ['/etc/ssl/certs', '/etc/other'] },
+      { ...root, system: withCopy },
+    );
+    expect(find(copied, '--ro-bind', '/tmp/codexec-etc-x/1', '/etc')).toBeGreaterThan(0);
+    expect(find(copied, '--ro-bind', '/etc/ssl', '/etc/ssl')).toBeGreaterThan(0);
+    // Under a bind of the host's own path: already visible. Under the copy: bound on its own.
+    expect(find(copied, '--ro-bind', '/etc/ssl/certs', '/etc/ssl/certs')).toBe(-1);
+    expect(find(copied, '--ro-bind', '/etc/other', '/etc/other')).toBeGreaterThan(0);
+  });
 });
 
 describe('buildBwrapArgs as a regular user', () => {

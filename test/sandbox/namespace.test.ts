@@ -144,6 +144,34 @@ describe('NamespaceBackend', () => {
     },
   );
 
+  it('shows the same /etc from one copy as from a bind per entry, and mounts only the copy and the large dirs', async () => {
+    // Every entry's path, type, mode and content (or link target), then the mounts under /etc.
+    const probe = [
+      '/usr/bin/python3',
+      '-c',
+      `import hashlib, os, stat
+for root, dirs, files in sorted(os.walk("/etc")):
+    if root.startswith(("/etc/ssl", "/etc/alternatives")): dirs[:] = []
+    for name in sorted(dirs + files):
+        path = os.path.join(root, name)
+        mode = os.lstat(path).st_mode
+        what = os.readlink(path) if stat.S_ISLNK(mode) else hashlib.sha1(open(path, "rb").read()).hexdigest() if stat.S_ISREG(mode) else ""
+        print(path, oct(mode), what)
+print("mounts", sorted(l.split()[4] for l in open("/proc/self/mountinfo") if l.split()[4].startswith("/etc")))`,
+    ];
+    const binds = new NamespaceBackend({ etcCopy: false });
+    const copied = await output(backend.spawn(spec(workspace(), probe)));
+    const bound = await output(binds.spawn(spec(workspace(), probe)));
+    expect(copied.exit.code).toBe(0);
+    expect(bound.exit.code).toBe(0);
+    const [files, mounts] = copied.stdout.split('mounts ');
+    expect(files).toBe(bound.stdout.split('mounts ')[0]);
+    expect(files).toContain('/etc/ld.so.cache ');
+    expect(files).not.toMatch(/\/etc\/(shadow|passwd|hostname|machine-id) /);
+    const large = ['/etc/alternatives', '/etc/ssl'].filter((path) => existsSync(path));
+    expect(JSON.parse((mounts as string).replaceAll("'", '"'))).toEqual(['/etc', ...large]);
+  });
+
   it('reports a memory limit hit and removes every cgroup it created', async () => {
     const before = cgroupChildren();
     const dir = workspace();

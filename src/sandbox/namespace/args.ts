@@ -170,7 +170,7 @@ function filesystem(
   for (const mount of system) {
     if (mount.kind === 'symlink') args.push('--symlink', mount.target, mount.path);
     else if (mount.kind === 'dir') args.push('--dir', mount.path);
-    else args.push('--ro-bind', mount.path, mount.path);
+    else args.push('--ro-bind', mount.source ?? mount.path, mount.path);
   }
   const tmpBytes = String(spec.limits.memoryMb * MIB);
   args.push('--proc', '/proc', '--dev', '/dev');
@@ -178,7 +178,8 @@ function filesystem(
   args.push('--perms', '1777', '--size', tmpBytes, '--tmpfs', '/dev/shm');
   const covered = (path: string, roots: readonly string[]) =>
     roots.some((root) => path === root || path.startsWith(root.endsWith('/') ? root : `${root}/`));
-  const systemRoots = system.filter((m) => m.kind === 'ro-bind').map((m) => m.path);
+  // A copy (/etc) covers nothing of the host's tree: only a bind of the same path does.
+  const systemRoots = system.filter((m) => m.kind === 'ro-bind' && !m.source).map((m) => m.path);
   const interpreter = interpreterMount(spec.argv[0] as string, privateDirs);
   const readable = [...(covered(interpreter, systemRoots) ? [] : [interpreter]), ...spec.readablePaths];
   for (const path of readable) {

@@ -5,24 +5,23 @@ import { join } from 'node:path';
 
 /** A mount the sandbox gets regardless of the run: `['--ro-bind', src, dest]` or a symlink. */
 export type SystemMount =
-  | { readonly kind: 'ro-bind'; readonly path: string }
+  // `source` when the host path is not `path` itself (the copy of /etc).
+  | { readonly kind: 'ro-bind'; readonly path: string; readonly source?: string }
   | { readonly kind: 'dir'; readonly path: string }
   | { readonly kind: 'symlink'; readonly target: string; readonly path: string };
 
 const ROOT_DIRS = ['usr', 'bin', 'sbin', 'lib', 'lib32', 'lib64', 'libx32'];
 
-// Dynamic linker config, time zone, TLS roots and name resolution (used only with network=host).
+// Dynamic linker config, time zone, name resolution (used only with network=host), and the TLS
+// roots and alternatives (BOUND_ETC).
 // Deliberately absent: passwd, shadow, group, hostname, machine-id, ssh, sudoers, and the rest.
 const ETC_ENTRIES = [
   'ld.so.cache',
   'ld.so.conf',
   'ld.so.conf.d',
   'localtime',
-  'alternatives',
-  'ssl',
   'ca-certificates',
   'ca-certificates.conf',
-  'pki',
   'resolv.conf',
   'hosts',
   'nsswitch.conf',
@@ -32,6 +31,12 @@ const ETC_ENTRIES = [
   'services',
   'mime.types',
 ];
+
+/**
+ * Entries of /etc bound from the host even when the rest is a copy (etc.ts): directories of
+ * hundreds of entries (the copy is checked against the host's every second), private keys.
+ */
+export const BOUND_ETC = ['alternatives', 'ssl', 'pki'];
 
 function kindOf(path: string): 'dir' | 'file' | 'symlink' | undefined {
   try {
@@ -44,8 +49,11 @@ function kindOf(path: string): 'dir' | 'file' | 'symlink' | undefined {
   }
 }
 
-/** The system mounts for a host whose root is `root` (tests pass a fake tree). */
-export function systemMounts(root = '/'): SystemMount[] {
+/**
+ * The system mounts for a host whose root is `root` (tests pass a fake tree): with `etcCopy`, /etc
+ * is that copy of etcEntries() (etc.ts) and the BOUND_ETC entries; without, a bind per entry.
+ */
+export function systemMounts(root = '/', etcCopy?: string): SystemMount[] {
   const mounts: SystemMount[] = [];
   for (const name of ROOT_DIRS) {
     const host = join(root, name);
@@ -55,6 +63,22 @@ export function systemMounts(root = '/'): SystemMount[] {
     else if (kind === 'dir') mounts.push({ kind: 'ro-bind', path: `/${name}` });
   }
   const etc = join(root, 'etc');
+  const present = (name: string) => kindOf(join(etc, name)) !== undefined;
+  if (etcCopy !== undefined) {
+    mounts.push({ kind: 'ro-bind', path: '/etc', source: etcCopy });
+    for (const name of BOUND_ETC.filter(present)) mounts.push({ kind: 'ro-bind', path: `/etc/${name}` });
+    return mounts;
+  }
+  const etcNames = [...etcEntries(root), ...BOUND_ETC.filter(present)];
+  // An explicit 0755 /etc: bwrap would otherwise create it with the mode of a bound entry's source.
+  if (etcNames.length > 0) mounts.push({ kind: 'dir', path: '/etc' });
+  for (const name of etcNames) mounts.push({ kind: 'ro-bind', path: `/etc/${name}` });
+  return mounts;
+}
+
+/** The entries of the host's /etc a sandbox sees, but for BOUND_ETC. */
+export function etcEntries(root = '/'): string[] {
+  const etc = join(root, 'etc');
   let pythonEtc: string[] = [];
   try {
     // Debian's python3 reads /etc/python3.X/sitecustomize.py through a symlink in /usr.
@@ -62,11 +86,7 @@ export function systemMounts(root = '/'): SystemMount[] {
   } catch {
     // no /etc at all (a fake root in tests)
   }
-  const etcEntries = [...ETC_ENTRIES, ...pythonEtc].filter((name) => kindOf(join(etc, name)) !== undefined);
-  // An explicit 0755 /etc: bwrap would otherwise create it with the mode of a bound entry's source.
-  if (etcEntries.length > 0) mounts.push({ kind: 'dir', path: '/etc' });
-  for (const name of etcEntries) mounts.push({ kind: 'ro-bind', path: `/etc/${name}` });
-  return mounts;
+  return [...ETC_ENTRIES, ...pythonEtc].filter((name) => kindOf(join(etc, name)) !== undefined);
 }
 
 let cached: SystemMount[] | undefined;

@@ -16,9 +16,10 @@ import type {
 import { NotForkableError } from '../types.js';
 import { type BwrapOptions, buildBwrapArgs, interpreterMount, rlimitsFor, ulimitArgs } from './args.js';
 import { type CgroupLimits, type RunCgroup, RunCgroups } from './cgroups.js';
+import { EtcCopies, type EtcLease } from './etc.js';
 import { Forker } from './forker.js';
-import { findOnPath } from './host.js';
-import { Launchers, type Ready, startDirect } from './launcher.js';
+import { BOUND_ETC, etcEntries, findOnPath, type SystemMount, systemMounts } from './host.js';
+import { Launchers, type Ready, type Started, startDirect } from './launcher.js';
 import { identityFor, Lease } from './ownership.js';
 import { descendants, signal } from './process.js';
 import { hostFilter } from './seccomp.js';
@@ -40,6 +41,8 @@ export interface NamespaceOptions {
   readonly zygote?: boolean;
   /** Pre-started launchers are let go after this long without a run (CODEXEC_POOL_IDLE_MS). */
   readonly idleMs?: number;
+  /** false: bind each /etc entry a sandbox sees instead of one copy of them (etc.ts). */
+  readonly etcCopy?: boolean;
 }
 
 const ZYGOTE = fileURLToPath(new URL('../../../drivers/zygote.py', import.meta.url));
@@ -143,6 +146,20 @@ export class NamespaceBackend implements SandboxBackend {
     return launchers;
   }
 
+  private etc: EtcCopies | undefined;
+  private etcMounts: { readonly dir: string; readonly mounts: readonly SystemMount[] } | undefined;
+
+  /** The system mounts of a sandbox started now, and the copy of /etc they hold until released. */
+  private systemNow(host: HostSetup): { mounts: readonly SystemMount[]; etc?: EtcLease } {
+    if (this.options.etcCopy === false) return { mounts: host.system };
+    this.etc ??= new EtcCopies('/etc', etcEntries(), BOUND_ETC);
+    const etc = this.etc.acquire();
+    if (!etc) return { mounts: host.system };
+    if (this.etcMounts?.dir !== etc.dir)
+      this.etcMounts = { dir: etc.dir, mounts: systemMounts('/', etc.dir) };
+    return { mounts: this.etcMounts.mounts, etc };
+  }
+
   /** Host facts, detected on first use (never at construction: the server must start instantly). */
   setup(): HostSetup {
     this.host ??= detectHost({ cgroups: this.options.cgroups ?? true });
@@ -225,9 +242,10 @@ export class NamespaceBackend implements SandboxBackend {
       void lease?.giveBack();
       throw new SandboxUnavailableError(`could not create the run's cgroup: ${(error as Error).message}`);
     }
+    const system = this.systemNow(host);
     const options: BwrapOptions = {
       tools: host.tools,
-      system: host.system,
+      system: system.mounts,
       ...(identity && { identity }),
       cgroup: cgroup !== undefined,
       // A launcher already runs inside its cgroup; a direct start waits until moved in.
@@ -238,13 +256,19 @@ export class NamespaceBackend implements SandboxBackend {
       ...(spec.limits.cpuSeconds !== undefined && { cpuSeconds: spec.limits.cpuSeconds }),
       privateDirs: host.privateDirs,
     };
-    const argv =
-      forked && identity && host.cat
-        ? [zygoteJob(spec, options, identity, host.cat)]
-        : buildBwrapArgs(spec, options);
-    const started = ready
-      ? ready.launch(argv, seccomp, spec.limits, ulimitArgs(rlimitsFor(spec, options)))
-      : startDirect(argv, spec, seccomp, cgroup);
+    let started: Started;
+    try {
+      const argv =
+        forked && identity && host.cat
+          ? [zygoteJob(spec, options, identity, host.cat)]
+          : buildBwrapArgs(spec, options);
+      started = ready
+        ? ready.launch(argv, seccomp, spec.limits, ulimitArgs(rlimitsFor(spec, options)))
+        : startDirect(argv, spec, seccomp, cgroup);
+    } catch (error) {
+      system.etc?.release();
+      throw error;
+    }
     const { child } = started;
     const pid = child.pid;
     let alive = pid !== undefined && child.exitCode === null && child.signalCode === null;
@@ -298,6 +322,7 @@ export class NamespaceBackend implements SandboxBackend {
         disposed ??= (async () => {
           if (alive && pid !== undefined) signal(pid, 'SIGKILL');
           await exited;
+          system.etc?.release();
           if (cgroup && !(await cgroups?.release(cgroup))) live.delete(cgroup);
           await lease?.giveBack();
         })();
