@@ -1,13 +1,16 @@
 // The zygote (drivers/zygote.py): a root namespace server forks warm Python drivers from one
 // pre-initialised interpreter on the host and moves each into its own bwrap-built sandbox. A
 // forked run must be confined exactly as a cold run is, end as a cold run does, and leave nothing.
+import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ExecutionResult } from '../../src/engine/index.js';
 import { processesUnder, processesWith, sleepMarker } from '../helpers/procs.js';
 import { callTool, startServer, type TestServer } from '../helpers/server.js';
 
 const root = process.getuid?.() === 0;
+const DRIVERS = fileURLToPath(new URL('../../drivers/', import.meta.url));
 
 type Result = ExecutionResult;
 
@@ -127,6 +130,31 @@ describe.skipIf(!root)('zygote (root namespace server)', () => {
     expect(forked.seccomp).toBe('2');
     expect(forked.no_new_privs).toBe('1');
     expect(forked.modules).toEqual([]);
+  });
+
+  it.runIf(process.arch === 'x64')(
+    "keeps the sandbox up with the zygote's own placeholder, not a dynamically linked cat",
+    async () => {
+      const seen = await forkedRun(server, 'print(open("/proc/2/stat").read().split(")")[0] + ")")');
+      expect(seen.stdout).toBe('2 (placeholder)\n');
+    },
+  );
+
+  it('falls back to cat where its placeholder cannot run', () => {
+    const probe = (machine: string) =>
+      spawnSync(
+        '/usr/bin/python3',
+        [
+          '-c',
+          `import os, zygote
+real = os.uname()
+zygote.os.uname = lambda: type(real)((*real[:4], "${machine}"))
+print(zygote.load_placeholder())`,
+        ],
+        { cwd: DRIVERS, encoding: 'utf8' },
+      );
+    expect(probe('aarch64').stdout).toBe('None\n');
+    expect(probe('x86_64').stdout).toBe(process.arch === 'x64' ? '250\n' : 'None\n');
   });
 
   it('ends like a cold run: exit status, SIGTERM grace on timeout, background processes killed', async () => {

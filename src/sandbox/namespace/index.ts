@@ -346,6 +346,8 @@ function zygoteJob(
   // The interpreter's install stays visible, as in a cold run: its stdlib, sys.executable.
   const interpreter = interpreterMount(spec.argv[0] as string, options.privateDirs);
   const sandbox = { ...spec, argv: placeholder, readablePaths: [interpreter, ...spec.readablePaths] };
-  const bwrap = buildBwrapArgs(sandbox, { ...options, placeholder: true });
-  return JSON.stringify({ bwrap, uid: identity.uid, gid: identity.gid, env: spec.env, cwd: spec.cwd });
+  // The zygote appends the placeholder: its own where it can run one (drivers/zygote.py), or this.
+  const bwrap = buildBwrapArgs(sandbox, { ...options, placeholder: true }).slice(0, -placeholder.length);
+  const { uid, gid } = identity;
+  return JSON.stringify({ bwrap, placeholder, uid, gid, env: spec.env, cwd: spec.cwd });
 }

@@ -27,7 +27,7 @@ export interface HostSetup {
   readonly bash?: string;
   /** Host Python for the forker (drivers/forker.py); without it launchers are bash processes. */
   readonly python?: string;
-  /** The placeholder a zygote's sandbox runs (`cat`), for a root server. */
+  /** The placeholder a zygote's sandbox runs where the zygote cannot run its own (`cat`). */
   readonly cat?: string;
   /** Home directories of the server's user: never visible in a sandbox. */
   readonly privateDirs: readonly string[];
