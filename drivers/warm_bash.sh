@@ -1,6 +1,7 @@
 # Warm-pool driver: a pre-started sandbox that waits for one bash script and runs a fresh bash on
-# it. Protocol on fd 3: the driver says "R\n" when it waits; the server sends an end mark (unused
-# here), the script path and its arguments, NUL-separated, then end of file (its half-close). The
+# it. Protocol on fd 3: the driver says "R\n" when it waits; the server sends the job's length and
+# "\n", then an end mark (unused here, and with the length it is job[0]), the script path and its
+# arguments, NUL-separated; then end of file (its half-close), which bash reads up to. The
 # script's exit status goes back as "<status>\n", so the server need not wait for the sandbox's
 # exit.
 printf 'R\n' >&3 # waiting for the job

@@ -1,7 +1,8 @@
 // Warm-pool driver: a pre-started Node that waits for one ES module, imports it as the main
 // program, and exits when it is done. Used once, then discarded: no state outlives the run.
-// Protocol on fd 3: the driver says "R\n" once warmed up; the server sends an end mark (unused
-// here), the script path and its arguments, NUL-separated, then end of file (its half-close). Once the 'exit' listeners have run, the driver writes the exit status
+// Protocol on fd 3: the driver says "R\n" once warmed up; the server sends the job's length in
+// bytes and "\n", then the job: an end mark (unused here), the script path and its arguments,
+// NUL-separated; then end of file (its half-close). Once the 'exit' listeners have run, the driver writes the exit status
 // back as "<status>\n", so the server need not wait for Node's teardown and the sandbox's exit.
 // After an uncaught exception Node prints the error only after 'exit': then it writes nothing and
 // the server waits for the real exit instead.
@@ -14,9 +15,11 @@ const CONTROL = 3;
 void process.stdout;
 void process.stderr;
 writeSync(CONTROL, 'R\n'); // warmed up: waiting for the job
-const chunks = [];
+// Read by its length: the server's half-close after it comes only once its event loop turns.
+let data = Buffer.alloc(0);
+let size;
 const buffer = Buffer.alloc(65536);
-for (;;) {
+while (size === undefined || data.length < size) {
   let n;
   try {
     n = readSync(CONTROL, buffer, 0, buffer.length, null);
@@ -24,11 +27,14 @@ for (;;) {
     if (error.code === 'EAGAIN') continue;
     throw error;
   }
-  if (n === 0) break;
-  chunks.push(Buffer.from(buffer.subarray(0, n)));
+  if (n === 0) process.exit(0); // the pool shut down without a (whole) job
+  data = Buffer.concat([data, buffer.subarray(0, n)]);
+  const newline = size === undefined ? data.indexOf(10) : -1;
+  if (newline !== -1) {
+    size = Number(data.subarray(0, newline).toString());
+    data = data.subarray(newline + 1);
+  }
 }
-const data = Buffer.concat(chunks);
-if (data.length === 0) process.exit(0);
 // The end mark (first) is for drivers that can write it after the program's output; not this one.
 const [, script, ...args] = data.toString('utf8').split('\0');
 process.argv = [process.argv[0], script, ...args];

@@ -1,7 +1,8 @@
 # Warm-pool driver: a pre-started Python that waits for one program, runs it as __main__ exactly
 # like `python script.py args`, and exits. Used once, then discarded: no state outlives the run.
-# Protocol on fd 3: the driver says "R\n" once warmed up; the server sends an end mark, the script
-# path and its arguments, NUL-separated, then end of file (its half-close). The end mark goes on
+# Protocol on fd 3: the driver says "R\n" once warmed up; the server sends the job's length in bytes
+# and "\n", then the job: an end mark, the script path and its arguments, NUL-separated; then end of
+# file (its half-close). The end mark goes on
 # stdout and stderr after the program's last output. When the program is over (threads joined, atexit run, output flushed) the
 # driver writes its exit status back as "<status>\n", so the server need not wait for the
 # interpreter's teardown and the sandbox's exit; then it leaves without finalization.
@@ -58,8 +59,21 @@ def _run(os=os, sys=sys):
 
     import fcntl
 
-    # The first compile() of a process pays for initialising the compiler (~1 ms): pay it now.
-    compile("pass", "<warm-up>", "exec")
+    # The program gets a pristine __main__: none of this driver's names. Cleared now, and the steps
+    # after the job rehearsed on dummies: the pages they write to are copied (copy-on-write, in a
+    # fork of the zygote) before the job, not after it. The first compile() initialises the
+    # compiler (~1 ms).
+    namespace = vars(sys.modules["__main__"])
+    for name in [n for n in namespace if n not in ("__name__", "__builtins__")]:
+        del namespace[name]
+    b"a\0b".split(b"\0")[1].decode("utf-8", "surrogateescape")
+    sys.path[0] = os.path.dirname(sys.path[0] + "/a")
+    with open("/proc/self/stat", "rb") as source:
+        exec(compile(source.read()[:0], "<warm-up>", "exec"), {})
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:
+            stream.write("")
+            stream.flush()
 
     # Out of the program's way: a high, close-on-exec descriptor that its children never inherit.
     control = fcntl.fcntl(3, fcntl.F_DUPFD_CLOEXEC, 200)
@@ -68,22 +82,20 @@ def _run(os=os, sys=sys):
     # goes there.
     outputs = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 201) for fd in (1, 2)]
     os.write(control, b"R\n")  # warmed up: waiting for the job
-    data = b""
-    while True:
+    # Read by its length: the server's half-close after it comes only once its event loop turns.
+    data, size = b"", None
+    while size is None or len(data) < size:
         chunk = os.read(control, 65536)
         if not chunk:
-            break
+            return  # the pool shut down without a (whole) job
         data += chunk
-    if not data:
-        return  # the pool shut down without a job
+        if size is None and b"\n" in data:
+            head, data = data.split(b"\n", 1)
+            size = int(head)
     end_mark, script, *args = data.split(b"\0")
     script, *args = [part.decode("utf-8", "surrogateescape") for part in (script, *args)]
     sys.argv = [script, *args]
     sys.path[0] = os.path.dirname(script)
-    # The program gets a pristine __main__: none of this driver's names.
-    namespace = vars(sys.modules["__main__"])
-    for name in [n for n in namespace if n not in ("__name__", "__builtins__")]:
-        del namespace[name]
     namespace.update(__file__=script, __doc__=None, __package__=None, __spec__=None, __loader__=None)
     leader = os.getpid()
     del fcntl, chunk, data, args

@@ -1,0 +1,97 @@
+// The warm drivers' job protocol (drivers/warm_*.{py,mjs,sh}), driven directly over a real socket
+// as fd 3: the job's length comes first, so a driver starts the program without waiting for the
+// server's half-close (which Node sends only once its event loop turns).
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const DRIVERS = fileURLToPath(new URL('../../drivers/', import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), 'codexec-driver-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const DRIVER = {
+  python: ['/usr/bin/python3', join(DRIVERS, 'warm_python.py')],
+  node: [process.execPath, join(DRIVERS, 'warm_node.mjs')],
+  bash: ['/bin/bash', join(DRIVERS, 'warm_bash.sh')],
+};
+const PROGRAM = { python: 'print("ran")', node: 'console.log("ran")', bash: 'echo ran' };
+const EXTENSION = { python: 'py', node: 'mjs', bash: 'sh' };
+
+/** A driver whose fd 3 is a connected socket; resolves with our end of it. */
+async function startDriver(language: keyof typeof DRIVER) {
+  const path = join(dir, `${language}.sock`);
+  const server: Server = createServer();
+  const accepted = new Promise<Socket>((resolve) => server.once('connection', resolve));
+  await new Promise<void>((resolve) => server.listen(path, resolve));
+  // A small Python connects to it, puts the socket on fd 3 and execs the driver.
+  const [command, driver] = DRIVER[language] as [string, string];
+  const child = spawn(
+    '/usr/bin/python3',
+    [
+      '-c',
+      'import os, socket, sys\ns = socket.socket(socket.AF_UNIX)\ns.connect(sys.argv[1])\nfd = s.detach()\nif fd != 3: os.dup2(fd, 3)\nos.set_inheritable(3, True)\nos.execv(sys.argv[2], sys.argv[2:])',
+      path,
+      command,
+      driver,
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  const control = await accepted;
+  server.close();
+  let stdout = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk));
+  let said = '';
+  control.on('data', (chunk: Buffer) => (said += chunk));
+  const saying = (text: string) =>
+    new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`driver said ${JSON.stringify(said)}`)), 10_000);
+      const check = () => {
+        if (said.includes(text)) {
+          clearTimeout(timer);
+          control.off('data', check);
+          resolve();
+        }
+      };
+      control.on('data', check);
+      check();
+    });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  return { control, saying, exited, stdout: () => stdout, said: () => said };
+}
+
+describe.each(['python', 'node', 'bash'] as const)('%s warm driver', (language) => {
+  it('runs a job read by its length, before the half-close, and reports its status', async () => {
+    const script = join(dir, `program.${EXTENSION[language]}`);
+    writeFileSync(script, PROGRAM[language]);
+    const driver = await startDriver(language);
+    await driver.saying('R\n');
+    const job = Buffer.from(['', script].join('\0'));
+    const framed = Buffer.concat([Buffer.from(`${job.length}\n`), job]);
+    if (language === 'bash') {
+      // bash reads to the end of file (its readarray cannot stop at a length): it needs the close.
+      driver.control.end(framed);
+    } else {
+      // Split, and no half-close: the driver reads until it has the whole job.
+      driver.control.write(framed.subarray(0, 3));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      driver.control.write(framed.subarray(3));
+    }
+    await driver.saying('0\n');
+    expect(driver.said()).toBe('R\n0\n');
+    driver.control.end();
+    expect(await driver.exited).toBe(0);
+    expect(driver.stdout()).toBe('ran\n');
+  });
+
+  it('exits without running anything when the server goes away before the whole job', async () => {
+    const driver = await startDriver(language);
+    await driver.saying('R\n');
+    driver.control.end('40\nabc');
+    expect(await driver.exited).toBe(0);
+    expect(driver.stdout()).toBe('');
+  });
+});
