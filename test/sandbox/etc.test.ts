@@ -47,6 +47,7 @@ function fakeEtc(): { source: string; base: string } {
   chmodSync(join(source, 'shadow'), 0o640);
   mkdirSync(join(source, 'ssl'));
   writeFileSync(join(source, 'ssl', 'cert.pem'), 'cert');
+  writeFileSync(join(source, 'pki'), 'a file where a directory is usual');
   return { source, base };
 }
 
@@ -59,7 +60,7 @@ describe('EtcCopies', () => {
     const lease = copies.acquire();
     if (!lease) throw new Error('no copy');
     const { dir } = lease;
-    expect(readdirSync(dir).sort()).toEqual(['hosts', 'localtime', 'python3.11', 'ssl']);
+    expect(readdirSync(dir).sort()).toEqual(['hosts', 'localtime', 'pki', 'python3.11', 'ssl']);
     expect(statSync(dir).mode & 0o777).toBe(0o755);
     expect(lstatSync(join(dir, 'localtime')).isFile()).toBe(true);
     expect(readFileSync(join(dir, 'localtime'), 'utf8')).toBe('TZif');
@@ -67,6 +68,7 @@ describe('EtcCopies', () => {
     // Never copied: a 0600 file, a 0700 directory, a 0640 file at the top.
     expect(readdirSync(join(dir, 'python3.11')).sort()).toEqual(['relative', 'sitecustomize.py']);
     expect(readdirSync(join(dir, 'ssl'))).toEqual([]);
+    expect(readFileSync(join(dir, 'pki'), 'utf8')).toBe('');
     expect(statSync(join(dir, 'ssl')).mode & 0o777).toBe(0o755);
     lease.release();
     copies.dispose();

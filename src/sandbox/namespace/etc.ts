@@ -12,6 +12,7 @@ import {
   rmSync,
   type Stats,
   statSync,
+  writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -120,9 +121,11 @@ export class EtcCopies {
         }
         cpSync(real, join(dir, name), { recursive: true, verbatimSymlinks: true, filter: readableByAll });
       }
+      // Mount points: bwrap cannot create one in a read-only bind.
       for (const name of this.bound) {
         const stats = statSync(join(this.source, name), { throwIfNoEntry: false });
         if (stats?.isDirectory()) mkdirSync(join(dir, name), { mode: 0o755 });
+        else if (stats) writeFileSync(join(dir, name), '', { mode: 0o644 });
       }
       return { dir, signature, users: 0 };
     } catch (error) {
