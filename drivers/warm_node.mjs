@@ -2,10 +2,10 @@
 // program, and exits when it is done. Used once, then discarded: no state outlives the run.
 // Protocol on fd 3: the driver says "R\n" once warmed up; the server sends the job's length in
 // bytes and "\n", then the job: an end mark (unused here), the script path and its arguments,
-// NUL-separated; then end of file (its half-close). Once the 'exit' listeners have run, the driver writes the exit status
-// back as "<status>\n", so the server need not wait for Node's teardown and the sandbox's exit.
-// After an uncaught exception Node prints the error only after 'exit': then it writes nothing and
-// the server waits for the real exit instead.
+// NUL-separated; then end of file (its half-close). Once the 'exit' listeners have run, the driver
+// writes the exit status back as "<status>\n", so the server need not wait for Node's teardown and
+// the sandbox's exit. After an uncaught exception Node prints the error only after 'exit': then it
+// writes nothing and the server waits for the real exit instead.
 import { readSync, writeSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 

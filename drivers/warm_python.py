@@ -2,10 +2,10 @@
 # like `python script.py args`, and exits. Used once, then discarded: no state outlives the run.
 # Protocol on fd 3: the driver says "R\n" once warmed up; the server sends the job's length in bytes
 # and "\n", then the job: an end mark, the script path and its arguments, NUL-separated; then end of
-# file (its half-close). The end mark goes on
-# stdout and stderr after the program's last output. When the program is over (threads joined, atexit run, output flushed) the
-# driver writes its exit status back as "<status>\n", so the server need not wait for the
-# interpreter's teardown and the sandbox's exit; then it leaves without finalization.
+# file (its half-close). The end mark goes on stdout and stderr after the program's last output.
+# When the program is over (threads joined, atexit run, output flushed) the driver writes its exit
+# status back as "<status>\n", so the server need not wait for the interpreter's teardown and the
+# sandbox's exit; then it leaves without finalization.
 import os
 import sys
 
@@ -67,9 +67,9 @@ def _run(os=os, sys=sys):
     for name in [n for n in namespace if n not in ("__name__", "__builtins__")]:
         del namespace[name]
     b"a\0b".split(b"\0")[1].decode("utf-8", "surrogateescape")
-    sys.path[0] = os.path.dirname(sys.path[0] + "/a")
-    with open("/proc/self/stat", "rb") as source:
-        exec(compile(source.read()[:0], "<warm-up>", "exec"), {})
+    sys.path[0] = sys.path[0] or os.path.dirname("")
+    with open(os.devnull, "rb") as source:
+        exec(compile(source.read(), "<warm-up>", "exec"), {})
     for stream in (sys.stdout, sys.stderr):
         if stream is not None:
             stream.write("")

@@ -57,9 +57,10 @@ libc = ctypes.CDLL(None, use_errno=True)
 
 def placeholder_program():
     """
-    The placeholder as an x86-64 executable of 267 bytes: write(1, "ready\\n"), read stdin until it
-    ends, exit(0); what `cat FILE -` does for a launcher, without the dynamic loader and libc's
-    start-up (CPUID probing that a VM traps), ~0.5 ms of CPU per sandbox on this project's host.
+    The placeholder as an x86-64 executable of 267 bytes: name itself, write(1, "ready\\n"), read
+    stdin until it ends, exit(0); what `cat FILE -` does for a launcher, without the dynamic loader
+    and libc's start-up (CPUID probing, which a VM traps): ~0.5 ms of CPU per sandbox on this
+    project's host.
     """
     base = 0x400000
     headers = 64 + 2 * 56  # the ELF header, then a loadable segment and a non-executable stack

@@ -3,6 +3,7 @@
 import { mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { type CgroupLayout, createRunCgroup } from './cgroups.js';
+import { alive } from './process.js';
 
 interface Mount {
   readonly root: string;
@@ -95,15 +96,6 @@ function sweepStale(layout: CgroupLayout): void {
         // still has members, or removed concurrently: leave it
       }
     }
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

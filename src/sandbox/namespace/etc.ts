@@ -16,6 +16,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { alive } from './process.js';
 
 const PREFIX = 'codexec-etc-';
 
@@ -171,15 +172,6 @@ function removeStale(base: string): void {
     if (!pid || pid === process.pid || alive(pid)) continue;
     const stats = lstatSync(join(base, name), { throwIfNoEntry: false });
     if (stats?.isDirectory() && stats.uid === uid) rmSync(join(base, name), { recursive: true, force: true });
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

@@ -64,3 +64,13 @@ export function signal(pid: number, name: NodeJS.Signals): void {
     // ESRCH: already gone
   }
 }
+
+/** Whether a process `pid` exists (EPERM: it does, under another uid). */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
