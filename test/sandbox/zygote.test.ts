@@ -76,21 +76,22 @@ async function forkedRun(
   throw new Error('no run was forked from the zygote');
 }
 
-const zygotes = (server: number) =>
+/** The server's children running `script` (a driver helper: the zygote, the forker). */
+const childrenRunning = (server: number, script: string) =>
   readdirSync('/proc')
     .filter((entry) => /^\d+$/.test(entry))
     .filter((entry) => {
       try {
         const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
         const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-        return (
-          ppid === server && readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes('/drivers/zygote.py')
-        );
+        return ppid === server && readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(script);
       } catch {
         return false;
       }
     })
     .map(Number);
+const zygotes = (server: number) => childrenRunning(server, '/drivers/zygote.py');
+const helpers = (server: number, script: string) => childrenRunning(server, script).length;
 
 describe.skipIf(!root)('zygote (root namespace server)', () => {
   let server: TestServer;
@@ -227,21 +228,31 @@ print(zygote.load_placeholder())`,
     expect(runs.flat()).toEqual(Array(48).fill('true:True'));
   });
 
-  it('lets its launchers go when idle, and forks again on the next run', async () => {
+  it('lets its launchers and then itself go when idle, and forks again on the next run', async () => {
     const idle = await startServer({
       env: { CODEXEC_SANDBOX_MODE: 'namespace', CODEXEC_POOL_SIZE: '2', CODEXEC_POOL_IDLE_MS: '1000' },
     });
     try {
       await forkedRun(idle, 'print(1)');
       const [zygote] = zygotes(idle.pid);
-      const launchers = () =>
-        readFileSync(`/proc/${zygote}/task/${zygote}/children`, 'utf8').split(' ').filter(Boolean).length;
+      const launchers = () => {
+        try {
+          return readFileSync(`/proc/${zygote}/task/${zygote}/children`, 'utf8').split(' ').filter(Boolean)
+            .length;
+        } catch {
+          return 0; // the zygote is gone too
+        }
+      };
       await expect.poll(launchers, { timeout: 5000 }).toBeGreaterThan(0);
-      // The pool's waiting drivers and the ready launchers, all forks of the zygote, go.
+      // The pool's waiting drivers and the ready launchers, all forks of the zygote, go; then the
+      // zygote itself and the forker of the other launchers.
       await expect.poll(launchers, { timeout: 5000, interval: 100 }).toBe(0);
+      await expect.poll(() => zygotes(idle.pid).length, { timeout: 5000, interval: 100 }).toBe(0);
+      await expect.poll(() => helpers(idle.pid, '/drivers/forker.py'), { timeout: 5000 }).toBe(0);
       expect(
         await run(idle, { code: 'print("zygote.py" in open("/proc/self/cmdline").read())' }),
       ).toMatchObject({ warm: true, stdout: 'True\n' });
+      expect(zygotes(idle.pid)).toHaveLength(1);
     } finally {
       await idle.close();
     }

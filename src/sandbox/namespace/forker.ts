@@ -125,6 +125,7 @@ export class Forker {
    * connected, waiting for its job on ARGV_FD (launcher.ts).
    */
   async launcher(slots: ReadonlyArray<'pipe' | 'ignore'>, cgroupDirs: readonly string[]): Promise<ChildLike> {
+    this.keep();
     const helper = await this.start();
     const id = this.nextId++;
     const token = randomBytes(16).toString('hex');
@@ -153,35 +154,67 @@ export class Forker {
       server.listen(this.address, () => resolve());
       server.unref();
       this.server = server;
-      const helper = spawn(this.python, this.helperProgram.args, {
-        cwd: '/',
-        env: this.helperProgram.env,
-        stdio: ['pipe', 'pipe', 'inherit'],
-      });
-      helper.once('error', (error) => this.fail(error));
-      helper.once('exit', (code, signal) => this.fail(new Error(`the forker exited (${code ?? signal})`)));
-      helper.stdin?.on('error', () => {});
-      let buffered = '';
-      helper.stdout?.setEncoding('utf8');
-      helper.stdout?.on('data', (chunk: string) => {
-        buffered += chunk;
-        for (let nl = buffered.indexOf('\n'); nl !== -1; nl = buffered.indexOf('\n')) {
-          const line = buffered.slice(0, nl);
-          buffered = buffered.slice(nl + 1);
-          try {
-            this.onReport(JSON.parse(line) as Report);
-          } catch (error) {
-            this.fail(new Error(`unreadable report from the forker: ${(error as Error).message}`));
-          }
-        }
-      });
-      // Idle, it must not keep the server alive (`codexec run` exits after its run).
-      helper.unref();
-      (helper.stdin as unknown as { unref?: () => void } | null)?.unref?.();
-      (helper.stdout as unknown as { unref?: () => void } | null)?.unref?.();
-      this.helper = helper;
     });
-    return this.listening.then(() => this.helper as ChildProcess);
+    const helper = (this.helper ??= this.spawnHelper());
+    return this.listening.then(() => helper);
+  }
+
+  /**
+   * Idle (the launchers' pool let its ready ones go): the helper ends too once the last of its
+   * launchers has exited, unless one is asked for before; the next is started on demand.
+   */
+  retire(): void {
+    this.retiring = true;
+    this.retireIfIdle();
+  }
+
+  /** In use again: a retirement asked for at idle is off. */
+  keep(): void {
+    this.retiring = false;
+  }
+
+  private retiring = false;
+
+  private retireIfIdle(): void {
+    const helper = this.helper;
+    if (!this.retiring || !helper || this.children.size > 0 || this.pending.size > 0) return;
+    this.retiring = false;
+    this.helper = undefined;
+    helper.stdin?.end(); // its end of input: it reaps what is left and exits
+  }
+
+  private spawnHelper(): ChildProcess {
+    const helper = spawn(this.python, this.helperProgram.args, {
+      cwd: '/',
+      env: this.helperProgram.env,
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
+    // A retired helper's end is expected; any other's makes the forker unusable.
+    const unexpected = (error: Error) => {
+      if (helper === this.helper) this.fail(error);
+    };
+    helper.once('error', unexpected);
+    helper.once('exit', (code, signal) => unexpected(new Error(`the forker exited (${code ?? signal})`)));
+    helper.stdin?.on('error', () => {});
+    let buffered = '';
+    helper.stdout?.setEncoding('utf8');
+    helper.stdout?.on('data', (chunk: string) => {
+      buffered += chunk;
+      for (let nl = buffered.indexOf('\n'); nl !== -1; nl = buffered.indexOf('\n')) {
+        const line = buffered.slice(0, nl);
+        buffered = buffered.slice(nl + 1);
+        try {
+          this.onReport(JSON.parse(line) as Report);
+        } catch (error) {
+          this.fail(new Error(`unreadable report from the forker: ${(error as Error).message}`));
+        }
+      }
+    });
+    // Idle, it must not keep the server alive (`codexec run` exits after its run).
+    helper.unref();
+    (helper.stdin as unknown as { unref?: () => void } | null)?.unref?.();
+    (helper.stdout as unknown as { unref?: () => void } | null)?.unref?.();
+    return helper;
   }
 
   private fail(error: Error): void {
@@ -237,6 +270,7 @@ export class Forker {
       const child = this.children.get(report.id);
       this.children.delete(report.id);
       child?.exited(report.exit, report.signal);
+      this.retireIfIdle();
       return;
     }
     if (!pending) return;

@@ -147,10 +147,12 @@ export class Launchers {
 
   /** Nothing asked for a launcher in `idleMs`: the ready ones go (processes, cgroups) until the next. */
   private touch(): void {
+    this.forker?.keep();
     clearTimeout(this.idleTimer);
     this.idleTimer = setTimeout(() => {
       for (const launcher of [...this.ready.values()].flat()) discard(launcher);
       this.ready.clear();
+      this.forker?.retire(); // and its helper (the zygote: ~12 MB) once they have exited
     }, this.options.idleMs ?? LAUNCHER_IDLE_MS);
     this.idleTimer.unref();
   }
