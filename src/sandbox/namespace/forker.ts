@@ -155,7 +155,8 @@ export class Forker {
       server.unref();
       this.server = server;
     });
-    const helper = (this.helper ??= this.spawnHelper());
+    this.helper ??= this.spawnHelper();
+    const helper = this.helper;
     return this.listening.then(() => helper);
   }
 
