@@ -1,4 +1,3 @@
-import { type Dir, opendirSync } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 
@@ -17,30 +16,6 @@ export interface SnapshotOptions {
   readonly maxDepth?: number;
   /** Top-level names to leave out (the temp script file). */
   readonly exclude?: ReadonlySet<string>;
-}
-
-/**
- * Whether `dir` holds nothing but `names` (the common case after a run: no artifacts). Reads at
- * most names.size + 1 entries synchronously — µs, where a walk through the thread pool costs
- * ~0.5 ms — so a huge directory costs no more than a small one.
- */
-export function holdsOnly(dir: string, names: ReadonlySet<string>): boolean {
-  let handle: Dir;
-  try {
-    handle = opendirSync(dir);
-  } catch {
-    return false; // let the walk say what is there
-  }
-  try {
-    for (let i = 0; i <= names.size; i++) {
-      const entry = handle.readSync();
-      if (entry === null) return true;
-      if (!names.has(entry.name)) return false;
-    }
-    return false;
-  } finally {
-    handle.closeSync();
-  }
 }
 
 /** Walk `root` breadth-first in sorted order, bounded, not following symlinks. */

@@ -1,6 +1,7 @@
-// Small helpers shared by every module: ids, paths, stderr logging, quiet clean-up.
+// Small helpers shared by every module: ids, paths, directory checks, stderr logging, quiet clean-up.
 // Nothing here knows about MCP, sandboxes or configuration.
 
+export { holdsOnly } from './dirs.js';
 export { type IdPrefix, newId } from './ids.js';
 export { type LogLevel, log, setLogLevel } from './log.js';
 export { expandHome, isWithin } from './paths.js';

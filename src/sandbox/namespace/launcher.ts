@@ -167,7 +167,7 @@ export class Launchers {
   take(shape: Shape): Ready | undefined {
     const list = this.ready.get(key(shape)) ?? [];
     let launcher = list.shift();
-    while (launcher && !alive(launcher)) {
+    while (launcher && !running(launcher)) {
       void launcher.cgroup.remove(); // died while idle
       launcher = list.shift();
     }
@@ -289,7 +289,7 @@ function discard(launcher: Launcher): void {
   void launcher.cgroup.remove();
 }
 
-const alive = (launcher: Launcher) => launcher.child.exitCode === null && launcher.child.signalCode === null;
+const running = (launcher: Launcher) => launcher.child.exitCode === null && launcher.child.signalCode === null;
 
 type Refable = { ref?: () => void; unref?: () => void };
 

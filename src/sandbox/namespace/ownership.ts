@@ -5,10 +5,10 @@
 // there anyway, and its outputs stay theirs). Anything else runs as nobody (65534). Writable
 // directories owned by root (the engine's per-run workspace, a root-owned working_dir) are lent
 // to that uid for the run and given back afterwards, with every file the run created or changed.
-import { lchownSync, lstatSync, opendirSync, readdirSync, statSync } from 'node:fs';
+import { lchownSync, lstatSync, readdirSync, statSync } from 'node:fs';
 import { lchown, lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { quietly } from '../../util/index.js';
+import { holdsOnly, quietly } from '../../util/index.js';
 
 export interface Identity {
   readonly uid: number;
@@ -83,7 +83,7 @@ export class Lease {
     this.loans = [];
     this.roots = [];
     const lent = new Set(loans.map((loan) => loan.path));
-    for (const root of roots) if (!isEmptyDir(root.path)) await this.giveNewFiles(root, lent);
+    for (const root of roots) if (!holdsOnly(root.path, NOTHING)) await this.giveNewFiles(root, lent);
     // A few calls (a run's fresh workspace: one) on this thread; a big tree through the pool.
     if (loans.length <= SYNC_LOANS)
       for (const loan of loans) quietly(() => lchownSync(loan.path, loan.uid, loan.gid));
@@ -115,19 +115,7 @@ export class Lease {
 
 /** Loans given back with synchronous calls (µs each, where the thread pool costs ~0.3 ms a call). */
 const SYNC_LOANS = 16;
-
-function isEmptyDir(path: string): boolean {
-  try {
-    const dir = opendirSync(path);
-    try {
-      return dir.readSync() === null;
-    } finally {
-      dir.closeSync();
-    }
-  } catch {
-    return false; // let the walk find out
-  }
-}
+const NOTHING: ReadonlySet<string> = new Set();
 
 function safeReaddirSync(dir: string): string[] {
   try {
