@@ -289,7 +289,8 @@ function discard(launcher: Launcher): void {
   void launcher.cgroup.remove();
 }
 
-const running = (launcher: Launcher) => launcher.child.exitCode === null && launcher.child.signalCode === null;
+const running = (launcher: Launcher) =>
+  launcher.child.exitCode === null && launcher.child.signalCode === null;
 
 type Refable = { ref?: () => void; unref?: () => void };
 
