@@ -64,9 +64,33 @@ export async function measure(task, { n, concurrency = 1, warmup = 5, gapMs = 0 
     }),
   );
   const wallMs = performance.now() - started - (gapMs * n) / concurrency;
-  latencies.sort((a, b) => a - b);
-  const pick = (q) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))];
-  return { n, concurrency, p50: pick(0.5), p99: pick(0.99), perSecond: (n / wallMs) * 1000 };
+  return { ...percentiles(latencies), concurrency, perSecond: (n / wallMs) * 1000 };
+}
+
+/**
+ * Like measure(), for a ratio: each round runs every task once, in turn, so all of them see the
+ * same phases of a noisy machine (rows measured minutes apart can differ by a third). `gapMs` idles
+ * before each task. Returns the stats of each task, by name.
+ */
+export async function interleave(tasks, { n, warmup = 5, gapMs = 0 }) {
+  const entries = Object.entries(tasks);
+  for (let i = 0; i < warmup; i++) for (const [, task] of entries) await task();
+  const latencies = Object.fromEntries(entries.map(([name]) => [name, []]));
+  for (let i = 0; i < n; i++) {
+    for (const [name, task] of entries) {
+      if (gapMs > 0) await new Promise((resolve) => setTimeout(resolve, gapMs));
+      const t = performance.now();
+      await task();
+      latencies[name].push(performance.now() - t);
+    }
+  }
+  return Object.fromEntries(entries.map(([name]) => [name, percentiles(latencies[name])]));
+}
+
+function percentiles(latencies) {
+  const sorted = [...latencies].sort((a, b) => a - b);
+  const pick = (q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+  return { n: sorted.length, p50: pick(0.5), p99: pick(0.99) };
 }
 
 /** Spawn a command and wait for it to exit (stdout discarded). */

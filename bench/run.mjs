@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, lstatSync, mkdirSync, readlinkSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { dirname } from 'node:path';
-import { measure, ms, rssMb, spawnWait, startServer } from './lib.mjs';
+import { interleave, measure, ms, rssMb, spawnWait, startServer } from './lib.mjs';
 import { sandboxRuntime } from './peers/sandbox-runtime.mjs';
 
 const quick = process.argv.includes('--quick');
@@ -55,6 +55,7 @@ const results = {
   rows: [],
   throughput: [],
   paced: [],
+  interleaved: [],
   sessions: [],
   mcp: {},
   memory: {},
@@ -66,6 +67,14 @@ const row = (scenario, language, stats, floor) => {
     `  ${scenario.padEnd(28)} ${language.padEnd(7)} p50 ${ms(stats.p50).padStart(8)} ms  p99 ${ms(stats.p99).padStart(8)} ms  x${entry.ratio.toFixed(2)}`,
   );
   return entry;
+};
+
+const compare = (comparison, language, { base, codexec }) => {
+  const entry = { comparison, language, base, codexec, ratio: codexec.p50 / base.p50 };
+  results.interleaved.push(entry);
+  console.error(
+    `  ${comparison.padEnd(44)} ${language.padEnd(7)} ${ms(codexec.p50)} / ${ms(base.p50)} ms  x${entry.ratio.toFixed(2)}`,
+  );
 };
 
 // Floors: the bare interpreter and bubblewrap alone, with the same code.
@@ -116,6 +125,34 @@ for (const config of CONFIGS) {
       console.error(
         `  ${config.name.padEnd(28)} ${language.padEnd(7)} paced p50 ${ms(stats.p50).padStart(8)} ms  p99 ${ms(stats.p99).padStart(8)} ms`,
       );
+    }
+    if (config.name === 'codexec namespace cold') {
+      // The ratio the cold target is about, with both sides alternated call by call.
+      for (const language of Object.keys(INTERPRETERS)) {
+        const argv = [INTERPRETERS[language], FLAG[language], PRINT1[language]];
+        const pair = await interleave(
+          {
+            base: () => spawnWait(bwrapArgs(argv)),
+            codexec: () => server.call('execute_code', { language, code: PRINT1[language] }),
+          },
+          { n: N },
+        );
+        compare('namespace cold ÷ bwrap alone', language, pair);
+      }
+    }
+    if (config.name === 'codexec namespace warm') {
+      // A warm run against its floor (a session send: code to a running sandboxed interpreter,
+      // plus MCP), alternated call by call and paced: back to back, each send would pay for the
+      // refill the run before it started.
+      const { session_id } = await server.call('start_session', { language: 'python' });
+      await server.call('send_to_session', { session_id, code: 'x = 0' });
+      const tasks = {
+        base: () => server.call('send_to_session', { session_id, code: 'x += 1' }),
+        codexec: () => server.call('execute_code', { language: 'python', code: 'print(1)' }),
+      };
+      const paced = await interleave(tasks, { n: Math.ceil(N / 2), gapMs: PACE_MS });
+      compare('namespace warm ÷ session send, paced', 'python', paced);
+      await server.call('close_session', { session_id });
     }
     results.mcp.pingP50 ??= (await measure(() => server.client.ping(), { n: N })).p50;
     const compute = () => server.call('execute_code', { language: 'python', code: COMPUTE_50MS });
@@ -209,6 +246,17 @@ for (const config of CONFIGS) {
       : '-';
   lines.push(`| ${config.name} | ${cells.join(' | ')} | ${ratio} |`);
 }
+lines.push(
+  '',
+  'Alternated call by call (every round runs both, so both see the same phases of the machine):',
+  '',
+  '| comparison | language | codexec p50 (ms) | baseline p50 (ms) | ratio |',
+  '|---|---|---|---|---|',
+);
+for (const r of results.interleaved)
+  lines.push(
+    `| ${r.comparison} | ${r.language} | ${ms(r.codexec.p50)} | ${ms(r.base.p50)} | ${r.ratio.toFixed(2)} |`,
+  );
 lines.push('', '| 50 ms python compute | p50 / p99 (ms) | ×floor |', '|---|---|---|');
 for (const r of results.rows.filter((x) => x.scenario.endsWith('50ms')))
   lines.push(`| ${r.scenario.replace(/ 50ms$/, '')} | ${ms(r.p50)} / ${ms(r.p99)} | ${r.ratio.toFixed(2)} |`);
