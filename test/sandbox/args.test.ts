@@ -171,9 +171,30 @@ describe('buildBwrapArgs as a regular user', () => {
     expect(withPrlimit.some((flag) => flag.startsWith('--nproc='))).toBe(false); // per-uid: not for our own uid
   });
 
-  it('refuses an empty argv and dropping privileges without setpriv', () => {
+  it('refuses an empty argv and dropping privileges without setpriv or the drop program', () => {
     expect(() => buildBwrapArgs({ ...spec, argv: [] }, user)).toThrow(/empty/);
     expect(() => buildBwrapArgs(spec, { ...user, identity: { uid: 1, gid: 1 } })).toThrow(/setpriv/);
+  });
+});
+
+describe('buildBwrapArgs with the drop program', () => {
+  it('drops to the identity with it instead of setpriv, right before the code', () => {
+    const argv = buildBwrapArgs(spec, {
+      ...root,
+      identity: { uid: 1234, gid: 5678 },
+      drop: '/etc/codexec-drop',
+    });
+    expect(argv).not.toContain('/usr/bin/setpriv');
+    expect(argv.slice(-6)).toEqual(['/etc/codexec-drop', '1234', '5678', ...spec.argv]);
+    expect(argv.indexOf('/etc/codexec-drop')).toBeGreaterThan(find(argv, '--seccomp', '4'));
+    // The same capabilities survive bwrap as for setpriv: the program needs them to drop.
+    expect(argv).toEqual(expect.arrayContaining(['--cap-add', 'CAP_SETUID', '--cap-add', 'CAP_SETGID']));
+  });
+
+  it('is only for dropping root: a zygote placeholder and a user-namespace sandbox run without it', () => {
+    const placeholder = buildBwrapArgs(spec, { ...root, drop: '/etc/codexec-drop', placeholder: true });
+    expect(placeholder).not.toContain('/etc/codexec-drop');
+    expect(buildBwrapArgs(spec, { ...user, drop: '/etc/codexec-drop' })).not.toContain('/etc/codexec-drop');
   });
 });
 

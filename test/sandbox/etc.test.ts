@@ -75,6 +75,21 @@ describe('EtcCopies', () => {
     expect(existsSync(dir)).toBe(false);
   });
 
+  it("writes codexec's own files into every copy, with their mode", () => {
+    const { source, base } = fakeEtc();
+    const files = [{ name: 'codexec-drop', content: Buffer.from('\x7fELF'), mode: 0o555 }];
+    const copies = new EtcCopies(source, ENTRIES, [], { base, checkMs: 1000, files });
+    const first = copies.acquire(10_000);
+    writeFileSync(join(source, 'hosts'), '10.0.0.2 db\n');
+    const second = copies.acquire(12_000);
+    expect(second?.dir).not.toBe(first?.dir);
+    for (const dir of [first?.dir, second?.dir] as string[]) {
+      expect(readFileSync(join(dir, 'codexec-drop'), 'latin1')).toBe('\x7fELF');
+      expect(statSync(join(dir, 'codexec-drop')).mode & 0o7777).toBe(0o555);
+    }
+    copies.dispose();
+  });
+
   it('hands out the same copy until the host changes, then a new one after the check interval', () => {
     const { source, base } = fakeEtc();
     const copies = new EtcCopies(source, ENTRIES, ['ssl'], { base, checkMs: 1000 });

@@ -1,4 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import {
   chmodSync,
   existsSync,
@@ -16,6 +17,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BackendRegistry, NamespaceBackend, type SandboxSpec } from '../../src/sandbox/index.js';
 import { type CgroupLayout, type RunCgroup, RunCgroups } from '../../src/sandbox/namespace/cgroups.js';
+import { DROP_NAME, dropProgram } from '../../src/sandbox/namespace/drop.js';
 
 // The backend itself, driven directly (the MCP-level hostile suite is in test/hostile/).
 const backend = new NamespaceBackend();
@@ -165,7 +167,13 @@ print("mounts", sorted(l.split()[4] for l in open("/proc/self/mountinfo") if l.s
     expect(copied.exit.code).toBe(0);
     expect(bound.exit.code).toBe(0);
     const [files, mounts] = copied.stdout.split('mounts ');
-    expect(files).toBe(bound.stdout.split('mounts ')[0]);
+    // A root server's copy holds one file of codexec's own besides: the drop program (drop.ts).
+    const lines = (files as string).split('\n');
+    const own = lines.filter((line) => line.startsWith(`/etc/${DROP_NAME} `));
+    const program = process.getuid?.() === 0 ? dropProgram() : undefined;
+    const digest = program && createHash('sha1').update(program).digest('hex');
+    expect(own).toEqual(digest ? [`/etc/${DROP_NAME} 0o100555 ${digest}`] : []);
+    expect(lines.filter((line) => !own.includes(line)).join('\n')).toBe(bound.stdout.split('mounts ')[0]);
     expect(files).toContain('/etc/ld.so.cache ');
     expect(files).not.toMatch(/\/etc\/(shadow|passwd|hostname|machine-id) /);
     const large = ['/etc/alternatives', '/etc/ssl'].filter((path) => existsSync(path));

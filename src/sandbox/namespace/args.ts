@@ -1,4 +1,4 @@
-// The sandbox command line, built as data: (prlimit) → bwrap → (setpriv) → argv.
+// The sandbox command line, built as data: (prlimit) → bwrap → (drop program or setpriv) → argv.
 // Pure: no I/O, so every flag is unit-tested without spawning anything.
 import { dirname, posix } from 'node:path';
 import type { SandboxSpec } from '../types.js';
@@ -29,6 +29,8 @@ export interface BwrapOptions {
   readonly system: readonly SystemMount[];
   /** Unprivileged uid/gid the code runs as, when the server is root (bwrap is then privileged). */
   readonly identity?: { readonly uid: number; readonly gid: number };
+  /** The drop program's path in the sandbox (drop.ts), which then drops to `identity`, not setpriv. */
+  readonly drop?: string;
   /**
    * Memory and pids are enforced by a cgroup: bwrap blocks on WAIT_FD after building the sandbox,
    * before it starts anything in it, until the server has moved it in; no rlimit fallbacks.
@@ -60,8 +62,8 @@ export function buildBwrapArgs(spec: SandboxSpec, options: BwrapOptions): string
   const { tools, identity } = options;
   if (spec.argv.length === 0) throw new TypeError('SandboxSpec.argv is empty');
   const placeholder = options.placeholder === true;
-  if (identity && !placeholder && !tools.setpriv)
-    throw new TypeError('dropping to an unprivileged uid needs setpriv');
+  if (identity && !placeholder && !tools.setpriv && !options.drop)
+    throw new TypeError('dropping to an unprivileged uid needs setpriv or the drop program');
   const argv: string[] = [];
   if (tools.prlimit && options.rlimitsBy !== 'caller') {
     argv.push(
@@ -78,7 +80,9 @@ export function buildBwrapArgs(spec: SandboxSpec, options: BwrapOptions): string
   // A placeholder runs as root without capabilities: it could not enter a workspace lent away.
   argv.push('--chdir', placeholder ? '/' : spec.cwd);
   if (options.seccomp && !placeholder) argv.push('--seccomp', String(SECCOMP_FD));
-  if (identity && !placeholder) {
+  if (identity && !placeholder && options.drop) {
+    argv.push(options.drop, String(identity.uid), String(identity.gid));
+  } else if (identity && !placeholder) {
     argv.push(
       tools.setpriv as string,
       `--reuid=${identity.uid}`,
@@ -136,8 +140,8 @@ function namespaceFlags(spec: SandboxSpec, privileged: boolean, placeholder: boo
   const net = spec.network === 'none';
   if (privileged) {
     // bwrap runs as real root: no user namespace (it would map the code back to host root);
-    // setpriv drops to the unprivileged uid instead. Only the capabilities setpriv and --chdir
-    // need survive, and setpriv's setuid clears them before the code starts. A placeholder needs
+    // the drop program (or setpriv) drops to the unprivileged uid instead. Only the capabilities
+    // it and --chdir need survive, and its setuid clears them before the code starts. A placeholder needs
     // none: the zygote's process confines itself.
     const kept = placeholder ? [] : ['CAP_SETUID', 'CAP_SETGID', 'CAP_DAC_READ_SEARCH'];
     return [

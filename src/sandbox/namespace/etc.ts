@@ -30,6 +30,13 @@ interface Generation {
   users: number;
 }
 
+/** A file of codexec's own in every copy (the drop program: drop.ts). */
+export interface EtcFile {
+  readonly name: string;
+  readonly content: Buffer;
+  readonly mode: number;
+}
+
 export interface EtcLease {
   /** The copy to bind at /etc. */
   readonly dir: string;
@@ -38,9 +45,10 @@ export interface EtcLease {
 
 /**
  * Copies of `entries` of `source` (`/etc`), with an empty mount point for each of `bound` (entries
- * still bound from the host: /etc/ssl is large and holds private keys). Only what every user may
- * read is copied: files, directories and symlinks readable by all; a symlink at the top (localtime,
- * resolv.conf) is followed, as a bind would, and those inside are kept as they are.
+ * still bound from the host: /etc/ssl is large and holds private keys) and `files` of codexec's
+ * own. Only what every user may read is copied: files, directories and symlinks readable by all;
+ * a symlink at the top (localtime, resolv.conf) is followed, as a bind would, and those inside are
+ * kept as they are.
  */
 export class EtcCopies {
   private root: string | undefined;
@@ -53,7 +61,11 @@ export class EtcCopies {
     private readonly source: string,
     private readonly entries: readonly string[],
     private readonly bound: readonly string[],
-    private readonly options: { readonly base?: string; readonly checkMs?: number } = {},
+    private readonly options: {
+      readonly base?: string;
+      readonly checkMs?: number;
+      readonly files?: readonly EtcFile[];
+    } = {},
   ) {}
 
   /** The current copy, remade first if the host's entries changed; undefined if none can be made. */
@@ -127,6 +139,10 @@ export class EtcCopies {
         const stats = statSync(join(this.source, name), { throwIfNoEntry: false });
         if (stats?.isDirectory()) mkdirSync(join(dir, name), { mode: 0o755 });
         else if (stats) writeFileSync(join(dir, name), '', { mode: 0o644 });
+      }
+      for (const file of this.options.files ?? []) {
+        writeFileSync(join(dir, file.name), file.content, { mode: file.mode, flag: 'wx' });
+        chmodSync(join(dir, file.name), file.mode); // whatever the umask took
       }
       return { dir, signature, users: 0 };
     } catch (error) {

@@ -1,7 +1,9 @@
 // The namespace backend (Linux default): bubblewrap + seccomp + rlimits + cgroups, network off,
 // never host root. Builds the command line with buildBwrapArgs() and spawns it here, only here.
+
+import { existsSync } from 'node:fs';
 import { constants } from 'node:os';
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { SandboxUnavailableError } from '../../errors/index.js';
@@ -16,6 +18,7 @@ import type {
 import { NotForkableError } from '../types.js';
 import { type BwrapOptions, buildBwrapArgs, interpreterMount, rlimitsFor, ulimitArgs } from './args.js';
 import { type CgroupLimits, type RunCgroup, RunCgroups } from './cgroups.js';
+import { DROP_NAME, dropProgram, dropRuns } from './drop.js';
 import { EtcCopies, type EtcLease } from './etc.js';
 import { Forker } from './forker.js';
 import { BOUND_ETC, etcEntries, findOnPath, type SystemMount, systemMounts } from './host.js';
@@ -43,6 +46,8 @@ export interface NamespaceOptions {
   readonly idleMs?: number;
   /** false: bind each /etc entry a sandbox sees instead of one copy of them (etc.ts). */
   readonly etcCopy?: boolean;
+  /** false: a root server drops to the sandbox user with setpriv, not the drop program (drop.ts). */
+  readonly drop?: boolean;
 }
 
 const ZYGOTE = fileURLToPath(new URL('../../../drivers/zygote.py', import.meta.url));
@@ -147,17 +152,36 @@ export class NamespaceBackend implements SandboxBackend {
   }
 
   private etc: EtcCopies | undefined;
-  private etcMounts: { readonly dir: string; readonly mounts: readonly SystemMount[] } | undefined;
+  private etcMounts:
+    | { readonly dir: string; readonly mounts: readonly SystemMount[]; readonly drop?: string }
+    | undefined;
+  /** Whether the drop program runs from the copies' dir: proven on the first copy (drop.ts). */
+  private dropRuns: boolean | undefined;
 
-  /** The system mounts of a sandbox started now, and the copy of /etc they hold until released. */
-  private systemNow(host: HostSetup): { mounts: readonly SystemMount[]; etc?: EtcLease } {
+  /**
+   * The system mounts of a sandbox started now, the copy of /etc they hold until released, and
+   * the drop program's path in the sandbox when that copy has one that runs (a root server's).
+   */
+  private systemNow(host: HostSetup): { mounts: readonly SystemMount[]; etc?: EtcLease; drop?: string } {
     if (this.options.etcCopy === false) return { mounts: host.system };
-    this.etc ??= new EtcCopies('/etc', etcEntries(), BOUND_ETC);
+    if (!this.etc) {
+      const program = host.root && this.options.drop !== false ? dropProgram() : undefined;
+      const files = program ? [{ name: DROP_NAME, content: program, mode: 0o555 }] : [];
+      this.etc = new EtcCopies('/etc', etcEntries(), BOUND_ETC, { files });
+    }
     const etc = this.etc.acquire();
     if (!etc) return { mounts: host.system };
-    if (this.etcMounts?.dir !== etc.dir)
-      this.etcMounts = { dir: etc.dir, mounts: systemMounts('/', etc.dir) };
-    return { mounts: this.etcMounts.mounts, etc };
+    if (this.etcMounts?.dir !== etc.dir) {
+      const program = join(etc.dir, DROP_NAME);
+      this.dropRuns ??= existsSync(program) && dropRuns(program);
+      this.etcMounts = {
+        dir: etc.dir,
+        mounts: systemMounts('/', etc.dir),
+        ...(this.dropRuns && { drop: `/etc/${DROP_NAME}` }),
+      };
+    }
+    const { mounts, drop } = this.etcMounts;
+    return { mounts, etc, ...(drop && { drop }) };
   }
 
   /** Host facts, detected on first use (never at construction: the server must start instantly). */
@@ -247,6 +271,7 @@ export class NamespaceBackend implements SandboxBackend {
       tools: host.tools,
       system: system.mounts,
       ...(identity && { identity }),
+      ...(system.drop && { drop: system.drop }),
       cgroup: cgroup !== undefined,
       // A launcher already runs inside its cgroup; a direct start waits until moved in.
       waitForCgroup: cgroup !== undefined && !ready,

@@ -1,0 +1,95 @@
+import { spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { dropProgram, dropRuns } from '../../src/sandbox/namespace/drop.js';
+
+// The drop program run on the host as the root server runs it in a sandbox (where bwrap has also
+// applied seccomp and dropped the other capabilities). The backend's cold runs through it are
+// compared with forked ones in zygote.test.ts and checked for uid 65534 in namespace.test.ts.
+const dir = mkdtempSync(join(tmpdir(), 'codexec-drop-'));
+chmodSync(dir, 0o755);
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const program = dropProgram();
+const path = join(dir, 'drop');
+if (program) writeFileSync(path, program, { mode: 0o555 });
+
+const STATUS = `import os, sys
+fields = dict(line.split(":\\t", 1) for line in open("/proc/self/status").read().splitlines() if ":\\t" in line)
+print(sys.argv[1:], os.environ.get("MARK"))
+for name in ("Uid", "Gid", "Groups", "CapPrm", "CapEff", "CapAmb", "NoNewPrivs"): print(name, fields[name].split())`;
+
+function drop(...args: string[]) {
+  return spawnSync(path, args, { encoding: 'utf8', env: { MARK: 'kept' }, timeout: 10_000 });
+}
+
+describe('the drop program', () => {
+  it('exists for x86-64 only (setpriv elsewhere), as a small static executable', () => {
+    expect(dropProgram('arm64')).toBeUndefined();
+    const x64 = dropProgram('x64');
+    expect(x64?.subarray(0, 4).toString('latin1')).toBe('\x7fELF');
+    expect(x64?.length).toBeLessThan(1024);
+  });
+
+  describe.runIf(program !== undefined && process.getuid?.() === 0)('run by root', () => {
+    it('drops to the uid and gid with no groups, no capabilities and no_new_privs, then execs the program', () => {
+      const ran = drop('4242', '4343', '/usr/bin/python3', '-c', STATUS, 'an arg', '');
+      expect(ran.stderr).toBe('');
+      expect(ran.status).toBe(0);
+      expect(ran.stdout.split('\n')).toEqual([
+        "['an arg', ''] kept",
+        "Uid ['4242', '4242', '4242', '4242']",
+        "Gid ['4343', '4343', '4343', '4343']",
+        'Groups []',
+        "CapPrm ['0000000000000000']",
+        "CapEff ['0000000000000000']",
+        "CapAmb ['0000000000000000']",
+        "NoNewPrivs ['1']",
+        '',
+      ]);
+      expect(dropRuns(path)).toBe(true);
+    });
+
+    it('refuses root, a non-number, more than 9 digits and a missing program, running nothing', () => {
+      const marker = join(dir, 'ran');
+      const touch = ['/bin/sh', '-c', `echo > ${marker}`];
+      for (const args of [
+        ['0', '65534', ...touch],
+        ['65534', '0', ...touch],
+        ['65534', '-1', ...touch],
+        ['65534', '12a', ...touch],
+        ['', '65534', ...touch],
+        ['1234567890', '65534', ...touch],
+        ['65534', '65534'],
+        [],
+      ]) {
+        const ran = drop(...args);
+        expect(ran.status).toBe(126);
+        expect(ran.stderr).toBe('usage: drop UID GID PROGRAM [ARGUMENT]...\n');
+      }
+      expect(existsSync(marker)).toBe(false);
+    });
+
+    it('says why it could not start the program, with exit codes 127 (not found) and 126', () => {
+      const missing = drop('65534', '65534', join(dir, 'missing'));
+      expect(missing.status).toBe(127);
+      expect(missing.stderr).toBe('codexec: could not start the program as the sandbox user: errno 2\n');
+      const notExecutable = join(dir, 'data');
+      writeFileSync(notExecutable, 'data', { mode: 0o644 });
+      expect(drop('65534', '65534', notExecutable).stderr).toMatch(/errno 13\n$/);
+      expect(drop('65534', '65534', notExecutable).status).toBe(126);
+      // Run by a user that is not root, it cannot drop anything: setgroups fails with EPERM.
+      const nested = drop('65534', '65534', path, '4242', '4242', '/bin/true');
+      expect(nested.status).toBe(126);
+      expect(nested.stderr).toBe('codexec: could not start the program as the sandbox user: errno 1\n');
+    });
+
+    it('is not used where it cannot run (a noexec dir, a file without exec permission)', () => {
+      const copy = join(dir, 'not-executable');
+      writeFileSync(copy, program as Buffer, { mode: 0o444 });
+      expect(dropRuns(copy)).toBe(false);
+    });
+  });
+});
