@@ -49,10 +49,12 @@ export async function collect(proc: SandboxedProcess, options: CollectOptions): 
   const marked = new Promise<void>((resolve) => {
     bothMarked = resolve;
   });
+  /** Both marks are in: so is all output, which no timer need then wait for. */
+  const allIn = () => filters?.stdout.seen === true && filters.stderr.seen;
   const forward = (name: OutputStream, collector: OutputCollector) => (chunk: Buffer) => {
     const text = collector.push(filters ? filters[name].push(chunk) : chunk);
     if (text) options.onOutput?.(name, text);
-    if (filters?.stdout.seen && filters.stderr.seen) bothMarked();
+    if (allIn()) bothMarked();
   };
   proc.stdout.on('data', forward('stdout', stdout));
   proc.stderr.on('data', forward('stderr', stderr));
@@ -88,10 +90,13 @@ export async function collect(proc: SandboxedProcess, options: CollectOptions): 
       // The driver wrote its end marks before its report. Without them (the program closed the
       // driver's copies of stdout and stderr) only the streams' end tells that all output is in,
       // and stopped processes keep them open: kill now.
-      if (!(await within(marked, MARK_WAIT_MS))) proc.kill('SIGKILL');
+      if (!allIn() && !(await within(marked, MARK_WAIT_MS))) proc.kill('SIGKILL');
     } else proc.kill('SIGKILL');
     await stopping;
-    await drain(proc, 500, filters && marked);
+    if (allIn()) {
+      proc.stdout.destroy();
+      proc.stderr.destroy();
+    } else await drain(proc, 500, filters && marked);
     for (const [name, collector] of [
       ['stdout', stdout],
       ['stderr', stderr],
