@@ -59,7 +59,8 @@ async function startDriver(language: keyof typeof DRIVER) {
       control.on('data', check);
       check();
     });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  // 'close': the exit, and all of its output read ('exit' can come before the last of it).
+  const exited = new Promise<number | null>((resolve) => child.once('close', resolve));
   return { control, saying, exited, stdout: () => stdout, said: () => said };
 }
 

@@ -51,7 +51,10 @@ async function output(proc: ReturnType<NamespaceBackend['spawn']>) {
   let stderr = '';
   proc.stdout.on('data', (chunk: Buffer) => (stdout += chunk));
   proc.stderr.on('data', (chunk: Buffer) => (stderr += chunk));
-  const exit = await proc.exited;
+  // The exit can be known before the last output is read (a forker's launcher reports it on its
+  // own channel): the streams' end says all of it is in, as the engine's drain waits for.
+  const ended = (stream: NodeJS.ReadableStream) => new Promise((resolve) => stream.once('end', resolve));
+  const [exit] = await Promise.all([proc.exited, ended(proc.stdout), ended(proc.stderr)]);
   await proc.dispose();
   return { exit, stdout, stderr };
 }
@@ -126,7 +129,10 @@ describe('NamespaceBackend', () => {
     proc.stdout.on('data', (chunk: Buffer) => (stdout += chunk));
     await new Promise<void>((resolve) => proc.stdout.once('data', () => resolve()));
     proc.kill('SIGTERM');
-    const exit = await proc.exited;
+    const [exit] = await Promise.all([
+      proc.exited,
+      new Promise((resolve) => proc.stdout.once('end', resolve)),
+    ]);
     await proc.dispose();
     expect(stdout).toContain('term');
     expect(exit.code).toBe(7);
