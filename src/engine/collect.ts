@@ -13,10 +13,12 @@ export interface CollectOptions {
   readonly signal?: AbortSignal | undefined;
   readonly onOutput?: ((stream: OutputStream, text: string) => void) | undefined;
   /**
-   * The program's exit status as its warm driver reports it (undefined if it never does). The
-   * run then ends without waiting for the interpreter's teardown and the sandbox's exit.
+   * Hands a warm driver its program, once its output and its report are listened to: the driver
+   * wakes on this CPU and would otherwise wait for that setup. Resolves with the program's exit
+   * status as the driver reports it (undefined if it never does); the run then ends without
+   * waiting for the interpreter's teardown and the sandbox's exit.
    */
-  readonly status?: Promise<number | undefined>;
+  readonly launch?: () => Promise<number | undefined>;
   /**
    * The mark the warm driver writes on stdout and stderr after the program's output: taken out of
    * the output, and once both are in the run need not wait for the streams' end.
@@ -77,7 +79,7 @@ export async function collect(proc: SandboxedProcess, options: CollectOptions): 
   options.signal?.addEventListener('abort', onAbort, { once: true });
   try {
     let byDriver = false;
-    const report = reported(proc, options.status).then((exit) => {
+    const report = reported(proc, options.launch?.()).then((exit) => {
       byDriver = true;
       return exit;
     });

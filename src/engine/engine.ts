@@ -122,16 +122,17 @@ export class Engine {
         // A small script is written synchronously: µs, where the thread pool costs ~0.5 ms.
         if (prepared.length <= 64 * 1024) writeFileSync(scriptPath, prepared, { mode: 0o644 });
         else await writeFile(scriptPath, prepared, { mode: 0o644 });
-        let status: Promise<number | undefined> | undefined;
         // Runs of drivers without it end with their streams, as cold ones do.
         const endMark =
           warm && WARM_DRIVERS[runtime.interpreter].endMark
             ? `\n[codexec-end ${randomUUID()}]` // from a cache of entropy: no call into OpenSSL per run
             : undefined;
-        if (warm) {
-          status = warm.launch(scriptPath, request.args ?? [], endMark ?? '');
-          launched = true;
-        }
+        const launch =
+          warm &&
+          (() => {
+            launched = true;
+            return warm.launch(scriptPath, request.args ?? [], endMark ?? '');
+          });
         const running =
           warm?.proc ??
           backend.spawn(
@@ -157,7 +158,7 @@ export class Engine {
             limits: config.limits,
             signal: options.signal,
             onOutput: options.onOutput,
-            status,
+            ...(launch && { launch }),
             ...(endMark && { endMark }),
           }),
         );
