@@ -3,7 +3,7 @@ import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { dropProgram, dropRuns } from '../../src/sandbox/namespace/drop.js';
+import { dropProgram, dropRuns, dropsTo } from '../../src/sandbox/namespace/drop.js';
 
 // The drop program run on the host as the root server runs it in a sandbox (where bwrap has also
 // applied seccomp and dropped the other capabilities). The backend's cold runs through it are
@@ -31,6 +31,13 @@ describe('the drop program', () => {
     const x64 = dropProgram('x64');
     expect(x64?.subarray(0, 4).toString('latin1')).toBe('\x7fELF');
     expect(x64?.length).toBeLessThan(1024);
+  });
+
+  it('is used only for ids it takes (1 to 999999999); setpriv drops to the others', () => {
+    expect(dropsTo({ uid: 65534, gid: 65534 })).toBe(true);
+    expect(dropsTo({ uid: 999_999_999, gid: 1 })).toBe(true);
+    expect(dropsTo({ uid: 1_000_000_000, gid: 1000 })).toBe(false);
+    expect(dropsTo({ uid: 1000, gid: 0 })).toBe(false);
   });
 
   describe.runIf(program !== undefined && process.getuid?.() === 0)('run by root', () => {

@@ -33,6 +33,9 @@ describe.runIf(process.getuid?.() === 0)('ownership when the server is root', ()
     mkdirSync(theirs);
     chownSync(theirs, 1000, 1000);
     expect(identityFor(theirs)).toEqual({ uid: 1000, gid: 1000 });
+    // Group root is never the run's: the owner with nobody's group.
+    chownSync(theirs, 1000, 0);
+    expect(identityFor(theirs)).toEqual({ uid: 1000, gid: NOBODY.gid });
   });
 
   it('lends root-owned entries, skips hard links and symlink targets, gives everything back', async () => {

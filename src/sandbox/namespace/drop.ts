@@ -164,6 +164,12 @@ export function dropProgram(arch: string = process.arch): Buffer | undefined {
   return elf;
 }
 
+/** Whether the program can drop to these ids (1 to 999999999: parsed as up to 9 digits); else setpriv. */
+export function dropsTo(identity: { readonly uid: number; readonly gid: number }): boolean {
+  const fits = (id: number) => Number.isInteger(id) && id >= 1 && id <= 999_999_999;
+  return fits(identity.uid) && fits(identity.gid);
+}
+
 /**
  * Whether the drop program at `path` runs here (a temporary dir mounted noexec, or a policy, may
  * forbid it): it must run `true` as `uid` and exit 0. Once per copy of /etc, on the host.

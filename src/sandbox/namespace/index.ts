@@ -18,7 +18,7 @@ import type {
 import { NotForkableError } from '../types.js';
 import { type BwrapOptions, buildBwrapArgs, interpreterMount, rlimitsFor, ulimitArgs } from './args.js';
 import { type CgroupLimits, type RunCgroup, RunCgroups } from './cgroups.js';
-import { DROP_NAME, dropProgram, dropRuns } from './drop.js';
+import { DROP_NAME, dropProgram, dropRuns, dropsTo } from './drop.js';
 import { EtcCopies, type EtcLease } from './etc.js';
 import { Forker } from './forker.js';
 import { BOUND_ETC, etcEntries, findOnPath, type SystemMount, systemMounts } from './host.js';
@@ -271,7 +271,7 @@ export class NamespaceBackend implements SandboxBackend {
       tools: host.tools,
       system: system.mounts,
       ...(identity && { identity }),
-      ...(system.drop && { drop: system.drop }),
+      ...(system.drop && identity && dropsTo(identity) && { drop: system.drop }),
       cgroup: cgroup !== undefined,
       // A launcher already runs inside its cgroup; a direct start waits until moved in.
       waitForCgroup: cgroup !== undefined && !ready,

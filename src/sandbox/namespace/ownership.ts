@@ -2,9 +2,10 @@
 // writable for that uid without staying that way.
 //
 // Rule: a working directory owned by a regular user runs the code as that user (it could write
-// there anyway, and its outputs stay theirs). Anything else runs as nobody (65534). Writable
-// directories owned by root (the engine's per-run workspace, a root-owned working_dir) are lent
-// to that uid for the run and given back afterwards, with every file the run created or changed.
+// there anyway, and its outputs stay theirs), never with group root. Anything else runs as nobody
+// (65534). Writable directories owned by root (the engine's per-run workspace, a root-owned
+// working_dir) are lent to that uid for the run and given back afterwards, with every file the
+// run created or changed.
 import { lchownSync, lstatSync, readdirSync, statSync } from 'node:fs';
 import { lchown, lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -17,10 +18,14 @@ export interface Identity {
 
 export const NOBODY: Identity = { uid: 65534, gid: 65534 };
 
-/** The uid/gid for a run whose working directory is `cwd` (server running as root). */
+/**
+ * The uid/gid for a run whose working directory is `cwd` (server running as root). Never group
+ * root either: a user's directory whose group is root runs as that user and nobody's group.
+ */
 export function identityFor(cwd: string, fallback: Identity = NOBODY): Identity {
   const owner = statSync(cwd, { throwIfNoEntry: false });
-  return owner && owner.uid !== 0 ? { uid: owner.uid, gid: owner.gid } : fallback;
+  if (!owner || owner.uid === 0) return fallback;
+  return { uid: owner.uid, gid: owner.gid !== 0 ? owner.gid : fallback.gid };
 }
 
 interface Loan {
