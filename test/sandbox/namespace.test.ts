@@ -152,6 +152,33 @@ describe('NamespaceBackend', () => {
     },
   );
 
+  it.runIf(process.getuid?.() === 0 && process.arch === 'x64')(
+    'as root: drops to the sandbox user with the drop program, or setpriv when told not to',
+    async () => {
+      // The sandbox's pid 1 is a fork of bwrap: its command line is the run's.
+      const started = async (sandbox: NamespaceBackend) => {
+        const { exit, stdout } = await output(
+          sandbox.spawn(spec(workspace(), ['/bin/cat', '/proc/1/cmdline'])),
+        );
+        expect(exit.code).toBe(0);
+        return stdout.split('\0');
+      };
+      const dropped = await started(backend);
+      const at = dropped.indexOf(`/etc/${DROP_NAME}`);
+      expect(dropped.slice(at, at + 5)).toEqual([
+        `/etc/${DROP_NAME}`,
+        '65534',
+        '65534',
+        '/bin/cat',
+        '/proc/1/cmdline',
+      ]);
+      expect(dropped.some((arg) => arg.endsWith('/setpriv'))).toBe(false);
+      const withSetpriv = await started(new NamespaceBackend({ drop: false }));
+      expect(withSetpriv.some((arg) => arg.endsWith('/setpriv'))).toBe(true);
+      expect(withSetpriv).not.toContain(`/etc/${DROP_NAME}`);
+    },
+  );
+
   it('shows the same /etc from one copy as from a bind per entry, and mounts only the copy and the large dirs', async () => {
     // Every entry's path, type, mode and content (or link target), then the mounts under /etc.
     const probe = [

@@ -141,8 +141,8 @@ function namespaceFlags(spec: SandboxSpec, privileged: boolean, placeholder: boo
   if (privileged) {
     // bwrap runs as real root: no user namespace (it would map the code back to host root);
     // the drop program (or setpriv) drops to the unprivileged uid instead. Only the capabilities
-    // it and --chdir need survive, and its setuid clears them before the code starts. A placeholder needs
-    // none: the zygote's process confines itself.
+    // it and --chdir need survive, and its setuid clears them before the code starts. A
+    // placeholder needs none: the zygote's process confines itself.
     const kept = placeholder ? [] : ['CAP_SETUID', 'CAP_SETGID', 'CAP_DAC_READ_SEARCH'];
     return [
       '--unshare-ipc',

@@ -1,7 +1,7 @@
 // The drop program: what `setpriv --reuid=U --regid=G --clear-groups --no-new-privs -- PROGRAM`
 // does in a root server's sandbox, as a static x86-64 executable of ~600 bytes. setpriv is
 // dynamically linked: each cold run paid for the loader, libc's start-up (CPUID probing, which a
-// VM traps), libcap-ng and a passwd lookup through NSS before the program started, ~1.5 ms.
+// VM traps), libcap-ng and a passwd lookup through NSS before the program started, ~2 ms here.
 // bwrap has already applied seccomp and dropped every capability but CAP_SETUID, CAP_SETGID and
 // CAP_DAC_READ_SEARCH; setresuid() from root to another uid clears the permitted, effective and
 // ambient sets, and no_new_privs keeps file capabilities from granting any back at exec.
@@ -172,7 +172,7 @@ export function dropsTo(identity: { readonly uid: number; readonly gid: number }
 
 /**
  * Whether the drop program at `path` runs here (a temporary dir mounted noexec, or a policy, may
- * forbid it): it must run `true` as `uid` and exit 0. Once per copy of /etc, on the host.
+ * forbid it): it must run `true` as `uid` and exit 0. Once per server, on the host.
  */
 export function dropRuns(path: string, uid = 65534): boolean {
   const truePath = findOnPath('true') ?? '/bin/true';

@@ -1,6 +1,5 @@
 // The namespace backend (Linux default): bubblewrap + seccomp + rlimits + cgroups, network off,
 // never host root. Builds the command line with buildBwrapArgs() and spawns it here, only here.
-
 import { existsSync } from 'node:fs';
 import { constants } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -156,7 +155,7 @@ export class NamespaceBackend implements SandboxBackend {
     | { readonly dir: string; readonly mounts: readonly SystemMount[]; readonly drop?: string }
     | undefined;
   /** Whether the drop program runs from the copies' dir: proven on the first copy (drop.ts). */
-  private dropRuns: boolean | undefined;
+  private dropWorks: boolean | undefined;
 
   /**
    * The system mounts of a sandbox started now, the copy of /etc they hold until released, and
@@ -173,11 +172,11 @@ export class NamespaceBackend implements SandboxBackend {
     if (!etc) return { mounts: host.system };
     if (this.etcMounts?.dir !== etc.dir) {
       const program = join(etc.dir, DROP_NAME);
-      this.dropRuns ??= existsSync(program) && dropRuns(program);
+      this.dropWorks ??= existsSync(program) && dropRuns(program);
       this.etcMounts = {
         dir: etc.dir,
         mounts: systemMounts('/', etc.dir),
-        ...(this.dropRuns && { drop: `/etc/${DROP_NAME}` }),
+        ...(this.dropWorks && { drop: `/etc/${DROP_NAME}` }),
       };
     }
     const { mounts, drop } = this.etcMounts;
