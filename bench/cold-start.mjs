@@ -1,10 +1,11 @@
 #!/usr/bin/env node
 // Cold one-shot latency of `print(1)`: the bare interpreter, bubblewrap alone, and the namespace
-// backend (prlimit + cgroup + bwrap + seccomp + setpriv). Same interpreter, same run, interleaved.
+// backend (prlimit + cgroup + bwrap + seccomp + the drop to the sandbox user). Same interpreter,
+// same run, interleaved.
 // "no cgroup" shows what the per-run cgroup costs: moving a process into a cgroup waits for an
 // RCU grace period in the kernel, which the backend's pre-started launchers take off the critical
 // path. (The engine's warm pool hides all of this on the hot path; this measures a cold
-// sandbox: a fresh bwrap, mounts, seccomp, setpriv and interpreter every time.) Usage:
+// sandbox: a fresh bwrap, mounts, seccomp, privilege drop and interpreter every time.) Usage:
 //   npm run build && node bench/cold-start.mjs [iterations=40]
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
