@@ -198,15 +198,6 @@ def run(rest, launcher):
             check(libc.setns(fd, flag), "setns %s" % name)
         finally:
             os.close(fd)
-    pid = os.fork()
-    if pid == 0:
-        try:
-            become_program(job, program)
-        except BaseException as error:
-            os.write(2, ("codexec zygote: %r\n" % (error,)).encode())
-        os._exit(127)
-    for fd in range(0, 4):
-        os.close(fd)  # the program's process holds the run's stdio alone: its end is theirs
 
     def forward(signum, _frame):
         os.lseek(procs, 0, os.SEEK_SET)
@@ -217,8 +208,22 @@ def run(rest, launcher):
                 except OSError:
                     pass
 
+    # Set up before the fork, with the signals held until after it: the program's process resets
+    # them before it lets any in, and what this process touches after the fork costs copies of
+    # pages the two share.
+    signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
     for signum in FORWARDED:
         signal.signal(signum, forward)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            become_program(job, program)
+        except BaseException as error:
+            os.write(2, ("codexec zygote: %r\n" % (error,)).encode())
+        os._exit(127)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED)
+    for fd in range(0, 4):
+        os.close(fd)  # the program's process holds the run's stdio alone: its end is theirs
     _, status = os.waitpid(pid, 0)
     # Whatever the program left behind dies with the sandbox's pid namespace, as after a cold run.
     os.kill(bwrap, signal.SIGKILL)
@@ -235,6 +240,7 @@ def become_program(job, program):
     for signum in (*FORWARDED, signal.SIGCHLD):
         signal.signal(signum, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED)  # held by the launcher around the fork
     os.closerange(4, 1024)  # the launcher's pipes and the cgroup listing among them
     os.chdir(job["cwd"])
     # Capabilities: root's are lost with the uid below; the bounding set goes too (bwrap --cap-drop).

@@ -25,6 +25,8 @@ print(json.dumps({
     "kept": [status["CapInh"], status["CapBnd"]],
     "no_new_privs": status["NoNewPrivs"],
     "seccomp": status["Seccomp"],
+    # Blocked and ignored signals: none held over from the launcher that forked it.
+    "signals": {k: status[k] for k in ("SigBlk", "SigIgn")},
     # Any warm driver starts before its run's timeout is known: its CPU limit is the longest's.
     "limits": [l for l in open("/proc/self/limits") if not l.startswith("Max cpu time")],
     "hostname": socket.gethostname(),
