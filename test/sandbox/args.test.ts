@@ -191,6 +191,16 @@ describe('buildBwrapArgs with the drop program', () => {
     expect(argv).toEqual(expect.arrayContaining(['--cap-add', 'CAP_SETUID', '--cap-add', 'CAP_SETGID']));
   });
 
+  it('leaves ids it does not take (above 999999999) to setpriv', () => {
+    const argv = buildBwrapArgs(spec, {
+      ...root,
+      identity: { uid: 1_000_000_000, gid: 1000 },
+      drop: '/etc/codexec-drop',
+    });
+    expect(argv).not.toContain('/etc/codexec-drop');
+    expect(argv).toContain('--reuid=1000000000');
+  });
+
   it('is only for dropping root: a zygote placeholder and a user-namespace sandbox run without it', () => {
     const placeholder = buildBwrapArgs(spec, { ...root, drop: '/etc/codexec-drop', placeholder: true });
     expect(placeholder).not.toContain('/etc/codexec-drop');

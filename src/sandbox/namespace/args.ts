@@ -2,6 +2,7 @@
 // Pure: no I/O, so every flag is unit-tested without spawning anything.
 import { dirname, posix } from 'node:path';
 import type { SandboxSpec } from '../types.js';
+import { dropsTo } from './drop.js';
 import type { SystemMount } from './host.js';
 
 /** Fixed child fds: 3 is the control channel (spec.control), then ours. */
@@ -29,7 +30,10 @@ export interface BwrapOptions {
   readonly system: readonly SystemMount[];
   /** Unprivileged uid/gid the code runs as, when the server is root (bwrap is then privileged). */
   readonly identity?: { readonly uid: number; readonly gid: number };
-  /** The drop program's path in the sandbox (drop.ts), which then drops to `identity`, not setpriv. */
+  /**
+   * The drop program's path in the sandbox (drop.ts), which then drops to `identity` instead of
+   * setpriv, for the ids it takes.
+   */
   readonly drop?: string;
   /**
    * Memory and pids are enforced by a cgroup: bwrap blocks on WAIT_FD after building the sandbox,
@@ -62,7 +66,8 @@ export function buildBwrapArgs(spec: SandboxSpec, options: BwrapOptions): string
   const { tools, identity } = options;
   if (spec.argv.length === 0) throw new TypeError('SandboxSpec.argv is empty');
   const placeholder = options.placeholder === true;
-  if (identity && !placeholder && !tools.setpriv && !options.drop)
+  const drop = identity && !placeholder && dropsTo(identity) ? options.drop : undefined;
+  if (identity && !placeholder && !tools.setpriv && !drop)
     throw new TypeError('dropping to an unprivileged uid needs setpriv or the drop program');
   const argv: string[] = [];
   if (tools.prlimit && options.rlimitsBy !== 'caller') {
@@ -80,8 +85,8 @@ export function buildBwrapArgs(spec: SandboxSpec, options: BwrapOptions): string
   // A placeholder runs as root without capabilities: it could not enter a workspace lent away.
   argv.push('--chdir', placeholder ? '/' : spec.cwd);
   if (options.seccomp && !placeholder) argv.push('--seccomp', String(SECCOMP_FD));
-  if (identity && !placeholder && options.drop) {
-    argv.push(options.drop, String(identity.uid), String(identity.gid));
+  if (identity && drop) {
+    argv.push(drop, String(identity.uid), String(identity.gid));
   } else if (identity && !placeholder) {
     argv.push(
       tools.setpriv as string,

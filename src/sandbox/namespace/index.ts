@@ -1,6 +1,5 @@
 // The namespace backend (Linux default): bubblewrap + seccomp + rlimits + cgroups, network off,
 // never host root. Builds the command line with buildBwrapArgs() and spawns it here, only here.
-import { existsSync } from 'node:fs';
 import { constants } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { Duplex } from 'node:stream';
@@ -17,7 +16,7 @@ import type {
 import { NotForkableError } from '../types.js';
 import { type BwrapOptions, buildBwrapArgs, interpreterMount, rlimitsFor, ulimitArgs } from './args.js';
 import { type CgroupLimits, type RunCgroup, RunCgroups } from './cgroups.js';
-import { DROP_NAME, dropProgram, dropRuns, dropsTo } from './drop.js';
+import { DROP_NAME, dropProgram, dropRuns } from './drop.js';
 import { EtcCopies, type EtcLease } from './etc.js';
 import { Forker } from './forker.js';
 import { BOUND_ETC, etcEntries, findOnPath, type SystemMount, systemMounts } from './host.js';
@@ -151,10 +150,11 @@ export class NamespaceBackend implements SandboxBackend {
   }
 
   private etc: EtcCopies | undefined;
-  private etcMounts:
-    | { readonly dir: string; readonly mounts: readonly SystemMount[]; readonly drop?: string }
-    | undefined;
-  /** Whether the drop program runs from the copies' dir: proven on the first copy (drop.ts). */
+  private etcMounts: { readonly dir: string; readonly mounts: readonly SystemMount[] } | undefined;
+  /**
+   * Whether the copies hold a drop program (drop.ts) that runs here: false without one, undefined
+   * until the first copy has proven it.
+   */
   private dropWorks: boolean | undefined;
 
   /**
@@ -167,20 +167,14 @@ export class NamespaceBackend implements SandboxBackend {
       const program = host.root && this.options.drop !== false ? dropProgram() : undefined;
       const files = program ? [{ name: DROP_NAME, content: program, mode: 0o555 }] : [];
       this.etc = new EtcCopies('/etc', etcEntries(), BOUND_ETC, { files });
+      if (!program) this.dropWorks = false;
     }
     const etc = this.etc.acquire();
     if (!etc) return { mounts: host.system };
-    if (this.etcMounts?.dir !== etc.dir) {
-      const program = join(etc.dir, DROP_NAME);
-      this.dropWorks ??= existsSync(program) && dropRuns(program);
-      this.etcMounts = {
-        dir: etc.dir,
-        mounts: systemMounts('/', etc.dir),
-        ...(this.dropWorks && { drop: `/etc/${DROP_NAME}` }),
-      };
-    }
-    const { mounts, drop } = this.etcMounts;
-    return { mounts, etc, ...(drop && { drop }) };
+    this.dropWorks ??= dropRuns(join(etc.dir, DROP_NAME));
+    if (this.etcMounts?.dir !== etc.dir)
+      this.etcMounts = { dir: etc.dir, mounts: systemMounts('/', etc.dir) };
+    return { mounts: this.etcMounts.mounts, etc, ...(this.dropWorks && { drop: `/etc/${DROP_NAME}` }) };
   }
 
   /** Host facts, detected on first use (never at construction: the server must start instantly). */
@@ -270,7 +264,7 @@ export class NamespaceBackend implements SandboxBackend {
       tools: host.tools,
       system: system.mounts,
       ...(identity && { identity }),
-      ...(system.drop && identity && dropsTo(identity) && { drop: system.drop }),
+      ...(system.drop && { drop: system.drop }),
       cgroup: cgroup !== undefined,
       // A launcher already runs inside its cgroup; a direct start waits until moved in.
       waitForCgroup: cgroup !== undefined && !ready,
