@@ -33,8 +33,8 @@ RLIMITS = {
 }
 
 
-def child(job, ready, run):
-    """In the forked child: become the launcher, then `run` its job. Never returns."""
+def child(job, ready):
+    """In the forked child: become the launcher, then exec its job. Never returns."""
     os.setsid()
     signal.set_wakeup_fd(-1)
     slots = job["slots"]
@@ -46,30 +46,7 @@ def child(job, ready, run):
     for directory in job["cgroup"]:
         with open(os.path.join(directory, "cgroup.procs"), "w") as procs:
             procs.write(str(os.getpid()))
-    # Node binds an abstract name padded with NULs to the whole sun_path (108 bytes on Linux).
-    address = job["address"].encode()
-    if address.startswith(b"\0"):
-        address = address.ljust(108, b"\0")
-    sources = {}
-    for slot, kind in enumerate(slots):
-        if kind == "pipe":
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            sock.connect(address)
-            sock.sendall(("%s%04d" % (job["token"], slot)).encode())
-            sources[slot] = sock.detach()
-        elif slot <= 2:
-            sources[slot] = os.open("/dev/null", os.O_RDWR)
-    # Out of the way of the targets first, then into place (dup2 targets are inheritable; every
-    # other descriptor is close-on-exec, PEP 446 and main() below).
-    high = {slot: fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, above) for slot, fd in sources.items()}
-    for slot, fd in high.items():
-        os.dup2(fd, slot)
-    for slot in range(3, len(slots)):
-        if slot not in high:
-            try:
-                os.close(slot)
-            except OSError:
-                pass
+    place(connect(job), len(slots), above)
     os.write(ready, b"R")
     os.close(ready)
     data = read_all(ARGV_FD)
@@ -78,12 +55,57 @@ def child(job, ready, run):
     if len(parts) < 2:
         os._exit(0)  # the server went away without a job
     count = int(parts[0])
-    limits, rest = parts[1 : 1 + count], parts[1 + count :]
-    for flag, value in zip(limits[::2], limits[1::2]):
+    set_limits(parts[1 : 1 + count])
+    argv = parts[1 + count :]
+    os.execve(argv[0], argv, {})
+
+
+def set_limits(ulimit):
+    """Apply bash ulimit arguments (flag, value, ...) as soft and hard limits."""
+    for flag, value in zip(ulimit[::2], ulimit[1::2]):
         which, unit = RLIMITS[flag]
         resource.setrlimit(which, (int(value) * unit, int(value) * unit))
-    run(rest, job)
-    os._exit(127)
+
+
+def connect(job):
+    """The job's slots by number: its "pipe" slots connected to the server, /dev/null for ignored stdio."""
+    # Node binds an abstract name padded with NULs to the whole sun_path (108 bytes on Linux).
+    address = job["address"].encode()
+    if address.startswith(b"\0"):
+        address = address.ljust(108, b"\0")
+    sources = {}
+    try:
+        for slot, kind in enumerate(job["slots"]):
+            if kind == "pipe":
+                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                    sock.connect(address)
+                    sock.sendall(("%s%04d" % (job["token"], slot)).encode())
+                    sources[slot] = sock.detach()
+            elif slot <= 2:
+                sources[slot] = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
+    except BaseException:
+        for fd in sources.values():
+            os.close(fd)
+        raise
+    return sources
+
+
+def place(sources, count, above):
+    """Move `sources` into their slots (inheritable) and close the other slots above stderr."""
+    # Out of the way of the targets first (above every slot), then into place: dup2 targets are
+    # inheritable; every other descriptor is close-on-exec, PEP 446 and main() below.
+    high = {slot: fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, above) for slot, fd in sources.items()}
+    for fd in sources.values():
+        os.close(fd)
+    for slot, fd in high.items():
+        os.dup2(fd, slot)
+        os.close(fd)
+    for slot in range(3, count):
+        if slot not in high:
+            try:
+                os.close(slot)
+            except OSError:
+                pass
 
 
 def read_all(fd):
@@ -93,10 +115,6 @@ def read_all(fd):
         if not chunk:
             return data
         data += chunk
-
-
-def exec_argv(argv, job):
-    os.execve(argv[0], argv, {})
 
 
 def end(jobs_by_pid, seconds=1.0):
@@ -116,7 +134,7 @@ def end(jobs_by_pid, seconds=1.0):
             time.sleep(0.005)
 
 
-def main(run=exec_argv):
+def main():
     # Nothing this process inherited (beyond stdio) may reach a launcher, hence a sandbox.
     for name in os.listdir("/proc/self/fd"):
         fd = int(name)
@@ -155,7 +173,7 @@ def main(run=exec_argv):
                     if pid == 0:
                         try:
                             os.close(ready_r)
-                            child(job, ready_w, run)
+                            child(job, ready_w)
                         except BaseException as error:
                             try:  # the ready pipe has moved: say why on stderr too
                                 os.write(2, ("codexec forker: launcher %s: %r\n" % (job["id"], error)).encode())

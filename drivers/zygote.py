@@ -4,19 +4,24 @@
 # sandbox uses, as root, with the sandbox's environment minus anything a run or an agent controls
 # (no PYTHONPATH, a HOME that does not exist), and never runs code it was sent.
 #
-# Each launcher it forks (forker.child) is given, instead of an argv to exec, a JSON job:
+# It takes forker.py's jobs (the run's stdio slots, its cgroup) with a "sandbox" each, and ulimit
+# arguments and the seccomp program (hex):
 #   {"bwrap": [bwrap argv], "placeholder": [a command], "uid": U, "gid": G, "env": {...}, "cwd": "..."}
-# and the seccomp program on SECCOMP_FD. The launcher becomes a waiter:
-#   1. it starts bwrap, which builds the run's sandbox exactly as for a cold run and runs a
-#      placeholder: its first output says the sandbox is complete, and it lives until the launcher
-#      closes its stdin. On x86-64 that is PLACEHOLDER, else the job's (`cat FILE -`);
-#   2. it joins the sandbox's namespaces (setns: cgroup, ipc, uts, net, pid, mnt) and forks the
-#      program's process, which is pid-namespaced and inside the run's cgroup;
-#   3. that process drops everything the sandbox's setpriv and bwrap would: no
-#      capabilities (bounding set emptied), the sandbox uid/gid with no groups, no_new_privs, the
-#      seccomp filter, the environment; then it is the warm driver (warm_python.py), waiting on fd 3;
-#   4. the waiter forwards graceful signals to the run's processes, and when the program's process
-#      exits, kills the sandbox and exits with its status as bwrap would (128+N for signal N).
+# No process of its own per run, no launcher: a fork of this interpreter costs every page it then
+# writes (copy-on-write), so a run gets one fork, its program's.
+#   1. It connects the run's stdio and starts bwrap (posix_spawn), which builds the run's sandbox
+#      exactly as for a cold run around a placeholder: its first output says the sandbox is
+#      complete, and it lives until its stdin closes. On x86-64 that is PLACEHOLDER, else the
+#      job's (`cat FILE -`).
+#   2. It forks the program's process into the sandbox's pid namespace (setns for its children,
+#      then back). That process joins the run's cgroup and a cgroup namespace of its own there,
+#      then the sandbox's other namespaces (setns: ipc, uts, net, mnt);
+#   3. and drops everything bwrap and the drop program would for a cold run: no capabilities
+#      (bounding set emptied), the sandbox uid/gid with no groups, no_new_privs, the seccomp filter,
+#      rlimits, the environment; then it is the warm driver (warm_python.py), waiting on fd 3.
+#   4. When the program's process exits this kills its sandbox, and reports the run's end with its
+#      status as bwrap would (128+N for signal N). Signals for the run are the server's to send (to
+#      its cgroup: the program's processes alone).
 import sys
 
 # What `python script.py` has imported when the script starts: a program forked from here gets
@@ -27,27 +32,28 @@ import ctypes  # noqa: E402
 import fcntl  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
+import selectors  # noqa: E402
 import signal  # noqa: E402
 import struct  # noqa: E402
 
 import forker  # noqa: E402
 import warm_python  # noqa: E402
 
-SECCOMP_FD = 4
 PR_SET_PDEATHSIG = 1
-PR_SET_CHILD_SUBREAPER = 36
 PR_SET_DUMPABLE = 4
 PR_CAPBSET_DROP = 24
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_SECCOMP = 22
 SECCOMP_MODE_FILTER = 2
-# setns(2) flags, in the order joined: the mount namespace last (it moves the root).
+CLONE_NEWCGROUP = 0x02000000
+CLONE_NEWPID = 0x20000000
+# The sandbox's namespaces its program joins, in the order joined: the mount namespace last (it
+# moves the root). The pid namespace is joined for the fork only; the cgroup one is its own.
 NAMESPACES = (
-    ("cgroup", 0x02000000),
     ("ipc", 0x08000000),
     ("uts", 0x04000000),
     ("net", 0x40000000),
-    ("pid", 0x20000000),
+    ("pid", CLONE_NEWPID),
     ("mnt", 0x00020000),
 )
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
@@ -93,7 +99,7 @@ def placeholder_program():
     return header + load + stack + code
 
 
-# Above every launcher's slots (forker.child moves its own descriptors to 16 above them).
+# Out of the way of the runs' descriptors; each bwrap gets it as fd 3, no program's process at all.
 PLACEHOLDER_FD = 250
 
 
@@ -157,109 +163,134 @@ def bwrap_exit(status):
     return os.WEXITSTATUS(status)
 
 
-def run(rest, launcher):
-    """In a launcher: build the sandbox, fork the program's process into it, wait. Never returns."""
-    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # the zygote's end (the server's) ends the run
-    if os.getppid() == 1:
-        os._exit(1)
-    job = json.loads(rest[0])
-    program = forker.read_all(SECCOMP_FD)
-    os.close(SECCOMP_FD)
-    # The run's cgroup lists its processes by host pid, whatever namespaces this process joins.
-    procs = os.open(os.path.join(launcher["cgroup"][0], "cgroup.procs"), os.O_RDONLY)
+class Run:
+    """One forked run: its sandbox (bwrap around the placeholder), then its program's process."""
+
+    def __init__(self, job):
+        self.id = job["id"]
+        self.job = job
+        self.sources = {}  # the run's stdio, connected here, until the program's process has them
+        self.bwrap = None
+        self.program = None
+        self.life = None  # the placeholder's stdin: it runs until this closes
+        self.said = None  # the placeholder's stdout: its first line says the sandbox is complete
+        self.status = None  # the program's wait status
+        self.sandbox_gone = False
+        self.reported = False
+
+
+def start(job, selector, runs_by_pid):
+    """Connect the run's stdio and start its sandbox; the rest follows when it is complete."""
+    run = Run(job)
+    run.sources = forker.connect(job)
     life_r, life_w = os.pipe()  # the placeholder runs until this ends
     said_r, said_w = os.pipe()  # its first output: the sandbox is complete
     # posix_spawn (vfork underneath), not fork: a fork of this interpreter copies its page tables.
-    # bwrap gets the placeholder's pipes as stdin and stdout, and the run's stderr for its errors;
-    # every other descriptor of ours is close-on-exec but the run's own slots above stderr.
+    # bwrap gets the placeholder's pipes as stdin and stdout, and the run's stderr for its errors.
     actions = [(os.POSIX_SPAWN_DUP2, life_r, 0), (os.POSIX_SPAWN_DUP2, said_w, 1)]
-    actions += [(os.POSIX_SPAWN_CLOSE, slot) for slot in range(3, len(launcher["slots"]))]
-    command = job["placeholder"]
+    actions.append((os.POSIX_SPAWN_DUP2, run.sources[2], 2))
+    command = job["sandbox"]["placeholder"]
     if PLACEHOLDER is not None:
         # bwrap passes the descriptor down; the sandbox's /proc reaches the memfd through it.
-        slot = len(launcher["slots"])
-        actions.append((os.POSIX_SPAWN_DUP2, PLACEHOLDER, slot))
-        command = ["/proc/self/fd/%d" % slot]
-    bwrap = os.posix_spawn(job["bwrap"][0], job["bwrap"] + command, {}, file_actions=actions)
-    os.close(life_r)
-    os.close(said_w)
-    if not os.read(said_r, 64):  # bwrap failed (and said why on stderr)
-        _, status = os.waitpid(bwrap, 0)
-        os._exit(bwrap_exit(status) or 1)
-    os.close(said_r)
-    (leader,) = children_of(bwrap)
-    infrastructure = {os.getpid(), bwrap, leader, *children_of(leader)}
-    for name, flag in NAMESPACES:
-        path = "/proc/%d/ns/%s" % (leader, name)
-        if os.stat(path).st_ino == os.stat("/proc/self/ns/%s" % name).st_ino:
-            continue  # not unshared (the network, when it is allowed)
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            check(libc.setns(fd, flag), "setns %s" % name)
-        finally:
+        actions.append((os.POSIX_SPAWN_DUP2, PLACEHOLDER, 3))
+        command = ["/proc/self/fd/3"]
+    try:
+        argv = job["sandbox"]["bwrap"]
+        run.bwrap = os.posix_spawn(argv[0], argv + command, {}, file_actions=actions, setsid=True)
+    except BaseException:
+        for fd in (life_w, said_r, *run.sources.values()):
             os.close(fd)
+        raise
+    finally:
+        os.close(life_r)
+        os.close(said_w)
+    run.life = life_w
+    run.said = said_r
+    runs_by_pid[run.bwrap] = run
+    selector.register(said_r, selectors.EVENT_READ, run)
+    return run
 
-    def forward(signum, _frame):
-        os.lseek(procs, 0, os.SEEK_SET)
-        for member in map(int, forker.read_all(procs).split()):
-            if member not in infrastructure:
-                try:
-                    os.kill(member, signum)
-                except OSError:
-                    pass
 
-    # Set up before the fork, with the signals held until after it: the program's process resets
-    # them before it lets any in, and what this process touches after the fork costs copies of
-    # pages the two share.
-    signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
-    for signum in FORWARDED:
-        signal.signal(signum, forward)
-    pid = os.fork()
-    if pid == 0:
+def fork_program(run, own_pid_ns):
+    """The sandbox is complete: fork the program's process into its namespaces. Its pid."""
+    (leader,) = children_of(run.bwrap)
+    joined = []
+    try:
+        for name, flag in NAMESPACES:
+            path = "/proc/%d/ns/%s" % (leader, name)
+            if os.stat(path).st_ino != os.stat("/proc/self/ns/%s" % name).st_ino:
+                joined.append((name, flag, os.open(path, os.O_RDONLY | os.O_CLOEXEC)))
+            # else not unshared (the network, when it is allowed)
+        pid_ns = [fd for name, _, fd in joined if name == "pid"]
+        # Only the pid namespace is joined here, and for children only: this process stays where
+        # it is, and its next child is the sandbox's. The program's process joins the others.
+        if pid_ns:
+            check(libc.setns(pid_ns[0], CLONE_NEWPID), "setns pid")
         try:
-            become_program(job, program)
-        except BaseException as error:
-            os.write(2, ("codexec zygote: %r\n" % (error,)).encode())
-        os._exit(127)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED)
-    for fd in range(0, 4):
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    become_program(run, [entry for entry in joined if entry[0] != "pid"])
+                except BaseException as error:
+                    os.write(2, ("codexec zygote: %r\n" % (error,)).encode())
+                os._exit(127)
+        finally:
+            # Never fork into a sandbox again: this process cannot go on if it cannot return.
+            if pid_ns and libc.setns(own_pid_ns, CLONE_NEWPID) != 0:
+                os._exit(70)
+    finally:
+        for _, _, fd in joined:
+            os.close(fd)
+    for fd in run.sources.values():
         os.close(fd)  # the program's process holds the run's stdio alone: its end is theirs
-    _, status = os.waitpid(pid, 0)
-    # Whatever the program left behind dies with the sandbox's pid namespace, as after a cold run.
-    os.kill(bwrap, signal.SIGKILL)
-    os.waitpid(bwrap, 0)
-    os._exit(bwrap_exit(status))
+    run.sources = {}
+    return pid
 
 
-def become_program(job, program):
-    """The program's process: confined as bwrap and setpriv confine a cold run, then the driver."""
-    # No setsid: the launcher made its own session (no controlling terminal), as bwrap --new-session.
+def become_program(run, namespaces):
+    """The program's process: confined as bwrap and a drop confine a cold run, then the driver."""
+    job, sandbox = run.job, run.job["sandbox"]
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # bwrap --die-with-parent
-    if os.getppid() != 0:  # the waiter is outside this pid namespace: 0, until it is gone
+    if os.getppid() != 0:  # the zygote is outside this pid namespace: 0, until it is gone
         os._exit(1)
+    signal.set_wakeup_fd(-1)
     for signum in (*FORWARDED, signal.SIGCHLD):
         signal.signal(signum, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED)  # held by the launcher around the fork
-    os.closerange(4, 1024)  # the launcher's pipes and the cgroup listing among them
-    os.chdir(job["cwd"])
+    # Into the run's cgroup (by the host's paths: before the mount namespace), then a cgroup
+    # namespace rooted there, as bwrap --unshare-cgroup makes for a cold run started inside it.
+    for directory in job["cgroup"]:
+        fd = os.open(os.path.join(directory, "cgroup.procs"), os.O_WRONLY)
+        try:
+            os.write(fd, b"0")  # this process
+        finally:
+            os.close(fd)
+    check(libc.unshare(CLONE_NEWCGROUP), "unshare cgroup")
+    # setns(2), in order: the mount namespace last (it moves the root).
+    for name, flag, fd in namespaces:
+        check(libc.setns(fd, flag), "setns %s" % name)
+    forker.place(run.sources, 4, 16)
+    os.closerange(4, 1 << 20)  # everything of the zygote's: other runs' stdio, its pipes
+    forker.set_limits(job["ulimit"])
+    os.chdir(sandbox["cwd"])
     # Capabilities: root's are lost with the uid below; the bounding set goes too (bwrap --cap-drop).
     last = int(open("/proc/sys/kernel/cap_last_cap").read())
     for cap in range(last + 1):
         prctl(PR_CAPBSET_DROP, cap)
     os.setgroups([])
-    os.setresgid(job["gid"], job["gid"], job["gid"])
-    os.setresuid(job["uid"], job["uid"], job["uid"])
+    os.setresgid(sandbox["gid"], sandbox["gid"], sandbox["gid"])
+    os.setresuid(sandbox["uid"], sandbox["uid"], sandbox["uid"])
     # A uid change marks the process undumpable, which would make its /proc/self root's; an exec
-    # (as after setpriv) would clear that, so clear it here.
+    # (as after a cold run's drop) would clear that, so clear it here.
     prctl(PR_SET_DUMPABLE, 1)
     prctl(PR_SET_NO_NEW_PRIVS, 1)
+    program = bytes.fromhex(job["seccomp"])
     if program:
         buffer = ctypes.create_string_buffer(program, len(program))
         fprog = SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
         check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp")
     # What the interpreter took from its environment at start, as a cold run's would have.
-    env = dict(job["env"], PWD=job["cwd"])  # bwrap --chdir sets PWD
+    env = dict(sandbox["env"], PWD=sandbox["cwd"])  # bwrap --chdir sets PWD
     os.environ.clear()
     os.environ.update(env)
     extra = [entry for entry in env.get("PYTHONPATH", "").split(":") if entry]
@@ -274,10 +305,116 @@ def become_program(job, program):
     run_driver()
 
 
+def serve():
+    """
+    The forker's protocol (forker.py), each job with a "sandbox" to fork its program into: reports
+    {"id", "ready": the program's pid} once it waits for its job, {"id", "failed": why}, and
+    {"id", "exit": code, "signal": null} once the program's process and its sandbox are gone.
+    """
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd > 2:
+            try:
+                os.set_inheritable(fd, False)
+            except OSError:
+                pass
+    own_pid_ns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+    # A session without a controlling terminal (bwrap --new-session), which the programs' processes
+    # inherit: as in a cold run, none of them leads one.
+    os.setsid()
+
+    def report(message):
+        sys.stdout.write(json.dumps(message) + "\n")
+        sys.stdout.flush()
+
+    runs_by_pid = {}  # the sandboxes' bwrap and the programs' processes
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    selector = selectors.DefaultSelector()
+    selector.register(sys.stdin.buffer.raw, selectors.EVENT_READ, "jobs")
+    selector.register(wake_r, selectors.EVENT_READ, "children")
+    pending = b""
+
+    def failed(run, why):
+        if not run.reported:
+            run.reported = True
+            report({"id": run.id, "failed": why})
+
+    def settle(run):
+        """The program's process is reaped and its sandbox gone: the run's end, as bwrap's."""
+        if run.status is not None and run.sandbox_gone and not run.reported:
+            run.reported = True
+            report({"id": run.id, "exit": bwrap_exit(run.status), "signal": None})
+
+    while True:
+        for key, _ in selector.select():
+            if key.data == "jobs":
+                chunk = os.read(key.fd, 65536)
+                if not chunk:
+                    return forker.end(runs_by_pid)  # the server is gone
+                pending += chunk
+                while b"\n" in pending:
+                    line, pending = pending.split(b"\n", 1)
+                    job = json.loads(line)
+                    try:
+                        start(job, selector, runs_by_pid)
+                    except Exception as error:
+                        report({"id": job["id"], "failed": "the sandbox did not start: %r" % (error,)})
+            elif key.data == "children":
+                try:
+                    os.read(wake_r, 4096)
+                except BlockingIOError:
+                    pass
+                while True:
+                    try:
+                        pid, status = os.waitpid(-1, os.WNOHANG)
+                    except ChildProcessError:
+                        break
+                    if pid == 0:
+                        break
+                    run = runs_by_pid.pop(pid, None)
+                    if run is None:
+                        continue
+                    if pid == run.program:
+                        run.status = status
+                        # Whatever the program left behind dies with the sandbox's pid namespace,
+                        # as after a cold run.
+                        if not run.sandbox_gone:
+                            os.kill(run.bwrap, signal.SIGKILL)
+                    else:
+                        run.sandbox_gone = True
+                        os.close(run.life)
+                        if run.program is None:
+                            if run.said is not None:
+                                selector.unregister(run.said)
+                                os.close(run.said)
+                                run.said = None
+                            for fd in run.sources.values():
+                                os.close(fd)
+                            run.sources = {}
+                            failed(run, "the sandbox did not start (bwrap: %d)" % bwrap_exit(status))
+                    settle(run)
+            else:
+                run = key.data
+                selector.unregister(key.fd)
+                said = os.read(key.fd, 64)
+                os.close(key.fd)
+                run.said = None
+                if not said:
+                    continue  # bwrap failed (and said why on stderr): its exit reports it
+                try:
+                    run.program = fork_program(run, own_pid_ns)
+                except Exception as error:
+                    os.kill(run.bwrap, signal.SIGKILL)
+                    failed(run, "could not fork into the sandbox: %r" % (error,))
+                    continue
+                runs_by_pid[run.program] = run
+                report({"id": run.id, "ready": run.program})
+
+
 if __name__ == "__main__":
     compile("pass", "<warm-up>", "exec")  # the compiler's first use, paid once here
     PLACEHOLDER = load_placeholder()
-    # A program's process whose launcher is killed (a run's end, the server's) is handed to us,
-    # not to the host's init, and reaped at once: the sandbox's pid 1 waits for exactly that.
-    prctl(PR_SET_CHILD_SUBREAPER, 1)
-    forker.main(run)
+    serve()

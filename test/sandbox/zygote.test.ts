@@ -2,10 +2,12 @@
 // pre-initialised interpreter on the host and moves each into its own bwrap-built sandbox. A
 // forked run must be confined exactly as a cold run is, end as a cold run does, and leave nothing.
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ExecutionResult } from '../../src/engine/index.js';
+import type { RunCgroup } from '../../src/sandbox/namespace/cgroups.js';
+import { Zygote } from '../../src/sandbox/namespace/zygote.js';
 import { processesUnder, processesWith, sleepMarker } from '../helpers/procs.js';
 import { callTool, startServer, type TestServer } from '../helpers/server.js';
 
@@ -160,6 +162,27 @@ print(zygote.load_placeholder())`,
     expect(probe('x86_64').stdout).toBe(process.arch === 'x64' ? '250\n' : 'None\n');
   });
 
+  it('fails a fork whose sandbox does not start, leaves nothing, and forks the next', async () => {
+    const zygote = new Zygote('/usr/bin/python3', { PATH: '/usr/bin:/bin' }, 60_000);
+    const noCgroup = { dirs: [] } as unknown as RunCgroup;
+    const sandbox = { placeholder: ['/bin/cat', '-'], uid: 65534, gid: 65534, env: {}, cwd: '/' };
+    const fork = (bwrap: string[]) =>
+      zygote.fork({ stdin: 'ignore', control: false }, noCgroup, { ...sandbox, bwrap }, Buffer.alloc(0), []);
+    await expect(fork(['/bin/false'])).rejects.toThrow(/the sandbox did not start \(bwrap: 1\)/);
+    await expect(fork(['/nonexistent/bwrap'])).rejects.toThrow(/the sandbox did not start: .*No such file/);
+    // A "sandbox" with no pid 1 to join: sh says it is ready, then waits for its stdin to end.
+    await expect(fork(['/bin/sh', '-c', 'echo ready; exec cat', 'sh'])).rejects.toThrow(
+      /could not fork into the sandbox/,
+    );
+    // Each went, bwrap or not (nothing was forked), and the zygote still serves.
+    const [pid] = zygotes(process.pid);
+    const children = () => readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim();
+    await expect.poll(children).toBe('');
+    await expect(fork(['/bin/false'])).rejects.toThrow(/the sandbox did not start/);
+    zygote.retire();
+    await expect.poll(() => zygotes(process.pid)).toEqual([]);
+  });
+
   it('ends like a cold run: exit status, SIGTERM grace on timeout, background processes killed', async () => {
     const status = await forkedRun(server, 'print("out")\nimport sys\nsys.exit(7)');
     expect(status).toMatchObject({ stdout: 'out\n', exit_code: 7, warm: true });
@@ -260,25 +283,31 @@ print(zygote.load_placeholder())`,
     }
   });
 
-  it("reaps a program's process at once when its launcher is killed (not left to the host's init)", async () => {
+  it("reaps a program's process at once when its sandbox is killed (not left to the host's init)", async () => {
     await forkedRun(server, 'pass');
     const [zygote] = zygotes(server.pid);
     const childrenOf = (pid: number) =>
       readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
-    // A waiting pool driver: a launcher of the zygote with the program's process under it.
-    const isProgram = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('zygote.py');
-    const pair = () => {
-      for (const launcher of childrenOf(zygote as number)) {
-        const program = childrenOf(launcher).find(isProgram);
-        if (program) return [launcher, program] as const;
-      }
-      return undefined;
+    const cmdline = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    const nsPid = (pid: number) => readlinkSync(`/proc/${pid}/ns/pid`);
+    // A waiting pool driver, and its sandbox: the bwrap whose child (the pid 1) shares its pid
+    // namespace. The zygote's children are both.
+    const found = () => {
+      const children = childrenOf(zygote as number);
+      const program = children.find((pid) => cmdline(pid).includes('zygote.py'));
+      const sandbox = children.find(
+        (pid) =>
+          program !== undefined &&
+          cmdline(pid).includes('bwrap') &&
+          childrenOf(pid).some((leader) => nsPid(leader) === nsPid(program)),
+      );
+      return program && sandbox ? ([sandbox, program] as const) : undefined;
     };
-    await expect.poll(pair).toBeDefined();
-    const [launcher, program] = pair() as readonly [number, number];
-    process.kill(launcher, 'SIGKILL');
-    // Its sandbox's pid 1 cannot finish exiting until the program's process is reaped. (Left to
-    // the host's init, a waiting driver would never go: 2 s only allows for a loaded machine.)
+    await expect.poll(found).toBeDefined();
+    const [sandbox, program] = found() as readonly [number, number];
+    process.kill(sandbox, 'SIGKILL');
+    // The program dies with its sandbox's pid namespace and the zygote reaps it. (Left to the
+    // host's init, it would linger: 2 s only allows for a loaded machine.)
     await expect
       .poll(() => readdirSync('/proc').includes(String(program)), { timeout: 2000, interval: 20 })
       .toBe(false);

@@ -122,9 +122,14 @@ export class Forker {
 
   /**
    * A launcher: a process in the run cgroup `cgroupDirs` (already joined), its pipe slots
-   * connected, waiting for its job on ARGV_FD (launcher.ts).
+   * connected, waiting for its job on ARGV_FD (launcher.ts). `more` goes with the request: the
+   * zygote's fork of a run (zygote.ts).
    */
-  async launcher(slots: ReadonlyArray<'pipe' | 'ignore'>, cgroupDirs: readonly string[]): Promise<ChildLike> {
+  async launcher(
+    slots: ReadonlyArray<'pipe' | 'ignore'>,
+    cgroupDirs: readonly string[],
+    more: Readonly<Record<string, unknown>> = {},
+  ): Promise<ChildLike> {
     this.keep();
     const helper = await this.start();
     const id = this.nextId++;
@@ -138,7 +143,7 @@ export class Forker {
         reject,
       });
       this.tokens.set(token, id);
-      const job = { id, address: this.address, token, slots, cgroup: cgroupDirs };
+      const job = { ...more, id, address: this.address, token, slots, cgroup: cgroupDirs };
       helper.stdin?.write(`${JSON.stringify(job)}\n`);
     });
   }

@@ -3,7 +3,6 @@
 import { constants } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { Duplex } from 'node:stream';
-import { fileURLToPath } from 'node:url';
 import { SandboxUnavailableError } from '../../errors/index.js';
 import type {
   Availability,
@@ -18,13 +17,14 @@ import { type BwrapOptions, buildBwrapArgs, interpreterMount, rlimitsFor, ulimit
 import { type CgroupLimits, type RunCgroup, RunCgroups } from './cgroups.js';
 import { DROP_NAME, dropProgram, dropRuns } from './drop.js';
 import { EtcCopies, type EtcLease } from './etc.js';
-import { Forker } from './forker.js';
+import { type ChildLike, Forker } from './forker.js';
 import { BOUND_ETC, etcEntries, findOnPath, type SystemMount, systemMounts } from './host.js';
-import { Launchers, type Ready, type Started, startDirect } from './launcher.js';
+import { LAUNCHER_IDLE_MS, Launchers, type Started, startDirect } from './launcher.js';
 import { identityFor, Lease } from './ownership.js';
 import { descendants, signal } from './process.js';
 import { hostFilter } from './seccomp.js';
 import { detectHost, type HostSetup, type Layer } from './setup.js';
+import { DRIVERS, Zygote, type ZygoteSandbox } from './zygote.js';
 
 export { buildBwrapArgs } from './args.js';
 export { findOnPath } from './host.js';
@@ -48,11 +48,11 @@ export interface NamespaceOptions {
   readonly drop?: boolean;
 }
 
-const ZYGOTE = fileURLToPath(new URL('../../../drivers/zygote.py', import.meta.url));
-/** Forks of the zygote kept ready: concurrent runs that find the pool empty each fork one. */
-const ZYGOTE_LAUNCHERS = 8;
-/** The zygote's HOME: site must find no user site-packages of anyone's there. */
-const ZYGOTE_HOME = '/nonexistent';
+/**
+ * A forked run's cgroup holds its own processes only; a cold run's holds bwrap and the sandbox's
+ * pid 1 too. pids.max is lowered by these for a forked run, to allow its code what a cold run's gets.
+ */
+const OUTSIDE_FORKED_CGROUP = 2;
 
 export class NamespaceBackend implements SandboxBackend {
   readonly mode = 'namespace' as const;
@@ -105,48 +105,80 @@ export class NamespaceBackend implements SandboxBackend {
     return this.launcherPool;
   }
 
-  private readonly zygotes = new Map<string, Launchers>();
+  private readonly zygotes = new Map<string, Zygote>();
 
   forksDrivers(): boolean {
     const host = this.setup();
     const enabled = this.options.zygote !== false && this.options.forker !== false;
-    return enabled && host.root && host.cgroups !== undefined && host.bash !== undefined;
+    return enabled && host.root && host.cgroups !== undefined;
   }
 
-  /** Launchers set aside by reserveFork() for the spawn() of that very spec. */
-  private readonly reserved = new WeakMap<SandboxSpec, Ready>();
+  /** Runs forked by reserveFork() for the spawn() of that very spec. */
+  private readonly reserved = new WeakMap<SandboxSpec, Prepared & { readonly child: ChildLike }>();
 
+  /**
+   * Fork the run of `spec` from a zygote, for spawn() to take: within `ms`, or not at all (spawn()
+   * then starts it, or throws NotForkableError for `zygote: 'only'`).
+   */
   async reserveFork(spec: SandboxSpec, ms: number): Promise<void> {
     const host = this.setup();
-    if (!host.root || this.reserved.has(spec)) return;
-    const ready = await this.zygoteLaunchers(host, spec)?.next(spec, ms);
-    if (ready) this.reserved.set(spec, ready);
+    if (!host.root || this.reserved.has(spec) || host.unavailable || !host.tools || !host.cgroups) return;
+    const zygote = this.zygoteFor(spec);
+    const seccomp = hostFilter({ unixSocketsOnly: spec.network === 'none' });
+    if (!zygote?.usable || !seccomp || !host.cat) return;
+    const identity = identityFor(spec.cwd);
+    const lease = new Lease(identity);
+    lease.lend(spec.writablePaths);
+    let cgroup: RunCgroup;
+    try {
+      const maxProcs = Math.max(1, spec.limits.maxProcs - OUTSIDE_FORKED_CGROUP);
+      cgroup = this.newCgroup(host, { ...spec.limits, maxProcs });
+    } catch {
+      await lease.giveBack();
+      return; // a cold start reports it
+    }
+    const system = this.systemNow(host);
+    const options = bwrapOptions(host, spec, identity, system, { cgroup: true, launcher: true });
+    const prepared: Prepared = { cgroup, system, lease, forked: true };
+    const ulimit = ulimitArgs(rlimitsFor(spec, options));
+    const sandbox = zygoteSandbox(spec, options, identity, host.cat);
+    const forking = zygote.fork(spec, cgroup, sandbox, seccomp, ulimit);
+    let timer: NodeJS.Timeout | undefined;
+    const child = await Promise.race([
+      forking.catch(() => undefined),
+      new Promise<undefined>((resolve) => {
+        timer = setTimeout(() => resolve(undefined), ms);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (child) {
+      this.reserved.set(spec, { ...prepared, child });
+      return;
+    }
+    // Failed, or too slow: what it forks later goes, and what was made for it.
+    void forking.then(
+      (late) => this.wrap(late, prepared).dispose(),
+      () => release(prepared, this.cgroups, this.live),
+    );
   }
 
   /**
-   * Launchers forked from a zygote of the spec's interpreter (drivers/zygote.py), for warm Python
-   * drivers of a root server. One zygote per interpreter and start-up environment: the variables a
-   * run may change (PYTHONPATH, HOME) are set in the forked process; the others must match.
+   * The zygote of the spec's interpreter (drivers/zygote.py) that forks warm Python drivers for a
+   * root server. One per interpreter and start-up environment: the variables a run may change
+   * (PYTHONPATH, HOME) are set in the forked process; the others must match.
    */
-  private zygoteLaunchers(host: HostSetup, spec: SandboxSpec): Launchers | undefined {
+  private zygoteFor(spec: SandboxSpec): Zygote | undefined {
     const [python, driver] = spec.argv;
-    if (!spec.zygote || !this.forksDrivers() || !host.cgroups || !host.bash || !python || !driver)
-      return undefined;
-    if (dirname(driver) !== dirname(ZYGOTE)) return undefined;
+    if (!spec.zygote || !this.forksDrivers() || !python || !driver) return undefined;
+    if (dirname(driver) !== DRIVERS) return undefined;
     const { PYTHONPATH: _path, HOME: _home, ...fixed } = spec.env;
-    const env = { ...fixed, HOME: ZYGOTE_HOME };
-    const key = JSON.stringify([python, env]);
-    let launchers = this.zygotes.get(key);
-    if (!launchers) {
-      const forker = new Forker(python, { args: [ZYGOTE], env });
-      launchers = new Launchers(host.bash, (limits) => this.newCgroup(host, limits), forker, {
-        depth: ZYGOTE_LAUNCHERS,
-        bashFallback: false,
-        ...(this.options.idleMs !== undefined && { idleMs: this.options.idleMs }),
-      });
-      this.zygotes.set(key, launchers);
+    const key = JSON.stringify([python, fixed]);
+    let zygote = this.zygotes.get(key);
+    if (!zygote) {
+      zygote = new Zygote(python, fixed, this.options.idleMs ?? LAUNCHER_IDLE_MS);
+      this.zygotes.set(key, zygote);
     }
-    return launchers;
+    return zygote;
   }
 
   private etc: EtcCopies | undefined;
@@ -231,25 +263,19 @@ export class NamespaceBackend implements SandboxBackend {
     if (host.unavailable || !host.tools) {
       throw new SandboxUnavailableError(`namespace sandbox unavailable: ${host.unavailable ?? 'no tools'}`);
     }
+    const reserved = this.reserved.get(spec);
+    if (reserved) {
+      this.reserved.delete(spec);
+      return this.wrap(reserved.child, reserved);
+    }
+    if (spec.zygote === 'only') throw new NotForkableError();
     const seccomp = hostFilter({ unixSocketsOnly: spec.network === 'none' });
     if (!seccomp)
       throw new SandboxUnavailableError('namespace sandbox unavailable: no seccomp filter for this arch');
-    const reserved = this.reserved.get(spec);
-    this.reserved.delete(spec);
     const identity = host.root ? identityFor(spec.cwd) : undefined;
     const lease = identity ? new Lease(identity) : undefined;
-    try {
-      lease?.lend(spec.writablePaths);
-    } catch (error) {
-      reserved?.discard();
-      throw error;
-    }
-    const forked = identity ? (reserved ?? this.zygoteLaunchers(host, spec)?.take(spec)) : undefined;
-    if (spec.zygote === 'only' && !forked) {
-      void lease?.giveBack();
-      throw new NotForkableError();
-    }
-    const ready = forked ?? (host.cgroups ? this.launchers(host)?.take(spec) : undefined);
+    lease?.lend(spec.writablePaths);
+    const ready = host.cgroups ? this.launchers(host)?.take(spec) : undefined;
     let cgroup = ready?.cgroup;
     try {
       if (host.cgroups && !cgroup) {
@@ -260,26 +286,13 @@ export class NamespaceBackend implements SandboxBackend {
       throw new SandboxUnavailableError(`could not create the run's cgroup: ${(error as Error).message}`);
     }
     const system = this.systemNow(host);
-    const options: BwrapOptions = {
-      tools: host.tools,
-      system: system.mounts,
-      ...(identity && { identity }),
-      ...(system.drop && { drop: system.drop }),
+    const options = bwrapOptions(host, spec, identity, system, {
       cgroup: cgroup !== undefined,
-      // A launcher already runs inside its cgroup; a direct start waits until moved in.
-      waitForCgroup: cgroup !== undefined && !ready,
-      // A launcher is a bash: its ulimit builtin sets the rlimits, saving prlimit's exec.
-      rlimitsBy: ready ? 'caller' : 'prlimit',
-      seccomp: true,
-      ...(spec.limits.cpuSeconds !== undefined && { cpuSeconds: spec.limits.cpuSeconds }),
-      privateDirs: host.privateDirs,
-    };
+      launcher: ready !== undefined,
+    });
     let started: Started;
     try {
-      const argv =
-        forked && identity && host.cat
-          ? [zygoteJob(spec, options, identity, host.cat)]
-          : buildBwrapArgs(spec, options);
+      const argv = buildBwrapArgs(spec, options);
       started = ready
         ? ready.launch(argv, seccomp, spec.limits, ulimitArgs(rlimitsFor(spec, options)))
         : startDirect(argv, spec, seccomp, cgroup);
@@ -287,7 +300,19 @@ export class NamespaceBackend implements SandboxBackend {
       system.etc?.release();
       throw error;
     }
-    const { child } = started;
+    const proc = this.wrap(started.child, { cgroup, system, lease, forked: false });
+    started.joined.catch((error: Error) => {
+      const { pid } = started.child;
+      if (!proc.running() || pid === undefined) return; // bwrap already failed and said why on stderr
+      signal(pid, 'SIGKILL');
+      started.child.emit('error', new Error(`could not join the run's cgroup: ${error.message}`));
+    });
+    return proc;
+  }
+
+  /** The run of `child` (bwrap, or a zygote's fork of the run's process) and what was made for it. */
+  private wrap(child: ChildLike, prepared: Prepared): SandboxedProcess & { running(): boolean } {
+    const { cgroup, forked } = prepared;
     const pid = child.pid;
     let alive = pid !== undefined && child.exitCode === null && child.signalCode === null;
     let limit: LimitKind | undefined;
@@ -302,11 +327,6 @@ export class NamespaceBackend implements SandboxBackend {
         resolve({ code, signal: sig, ...(limit && { limit }) });
       });
     });
-    started.joined.catch((error: Error) => {
-      if (!alive || pid === undefined) return; // bwrap already failed and said why on stderr
-      signal(pid, 'SIGKILL');
-      child.emit('error', new Error(`could not join the run's cgroup: ${error.message}`));
-    });
     const { stdout, stderr } = child;
     if (!stdout || !stderr) throw new Error('spawn returned no output pipes');
     let disposed: Promise<void> | undefined;
@@ -317,12 +337,14 @@ export class NamespaceBackend implements SandboxBackend {
       stdout,
       stderr,
       stdin: child.stdin,
-      control: spec.control ? (child.stdio[3] as Duplex) : null,
+      control: child.stdio[3] ? (child.stdio[3] as Duplex) : null,
       exited,
+      running: () => alive,
       kill(name) {
         if (alive && pid !== undefined) {
-          // A zygote's launcher forwards graceful signals to the run's processes itself.
-          if (name === 'SIGKILL' || forked) signal(pid, name);
+          if (name === 'SIGKILL') signal(pid, name);
+          // A forked run's cgroup holds its processes and nothing else.
+          else if (forked && cgroup) for (const member of cgroup.pids()) signal(member, name);
           else {
             const members = descendants(pid);
             // bwrap has not cloned the sandbox yet: nothing to be graceful with.
@@ -332,7 +354,7 @@ export class NamespaceBackend implements SandboxBackend {
         }
         if (name === 'SIGKILL') cgroup?.killAll();
       },
-      // The run's cgroup holds every process of it, bwrap and a zygote's launcher included.
+      // The run's cgroup holds every process of it (and a cold run's bwrap).
       ...(cgroup && { stop: () => cgroup.stopAll() }),
       limitHit: () => limit ?? cgroup?.limitHit(),
       memoryMb: () => cgroup?.memoryMb(),
@@ -340,9 +362,7 @@ export class NamespaceBackend implements SandboxBackend {
         disposed ??= (async () => {
           if (alive && pid !== undefined) signal(pid, 'SIGKILL');
           await exited;
-          system.etc?.release();
-          if (cgroup && !(await cgroups?.release(cgroup))) live.delete(cgroup);
-          await lease?.giveBack();
+          await release(prepared, cgroups, live);
         })();
         return disposed;
       },
@@ -350,16 +370,55 @@ export class NamespaceBackend implements SandboxBackend {
   }
 }
 
+/** What a run was given besides its process: released once it has exited. */
+interface Prepared {
+  readonly cgroup: RunCgroup | undefined;
+  readonly system: { readonly etc?: EtcLease };
+  readonly lease: Lease | undefined;
+  /** Forked by a zygote: the cgroup holds the run's own processes only. */
+  readonly forked: boolean;
+}
+
+async function release(prepared: Prepared, cgroups: RunCgroups | undefined, live: Set<RunCgroup>) {
+  const { cgroup, system, lease } = prepared;
+  system.etc?.release();
+  if (cgroup && !(await cgroups?.release(cgroup))) live.delete(cgroup);
+  await lease?.giveBack();
+}
+
+function bwrapOptions(
+  host: HostSetup,
+  spec: SandboxSpec,
+  identity: { readonly uid: number; readonly gid: number } | undefined,
+  system: { readonly mounts: readonly SystemMount[]; readonly drop?: string },
+  how: { readonly cgroup: boolean; readonly launcher: boolean },
+): BwrapOptions {
+  return {
+    tools: host.tools as NonNullable<HostSetup['tools']>,
+    system: system.mounts,
+    ...(identity && { identity }),
+    ...(system.drop && { drop: system.drop }),
+    cgroup: how.cgroup,
+    // A launcher already runs inside its cgroup; a direct start waits until moved in.
+    waitForCgroup: how.cgroup && !how.launcher,
+    // A launcher sets the rlimits itself (setrlimit, bash's ulimit), saving prlimit's exec.
+    rlimitsBy: how.launcher ? 'caller' : 'prlimit',
+    seccomp: true,
+    ...(spec.limits.cpuSeconds !== undefined && { cpuSeconds: spec.limits.cpuSeconds }),
+    privateDirs: host.privateDirs,
+  };
+}
+
 /**
- * What a zygote's launcher needs to build the run's sandbox and confine the program's process in
- * it (drivers/zygote.py): bwrap keeps up the same sandbox a cold run gets, around a placeholder.
+ * What a zygote needs to build the run's sandbox and confine the program's process in it
+ * (drivers/zygote.py): bwrap keeps up the same sandbox a cold run gets, around a placeholder.
  */
-function zygoteJob(
+function zygoteSandbox(
   spec: SandboxSpec,
   options: BwrapOptions,
   identity: { readonly uid: number; readonly gid: number },
   cat: string,
-): string {
+): ZygoteSandbox {
   const placeholder = [cat, '/proc/sys/kernel/ostype', '-'];
   // The interpreter's install stays visible, as in a cold run: its stdlib, sys.executable.
   const interpreter = interpreterMount(spec.argv[0] as string, options.privateDirs);
@@ -367,5 +426,5 @@ function zygoteJob(
   // The zygote appends the placeholder: its own where it can run one (drivers/zygote.py), or this.
   const bwrap = buildBwrapArgs(sandbox, { ...options, placeholder: true }).slice(0, -placeholder.length);
   const { uid, gid } = identity;
-  return JSON.stringify({ bwrap, placeholder, uid, gid, env: spec.env, cwd: spec.cwd });
+  return { bwrap, placeholder, uid, gid, env: spec.env, cwd: spec.cwd };
 }

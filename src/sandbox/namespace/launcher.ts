@@ -113,7 +113,7 @@ export interface LauncherOptions {
 }
 
 /** As the warm pool's default (CODEXEC_POOL_IDLE_MS). */
-const LAUNCHER_IDLE_MS = 5 * 60_000;
+export const LAUNCHER_IDLE_MS = 5 * 60_000;
 
 interface Launcher {
   readonly child: ChildLike;

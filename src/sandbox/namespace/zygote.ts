@@ -1,0 +1,74 @@
+// Warm Python drivers forked from a zygote (drivers/zygote.py): a Python of the sandbox's, started
+// once and initialised, that builds each run's sandbox (bwrap around a placeholder) and forks the
+// run's process into it. The process it reports is that run's own, already confined, its stdio
+// connected here, waiting on its control channel; the zygote reports its end as bwrap would.
+import { dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { SandboxSpec } from '../types.js';
+import type { RunCgroup } from './cgroups.js';
+import { type ChildLike, Forker } from './forker.js';
+
+const SCRIPT = fileURLToPath(new URL('../../../drivers/zygote.py', import.meta.url));
+/** Where the drivers a zygote can be are (warm_python.py). */
+export const DRIVERS = dirname(SCRIPT);
+/** The zygote's HOME: site must find no user site-packages of anyone's there. */
+const HOME = '/nonexistent';
+
+/** What the zygote needs to build a run's sandbox and confine its process (drivers/zygote.py). */
+export interface ZygoteSandbox {
+  /** bwrap's argv, up to the placeholder the zygote appends. */
+  readonly bwrap: readonly string[];
+  /** The placeholder where the zygote's own cannot run (`cat FILE -`). */
+  readonly placeholder: readonly string[];
+  readonly uid: number;
+  readonly gid: number;
+  readonly env: Readonly<Record<string, string>>;
+  readonly cwd: string;
+}
+
+export class Zygote {
+  private readonly forker: Forker;
+  private idleTimer: NodeJS.Timeout | undefined;
+
+  /**
+   * The zygote of `python` with the sandbox's start-up environment `env` (its HOME aside), let go
+   * after `idleMs` without a fork (started again by the next).
+   */
+  constructor(
+    python: string,
+    env: NodeJS.ProcessEnv,
+    private readonly idleMs: number,
+  ) {
+    this.forker = new Forker(python, { args: [SCRIPT], env: { ...env, HOME } });
+  }
+
+  /** false once the zygote could not start or died: runs then start their interpreter. */
+  get usable(): boolean {
+    return this.forker.usable;
+  }
+
+  /** Let the zygote go once the processes it forked have exited (the next fork starts it again). */
+  retire(): void {
+    clearTimeout(this.idleTimer);
+    this.forker.retire();
+  }
+
+  /**
+   * The run's process, forked into its sandbox and its cgroup, confined, its stdio connected:
+   * stdin as `spec.stdin`, stdout, stderr, and fd 3 when `spec.control`.
+   */
+  fork(
+    spec: Pick<SandboxSpec, 'stdin' | 'control'>,
+    cgroup: RunCgroup,
+    sandbox: ZygoteSandbox,
+    seccomp: Buffer,
+    ulimit: readonly string[],
+  ): Promise<ChildLike> {
+    this.forker.keep();
+    clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(() => this.retire(), this.idleMs);
+    this.idleTimer.unref();
+    const slots = [spec.stdin, 'pipe', 'pipe', spec.control ? 'pipe' : 'ignore'] as const;
+    return this.forker.launcher(slots, cgroup.dirs, { sandbox, ulimit, seccomp: seccomp.toString('hex') });
+  }
+}
