@@ -162,8 +162,12 @@ print(zygote.load_placeholder())`,
     expect(probe('x86_64').stdout).toBe(process.arch === 'x64' ? '250\n' : 'None\n');
   });
 
-  it('fails a fork whose sandbox does not start, leaves nothing, and forks the next', async () => {
-    const zygote = new Zygote('/usr/bin/python3', { PATH: '/usr/bin:/bin' }, 60_000);
+  it('fails a fork whose sandbox does not start, leaves nothing, and serves the next', async () => {
+    const zygote = new Zygote(
+      '/usr/bin/python3',
+      { PATH: '/usr/bin:/bin', PYTHONDONTWRITEBYTECODE: '1' },
+      60_000,
+    );
     const noCgroup = { dirs: [] } as unknown as RunCgroup;
     const sandbox = { placeholder: ['/bin/cat', '-'], uid: 65534, gid: 65534, env: {}, cwd: '/' };
     const fork = (bwrap: string[]) =>
