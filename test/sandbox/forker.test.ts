@@ -3,6 +3,7 @@
 // neither it nor they may outlive the server, however the server ends.
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { Forker } from '../../src/sandbox/namespace/forker.js';
 import { processesUnder } from '../helpers/procs.js';
 import { callTool, startServer } from '../helpers/server.js';
 
@@ -66,5 +67,36 @@ describe('forker', () => {
     } finally {
       await server.close().catch(() => {});
     }
+  });
+});
+
+describe('forker slots', () => {
+  it("takes one connection per slot: a token presented again (a fork's copy of a job) is refused", async () => {
+    // A stand-in helper that connects each slot of its job, then stdout a second time with the
+    // same token and slot, and reports the child ready once the server has surely had them all.
+    const helper = `
+import json, os, socket, sys, time
+job = json.loads(sys.stdin.readline())
+address = job["address"].encode().ljust(108, b"\\0")
+def connect(slot, said):
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(address)
+    sock.sendall(("%s%04d" % (job["token"], slot)).encode() + said)
+    return sock
+kept = [connect(slot, b"first %d\\n" % slot) for slot in range(3)]
+kept.append(connect(1, b"second 1\\n"))
+kept.append(connect(7, b"no such slot\\n"))
+time.sleep(0.3)  # every connection is in before the child is
+print(json.dumps({"id": job["id"], "ready": os.getpid()}), flush=True)
+sys.stdin.read()
+`;
+    const forker = new Forker('/usr/bin/python3', { args: ['-c', helper], env: {} });
+    const child = await forker.launcher(['pipe', 'pipe', 'pipe'], []);
+    const stdout = child.stdout as NonNullable<typeof child.stdout>;
+    const line = await new Promise<string>((resolve) =>
+      stdout.once('data', (chunk: Buffer) => resolve(String(chunk))),
+    );
+    expect(line).toBe('first 1\n');
+    forker.retire();
   });
 });

@@ -258,7 +258,9 @@ export class Forker {
       const id = this.tokens.get(text.slice(0, 32));
       const pending = id === undefined ? undefined : this.pending.get(id);
       const slot = Number(text.slice(32));
-      if (id === undefined || !pending || !/^\d{4}$/.test(text.slice(32)) || slot >= pending.stdio.length) {
+      // A slot connects once (a fork of the zygote holds copies of earlier jobs' tokens); a
+      // number past the slots is no slot (undefined).
+      if (id === undefined || !pending || !/^\d{4}$/.test(text.slice(32)) || pending.stdio[slot] !== null) {
         socket.destroy();
         return;
       }
