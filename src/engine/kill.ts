@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { SandboxedProcess } from '../sandbox/index.js';
 
 /** SIGTERM the whole run, give it `graceMs` to exit, then SIGKILL whatever is left. */
@@ -26,13 +25,18 @@ export async function drain(proc: SandboxedProcess, ms: number, enough?: Promise
   proc.stderr.destroy();
 }
 
-/** Whether `promise` settles within `ms` (the timer is cleared either way). */
+/**
+ * Whether `promise` settles within `ms` (the timer is cleared either way). A plain timer: an
+ * aborted timers/promises sleep costs a DOMException with its stack, every run.
+ */
 export async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  const controller = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
   const settled = await Promise.race([
     promise.then(() => true),
-    sleep(ms, false, { signal: controller.signal }).catch(() => false),
+    new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), ms);
+    }),
   ]);
-  controller.abort();
+  clearTimeout(timer);
   return settled;
 }

@@ -138,11 +138,16 @@ export class NamespaceBackend implements SandboxBackend {
       return; // a cold start reports it
     }
     const system = this.systemNow(host);
-    const options = bwrapOptions(host, spec, identity, system, { cgroup: true, launcher: true });
     const prepared: Prepared = { cgroup, system, lease, forked: true };
-    const ulimit = ulimitArgs(rlimitsFor(spec, options));
-    const sandbox = zygoteSandbox(spec, options, identity, host.cat);
-    const forking = zygote.fork(spec, cgroup, sandbox, seccomp, ulimit);
+    let forking: Promise<ChildLike>;
+    try {
+      const options = bwrapOptions(host, spec, identity, system, { cgroup: true, launcher: true });
+      const sandbox = zygoteSandbox(spec, options, identity, host.cat);
+      forking = zygote.fork(spec, cgroup, sandbox, seccomp, ulimitArgs(rlimitsFor(spec, options)));
+    } catch (error) {
+      await release(prepared, this.cgroups, this.live);
+      throw error;
+    }
     let timer: NodeJS.Timeout | undefined;
     const child = await Promise.race([
       forking.catch(() => undefined),
