@@ -4,6 +4,7 @@
 // the forker (forker.ts) or, without a host Python, a bash spawned here. Everything it execs
 // starts inside the cgroup. Without a ready launcher, bwrap is spawned directly and held on
 // --block-fd until the server has moved it in (the grace period then overlaps bwrap's setup).
+// (A warm Python forked by the zygote joins its cgroup itself, before any code: zygote.ts.)
 import { spawn } from 'node:child_process';
 import type { Writable } from 'node:stream';
 import { log } from '../../util/index.js';
@@ -104,10 +105,6 @@ async function joinTree(cgroup: RunCgroup, leader: number): Promise<void> {
 }
 
 export interface LauncherOptions {
-  /** Launchers kept ready per shape (default: 1 for session shapes, 4 for one-shot ones). */
-  readonly depth?: number;
-  /** false: only the forker's launchers will do (the zygote's); none when it is unusable. */
-  readonly bashFallback?: boolean;
   /** Ready launchers are let go after this long without a request (default 5 minutes). */
   readonly idleMs?: number;
 }
@@ -127,8 +124,6 @@ interface Launcher {
 export class Launchers {
   private readonly ready = new Map<string, Launcher[]>();
   private readonly starting = new Map<string, number>();
-  /** Callers of next() per shape, first come first served, each handed the next launcher. */
-  private readonly waiting = new Map<string, Array<(launcher: Launcher | undefined) => void>>();
 
   constructor(
     private readonly bash: string,
@@ -140,7 +135,7 @@ export class Launchers {
   ) {}
 
   private depth(shape: Shape): number {
-    return this.options.depth ?? (shape.stdin === 'pipe' ? 1 : 4);
+    return shape.stdin === 'pipe' ? 1 : 4;
   }
 
   private idleTimer: NodeJS.Timeout | undefined;
@@ -152,7 +147,7 @@ export class Launchers {
     this.idleTimer = setTimeout(() => {
       for (const launcher of [...this.ready.values()].flat()) discard(launcher);
       this.ready.clear();
-      this.forker?.retire(); // and its helper (the zygote: ~12 MB) once they have exited
+      this.forker?.retire(); // and its helper once they have exited
     }, this.options.idleMs ?? LAUNCHER_IDLE_MS);
     this.idleTimer.unref();
   }
@@ -176,30 +171,6 @@ export class Launchers {
     return launcher && this.claim(launcher);
   }
 
-  /**
-   * A launcher for `shape`: one ready now, else the next one started (or none after `ms`, or once
-   * a start fails). Waiting callers are served in turn, each with a launcher of its own.
-   */
-  next(shape: Shape, ms: number): Promise<Ready | undefined> {
-    const now = this.take(shape);
-    if (now || !this.forker?.usable) return Promise.resolve(now);
-    const name = key(shape);
-    return new Promise((resolve) => {
-      const waiters = this.waiting.get(name) ?? [];
-      const serve = (launcher: Launcher | undefined) => {
-        clearTimeout(timer);
-        resolve(launcher && this.claim(launcher));
-      };
-      const timer = setTimeout(() => {
-        const index = waiters.indexOf(serve);
-        if (index !== -1) waiters.splice(index, 1);
-        resolve(undefined);
-      }, ms);
-      waiters.push(serve);
-      this.waiting.set(name, waiters);
-    });
-  }
-
   private claim(launcher: Launcher): Ready {
     const { child, cgroup } = launcher;
     setRef(child, true);
@@ -220,18 +191,13 @@ export class Launchers {
     const name = key(shape);
     // Spawning here blocks the event loop: then keep just one ready, as before the forker.
     const inForker = this.forker?.usable === true;
-    if (!inForker && this.options.bashFallback === false) return;
     const have = (this.ready.get(name)?.length ?? 0) + (this.starting.get(name) ?? 0);
     const want = inForker ? this.depth(shape) : 1;
     for (let i = have; i < want; i++) {
       this.starting.set(name, (this.starting.get(name) ?? 0) + 1);
       void this.start(shape, inForker ? this.forker : undefined).then((launcher) => {
         this.starting.set(name, (this.starting.get(name) ?? 1) - 1);
-        const waiter = this.waiting.get(name)?.shift();
-        if (waiter) {
-          if (launcher) setImmediate(() => this.refill(shape)); // it is taken: start the next
-          waiter(launcher);
-        } else if (launcher) this.ready.get(name)?.push(launcher) ?? this.ready.set(name, [launcher]);
+        if (launcher) this.ready.get(name)?.push(launcher) ?? this.ready.set(name, [launcher]);
       });
     }
   }
