@@ -146,8 +146,12 @@ def main():
     out = sys.stdout
 
     def report(message):
-        out.write(json.dumps(message) + "\n")
-        out.flush()
+        try:
+            out.write(json.dumps(message) + "\n")
+            out.flush()
+        except BrokenPipeError:  # the server is gone, and with it whoever would read this
+            end(jobs_by_pid)
+            os._exit(0)
 
     jobs_by_pid = {}
     wake_r, wake_w = os.pipe()

@@ -324,8 +324,12 @@ def serve():
     os.setsid()
 
     def report(message):
-        sys.stdout.write(json.dumps(message) + "\n")
-        sys.stdout.flush()
+        try:
+            sys.stdout.write(json.dumps(message) + "\n")
+            sys.stdout.flush()
+        except BrokenPipeError:  # the server is gone, and with it whoever would read this
+            forker.end(runs_by_pid)
+            os._exit(0)
 
     runs_by_pid = {}  # the sandboxes' bwrap and the programs' processes
     wake_r, wake_w = os.pipe()
@@ -398,6 +402,8 @@ def serve():
                     settle(run)
             else:
                 run = key.data
+                if run.said != key.fd:
+                    continue  # its sandbox's end came first in this batch, and closed it
                 selector.unregister(key.fd)
                 said = os.read(key.fd, 64)
                 os.close(key.fd)

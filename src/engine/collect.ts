@@ -15,13 +15,15 @@ export interface CollectOptions {
   /**
    * Hands a warm driver its program, once its output and its report are listened to: the driver
    * wakes on this CPU and would otherwise wait for that setup. Resolves with the program's exit
-   * status as the driver reports it (undefined if it never does); the run then ends without
-   * waiting for the interpreter's teardown and the sandbox's exit.
+   * status as the driver (or a cold run's sandbox: SandboxedProcess.reported) reports it, undefined
+   * if it never does; the run then ends without waiting for the interpreter's teardown and the
+   * sandbox's exit.
    */
   readonly launch?: () => Promise<number | undefined>;
   /**
-   * The mark the warm driver writes on stdout and stderr after the program's output: taken out of
-   * the output, and once both are in the run need not wait for the streams' end.
+   * The mark the warm driver (or a reporting sandbox) writes on stdout and stderr after the
+   * program's output: taken out of the output, and once both are in the run need not wait for the
+   * streams' end.
    */
   readonly endMark?: string;
 }

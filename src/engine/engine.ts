@@ -9,7 +9,12 @@ import { InvalidInputError } from '../errors/index.js';
 import type { LogWriter } from '../logs/index.js';
 import { WarmPool, WarmProcess } from '../pool/index.js';
 import { CodeSyntaxError, type InterpreterKind, type Interpreters, RUNTIMES } from '../runtimes/index.js';
-import { type BackendRegistry, NotForkableError, type SandboxedProcess } from '../sandbox/index.js';
+import {
+  type BackendRegistry,
+  END_MARK_BYTES,
+  NotForkableError,
+  type SandboxedProcess,
+} from '../sandbox/index.js';
 import { holdsOnly, newId, quietly } from '../util/index.js';
 import { type ArtifactDiff, diffSnapshots, type Snapshot, snapshotDir } from './artifacts.js';
 import { type Collected, collect } from './collect.js';
@@ -122,11 +127,13 @@ export class Engine {
         // A small script is written synchronously: µs, where the thread pool costs ~0.5 ms.
         if (prepared.length <= 64 * 1024) writeFileSync(scriptPath, prepared, { mode: 0o644 });
         else await writeFile(scriptPath, prepared, { mode: 0o644 });
-        // Runs of drivers without it end with their streams, as cold ones do.
-        const endMark =
-          warm && WARM_DRIVERS[runtime.interpreter].endMark
+        // Runs of drivers without it end with their streams, as cold runs do where the sandbox does
+        // not report their end (SandboxSpec.endMark).
+        const endMark = warm
+          ? WARM_DRIVERS[runtime.interpreter].endMark
             ? `\n[codexec-end ${randomUUID()}]` // from a cache of entropy: no call into OpenSSL per run
-            : undefined;
+            : undefined
+          : coldMark();
         const launch =
           warm &&
           (() => {
@@ -135,8 +142,8 @@ export class Engine {
           });
         const running =
           warm?.proc ??
-          backend.spawn(
-            await buildRunSpec({
+          backend.spawn({
+            ...(await buildRunSpec({
               config,
               hostEnv: this.hostEnv,
               kind: runtime.interpreter,
@@ -147,9 +154,12 @@ export class Engine {
               files: [scriptPath],
               timeoutMs: this.timeoutMs(request),
               confined: backend.mode !== 'subprocess',
-            }),
-          );
+            })),
+            ...(endMark && { endMark }),
+          });
         proc = running;
+        // A cold run's sandbox reports its end where it can: else it ends with its streams.
+        const reported = !warm && running.reported;
         outcome = await this.track(running, () =>
           collect(running, {
             timeoutMs: this.timeoutMs(request),
@@ -159,7 +169,8 @@ export class Engine {
             signal: options.signal,
             onOutput: options.onOutput,
             ...(launch && { launch }),
-            ...(endMark && { endMark }),
+            ...(reported && { launch: () => reported }),
+            ...(endMark && (warm || reported) && { endMark }),
           }),
         );
       } else {
@@ -329,4 +340,11 @@ function syntaxFailure(error: CodeSyntaxError): Collected {
     timed_out: false,
     cancelled: false,
   };
+}
+
+/** A cold run's end mark (SandboxSpec.endMark): END_MARK_BYTES of ASCII. */
+function coldMark(): string {
+  const mark = `\n[codexec-end ${randomUUID().replaceAll('-', '').slice(0, 16)}]\n`;
+  if (mark.length !== END_MARK_BYTES) throw new Error('end mark of the wrong length');
+  return mark;
 }

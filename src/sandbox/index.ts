@@ -13,4 +13,4 @@ export type {
   SandboxedProcess,
   SandboxSpec,
 } from './types.js';
-export { NotForkableError } from './types.js';
+export { END_MARK_BYTES, NotForkableError } from './types.js';

@@ -30,7 +30,16 @@ export interface SandboxSpec {
    * 'only': fork it or throw NotForkableError (the caller then runs cold).
    */
   readonly zygote?: 'prefer' | 'only';
+  /**
+   * A one-shot run's end mark (END_MARK_BYTES long): where the backend can, the sandbox writes it
+   * on stdout and stderr after the program's last output and reports the program's exit status at
+   * once (SandboxedProcess.reported), without waiting for the sandbox's teardown.
+   */
+  readonly endMark?: string;
 }
+
+/** The length of SandboxSpec.endMark. */
+export const END_MARK_BYTES = 32;
 
 /** A resource limit that stopped (or starved) the run. */
 export type LimitKind = 'memory' | 'processes' | 'cpu' | 'file_size';
@@ -54,6 +63,11 @@ export interface SandboxedProcess {
   /** The parent's end of fd 3 when `spec.control` was set; user output never travels here. */
   readonly control: Duplex | null;
   readonly exited: Promise<Exit>;
+  /**
+   * With spec.endMark, where the backend does it: the program's exit status, reported once the end
+   * marks are written (undefined if it never is); the sandbox's exit comes later.
+   */
+  readonly reported?: Promise<number | undefined>;
   /** Signal every process of the run (process group / sandbox), not just the leader. */
   kill(signal: NodeJS.Signals): void;
   /**

@@ -116,7 +116,8 @@ describe('warm pool lifecycle', () => {
         });
         expect(value.warm).toBe(false);
       }
-      expect(processesUnder(server.home)).toEqual([]);
+      // A run's sandbox is stopped when it reports its end, and killed once the result is out.
+      await expect.poll(() => processesUnder(server.home), { timeout: 2000 }).toEqual([]);
     } finally {
       await server.close();
     }

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { buildBwrapArgs, interpreterMount } from '../../src/sandbox/namespace/args.js';
+import {
+  buildBwrapArgs,
+  interpreterMount,
+  reportsEnd,
+  rlimitsFor,
+} from '../../src/sandbox/namespace/args.js';
 import type { SystemMount } from '../../src/sandbox/namespace/host.js';
 import type { SandboxSpec } from '../../src/sandbox/types.js';
 
@@ -205,6 +210,26 @@ describe('buildBwrapArgs with the drop program', () => {
     const placeholder = buildBwrapArgs(spec, { ...root, drop: '/etc/codexec-drop', placeholder: true });
     expect(placeholder).not.toContain('/etc/codexec-drop');
     expect(buildBwrapArgs(spec, { ...user, drop: '/etc/codexec-drop' })).not.toContain('/etc/codexec-drop');
+  });
+
+  it("reports a one-shot run's end (-r) when the run has an end mark, counting its process", () => {
+    const marked = { ...spec, endMark: '\n[codexec-end 0123456789abcdef]\n' };
+    const options = { ...root, drop: '/etc/codexec-drop' };
+    expect(buildBwrapArgs(marked, options).slice(-7)).toEqual([
+      '/etc/codexec-drop',
+      '-r',
+      '65534',
+      '65534',
+      ...spec.argv,
+    ]);
+    expect(buildBwrapArgs(spec, options)).not.toContain('-r');
+    // Without the drop program (setpriv) nothing reports: the run ends with its streams.
+    expect(buildBwrapArgs(marked, root)).not.toContain('-r');
+    expect(reportsEnd(marked, { ...options, placeholder: true })).toBe(false);
+    // Without a cgroup, RLIMIT_NPROC counts the reporting process too.
+    const nproc = (s: SandboxSpec) =>
+      rlimitsFor(s, { ...options, cgroup: false }).find((limit) => limit.prlimit === 'nproc')?.value;
+    expect([nproc(spec), nproc(marked)]).toEqual([64, 65]);
   });
 });
 

@@ -8,6 +8,8 @@ import type { SystemMount } from './host.js';
 /** Fixed child fds: 3 is the control channel (spec.control), then ours. */
 export const SECCOMP_FD = 4;
 export const WAIT_FD = 5;
+/** Where the drop program reads a run's end mark and reports its status (`drop -r`, drop.ts). */
+export const REPORT_FD = 7;
 
 const MIB = 1024 * 1024;
 /**
@@ -62,6 +64,25 @@ export interface BwrapOptions {
   readonly placeholder?: boolean;
 }
 
+/**
+ * Whether the run's drop program reports its end (`drop -r`): it forks, and after the program has
+ * exited writes spec.endMark on stdout and stderr and the status on REPORT_FD, before the sandbox's
+ * teardown. It is one more process of the run's (pids.max and RLIMIT_NPROC count it).
+ */
+export function reportsEnd(
+  spec: Pick<SandboxSpec, 'endMark'>,
+  options: Pick<BwrapOptions, 'identity' | 'drop' | 'placeholder'>,
+): boolean {
+  const { identity } = options;
+  return (
+    spec.endMark !== undefined &&
+    identity !== undefined &&
+    !options.placeholder &&
+    dropsTo(identity) &&
+    options.drop !== undefined
+  );
+}
+
 export function buildBwrapArgs(spec: SandboxSpec, options: BwrapOptions): string[] {
   const { tools, identity } = options;
   if (spec.argv.length === 0) throw new TypeError('SandboxSpec.argv is empty');
@@ -86,7 +107,7 @@ export function buildBwrapArgs(spec: SandboxSpec, options: BwrapOptions): string
   argv.push('--chdir', placeholder ? '/' : spec.cwd);
   if (options.seccomp && !placeholder) argv.push('--seccomp', String(SECCOMP_FD));
   if (identity && drop) {
-    argv.push(drop, String(identity.uid), String(identity.gid));
+    argv.push(drop, ...(reportsEnd(spec, options) ? ['-r'] : []), String(identity.uid), String(identity.gid));
   } else if (identity && !placeholder) {
     argv.push(
       tools.setpriv as string,
@@ -131,9 +152,15 @@ export function rlimitsFor(spec: SandboxSpec, options: BwrapOptions): Rlimit[] {
   if (!options.cgroup) {
     limits.push(limit('data', '-d', 1024, memoryMb * MIB));
     // Per-uid, so only meaningful for the dedicated sandbox uid of a root server.
-    if (options.identity) limits.push(limit('nproc', '-u', 1, spec.limits.maxProcs));
+    if (options.identity)
+      limits.push(limit('nproc', '-u', 1, spec.limits.maxProcs + extraProcs(spec, options)));
   }
   return limits;
+}
+
+/** Processes of the run's that are not the code's: the reporting drop program. */
+export function extraProcs(spec: SandboxSpec, options: BwrapOptions): number {
+  return reportsEnd(spec, options) ? 1 : 0;
 }
 
 /** The same limits as arguments to bash's ulimit (which sets soft and hard, like prlimit). */

@@ -2,7 +2,7 @@
 // never host root. Builds the command line with buildBwrapArgs() and spawns it here, only here.
 import { constants } from 'node:os';
 import { dirname, join } from 'node:path';
-import type { Duplex } from 'node:stream';
+import type { Duplex, Readable } from 'node:stream';
 import { SandboxUnavailableError } from '../../errors/index.js';
 import type {
   Availability,
@@ -13,7 +13,15 @@ import type {
   SandboxSpec,
 } from '../types.js';
 import { NotForkableError } from '../types.js';
-import { type BwrapOptions, buildBwrapArgs, interpreterMount, rlimitsFor, ulimitArgs } from './args.js';
+import {
+  type BwrapOptions,
+  buildBwrapArgs,
+  interpreterMount,
+  REPORT_FD,
+  reportsEnd,
+  rlimitsFor,
+  ulimitArgs,
+} from './args.js';
 import { type CgroupLimits, type RunCgroup, RunCgroups } from './cgroups.js';
 import { DROP_NAME, dropProgram, dropRuns } from './drop.js';
 import { EtcCopies, type EtcLease } from './etc.js';
@@ -53,6 +61,8 @@ export interface NamespaceOptions {
  * pid 1 too. pids.max is lowered by these for a forked run, to allow its code what a cold run's gets.
  */
 const OUTSIDE_FORKED_CGROUP = 2;
+/** The probe run's end mark (SandboxSpec.endMark: END_MARK_BYTES). */
+const PROBE_MARK = '\n[codexec-end probe00000000000]\n';
 
 export class NamespaceBackend implements SandboxBackend {
   readonly mode = 'namespace' as const;
@@ -243,6 +253,8 @@ export class NamespaceBackend implements SandboxBackend {
       limits: { memoryMb: 64, maxProcs: 16, maxFileMb: 1 },
       network: 'none',
       stdin: 'ignore',
+      // As a one-shot run: its end reported where it can be, which this proves too.
+      endMark: PROBE_MARK,
     });
     let stderr = '';
     proc.stderr.on('data', (chunk: Buffer) => {
@@ -252,7 +264,8 @@ export class NamespaceBackend implements SandboxBackend {
     const exit = await proc.exited;
     await proc.dispose();
     if (exit.code === 0) return { available: true };
-    const why = exit.spawnError?.message ?? (stderr.trim() || `exit ${exit.code ?? exit.signal}`);
+    const said = stderr.replace(PROBE_MARK, '').trim();
+    const why = exit.spawnError?.message ?? (said || `exit ${exit.code ?? exit.signal}`);
     return {
       available: false,
       reason:
@@ -280,32 +293,41 @@ export class NamespaceBackend implements SandboxBackend {
     const identity = host.root ? identityFor(spec.cwd) : undefined;
     const lease = identity ? new Lease(identity) : undefined;
     lease?.lend(spec.writablePaths);
-    const ready = host.cgroups ? this.launchers(host)?.take(spec) : undefined;
+    const system = this.systemNow(host);
+    const report = reportsEnd(spec, {
+      ...(identity && { identity }),
+      ...(system.drop && { drop: system.drop }),
+    });
+    const shape = { stdin: spec.stdin, control: spec.control === true, report };
+    // The reporting drop program is one more process of the run's.
+    const limits = report ? { ...spec.limits, maxProcs: spec.limits.maxProcs + 1 } : spec.limits;
+    const ready = host.cgroups ? this.launchers(host)?.take(shape) : undefined;
     let cgroup = ready?.cgroup;
     try {
       if (host.cgroups && !cgroup) {
-        cgroup = this.newCgroup(host, spec.limits);
+        cgroup = this.newCgroup(host, limits);
       }
     } catch (error) {
+      system.etc?.release();
       void lease?.giveBack();
       throw new SandboxUnavailableError(`could not create the run's cgroup: ${(error as Error).message}`);
     }
-    const system = this.systemNow(host);
     const options = bwrapOptions(host, spec, identity, system, {
       cgroup: cgroup !== undefined,
       launcher: ready !== undefined,
     });
+    const mark = report ? spec.endMark : undefined;
     let started: Started;
     try {
       const argv = buildBwrapArgs(spec, options);
       started = ready
-        ? ready.launch(argv, seccomp, spec.limits, ulimitArgs(rlimitsFor(spec, options)))
-        : startDirect(argv, spec, seccomp, cgroup);
+        ? ready.launch(argv, seccomp, limits, ulimitArgs(rlimitsFor(spec, options)), mark)
+        : startDirect(argv, shape, seccomp, cgroup, mark);
     } catch (error) {
       system.etc?.release();
       throw error;
     }
-    const proc = this.wrap(started.child, { cgroup, system, lease, forked: false });
+    const proc = this.wrap(started.child, { cgroup, system, lease, forked: false, report });
     started.joined.catch((error: Error) => {
       const { pid } = started.child;
       if (!proc.running() || pid === undefined) return; // bwrap already failed and said why on stderr
@@ -328,9 +350,13 @@ export class NamespaceBackend implements SandboxBackend {
       });
       child.once('exit', (code, sig) => {
         alive = false;
-        limit = cgroup?.limitHit() ?? (code === SIGXCPU ? 'cpu' : code === SIGXFSZ ? 'file_size' : undefined);
+        limit = cgroup?.limitHit() ?? signalLimit(code);
         resolve({ code, signal: sig, ...(limit && { limit }) });
       });
+    });
+    const reported = prepared.report ? statusLine(child.stdio[REPORT_FD] as Readable) : undefined;
+    void reported?.then((code) => {
+      if (code !== undefined) limit ??= cgroup?.limitHit() ?? signalLimit(code);
     });
     const { stdout, stderr } = child;
     if (!stdout || !stderr) throw new Error('spawn returned no output pipes');
@@ -344,6 +370,7 @@ export class NamespaceBackend implements SandboxBackend {
       stdin: child.stdin,
       control: child.stdio[3] ? (child.stdio[3] as Duplex) : null,
       exited,
+      ...(reported && { reported }),
       running: () => alive,
       kill(name) {
         if (alive && pid !== undefined) {
@@ -375,6 +402,32 @@ export class NamespaceBackend implements SandboxBackend {
   }
 }
 
+/** The limit an exit status names: bwrap's 128+N for the signal an rlimit sends. */
+function signalLimit(code: number | null): LimitKind | undefined {
+  return code === SIGXCPU ? 'cpu' : code === SIGXFSZ ? 'file_size' : undefined;
+}
+
+/** The status the drop program reports ("N\n"), then the channel is let go; undefined if none comes. */
+function statusLine(channel: Readable | undefined): Promise<number | undefined> {
+  if (!channel) return Promise.resolve(undefined);
+  return new Promise((resolve) => {
+    let text = '';
+    const done = (code: number | undefined) => {
+      channel.removeAllListeners('data');
+      channel.destroy();
+      resolve(code);
+    };
+    channel.on('data', (chunk: Buffer) => {
+      text += chunk.toString('latin1');
+      const line = /^(\d{1,3})\n/.exec(text);
+      if (line) done(Number(line[1]));
+      else if (text.includes('\n') || text.length > 8) done(undefined);
+    });
+    channel.once('end', () => done(undefined));
+    channel.once('close', () => done(undefined));
+  });
+}
+
 /** What a run was given besides its process: released once it has exited. */
 interface Prepared {
   readonly cgroup: RunCgroup | undefined;
@@ -382,6 +435,8 @@ interface Prepared {
   readonly lease: Lease | undefined;
   /** Forked by a zygote: the cgroup holds the run's own processes only. */
   readonly forked: boolean;
+  /** Its drop program reports the program's end on REPORT_FD (`drop -r`, args.ts reportsEnd). */
+  readonly report?: boolean;
 }
 
 async function release(prepared: Prepared, cgroups: RunCgroups | undefined, live: Set<RunCgroup>) {

@@ -11,7 +11,7 @@ import { log } from '../../util/index.js';
 import { childStdio } from '../fds.js';
 import { ignoreStreamErrors } from '../streams.js';
 import type { SandboxSpec } from '../types.js';
-import { SECCOMP_FD, WAIT_FD } from './args.js';
+import { REPORT_FD, SECCOMP_FD, WAIT_FD } from './args.js';
 import type { CgroupLimits, RunCgroup } from './cgroups.js';
 import type { ChildLike, Forker } from './forker.js';
 import { children, signal } from './process.js';
@@ -26,7 +26,8 @@ exec "\${job[@]:n+1}"`;
 const FIRST_LIMITS = { memoryMb: 64, maxProcs: 4 };
 const LAUNCHER_ARGS = ['--norc', '--noprofile', '-c', SCRIPT, 'codexec-launcher'];
 
-type Shape = Pick<SandboxSpec, 'stdin' | 'control'>;
+/** A run's stdio: stdin, a control channel on fd 3, the drop program's report on REPORT_FD. */
+export type Shape = Pick<SandboxSpec, 'stdin' | 'control'> & { readonly report?: boolean };
 
 export interface Started {
   readonly child: ChildLike;
@@ -38,13 +39,22 @@ export interface Started {
 /** A launcher taken for one run: set its limits, hand it the argv. */
 export interface Ready {
   readonly cgroup: RunCgroup;
-  /** `ulimit` arguments the launcher applies before it execs `argv` (which has no prlimit). */
-  launch(argv: readonly string[], seccomp: Buffer, limits: CgroupLimits, ulimit: readonly string[]): Started;
+  /**
+   * `ulimit` arguments the launcher applies before it execs `argv` (which has no prlimit); `mark`
+   * goes to the drop program on REPORT_FD (a report shape's).
+   */
+  launch(
+    argv: readonly string[],
+    seccomp: Buffer,
+    limits: CgroupLimits,
+    ulimit: readonly string[],
+    mark?: string,
+  ): Started;
   /** Not launched after all: the launcher goes (its process, its cgroup). */
   discard(): void;
 }
 
-const key = (shape: Shape) => `${shape.stdin}:${shape.control === true}`;
+const key = (shape: Shape) => `${shape.stdin}:${shape.control === true}:${shape.report === true}`;
 
 /** The child's fds by slot, before this process's inherited fds are mapped (childStdio). */
 function slots(shape: Shape, extra: 'wait' | 'argv' | 'none') {
@@ -57,6 +67,10 @@ function slots(shape: Shape, extra: 'wait' | 'argv' | 'none') {
   ];
   if (extra === 'wait') base.push('pipe');
   if (extra === 'argv') base.push('ignore', 'pipe');
+  if (shape.report) {
+    while (base.length < REPORT_FD) base.push('ignore');
+    base.push('pipe');
+  }
   return base;
 }
 
@@ -72,6 +86,7 @@ export function startDirect(
   shape: Shape,
   seccomp: Buffer,
   cgroup: RunCgroup | undefined,
+  mark?: string,
 ): Started {
   const [command, ...args] = argv as [string, ...string[]];
   const child = spawn(command, args, {
@@ -82,6 +97,7 @@ export function startDirect(
   });
   ignoreStreamErrors(child);
   fd(child, SECCOMP_FD).end(seccomp);
+  if (mark !== undefined) fd(child, REPORT_FD).write(mark);
   const pid = child.pid;
   if (!cgroup || pid === undefined) return { child, ...(cgroup && { cgroup }), joined: Promise.resolve() };
   const joined = joinTree(cgroup, pid).then(() => {
@@ -176,10 +192,11 @@ export class Launchers {
     setRef(child, true);
     return {
       cgroup,
-      launch: (argv, seccomp, limits, ulimit) => {
+      launch: (argv, seccomp, limits, ulimit, mark) => {
         this.limits = limits;
         cgroup.setLimits(limits);
         fd(child, SECCOMP_FD).end(seccomp);
+        if (mark !== undefined) fd(child, REPORT_FD).write(mark);
         fd(child, ARGV_FD).end(`${[String(ulimit.length), ...ulimit, ...argv].join('\0')}\0`);
         return { child, cgroup, joined: Promise.resolve() };
       },
