@@ -134,86 +134,119 @@ def end(jobs_by_pid, seconds=1.0):
             time.sleep(0.005)
 
 
-def main():
-    # Nothing this process inherited (beyond stdio) may reach a launcher, hence a sandbox.
-    for name in os.listdir("/proc/self/fd"):
-        fd = int(name)
-        if fd > 2:
-            try:
-                os.set_inheritable(fd, False)
-            except OSError:
-                pass
-    out = sys.stdout
+class Loop:
+    """
+    A helper's loop (this forker's, the zygote's): jobs, one JSON line each on stdin; children
+    reaped as they exit; descriptors watched until they turn readable; reports, JSON lines on
+    stdout. The server's end (of stdin, or of stdout) ends every child in `children` and the loop.
+    """
 
-    def report(message):
+    def __init__(self, children):
+        self.children = children
+        # Nothing this process inherited (beyond stdio) may reach a child, hence a sandbox.
+        for name in os.listdir("/proc/self/fd"):
+            fd = int(name)
+            if fd > 2:
+                try:
+                    os.set_inheritable(fd, False)
+                except OSError:
+                    pass
+        self.wake_r, wake_w = os.pipe()
+        os.set_blocking(wake_w, False)
+        signal.set_wakeup_fd(wake_w)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(sys.stdin.buffer.raw, selectors.EVENT_READ, "jobs")
+        self.selector.register(self.wake_r, selectors.EVENT_READ, "children")
+
+    def report(self, message):
         try:
-            out.write(json.dumps(message) + "\n")
-            out.flush()
+            sys.stdout.write(json.dumps(message) + "\n")
+            sys.stdout.flush()
         except BrokenPipeError:  # the server is gone, and with it whoever would read this
-            end(jobs_by_pid)
+            end(self.children)
             os._exit(0)
 
-    jobs_by_pid = {}
-    wake_r, wake_w = os.pipe()
-    os.set_blocking(wake_w, False)
-    signal.set_wakeup_fd(wake_w)
-    signal.signal(signal.SIGCHLD, lambda *_: None)
-    selector = selectors.DefaultSelector()
-    selector.register(sys.stdin.buffer.raw, selectors.EVENT_READ, "jobs")
-    selector.register(wake_r, selectors.EVENT_READ, "children")
-    pending = b""
-    while True:
-        for key, _ in selector.select():
-            if key.data == "jobs":
-                chunk = os.read(key.fd, 65536)
-                if not chunk:
-                    return end(jobs_by_pid)  # the server is gone
-                pending += chunk
-                while b"\n" in pending:
-                    line, pending = pending.split(b"\n", 1)
-                    job = json.loads(line)
-                    ready_r, ready_w = os.pipe()
-                    pid = os.fork()
-                    if pid == 0:
-                        try:
-                            os.close(ready_r)
-                            child(job, ready_w)
-                        except BaseException as error:
-                            try:  # the ready pipe has moved: say why on stderr too
-                                os.write(2, ("codexec forker: launcher %s: %r\n" % (job["id"], error)).encode())
-                            finally:
-                                os._exit(127)
-                    os.close(ready_w)
-                    jobs_by_pid[pid] = job["id"]
-                    selector.register(ready_r, selectors.EVENT_READ, (job["id"], pid))
-            elif key.data == "children":
-                try:
-                    os.read(wake_r, 4096)
-                except BlockingIOError:
-                    pass
-                while True:
+    def watch(self, fd, data):
+        self.selector.register(fd, selectors.EVENT_READ, data)
+
+    def unwatch(self, fd):
+        self.selector.unregister(fd)
+
+    def run(self, on_job, on_exit, on_ready):
+        """on_job(job) per job, on_exit(pid, status) per child reaped, on_ready(fd, data) per
+        watched descriptor readable (no longer watched then)."""
+        pending = b""
+        while True:
+            for key, _ in self.selector.select():
+                if key.data == "jobs":
+                    chunk = os.read(key.fd, 65536)
+                    if not chunk:
+                        return end(self.children)  # the server is gone
+                    pending += chunk
+                    while b"\n" in pending:
+                        line, pending = pending.split(b"\n", 1)
+                        on_job(json.loads(line))
+                elif key.data == "children":
                     try:
-                        pid, status = os.waitpid(-1, os.WNOHANG)
-                    except ChildProcessError:
-                        break
-                    if pid == 0:
-                        break
-                    job_id = jobs_by_pid.pop(pid, None)
-                    if job_id is None:
-                        continue
-                    if os.WIFSIGNALED(status):
-                        report({"id": job_id, "exit": None, "signal": signal.Signals(os.WTERMSIG(status)).name})
-                    else:
-                        report({"id": job_id, "exit": os.WEXITSTATUS(status), "signal": None})
-            else:
-                job_id, pid = key.data
-                selector.unregister(key.fd)
-                said = os.read(key.fd, 4096)
-                os.close(key.fd)
-                if said == b"R":
-                    report({"id": job_id, "ready": pid})
+                        os.read(self.wake_r, 4096)
+                    except BlockingIOError:
+                        pass
+                    while True:
+                        try:
+                            pid, status = os.waitpid(-1, os.WNOHANG)
+                        except ChildProcessError:
+                            break
+                        if pid == 0:
+                            break
+                        on_exit(pid, status)
                 else:
-                    report({"id": job_id, "failed": said[1:].decode(errors="replace") or "the launcher died"})
+                    watched = self.selector.get_map().get(key.fd)
+                    if watched is None or watched.data is not key.data:
+                        continue  # unwatched earlier in this batch (and its number maybe reused)
+                    self.selector.unregister(key.fd)
+                    on_ready(key.fd, key.data)
+
+
+def main():
+    jobs_by_pid = {}
+    loop = Loop(jobs_by_pid)
+
+    def on_job(job):
+        ready_r, ready_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(ready_r)
+                child(job, ready_w)
+            except BaseException as error:
+                try:  # the ready pipe has moved: say why on stderr too
+                    os.write(2, ("codexec forker: launcher %s: %r\n" % (job["id"], error)).encode())
+                finally:
+                    os._exit(127)
+        os.close(ready_w)
+        jobs_by_pid[pid] = job["id"]
+        loop.watch(ready_r, (job["id"], pid))
+
+    def on_exit(pid, status):
+        job_id = jobs_by_pid.pop(pid, None)
+        if job_id is None:
+            return
+        if os.WIFSIGNALED(status):
+            loop.report({"id": job_id, "exit": None, "signal": signal.Signals(os.WTERMSIG(status)).name})
+        else:
+            loop.report({"id": job_id, "exit": os.WEXITSTATUS(status), "signal": None})
+
+    def on_ready(fd, data):
+        job_id, pid = data
+        said = os.read(fd, 4096)
+        os.close(fd)
+        if said == b"R":
+            loop.report({"id": job_id, "ready": pid})
+        else:
+            loop.report({"id": job_id, "failed": said[1:].decode(errors="replace") or "the launcher died"})
+
+    loop.run(on_job, on_exit, on_ready)
 
 
 if __name__ == "__main__":

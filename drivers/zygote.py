@@ -30,9 +30,7 @@ STARTUP_MODULES = frozenset(sys.modules)
 
 import ctypes  # noqa: E402
 import fcntl  # noqa: E402
-import json  # noqa: E402
 import os  # noqa: E402
-import selectors  # noqa: E402
 import signal  # noqa: E402
 import struct  # noqa: E402
 
@@ -179,7 +177,7 @@ class Run:
         self.reported = False
 
 
-def start(job, selector, runs_by_pid):
+def start(job):
     """Connect the run's stdio and start its sandbox; the rest follows when it is complete."""
     run = Run(job)
     run.sources = forker.connect(job)
@@ -206,8 +204,6 @@ def start(job, selector, runs_by_pid):
         os.close(said_w)
     run.life = life_w
     run.said = said_r
-    runs_by_pid[run.bwrap] = run
-    selector.register(said_r, selectors.EVENT_READ, run)
     return run
 
 
@@ -311,113 +307,70 @@ def serve():
     {"id", "ready": the program's pid} once it waits for its job, {"id", "failed": why}, and
     {"id", "exit": code, "signal": null} once the program's process and its sandbox are gone.
     """
-    for name in os.listdir("/proc/self/fd"):
-        fd = int(name)
-        if fd > 2:
-            try:
-                os.set_inheritable(fd, False)
-            except OSError:
-                pass
+    runs_by_pid = {}  # the sandboxes' bwrap and the programs' processes
+    loop = forker.Loop(runs_by_pid)
     own_pid_ns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
     # A session without a controlling terminal (bwrap --new-session), which the programs' processes
     # inherit: as in a cold run, none of them leads one.
     os.setsid()
 
-    def report(message):
-        try:
-            sys.stdout.write(json.dumps(message) + "\n")
-            sys.stdout.flush()
-        except BrokenPipeError:  # the server is gone, and with it whoever would read this
-            forker.end(runs_by_pid)
-            os._exit(0)
-
-    runs_by_pid = {}  # the sandboxes' bwrap and the programs' processes
-    wake_r, wake_w = os.pipe()
-    os.set_blocking(wake_w, False)
-    signal.set_wakeup_fd(wake_w)
-    signal.signal(signal.SIGCHLD, lambda *_: None)
-    selector = selectors.DefaultSelector()
-    selector.register(sys.stdin.buffer.raw, selectors.EVENT_READ, "jobs")
-    selector.register(wake_r, selectors.EVENT_READ, "children")
-    pending = b""
-
     def failed(run, why):
         if not run.reported:
             run.reported = True
-            report({"id": run.id, "failed": why})
+            loop.report({"id": run.id, "failed": why})
 
-    def settle(run):
-        """The program's process is reaped and its sandbox gone: the run's end, as bwrap's."""
+    def on_job(job):
+        try:
+            run = start(job)
+        except Exception as error:
+            loop.report({"id": job["id"], "failed": "the sandbox did not start: %r" % (error,)})
+            return
+        runs_by_pid[run.bwrap] = run
+        loop.watch(run.said, run)
+
+    def on_exit(pid, status):
+        run = runs_by_pid.pop(pid, None)
+        if run is None:
+            return
+        if pid == run.program:
+            run.status = status
+            # Whatever the program left behind dies with the sandbox's pid namespace, as after a
+            # cold run.
+            if not run.sandbox_gone:
+                os.kill(run.bwrap, signal.SIGKILL)
+        else:
+            run.sandbox_gone = True
+            os.close(run.life)
+            if run.program is None:
+                if run.said is not None:
+                    loop.unwatch(run.said)
+                    os.close(run.said)
+                    run.said = None
+                for fd in run.sources.values():
+                    os.close(fd)
+                run.sources = {}
+                failed(run, "the sandbox did not start (bwrap: %d)" % bwrap_exit(status))
+        # The program's process is reaped and its sandbox gone: the run's end, as bwrap's.
         if run.status is not None and run.sandbox_gone and not run.reported:
             run.reported = True
-            report({"id": run.id, "exit": bwrap_exit(run.status), "signal": None})
+            loop.report({"id": run.id, "exit": bwrap_exit(run.status), "signal": None})
 
-    while True:
-        for key, _ in selector.select():
-            if key.data == "jobs":
-                chunk = os.read(key.fd, 65536)
-                if not chunk:
-                    return forker.end(runs_by_pid)  # the server is gone
-                pending += chunk
-                while b"\n" in pending:
-                    line, pending = pending.split(b"\n", 1)
-                    job = json.loads(line)
-                    try:
-                        start(job, selector, runs_by_pid)
-                    except Exception as error:
-                        report({"id": job["id"], "failed": "the sandbox did not start: %r" % (error,)})
-            elif key.data == "children":
-                try:
-                    os.read(wake_r, 4096)
-                except BlockingIOError:
-                    pass
-                while True:
-                    try:
-                        pid, status = os.waitpid(-1, os.WNOHANG)
-                    except ChildProcessError:
-                        break
-                    if pid == 0:
-                        break
-                    run = runs_by_pid.pop(pid, None)
-                    if run is None:
-                        continue
-                    if pid == run.program:
-                        run.status = status
-                        # Whatever the program left behind dies with the sandbox's pid namespace,
-                        # as after a cold run.
-                        if not run.sandbox_gone:
-                            os.kill(run.bwrap, signal.SIGKILL)
-                    else:
-                        run.sandbox_gone = True
-                        os.close(run.life)
-                        if run.program is None:
-                            if run.said is not None:
-                                selector.unregister(run.said)
-                                os.close(run.said)
-                                run.said = None
-                            for fd in run.sources.values():
-                                os.close(fd)
-                            run.sources = {}
-                            failed(run, "the sandbox did not start (bwrap: %d)" % bwrap_exit(status))
-                    settle(run)
-            else:
-                run = key.data
-                if run.said != key.fd:
-                    continue  # its sandbox's end came first in this batch, and closed it
-                selector.unregister(key.fd)
-                said = os.read(key.fd, 64)
-                os.close(key.fd)
-                run.said = None
-                if not said:
-                    continue  # bwrap failed (and said why on stderr): its exit reports it
-                try:
-                    run.program = fork_program(run, own_pid_ns)
-                except Exception as error:
-                    os.kill(run.bwrap, signal.SIGKILL)
-                    failed(run, "could not fork into the sandbox: %r" % (error,))
-                    continue
-                runs_by_pid[run.program] = run
-                report({"id": run.id, "ready": run.program})
+    def on_ready(fd, run):
+        said = os.read(fd, 64)
+        os.close(fd)
+        run.said = None
+        if not said:
+            return  # bwrap failed (and said why on stderr): its exit reports it
+        try:
+            run.program = fork_program(run, own_pid_ns)
+        except Exception as error:
+            os.kill(run.bwrap, signal.SIGKILL)
+            failed(run, "could not fork into the sandbox: %r" % (error,))
+            return
+        runs_by_pid[run.program] = run
+        loop.report({"id": run.id, "ready": run.program})
+
+    loop.run(on_job, on_exit, on_ready)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
 import type { SandboxedProcess } from '../sandbox/index.js';
+import { settledWithin } from '../util/index.js';
 
 /** SIGTERM the whole run, give it `graceMs` to exit, then SIGKILL whatever is left. */
 export async function terminate(proc: SandboxedProcess, graceMs: number): Promise<void> {
@@ -25,18 +26,12 @@ export async function drain(proc: SandboxedProcess, ms: number, enough?: Promise
   proc.stderr.destroy();
 }
 
-/**
- * Whether `promise` settles within `ms` (the timer is cleared either way). A plain timer: an
- * aborted timers/promises sleep costs a DOMException with its stack, every run.
- */
+/** Whether `promise` settles within `ms` (the timer is cleared either way). */
 export async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const settled = await Promise.race([
-    promise.then(() => true),
-    new Promise<boolean>((resolve) => {
-      timer = setTimeout(() => resolve(false), ms);
-    }),
-  ]);
-  clearTimeout(timer);
-  return settled;
+  return (
+    (await settledWithin(
+      promise.then(() => true),
+      ms,
+    )) ?? false
+  );
 }

@@ -6,3 +6,4 @@ export { type IdPrefix, newId } from './ids.js';
 export { type LogLevel, log, setLogLevel } from './log.js';
 export { expandHome, isWithin } from './paths.js';
 export { quietly } from './quietly.js';
+export { settledWithin } from './time.js';

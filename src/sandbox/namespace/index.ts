@@ -4,6 +4,7 @@ import { constants } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { Duplex, Readable } from 'node:stream';
 import { SandboxUnavailableError } from '../../errors/index.js';
+import { settledWithin } from '../../util/index.js';
 import type {
   Availability,
   Exit,
@@ -158,14 +159,10 @@ export class NamespaceBackend implements SandboxBackend {
       await release(prepared, this.cgroups, this.live);
       throw error;
     }
-    let timer: NodeJS.Timeout | undefined;
-    const child = await Promise.race([
+    const child = await settledWithin(
       forking.catch(() => undefined),
-      new Promise<undefined>((resolve) => {
-        timer = setTimeout(() => resolve(undefined), ms);
-      }),
-    ]);
-    clearTimeout(timer);
+      ms,
+    );
     if (child) {
       this.reserved.set(spec, { ...prepared, child });
       return;
