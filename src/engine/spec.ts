@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { symlink } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { type Config, globalPackageDirs } from '../config/index.js';
 import { sandboxEnv } from '../policy/index.js';
@@ -37,12 +38,23 @@ export async function buildRunSpec(input: RunSpecInput): Promise<SandboxSpec> {
     env: sandboxEnv(input.hostEnv, env, input.confined ? execDir : undefined),
     writablePaths: cwd === execDir ? [execDir] : [execDir, cwd],
     readablePaths: [...input.files, ...packages.readable],
-    // CPU seconds per process as a backstop behind the wall clock (the namespace backend's RLIMIT_CPU).
-    limits: { ...config.limits, cpuSeconds: Math.ceil(input.timeoutMs / 1000) + 1 },
+    limits: { ...config.limits, cpuSeconds: cpuBackstop(input.timeoutMs, config.killGraceMs) },
     network: config.network,
     stdin: 'ignore',
     ...(input.control && { control: true }),
   };
+}
+
+const CPUS = availableParallelism();
+
+/**
+ * CPU seconds per process (the namespace backend's RLIMIT_CPU): a backstop for when the wall clock
+ * cannot act (a stopped or hung server), never a limit before it. One process's threads use up to
+ * a second of CPU per CPU each second, so the timeout alone would kill multi-threaded code early
+ * (with SIGKILL, as soft and hard limits are equal, and no reason given).
+ */
+function cpuBackstop(timeoutMs: number, killGraceMs: number): number {
+  return Math.ceil(((timeoutMs + killGraceMs) / 1000) * CPUS) + 1;
 }
 
 export interface PackageAccess {

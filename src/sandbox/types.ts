@@ -16,7 +16,7 @@ export interface SandboxSpec {
     readonly memoryMb: number;
     readonly maxProcs: number;
     readonly maxFileMb: number;
-    /** CPU seconds before SIGXCPU (one-shot runs); absent for long-lived drivers. */
+    /** RLIMIT_CPU, soft and hard (one-shot runs; the kernel SIGKILLs at it); absent for long-lived drivers. */
     readonly cpuSeconds?: number;
   };
   readonly network: 'none' | 'host';

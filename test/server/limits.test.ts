@@ -1,4 +1,6 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { processesWith, sleepMarker } from '../helpers/procs.js';
 import { callTool, startServer, type TestServer } from '../helpers/server.js';
@@ -11,6 +13,7 @@ interface Result {
   timed_out: boolean;
   truncated: boolean;
   duration_ms: number;
+  sandbox_mode: string;
 }
 
 function peakRssMb(pid: number): number {
@@ -48,6 +51,24 @@ describe('execute_code limits', () => {
     });
     expect(value).toMatchObject({ timed_out: true, exit_code: null, stdout: 'ignoring\n' });
     expect(Date.now() - started).toBeLessThan(4000);
+  });
+
+  it('gives multi-threaded code its whole time: the CPU rlimit covers timeout and grace on every CPU', async () => {
+    // A run whose threads keep every CPU busy must reach its timeout, not an RLIMIT_CPU of the
+    // timeout alone (which killed two busy threads at half of it, with no reason given).
+    // A custom working_dir runs cold; the other may be warm (whose limit is the longest timeout's).
+    const code =
+      'print([l.split()[3] for l in open("/proc/self/limits") if l.startswith("Max cpu time")][0])';
+    const dir = mkdtempSync(join(tmpdir(), 'codexec-cpu-'));
+    try {
+      for (const args of [{ working_dir: dir }, {}]) {
+        const { value } = await run({ language: 'python', code, timeout_ms: 4000, ...args });
+        expect(value).toMatchObject({ success: true, sandbox_mode: 'namespace' });
+        expect(Number(value.stdout)).toBeGreaterThanOrEqual((4 + 0.5) * availableParallelism());
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('leaves no background grandchild alive after a normal exit', async () => {

@@ -52,7 +52,7 @@ export interface BwrapOptions {
   readonly rlimitsBy?: 'prlimit' | 'caller';
   /** A seccomp program will be readable on SECCOMP_FD. */
   readonly seccomp: boolean;
-  /** Seconds of CPU time before SIGXCPU; none for long-lived drivers. */
+  /** Seconds of CPU time (RLIMIT_CPU, soft and hard); none for long-lived drivers. */
   readonly cpuSeconds?: number;
   /** Directories an interpreter's prefix may never expose (the server user's home). */
   readonly privateDirs?: readonly string[];
