@@ -19,8 +19,13 @@ const PACE_MS = 100;
 const INTERPRETERS = { python: '/usr/bin/python3', node: process.execPath, bash: '/bin/bash' };
 const PRINT1 = { python: 'print(1)', node: 'console.log(1)', bash: 'echo 1' };
 const FLAG = { python: '-c', node: '-e', bash: '-c' };
-const COMPUTE_50MS =
-  'import time\nt = time.perf_counter()\nwhile time.perf_counter() - t < 0.05: pass\nprint(1)';
+// 50 ms of busy CPU, then print(1): the run's own work is a quarter of a cold python start.
+const COMPUTE_50MS = {
+  python: 'import time\nt = time.perf_counter()\nwhile time.perf_counter() - t < 0.05: pass\nprint(1)',
+  node: 'const t = performance.now();\nwhile (performance.now() - t < 50);\nconsole.log(1)',
+  bash: 's=${EPOCHREALTIME/./}\nwhile (( ${EPOCHREALTIME/./} - s < 50000 )); do :; done\necho 1',
+};
+const CONCURRENCY = [1, 2, 8];
 
 function bwrapArgs(argv) {
   const args = [
@@ -77,18 +82,27 @@ const compare = (comparison, language, { base, codexec }) => {
   );
 };
 
+/** Runs per second of `task` at each concurrency; the ratio is to the bare interpreter's. */
+async function throughput(scenario, language, task) {
+  for (const concurrency of CONCURRENCY) {
+    const stats = await measure(task, { n: N, concurrency });
+    const base = results.throughput.find(
+      (t) => t.scenario === 'bare interpreter' && t.language === language && t.concurrency === concurrency,
+    );
+    const ratio = base ? stats.perSecond / base.perSecond : 1;
+    results.throughput.push({ scenario, language, ...stats, ratio });
+    console.error(
+      `  ${scenario.padEnd(28)} ${language.padEnd(7)} c=${concurrency}  ${stats.perSecond.toFixed(1)} runs/s  p50 ${ms(stats.p50)} ms  x${ratio.toFixed(2)}`,
+    );
+  }
+}
+
 // Floors: the bare interpreter and bubblewrap alone, with the same code.
 const floor = {};
-const bwrapFloor = {};
 for (const language of Object.keys(INTERPRETERS)) {
   const argv = [INTERPRETERS[language], FLAG[language], PRINT1[language]];
   floor[language] = row('bare interpreter', language, await measure(() => spawnWait(argv), { n: N }), 0).p50;
-  bwrapFloor[language] = row(
-    'bwrap alone',
-    language,
-    await measure(() => spawnWait(bwrapArgs(argv)), { n: N }),
-    floor[language],
-  ).p50;
+  row('bwrap alone', language, await measure(() => spawnWait(bwrapArgs(argv)), { n: N }), floor[language]);
 }
 // Peers, when installed (npm run bench:peers): the same command through Anthropic's
 // sandbox-runtime, used as a library (wrap + spawn, no MCP in between).
@@ -101,12 +115,22 @@ if (srt) {
   await srt.reset();
 }
 
-const computeFloor = row(
-  'bare interpreter 50ms',
-  'python',
-  await measure(() => spawnWait([INTERPRETERS.python, '-c', COMPUTE_50MS]), { n: Math.ceil(N / 3) }),
-  0,
-).p50;
+const computeFloor = {};
+for (const language of Object.keys(INTERPRETERS)) {
+  const argv = [INTERPRETERS[language], FLAG[language], COMPUTE_50MS[language]];
+  computeFloor[language] = row(
+    'bare interpreter 50ms',
+    language,
+    await measure(() => spawnWait(argv), { n: Math.ceil(N / 3) }),
+    0,
+  ).p50;
+}
+// Throughput floors: the bare interpreter and bubblewrap alone at each concurrency.
+for (const language of Object.keys(INTERPRETERS)) {
+  const argv = [INTERPRETERS[language], FLAG[language], PRINT1[language]];
+  await throughput('bare interpreter', language, () => spawnWait(argv));
+  await throughput('bwrap alone', language, () => spawnWait(bwrapArgs(argv)));
+}
 
 for (const config of CONFIGS) {
   const server = await startServer(config.env);
@@ -155,16 +179,19 @@ for (const config of CONFIGS) {
       await server.call('close_session', { session_id });
     }
     results.mcp.pingP50 ??= (await measure(() => server.client.ping(), { n: N })).p50;
-    const compute = () => server.call('execute_code', { language: 'python', code: COMPUTE_50MS });
-    row(`${config.name} 50ms`, 'python', await measure(compute, { n: Math.ceil(N / 3) }), computeFloor);
-    for (const concurrency of [1, 2, 8]) {
-      const task = () => server.call('execute_code', { language: 'python', code: 'print(1)' });
-      const stats = await measure(task, { n: N, concurrency });
-      results.throughput.push({ scenario: config.name, concurrency, ...stats });
-      console.error(
-        `  ${config.name.padEnd(28)} c=${concurrency}  ${stats.perSecond.toFixed(1)} runs/s  p50 ${ms(stats.p50)} ms`,
+    for (const language of Object.keys(INTERPRETERS)) {
+      const compute = () => server.call('execute_code', { language, code: COMPUTE_50MS[language] });
+      row(
+        `${config.name} 50ms`,
+        language,
+        await measure(compute, { n: Math.ceil(N / 3) }),
+        computeFloor[language],
       );
     }
+    for (const language of Object.keys(INTERPRETERS))
+      await throughput(config.name, language, () =>
+        server.call('execute_code', { language, code: PRINT1[language] }),
+      );
     if (config.name === 'codexec namespace warm') results.memory.loadPeakRssMb = rssMb(server.pid, 'VmHWM');
     const { tools } = await server.client.listTools();
     if (tools.some((tool) => tool.name === 'send_to_session')) {
@@ -257,18 +284,37 @@ for (const r of results.interleaved)
   lines.push(
     `| ${r.comparison} | ${r.language} | ${ms(r.codexec.p50)} | ${ms(r.base.p50)} | ${r.ratio.toFixed(2)} |`,
   );
-lines.push('', '| 50 ms python compute | p50 / p99 (ms) | ×floor |', '|---|---|---|');
-for (const r of results.rows.filter((x) => x.scenario.endsWith('50ms')))
-  lines.push(`| ${r.scenario.replace(/ 50ms$/, '')} | ${ms(r.p50)} / ${ms(r.p99)} | ${r.ratio.toFixed(2)} |`);
-lines.push('', '| python print(1) throughput | c=1 runs/s | c=2 runs/s | c=8 runs/s |', '|---|---|---|---|');
-for (const config of CONFIGS) {
-  const cells = [1, 2, 8].map(
-    (c) =>
-      results.throughput
-        .find((t) => t.scenario === config.name && t.concurrency === c)
-        ?.perSecond.toFixed(1) ?? '-',
-  );
-  lines.push(`| ${config.name} | ${cells.join(' | ')} |`);
+lines.push(
+  '',
+  '| 50 ms compute | python p50 / p99 (ms) | ×floor | node p50 / p99 (ms) | ×floor | bash p50 / p99 (ms) | ×floor |',
+  '|---|---|---|---|---|---|---|',
+);
+for (const scenario of [
+  ...new Set(results.rows.filter((r) => r.scenario.endsWith('50ms')).map((r) => r.scenario)),
+]) {
+  const cells = ['python', 'node', 'bash'].map((language) => {
+    const r = results.rows.find((x) => x.scenario === scenario && x.language === language);
+    return r ? `${ms(r.p50)} / ${ms(r.p99)} | ${r.ratio.toFixed(2)}` : '- | -';
+  });
+  lines.push(`| ${scenario.replace(/ 50ms$/, '')} | ${cells.join(' | ')} |`);
+}
+lines.push(
+  '',
+  'Throughput of print(1) runs in runs/s, and its ratio to the bare interpreter at the same concurrency:',
+  '',
+  `| throughput | language | ${CONCURRENCY.map((c) => `c=${c}`).join(' | ')} |`,
+  `|---|---|${CONCURRENCY.map(() => '---|').join('')}`,
+);
+for (const scenario of [...new Set(results.throughput.map((t) => t.scenario))]) {
+  for (const language of Object.keys(INTERPRETERS)) {
+    const cells = CONCURRENCY.map((c) => {
+      const t = results.throughput.find(
+        (x) => x.scenario === scenario && x.language === language && x.concurrency === c,
+      );
+      return t ? `${t.perSecond.toFixed(1)} (×${t.ratio.toFixed(2)})` : '-';
+    });
+    lines.push(`| ${scenario} | ${language} | ${cells.join(' | ')} |`);
+  }
 }
 if (results.sessions.length > 0) {
   lines.push(
