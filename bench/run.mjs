@@ -19,7 +19,7 @@ const PACE_MS = 100;
 const INTERPRETERS = { python: '/usr/bin/python3', node: process.execPath, bash: '/bin/bash' };
 const PRINT1 = { python: 'print(1)', node: 'console.log(1)', bash: 'echo 1' };
 const FLAG = { python: '-c', node: '-e', bash: '-c' };
-// 50 ms of busy CPU, then print(1): the run's own work is a quarter of a cold python start.
+// 50 ms of busy CPU, then print(1): a run whose own work outweighs any start-up cost.
 const COMPUTE_50MS = {
   python: 'import time\nt = time.perf_counter()\nwhile time.perf_counter() - t < 0.05: pass\nprint(1)',
   node: 'const t = performance.now();\nwhile (performance.now() - t < 50);\nconsole.log(1)',
