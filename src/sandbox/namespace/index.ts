@@ -1,5 +1,7 @@
 // The namespace backend (Linux default): bubblewrap + seccomp + rlimits + cgroups, network off,
 // never host root. Builds the command line with buildBwrapArgs() and spawns it here, only here.
+// Over 400 lines: the ways a run starts (zygote fork, launcher, direct) share the backend's state
+// (host setup, /etc copies, run cgroups, launchers, zygotes); its pieces live in files of their own.
 import { constants } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { Duplex, Readable } from 'node:stream';
