@@ -97,12 +97,15 @@ async function throughput(scenario, language, task) {
   }
 }
 
-// Floors: the bare interpreter and bubblewrap alone, with the same code.
+// Floors: the bare interpreter and bubblewrap alone, with the same code, one at a time and at each
+// concurrency.
 const floor = {};
 for (const language of Object.keys(INTERPRETERS)) {
   const argv = [INTERPRETERS[language], FLAG[language], PRINT1[language]];
   floor[language] = row('bare interpreter', language, await measure(() => spawnWait(argv), { n: N }), 0).p50;
   row('bwrap alone', language, await measure(() => spawnWait(bwrapArgs(argv)), { n: N }), floor[language]);
+  await throughput('bare interpreter', language, () => spawnWait(argv));
+  await throughput('bwrap alone', language, () => spawnWait(bwrapArgs(argv)));
 }
 // Peers, when installed (npm run bench:peers): the same command through Anthropic's
 // sandbox-runtime, used as a library (wrap + spawn, no MCP in between).
@@ -124,12 +127,6 @@ for (const language of Object.keys(INTERPRETERS)) {
     await measure(() => spawnWait(argv), { n: Math.ceil(N / 3) }),
     0,
   ).p50;
-}
-// Throughput floors: the bare interpreter and bubblewrap alone at each concurrency.
-for (const language of Object.keys(INTERPRETERS)) {
-  const argv = [INTERPRETERS[language], FLAG[language], PRINT1[language]];
-  await throughput('bare interpreter', language, () => spawnWait(argv));
-  await throughput('bwrap alone', language, () => spawnWait(bwrapArgs(argv)));
 }
 
 for (const config of CONFIGS) {
@@ -244,15 +241,16 @@ lines.push(
   '| scenario | python p50 / p99 (ms) | ×floor | node p50 / p99 (ms) | ×floor | bash p50 / p99 (ms) | ×floor |',
   '|---|---|---|---|---|---|---|',
 );
-for (const scenario of [
-  ...new Set(results.rows.filter((r) => !r.scenario.endsWith('50ms')).map((r) => r.scenario)),
-]) {
-  const cells = ['python', 'node', 'bash'].map((language) => {
-    const r = results.rows.find((x) => x.scenario === scenario && x.language === language);
-    return r ? `${ms(r.p50)} / ${ms(r.p99)} | ${r.ratio.toFixed(2)}` : '- | -';
+/** A table line per scenario of `rows`: p50 / p99 and ratio for each language. */
+const latencyLines = (rows, name = (scenario) => scenario) =>
+  [...new Set(rows.map((r) => r.scenario))].map((scenario) => {
+    const cells = Object.keys(INTERPRETERS).map((language) => {
+      const r = rows.find((x) => x.scenario === scenario && x.language === language);
+      return r ? `${ms(r.p50)} / ${ms(r.p99)} | ${r.ratio.toFixed(2)}` : '- | -';
+    });
+    return `| ${name(scenario)} | ${cells.join(' | ')} |`;
   });
-  lines.push(`| ${scenario} | ${cells.join(' | ')} |`);
-}
+lines.push(...latencyLines(results.rows.filter((r) => !r.scenario.endsWith('50ms'))));
 const sessionPy = results.sessions.find((s) => s.language === 'python' && s.scenario.includes('namespace'));
 lines.push(
   '',
@@ -289,15 +287,8 @@ lines.push(
   '| 50 ms compute | python p50 / p99 (ms) | ×floor | node p50 / p99 (ms) | ×floor | bash p50 / p99 (ms) | ×floor |',
   '|---|---|---|---|---|---|---|',
 );
-for (const scenario of [
-  ...new Set(results.rows.filter((r) => r.scenario.endsWith('50ms')).map((r) => r.scenario)),
-]) {
-  const cells = ['python', 'node', 'bash'].map((language) => {
-    const r = results.rows.find((x) => x.scenario === scenario && x.language === language);
-    return r ? `${ms(r.p50)} / ${ms(r.p99)} | ${r.ratio.toFixed(2)}` : '- | -';
-  });
-  lines.push(`| ${scenario.replace(/ 50ms$/, '')} | ${cells.join(' | ')} |`);
-}
+const computeRows = results.rows.filter((r) => r.scenario.endsWith('50ms'));
+lines.push(...latencyLines(computeRows, (scenario) => scenario.replace(/ 50ms$/, '')));
 lines.push(
   '',
   'Throughput of print(1) runs in runs/s, and its ratio to the bare interpreter at the same concurrency:',
