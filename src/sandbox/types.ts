@@ -16,7 +16,7 @@ export interface SandboxSpec {
     readonly memoryMb: number;
     readonly maxProcs: number;
     readonly maxFileMb: number;
-    /** RLIMIT_CPU, soft = hard, so the kernel SIGKILLs at it (one-shot runs); absent for drivers. */
+    /** RLIMIT_CPU, soft = hard, so the kernel SIGKILLs at it (one-shot runs); absent for sessions. */
     readonly cpuSeconds?: number;
   };
   readonly network: 'none' | 'host';
