@@ -2,6 +2,7 @@
 // codexec command line: `serve` (MCP over stdio, the main job), `run` (one execution from the
 // shell), `doctor` (what this machine supports). stdout of `serve` is the protocol channel.
 import { Command, InvalidArgumentError } from 'commander';
+import { auditVerifyCommand } from './cli/audit.js';
 import { doctorCommand } from './cli/doctor.js';
 import { logsSearchCommand, logsShowCommand } from './cli/logs.js';
 import { runCommand } from './cli/run.js';
@@ -69,5 +70,12 @@ logs
   .argument('<execution_id>', 'exec_ followed by 12 hex characters')
   .option('--json', 'print the entry as JSON')
   .action(logsShowCommand);
+
+const audit = program.command('audit').description('the audit trail of every attempt to run code');
+audit
+  .command('verify')
+  .description('check the hash chain of the audit files; exit 1 naming the first bad line')
+  .option('--json', 'print the report as JSON')
+  .action(auditVerifyCommand);
 
 await program.parseAsync();

@@ -23,6 +23,7 @@ export interface Config {
   readonly output: { readonly maxChars: number; readonly head: number; readonly tail: number };
   readonly maxCodeBytes: number;
   readonly retentionDays: { readonly success: number; readonly failure: number; readonly session: number };
+  readonly auditRetentionDays: number;
   readonly maxSessions: number;
   readonly pool: { readonly size: number; readonly idleMs: number; readonly memoryMb: number };
   readonly installTimeoutMs: number;
@@ -95,6 +96,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       failure: s.CODEXEC_LOG_RETENTION_DAYS_FAILURE,
       session: s.CODEXEC_LOG_RETENTION_DAYS_SESSION,
     },
+    auditRetentionDays: s.CODEXEC_AUDIT_RETENTION_DAYS,
     maxSessions: s.CODEXEC_MAX_SESSIONS,
     pool: { size: s.CODEXEC_POOL_SIZE, idleMs: s.CODEXEC_POOL_IDLE_MS, memoryMb: s.CODEXEC_POOL_MEMORY_MB },
     installTimeoutMs: s.CODEXEC_INSTALL_TIMEOUT_MS,

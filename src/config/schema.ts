@@ -32,6 +32,9 @@ export const settingsSchema = z
     CODEXEC_LOG_RETENTION_DAYS_SUCCESS: int(1, 36_500).default(30),
     CODEXEC_LOG_RETENTION_DAYS_FAILURE: int(1, 36_500).default(90),
     CODEXEC_LOG_RETENTION_DAYS_SESSION: int(1, 36_500).default(90),
+    CODEXEC_AUDIT_RETENTION_DAYS: int(1, 36_500)
+      .default(365)
+      .describe('Audit files older than this are removed; the chain stays verifiable.'),
     CODEXEC_INSTALL_TIMEOUT_MS: int(1000, 3_600_000)
       .default(300_000)
       .describe('Limit for one package install.'),

@@ -1,0 +1,98 @@
+import { createHash } from 'node:crypto';
+import type { AuditAttempt } from './types.js';
+
+// The hash chain: each line's `hash` is sha256 over the line's JSON without `hash` (which ends
+// with `prev_hash`), so changing, removing or reordering any entry breaks every link after it.
+
+/** The `prev_hash` of the very first entry. */
+export const GENESIS = '0'.repeat(64);
+
+/** Input longer than this is kept as its first characters, with its full sha256 beside it. */
+export const MAX_INPUT_CHARS = 100_000;
+const SUMMARY_CHARS = 500;
+
+/** The fields of an entry, in the order they are written and hashed. */
+export const FIELDS = [
+  'type',
+  'tool',
+  'execution_id',
+  'session_id',
+  'runtime',
+  'input_code',
+  'input_sha256',
+  'input_truncated',
+  'output_summary',
+  'exit_code',
+  'duration_ms',
+  'approved',
+  'approved_by',
+  'rule',
+  'at',
+  'prev_hash',
+] as const;
+
+export type AuditEntry = Record<(typeof FIELDS)[number] | 'hash', unknown>;
+
+const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
+
+/** The JSON line (with its newline) for an attempt chained after `prevHash`, and its hash. */
+export function chainLine(
+  attempt: AuditAttempt,
+  prevHash: string,
+  at: Date,
+): { readonly line: string; readonly hash: string } {
+  const body = {
+    type: 'code_execution',
+    tool: attempt.tool,
+    execution_id: attempt.execution_id,
+    session_id: attempt.session_id,
+    runtime: attempt.runtime,
+    input_code: attempt.input_code.slice(0, MAX_INPUT_CHARS),
+    input_sha256: sha256(attempt.input_code),
+    input_truncated: attempt.input_code.length > MAX_INPUT_CHARS,
+    output_summary: attempt.output_summary.slice(0, SUMMARY_CHARS),
+    exit_code: attempt.exit_code,
+    duration_ms: attempt.duration_ms,
+    approved: attempt.approved,
+    approved_by: attempt.approved_by,
+    rule: attempt.rule,
+    at: at.toISOString(),
+    prev_hash: prevHash,
+  } satisfies Omit<AuditEntry, 'hash'>;
+  const unhashed = JSON.stringify(body);
+  const hash = sha256(unhashed);
+  return { line: `${JSON.stringify({ ...body, hash })}\n`, hash };
+}
+
+export type LineCheck =
+  | { readonly ok: true; readonly prevHash: string; readonly hash: string }
+  | { readonly ok: false; readonly torn: boolean; readonly reason: string };
+
+/**
+ * Check one line on its own: well-formed, exactly our fields in our order, and its hash right.
+ * Whether it links to the line before is the caller's check.
+ */
+export function checkLine(text: string): LineCheck {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return { ok: false, torn: true, reason: 'not valid JSON' };
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return { ok: false, torn: false, reason: 'not a JSON object' };
+  }
+  const entry = value as Record<string, unknown>;
+  const keys = Object.keys(entry);
+  const expected = [...FIELDS, 'hash'];
+  if (keys.length !== expected.length || keys.some((key, i) => key !== expected[i])) {
+    return { ok: false, torn: false, reason: `fields are not the audit entry's (${keys.join(', ')})` };
+  }
+  const { hash, ...body } = entry;
+  if (typeof hash !== 'string' || typeof body.prev_hash !== 'string') {
+    return { ok: false, torn: false, reason: 'hash or prev_hash is not a string' };
+  }
+  const actual = sha256(JSON.stringify(body));
+  if (actual !== hash) return { ok: false, torn: false, reason: 'hash does not match the entry' };
+  return { ok: true, prevHash: body.prev_hash, hash };
+}

@@ -1,0 +1,8 @@
+// The audit trail (ADR 036): one hash-chained JSONL entry per attempt to run code, refused ones
+// too, in daily files beside the execution logs; `codexec audit verify` checks the chain.
+
+export { MAX_INPUT_CHARS } from './chain.js';
+export { auditFileName, listAuditFiles } from './files.js';
+export { AuditTrail, type AuditTrailOptions } from './trail.js';
+export type { ApprovedBy, AuditAttempt, AuditSink } from './types.js';
+export { type AuditPlace, type VerifyReport, verifyAudit } from './verify.js';
