@@ -1,6 +1,8 @@
 // Load test (not part of npm test): 10,000 one-shot runs at concurrency 8 through one server in
 // the default mode with the warm pool. Passes when every run succeeds with the right output, no
-// process is left behind after the server exits, and server memory stays flat.
+// process is left behind after the server exits, and server memory stays flat: the server's
+// RssAnon is sampled every 1,000 runs and its least-squares slope (MB per 1,000 runs, after the
+// first 2,000, while caches and JIT settle) is printed; the target is under 0.05.
 // Usage: node bench/load.mjs [--runs N] [--concurrency C]
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -26,6 +28,7 @@ const server = await startServer();
 const failures = [];
 let done = 0;
 let rssAfterWarmup = 0;
+const samples = []; // [runs, RssAnon MB]
 const stats = await measure(
   async () => {
     const language = languages[done % languages.length];
@@ -33,8 +36,13 @@ const stats = await measure(
     done++;
     if (done === 500) rssAfterWarmup = rssMb(server.pid);
     if (!result?.success || result.stdout !== expected[language]) failures.push({ language, result });
-    if (done % 1000 === 0)
-      console.error(`  ${done} runs, ${failures.length} failures, RSS ${ms(rssMb(server.pid))} MB`);
+    if (done % 1000 === 0) {
+      const anon = rssMb(server.pid, 'RssAnon');
+      samples.push([done, anon]);
+      console.error(
+        `  ${done} runs, ${failures.length} failures, RSS ${ms(rssMb(server.pid))} MB, anon ${ms(anon)} MB`,
+      );
+    }
   },
   { n: runs, concurrency, warmup: 0 },
 );
@@ -68,10 +76,26 @@ console.log(
   `failures: ${failures.length}; processes after exit: ${leaked.length} (warm pool before exit: ${duringRun}); workspaces left: ${workspaces.length}; cgroups left: ${cgroups.length}`,
 );
 console.log(`server RSS after 500 runs ${ms(rssAfterWarmup)} MB, at the end ${ms(rssEnd)} MB`);
+const settled = samples.filter(([n]) => n > 2000);
+console.log(
+  settled.length >= 3
+    ? `server RssAnon slope after 2,000 runs: ${slope(settled).toFixed(3)} MB per 1,000 runs (${settled.length} samples, ${ms(settled[0][1])} -> ${ms(settled.at(-1)[1])} MB)`
+    : 'server RssAnon slope: needs at least 5,000 runs',
+);
 if (failures.length > 0) console.log(JSON.stringify(failures.slice(0, 3), null, 2));
 rmSync(home, { recursive: true, force: true });
 process.exitCode =
   failures.length === 0 && leaked.length === 0 && workspaces.length === 0 && cgroups.length === 0 ? 0 : 1;
+
+/** Least-squares slope of [runs, MB] points, in MB per 1,000 runs. */
+function slope(points) {
+  const n = points.length;
+  const mx = points.reduce((sum, [x]) => sum + x, 0) / n;
+  const my = points.reduce((sum, [, y]) => sum + y, 0) / n;
+  const sxy = points.reduce((sum, [x, y]) => sum + (x - mx) * (y - my), 0);
+  const sxx = points.reduce((sum, [x]) => sum + (x - mx) ** 2, 0);
+  return (sxy / sxx) * 1000;
+}
 
 function parents() {
   const map = new Map();
