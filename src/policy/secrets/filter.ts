@@ -17,6 +17,17 @@ export interface SecretsFilterOptions {
 
 /** Characters before the held-back text kept for the patterns' look-behind (`tasks-…` is no key). */
 const CONTEXT = 8;
+/**
+ * Possible secrets longer than this (JWTs, PEM blocks) get a prefix regex and a window of their
+ * own: the rest are looked for only in the last few hundred characters of each write.
+ */
+const SHORT = 1024;
+
+interface PrefixScan {
+  readonly regex: RegExp;
+  /** How far back from the end a possible secret of this regex can start. */
+  readonly window: number;
+}
 
 /**
  * Every secret to mask, compiled once at start-up into two regexes: `full` finds whole secrets,
@@ -29,7 +40,7 @@ export class SecretsFilter {
   readonly maxLength: number;
   readonly valueCount: number;
   private readonly full: RegExp;
-  private readonly prefix: RegExp;
+  private readonly prefixes: readonly PrefixScan[];
 
   constructor(options: SecretsFilterOptions = {}) {
     const patterns = options.patterns ?? PATTERNS;
@@ -37,11 +48,20 @@ export class SecretsFilter {
     const values = [...new Set(options.values ?? [])].filter(Boolean).sort((a, b) => b.length - a.length);
     this.valueCount = values.length;
     const full = [...values.map(escapeRegex), ...patterns.map((p) => p.full)];
-    const prefix = [...values.map((v) => nestedPrefix(v)), ...patterns.map((p) => p.prefix)];
-    this.maxLength = Math.max(0, ...values.map((v) => v.length), ...patterns.map((p) => p.maxLength));
-    // No alternative at all: regexes that never match.
+    // No alternative at all: a regex that never matches.
     this.full = new RegExp(full.length ? full.join('|') : '(?!)', 'g');
-    this.prefix = new RegExp(prefix.length ? `(?:${prefix.join('|')})$` : '(?!)', 'g');
+    const short = [
+      ...values.map((v) => ({ prefix: nestedPrefix(v), maxLength: v.length })),
+      ...patterns.filter((p) => p.maxLength <= SHORT),
+    ];
+    const groups = [short, ...patterns.filter((p) => p.maxLength > SHORT).map((p) => [p])];
+    this.prefixes = groups
+      .filter((group) => group.length > 0)
+      .map((group) => ({
+        regex: new RegExp(`(?:${group.map((p) => p.prefix).join('|')})$`, 'g'),
+        window: Math.max(...group.map((p) => p.maxLength)),
+      }));
+    this.maxLength = Math.max(0, ...this.prefixes.map((p) => p.window));
   }
 
   /** A fresh streaming state (one per stream: stdout and stderr each have their own). */
@@ -83,10 +103,13 @@ export class SecretsFilter {
 
   /** The earliest start, at or after `from`, of a possible secret not yet complete at the end. */
   private openFrom(text: string, from: number): number {
-    const prefix = this.prefix;
-    prefix.lastIndex = Math.max(from, text.length - this.maxLength);
-    const m = prefix.exec(text);
-    return m === null ? text.length : m.index;
+    let open = text.length;
+    for (const { regex, window } of this.prefixes) {
+      regex.lastIndex = Math.max(from, text.length - window);
+      const m = regex.exec(text);
+      if (m !== null && m.index < open) open = m.index;
+    }
+    return open;
   }
 }
 

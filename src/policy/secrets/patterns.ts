@@ -16,8 +16,14 @@ export interface SecretPattern {
   readonly maxLength: number;
 }
 
-/** Token characters around a token: a token glued to a longer word is not one (`tasks-…`). */
-const NOT_AFTER_WORD = '(?<![A-Za-z0-9_-])';
+/**
+ * `first` then `rest`, where `first` does not follow a token character: a token glued to a longer
+ * word is not one (`tasks-…`). The look-behind comes after the first character so the regex
+ * engine can still skip ahead to candidates by that character (it cannot past a look-behind).
+ */
+function wordStart(first: string, rest: string, word = 'A-Za-z0-9_-'): string {
+  return `${first}(?<![${word}]${first})${rest}`;
+}
 /** The PEM body a key block may have: 16 KiB holds an 8192-bit RSA key with room to spare. */
 const PEM_BODY = 16_384;
 
@@ -39,41 +45,44 @@ export const PATTERNS: readonly SecretPattern[] = [
   {
     // OpenAI and Anthropic keys: sk-…, sk-proj-…, sk-ant-api03-… (the rest of the charset covers them).
     id: 'sk',
-    full: `${NOT_AFTER_WORD}sk-[A-Za-z0-9_-]{20,400}`,
-    prefix: `${NOT_AFTER_WORD}${nestedPrefix('sk-', '[A-Za-z0-9_-]{0,399}')}`,
+    full: wordStart('s', 'k-[A-Za-z0-9_-]{20,400}'),
+    prefix: wordStart('s', `(?:${nestedPrefix('k-', '[A-Za-z0-9_-]{0,399}')})?`),
     maxLength: 403,
   },
   {
     // GitHub tokens: ghp_ (classic), gho_, ghu_, ghs_, ghr_.
     id: 'github_token',
-    full: `${NOT_AFTER_WORD}gh[pousr]_[A-Za-z0-9]{36,255}`,
-    prefix: `${NOT_AFTER_WORD}g(?:h(?:[pousr](?:_[A-Za-z0-9]{0,254})?)?)?`,
+    full: wordStart('g', 'h[pousr]_[A-Za-z0-9]{36,255}'),
+    prefix: wordStart('g', '(?:h(?:[pousr](?:_[A-Za-z0-9]{0,254})?)?)?'),
     maxLength: 259,
   },
   {
     id: 'github_pat',
-    full: `${NOT_AFTER_WORD}github_pat_[A-Za-z0-9_]{22,255}`,
-    prefix: `${NOT_AFTER_WORD}${nestedPrefix('github_pat_', '[A-Za-z0-9_]{0,254}')}`,
+    full: wordStart('g', 'ithub_pat_[A-Za-z0-9_]{22,255}'),
+    prefix: wordStart('g', `(?:${nestedPrefix('ithub_pat_', '[A-Za-z0-9_]{0,254}')})?`),
     maxLength: 266,
   },
   {
     // AWS access key ids (long-lived AKIA…, temporary ASIA…).
     id: 'aws_access_key',
-    full: '(?<![A-Za-z0-9])A[KS]IA[0-9A-Z]{16}',
-    prefix: '(?<![A-Za-z0-9])A(?:[KS](?:I(?:A[0-9A-Z]{0,15})?)?)?',
+    full: wordStart('A', '[KS]IA[0-9A-Z]{16}', 'A-Za-z0-9'),
+    prefix: wordStart('A', '(?:[KS](?:I(?:A[0-9A-Z]{0,15})?)?)?', 'A-Za-z0-9'),
     maxLength: 20,
   },
   {
     id: 'slack',
-    full: `${NOT_AFTER_WORD}xox[abposr]-[A-Za-z0-9-]{10,255}`,
-    prefix: `${NOT_AFTER_WORD}x(?:o(?:x(?:[abposr](?:-[A-Za-z0-9-]{0,254})?)?)?)?`,
+    full: wordStart('x', 'ox[abposr]-[A-Za-z0-9-]{10,255}'),
+    prefix: wordStart('x', '(?:o(?:x(?:[abposr](?:-[A-Za-z0-9-]{0,254})?)?)?)?'),
     maxLength: 260,
   },
   {
     // header.payload.signature, both JSON parts base64url of `{"…` (eyJ); an empty signature too.
     id: 'jwt',
-    full: `${NOT_AFTER_WORD}eyJ[A-Za-z0-9_-]{1,1000}\\.eyJ[A-Za-z0-9_-]{1,8000}\\.[A-Za-z0-9_-]{0,1000}`,
-    prefix: `${NOT_AFTER_WORD}${nestedPrefix('eyJ', `[A-Za-z0-9_-]{0,1000}(?:\\.(?:${nestedPrefix('eyJ', '[A-Za-z0-9_-]{0,8000}(?:\\.[A-Za-z0-9_-]{0,1000})?')})?)?`)}`,
+    full: wordStart('e', 'yJ[A-Za-z0-9_-]{1,1000}\\.eyJ[A-Za-z0-9_-]{1,8000}\\.[A-Za-z0-9_-]{0,1000}'),
+    prefix: wordStart(
+      'e',
+      `(?:${nestedPrefix('yJ', `[A-Za-z0-9_-]{0,1000}(?:\\.(?:${nestedPrefix('eyJ', '[A-Za-z0-9_-]{0,8000}(?:\\.[A-Za-z0-9_-]{0,1000})?')})?)?`)})?`,
+    ),
     maxLength: 10_008,
   },
   {
