@@ -38,6 +38,8 @@ export interface Config {
     readonly network: string;
   };
   readonly logLevel: Settings['LOG_LEVEL'];
+  /** The secrets filter: on or off, and the values of CODEXEC_SECRETS_FILE (read at start-up). */
+  readonly secrets: { readonly redact: boolean; readonly file?: string; readonly values: readonly string[] };
 }
 
 /**
@@ -121,6 +123,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       network: s.CODEXEC_DOCKER_NETWORK,
     },
     logLevel: s.LOG_LEVEL,
+    secrets: readSecrets(
+      s.CODEXEC_REDACT_SECRETS,
+      s.CODEXEC_SECRETS_FILE && expandHome(s.CODEXEC_SECRETS_FILE, home),
+    ),
   };
 }
 
@@ -144,4 +150,21 @@ function readConfigFile(path: string): RawSettings {
   const unknown = Object.keys(value).filter((key) => !(SETTING_NAMES as string[]).includes(key));
   if (unknown.length > 0) throw new ConfigError(`${path}: unknown setting ${unknown.join(', ')}`);
   return value as RawSettings;
+}
+
+/** The secrets file's values (one per line, trimmed, blank lines ignored), read only when redacting. */
+function readSecrets(redact: boolean, file: string | undefined): Config['secrets'] {
+  if (!redact || file === undefined) return { redact, ...(file && { file }), values: [] };
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    const why = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+    throw new ConfigError(`CODEXEC_SECRETS_FILE: cannot read ${file} (${why})`);
+  }
+  const values = text
+    .split('\n')
+    .map((line) => line.trim())
+    .filter(Boolean);
+  return { redact, file, values };
 }

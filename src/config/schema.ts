@@ -64,6 +64,15 @@ export const settingsSchema = z
       .default('512m'),
     CODEXEC_DOCKER_CPU: z.coerce.number().positive().max(1024).default(1),
     CODEXEC_DOCKER_NETWORK: z.string().min(1).default('none'),
+    CODEXEC_REDACT_SECRETS: z
+      .union([z.boolean(), z.enum(['true', 'false']).transform((value) => value === 'true')])
+      .default(true)
+      .describe('Mask secrets in run output before results, progress, logs and audit see it.'),
+    CODEXEC_SECRETS_FILE: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('Extra secret values to mask, one per line (read at start-up).'),
     LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
   })
   .superRefine((s, ctx) => {

@@ -1,4 +1,5 @@
 import { constants } from 'node:os';
+import type { SecretsFilter } from '../policy/index.js';
 import type { Exit, LimitKind, SandboxedProcess } from '../sandbox/index.js';
 import { drain, terminate, within } from './kill.js';
 import { EndMarkFilter, OutputCollector, type OutputLimits } from './output.js';
@@ -26,6 +27,8 @@ export interface CollectOptions {
    * streams' end.
    */
   readonly endMark?: string;
+  /** Masks secrets in both streams before they are collected or streamed (absent: redaction off). */
+  readonly secrets?: SecretsFilter | undefined;
 }
 
 export interface Collected {
@@ -45,8 +48,8 @@ export interface Collected {
  * left behind. Notes on stderr say why a run was stopped.
  */
 export async function collect(proc: SandboxedProcess, options: CollectOptions): Promise<Collected> {
-  const stdout = new OutputCollector(options.output);
-  const stderr = new OutputCollector(options.output);
+  const stdout = new OutputCollector(options.output, options.secrets?.stream());
+  const stderr = new OutputCollector(options.output, options.secrets?.stream());
   const mark = options.endMark ? Buffer.from(options.endMark) : undefined;
   const filters = mark && { stdout: new EndMarkFilter(mark), stderr: new EndMarkFilter(mark) };
   let bothMarked: () => void = () => {};
@@ -106,7 +109,7 @@ export async function collect(proc: SandboxedProcess, options: CollectOptions): 
       ['stderr', stderr],
     ] as const) {
       const rest = filters?.[name].end();
-      const text = rest?.length ? collector.push(rest) : '';
+      const text = (rest?.length ? collector.push(rest) : '') + collector.flush();
       if (text) options.onOutput?.(name, text);
     }
     const note = (text: string) => stderr.push(Buffer.from(`\n[codexec: ${text}]\n`));

@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import type { Config } from '../config/index.js';
 import { InvalidInputError } from '../errors/index.js';
 import type { LogWriter } from '../logs/index.js';
+import type { SecretsFilter } from '../policy/index.js';
 import { WarmPool, WarmProcess } from '../pool/index.js';
 import { CodeSyntaxError, type InterpreterKind, type Interpreters, RUNTIMES } from '../runtimes/index.js';
 import {
@@ -48,6 +49,8 @@ export interface EngineDeps {
   readonly interpreters: Interpreters;
   readonly logs: LogWriter;
   readonly hostEnv?: NodeJS.ProcessEnv;
+  /** Masks secrets in run output before results, progress and logs (absent: redaction off). */
+  readonly secrets?: SecretsFilter | undefined;
 }
 
 /**
@@ -168,13 +171,14 @@ export class Engine {
             limits: config.limits,
             signal: options.signal,
             onOutput: options.onOutput,
+            secrets: this.deps.secrets,
             ...(launch && { launch }),
             ...(reported && { launch: () => reported }),
             ...(endMark && (warm || reported) && { endMark }),
           }),
         );
       } else {
-        outcome = syntaxFailure(prepared);
+        outcome = syntaxFailure(prepared, this.deps.secrets);
       }
       const duration_ms = Date.now() - started;
       // The script file and the package link are left out of the snapshot: remove them meanwhile.
@@ -331,10 +335,12 @@ export class Engine {
 }
 
 /** Code that could not be prepared (a TypeScript syntax error) fails like a run that exited 1. */
-function syntaxFailure(error: CodeSyntaxError): Collected {
+function syntaxFailure(error: CodeSyntaxError, secrets: SecretsFilter | undefined): Collected {
+  // The message may quote the code's line: masked like any output.
+  const stderr = `${error.message}\n`;
   return {
     stdout: '',
-    stderr: `${error.message}\n`,
+    stderr: secrets ? secrets.redact(stderr) : stderr,
     truncated: false,
     exit_code: 1,
     timed_out: false,

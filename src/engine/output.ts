@@ -1,4 +1,5 @@
 import { StringDecoder } from 'node:string_decoder';
+import type { StreamRedactor } from '../policy/index.js';
 
 export interface OutputLimits {
   readonly maxChars: number;
@@ -53,6 +54,10 @@ export class EndMarkFilter {
  * Collects one stream with bounded memory: the first `maxChars` characters and a rolling tail,
  * never the whole stream. If the total stays within `maxChars` the text is returned whole;
  * otherwise head + `[... truncated N characters ...]` + tail, as the seed specifies.
+ *
+ * With a redactor (the secrets filter) every decoded piece passes it before anything keeps or
+ * streams it: the one point both one-shot runs and session sends see their output go by. It works
+ * on whole characters (after the decoder), so a character split across chunks is no concern.
  */
 export class OutputCollector {
   private readonly decoder = new StringDecoder('utf8');
@@ -60,17 +65,32 @@ export class OutputCollector {
   private tail = '';
   private total = 0;
 
-  constructor(private readonly limits: OutputLimits) {}
+  constructor(
+    private readonly limits: OutputLimits,
+    private readonly redactor?: StreamRedactor,
+  ) {}
 
-  /** Add a chunk; returns the decoded text so callers can stream it on. */
+  /** Add a chunk; returns the decoded (and masked) text so callers can stream it on. */
   push(chunk: Buffer): string {
-    const text = this.decoder.write(chunk);
+    const decoded = this.decoder.write(chunk);
+    const text = this.redactor && decoded ? this.redactor.write(decoded) : decoded;
+    this.add(text);
+    return text;
+  }
+
+  /**
+   * The stream ended (or a send's output is complete): add and return what the decoder and the
+   * redactor still held, for callers to stream on before they finish().
+   */
+  flush(): string {
+    const decoded = this.decoder.end();
+    const text = this.redactor ? this.redactor.write(decoded) + this.redactor.end() : decoded;
     this.add(text);
     return text;
   }
 
   finish(): CollectedOutput {
-    this.add(this.decoder.end());
+    this.flush();
     const { maxChars, head, tail } = this.limits;
     if (this.total <= maxChars) return { text: this.head, truncated: false, totalChars: this.total };
     const kept = this.head.slice(0, head);

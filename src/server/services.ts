@@ -4,6 +4,7 @@ import { Engine } from '../engine/index.js';
 import { ScriptStore } from '../library/index.js';
 import { ExecutionLogs, type LogWriter } from '../logs/index.js';
 import { type CheckContext, PackageService } from '../packages/index.js';
+import { createSecretsFilter } from '../policy/index.js';
 import { Interpreters } from '../runtimes/index.js';
 import { BackendRegistry, NamespaceBackend } from '../sandbox/index.js';
 import { SessionManager } from '../sessions/index.js';
@@ -34,8 +35,10 @@ export function createServices(config: Config): Services {
     config.sandboxMode,
     new NamespaceBackend({ idleMs: config.pool.idleMs }),
   );
-  const engine = new Engine({ config, backends, interpreters, logs });
-  const sessions = new SessionManager({ config, backends, interpreters, logs });
+  // Built once: the secrets are the server's own environment's and the secrets file's at start-up.
+  const secrets = createSecretsFilter(config.secrets, process.env);
+  const engine = new Engine({ config, backends, interpreters, logs, secrets });
+  const sessions = new SessionManager({ config, backends, interpreters, logs, secrets });
   const packageCheck: CheckContext = {
     python: () => interpreters.get('python'),
     pythonPath: [globalPackageDirs(config).python],

@@ -4,7 +4,7 @@ import type { Config } from '../config/index.js';
 import { InvalidInputError } from '../errors/index.js';
 import type { LogWriter } from '../logs/index.js';
 import type { PackageEnv, PackageLanguage, SessionPackageHost } from '../packages/index.js';
-import { sandboxEnv } from '../policy/index.js';
+import { type SecretsFilter, sandboxEnv } from '../policy/index.js';
 import type { Interpreters } from '../runtimes/index.js';
 import type { BackendRegistry, Exit } from '../sandbox/index.js';
 import { log, newId } from '../util/index.js';
@@ -29,6 +29,8 @@ export interface SessionManagerDeps {
   readonly interpreters: Interpreters;
   readonly logs: LogWriter;
   readonly hostEnv?: NodeJS.ProcessEnv;
+  /** Masks secrets in session output (absent: redaction off). */
+  readonly secrets?: SecretsFilter | undefined;
 }
 
 /** How many ended sessions are remembered, to say why a late send finds nothing. */
@@ -204,6 +206,7 @@ export class SessionManager implements SessionPackageHost {
       cwd,
       config,
       sandboxMode: backend.mode,
+      secrets: this.deps.secrets,
       onExecution: (entry) => {
         // Not awaited: the reply should not wait for the disk; LogWriter orders and reports writes.
         logs.appendSession(id, entry).catch(() => {});

@@ -1,6 +1,7 @@
 import { constants } from 'node:os';
 import type { Config } from '../config/index.js';
 import { type ArtifactDiff, diffSnapshots, drain, OutputCollector } from '../engine/index.js';
+import type { SecretsFilter } from '../policy/index.js';
 import { CodeSyntaxError, type Language } from '../runtimes/index.js';
 import type { Exit, SandboxedProcess } from '../sandbox/index.js';
 import { log, newId } from '../util/index.js';
@@ -18,6 +19,8 @@ export interface SessionOptions {
   readonly cwd: string;
   readonly config: Config;
   readonly sandboxMode: string;
+  /** Masks secrets in the output before results, progress and logs see it. */
+  readonly secrets?: SecretsFilter | undefined;
   /** Called after each send with its log entry (the seed's session `execution` line). */
   readonly onExecution: (entry: Record<string, unknown>) => void;
   /** Called once, after the process is gone and any running send has returned. */
@@ -63,8 +66,8 @@ export class Session {
     this.finished = new Promise((resolve) => {
       this.resolveFinished = resolve;
     });
-    this.stdout = new OutputCollector(options.config.output);
-    this.stderr = new OutputCollector(options.config.output);
+    this.stdout = this.collector();
+    this.stderr = this.collector();
     proc.stdout.on('data', (chunk: Buffer) => {
       const text = this.stdout.push(chunk);
       if (text) this.onOutput?.('stdout', text);
@@ -182,7 +185,7 @@ export class Session {
       const result: SendResult = {
         ...base,
         ...collected,
-        stderr: `${collected.stderr}${error.message}\n`,
+        stderr: `${collected.stderr}${this.options.secrets?.redact(error.message) ?? error.message}\n`,
         success: false,
         exit_code: 1,
         duration_ms: Date.now() - started,
@@ -263,11 +266,20 @@ export class Session {
   }
 
   private collect(): { stdout: string; stderr: string; truncated: boolean } {
+    // What the secrets filter held back (a possible secret's start) ends with the send's output.
+    const outRest = this.stdout.flush();
+    if (outRest) this.onOutput?.('stdout', outRest);
+    const errRest = this.stderr.flush();
+    if (errRest) this.onOutput?.('stderr', errRest);
     const out = this.stdout.finish();
     const err = this.stderr.finish();
-    this.stdout = new OutputCollector(this.options.config.output);
-    this.stderr = new OutputCollector(this.options.config.output);
+    this.stdout = this.collector();
+    this.stderr = this.collector();
     return { stdout: out.text, stderr: err.text, truncated: out.truncated || err.truncated };
+  }
+
+  private collector(): OutputCollector {
+    return new OutputCollector(this.options.config.output, this.options.secrets?.stream());
   }
 
   private exitCodeOf(exit: Exit): number | null {
