@@ -67,7 +67,10 @@ export class LineSplitter {
     this.size = 0;
     this.head = undefined;
     this.tail = undefined;
-    if (head) return { kind: 'oversize', head, tail: withoutCr(tail ?? Buffer.alloc(0)), bytes: size };
+    if (head) {
+      const kept = withoutCr(tail ?? Buffer.alloc(0));
+      return { kind: 'oversize', head, tail: kept, bytes: size - ((tail?.length ?? 0) - kept.length) };
+    }
     return {
       kind: 'line',
       bytes: withoutCr(parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts)),
