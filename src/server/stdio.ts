@@ -5,6 +5,8 @@ import { createServer } from './server.js';
 import { createServices } from './services.js';
 import { FramedStdioTransport } from './transport/index.js';
 
+const SHUTDOWN_DEADLINE_MS = 10_000;
+
 /**
  * Serve MCP on stdin/stdout until the client closes stdin or a signal arrives. Start-up does no
  * I/O beyond reading config: clients spawn throwaway copies just to probe.
@@ -19,6 +21,12 @@ export function serve(config: Config): Promise<void> {
       if (closing) return;
       closing = true;
       log('debug', `shutting down (${why})`);
+      // A backstop, not the plan (shutdown measured well under a second with runs, sessions and
+      // an install in flight): a client that went away must never leave a server behind.
+      setTimeout(() => {
+        log('warn', `shutdown still unfinished after ${SHUTDOWN_DEADLINE_MS} ms; exiting anyway`);
+        resolve();
+      }, SHUTDOWN_DEADLINE_MS).unref();
       await handle.close().catch(() => {});
       await services.sessions.shutdown();
       await services.engine.shutdown();

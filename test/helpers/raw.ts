@@ -9,6 +9,8 @@ export interface RawServer {
   readonly home: string;
   /** Every JSON message the server wrote, in order (a non-JSON stdout line fails the test). */
   readonly received: unknown[];
+  /** Settles with the exit code (null when killed by a signal) once the server has exited. */
+  readonly exited: Promise<number | null>;
   stderr(): string;
   /** Write bytes, waiting for the pipe to drain. */
   write(bytes: string | Buffer): Promise<void>;
@@ -51,7 +53,7 @@ export function startRawServer(env: Record<string, string> = {}): RawServer {
   proc.stderr.on('data', (chunk: Buffer) => {
     stderr += chunk.toString();
   });
-  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
   proc.stdin.on('error', () => {}); // the server may be gone; the test says so, not an EPIPE
 
   const gone = exited.then(() => Promise.reject(new Error(`server exited; stderr:\n${stderr.slice(-2000)}`)));
@@ -96,6 +98,7 @@ export function startRawServer(env: Record<string, string> = {}): RawServer {
     proc,
     home,
     received,
+    exited,
     stderr: () => stderr,
     write,
     response,
