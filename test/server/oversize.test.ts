@@ -35,6 +35,10 @@ describe.each(ERAS)('over CODEXEC_MAX_MESSAGE_BYTES (%s era)', (era) => {
     expect(Date.now() - started).toBeLessThan(30_000);
     await worksAfter(server);
     expect(server.stderr()).toMatch(/over the 16000000-byte limit/);
+    // 16 MB is under twice the 10 MB code limit: allowed, with a start-up warning.
+    expect(server.stderr()).toContain(
+      'CODEXEC_MAX_MESSAGE_BYTES (16000000) is under twice CODEXEC_MAX_CODE_BYTES',
+    );
   });
 
   it('refuses a 12 MB request (under the message limit) with INVALID_INPUT, then serves', async () => {
