@@ -111,6 +111,7 @@ describe('classifyText', () => {
     ['object id', { jsonrpc: '2.0', id: { a: 1 }, method: 'ping' }, null, -32600],
     ['null id', { jsonrpc: '2.0', id: null, method: 'ping' }, null, -32600],
     ['fractional id', { jsonrpc: '2.0', id: 1.5, method: 'ping' }, 1.5, -32600],
+    ['unsafe integer id', { jsonrpc: '2.0', id: 1e300, method: 'ping' }, 1e300, -32600],
     ['params an array', { jsonrpc: '2.0', id: 3, method: 'ping', params: [1] }, 3, -32602],
     ['params null', { jsonrpc: '2.0', id: 3, method: 'ping', params: null }, 3, -32602],
     [

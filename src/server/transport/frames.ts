@@ -122,7 +122,7 @@ function requestProblem(value: Record<string, unknown>): { code: number; message
   if ('result' in value || 'error' in value) {
     return invalid('a message cannot carry both "method" and "result" or "error"');
   }
-  if ('id' in value && !Number.isInteger(value.id) && typeof value.id !== 'string') {
+  if ('id' in value && !Number.isSafeInteger(value.id) && typeof value.id !== 'string') {
     return invalid('"id" must be a string or an integer');
   }
   const extra = Object.keys(value).filter((key) => !MEMBERS.has(key));
@@ -138,7 +138,7 @@ function requestProblem(value: Record<string, unknown>): { code: number; message
  * request gets it as an error, so it fails now instead of at its timeout; else a stderr line.
  */
 function failedResponse(id: Scalar | undefined, what: string): Verdict {
-  if (!Number.isInteger(id) && typeof id !== 'string') return { kind: 'drop', why: `dropped ${what}` };
+  if (!Number.isSafeInteger(id) && typeof id !== 'string') return { kind: 'drop', why: `dropped ${what}` };
   const message: JSONRPCMessage = {
     jsonrpc: '2.0',
     id: id as string | number,

@@ -1,5 +1,6 @@
 import type { Readable, Writable } from 'node:stream';
 import type { JSONRPCMessage, Transport } from '@modelcontextprotocol/server';
+import { CodexecError, toCodexecError } from '../../errors/index.js';
 import { log } from '../../util/index.js';
 import { classifyOversize, classifyText, type ErrorReply, type Verdict } from './frames.js';
 import { type Frame, LineSplitter } from './lines.js';
@@ -38,7 +39,7 @@ export class FramedStdioTransport implements Transport {
   }
 
   async start(): Promise<void> {
-    if (this.started) throw new Error('FramedStdioTransport already started');
+    if (this.started) throw new CodexecError('INTERNAL', 'FramedStdioTransport already started');
     this.started = true;
     this.stdin.on('data', this.onData);
     this.stdin.on('error', this.onStdinError);
@@ -65,11 +66,14 @@ export class FramedStdioTransport implements Transport {
   }
 
   private readonly onData = (chunk: Buffer): void => {
-    // Nothing a client sends may throw out of here: an exception would end the process.
-    try {
-      for (const frame of this.splitter.push(chunk)) this.handle(this.classify(frame));
-    } catch (error) {
-      this.onerror?.(error instanceof Error ? error : new Error(String(error)));
+    // Nothing a client sends may throw out of here (an exception would end the process), and
+    // one frame's failure must not cost the frames after it in the same chunk.
+    for (const frame of this.splitter.push(chunk)) {
+      try {
+        this.handle(this.classify(frame));
+      } catch (error) {
+        this.onerror?.(toCodexecError(error));
+      }
     }
   };
 
@@ -105,7 +109,7 @@ export class FramedStdioTransport implements Transport {
 
   /** One JSON line out, resolved once stdout took it (or drained: backpressure is the client's). */
   private write(message: JSONRPCMessage | ErrorReply): Promise<void> {
-    if (this.closed) return Promise.reject(new Error('transport is closed'));
+    if (this.closed) return Promise.reject(new CodexecError('INTERNAL', 'the stdio transport is closed'));
     const line = `${JSON.stringify(message)}\n`;
     return new Promise((resolve, reject) => {
       const onError = (error: Error) => {
