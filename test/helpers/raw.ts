@@ -25,6 +25,8 @@ export interface RawServer {
   ): Promise<Record<string, unknown>>;
   /** Open a 2025-era connection (initialize + initialized). */
   initialize(): Promise<void>;
+  /** Open a 2026-07-28 connection (server/discover, the per-request envelope). */
+  discover(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -110,6 +112,16 @@ export function startRawServer(env: Record<string, string> = {}): RawServer {
         clientInfo: { name: 'raw', version: '1' },
       });
       await write('{"jsonrpc":"2.0","method":"notifications/initialized"}\n');
+    },
+    async discover() {
+      const reply = await request('discover', 'server/discover', {
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+          'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
+          'io.modelcontextprotocol/clientCapabilities': {},
+        },
+      });
+      if (!('result' in reply)) throw new Error(`server/discover failed: ${JSON.stringify(reply)}`);
     },
     async close() {
       proc.stdin.end();
