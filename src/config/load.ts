@@ -22,6 +22,8 @@ export interface Config {
   readonly killGraceMs: number;
   readonly output: { readonly maxChars: number; readonly head: number; readonly tail: number };
   readonly maxCodeBytes: number;
+  /** Largest JSON-RPC message a transport reads whole (CODEXEC_MAX_MESSAGE_BYTES). */
+  readonly maxMessageBytes: number;
   readonly retentionDays: { readonly success: number; readonly failure: number; readonly session: number };
   readonly auditRetentionDays: number;
   readonly maxSessions: number;
@@ -93,6 +95,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       tail: s.CODEXEC_TRUNCATION_TAIL,
     },
     maxCodeBytes: s.CODEXEC_MAX_CODE_BYTES,
+    maxMessageBytes: s.CODEXEC_MAX_MESSAGE_BYTES,
     retentionDays: {
       success: s.CODEXEC_LOG_RETENTION_DAYS_SUCCESS,
       failure: s.CODEXEC_LOG_RETENTION_DAYS_FAILURE,

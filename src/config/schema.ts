@@ -29,6 +29,12 @@ export const settingsSchema = z
     CODEXEC_TRUNCATION_HEAD: int(0, 100_000_000).default(4000).describe('Characters kept from the start.'),
     CODEXEC_TRUNCATION_TAIL: int(0, 100_000_000).default(4000).describe('Characters kept from the end.'),
     CODEXEC_MAX_CODE_BYTES: int(1, 100_000_000).default(10_000_000).describe('Largest code accepted.'),
+    CODEXEC_MAX_MESSAGE_BYTES: int(1024, 500_000_000)
+      .default(64 * 1024 * 1024)
+      .describe(
+        'Largest JSON-RPC message read whole; larger ones are refused by id. Default 64 MiB: ' +
+          'the largest code (10 MB) JSON-escaped at worst (6x, all control characters) fits.',
+      ),
     CODEXEC_LOG_RETENTION_DAYS_SUCCESS: int(1, 36_500).default(30),
     CODEXEC_LOG_RETENTION_DAYS_FAILURE: int(1, 36_500).default(90),
     CODEXEC_LOG_RETENTION_DAYS_SESSION: int(1, 36_500).default(90),

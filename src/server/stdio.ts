@@ -3,12 +3,16 @@ import type { Config } from '../config/index.js';
 import { log } from '../util/index.js';
 import { createServer } from './server.js';
 import { createServices } from './services.js';
+import { FramedStdioTransport } from './transport/index.js';
+
+const SHUTDOWN_DEADLINE_MS = 10_000;
 
 /**
  * Serve MCP on stdin/stdout until the client closes stdin or a signal arrives. Start-up does no
  * I/O beyond reading config: clients spawn throwaway copies just to probe.
  */
 export function serve(config: Config): Promise<void> {
+  warnIfMessagesTooSmall(config);
   const services = createServices(config);
   services.history.startRetention(); // unref'd timers only: no I/O until they fire
   let closing = false;
@@ -17,6 +21,12 @@ export function serve(config: Config): Promise<void> {
       if (closing) return;
       closing = true;
       log('debug', `shutting down (${why})`);
+      // A backstop, not the plan (shutdown measured well under a second with runs, sessions and
+      // an install in flight): a client that went away must never leave a server behind.
+      setTimeout(() => {
+        log('warn', `shutdown still unfinished after ${SHUTDOWN_DEADLINE_MS} ms; exiting anyway`);
+        resolve();
+      }, SHUTDOWN_DEADLINE_MS).unref();
       await handle.close().catch(() => {});
       await services.sessions.shutdown();
       await services.engine.shutdown();
@@ -24,11 +34,30 @@ export function serve(config: Config): Promise<void> {
       await services.history.close();
       resolve();
     };
+    const transport = new FramedStdioTransport({
+      maxMessageBytes: config.maxMessageBytes,
+      onInputEnd: () => void shutdown('stdin closed'),
+    });
     const handle = serveStdio(() => createServer(services), {
+      transport,
       onerror: (error) => log('warn', `transport: ${error.message}`),
     });
-    process.stdin.once('end', () => void shutdown('stdin closed'));
     process.once('SIGTERM', () => void shutdown('SIGTERM'));
     process.once('SIGINT', () => void shutdown('SIGINT'));
   });
+}
+
+/**
+ * Code is JSON-escaped inside its message: quotes and backslashes double, so a message limit
+ * under twice the code limit refuses code the code limit allows (as a JSON-RPC error, not the
+ * tool's INVALID_INPUT). Allowed, since the operator may mean it, but said.
+ */
+function warnIfMessagesTooSmall(config: Config): void {
+  const needed = 2 * config.maxCodeBytes + 64 * 1024;
+  if (config.maxMessageBytes >= needed) return;
+  log(
+    'warn',
+    `CODEXEC_MAX_MESSAGE_BYTES (${config.maxMessageBytes}) is under twice CODEXEC_MAX_CODE_BYTES ` +
+      `(${config.maxCodeBytes}): code near the code limit may be refused as a too-large message`,
+  );
 }
