@@ -37,6 +37,14 @@ export interface Config {
     readonly network: string;
   };
   readonly logLevel: Settings['LOG_LEVEL'];
+  /** execute_command: its persistent workspace, where else a work_dir may be, its command lists. */
+  readonly command: {
+    readonly workspace: string;
+    readonly allowedPaths: readonly string[];
+    /** undefined: no allowlist; [] allows nothing. */
+    readonly allowedCommands?: readonly string[];
+    readonly blockedCommands?: readonly string[];
+  };
 }
 
 /**
@@ -119,6 +127,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       network: s.CODEXEC_DOCKER_NETWORK,
     },
     logLevel: s.LOG_LEVEL,
+    command: {
+      workspace: dir(s.CODEXEC_WORKSPACE, 'workspace'),
+      allowedPaths: (s.CODEXEC_ALLOWED_PATHS ?? []).map((path) => expandHome(path, home)),
+      ...(s.CODEXEC_ALLOWED_COMMANDS && { allowedCommands: s.CODEXEC_ALLOWED_COMMANDS }),
+      ...(s.CODEXEC_BLOCKED_COMMANDS && { blockedCommands: s.CODEXEC_BLOCKED_COMMANDS }),
+    },
   };
 }
 
