@@ -33,8 +33,10 @@ program
 
 program
   .command('run')
-  .description('run one file (or - for stdin) through the same engine; exit code is passed through')
-  .argument('<file>', 'file to run, or - to read code from stdin')
+  .description(
+    'run one file (or - for stdin), or a command line with --command, through the same engine; exit code is passed through',
+  )
+  .argument('[file]', 'file to run, or - to read code from stdin')
   .argument('[args...]', 'arguments for the program')
   .option(
     '-l, --language <language>',
@@ -45,6 +47,10 @@ program
   .option('-m, --mode <mode>', `sandbox mode: ${SANDBOX_MODES.join(', ')}`, oneOf(SANDBOX_MODES))
   .option('-C, --working-dir <dir>', 'run in this directory instead of a fresh workspace')
   .option('--json', 'print the full result as JSON instead of streaming output')
+  .option(
+    '-c, --command <line>',
+    'run this command line as execute_command does (bash -c in the command workspace; -C is its work_dir)',
+  )
   .action(runCommand);
 
 program

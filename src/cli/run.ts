@@ -1,10 +1,11 @@
 import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { text } from 'node:stream/consumers';
+import type { Config } from '../config/index.js';
 import { CodexecError } from '../errors/index.js';
 import { resolveWorkingDir } from '../policy/index.js';
 import type { Language } from '../runtimes/index.js';
-import { createServices } from '../server/index.js';
+import { createServices, prepareCommand, runPreparedCommand } from '../server/index.js';
 import { configOrExit } from './config.js';
 
 interface RunOptions {
@@ -13,7 +14,12 @@ interface RunOptions {
   mode?: string;
   workingDir?: string;
   json?: boolean;
+  /** execute_command from the shell: a command line run in the command workspace. */
+  command?: string;
 }
+
+/** execute_command's default timeout (60 s, MassGen's), for --command without --timeout-ms. */
+const COMMAND_TIMEOUT_MS = 60_000;
 
 const BY_EXTENSION: Record<string, Language> = {
   '.py': 'python',
@@ -26,12 +32,21 @@ const BY_EXTENSION: Record<string, Language> = {
   '.bash': 'bash',
 };
 
-export async function runCommand(file: string, args: string[], options: RunOptions): Promise<void> {
+export async function runCommand(
+  file: string | undefined,
+  args: string[],
+  options: RunOptions,
+): Promise<void> {
   // One execution gains nothing from a warm pool, and its processes would keep the CLI alive.
   const config = configOrExit({
     ...(options.mode && { CODEXEC_SANDBOX_MODE: options.mode }),
     CODEXEC_POOL_SIZE: '0',
   });
+  if (options.command !== undefined) {
+    if (file !== undefined) fail('give either a file or --command, not both');
+    return runCommandLine(config, options.command, options);
+  }
+  if (file === undefined) fail('give a file to run (or - for stdin), or --command "…"');
   const language = options.language ?? BY_EXTENSION[extname(file)];
   if (!language) fail(`cannot tell the language of ${file}; pass --language`);
   const services = createServices(config);
@@ -54,6 +69,31 @@ export async function runCommand(file: string, args: string[], options: RunOptio
   } catch (error) {
     if (error instanceof CodexecError) fail(error.message);
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') fail(`cannot read ${file}`);
+    throw error;
+  }
+}
+
+/** `codexec run --command`: execute_command's code path (workspace, lists, venv), from the shell. */
+async function runCommandLine(config: Config, command: string, options: RunOptions): Promise<void> {
+  const services = createServices(config);
+  const controller = new AbortController();
+  process.once('SIGINT', () => controller.abort());
+  try {
+    const prepared = await prepareCommand(services, {
+      command,
+      timeoutMs: options.timeoutMs ?? COMMAND_TIMEOUT_MS,
+      workDir: options.workingDir,
+    });
+    const result = await runPreparedCommand(services, prepared, {
+      signal: controller.signal,
+      onOutput: options.json ? undefined : (stream, chunk) => process[stream].write(chunk),
+    });
+    await services.logs.flush();
+    if (options.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    else if (result.timed_out) process.stderr.write(`codexec: timed out after ${result.duration_ms} ms\n`);
+    process.exitCode = result.exit_code ?? (result.timed_out ? 124 : 1);
+  } catch (error) {
+    if (error instanceof CodexecError) fail(`${error.message} (${error.code})`);
     throw error;
   }
 }

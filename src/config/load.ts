@@ -42,6 +42,14 @@ export interface Config {
   readonly logLevel: Settings['LOG_LEVEL'];
   /** The secrets filter: on or off, and the values of CODEXEC_SECRETS_FILE (read at start-up). */
   readonly secrets: { readonly redact: boolean; readonly file?: string; readonly values: readonly string[] };
+  /** execute_command: its persistent workspace, where else a work_dir may be, its command lists. */
+  readonly command: {
+    readonly workspace: string;
+    readonly allowedPaths: readonly string[];
+    /** undefined: no allowlist; [] allows nothing. */
+    readonly allowedCommands?: readonly string[];
+    readonly blockedCommands?: readonly string[];
+  };
 }
 
 /**
@@ -130,6 +138,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       s.CODEXEC_REDACT_SECRETS,
       s.CODEXEC_SECRETS_FILE && expandHome(s.CODEXEC_SECRETS_FILE, home),
     ),
+    command: {
+      workspace: dir(s.CODEXEC_WORKSPACE, 'workspace'),
+      allowedPaths: (s.CODEXEC_ALLOWED_PATHS ?? []).map((path) => expandHome(path, home)),
+      ...(s.CODEXEC_ALLOWED_COMMANDS && { allowedCommands: s.CODEXEC_ALLOWED_COMMANDS }),
+      ...(s.CODEXEC_BLOCKED_COMMANDS && { blockedCommands: s.CODEXEC_BLOCKED_COMMANDS }),
+    },
   };
 }
 

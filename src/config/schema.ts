@@ -5,6 +5,48 @@ import { z } from 'zod';
 
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 
+/**
+ * A list setting: a JSON array (config file, or env text starting with `[`), or, where `comma` is
+ * set, comma-separated text. Absent stays undefined, so "no list" and "empty list" differ.
+ */
+const list = (comma: boolean) =>
+  z.union([z.array(z.string()), z.string()]).transform((value, ctx) => {
+    if (Array.isArray(value)) return value;
+    const text = value.trim();
+    if (!text.startsWith('[')) {
+      if (comma)
+        return text
+          .split(',')
+          .map((item) => item.trim())
+          .filter(Boolean);
+      ctx.addIssue({ code: 'custom', message: 'expected a JSON array of strings, e.g. ["pytest.*"]' });
+      return z.NEVER;
+    }
+    try {
+      const parsed = z.array(z.string()).safeParse(JSON.parse(text));
+      if (parsed.success) return parsed.data;
+    } catch {
+      // reported below
+    }
+    ctx.addIssue({ code: 'custom', message: 'expected a JSON array of strings' });
+    return z.NEVER;
+  });
+
+/** Command patterns: JavaScript regular expressions, each checked here so a typo stops start-up. */
+const commandPatterns = list(false).superRefine((patterns, ctx) => {
+  patterns.forEach((pattern, index) => {
+    try {
+      new RegExp(pattern);
+      new RegExp(`^(?:${pattern})`);
+    } catch (error) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `pattern ${index + 1} ${JSON.stringify(pattern)} is not a valid regular expression (${(error as Error).message})`,
+      });
+    }
+  });
+});
+
 export const SANDBOX_MODES = ['auto', 'namespace', 'subprocess', 'docker'] as const;
 export type SandboxMode = (typeof SANDBOX_MODES)[number];
 
@@ -79,6 +121,23 @@ export const settingsSchema = z
       .min(1)
       .optional()
       .describe('Extra secret values to mask, one per line (read at start-up).'),
+    CODEXEC_WORKSPACE: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("execute_command's persistent workspace; default $CODEXEC_HOME/workspace."),
+    CODEXEC_ALLOWED_PATHS: list(true)
+      .refine((paths) => paths.every((path) => path.startsWith('/') || path.startsWith('~')), {
+        message: 'every path must be absolute (or start with ~)',
+      })
+      .optional()
+      .describe('Absolute dirs an absolute execute_command work_dir may lie in (comma list or JSON array).'),
+    CODEXEC_ALLOWED_COMMANDS: commandPatterns
+      .optional()
+      .describe('JSON array of regexes; a command must match one from its start (absent: no allowlist).'),
+    CODEXEC_BLOCKED_COMMANDS: commandPatterns
+      .optional()
+      .describe('JSON array of regexes; a command matching one from its start is refused.'),
     LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
   })
   .superRefine((s, ctx) => {

@@ -1,5 +1,6 @@
 import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { isGenerated } from './generated.js';
 
 /** Relative path (posix separators) → size and mtime, for files only. */
 export type Snapshot = Map<string, { size: number; mtimeMs: number }>;
@@ -18,7 +19,10 @@ export interface SnapshotOptions {
   readonly exclude?: ReadonlySet<string>;
 }
 
-/** Walk `root` breadth-first in sorted order, bounded, not following symlinks. */
+/**
+ * Walk `root` breadth-first in sorted order, bounded, not following symlinks; generated files
+ * and caches (isGenerated) are neither listed nor walked.
+ */
 export async function snapshotDir(root: string, options: SnapshotOptions = {}): Promise<Snapshot> {
   const { maxEntries = 10_000, maxDepth = 12, exclude } = options;
   const snapshot: Snapshot = new Map();
@@ -34,7 +38,7 @@ export async function snapshotDir(root: string, options: SnapshotOptions = {}): 
         continue; // unreadable or vanished directory: nothing to report inside it
       }
       for (const name of names) {
-        if (depth === 0 && exclude?.has(name)) continue;
+        if ((depth === 0 && exclude?.has(name)) || isGenerated(name)) continue;
         if (++seen > maxEntries) return snapshot;
         const path = rel === '' ? name : `${rel}/${name}`;
         try {

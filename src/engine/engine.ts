@@ -93,6 +93,9 @@ export class Engine {
       );
     }
     const runtime = RUNTIMES[request.language];
+    const command = request.form === 'command';
+    if (command && (request.language !== 'bash' || !request.workingDir))
+      throw new TypeError("a 'command' run is bash in a workingDir");
     const [backend, interpreter] = await Promise.all([
       this.deps.backends.get(),
       this.deps.interpreters.get(runtime.interpreter),
@@ -105,7 +108,7 @@ export class Engine {
       prepared = error;
     }
     const warm =
-      request.workingDir || typeof prepared !== 'string'
+      request.workingDir || command || typeof prepared !== 'string'
         ? undefined
         : (this.pool.take(runtime.interpreter) ?? (await this.forkWarm(runtime.interpreter)));
     const id = warm?.id ?? newId('exec');
@@ -128,7 +131,9 @@ export class Engine {
       if (typeof prepared === 'string') {
         // Readable by the sandbox's uid whoever owns the workspace now (a warm one is already lent).
         // A small script is written synchronously: µs, where the thread pool costs ~0.5 ms.
-        if (prepared.length <= 64 * 1024) writeFileSync(scriptPath, prepared, { mode: 0o644 });
+        if (command) {
+          // bash -c: the command line is an argument, no file
+        } else if (prepared.length <= 64 * 1024) writeFileSync(scriptPath, prepared, { mode: 0o644 });
         else await writeFile(scriptPath, prepared, { mode: 0o644 });
         // Runs of drivers without it end with their streams, as cold runs do where the sandbox does
         // not report their end (SandboxSpec.endMark).
@@ -150,11 +155,14 @@ export class Engine {
               config,
               hostEnv: this.hostEnv,
               kind: runtime.interpreter,
-              runtimeEnv: runtime.env,
-              argv: runtime.argv(interpreter, scriptPath, request.args ?? []),
+              runtimeEnv: { ...runtime.env, ...request.env },
+              argv: command
+                ? [interpreter, '-c', prepared]
+                : runtime.argv(interpreter, scriptPath, request.args ?? []),
               execDir,
               cwd,
-              files: [scriptPath],
+              files: command ? [] : [scriptPath],
+              pathPrefix: request.pathPrefix,
               timeoutMs: this.timeoutMs(request),
               confined: backend.mode !== 'subprocess',
             })),
@@ -315,6 +323,7 @@ export class Engine {
       execution_id: result.execution_id,
       session_id: null,
       script_name: request.scriptName ?? null,
+      ...(request.tool && { tool: request.tool }),
       language: result.language,
       code: request.code,
       stdin: null,

@@ -5,6 +5,7 @@ export { type ArtifactDiff, diffSnapshots, type Snapshot, snapshotDir } from './
 export { type Collected, type CollectOptions, collect } from './collect.js';
 export { type CommandOptions, type CommandResult, runCommand } from './command.js';
 export { Engine, type EngineDeps, SCRIPT_BASENAME } from './engine.js';
+export { isGenerated } from './generated.js';
 export { drain } from './kill.js';
 export { type CollectedOutput, OutputCollector, type OutputLimits } from './output.js';
 export { globalPackages, type PackageAccess } from './spec.js';

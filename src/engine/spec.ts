@@ -22,6 +22,8 @@ export interface RunSpecInput {
   readonly control?: boolean;
   /** The host's home is not visible (namespace mode): HOME becomes the workspace. */
   readonly confined: boolean;
+  /** Directories put first on PATH (execute_command's .venv/bin). */
+  readonly pathPrefix?: readonly string[] | undefined;
 }
 
 /** The SandboxSpec of one run: stripped env, workspace, global packages, limits. */
@@ -32,10 +34,12 @@ export async function buildRunSpec(input: RunSpecInput): Promise<SandboxSpec> {
   // The script lives outside a custom working dir; keep that dir importable as `python -c` would.
   if (input.kind === 'python' && cwd !== execDir)
     env.PYTHONPATH = [cwd, env.PYTHONPATH].filter(Boolean).join(':');
+  const runEnv = sandboxEnv(input.hostEnv, env, input.confined ? execDir : undefined);
+  if (input.pathPrefix?.length) runEnv.PATH = [...input.pathPrefix, runEnv.PATH].filter(Boolean).join(':');
   return {
     argv: input.argv,
     cwd,
-    env: sandboxEnv(input.hostEnv, env, input.confined ? execDir : undefined),
+    env: runEnv,
     writablePaths: cwd === execDir ? [execDir] : [execDir, cwd],
     readablePaths: [...input.files, ...packages.readable],
     limits: { ...config.limits, cpuSeconds: cpuBackstop(input.timeoutMs, config.killGraceMs) },

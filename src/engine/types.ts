@@ -11,6 +11,17 @@ export interface ExecutionRequest {
   readonly args?: readonly string[] | undefined;
   /** The saved script this run executes (run_script), recorded in the log entry. */
   readonly scriptName?: string | undefined;
+  /**
+   * 'command' (execute_command): `code` is a command line run as `bash -c code`, with no script
+   * file; it needs `language: 'bash'` and a workingDir. Default 'script'.
+   */
+  readonly form?: 'script' | 'command' | undefined;
+  /** Variables added to the run's environment (execute_command's VIRTUAL_ENV). */
+  readonly env?: Readonly<Record<string, string>> | undefined;
+  /** Directories put first on the run's PATH (a detected .venv/bin). */
+  readonly pathPrefix?: readonly string[] | undefined;
+  /** The tool that asked for the run, recorded in the log entry when it is not execute_code. */
+  readonly tool?: string | undefined;
 }
 
 export type OutputStream = 'stdout' | 'stderr';

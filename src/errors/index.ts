@@ -8,6 +8,7 @@ export type ErrorCode =
   | 'SESSION_NOT_FOUND'
   | 'LIMIT_REACHED'
   | 'BLOCKED_BY_POLICY'
+  | 'COMMAND_BLOCKED'
   | 'PACKAGES_MISSING'
   | 'SANDBOX_UNAVAILABLE'
   | 'CONFIG_INVALID'
@@ -48,6 +49,17 @@ export class SandboxUnavailableError extends CodexecError {
   constructor(message: string) {
     super('SANDBOX_UNAVAILABLE', message);
     this.name = 'SandboxUnavailableError';
+  }
+}
+
+/** execute_command refused a command line: `pattern` names the allow/deny pattern or rule that decided. */
+export class CommandBlockedError extends CodexecError {
+  constructor(
+    message: string,
+    readonly pattern: string,
+  ) {
+    super('COMMAND_BLOCKED', message);
+    this.name = 'CommandBlockedError';
   }
 }
 

@@ -20,6 +20,8 @@ export interface ExecutionLogEntry {
   readonly packages_installed?: string[];
   /** Set by run_script: the saved script this execution ran (searchable, shown by get_execution_log). */
   readonly script_name?: string | null;
+  /** The tool behind the run when it is not execute_code (execute_command: `code` is its command line). */
+  readonly tool?: string;
   /** The resource limit that stopped the run (namespace mode), when one did. */
   readonly limit?: string;
   readonly executed_at: string;

@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import { McpServer } from '@modelcontextprotocol/server';
 import type { Services } from './services.js';
 import { registerExecuteCode } from './tools/execute-code.js';
+import { registerExecuteCommand } from './tools/execute-command.js';
 import { registerLogTools } from './tools/logs.js';
 import { registerPackageTools } from './tools/packages.js';
 import { registerScriptTools } from './tools/scripts.js';
@@ -21,6 +22,7 @@ export function createServer(services: Services): McpServer {
     { capabilities: { tools: {} }, instructions: INSTRUCTIONS },
   );
   registerExecuteCode(server, services);
+  registerExecuteCommand(server, services);
   registerScriptTools(server, services);
   registerSessionTools(server, services);
   registerPackageTools(server, services);

@@ -1,6 +1,6 @@
 import { lstatSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { type Snapshot, snapshotDir } from '../engine/index.js';
+import { isGenerated, type Snapshot, snapshotDir } from '../engine/index.js';
 
 /** Entries a synchronous walk may visit before it hands over to the engine's async walk. */
 const SYNC_LIMIT = 256;
@@ -29,6 +29,7 @@ function walkSmall(root: string): Snapshot | undefined {
         continue;
       }
       for (const name of names) {
+        if (isGenerated(name)) continue; // as snapshotDir does
         if (++seen > SYNC_LIMIT) return undefined;
         const path = rel === '' ? name : `${rel}/${name}`;
         try {

@@ -35,3 +35,40 @@ describe('artifact snapshots', () => {
     expect((await snapshotDir(dir, { maxEntries: 10 })).size).toBe(10);
   });
 });
+
+describe('generated files', () => {
+  let dir = '';
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('are neither listed nor walked, at any depth; dist, build and logs stay listed', async () => {
+    dir = tempDir();
+    for (const path of [
+      '__pycache__/m.pyc',
+      'a/b/__pycache__/x.pyc',
+      '.pytest_cache/v/cache',
+      '.mypy_cache/3.11/x.json',
+      '.ruff_cache/x',
+      'node_modules/p/index.js',
+      '.venv/bin/python',
+      'pkg.egg-info/PKG-INFO',
+      '.tox/py/x',
+      '.DS_Store',
+      'Thumbs.db',
+      '.coverage',
+      'a/stray.pyc',
+      'a/x.pyo',
+      '.f.swp',
+      '.f.swo',
+      'notes.txt~',
+      'dist/pkg.whl',
+      'build/out.o',
+      'run.log',
+      'a/b/keep.py',
+    ]) {
+      mkdirSync(join(dir, path, '..'), { recursive: true });
+      writeFileSync(join(dir, path), '');
+    }
+    const listed = [...(await snapshotDir(dir)).keys()].sort();
+    expect(listed).toEqual(['a/b/keep.py', 'build/out.o', 'dist/pkg.whl', 'run.log']);
+  });
+});

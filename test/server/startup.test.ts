@@ -6,6 +6,7 @@ import { ERAS, startServer, tempDir } from '../helpers/server.js';
 const SEED_TOOLS = [
   'close_session',
   'execute_code',
+  'execute_command',
   'get_execution_log',
   'get_script',
   'install_package',

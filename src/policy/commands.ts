@@ -1,0 +1,47 @@
+import { CommandBlockedError } from '../errors/index.js';
+
+/** The user's command lists (CODEXEC_ALLOWED_COMMANDS / CODEXEC_BLOCKED_COMMANDS). */
+export interface CommandLists {
+  /** undefined: every command passes this list; []: none does. */
+  readonly allowedCommands?: readonly string[] | undefined;
+  /** undefined or []: the user blocks nothing (the built-in rules still apply). */
+  readonly blockedCommands?: readonly string[] | undefined;
+}
+
+/**
+ * Python's `re.match`, as MassGen applies its lists: anchored at the start of the command line
+ * only, so `pytest.*` matches `pytest` and `pytest -v`, while `pytest .*` misses a bare `pytest`.
+ * The group keeps an alternation (`ls|pwd`) anchored as a whole. Patterns are JavaScript syntax.
+ */
+export function matchesFromStart(pattern: string, command: string): boolean {
+  return new RegExp(`^(?:${pattern})`).test(command);
+}
+
+/**
+ * The one place that decides whether execute_command may run `command` (and `codexec run
+ * --command`); throws CommandBlockedError naming the pattern that decided. Checked on the whole
+ * command line as given, before anything is spawned.
+ */
+export function checkCommand(command: string, lists: CommandLists): void {
+  // Rule engine (ADR 036 built-ins + policy.json: rm -rf /, dd, fork bomb, sudo, …) goes here,
+  // first, when it is merged: a rule with action deny throws CommandBlockedError naming the rule.
+
+  const blocked = lists.blockedCommands?.find((pattern) => matchesFromStart(pattern, command));
+  if (blocked !== undefined) {
+    throw new CommandBlockedError(
+      `command refused: it matches the blocked pattern ${JSON.stringify(blocked)} (CODEXEC_BLOCKED_COMMANDS)`,
+      blocked,
+    );
+  }
+  const allowed = lists.allowedCommands;
+  if (allowed !== undefined && !allowed.some((pattern) => matchesFromStart(pattern, command))) {
+    const which =
+      allowed.length === 0
+        ? 'the allowlist is empty, so no command may run'
+        : `it matches none of the allowed patterns ${allowed.map((p) => JSON.stringify(p)).join(', ')}`;
+    throw new CommandBlockedError(
+      `command refused: ${which} (CODEXEC_ALLOWED_COMMANDS; patterns match from the start of the command)`,
+      allowed.length === 0 ? '' : allowed.join('|'),
+    );
+  }
+}

@@ -1,0 +1,89 @@
+import type { ExecutionResult, RunOptions } from '../engine/index.js';
+import { checkCommand, detectVenv, resolveCommandDir, type Venv } from '../policy/index.js';
+import type { Services } from './services.js';
+
+/** execute_command's request in the server's units (the tool turns seconds into ms). */
+export interface CommandRequest {
+  readonly command: string;
+  readonly timeoutMs: number;
+  readonly workDir?: string | undefined;
+}
+
+/** A command judged runnable: where it runs and with which venv. */
+export interface PreparedCommand {
+  readonly command: string;
+  readonly timeoutMs: number;
+  readonly dir: string;
+  readonly venv: Venv | undefined;
+}
+
+/** The result execute_command returns (MassGen's names first, then ours). */
+export interface CommandResult {
+  success: boolean;
+  exit_code: number | null;
+  stdout: string;
+  stderr: string;
+  /** Seconds, as MassGen reports it. */
+  execution_time: number;
+  execution_id: string;
+  duration_ms: number;
+  timed_out: boolean;
+  cancelled: boolean;
+  truncated: boolean;
+  work_dir: string;
+  sandbox_mode: string;
+  artifacts: string[];
+  artifacts_deleted: string[];
+  /** The .venv put first on PATH, or null. */
+  venv: string | null;
+  limit?: ExecutionResult['limit'];
+}
+
+/**
+ * Everything decided before a command may run, shared by the tool and `codexec run --command`:
+ * the directory (workspace rules), the command lists, the venv. Throws the refusal.
+ */
+export async function prepareCommand(services: Services, request: CommandRequest): Promise<PreparedCommand> {
+  const dir = await resolveCommandDir(request.workDir, services.config);
+  checkCommand(request.command, services.config.command);
+  return { command: request.command, timeoutMs: request.timeoutMs, dir, venv: detectVenv(dir) };
+}
+
+/** Run a prepared command through the engine: `bash -c` in the sandbox, logged like every run. */
+export async function runPreparedCommand(
+  services: Services,
+  prepared: PreparedCommand,
+  options: RunOptions = {},
+): Promise<CommandResult> {
+  const { venv } = prepared;
+  const result = await services.engine.run(
+    {
+      language: 'bash',
+      form: 'command',
+      code: prepared.command,
+      timeoutMs: prepared.timeoutMs,
+      workingDir: prepared.dir,
+      tool: 'execute_command',
+      ...(venv && { env: { VIRTUAL_ENV: venv.path }, pathPrefix: [venv.bin] }),
+    },
+    options,
+  );
+  return {
+    success: result.success,
+    exit_code: result.exit_code,
+    stdout: result.stdout,
+    stderr: result.stderr,
+    execution_time: result.duration_ms / 1000,
+    execution_id: result.execution_id,
+    duration_ms: result.duration_ms,
+    timed_out: result.timed_out,
+    cancelled: result.cancelled,
+    truncated: result.truncated,
+    work_dir: result.working_dir,
+    sandbox_mode: result.sandbox_mode,
+    artifacts: result.artifacts,
+    artifacts_deleted: result.artifacts_deleted,
+    venv: venv?.path ?? null,
+    ...(result.limit && { limit: result.limit }),
+  };
+}

@@ -1,0 +1,83 @@
+import type { McpServer } from '@modelcontextprotocol/server';
+import { z } from 'zod';
+import { prepareCommand, runPreparedCommand } from '../command.js';
+import { defineTool } from '../define-tool.js';
+import { ProgressStreamer } from '../progress.js';
+import type { Services } from '../services.js';
+
+const DEFAULT_TIMEOUT_SECONDS = 60;
+
+const inputSchema = z.object({
+  command: z
+    .string()
+    .min(1, 'command must not be empty')
+    .describe('The command line, run by bash -c (pipes, &&, redirections work), e.g. "pytest tests/ -v"'),
+  timeout: z
+    .number()
+    .positive()
+    .optional()
+    .describe(
+      `Wall-clock limit in seconds (default ${DEFAULT_TIMEOUT_SECONDS}; clamped to the server maximum)`,
+    ),
+  work_dir: z
+    .string()
+    .optional()
+    .describe('Directory to run in: relative to the persistent workspace (default: the workspace itself)'),
+});
+
+const outputSchema = z.object({
+  success: z.boolean().describe('true when the command exited 0 within its time limit'),
+  exit_code: z.number().int().nullable().describe('null when the command was stopped (timeout, cancel)'),
+  stdout: z.string(),
+  stderr: z.string(),
+  execution_time: z.number().describe('seconds the command ran'),
+  execution_id: z.string().describe('exec_ + 12 hex; find it later in the execution logs'),
+  duration_ms: z.number().int(),
+  timed_out: z.boolean(),
+  cancelled: z.boolean(),
+  truncated: z.boolean().describe('true when stdout or stderr was cut to head + tail'),
+  work_dir: z.string().describe('absolute directory the command ran in'),
+  sandbox_mode: z.string().describe('isolation actually used: namespace, subprocess or docker'),
+  artifacts: z
+    .array(z.string())
+    .describe('files created or modified, relative to work_dir (caches left out)'),
+  artifacts_deleted: z.array(z.string()),
+  venv: z.string().nullable().describe('the work_dir/.venv put first on PATH (VIRTUAL_ENV set), or null'),
+  limit: z.enum(['memory', 'processes', 'cpu', 'file_size']).optional(),
+});
+
+export function registerExecuteCommand(server: McpServer, services: Services): void {
+  defineTool(server, {
+    name: 'execute_command',
+    title: 'Run a command line',
+    description:
+      'Run one shell command line (bash -c) in a persistent sandboxed workspace whose files survive between ' +
+      'calls: run tests ("pytest tests/ -v"), builds ("npm run build"), scripts ("python main.py"), file ' +
+      'operations. A .venv in work_dir is activated automatically (python -m venv .venv, then pip/python ' +
+      'use it). No network unless the server allows it; no server secrets; background processes end with ' +
+      'the call. timeout is in seconds (default 60). Output beyond the server limit is cut to its first and ' +
+      'last parts. A failing command is a normal result with success=false; read stderr. Commands the ' +
+      'server blocks are refused with code COMMAND_BLOCKED. For a Python or JavaScript program you have as ' +
+      'text, execute_code is simpler.',
+    input: inputSchema,
+    output: outputSchema,
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
+    handler: async (args, ctx) => {
+      const prepared = await prepareCommand(services, {
+        command: args.command,
+        timeoutMs: Math.ceil((args.timeout ?? DEFAULT_TIMEOUT_SECONDS) * 1000),
+        workDir: args.work_dir,
+      });
+      // gate: policy rules + approval + audit (lead wires at merge)
+      const progress = new ProgressStreamer(ctx);
+      try {
+        return await runPreparedCommand(services, prepared, {
+          signal: ctx.mcpReq.signal,
+          onOutput: progress.enabled ? progress.push : undefined,
+        });
+      } finally {
+        await progress.flush();
+      }
+    },
+  });
+}
