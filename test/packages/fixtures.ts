@@ -4,6 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 
@@ -39,8 +40,36 @@ export function buildNpmTarball(dir: string, name: string, version: string, valu
   return readFileSync(file);
 }
 
+/** A self-signed certificate for 127.0.0.1 (its own CA), as a registry behind a private CA has. */
+export function selfSignedCert(dir: string): { key: string; cert: string; certPath: string } {
+  const key = join(dir, 'registry-key.pem');
+  const certPath = join(dir, 'registry-cert.pem');
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-days',
+      '1',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+      '-keyout',
+      key,
+      '-out',
+      certPath,
+    ],
+    { stdio: 'ignore' },
+  );
+  return { key: readFileSync(key, 'utf8'), cert: readFileSync(certPath, 'utf8'), certPath };
+}
+
 export interface LocalRegistry {
-  /** `http://127.0.0.1:<port>` */
+  /** `http(s)://127.0.0.1:<port>` */
   readonly url: string;
   /** Every request path, in order. */
   readonly requests: string[];
@@ -52,6 +81,8 @@ export interface RegistryContent {
   readonly npm?: Record<string, { version: string; tarball: Buffer }>;
   /** PEP 503 projects (normalized names) → wheel file name and bytes. */
   readonly pypi?: Record<string, { file: string; bytes: Buffer }>;
+  /** Serve HTTPS with this key and certificate instead of HTTP. */
+  readonly tls?: { readonly key: string; readonly cert: string };
 }
 
 /** An npm registry and a PEP 503 "simple" index in one tiny HTTP server on loopback. */
@@ -59,7 +90,7 @@ export async function startRegistry(content: RegistryContent): Promise<LocalRegi
   const requests: string[] = [];
   const files = new Map<string, Buffer>();
   let url = '';
-  const server = createServer((req, res) => {
+  const handler: Parameters<typeof createServer>[1] = (req, res) => {
     const path = decodeURIComponent((req.url ?? '/').split('?')[0] ?? '/');
     requests.push(path);
     const file = files.get(path);
@@ -77,9 +108,10 @@ export async function startRegistry(content: RegistryContent): Promise<LocalRegi
     if (npm)
       return res.writeHead(200, { 'content-type': 'application/json' }).end(packument(path.slice(1), npm));
     res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not found"}');
-  });
+  };
+  const server = content.tls ? createTlsServer(content.tls, handler) : createServer(handler);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  url = `${content.tls ? 'https' : 'http'}://127.0.0.1:${(server.address() as AddressInfo).port}`;
   for (const wheel of Object.values(content.pypi ?? {})) files.set(`/files/${wheel.file}`, wheel.bytes);
   for (const [name, pkg] of Object.entries(content.npm ?? {})) {
     files.set(`/${name}/-/${name}-${pkg.version}.tgz`, pkg.tarball);

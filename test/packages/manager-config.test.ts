@@ -2,7 +2,13 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callTool, startServer, type TestServer, tempDir } from '../helpers/server.js';
-import { buildNpmTarball, buildWheel, type LocalRegistry, startRegistry } from './fixtures.js';
+import {
+  buildNpmTarball,
+  buildWheel,
+  type LocalRegistry,
+  selfSignedCert,
+  startRegistry,
+} from './fixtures.js';
 
 // Issue #17: installs must see the config files the operator's own pip / npm would, whatever
 // directory they install into. Each setting here lives only in a *global* config file, placed
@@ -17,14 +23,21 @@ function write(path: string, text: string): void {
 
 describe('install_package with registries set in the global config files', () => {
   const dir = tempDir('codexec-pkgconf-');
-  let registry: LocalRegistry;
+  let index: LocalRegistry;
+  let npmRegistry: LocalRegistry;
   let server: TestServer;
   const call = (name: string, args: Record<string, unknown>) => callTool<Value>(server.client, name, args);
 
   beforeAll(async () => {
     const wheel = buildWheel(dir, 'codexec_globalconf_demo', '1.0.0', 17);
-    registry = await startRegistry({
+    index = await startRegistry({
       pypi: { 'codexec-globalconf-demo': { file: wheel, bytes: readFileSync(join(dir, wheel)) } },
+    });
+    // The npm registry is HTTPS behind a CA only the global npmrc's `cafile` names (issue #17's
+    // SELF_SIGNED_CERT_IN_CHAIN machine).
+    const tls = selfSignedCert(dir);
+    npmRegistry = await startRegistry({
+      tls,
       npm: {
         'codexec-globalconf-demo': {
           version: '1.0.0',
@@ -33,18 +46,19 @@ describe('install_package with registries set in the global config files', () =>
       },
     });
     // pip: the site-wide pip.conf in $XDG_CONFIG_DIRS/pip/ (what /etc/xdg/pip/pip.conf is by default).
-    write(join(dir, 'xdg', 'pip', 'pip.conf'), `[global]\nindex-url = ${registry.url}/simple/\n`);
+    write(join(dir, 'xdg', 'pip', 'pip.conf'), `[global]\nindex-url = ${index.url}/simple/\n`);
     // npm: the operator moved npm's prefix (`npm config set prefix …` writes the user npmrc); npm's
     // global config is then $PREFIX/etc/npmrc, which `--prefix <codexec dir>` used to replace.
     write(join(dir, 'user-npmrc'), `prefix=${join(dir, 'npm-prefix')}\n`);
-    write(join(dir, 'npm-prefix', 'etc', 'npmrc'), `registry=${registry.url}/\n`);
+    write(join(dir, 'npm-prefix', 'etc', 'npmrc'), `registry=${npmRegistry.url}/\ncafile=${tls.certPath}\n`);
     server = await startServer({
       env: { XDG_CONFIG_DIRS: join(dir, 'xdg'), NPM_CONFIG_USERCONFIG: join(dir, 'user-npmrc') },
     });
   });
   afterAll(async () => {
     await server?.close();
-    await registry?.close();
+    await index?.close();
+    await npmRegistry?.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -54,8 +68,8 @@ describe('install_package with registries set in the global config files', () =>
       package: 'codexec-globalconf-demo',
     });
     expect(installed.value).toMatchObject({ success: true, version: '1.0.0' });
-    expect(registry.requests).toContain('/simple/codexec-globalconf-demo/');
-    expect(registry.requests).toContain('/files/codexec_globalconf_demo-1.0.0-py3-none-any.whl');
+    expect(index.requests).toContain('/simple/codexec-globalconf-demo/');
+    expect(index.requests).toContain('/files/codexec_globalconf_demo-1.0.0-py3-none-any.whl');
     const ran = await call('execute_code', {
       language: 'python',
       code: 'import codexec_globalconf_demo\nprint(codexec_globalconf_demo.VALUE)',
@@ -63,11 +77,11 @@ describe('install_package with registries set in the global config files', () =>
     expect(ran.value).toMatchObject({ success: true, stdout: '17\n' });
   }, 60_000);
 
-  it("npm reads registry from its own prefix's etc/npmrc, not the install prefix's", async () => {
+  it("npm reads registry and cafile from its own prefix's etc/npmrc, not the install prefix's", async () => {
     const installed = await call('install_package', { language: 'node', package: 'codexec-globalconf-demo' });
     expect(installed.value).toMatchObject({ success: true, version: '1.0.0' });
-    expect(registry.requests).toContain('/codexec-globalconf-demo');
-    expect(registry.requests).toContain('/codexec-globalconf-demo/-/codexec-globalconf-demo-1.0.0.tgz');
+    expect(npmRegistry.requests).toContain('/codexec-globalconf-demo');
+    expect(npmRegistry.requests).toContain('/codexec-globalconf-demo/-/codexec-globalconf-demo-1.0.0.tgz');
     const ran = await call('execute_code', {
       language: 'node',
       code: 'console.log(require("codexec-globalconf-demo"))',
