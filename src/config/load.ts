@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError } from '../errors/index.js';
-import { expandHome } from '../util/index.js';
+import { expandHome, log } from '../util/index.js';
+import { reconcile } from './coherence.js';
 import { type SandboxMode, SETTING_NAMES, type Settings, settingsSchema } from './schema.js';
 
 export type { SandboxMode };
@@ -65,9 +66,13 @@ type RawSettings = Partial<Record<string, unknown>>;
 
 /**
  * Resolve configuration: env > `$CODEXEC_HOME/config.json` (optional) > defaults.
- * Throws ConfigError with `NAME: what is wrong` for the first invalid setting.
+ * Throws ConfigError with `NAME: what is wrong` for the first invalid setting, or for two set
+ * settings that conflict; a default that conflicts with a set value is moved and `warn`ed about.
  */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+export function loadConfig(
+  env: NodeJS.ProcessEnv = process.env,
+  warn: (message: string) => void = (message) => log('warn', message),
+): Config {
   const home = homedir();
   const fromEnv: RawSettings = {};
   for (const name of SETTING_NAMES) {
@@ -76,13 +81,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const codexecHome = expandHome(String(fromEnv.CODEXEC_HOME ?? '~/.codexec'), home);
   const fromFile = readConfigFile(join(codexecHome, 'config.json'));
-  const parsed = settingsSchema.safeParse({ ...fromFile, ...fromEnv });
+  const raw = { ...fromFile, ...fromEnv };
+  const parsed = settingsSchema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const name = issue?.path[0] === undefined ? 'config' : String(issue.path[0]);
     throw new ConfigError(`${name}: ${issue?.message ?? 'invalid value'}`);
   }
-  const s = parsed.data;
+  const { settings: s, warnings } = reconcile(parsed.data, new Set(Object.keys(raw)));
+  // LOG_LEVEL is not applied yet (the caller does that with the result), so honour it here.
+  if (s.LOG_LEVEL !== 'error') for (const warning of warnings) warn(warning);
   const root = expandHome(s.CODEXEC_HOME, home);
   const dir = (value: string | undefined, fallback: string) =>
     expandHome(value ?? join(root, fallback), home);

@@ -140,22 +140,7 @@ export const settingsSchema = z
       .describe('JSON array of regexes; a command matching one from its start is refused.'),
     LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
   })
-  .superRefine((s, ctx) => {
-    if (s.CODEXEC_DEFAULT_TIMEOUT_MS > s.CODEXEC_MAX_TIMEOUT_MS) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['CODEXEC_DEFAULT_TIMEOUT_MS'],
-        message: `must not exceed CODEXEC_MAX_TIMEOUT_MS (${s.CODEXEC_MAX_TIMEOUT_MS})`,
-      });
-    }
-    if (s.CODEXEC_TRUNCATION_HEAD + s.CODEXEC_TRUNCATION_TAIL > s.CODEXEC_MAX_OUTPUT_CHARS) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['CODEXEC_TRUNCATION_HEAD'],
-        message: `HEAD + TAIL must not exceed CODEXEC_MAX_OUTPUT_CHARS (${s.CODEXEC_MAX_OUTPUT_CHARS})`,
-      });
-    }
-  });
+  .describe('codexec settings; conflicts between them are reconciled in coherence.ts');
 
 export type Settings = z.infer<typeof settingsSchema>;
 export type SettingName = keyof z.input<typeof settingsSchema>;

@@ -6,6 +6,8 @@ import { SandboxUnavailableError } from '../errors/index.js';
 import { sandboxEnv } from '../policy/index.js';
 import type { Interpreters } from '../runtimes/index.js';
 import { SubprocessBackend } from '../sandbox/index.js';
+import { installerEnvAdditions, npmInstallArgv, pipInstallArgv } from './commands.js';
+import { type NpmConfigAnswer, readNpmConfigFiles } from './npm-config.js';
 import type { PackageLanguage, PackageSpec } from './spec.js';
 
 /** Where one environment's packages go: pip `--target` dir, or npm `--prefix` dir. */
@@ -24,20 +26,16 @@ export interface InstallResult {
   readonly duration_ms: number;
 }
 
-// Registry settings (a mirror, a private index, offline wheels), proxies and CA bundles reach the
-// installer — it is trusted code that must reach the registry the way the operator's tools do.
-// Nothing else from the server's environment does.
-const INSTALLER_ENV =
-  /^(PIP_\w+|npm_config_\w+|NPM_CONFIG_\w+|NODE_EXTRA_CA_CERTS|SSL_CERT_FILE|SSL_CERT_DIR|REQUESTS_CA_BUNDLE|CURL_CA_BUNDLE|(HTTPS?|NO|ALL)_PROXY|(https?|no|all)_proxy)$/;
-
 /**
  * Runs pip or npm for one package. Installs need the network even when code runs offline, so
- * they run outside the code sandbox, but with the stripped environment, a timeout, bounded output,
- * and an argv array (never a shell). Installs into one environment are serialized.
+ * they run outside the code sandbox, with the stripped environment plus the operator's
+ * package-manager settings (commands.ts), a timeout, bounded output, and an argv array (never a
+ * shell). Installs into one environment are serialized.
  */
 export class PackageInstaller {
   private readonly queues = new Map<string, Promise<unknown>>();
   private readonly backend = new SubprocessBackend();
+  private npmConfigAnswer: Promise<NpmConfigAnswer> | undefined;
 
   constructor(
     private readonly config: Config,
@@ -57,45 +55,23 @@ export class PackageInstaller {
 
   private async run(env: PackageEnv, pkg: PackageSpec): Promise<InstallResult> {
     await mkdir(env.dir, { recursive: true });
-    const argv =
-      env.language === 'python'
-        ? [
-            await this.interpreters.get('python'),
-            '-m',
-            'pip',
-            'install',
-            '--target',
-            env.dir,
-            '--upgrade',
-            '--disable-pip-version-check',
-            '--no-input',
-            '--retries',
-            '1',
-            '--timeout',
-            '30',
-            pkg.spec,
-          ]
-        : [
-            await this.npm(),
-            'install',
-            '--prefix',
-            env.dir,
-            '--no-audit',
-            '--no-fund',
-            '--no-update-notifier',
-            pkg.spec,
-          ];
-    const extra: Record<string, string> = {};
-    for (const [name, value] of Object.entries(this.hostEnv)) {
-      if (INSTALLER_ENV.test(name) && value !== undefined) extra[name] = value;
-    }
     const started = Date.now();
+    const processEnv = sandboxEnv(this.hostEnv, installerEnvAdditions(this.hostEnv));
+    let argv: string[];
+    if (env.language === 'python') {
+      argv = pipInstallArgv(await this.interpreters.get('python'), env.dir, pkg.spec);
+    } else {
+      const npm = await this.npm();
+      const config = await this.npmConfig(npm, processEnv, env.dir);
+      if (!config.ok) return failedBeforeStart(pkg, config.output, started);
+      argv = npmInstallArgv(npm, env.dir, config.files, pkg.spec);
+    }
     const result = await runCommand(
       this.backend,
       {
         argv,
         cwd: env.dir,
-        env: sandboxEnv(this.hostEnv, extra),
+        env: processEnv,
         writablePaths: [env.dir],
         readablePaths: [],
         limits: this.config.limits,
@@ -121,6 +97,15 @@ export class PackageInstaller {
     };
   }
 
+  /** Asked once per server: the operator's config files do not move while it runs. */
+  private npmConfig(npm: string, env: Record<string, string>, cwd: string): Promise<NpmConfigAnswer> {
+    this.npmConfigAnswer ??= readNpmConfigFiles(npm, env, cwd).then((answer) => {
+      if (!answer.ok) this.npmConfigAnswer = undefined; // a fixed npmrc is seen by the next install
+      return answer;
+    });
+    return this.npmConfigAnswer;
+  }
+
   private async npm(): Promise<string> {
     // npm sits beside the node that runs codexec in every standard install.
     const candidate = join(process.execPath, '..', 'npm');
@@ -131,6 +116,18 @@ export class PackageInstaller {
       throw new SandboxUnavailableError('npm was not found next to node; install npm to add node packages');
     }
   }
+}
+
+function failedBeforeStart(pkg: PackageSpec, output: string, started: number): InstallResult {
+  return {
+    success: false,
+    package: pkg.name,
+    version: null,
+    install_output: output,
+    exit_code: null,
+    timed_out: false,
+    duration_ms: Date.now() - started,
+  };
 }
 
 /** The version that actually landed, read from the installed metadata. */

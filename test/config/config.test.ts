@@ -52,7 +52,14 @@ describe('loadConfig', () => {
       { CODEXEC_DEFAULT_TIMEOUT_MS: '9000', CODEXEC_MAX_TIMEOUT_MS: '1000' },
       /^CODEXEC_DEFAULT_TIMEOUT_MS: must not exceed/,
     ],
-    [{ CODEXEC_MAX_OUTPUT_CHARS: '1000' }, /^CODEXEC_TRUNCATION_HEAD: HEAD \+ TAIL/],
+    [
+      { CODEXEC_MAX_OUTPUT_CHARS: '1000', CODEXEC_TRUNCATION_HEAD: '600', CODEXEC_TRUNCATION_TAIL: '600' },
+      /^CODEXEC_TRUNCATION_HEAD: HEAD \+ TAIL must not exceed CODEXEC_MAX_OUTPUT_CHARS \(1000\)/,
+    ],
+    [
+      { CODEXEC_MAX_OUTPUT_CHARS: '1000', CODEXEC_TRUNCATION_TAIL: '1200' },
+      /^CODEXEC_TRUNCATION_TAIL: must not exceed CODEXEC_MAX_OUTPUT_CHARS \(1000\)/,
+    ],
   ])('rejects %o with NAME: reason', (env, message) => {
     home = tempDir();
     expect(() => loadConfig({ CODEXEC_HOME: home, ...env })).toThrow(message);
@@ -65,5 +72,79 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ CODEXEC_HOME: home })).toThrow(/unknown setting CODEXEC_TYPO/);
     writeFileSync(join(home, 'config.json'), '{not json');
     expect(() => loadConfig({ CODEXEC_HOME: home })).toThrow(/not valid JSON/);
+  });
+
+  describe('settings that constrain each other', () => {
+    const load = (env: Record<string, string>, file?: Record<string, unknown>) => {
+      home = tempDir();
+      if (file) writeFileSync(join(home, 'config.json'), JSON.stringify(file));
+      const warnings: string[] = [];
+      const config = loadConfig({ CODEXEC_HOME: home, ...env }, (line) => warnings.push(line));
+      return { config, warnings };
+    };
+
+    it('warns about nothing when every value is a default', () => {
+      expect(load({}).warnings).toEqual([]);
+    });
+
+    it('lowers the default timeout to a max timeout set alone, with one warning', () => {
+      const { config, warnings } = load({ CODEXEC_MAX_TIMEOUT_MS: '2000' });
+      expect(config).toMatchObject({ defaultTimeoutMs: 2000, maxTimeoutMs: 2000 });
+      expect(warnings).toEqual([
+        'CODEXEC_DEFAULT_TIMEOUT_MS lowered from its default 30000 to 2000 to fit CODEXEC_MAX_TIMEOUT_MS=2000',
+      ]);
+    });
+
+    it('raises the default max timeout to a default timeout set alone', () => {
+      const { config, warnings } = load({}, { CODEXEC_DEFAULT_TIMEOUT_MS: 600_000 });
+      expect(config).toMatchObject({ defaultTimeoutMs: 600_000, maxTimeoutMs: 600_000 });
+      expect(warnings).toEqual([
+        'CODEXEC_MAX_TIMEOUT_MS raised from its default 300000 to 600000 to fit CODEXEC_DEFAULT_TIMEOUT_MS=600000',
+      ]);
+    });
+
+    it('counts config.json values as set: one there and one in env that conflict stop start-up', () => {
+      expect(() => load({ CODEXEC_MAX_TIMEOUT_MS: '2000' }, { CODEXEC_DEFAULT_TIMEOUT_MS: 9000 })).toThrow(
+        /^CODEXEC_DEFAULT_TIMEOUT_MS: must not exceed CODEXEC_MAX_TIMEOUT_MS \(2000\)$/,
+      );
+    });
+
+    it('shrinks the default head and tail in proportion to fit a max output set alone', () => {
+      const { config, warnings } = load({ CODEXEC_MAX_OUTPUT_CHARS: '1000' });
+      expect(config.output).toEqual({ maxChars: 1000, head: 500, tail: 500 });
+      expect(warnings).toEqual([
+        'CODEXEC_TRUNCATION_HEAD from 4000 to 500 and CODEXEC_TRUNCATION_TAIL from 4000 to 500 (defaults) lowered to fit CODEXEC_MAX_OUTPUT_CHARS=1000',
+      ]);
+    });
+
+    it('gives the default tail what a set head leaves of a set max output', () => {
+      const { config, warnings } = load({ CODEXEC_MAX_OUTPUT_CHARS: '1000', CODEXEC_TRUNCATION_HEAD: '800' });
+      expect(config.output).toEqual({ maxChars: 1000, head: 800, tail: 200 });
+      expect(warnings).toHaveLength(1);
+    });
+
+    it('raises the default max output to fit a head set alone', () => {
+      const { config, warnings } = load({ CODEXEC_TRUNCATION_HEAD: '9000' });
+      expect(config.output).toEqual({ maxChars: 13_000, head: 9000, tail: 4000 });
+      expect(warnings).toEqual([
+        'CODEXEC_MAX_OUTPUT_CHARS raised from its default 10000 to 13000 to fit CODEXEC_TRUNCATION_HEAD + CODEXEC_TRUNCATION_TAIL (9000 + 4000)',
+      ]);
+    });
+
+    it('leaves set values alone when they already fit', () => {
+      const { config, warnings } = load({
+        CODEXEC_MAX_TIMEOUT_MS: '60000',
+        CODEXEC_MAX_OUTPUT_CHARS: '9000',
+      });
+      expect(config).toMatchObject({ defaultTimeoutMs: 30_000, maxTimeoutMs: 60_000 });
+      expect(config.output).toEqual({ maxChars: 9000, head: 4000, tail: 4000 });
+      expect(warnings).toEqual([]);
+    });
+
+    it('keeps quiet with LOG_LEVEL=error but still clamps', () => {
+      const { config, warnings } = load({ CODEXEC_MAX_TIMEOUT_MS: '2000', LOG_LEVEL: 'error' });
+      expect(config.defaultTimeoutMs).toBe(2000);
+      expect(warnings).toEqual([]);
+    });
   });
 });

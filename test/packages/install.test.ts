@@ -1,30 +1,10 @@
-import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callTool, startServer, type TestServer, tempDir } from '../helpers/server.js';
+import { buildWheel } from './fixtures.js';
 
 type Value = Record<string, unknown> & { code?: string; error?: string; install_output?: string };
-
-/** Build a minimal pure-Python wheel by hand: PyPI is not reachable from this machine. */
-function buildWheel(dir: string, name = 'codexec_demo', version = '1.2.3', value = 42): void {
-  const script = `
-import zipfile, hashlib, base64, sys
-name, ver = sys.argv[2], sys.argv[3]
-files = {f'{name}/__init__.py': f'VALUE = {sys.argv[4]}\\n',
-  f'{name}-{ver}.dist-info/METADATA': f'Metadata-Version: 2.1\\nName: {name.replace("_", "-")}\\nVersion: {ver}\\n',
-  f'{name}-{ver}.dist-info/WHEEL': 'Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n'}
-record = []
-with zipfile.ZipFile(f'{sys.argv[1]}/{name}-{ver}-py3-none-any.whl', 'w') as z:
-    for path, text in files.items():
-        z.writestr(path, text)
-        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b'=').decode()
-        record.append(f'{path},sha256={digest},{len(text)}')
-    record.append(f'{name}-{ver}.dist-info/RECORD,,')
-    z.writestr(f'{name}-{ver}.dist-info/RECORD', '\\n'.join(record) + '\\n')
-`;
-  execFileSync('python3', ['-c', script, dir, name, version, String(value)]);
-}
 
 describe('install_package into the global environment', () => {
   const wheels = tempDir('codexec-wheels-');
