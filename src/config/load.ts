@@ -3,9 +3,15 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError } from '../errors/index.js';
 import { expandHome } from '../util/index.js';
-import { type SandboxMode, SETTING_NAMES, type Settings, settingsSchema } from './schema.js';
+import {
+  type ApprovalMode,
+  type SandboxMode,
+  SETTING_NAMES,
+  type Settings,
+  settingsSchema,
+} from './schema.js';
 
-export type { SandboxMode };
+export type { ApprovalMode, SandboxMode };
 
 /** The resolved configuration every module reads. Paths are absolute. */
 export interface Config {
@@ -37,6 +43,13 @@ export interface Config {
     readonly network: string;
   };
   readonly logLevel: Settings['LOG_LEVEL'];
+  /** The approval gate: is code execution on, who approves, which languages (ADR 036). */
+  readonly gate: {
+    readonly enabled: boolean;
+    readonly approval: ApprovalMode;
+    readonly approvalTimeoutMs: number;
+    readonly allowedRuntimes: readonly string[];
+  };
 }
 
 /**
@@ -119,6 +132,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       network: s.CODEXEC_DOCKER_NETWORK,
     },
     logLevel: s.LOG_LEVEL,
+    gate: {
+      enabled: s.CODEXEC_ENABLED,
+      approval: s.CODEXEC_APPROVAL,
+      approvalTimeoutMs: s.CODEXEC_APPROVAL_TIMEOUT_MS,
+      allowedRuntimes: s.CODEXEC_ALLOWED_RUNTIMES,
+    },
   };
 }
 

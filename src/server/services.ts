@@ -4,11 +4,15 @@ import { Engine } from '../engine/index.js';
 import { ScriptStore } from '../library/index.js';
 import { ExecutionLogs, type LogWriter } from '../logs/index.js';
 import { type CheckContext, PackageService } from '../packages/index.js';
+import { type AuditSink, loadRules, MemoryAuditSink, type RuleSet } from '../policy/index.js';
 import { Interpreters } from '../runtimes/index.js';
 import { BackendRegistry, NamespaceBackend } from '../sandbox/index.js';
 import { SessionManager } from '../sessions/index.js';
 
-/** The long-lived parts shared by every connection. Creating them does no I/O. */
+/**
+ * The long-lived parts shared by every connection. Creating them does no I/O beyond reading
+ * `$CODEXEC_HOME/policy.json` (a bad one stops start-up with a ConfigError naming it).
+ */
 export interface Services {
   readonly config: Config;
   readonly engine: Engine;
@@ -20,6 +24,10 @@ export interface Services {
   readonly packages: PackageService;
   /** Persistent REPL sessions; their owner kills them all on shutdown. */
   readonly sessions: SessionManager;
+  /** The policy rules: built-ins with policy.json's overrides and extras. */
+  readonly rules: RuleSet;
+  /** Where every attempt to run code is reported (allowed, refused, denied). */
+  readonly audit: AuditSink;
 }
 
 export function createServices(config: Config): Services {
@@ -52,5 +60,8 @@ export function createServices(config: Config): Services {
     packageCheck,
     packages,
     sessions,
+    rules: loadRules(config),
+    // Stand-in: the lead replaces this with the audit trail module (src/audit/) when merging.
+    audit: new MemoryAuditSink(),
   };
 }
