@@ -88,7 +88,7 @@ const EFFECTS = { readOnlyHint: false, destructiveHint: true, idempotentHint: fa
 
 /** start_session and send_to_session run code: they exist only while CODEXEC_ENABLED is true. */
 export function registerSessionTools(server: McpServer, services: Services, gate: Gatekeeper): void {
-  const { sessions, config } = services;
+  const { config } = services;
   if (config.gate.enabled) registerCodeTools(server, services, gate);
   registerReadTools(server, services);
 }
