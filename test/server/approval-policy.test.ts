@@ -130,6 +130,26 @@ describe('policy.json at start-up', () => {
   });
 });
 
+describe('codexec doctor', () => {
+  it('says which gate is active: enabled, approval mode, runtimes, rules and policy.json', () => {
+    const home = tempDir();
+    writeFileSync(join(home, 'policy.json'), JSON.stringify({ rules: { sudo: 'allow' } }));
+    const result = spawnSync(process.execPath, [CLI, 'doctor'], {
+      env: { ...baseEnv(home), CODEXEC_APPROVAL: 'risky', CODEXEC_ALLOWED_RUNTIMES: 'python,bash' },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    rmSync(home, { recursive: true, force: true });
+    expect(result.status).toBe(0);
+    expect(result.stdout).toContain('code execution:          enabled (CODEXEC_ENABLED)');
+    expect(result.stdout).toMatch(/approval: +risky: .*\(CODEXEC_APPROVAL\)/);
+    expect(result.stdout).toContain('allowed runtimes:        python, bash');
+    const rules = BUILTIN_RULES.length;
+    expect(result.stdout).toContain(`policy rules:            ${rules} (`);
+    expect(result.stdout).toContain(`1 allow) from built-ins + ${join(home, 'policy.json')}`);
+  });
+});
+
 describe.each(ERAS)('CODEXEC_ENABLED and CODEXEC_ALLOWED_RUNTIMES (%s era)', (era) => {
   it('CODEXEC_ENABLED=false registers no tool that runs code; the read-only tools stay', async () => {
     const server = await startServer({ era, env: { CODEXEC_ENABLED: 'false' } });
