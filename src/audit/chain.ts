@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { AuditAttempt } from './types.js';
+import type { AuditAttempt } from '../policy/index.js';
 
 // The hash chain: each line's `hash` is sha256 over the line's JSON without `hash` (which ends
 // with `prev_hash`), so changing, removing or reordering any entry breaks every link after it.

@@ -4,5 +4,4 @@
 export { MAX_INPUT_CHARS } from './chain.js';
 export { auditFileName, listAuditFiles } from './files.js';
 export { AuditTrail, type AuditTrailOptions } from './trail.js';
-export type { ApprovedBy, AuditAttempt, AuditSink } from './types.js';
 export { type AuditPlace, type VerifyReport, verifyAudit } from './verify.js';

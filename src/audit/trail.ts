@@ -1,12 +1,12 @@
 import { closeSync, fstatSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import type { AuditAttempt, AuditSink } from '../policy/index.js';
 import { log } from '../util/index.js';
 import { chainLine, GENESIS } from './chain.js';
 import { auditFileName, LOCK_FILE, listAuditFiles } from './files.js';
 import { withLock } from './lock.js';
 import { pruneAuditFiles, readAnchorHash } from './retention.js';
 import { lastEntry } from './tail.js';
-import type { AuditAttempt, AuditSink } from './types.js';
 
 export interface AuditTrailOptions {
   /** The log directory; audit files live beside the execution logs. */

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { Config } from '../config/index.js';
+import { loadRules, policyPath } from '../policy/index.js';
 import { type InterpreterKind, Interpreters } from '../runtimes/index.js';
 import { BackendRegistry, findOnPath, NamespaceBackend, type SandboxBackend } from '../sandbox/index.js';
 import { configOrExit } from './config.js';
@@ -20,6 +21,7 @@ export async function doctorCommand(): Promise<void> {
     console.log(`  mode in use:             none — ${(error as Error).message}`);
   }
   console.log(`  network for code:        ${config.network} (CODEXEC_NETWORK)`);
+  gate(config);
   console.log('\nnamespace sandbox layers');
   for (const layer of namespace.layers()) line(layer.ok, layer.name, layer.detail);
   userNamespaces();
@@ -37,6 +39,35 @@ export async function doctorCommand(): Promise<void> {
   );
   console.log('\ninterpreters');
   await interpreters(config, probe.available ? namespace : undefined);
+}
+
+/** Which gate is active: is code execution on, who approves, which languages, which rules. */
+function gate(config: Config): void {
+  const { enabled, approval, approvalTimeoutMs, allowedRuntimes } = config.gate;
+  const asks = {
+    auto: 'never asks; deny rules still refuse',
+    ask: 'every run asks the client (MCP elicitation)',
+    risky: 'asks the client (MCP elicitation) only for runs a policy rule marks ask',
+  }[approval];
+  console.log('\napproval gate');
+  console.log(
+    `  code execution:          ${enabled ? 'enabled' : 'disabled: no tool that runs code'} (CODEXEC_ENABLED)`,
+  );
+  console.log(`  approval:                ${approval}: ${asks} (CODEXEC_APPROVAL)`);
+  if (approval !== 'auto')
+    console.log(`  approval timeout:        ${approvalTimeoutMs} ms (CODEXEC_APPROVAL_TIMEOUT_MS)`);
+  console.log(`  allowed runtimes:        ${allowedRuntimes.join(', ')} (CODEXEC_ALLOWED_RUNTIMES)`);
+  try {
+    const rules = loadRules(config);
+    const count = (action: string) => rules.rules.filter((rule) => rule.action === action).length;
+    const from = rules.source ? `built-ins + ${rules.source}` : `built-ins (no ${policyPath(config)})`;
+    console.log(
+      `  policy rules:            ${rules.rules.length} (${count('deny')} deny, ${count('ask')} ask, ` +
+        `${count('allow')} allow) from ${from}`,
+    );
+  } catch (error) {
+    line(false, 'policy rules', `${(error as Error).message} — codexec serve will not start`);
+  }
 }
 
 function line(ok: boolean, name: string, detail: string): void {

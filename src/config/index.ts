@@ -3,6 +3,9 @@
 
 export { type Config, globalPackageDirs, loadConfig } from './load.js';
 export {
+  APPROVAL_MODES,
+  type ApprovalMode,
+  RUNTIME_NAMES,
   SANDBOX_MODES,
   type SandboxMode,
   SETTING_NAMES,

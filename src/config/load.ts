@@ -4,9 +4,15 @@ import { join } from 'node:path';
 import { ConfigError } from '../errors/index.js';
 import { expandHome, log } from '../util/index.js';
 import { reconcile } from './coherence.js';
-import { type SandboxMode, SETTING_NAMES, type Settings, settingsSchema } from './schema.js';
+import {
+  type ApprovalMode,
+  type SandboxMode,
+  SETTING_NAMES,
+  type Settings,
+  settingsSchema,
+} from './schema.js';
 
-export type { SandboxMode };
+export type { ApprovalMode, SandboxMode };
 
 /** The resolved configuration every module reads. Paths are absolute. */
 export interface Config {
@@ -50,6 +56,13 @@ export interface Config {
     /** undefined: no allowlist; [] allows nothing. */
     readonly allowedCommands?: readonly string[];
     readonly blockedCommands?: readonly string[];
+  };
+  /** The approval gate: is code execution on, who approves, which languages (ADR 036). */
+  readonly gate: {
+    readonly enabled: boolean;
+    readonly approval: ApprovalMode;
+    readonly approvalTimeoutMs: number;
+    readonly allowedRuntimes: readonly string[];
   };
 }
 
@@ -151,6 +164,12 @@ export function loadConfig(
       allowedPaths: (s.CODEXEC_ALLOWED_PATHS ?? []).map((path) => expandHome(path, home)),
       ...(s.CODEXEC_ALLOWED_COMMANDS && { allowedCommands: s.CODEXEC_ALLOWED_COMMANDS }),
       ...(s.CODEXEC_BLOCKED_COMMANDS && { blockedCommands: s.CODEXEC_BLOCKED_COMMANDS }),
+    },
+    gate: {
+      enabled: s.CODEXEC_ENABLED,
+      approval: s.CODEXEC_APPROVAL,
+      approvalTimeoutMs: s.CODEXEC_APPROVAL_TIMEOUT_MS,
+      allowedRuntimes: s.CODEXEC_ALLOWED_RUNTIMES,
     },
   };
 }

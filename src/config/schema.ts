@@ -50,6 +50,30 @@ const commandPatterns = list(false).superRefine((patterns, ctx) => {
 export const SANDBOX_MODES = ['auto', 'namespace', 'subprocess', 'docker'] as const;
 export type SandboxMode = (typeof SANDBOX_MODES)[number];
 
+// The approval gate (ADR 036). Runtime names mirror runtimes' LANGUAGES (config sits below
+// runtimes, so it cannot import them; test/policy/settings.test.ts keeps the two equal).
+export const APPROVAL_MODES = ['auto', 'ask', 'risky'] as const;
+export type ApprovalMode = (typeof APPROVAL_MODES)[number];
+export const RUNTIME_NAMES = ['python', 'node', 'typescript', 'bash'] as const;
+const flag = z
+  .union([z.boolean(), z.enum(['true', 'false', '1', '0'])])
+  .transform((value) => value === true || value === 'true' || value === '1');
+const runtimeList = z
+  .string()
+  .transform((text) => [
+    ...new Set(
+      text
+        .split(',')
+        .map((name) => name.trim())
+        .filter(Boolean),
+    ),
+  ])
+  .pipe(
+    z
+      .array(z.enum(RUNTIME_NAMES, { error: `each runtime must be one of ${RUNTIME_NAMES.join(', ')}` }))
+      .min(1, `name at least one of ${RUNTIME_NAMES.join(', ')}`),
+  );
+
 export const settingsSchema = z
   .object({
     CODEXEC_HOME: z.string().min(1).default('~/.codexec').describe('Root of all codexec state.'),
@@ -138,6 +162,19 @@ export const settingsSchema = z
     CODEXEC_BLOCKED_COMMANDS: commandPatterns
       .optional()
       .describe('JSON array of regexes; a command matching one from its start is refused.'),
+    CODEXEC_ENABLED: flag
+      .default(true)
+      .describe('false registers no tool that runs code; the read-only tools stay.'),
+    CODEXEC_APPROVAL: z
+      .enum(APPROVAL_MODES)
+      .default('auto')
+      .describe('auto: never ask; ask: every run asks the client; risky: only runs a rule marks ask.'),
+    CODEXEC_APPROVAL_TIMEOUT_MS: int(100, 86_400_000)
+      .default(120_000)
+      .describe('An approval not answered within this time is a denial.'),
+    CODEXEC_ALLOWED_RUNTIMES: runtimeList
+      .default(['python', 'node', 'typescript', 'bash'])
+      .describe('Comma-separated languages code may run in; others are refused.'),
     LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
   })
   .describe('codexec settings; conflicts between them are reconciled in coherence.ts');

@@ -12,6 +12,10 @@ export type ErrorCode =
   | 'PACKAGES_MISSING'
   | 'SANDBOX_UNAVAILABLE'
   | 'CONFIG_INVALID'
+  | 'RUNTIME_NOT_ALLOWED'
+  | 'POLICY_DENIED'
+  | 'APPROVAL_DENIED'
+  | 'APPROVAL_UNAVAILABLE'
   | 'INTERNAL';
 
 export class CodexecError extends Error {
@@ -60,6 +64,41 @@ export class CommandBlockedError extends CodexecError {
   ) {
     super('COMMAND_BLOCKED', message);
     this.name = 'CommandBlockedError';
+  }
+}
+
+/** The language is not in CODEXEC_ALLOWED_RUNTIMES. */
+export class RuntimeNotAllowedError extends CodexecError {
+  constructor(message: string) {
+    super('RUNTIME_NOT_ALLOWED', message);
+    this.name = 'RuntimeNotAllowedError';
+  }
+}
+
+/** A policy rule with action `deny` matched the code; `rule` is its id. */
+export class PolicyDeniedError extends CodexecError {
+  constructor(
+    message: string,
+    readonly rule: string,
+  ) {
+    super('POLICY_DENIED', message);
+    this.name = 'PolicyDeniedError';
+  }
+}
+
+/** The client denied, declined or cancelled the approval, or did not answer in time. */
+export class ApprovalDeniedError extends CodexecError {
+  constructor(message: string) {
+    super('APPROVAL_DENIED', message);
+    this.name = 'ApprovalDeniedError';
+  }
+}
+
+/** The run needs approval but the client cannot be asked (no elicitation capability). */
+export class ApprovalUnavailableError extends CodexecError {
+  constructor(message: string) {
+    super('APPROVAL_UNAVAILABLE', message);
+    this.name = 'ApprovalUnavailableError';
   }
 }
 

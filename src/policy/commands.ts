@@ -1,4 +1,5 @@
 import { CommandBlockedError } from '../errors/index.js';
+import { checkRules, type RuleSet } from './rules.js';
 
 /** The user's command lists (CODEXEC_ALLOWED_COMMANDS / CODEXEC_BLOCKED_COMMANDS). */
 export interface CommandLists {
@@ -19,13 +20,19 @@ export function matchesFromStart(pattern: string, command: string): boolean {
 
 /**
  * The one place that decides whether execute_command may run `command` (and `codexec run
- * --command`); throws CommandBlockedError naming the pattern that decided. Checked on the whole
- * command line as given, before anything is spawned.
+ * --command`): first the policy rules for bash (the AG2 + MassGen sanitization and policy.json:
+ * one rule engine), then the user's lists. Throws CommandBlockedError naming the rule or pattern
+ * that decided. Checked on the whole command line as given, before anything is spawned. Rules
+ * that `ask` are the approval gate's to act on, not this check's.
  */
-export function checkCommand(command: string, lists: CommandLists): void {
-  // Rule engine (ADR 036 built-ins + policy.json: rm -rf /, dd, fork bomb, sudo, …) goes here,
-  // first, when it is merged: a rule with action deny throws CommandBlockedError naming the rule.
-
+export function checkCommand(command: string, lists: CommandLists, rules?: RuleSet): void {
+  const verdict = rules && checkRules(command, 'bash', rules);
+  if (verdict?.action === 'deny') {
+    throw new CommandBlockedError(
+      `command refused by policy rule ${verdict.rule}: ${verdict.description}. Nothing ran`,
+      verdict.rule,
+    );
+  }
   const blocked = lists.blockedCommands?.find((pattern) => matchesFromStart(pattern, command));
   if (blocked !== undefined) {
     throw new CommandBlockedError(

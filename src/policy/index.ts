@@ -1,9 +1,23 @@
-// Policy: decides what a request may do — which working directory, which environment —
-// before anything runs. Its output feeds the SandboxSpec that backends execute.
+// Policy: the one place that decides what a request may do — allowed runtimes, the rules, whether
+// it needs approval, which working directory and environment — before anything runs.
 
+export type { ApprovedBy, AuditAttempt, AuditSink } from './audit.js';
+export { BUILTIN_RULES } from './builtin-rules.js';
 export { resolveCommandDir } from './command-dir.js';
 export { type CommandLists, checkCommand, matchesFromStart } from './commands.js';
 export { ENV_ALLOWLIST, sandboxEnv } from './env.js';
+export { decide, type GateDecision, type GatePolicy, type GateRequest, runtimeRefusal } from './gate.js';
+export { loadRules, policyPath } from './policy-file.js';
+export {
+  checkRules,
+  compileRule,
+  RULE_ACTIONS,
+  type Rule,
+  type RuleAction,
+  type RuleSet,
+  type RuleSpec,
+  type RuleVerdict,
+} from './rules.js';
 export {
   createSecretsFilter,
   envSecrets,

@@ -1,5 +1,5 @@
 import type { ExecutionResult, RunOptions } from '../engine/index.js';
-import { checkCommand, detectVenv, resolveCommandDir, type Venv } from '../policy/index.js';
+import { detectVenv, resolveCommandDir, type Venv } from '../policy/index.js';
 import type { Services } from './services.js';
 
 /** execute_command's request in the server's units (the tool turns seconds into ms). */
@@ -40,12 +40,12 @@ export interface CommandResult {
 }
 
 /**
- * Everything decided before a command may run, shared by the tool and `codexec run --command`:
- * the directory (workspace rules), the command lists, the venv. Throws the refusal.
+ * Where a command runs, shared by the tool and `codexec run --command`: the directory (workspace
+ * rules) and the venv. Throws the refusal. Whether the command may run at all is the gate's
+ * (`checkCommand`: rules and lists), checked by each caller.
  */
 export async function prepareCommand(services: Services, request: CommandRequest): Promise<PreparedCommand> {
   const dir = await resolveCommandDir(request.workDir, services.config);
-  checkCommand(request.command, services.config.command);
   return { command: request.command, timeoutMs: request.timeoutMs, dir, venv: detectVenv(dir) };
 }
 

@@ -1,8 +1,11 @@
-import type {
-  McpServer,
-  ServerContext,
-  StandardSchemaWithJSON,
-  ToolAnnotations,
+import {
+  type CallToolResult,
+  type InputRequiredResult,
+  isInputRequiredResult,
+  type McpServer,
+  type ServerContext,
+  type StandardSchemaWithJSON,
+  type ToolAnnotations,
 } from '@modelcontextprotocol/server';
 import type { z } from 'zod';
 import { InvalidInputError } from '../errors/index.js';
@@ -13,9 +16,16 @@ export interface ToolDefinition<I extends z.ZodObject, O extends z.ZodObject> {
   readonly title: string;
   readonly description: string;
   readonly input: I;
+  /**
+   * The input schema clients are shown, when it must be narrower than what is parsed: a language
+   * that is not allowed vanishes from the enum, yet a call naming it is still parsed, so the gate
+   * refuses it with RUNTIME_NOT_ALLOWED rather than a bare enum error.
+   */
+  readonly advertisedInput?: z.ZodObject;
   readonly output: O;
   readonly annotations: ToolAnnotations;
-  readonly handler: (args: z.output<I>, ctx: ServerContext) => Promise<z.input<O>>;
+  /** May return an input-required result (2026 era): the client answers and calls again. */
+  readonly handler: (args: z.output<I>, ctx: ServerContext) => Promise<z.input<O> | InputRequiredResult>;
 }
 
 /**
@@ -32,7 +42,7 @@ export function defineTool<I extends z.ZodObject, O extends z.ZodObject>(
     {
       title: tool.title,
       description: tool.description,
-      inputSchema: passThrough(tool.input),
+      inputSchema: passThrough(tool.advertisedInput ?? tool.input),
       outputSchema: tool.output,
       annotations: tool.annotations,
     },
@@ -40,7 +50,9 @@ export function defineTool<I extends z.ZodObject, O extends z.ZodObject>(
       const parsed = tool.input.safeParse(raw ?? {});
       if (!parsed.success) return errorResult(new InvalidInputError(describeIssues(parsed.error)));
       try {
-        return okResult((await tool.handler(parsed.data, ctx)) as Record<string, unknown>);
+        const value = await tool.handler(parsed.data, ctx);
+        if (isInputRequiredResult(value)) return value as unknown as CallToolResult;
+        return okResult(value as Record<string, unknown>);
       } catch (error) {
         return errorResult(error);
       }

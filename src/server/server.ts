@@ -1,8 +1,12 @@
 import { createRequire } from 'node:module';
 import { McpServer } from '@modelcontextprotocol/server';
+import type { Config } from '../config/index.js';
+import { ApprovalAsker } from './approval.js';
+import { Gatekeeper } from './guard.js';
 import type { Services } from './services.js';
 import { registerExecuteCode } from './tools/execute-code.js';
 import { registerExecuteCommand } from './tools/execute-command.js';
+import { allowedLanguages } from './tools/languages.js';
 import { registerLogTools } from './tools/logs.js';
 import { registerPackageTools } from './tools/packages.js';
 import { registerScriptTools } from './tools/scripts.js';
@@ -11,21 +15,54 @@ import { registerSessionTools } from './tools/sessions.js';
 const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
 export const VERSION = version;
 
-const INSTRUCTIONS =
-  'codexec runs Python, JavaScript (node), TypeScript and Bash for you in a sandbox. Use execute_code ' +
-  'for one-shot programs. Results report stdout, stderr, exit_code and created files (artifacts).';
+const NAMES: Record<string, string> = {
+  python: 'Python',
+  node: 'JavaScript (node)',
+  typescript: 'TypeScript',
+  bash: 'Bash',
+};
 
-/** Build one MCP server instance over the shared services (one per connection / era). */
+/**
+ * What the model is told at initialize / discovery (ADR 036 "Soul integration", MassGen's result
+ * guidance): what it can do, when to, and to say what ran. Kept short: clients put it in context.
+ */
+export function instructions(config: Config): string {
+  if (!config.gate.enabled) {
+    return (
+      'codexec: code execution is switched off on this server (CODEXEC_ENABLED=false). You can still read ' +
+      'saved scripts and search past executions.'
+    );
+  }
+  const languages = allowedLanguages(config).map((language) => NAMES[language] ?? language);
+  const approval =
+    config.gate.approval === 'ask'
+      ? ' Every run asks the user for approval first; a denied run is refused and did not run.'
+      : config.gate.approval === 'risky'
+        ? ' Runs that a policy rule marks risky ask the user first; a denied run is refused and did not run.'
+        : '';
+  return (
+    `codexec runs ${languages.join(', ')} code in a sandbox: execute_code for one-shot programs, sessions ` +
+    'for multi-step work, saved scripts for reuse. Prefer an existing tool when one fits; use code for ' +
+    'computation, data transformation and file processing. Explain what the code will do before running ' +
+    'it. Afterwards report what ran and what it showed (what passed, what failed, the key output) and ' +
+    'list files it created by path instead of pasting them. On failure read stderr, then fix and retry ' +
+    `or report it.${approval}`
+  );
+}
+
+/** Build one MCP server instance over the shared services: one per connection, with its own trust. */
 export function createServer(services: Services): McpServer {
+  const { config } = services;
   const server = new McpServer(
     { name: 'codexec', version },
-    { capabilities: { tools: {} }, instructions: INSTRUCTIONS },
+    { capabilities: { tools: {} }, instructions: instructions(config) },
   );
-  registerExecuteCode(server, services);
-  registerExecuteCommand(server, services);
-  registerScriptTools(server, services);
-  registerSessionTools(server, services);
-  registerPackageTools(server, services);
+  const gate = new Gatekeeper(services, new ApprovalAsker(server, config.gate.approvalTimeoutMs));
+  if (config.gate.enabled) registerExecuteCode(server, services, gate);
+  if (config.gate.enabled) registerExecuteCommand(server, services, gate);
+  registerScriptTools(server, services, gate);
+  registerSessionTools(server, services, gate);
+  registerPackageTools(server, services, gate);
   registerLogTools(server, services);
   return server;
 }

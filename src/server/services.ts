@@ -1,15 +1,19 @@
 import { join } from 'node:path';
+import { AuditTrail } from '../audit/index.js';
 import { type Config, globalPackageDirs } from '../config/index.js';
 import { Engine } from '../engine/index.js';
 import { ScriptStore } from '../library/index.js';
 import { ExecutionLogs, type LogWriter } from '../logs/index.js';
 import { type CheckContext, PackageService } from '../packages/index.js';
-import { createSecretsFilter } from '../policy/index.js';
+import { createSecretsFilter, loadRules, type RuleSet } from '../policy/index.js';
 import { Interpreters } from '../runtimes/index.js';
 import { BackendRegistry, NamespaceBackend } from '../sandbox/index.js';
 import { SessionManager } from '../sessions/index.js';
 
-/** The long-lived parts shared by every connection. Creating them does no I/O. */
+/**
+ * The long-lived parts shared by every connection. Creating them does no I/O beyond reading
+ * `$CODEXEC_HOME/policy.json` (a bad one stops start-up with a ConfigError naming it).
+ */
 export interface Services {
   readonly config: Config;
   readonly engine: Engine;
@@ -21,6 +25,10 @@ export interface Services {
   readonly packages: PackageService;
   /** Persistent REPL sessions; their owner kills them all on shutdown. */
   readonly sessions: SessionManager;
+  /** The policy rules: built-ins with policy.json's overrides and extras. */
+  readonly rules: RuleSet;
+  /** The audit trail: one hash-chained entry per attempt to run code (allowed, refused, denied). */
+  readonly audit: AuditTrail;
 }
 
 export function createServices(config: Config): Services {
@@ -55,5 +63,7 @@ export function createServices(config: Config): Services {
     packageCheck,
     packages,
     sessions,
+    rules: loadRules(config),
+    audit: new AuditTrail({ dir: config.logDir, retentionDays: config.auditRetentionDays }),
   };
 }

@@ -31,6 +31,7 @@ export function serve(config: Config): Promise<void> {
       await services.sessions.shutdown();
       await services.engine.shutdown();
       await services.logs.flush();
+      await services.audit.flush();
       await services.history.close();
       resolve();
     };

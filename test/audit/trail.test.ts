@@ -2,7 +2,8 @@ import { spawn, spawnSync } from 'node:child_process';
 import { appendFileSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type AuditAttempt, AuditTrail, verifyAudit } from '../../src/audit/index.js';
+import { AuditTrail, verifyAudit } from '../../src/audit/index.js';
+import type { AuditAttempt } from '../../src/policy/index.js';
 import { baseEnv, CLI, tempDir } from '../helpers/server.js';
 
 const DAY_MS = 86_400_000;

@@ -24,6 +24,20 @@ export interface StartOptions {
   readonly era?: Era;
   /** Reuse a CODEXEC_HOME (for restart tests); default: a fresh temp dir removed on close. */
   readonly home?: string;
+  /**
+   * Declare form elicitation and answer every elicitation request with this, in both eras (2025:
+   * a server→client request; 2026: the client SDK fulfils `input_required` through it).
+   */
+  readonly elicit?: (params: ElicitParams) => Promise<ElicitAnswer> | ElicitAnswer;
+}
+
+export interface ElicitParams {
+  readonly message: string;
+  readonly requestedSchema?: unknown;
+}
+export interface ElicitAnswer {
+  readonly action: 'accept' | 'decline' | 'cancel';
+  readonly content?: Record<string, string>;
 }
 
 export function tempDir(prefix = 'codexec-test-'): string {
@@ -58,7 +72,18 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
     stderr += chunk.toString();
   });
   const negotiation = options.era === 'modern' ? { versionNegotiation: { mode: { pin: '2026-07-28' } } } : {};
-  const client = new Client({ name: 'codexec-tests', version: '1.0.0' }, negotiation as never);
+  const capabilities = options.elicit ? { capabilities: { elicitation: { form: {} } } } : {};
+  const client = new Client({ name: 'codexec-tests', version: '1.0.0' }, {
+    ...negotiation,
+    ...capabilities,
+  } as never);
+  const { elicit } = options;
+  if (elicit) {
+    client.setRequestHandler('elicitation/create', async (request) => {
+      const params = request.params as unknown as ElicitParams;
+      return (await elicit(params)) as never;
+    });
+  }
   await client.connect(transport);
   const pid = transport.pid;
   if (pid === null) throw new Error('server did not start');

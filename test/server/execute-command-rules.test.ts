@@ -143,8 +143,7 @@ describe('command lists: absent vs empty, and validation at start-up', () => {
   });
 });
 
-// enabled by the lead when the rule engine is merged
-describe.skip('sanitization: the built-in dangerous-command rules refuse execute_command', () => {
+describe('sanitization: the built-in dangerous-command rules refuse execute_command', () => {
   let server: TestServer;
   beforeAll(async () => {
     server = await startServer();

@@ -1,11 +1,13 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
-import type { Engine } from '../../engine/index.js';
+import type { Engine, ExecutionResult } from '../../engine/index.js';
 import { resolveWorkingDir } from '../../policy/index.js';
 import { LANGUAGES } from '../../runtimes/index.js';
 import { defineTool } from '../define-tool.js';
+import type { Gatekeeper, RunFacts } from '../guard.js';
 import { ProgressStreamer } from '../progress.js';
 import type { Services } from '../services.js';
+import { advertisedLanguage } from './languages.js';
 
 export const executionResultSchema = z.object({
   success: z.boolean().describe('true when the code exited 0 within its time limit'),
@@ -29,8 +31,9 @@ export const executionResultSchema = z.object({
     .describe('present when a resource limit stopped the run: memory, processes, cpu or file_size'),
 });
 
+const LANGUAGE_HELP = 'python, node (JavaScript, ES module), typescript or bash';
 const inputSchema = z.object({
-  language: z.enum(LANGUAGES).describe('python, node (JavaScript, ES module), typescript or bash'),
+  language: z.enum(LANGUAGES).describe(LANGUAGE_HELP),
   code: z.string().min(1, 'code must not be empty').describe('The complete program to run'),
   timeout_ms: z
     .number()
@@ -45,7 +48,17 @@ const inputSchema = z.object({
     .describe('Existing directory to run in (~ allowed). Default: a fresh empty workspace'),
 });
 
-export function registerExecuteCode(server: McpServer, services: Services): void {
+/** What the audit keeps of an execution result. */
+export function executionFacts(result: ExecutionResult): RunFacts {
+  return {
+    execution_id: result.execution_id,
+    exit_code: result.exit_code,
+    duration_ms: result.duration_ms,
+    stdout: result.stdout,
+  };
+}
+
+export function registerExecuteCode(server: McpServer, services: Services, gate: Gatekeeper): void {
   defineTool(server, {
     name: 'execute_code',
     title: 'Run code',
@@ -58,9 +71,21 @@ export function registerExecuteCode(server: McpServer, services: Services): void
       'to its first and last parts. Code runs without API keys or other secrets from the server environment. ' +
       'A failing program is a normal result with success=false; read stderr and fix the code.',
     input: inputSchema,
+    advertisedInput: inputSchema.extend({ language: advertisedLanguage(services.config, LANGUAGE_HELP) }),
     output: executionResultSchema,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
-    handler: async (args, ctx) => runWithProgress(services.engine, args, ctx, services),
+    handler: async (args, ctx) => {
+      // Bad input is refused before anyone is asked to approve it.
+      const workingDir = args.working_dir
+        ? await resolveWorkingDir(args.working_dir, services.config)
+        : undefined;
+      return gate.run(
+        ctx,
+        { tool: 'execute_code', language: args.language, code: args.code, sessionId: null },
+        () => runWithProgress(services.engine, args, ctx, workingDir),
+        executionFacts,
+      );
+    },
   });
 }
 
@@ -68,11 +93,8 @@ async function runWithProgress(
   engine: Engine,
   args: z.output<typeof inputSchema>,
   ctx: Parameters<Parameters<typeof defineTool>[1]['handler']>[1],
-  services: Services,
+  workingDir: string | undefined,
 ) {
-  const workingDir = args.working_dir
-    ? await resolveWorkingDir(args.working_dir, services.config)
-    : undefined;
   const progress = new ProgressStreamer(ctx);
   try {
     return await engine.run(

@@ -2,6 +2,7 @@ import type { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { prepareCommand, runPreparedCommand } from '../command.js';
 import { defineTool } from '../define-tool.js';
+import type { Gatekeeper } from '../guard.js';
 import { ProgressStreamer } from '../progress.js';
 import type { Services } from '../services.js';
 
@@ -46,7 +47,7 @@ const outputSchema = z.object({
   limit: z.enum(['memory', 'processes', 'cpu', 'file_size']).optional(),
 });
 
-export function registerExecuteCommand(server: McpServer, services: Services): void {
+export function registerExecuteCommand(server: McpServer, services: Services, gate: Gatekeeper): void {
   defineTool(server, {
     name: 'execute_command',
     title: 'Run a command line',
@@ -68,16 +69,29 @@ export function registerExecuteCommand(server: McpServer, services: Services): v
         timeoutMs: Math.ceil((args.timeout ?? DEFAULT_TIMEOUT_SECONDS) * 1000),
         workDir: args.work_dir,
       });
-      // gate: policy rules + approval + audit (lead wires at merge)
-      const progress = new ProgressStreamer(ctx);
-      try {
-        return await runPreparedCommand(services, prepared, {
-          signal: ctx.mcpReq.signal,
-          onOutput: progress.enabled ? progress.push : undefined,
-        });
-      } finally {
-        await progress.flush();
-      }
+      // Bad input (work_dir) is refused above, before anyone is asked; the gate applies the
+      // rules and command lists (COMMAND_BLOCKED), approval and the audit entry.
+      return gate.run(
+        ctx,
+        { tool: 'execute_command', language: 'bash', code: args.command, sessionId: null },
+        async () => {
+          const progress = new ProgressStreamer(ctx);
+          try {
+            return await runPreparedCommand(services, prepared, {
+              signal: ctx.mcpReq.signal,
+              onOutput: progress.enabled ? progress.push : undefined,
+            });
+          } finally {
+            await progress.flush();
+          }
+        },
+        (result) => ({
+          execution_id: result.execution_id,
+          exit_code: result.exit_code,
+          duration_ms: result.duration_ms,
+          stdout: result.stdout,
+        }),
+      );
     },
   });
 }

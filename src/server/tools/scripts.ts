@@ -6,9 +6,10 @@ import { findMissingPackages } from '../../packages/index.js';
 import { resolveWorkingDir } from '../../policy/index.js';
 import { LANGUAGES } from '../../runtimes/index.js';
 import { defineTool } from '../define-tool.js';
+import type { Gatekeeper } from '../guard.js';
 import { ProgressStreamer } from '../progress.js';
 import type { Services } from '../services.js';
-import { executionResultSchema } from './execute-code.js';
+import { executionFacts, executionResultSchema } from './execute-code.js';
 
 const name = z
   .string()
@@ -25,7 +26,7 @@ const summary = z.object({
 });
 const readOnly = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
 
-export function registerScriptTools(server: McpServer, services: Services): void {
+export function registerScriptTools(server: McpServer, services: Services, gate: Gatekeeper): void {
   const { scripts } = services;
 
   defineTool(server, {
@@ -162,6 +163,8 @@ export function registerScriptTools(server: McpServer, services: Services): void
     },
   });
 
+  // run_script runs code: it exists only while CODEXEC_ENABLED is true.
+  if (!services.config.gate.enabled) return;
   defineTool(server, {
     name: 'run_script',
     title: 'Run a saved script',
@@ -195,24 +198,32 @@ export function registerScriptTools(server: McpServer, services: Services): void
       const workingDir = args.working_dir
         ? await resolveWorkingDir(args.working_dir, services.config)
         : undefined;
-      const progress = new ProgressStreamer(ctx);
-      try {
-        const result = await services.engine.run(
-          {
-            language: metadata.language,
-            code,
-            timeoutMs: args.timeout_ms,
-            workingDir,
-            args: args.args,
-            scriptName: metadata.name,
-          },
-          { signal: ctx.mcpReq.signal, onOutput: progress.enabled ? progress.push : undefined },
-        );
-        await scripts.recordRun(args.name, result.success);
-        return result;
-      } finally {
-        await progress.flush();
-      }
+      const attempt = { tool: 'run_script', language: metadata.language, code, sessionId: null };
+      return gate.run(
+        ctx,
+        attempt,
+        async () => {
+          const progress = new ProgressStreamer(ctx);
+          try {
+            const result = await services.engine.run(
+              {
+                language: metadata.language,
+                code,
+                timeoutMs: args.timeout_ms,
+                workingDir,
+                args: args.args,
+                scriptName: metadata.name,
+              },
+              { signal: ctx.mcpReq.signal, onOutput: progress.enabled ? progress.push : undefined },
+            );
+            await scripts.recordRun(args.name, result.success);
+            return result;
+          } finally {
+            await progress.flush();
+          }
+        },
+        executionFacts,
+      );
     },
   });
 }

@@ -1,15 +1,18 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
-import { resolveWorkingDir } from '../../policy/index.js';
+import { resolveWorkingDir, runtimeRefusal } from '../../policy/index.js';
 import { LANGUAGES } from '../../runtimes/index.js';
 import { defineTool } from '../define-tool.js';
+import type { Gatekeeper } from '../guard.js';
 import { ProgressStreamer } from '../progress.js';
 import type { Services } from '../services.js';
+import { advertisedLanguage } from './languages.js';
 
 const sessionId = z.string().min(1).describe('The session id start_session returned (sess_…)');
 
+const LANGUAGE_HELP = 'python, node (JavaScript), typescript or bash';
 const startInput = z.object({
-  language: z.enum(LANGUAGES).describe('python, node (JavaScript), typescript or bash'),
+  language: z.enum(LANGUAGES).describe(LANGUAGE_HELP),
   name: z.string().min(1).max(200).optional().describe('Optional human-readable name'),
   working_dir: z
     .string()
@@ -83,7 +86,14 @@ const listOutput = z.object({
 
 const EFFECTS = { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true };
 
-export function registerSessionTools(server: McpServer, services: Services): void {
+/** start_session and send_to_session run code: they exist only while CODEXEC_ENABLED is true. */
+export function registerSessionTools(server: McpServer, services: Services, gate: Gatekeeper): void {
+  const { config } = services;
+  if (config.gate.enabled) registerCodeTools(server, services, gate);
+  registerReadTools(server, services);
+}
+
+function registerCodeTools(server: McpServer, services: Services, gate: Gatekeeper): void {
   const { sessions, config } = services;
   defineTool(server, {
     name: 'start_session',
@@ -95,14 +105,16 @@ export function registerSessionTools(server: McpServer, services: Services): voi
       `for one-off programs. At most ${config.maxSessions} sessions run at once; a session idle for ` +
       `${Math.round(config.sessionIdleTimeoutMs / 60_000)} min is closed. Close it with close_session when done.`,
     input: startInput,
+    advertisedInput: startInput.extend({ language: advertisedLanguage(config, LANGUAGE_HELP) }),
     output: startOutput,
     annotations: EFFECTS,
-    handler: async (args) =>
-      sessions.start({
-        language: args.language,
-        name: args.name,
-        workingDir: args.working_dir ? await resolveWorkingDir(args.working_dir, config) : undefined,
-      }),
+    handler: async (args) => {
+      // Starting runs no code of the caller's: only the runtime is checked; each send is gated.
+      const workingDir = args.working_dir ? await resolveWorkingDir(args.working_dir, config) : undefined;
+      const refused = runtimeRefusal(args.language, config.gate.allowedRuntimes);
+      if (refused) throw refused;
+      return sessions.start({ language: args.language, name: args.name, workingDir });
+    },
   });
   defineTool(server, {
     name: 'send_to_session',
@@ -118,20 +130,38 @@ export function registerSessionTools(server: McpServer, services: Services): voi
     output: sendOutput,
     annotations: EFFECTS,
     handler: async (args, ctx) => {
-      // Output streams as progress notifications when the client asked for them (progressToken).
-      const progress = new ProgressStreamer(ctx);
-      try {
-        return await sessions.send(args.session_id, {
-          code: args.code,
-          timeoutMs: args.timeout_ms,
-          signal: ctx.mcpReq.signal,
-          onOutput: progress.enabled ? progress.push : undefined,
-        });
-      } finally {
-        await progress.flush();
-      }
+      const { language } = sessions.describe(args.session_id); // SESSION_NOT_FOUND before asking
+      const attempt = { tool: 'send_to_session', language, code: args.code, sessionId: args.session_id };
+      return gate.run(
+        ctx,
+        attempt,
+        async () => {
+          // Output streams as progress notifications when the client asked for them (progressToken).
+          const progress = new ProgressStreamer(ctx);
+          try {
+            return await sessions.send(args.session_id, {
+              code: args.code,
+              timeoutMs: args.timeout_ms,
+              signal: ctx.mcpReq.signal,
+              onOutput: progress.enabled ? progress.push : undefined,
+            });
+          } finally {
+            await progress.flush();
+          }
+        },
+        (result) => ({
+          execution_id: result.execution_id,
+          exit_code: result.exit_code,
+          duration_ms: result.duration_ms,
+          stdout: result.stdout,
+        }),
+      );
     },
   });
+}
+
+function registerReadTools(server: McpServer, services: Services): void {
+  const { sessions } = services;
   defineTool(server, {
     name: 'close_session',
     title: 'Close a session',

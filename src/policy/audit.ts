@@ -1,0 +1,23 @@
+// The audit hook: every attempt to run code is reported here — run, refused by policy, denied,
+// or unanswerable — by the tool layer, after the run (with its result) or at the refusal. The
+// audit trail (src/audit/, a service) is what the server plugs in.
+
+export type ApprovedBy = 'auto' | 'client' | 'trusted_session' | 'policy';
+
+export interface AuditAttempt {
+  readonly tool: string; // execute_code, send_to_session, run_script, install_package, …
+  readonly execution_id: string | null; // null when nothing ran
+  readonly session_id: string | null;
+  readonly runtime: string; // the language (install_package: 'python' | 'node' per its manager, code = the package spec)
+  readonly input_code: string;
+  readonly output_summary: string; // first 500 chars of the (already redacted) stdout; '' when nothing ran
+  readonly exit_code: number | null;
+  readonly duration_ms: number | null;
+  readonly approved: boolean;
+  readonly approved_by: ApprovedBy | null; // null when refused
+  readonly rule: string | null; // the rule id that decided, if any
+}
+
+export interface AuditSink {
+  record(attempt: AuditAttempt): Promise<void>;
+}

@@ -1,0 +1,56 @@
+import { RUNTIME_NAMES } from '../config/index.js';
+
+export const RULE_ACTIONS = ['deny', 'ask', 'allow'] as const;
+export type RuleAction = (typeof RULE_ACTIONS)[number];
+
+/** A rule as data: a regex (source) over the code or command, for some languages, and what to do. */
+export interface RuleSpec {
+  readonly id: string;
+  readonly description: string;
+  readonly languages: readonly string[];
+  /** RegExp source, compiled with the `m` flag: ^ and $ match at line boundaries. */
+  readonly pattern: string;
+  readonly action: RuleAction;
+}
+
+export interface Rule extends RuleSpec {
+  readonly regex: RegExp;
+}
+
+/** What the rules say about one piece of code: the deciding rule, or none matched. */
+export interface RuleVerdict {
+  readonly action: RuleAction;
+  readonly rule: string;
+  readonly description: string;
+}
+
+/** The compiled rule list a server runs with; `source` says where overrides came from. */
+export interface RuleSet {
+  readonly rules: readonly Rule[];
+  /** The policy.json that was applied, or null when there is none. */
+  readonly source: string | null;
+}
+
+export function compileRule(spec: RuleSpec): Rule {
+  return { ...spec, regex: new RegExp(spec.pattern, 'm') };
+}
+
+// The strictest matching rule decides, so an `allow` never hides a `deny` that also matched.
+const STRICTNESS: Record<RuleAction, number> = { deny: 3, ask: 2, allow: 1 };
+
+/**
+ * Check code (or a command, or a package spec) against the rules for its language. Returns the
+ * strictest matching rule (deny > ask > allow; the first listed among equals), or undefined.
+ */
+export function checkRules(text: string, language: string, rules: RuleSet): RuleVerdict | undefined {
+  let best: Rule | undefined;
+  for (const rule of rules.rules) {
+    if (!rule.languages.includes(language)) continue;
+    if (best && STRICTNESS[rule.action] <= STRICTNESS[best.action]) continue;
+    if (rule.regex.test(text)) best = rule;
+  }
+  return best && { action: best.action, rule: best.id, description: best.description };
+}
+
+/** Languages a rule may name: the runtimes, which is also what `execute_command` checks as bash. */
+export const RULE_LANGUAGES = RUNTIME_NAMES;

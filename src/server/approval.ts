@@ -1,0 +1,172 @@
+import { createHash, randomBytes } from 'node:crypto';
+import {
+  CLIENT_CAPABILITIES_META_KEY,
+  type ClientCapabilities,
+  createRequestStateCodec,
+  type ElicitRequestFormParams,
+  type InputRequiredResult,
+  inputRequired,
+  inputResponse,
+  type McpServer,
+  type ServerContext,
+} from '@modelcontextprotocol/server';
+import { z } from 'zod';
+
+export const DECISIONS = ['approve', 'deny', 'approve_trust_session'] as const;
+export type Decision = (typeof DECISIONS)[number];
+
+/** What the person approving sees. */
+export interface ApprovalForm {
+  readonly tool: string;
+  readonly language: string;
+  readonly sessionId: string | null;
+  readonly code: string;
+  /** Why this run asks (every run asks, or the rule that asked). */
+  readonly reason: string;
+}
+
+export type Answer =
+  | { readonly kind: 'decided'; readonly decision: Exclude<Decision, 'deny'> }
+  | { readonly kind: 'refused'; readonly why: string }
+  /** 2026 era: return this from the handler; the client asks and retries the call. */
+  | { readonly kind: 'pending'; readonly result: InputRequiredResult };
+
+const KEY = 'approval';
+const MAX_SHOWN_CHARS = 8000;
+const answerSchema = z.object({ decision: z.enum(DECISIONS) });
+interface Ticket {
+  /** Fingerprint of what was shown, so an answer approves exactly that code. */
+  readonly f: string;
+  /** When the form was issued (ms): a later answer than the timeout is no answer. */
+  readonly at: number;
+}
+
+/**
+ * Asks the client to approve a run with an elicitation form, in both protocol eras.
+ *
+ * The form is built once with the SDK's era-neutral `inputRequired.elicit(…)`. On the 2026 era
+ * it rides the multi-round-trip flow: the handler returns `input_required`, the client asks
+ * and retries the call with the answer and our signed ticket (HMAC, per-process key) binding
+ * the answer to this code and the time it was asked. On the 2025 era the same form goes out as
+ * a server→client `elicitation/create` with our own timeout: the SDK's legacy shim would also
+ * fulfil the `input_required` return, but when nobody answers it ends the call with its own
+ * untyped text, and the contract needs `APPROVAL_DENIED` and an audit entry then.
+ */
+export class ApprovalAsker {
+  private readonly tickets = createRequestStateCodec<Ticket>({
+    key: randomBytes(32),
+    ttlSeconds: 24 * 3600,
+  });
+
+  constructor(
+    private readonly server: McpServer,
+    private readonly timeoutMs: number,
+  ) {}
+
+  /** Whether the client declared form elicitation: per request (2026 era) or at initialize (2025). */
+  canAsk(ctx: ServerContext): boolean {
+    const capabilities = this.modern(ctx)
+      ? (ctx.mcpReq.envelope as Record<string, ClientCapabilities | undefined> | undefined)?.[
+          CLIENT_CAPABILITIES_META_KEY
+        ]
+      : this.server.server.getClientCapabilities();
+    const elicitation = capabilities?.elicitation as Record<string, unknown> | undefined;
+    if (!elicitation) return false;
+    // An empty object is form mode (2025-06 clients); a url-only client cannot show a form.
+    return elicitation.form !== undefined || elicitation.url === undefined;
+  }
+
+  async ask(ctx: ServerContext, form: ApprovalForm): Promise<Answer> {
+    const params = formParams(form);
+    const fingerprint = fingerprintOf(form);
+    if (!this.modern(ctx)) return this.askNow(ctx, params);
+    const response = inputResponse(ctx.mcpReq.inputResponses, KEY);
+    const ticket = response.kind === 'missing' ? undefined : await this.ticket(ctx, fingerprint);
+    if (response.kind !== 'elicit' || !ticket) {
+      const requestState = await this.tickets.mint({ f: fingerprint, at: Date.now() });
+      return {
+        kind: 'pending',
+        result: inputRequired({ inputRequests: { [KEY]: inputRequired.elicit(params) }, requestState }),
+      };
+    }
+    if (Date.now() - ticket.at > this.timeoutMs) return this.late();
+    return read(response.action, response.content);
+  }
+
+  private async askNow(ctx: ServerContext, params: ElicitRequestFormParams): Promise<Answer> {
+    try {
+      const result = await ctx.mcpReq.elicitInput(params, {
+        timeout: this.timeoutMs,
+        signal: ctx.mcpReq.signal,
+      });
+      return read(result.action, result.content);
+    } catch (error) {
+      if (/timed? ?out/i.test((error as Error).message)) return this.late();
+      return { kind: 'refused', why: `the approval request failed (${(error as Error).message})` };
+    }
+  }
+
+  private late(): Answer {
+    return { kind: 'refused', why: `no answer within ${this.timeoutMs} ms (CODEXEC_APPROVAL_TIMEOUT_MS)` };
+  }
+
+  /** The echoed ticket, when it is ours, intact, and for this very code; else undefined. */
+  private async ticket(ctx: ServerContext, fingerprint: string): Promise<Ticket | undefined> {
+    const raw = ctx.mcpReq.requestState<unknown>();
+    if (typeof raw !== 'string') return undefined;
+    try {
+      const ticket = await this.tickets.verify(raw, ctx);
+      return ticket.f === fingerprint ? ticket : undefined;
+    } catch {
+      return undefined; // forged, altered or foreign: ask afresh rather than trust it
+    }
+  }
+
+  private modern(ctx: ServerContext): boolean {
+    const version = this.server.server.getNegotiatedProtocolVersion();
+    return version !== undefined ? version >= '2026-07-28' : ctx.mcpReq.envelope !== undefined;
+  }
+}
+
+function read(action: string, content: Record<string, unknown> | undefined): Answer {
+  if (action === 'decline') return { kind: 'refused', why: 'the client declined the approval request' };
+  if (action !== 'accept') return { kind: 'refused', why: 'the approval request was cancelled' };
+  const parsed = answerSchema.safeParse(content ?? {});
+  if (!parsed.success) return { kind: 'refused', why: 'the answer had no valid decision' };
+  if (parsed.data.decision === 'deny') return { kind: 'refused', why: 'denied by the user' };
+  return { kind: 'decided', decision: parsed.data.decision };
+}
+
+function fingerprintOf(form: ApprovalForm): string {
+  const shown = JSON.stringify([form.tool, form.language, form.sessionId, form.code]);
+  return createHash('sha256').update(shown).digest('base64url');
+}
+
+function formParams(form: ApprovalForm): ElicitRequestFormParams {
+  const shown =
+    form.code.length > MAX_SHOWN_CHARS
+      ? `${form.code.slice(0, MAX_SHOWN_CHARS)}\n[... ${form.code.length - MAX_SHOWN_CHARS} more characters ...]`
+      : form.code;
+  const trust = form.sessionId
+    ? `trust session ${form.sessionId} from now on`
+    : `trust ${form.tool} with ${form.language} on this connection from now on`;
+  return {
+    mode: 'form',
+    message:
+      `codexec asks to run ${form.language} code.\n` +
+      `Tool: ${form.tool}\nLanguage: ${form.language}\nSession: ${form.sessionId ?? 'none (one-shot)'}\n` +
+      `Why you are asked: ${form.reason}\n\n${shown}`,
+    requestedSchema: {
+      type: 'object',
+      properties: {
+        decision: {
+          type: 'string',
+          title: 'Decision',
+          description: `approve: run it once; deny: do not run it; approve_trust_session: run it and ${trust}`,
+          enum: [...DECISIONS],
+        },
+      },
+      required: ['decision'],
+    },
+  };
+}

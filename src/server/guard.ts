@@ -1,0 +1,131 @@
+import type { InputRequiredResult, ServerContext } from '@modelcontextprotocol/server';
+import { ApprovalDeniedError, ApprovalUnavailableError } from '../errors/index.js';
+import {
+  type ApprovedBy,
+  type AuditAttempt,
+  decide,
+  type GatePolicy,
+  type RuleSet,
+} from '../policy/index.js';
+import { log } from '../util/index.js';
+import type { ApprovalAsker } from './approval.js';
+import type { Services } from './services.js';
+
+/** One attempt to run code, as the gate and the audit see it. */
+export interface Attempt {
+  readonly tool: string;
+  readonly language: string;
+  readonly code: string;
+  readonly sessionId: string | null;
+  /** Runtimes any one of which allows it (install_package for node: node or typescript). */
+  readonly runtimes?: readonly string[];
+}
+
+/** What the audit keeps of a finished run. */
+export interface RunFacts {
+  readonly execution_id: string | null;
+  readonly exit_code: number | null;
+  readonly duration_ms: number | null;
+  readonly stdout: string;
+}
+
+const SUMMARY_CHARS = 500;
+
+/**
+ * The gate as one MCP connection sees it: the pure decision (policy), then, when it asks, the
+ * client's approval and this connection's trust, then the run, then the audit entry. One per
+ * connection (createServer), so trust never leaks from one client to another.
+ */
+export class Gatekeeper {
+  /** `session:<id>` for a trusted REPL session, `<tool>:<language>` for trusted one-shot runs. */
+  private readonly trusted = new Set<string>();
+  private readonly policy: GatePolicy;
+
+  constructor(
+    private readonly services: Services,
+    private readonly asker: ApprovalAsker,
+  ) {
+    const { gate } = services.config;
+    this.policy = {
+      approval: gate.approval,
+      allowedRuntimes: gate.allowedRuntimes,
+      rules: services.rules,
+      commands: services.config.command,
+    };
+  }
+
+  get rules(): RuleSet {
+    return this.policy.rules;
+  }
+
+  /**
+   * Run `execute` if the gate lets it: returns its result, or (2026 era) the input-required
+   * result that asks the client first. Refusals throw their coded errors after the audit entry.
+   */
+  async run<R>(
+    ctx: ServerContext,
+    attempt: Attempt,
+    execute: () => Promise<R>,
+    facts: (result: R) => RunFacts,
+  ): Promise<R | InputRequiredResult> {
+    const decision = decide(attempt, this.policy);
+    if (decision.kind === 'refuse') {
+      await this.audit(attempt, { approved: false, approved_by: null, rule: decision.rule });
+      throw decision.error;
+    }
+    let approvedBy: ApprovedBy = decision.kind === 'run' ? decision.approvedBy : 'client';
+    if (decision.kind === 'ask') {
+      const key = attempt.sessionId ? `session:${attempt.sessionId}` : `${attempt.tool}:${attempt.language}`;
+      if (this.trusted.has(key)) {
+        approvedBy = 'trusted_session';
+      } else {
+        const refused = { approved: false, approved_by: null, rule: decision.rule } as const;
+        if (!this.asker.canAsk(ctx)) {
+          await this.audit(attempt, refused);
+          throw new ApprovalUnavailableError(
+            `this run needs approval (${decision.reason}), but the client cannot show an approval form ` +
+              '(it declared no elicitation capability). Nothing ran. The server owner can set ' +
+              'CODEXEC_APPROVAL=auto, or use a client that supports elicitation',
+          );
+        }
+        const answer = await this.asker.ask(ctx, { ...attempt, reason: decision.reason });
+        if (answer.kind === 'pending') return answer.result;
+        if (answer.kind === 'refused') {
+          await this.audit(attempt, refused);
+          throw new ApprovalDeniedError(`not approved: ${answer.why}. Nothing ran`);
+        }
+        if (answer.decision === 'approve_trust_session') this.trusted.add(key);
+      }
+    }
+    const approval = { approved: true, approved_by: approvedBy, rule: decision.rule } as const;
+    let result: R;
+    try {
+      result = await execute();
+    } catch (error) {
+      await this.audit(attempt, approval);
+      throw error;
+    }
+    await this.audit(attempt, approval, facts(result));
+    return result;
+  }
+
+  private async audit(
+    attempt: Attempt,
+    verdict: Pick<AuditAttempt, 'approved' | 'approved_by' | 'rule'>,
+    facts?: RunFacts,
+  ): Promise<void> {
+    const entry: AuditAttempt = {
+      tool: attempt.tool,
+      execution_id: facts?.execution_id ?? null,
+      session_id: attempt.sessionId,
+      runtime: attempt.language,
+      input_code: attempt.code,
+      output_summary: facts?.stdout.slice(0, SUMMARY_CHARS) ?? '',
+      exit_code: facts?.exit_code ?? null,
+      duration_ms: facts?.duration_ms ?? null,
+      ...verdict,
+    };
+    // The run's own result must still reach the client; a broken sink is loud on stderr.
+    await this.services.audit.record(entry).catch((error: Error) => log('error', `audit: ${error.message}`));
+  }
+}
