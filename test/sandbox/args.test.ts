@@ -56,10 +56,13 @@ describe('buildBwrapArgs as root', () => {
     expect(argv).not.toContain('--block-fd');
     expect(find(argv, '--seccomp', '4')).toBeGreaterThan(bwrapAt);
     expect(setprivAt).toBeGreaterThan(bwrapAt);
-    expect(argv.slice(setprivAt + 1, setprivAt + 6)).toEqual([
+    expect(argv.slice(setprivAt + 1, setprivAt + 9)).toEqual([
       '--reuid=65534',
       '--regid=65534',
       '--clear-groups',
+      '--inh-caps=-all',
+      '--ambient-caps=-all',
+      '--bounding-set=-all',
       '--no-new-privs',
       '--',
     ]);
@@ -80,7 +83,7 @@ describe('buildBwrapArgs as root', () => {
     }
     expect(find(argv, '--cap-drop', 'ALL')).toBeGreaterThan(0);
     const added = argv.flatMap((arg, i) => (arg === '--cap-add' ? [argv[i + 1]] : []));
-    expect(added.sort()).toEqual(['CAP_DAC_READ_SEARCH', 'CAP_SETGID', 'CAP_SETUID']);
+    expect(added.sort()).toEqual(['CAP_DAC_READ_SEARCH', 'CAP_SETGID', 'CAP_SETPCAP', 'CAP_SETUID']);
   });
 
   it("a zygote's placeholder sandbox: same namespaces and mounts, no capability, setpriv or seccomp", () => {

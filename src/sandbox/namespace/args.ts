@@ -112,6 +112,10 @@ export function buildBwrapArgs(spec: SandboxSpec, options: BwrapOptions): string
       `--reuid=${identity.uid}`,
       `--regid=${identity.gid}`,
       '--clear-groups',
+      // Every capability set empty, as the drop program leaves them (drop.ts).
+      '--inh-caps=-all',
+      '--ambient-caps=-all',
+      '--bounding-set=-all',
       '--no-new-privs',
       '--',
     );
@@ -171,9 +175,10 @@ function namespaceFlags(spec: SandboxSpec, privileged: boolean, placeholder: boo
   if (privileged) {
     // bwrap runs as real root: no user namespace (it would map the code back to host root);
     // the drop program (or setpriv) drops to the unprivileged uid instead. Only the capabilities
-    // it and --chdir need survive, and its setuid clears them before the code starts. A
-    // placeholder needs none: the zygote's process confines itself.
-    const kept = placeholder ? [] : ['CAP_SETUID', 'CAP_SETGID', 'CAP_DAC_READ_SEARCH'];
+    // it and --chdir need survive (CAP_SETPCAP to empty the bounding set, which bwrap leaves full
+    // here), and it clears every set before the code starts. A placeholder needs none: the
+    // zygote's process confines itself.
+    const kept = placeholder ? [] : ['CAP_SETUID', 'CAP_SETGID', 'CAP_DAC_READ_SEARCH', 'CAP_SETPCAP'];
     return [
       '--unshare-ipc',
       '--unshare-pid',
