@@ -8,6 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { findCgroups } from '../../src/sandbox/namespace/cgroup-layout.js';
 import { processesUnder, processesWith, sleepMarker } from '../helpers/procs.js';
 import { callTool, startServer, type TestServer, tempDir } from '../helpers/server.js';
+import { startRig } from '../hostile/probes.js';
 import { KEEP_ALL } from '../logs/fixtures.js';
 import { processTree, waitUntil } from '../sessions/helpers.js';
 
@@ -82,47 +83,57 @@ const LANGUAGES = Object.keys(CODE);
 const EXT: Record<string, string> = { python: 'py', node: 'js', typescript: 'ts', bash: 'sh' };
 
 describe.runIf(root)('a server killed with SIGKILL', () => {
-  it('takes everything it started with it: warm sandboxes, sessions, runs in flight, the zygote and the forker', async () => {
-    const home = tempDir();
-    homes.push(home);
-    const server = await startServer({ home });
-    // Every kind of process a server starts: a run per language (warms each pool and starts the
-    // forker and the zygote), a session per language, and a run per language still going.
-    for (const language of LANGUAGES) {
-      const { value } = await callTool(server.client, 'execute_code', {
-        language,
-        code: CODE[language]?.('0'),
-      });
-      expect(value.success).toBe(true);
-    }
-    for (const language of LANGUAGES) {
-      const started = await callTool(server.client, 'start_session', { language });
-      expect(started.isError).toBe(false);
-    }
-    const marker = sleepMarker();
-    for (const language of LANGUAGES)
-      void callTool(server.client, 'execute_code', { language, code: CODE[language]?.(marker) }).catch(
-        () => {},
-      );
-    expect(await waitUntil(() => processesWith(marker).length === LANGUAGES.length, 30_000)).toBe(true);
-    const argv = everythingOf(server).map((proc) => proc.argv);
-    // The scenario is real: each kind is there before the kill.
-    for (const part of [
-      'drivers/zygote.py',
-      'drivers/forker.py',
-      'warm_node.mjs',
-      'warm_bash.sh',
-      'node_driver.mjs',
-      'bash_driver.sh',
-      'python_driver.py',
-    ]) {
-      expect(
-        argv.some((line) => line.includes(part)),
-        part,
-      ).toBe(true);
-    }
-    expect(await killAndWait(server, [marker])).toEqual([]);
-  });
+  // As root: bwrap privileged, launchers forked by the forker, warm Python forked by the zygote.
+  // As a regular user (65534): bwrap in a user namespace, started by the server itself.
+  it.each(['root', 'a regular user'])(
+    'takes everything it started with it, run by %s: warm sandboxes, sessions, runs in flight, its helpers',
+    async (who) => {
+      const rig = who === 'root' ? undefined : await startRig({ CODEXEC_SANDBOX_MODE: 'namespace' }, 65534);
+      const home = tempDir();
+      homes.push(home);
+      const server = rig?.server ?? (await startServer({ home }));
+      try {
+        // Every kind of process a server starts: a run per language (warms each pool, and as root
+        // starts the forker and the zygote), a session per language, a run per language going on.
+        for (const language of LANGUAGES) {
+          const { value } = await callTool(server.client, 'execute_code', {
+            language,
+            code: CODE[language]?.('0'),
+          });
+          expect(value).toMatchObject({ success: true, sandbox_mode: 'namespace' });
+        }
+        for (const language of LANGUAGES) {
+          const started = await callTool(server.client, 'start_session', { language });
+          expect(started.isError).toBe(false);
+        }
+        const marker = sleepMarker();
+        for (const language of LANGUAGES)
+          void callTool(server.client, 'execute_code', { language, code: CODE[language]?.(marker) }).catch(
+            () => {},
+          );
+        expect(await waitUntil(() => processesWith(marker).length === LANGUAGES.length, 30_000)).toBe(true);
+        const argv = everythingOf(server).map((proc) => proc.argv);
+        // The scenario is real: each kind is there before the kill.
+        const helpers = who === 'root' ? ['drivers/zygote.py', 'drivers/forker.py'] : [];
+        for (const part of [
+          ...helpers,
+          'warm_node.mjs',
+          'warm_bash.sh',
+          'node_driver.mjs',
+          'bash_driver.sh',
+          'python_driver.py',
+        ]) {
+          expect(
+            argv.some((line) => line.includes(part)),
+            part,
+          ).toBe(true);
+        }
+        expect(await killAndWait(server, [marker])).toEqual([]);
+      } finally {
+        await rig?.close();
+      }
+    },
+  );
 
   it('at any moment of concurrent saves, runs and session starts: nothing outlives it, the library and logs stay valid, the next server catches up and sweeps', async () => {
     const home = tempDir();
