@@ -30,7 +30,7 @@ describe('sweepWorkspaces', () => {
       await new Promise((resolve) => setTimeout(resolve, 100));
       // A ctime cannot be set back: the sweep is told it is later instead.
       const result = await sweepWorkspaces(dir, Date.now() + SWEEP_MIN_AGE_MS + 1000);
-      expect(result.removed.sort()).toEqual([empty, killed, session].sort());
+      expect([...result.removed].sort()).toEqual([empty, killed, session].sort());
       expect(result.young).toBe(0);
       for (const path of [output, used, other]) expect(existsSync(path)).toBe(true);
       // Too young to tell: left, and said so.
