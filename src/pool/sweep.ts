@@ -21,7 +21,7 @@ export interface SweepResult {
 
 /**
  * Remove from `sandboxDir` the workspaces no live process uses (none has it as its working
- * directory or names it in its argv, as bwrap does for its binds): a run's (`exec_*`) when it holds
+ * directory or names it in its argv, as bwrap does for its binds, or its environment): a run's (`exec_*`) when it holds
  * nothing but its code file, as a finished run's is removed, and a session's (`sess_*`), which
  * only lived as long as its server.
  */
@@ -43,7 +43,8 @@ export async function sweepWorkspaces(sandboxDir: string, now = Date.now()): Pro
         young++;
         continue;
       }
-      if (used.some((path) => path === dir || path.startsWith(`${dir}/`))) continue;
+      if (used.some((text) => text.includes(`${dir}/`) || text.includes(`${dir}\0`) || text.endsWith(dir)))
+        continue;
       if (name.startsWith('exec_') && readdirSync(dir).some((entry) => !SCRIPT.test(entry))) continue;
       await rm(dir, { recursive: true, force: true });
       removed.push(dir);
@@ -54,17 +55,25 @@ export async function sweepWorkspaces(sandboxDir: string, now = Date.now()): Pro
   return { removed, young };
 }
 
-/** Every live process's argv entries and working directory. */
+/**
+ * What every live process names: its argv, its environment (a session's package paths) and its
+ * working directory, as one text each (ids are of fixed length: a match is the workspace's).
+ */
 function referencedPaths(): string[] {
-  const paths: string[] = [];
+  const texts: string[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
-    try {
-      paths.push(...readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0'));
-      paths.push(readlinkSync(`/proc/${entry}/cwd`));
-    } catch {
-      // exited while we looked, or not ours to read
+    for (const read of [
+      () => readFileSync(`/proc/${entry}/cmdline`, 'utf8'),
+      () => readFileSync(`/proc/${entry}/environ`, 'utf8'),
+      () => `${readlinkSync(`/proc/${entry}/cwd`)}/`,
+    ]) {
+      try {
+        texts.push(read());
+      } catch {
+        // exited while we looked, or not ours to read
+      }
     }
   }
-  return paths;
+  return texts;
 }
