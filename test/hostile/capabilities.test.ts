@@ -70,7 +70,7 @@ describe.each(MODES)('capability sets of the code (%s mode)', (label) => {
   it.each(LANGUAGES)('%s, one-shot, warm', async (language) => {
     // The first run of a language warms its pool; a later one takes a warm process.
     let result = await run(rig, language, READ[language] as string);
-    for (let attempt = 0; !result.warm && attempt < 20; attempt++) {
+    for (let attempt = 0; !result.warm && attempt < 40; attempt++) {
       await new Promise((resolve) => setTimeout(resolve, 250));
       result = await run(rig, language, READ[language] as string);
     }
