@@ -85,13 +85,16 @@ const EXT: Record<string, string> = { python: 'py', node: 'js', typescript: 'ts'
 describe.runIf(root)('a server killed with SIGKILL', () => {
   // As root: bwrap privileged, launchers forked by the forker, warm Python forked by the zygote.
   // As a regular user (65534): bwrap in a user namespace, started by the server itself.
-  it.each(['root', 'a regular user'])(
-    'takes everything it started with it, run by %s: warm sandboxes, sessions, runs in flight, its helpers',
+  // In subprocess mode (run by root): plain process groups, which a reaper kills.
+  it.each(['root', 'a regular user', 'root in subprocess mode'])(
+    'takes everything it started with it, run by %s: warm processes, sessions, runs in flight, its helpers',
     async (who) => {
-      const rig = who === 'root' ? undefined : await startRig({ CODEXEC_SANDBOX_MODE: 'namespace' }, 65534);
+      const mode = who.endsWith('subprocess mode') ? 'subprocess' : 'namespace';
+      const rig =
+        who === 'a regular user' ? await startRig({ CODEXEC_SANDBOX_MODE: mode }, 65534) : undefined;
       const home = tempDir();
       homes.push(home);
-      const server = rig?.server ?? (await startServer({ home }));
+      const server = rig?.server ?? (await startServer({ home, env: { CODEXEC_SANDBOX_MODE: mode } }));
       try {
         // Every kind of process a server starts: a run per language (warms each pool, and as root
         // starts the forker and the zygote), a session per language, a run per language going on.
@@ -100,7 +103,7 @@ describe.runIf(root)('a server killed with SIGKILL', () => {
             language,
             code: CODE[language]?.('0'),
           });
-          expect(value).toMatchObject({ success: true, sandbox_mode: 'namespace' });
+          expect(value).toMatchObject({ success: true, sandbox_mode: mode });
         }
         for (const language of LANGUAGES) {
           const started = await callTool(server.client, 'start_session', { language });
@@ -115,6 +118,7 @@ describe.runIf(root)('a server killed with SIGKILL', () => {
         const argv = everythingOf(server).map((proc) => proc.argv);
         // The scenario is real: each kind is there before the kill.
         const helpers = who === 'root' ? ['drivers/zygote.py', 'drivers/forker.py'] : [];
+        if (mode === 'subprocess') helpers.push('groups'); // the reaper's script
         for (const part of [
           ...helpers,
           'warm_node.mjs',
