@@ -6,10 +6,12 @@
 #
 # Protocol, JSON lines. On stdin, one launcher each:
 #   {"id": N, "address": "\0...", "token": "<32 hex>", "slots": ["ignore"|"pipe", ...], "cgroup": [dirs]}
+# or {"retire": true} before the server ends stdin while it lives on (else its end is its death).
 # On stdout: {"id": N, "ready": pid} | {"id": N, "failed": "why"} | {"id": N, "exit": code, "signal": name}
 # Each "pipe" slot is a Unix stream socket connected to `address`, carrying the token and the slot
 # number (4 digits) first. The child then reads its job on fd ARGV_FD until end of file:
 # NUL-separated, the number of ulimit arguments, those arguments, then the argv to exec.
+import ctypes
 import fcntl
 import json
 import os
@@ -117,21 +119,82 @@ def read_all(fd):
         data += chunk
 
 
-def end(jobs_by_pid, seconds=1.0):
-    """The server is gone: kill every launcher left, and reap them (and any orphan handed to us)."""
-    for pid in jobs_by_pid:
+# The server that started this helper: its run cgroups are named after its pid (cgroups.ts).
+SERVER = os.getppid()
+PR_SET_PDEATHSIG = 1
+
+
+def run_members(parents):
+    """Pids in the server's run cgroups (codexec-run-<server pid>-*) under `parents`."""
+    prefix = "codexec-run-%d-" % SERVER
+    found = set()
+    for parent in parents:
+        try:
+            names = [name for name in os.listdir(parent) if name.startswith(prefix)]
+        except OSError:
+            continue
+        for name in names:
+            try:
+                with open(os.path.join(parent, name, "cgroup.procs")) as procs:
+                    found.update(int(pid) for pid in procs.read().split())
+            except (OSError, ValueError):
+                pass  # removed meanwhile
+    return found
+
+
+def end(jobs_by_pid, parents=(), seconds=2.0):
+    """
+    The server is gone: kill every launcher left and every process of the server's run cgroups,
+    and reap them (and any orphan handed to us). Killing a launcher's bwrap is not enough: a
+    sandbox still being built (its pid 1, a bwrap of its own) has no --die-with-parent yet and
+    would go on to run the code; but it is in its run's cgroup, as is everything a run started.
+    """
+    for pid in list(jobs_by_pid):
         try:
             os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return  # none left
-        if pid == 0:
-            time.sleep(0.005)
+        members = run_members(parents)
+        for pid in members:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        left = True
+        while True:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                left = False  # none left
+                break
+            if pid == 0:
+                break
+        if not left and not members:
+            return
+        time.sleep(0.005)
+
+
+def die_with_server(on_death):
+    """
+    SIGTERM when the server dies (PR_SET_PDEATHSIG), handled by `on_death`: the end of stdin says
+    the same, unless some other process holds the pipe's other end. A server already gone: now.
+    """
+    helper = os.getpid()
+
+    def handler(*_):
+        if os.getpid() != helper:  # a fork not yet exec'd: SIGTERM is meant for it, as by default
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        on_death()
+
+    signal.signal(signal.SIGTERM, handler)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, ctypes.c_ulong(signal.SIGTERM), 0, 0, 0)
+    if os.getppid() != SERVER:
+        on_death()
 
 
 class Loop:
@@ -143,6 +206,9 @@ class Loop:
 
     def __init__(self, children):
         self.children = children
+        self.cgroup_parents = set()  # where the server's run cgroups are (the jobs' cgroups' parents)
+        self.retiring = False  # the end of stdin is the server's wish, not its death
+        die_with_server(self.server_gone)
         # Nothing this process inherited (beyond stdio) may reach a child, hence a sandbox.
         for name in os.listdir("/proc/self/fd"):
             fd = int(name)
@@ -159,13 +225,16 @@ class Loop:
         self.selector.register(sys.stdin.buffer.raw, selectors.EVENT_READ, "jobs")
         self.selector.register(self.wake_r, selectors.EVENT_READ, "children")
 
+    def server_gone(self):
+        end(self.children, self.cgroup_parents)
+        os._exit(0)
+
     def report(self, message):
         try:
             sys.stdout.write(json.dumps(message) + "\n")
             sys.stdout.flush()
         except BrokenPipeError:  # the server is gone, and with it whoever would read this
-            end(self.children)
-            os._exit(0)
+            self.server_gone()
 
     def watch(self, fd, data):
         self.selector.register(fd, selectors.EVENT_READ, data)
@@ -182,11 +251,17 @@ class Loop:
                 if key.data == "jobs":
                     chunk = os.read(key.fd, 65536)
                     if not chunk:
-                        return end(self.children)  # the server is gone
+                        # Retired: the launchers left go. Else the server is gone: its runs too.
+                        return end(self.children, () if self.retiring else self.cgroup_parents)
                     pending += chunk
                     while b"\n" in pending:
                         line, pending = pending.split(b"\n", 1)
-                        on_job(json.loads(line))
+                        job = json.loads(line)
+                        if job.get("retire"):
+                            self.retiring = True
+                            continue
+                        self.cgroup_parents.update(os.path.dirname(d) for d in job.get("cgroup", ()))
+                        on_job(job)
                 elif key.data == "children":
                     try:
                         os.read(self.wake_r, 4096)

@@ -69,6 +69,7 @@ export class Engine {
       idleMs: deps.config.pool.idleMs,
       memoryMb: deps.config.pool.memoryMb,
       start: (kind) => this.startWarm(kind),
+      sandboxDir: deps.config.sandboxDir,
     });
   }
 

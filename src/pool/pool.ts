@@ -1,6 +1,7 @@
 import { rm } from 'node:fs/promises';
 import type { InterpreterKind } from '../runtimes/index.js';
 import { log } from '../util/index.js';
+import { SWEEP_MIN_AGE_MS, sweepWorkspaces } from './sweep.js';
 import type { WarmProcess } from './warm.js';
 
 export interface PoolOptions {
@@ -12,7 +13,12 @@ export interface PoolOptions {
   readonly memoryMb: number;
   /** Start one warm process of `kind` (its workspace included). */
   readonly start: (kind: InterpreterKind) => Promise<WarmProcess>;
+  /** Where workspaces are: what a killed server left there is removed, from the first run on. */
+  readonly sandboxDir?: string;
 }
+
+/** How often the workspaces are swept again (sooner while some were too young to tell). */
+const SWEEP_EVERY_MS = 10 * 60_000;
 
 /**
  * Pre-started sandboxed interpreters, per interpreter kind. Each is used for exactly one execution
@@ -43,6 +49,7 @@ export class WarmPool {
    * once the run is over: starting a replacement forks, which must not delay the run itself.
    */
   take(kind: InterpreterKind): WarmProcess | undefined {
+    this.sweep();
     if (this.options.size === 0 || this.closed) return undefined;
     const list = this.ready.get(kind) ?? [];
     let warm = list.shift();
@@ -129,6 +136,24 @@ export class WarmPool {
     this.failures.set(kind, failures);
     if (failures <= 3) this.refill(kind);
     else log('warn', `warm ${kind} processes keep dying while idle; running ${kind} cold`);
+  }
+
+  private nextSweep = 0;
+
+  /** In the background, at most once per SWEEP_EVERY_MS: workspaces of servers killed earlier. */
+  private sweep(): void {
+    const dir = this.options.sandboxDir;
+    if (dir === undefined || this.closed || Date.now() < this.nextSweep) return;
+    this.nextSweep = Number.POSITIVE_INFINITY; // one at a time
+    void sweepWorkspaces(dir)
+      .then(({ removed, young }) => {
+        if (removed.length > 0) log('info', `removed ${removed.length} workspace(s) left by a killed server`);
+        this.nextSweep = Date.now() + (young > 0 ? SWEEP_MIN_AGE_MS : SWEEP_EVERY_MS);
+      })
+      .catch((error: Error) => {
+        log('warn', `could not sweep the workspaces: ${error.message}`);
+        this.nextSweep = Date.now() + SWEEP_EVERY_MS;
+      });
   }
 
   private touch(kind: InterpreterKind): void {

@@ -49,15 +49,20 @@ describe('buildBwrapArgs as root', () => {
   const bwrapAt = argv.indexOf('/usr/bin/bwrap');
   const setprivAt = argv.indexOf('/usr/bin/setpriv');
 
-  it('chains prlimit → bwrap (blocked until in the cgroup) → setpriv → the code', () => {
+  it('chains prlimit → bwrap (held on its seccomp fd until in the cgroup) → setpriv → the code', () => {
     expect(argv[0]).toBe('/usr/bin/prlimit');
     expect(argv[argv.indexOf('--') + 1]).toBe('/usr/bin/bwrap');
-    expect(find(argv, '--block-fd', '5')).toBeGreaterThan(bwrapAt);
+    // bwrap's --block-fd goes on at end of file (the server gone): the seccomp fd holds it instead.
+    expect(argv).not.toContain('--block-fd');
+    expect(find(argv, '--seccomp', '4')).toBeGreaterThan(bwrapAt);
     expect(setprivAt).toBeGreaterThan(bwrapAt);
-    expect(argv.slice(setprivAt + 1, setprivAt + 6)).toEqual([
+    expect(argv.slice(setprivAt + 1, setprivAt + 9)).toEqual([
       '--reuid=65534',
       '--regid=65534',
       '--clear-groups',
+      '--inh-caps=-all',
+      '--ambient-caps=-all',
+      '--bounding-set=-all',
       '--no-new-privs',
       '--',
     ]);
@@ -78,7 +83,7 @@ describe('buildBwrapArgs as root', () => {
     }
     expect(find(argv, '--cap-drop', 'ALL')).toBeGreaterThan(0);
     const added = argv.flatMap((arg, i) => (arg === '--cap-add' ? [argv[i + 1]] : []));
-    expect(added.sort()).toEqual(['CAP_DAC_READ_SEARCH', 'CAP_SETGID', 'CAP_SETUID']);
+    expect(added.sort()).toEqual(['CAP_DAC_READ_SEARCH', 'CAP_SETGID', 'CAP_SETPCAP', 'CAP_SETUID']);
   });
 
   it("a zygote's placeholder sandbox: same namespaces and mounts, no capability, setpriv or seccomp", () => {

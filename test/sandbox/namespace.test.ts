@@ -179,6 +179,21 @@ describe('NamespaceBackend', () => {
     },
   );
 
+  it.runIf(process.getuid?.() === 0)(
+    'as root: every capability set is empty, through the drop program and through setpriv',
+    async () => {
+      for (const sandbox of [backend, new NamespaceBackend({ drop: false })]) {
+        const { exit, stdout } = await output(
+          sandbox.spawn(spec(workspace(), ['/bin/grep', '^Cap', '/proc/self/status'])),
+        );
+        expect(exit.code).toBe(0);
+        expect(stdout.split('\n').filter(Boolean)).toEqual(
+          ['CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb'].map((name) => `${name}:\t0000000000000000`),
+        );
+      }
+    },
+  );
+
   it('shows the same /etc from one copy as from a bind per entry, and mounts only the copy and the large dirs', async () => {
     // Every entry's path, type, mode and content (or link target), then the mounts under /etc.
     const probe = [

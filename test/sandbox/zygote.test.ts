@@ -113,9 +113,9 @@ describe.skipIf(!root)('zygote (root namespace server)', () => {
     const started = JSON.parse((await run(cold, { code: PROBE })).stdout);
     expect(forked.forked).toBe(true);
     expect(started.forked).toBe(false);
-    // A cold run's inheritable and bounding sets keep the three capabilities setpriv needed (none of
-    // them effective); a forked run keeps none at all.
+    // Neither keeps an inheritable or bounding capability (a cold run's drop program clears them).
     expect(forked.kept).toEqual(['0000000000000000', '0000000000000000']);
+    expect(started.kept).toEqual(forked.kept);
     expect(forked.caps).toEqual({
       CapPrm: '0000000000000000',
       CapEff: '0000000000000000',

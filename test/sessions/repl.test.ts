@@ -16,14 +16,21 @@ interface Cases {
   readonly loop: string;
   /** A loop that ignores SIGINT, so the driver must be killed. */
   readonly stubborn: string;
+  /** Sent before `stubborn`, untimed: what makes it ignore an interrupt from its first moment. */
+  readonly stubbornSetup?: string;
   readonly hardExit: string;
   readonly zero: string;
   /** Reads n, yields, writes n + 1: racy unless sends are serialized. */
   readonly increment: string;
 }
 
-const SPAWN_IGNORING_INT =
-  "require('child_process').spawnSync('bash', ['-c', 'trap \"\" INT; sleep 30'], { stdio: 'inherit' })";
+// JavaScript cannot ignore SIGINT (the driver breaks a cell on it), but a blocking system call
+// can: open(2) of a FIFO with no writer waits, restarted after the driver's signal handler. Made
+// by an earlier send, so the timed one is stubborn from its first statement. (It used to spawn a
+// bash that trapped INT: an interrupt landing before that bash had set its trap — 30 ms here, more
+// on a busy machine — ended it, and the session, correctly interrupted, stayed alive.)
+const MAKE_FIFO = "require('child_process').execFileSync('mkfifo', ['stubborn.fifo'])";
+const OPEN_FIFO = "require('fs').openSync('stubborn.fifo', 'r')";
 
 const CASES: Record<string, Cases> = {
   python: {
@@ -43,7 +50,8 @@ const CASES: Record<string, Cases> = {
     error: ['null.x', /TypeError/],
     show: 'console.log(n)',
     loop: 'while (true) {}',
-    stubborn: SPAWN_IGNORING_INT,
+    stubborn: OPEN_FIFO,
+    stubbornSetup: MAKE_FIFO,
     hardExit: 'process.exit(3)',
     zero: 'n = 0;',
     increment: '{ const v = n; await new Promise((r) => setTimeout(r, 20)); n = v + 1; }',
@@ -54,7 +62,8 @@ const CASES: Record<string, Cases> = {
     error: ['const s: string = (null as any).x', /TypeError/],
     show: 'console.log(n)',
     loop: 'while (true) {}',
-    stubborn: SPAWN_IGNORING_INT,
+    stubborn: OPEN_FIFO,
+    stubbornSetup: MAKE_FIFO,
     hardExit: 'process.exit(3)',
     zero: 'n = 0;',
     increment: '{ const v: number = n; await new Promise((r) => setTimeout(r, 20)); n = v + 1; }',
@@ -137,6 +146,8 @@ describe.each(MATRIX)('%s session (sandbox mode %s)', (language, mode) => {
 
   it('kills a session whose code ignores the interrupt, without hanging', async () => {
     const session = await stateful();
+    if (cases.stubbornSetup)
+      expect((await send(server.client, session.session_id, cases.stubbornSetup)).value.success).toBe(true);
     const tree = processTree(session.pid);
     const started = Date.now();
     const dead = await send(server.client, session.session_id, cases.stubborn, 500);

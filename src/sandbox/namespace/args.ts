@@ -5,9 +5,13 @@ import type { SandboxSpec } from '../types.js';
 import { dropsTo } from './drop.js';
 import type { SystemMount } from './host.js';
 
-/** Fixed child fds: 3 is the control channel (spec.control), then ours. */
+/**
+ * Fixed child fds: 3 is the control channel (spec.control), then ours. bwrap reads the seccomp
+ * program from SECCOMP_FD to its end once the sandbox is built, before it starts anything in it: a
+ * direct start's server sends it only after moving bwrap into the run's cgroup (launcher.ts), and
+ * an empty program (the server gone first) makes bwrap fail instead of running the code.
+ */
 export const SECCOMP_FD = 4;
-export const WAIT_FD = 5;
 /** Where the drop program reads a run's end mark and reports its status (`drop -r`, drop.ts). */
 export const REPORT_FD = 7;
 
@@ -37,13 +41,8 @@ export interface BwrapOptions {
    * setpriv, for the ids it takes.
    */
   readonly drop?: string;
-  /**
-   * Memory and pids are enforced by a cgroup: bwrap blocks on WAIT_FD after building the sandbox,
-   * before it starts anything in it, until the server has moved it in; no rlimit fallbacks.
-   */
+  /** Memory and pids are enforced by a cgroup (which the run starts in): no rlimit fallbacks. */
   readonly cgroup: boolean;
-  /** bwrap must block on WAIT_FD until the server has moved it into the cgroup (direct starts). */
-  readonly waitForCgroup?: boolean;
   /**
    * Who sets the rlimits: prlimit in front of bwrap (default), or the caller, a launcher that
    * applies rlimitsFor() itself (setrlimit when forked by the forker, bash's ulimit) and saves an
@@ -99,7 +98,6 @@ export function buildBwrapArgs(spec: SandboxSpec, options: BwrapOptions): string
     );
   }
   argv.push(tools.bwrap, ...namespaceFlags(spec, identity !== undefined, placeholder));
-  if (options.cgroup && (options.waitForCgroup ?? true)) argv.push('--block-fd', String(WAIT_FD));
   argv.push('--die-with-parent', '--new-session', '--hostname', 'codexec', '--clearenv');
   for (const [name, value] of Object.entries(spec.env)) argv.push('--setenv', name, value);
   argv.push(...filesystem(spec, options.system, options.privateDirs ?? []));
@@ -114,6 +112,10 @@ export function buildBwrapArgs(spec: SandboxSpec, options: BwrapOptions): string
       `--reuid=${identity.uid}`,
       `--regid=${identity.gid}`,
       '--clear-groups',
+      // Every capability set empty, as the drop program leaves them (drop.ts).
+      '--inh-caps=-all',
+      '--ambient-caps=-all',
+      '--bounding-set=-all',
       '--no-new-privs',
       '--',
     );
@@ -173,9 +175,10 @@ function namespaceFlags(spec: SandboxSpec, privileged: boolean, placeholder: boo
   if (privileged) {
     // bwrap runs as real root: no user namespace (it would map the code back to host root);
     // the drop program (or setpriv) drops to the unprivileged uid instead. Only the capabilities
-    // it and --chdir need survive, and its setuid clears them before the code starts. A
-    // placeholder needs none: the zygote's process confines itself.
-    const kept = placeholder ? [] : ['CAP_SETUID', 'CAP_SETGID', 'CAP_DAC_READ_SEARCH'];
+    // it and --chdir need survive (CAP_SETPCAP to empty the bounding set, which bwrap leaves full
+    // here), and it clears every set before the code starts. A placeholder needs none: the
+    // zygote's process confines itself.
+    const kept = placeholder ? [] : ['CAP_SETUID', 'CAP_SETGID', 'CAP_DAC_READ_SEARCH', 'CAP_SETPCAP'];
     return [
       '--unshare-ipc',
       '--unshare-pid',

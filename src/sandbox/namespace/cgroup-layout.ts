@@ -78,8 +78,13 @@ export function prepareCgroups(): CgroupLayout {
   return layout;
 }
 
-/** Remove empty run cgroups of servers that are gone (killed before they could dispose). */
+/**
+ * Remove the run cgroups of servers that are gone (killed before they could dispose), with whatever
+ * is still in them: a dead server's run has no owner left (its helpers kill its runs as they go,
+ * this is the backstop). A member just killed takes a moment to be reaped: up to 500 ms here.
+ */
 function sweepStale(layout: CgroupLayout): void {
+  const stale: string[] = [];
   for (const parent of new Set([layout.memory, layout.pids])) {
     let names: string[];
     try {
@@ -89,12 +94,37 @@ function sweepStale(layout: CgroupLayout): void {
     }
     for (const name of names) {
       const owner = /^codexec-run-(\d+)-/.exec(name)?.[1];
-      if (owner === undefined || alive(Number(owner))) continue;
+      if (owner !== undefined && !alive(Number(owner))) stale.push(join(parent, name));
+    }
+  }
+  const tick = new Int32Array(new SharedArrayBuffer(4));
+  for (let waited = 0; stale.length > 0 && waited <= 500; waited += 10) {
+    for (const dir of [...stale]) {
+      killMembers(dir);
       try {
-        rmdirSync(join(parent, name));
-      } catch {
-        // still has members, or removed concurrently: leave it
+        rmdirSync(dir);
+        stale.splice(stale.indexOf(dir), 1);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') stale.splice(stale.indexOf(dir), 1);
+        // else members not reaped yet: again shortly
       }
+    }
+    if (stale.length > 0) Atomics.wait(tick, 0, 0, 10);
+  }
+}
+
+function killMembers(dir: string): void {
+  let pids: string[];
+  try {
+    pids = readFileSync(join(dir, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean);
+  } catch {
+    return;
+  }
+  for (const pid of pids) {
+    try {
+      process.kill(Number(pid), 'SIGKILL');
+    } catch {
+      // gone already
     }
   }
 }

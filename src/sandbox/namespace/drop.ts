@@ -1,10 +1,14 @@
 // The drop program: what `setpriv --reuid=U --regid=G --clear-groups --no-new-privs -- PROGRAM`
-// does in a root server's sandbox, as a static x86-64 executable of ~600 bytes. setpriv is
+// does in a root server's sandbox, as a static x86-64 executable of ~1.1 KB. setpriv is
 // dynamically linked: each cold run paid for the loader, libc's start-up (CPUID probing, which a
 // VM traps), libcap-ng and a passwd lookup through NSS before the program started, ~2 ms here.
-// bwrap has already applied seccomp and dropped every capability but CAP_SETUID, CAP_SETGID and
-// CAP_DAC_READ_SEARCH; setresuid() from root to another uid clears the permitted, effective and
-// ambient sets, and no_new_privs keeps file capabilities from granting any back at exec.
+// bwrap has already applied seccomp and dropped every capability but CAP_SETUID, CAP_SETGID,
+// CAP_DAC_READ_SEARCH and CAP_SETPCAP (but not the bounding set, and it leaves those four in the
+// inheritable set). This program empties the bounding set (which needs CAP_SETPCAP) first;
+// setresuid() from root to another uid clears the permitted, effective and ambient sets; then it
+// empties the inheritable set (capset) and the ambient one (explicitly): every set is 0 when the
+// code starts, as in a zygote's fork. no_new_privs keeps file capabilities from granting any back
+// at exec; the empty sets are defence in depth.
 //
 // With -r it also reports the program's end, so that a one-shot run need not wait for its
 // sandbox's teardown (~0.5-1.5 ms): it reads the run's end mark (32 bytes) from REPORT_FD (7),
@@ -27,7 +31,7 @@ const CODE = [
   '4889e3', // mov rbx, rsp
   '4531ff', // xor r15d, r15d (no report)
   '48833b02', // cmp qword [rbx], 2
-  '0f8287020000', // jb usage (argc < 2)
+  '0f820f030000', // jb usage (argc < 2)
   '488b7b10', // mov rdi, [rbx+16] (argv[1])
   '66813f2d72', // cmp word [rdi], 0x722d ("-r")
   '7519', // jne ids
@@ -40,30 +44,69 @@ const CODE = [
   '488903', // mov [rbx], rax
   // ids:
   '48833b04', // cmp qword [rbx], 4
-  '0f8259020000', // jb usage (argc < 4)
+  '0f82e1020000', // jb usage (argc < 4)
   '488b7b10', // mov rdi, [rbx+16] (argv[1])
-  'e874020000', // call parse
+  'e8fc020000', // call parse
   '4189c4', // mov r12d, eax (uid)
   '488b7b18', // mov rdi, [rbx+24] (argv[2])
-  'e868020000', // call parse
+  'e8f0020000', // call parse
   '4189c5', // mov r13d, eax (gid)
+  // the bounding set, emptied while CAP_SETPCAP lasts (bwrap keeps it for this): no exec regains a capability
+  '4531f6', // xor r14d, r14d (capability 0)
+  // bounding:
+  'b89d000000', // mov eax, 157 (prctl)
+  'bf18000000', // mov edi, 24 (PR_CAPBSET_DROP)
+  '4489f6', // mov esi, r14d
+  '31d2', // xor edx, edx
+  '4531d2', // xor r10d, r10d
+  '4531c0', // xor r8d, r8d
+  '0f05', // syscall
+  '4883f8ea', // cmp rax, -22 (EINVAL: past the last capability the kernel has)
+  '7412', // je dropped
+  '4885c0', // test rax, rax
+  '0f8583010000', // jnz fail
+  '41ffc6', // inc r14d
+  '4183fe40', // cmp r14d, 64
+  '72d1', // jb bounding
+  // dropped:
   'b874000000', // mov eax, 116 (setgroups)
   '31ff', // xor edi, edi (no supplementary groups)
   '31f6', // xor esi, esi
   '0f05', // syscall
   '4885c0', // test rax, rax
-  '0f8510010000', // jnz fail
+  '0f8566010000', // jnz fail
   'b877000000', // mov eax, 119 (setresgid)
   '4489ef', // mov edi, r13d
   '4489ee', // mov esi, r13d
   '4489ea', // mov edx, r13d
   '0f05', // syscall
   '4885c0', // test rax, rax
-  '0f85f7000000', // jnz fail
+  '0f854d010000', // jnz fail
   'b875000000', // mov eax, 117 (setresuid: last, it takes CAP_SETGID with it)
   '4489e7', // mov edi, r12d
   '4489e6', // mov esi, r12d
   '4489e2', // mov edx, r12d
+  '0f05', // syscall
+  '4885c0', // test rax, rax
+  '0f8534010000', // jnz fail
+  // the inheritable set too (the uid change cleared the permitted, effective and ambient sets)
+  '48c74424e022050820', // mov qword [rsp-32], 0x20080522 (the header: _LINUX_CAPABILITY_VERSION_3, this process)
+  '31c0', // xor eax, eax
+  '48894424e8', // mov [rsp-24], rax (the data: effective, permitted and inheritable all 0, twice)
+  '48894424f0', // mov [rsp-16], rax
+  '48894424f8', // mov [rsp-8], rax
+  'b87e000000', // mov eax, 126 (capset)
+  '488d7c24e0', // lea rdi, [rsp-32]
+  '488d7424e8', // lea rsi, [rsp-24]
+  '0f05', // syscall
+  '4885c0', // test rax, rax
+  '0f8500010000', // jnz fail
+  'b89d000000', // mov eax, 157 (prctl)
+  'bf2f000000', // mov edi, 47 (PR_CAP_AMBIENT)
+  'be04000000', // mov esi, 4 (PR_CAP_AMBIENT_CLEAR_ALL)
+  '31d2', // xor edx, edx
+  '4531d2', // xor r10d, r10d
+  '4531c0', // xor r8d, r8d
   '0f05', // syscall
   '4885c0', // test rax, rax
   '0f85de000000', // jnz fail

@@ -186,7 +186,8 @@ export class Forker {
     if (!this.retiring || !helper || this.children.size > 0 || this.pending.size > 0) return;
     this.retiring = false;
     this.helper = undefined;
-    helper.stdin?.end(); // its end of input: it reaps what is left and exits
+    // Said first: an end of input without it is the server's death, whose runs the helper kills.
+    helper.stdin?.end(`${JSON.stringify({ retire: true })}\n`); // it reaps what is left and exits
   }
 
   private spawnHelper(): ChildProcess {

@@ -458,8 +458,6 @@ function bwrapOptions(
     ...(identity && { identity }),
     ...(system.drop && { drop: system.drop }),
     cgroup: how.cgroup,
-    // A launcher already runs inside its cgroup; a direct start waits until moved in.
-    waitForCgroup: how.cgroup && !how.launcher,
     // A launcher sets the rlimits itself (setrlimit, bash's ulimit), saving prlimit's exec.
     rlimitsBy: how.launcher ? 'caller' : 'prlimit',
     seccomp: true,

@@ -2,8 +2,12 @@
 // RCU grace period in the kernel (5-25 ms on cgroup v1), so launchers are kept ready per stdio
 // shape: a process already inside a fresh run cgroup, waiting for its argv on ARGV_FD, forked by
 // the forker (forker.ts) or, without a host Python, a bash spawned here. Everything it execs
-// starts inside the cgroup. Without a ready launcher, bwrap is spawned directly and held on
-// --block-fd until the server has moved it in (the grace period then overlaps bwrap's setup).
+// starts inside the cgroup. Without a ready launcher, bwrap is spawned directly and held until the
+// server has moved it in (the grace period then overlaps bwrap's setup): it reads its seccomp
+// program to the end of SECCOMP_FD before it starts anything, and the server sends that program
+// only after the move. Not --block-fd: bwrap goes on when that fd ends, so a server killed before
+// the move left the code running outside any cgroup, owned by nobody (its pid 1 is the sandbox's,
+// and its --die-with-parent comes later). An empty program makes bwrap fail instead.
 // (A warm Python forked by the zygote joins its cgroup itself, before any code: zygote.ts.)
 import { spawn } from 'node:child_process';
 import type { Writable } from 'node:stream';
@@ -11,7 +15,7 @@ import { log } from '../../util/index.js';
 import { childStdio } from '../fds.js';
 import { ignoreStreamErrors } from '../streams.js';
 import type { SandboxSpec } from '../types.js';
-import { REPORT_FD, SECCOMP_FD, WAIT_FD } from './args.js';
+import { REPORT_FD, SECCOMP_FD } from './args.js';
 import type { CgroupLimits, RunCgroup } from './cgroups.js';
 import type { ChildLike, Forker } from './forker.js';
 import { children, signal } from './process.js';
@@ -57,7 +61,7 @@ export interface Ready {
 const key = (shape: Shape) => `${shape.stdin}:${shape.control === true}:${shape.report === true}`;
 
 /** The child's fds by slot, before this process's inherited fds are mapped (childStdio). */
-function slots(shape: Shape, extra: 'wait' | 'argv' | 'none') {
+function slots(shape: Shape, extra: 'argv' | 'none') {
   const base: Array<'pipe' | 'ignore'> = [
     shape.stdin,
     'pipe',
@@ -65,7 +69,6 @@ function slots(shape: Shape, extra: 'wait' | 'argv' | 'none') {
     shape.control ? 'pipe' : 'ignore',
     'pipe',
   ];
-  if (extra === 'wait') base.push('pipe');
   if (extra === 'argv') base.push('ignore', 'pipe');
   if (shape.report) {
     while (base.length < REPORT_FD) base.push('ignore');
@@ -74,13 +77,13 @@ function slots(shape: Shape, extra: 'wait' | 'argv' | 'none') {
   return base;
 }
 
-const stdio = (shape: Shape, extra: 'wait' | 'argv' | 'none') => childStdio(slots(shape, extra));
+const stdio = (shape: Shape, extra: 'argv' | 'none') => childStdio(slots(shape, extra));
 
 export function fd(child: ChildLike, n: number): Writable {
   return (child.stdio as unknown as Writable[])[n] as Writable;
 }
 
-/** Direct start: spawn the argv; with a cgroup, bwrap waits on WAIT_FD until it has been moved in. */
+/** Direct start: spawn the argv; with a cgroup, bwrap waits for its seccomp program until moved in. */
 export function startDirect(
   argv: readonly string[],
   shape: Shape,
@@ -93,18 +96,20 @@ export function startDirect(
     cwd: '/',
     env: {},
     detached: true,
-    stdio: stdio(shape, cgroup ? 'wait' : 'none'),
+    stdio: stdio(shape, 'none'),
   });
   ignoreStreamErrors(child);
-  fd(child, SECCOMP_FD).end(seccomp);
   if (mark !== undefined) fd(child, REPORT_FD).write(mark);
   const pid = child.pid;
-  if (!cgroup || pid === undefined) return { child, ...(cgroup && { cgroup }), joined: Promise.resolve() };
+  if (!cgroup || pid === undefined) {
+    fd(child, SECCOMP_FD).end(seccomp);
+    return { child, ...(cgroup && { cgroup }), joined: Promise.resolve() };
+  }
   const joined = joinTree(cgroup, pid).then(() => {
-    fd(child, WAIT_FD).end('\n');
+    fd(child, SECCOMP_FD).end(seccomp);
   });
-  // Never start unconfined: without the byte on WAIT_FD bwrap runs nothing.
-  joined.catch(() => fd(child, WAIT_FD).destroy());
+  // Never start unconfined: an empty seccomp program makes bwrap fail before it runs anything.
+  joined.catch(() => fd(child, SECCOMP_FD).destroy());
   return { child, cgroup, joined };
 }
 

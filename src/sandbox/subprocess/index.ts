@@ -11,13 +11,16 @@ import {
   type SandboxedProcess,
   type SandboxSpec,
 } from '../types.js';
+import { Reaper } from './reaper.js';
 
 /**
  * The seed's light mode: a plain child process in its own session and process group, with the
- * stripped environment. It does not confine the filesystem, network or resources.
+ * stripped environment. It does not confine the filesystem, network or resources. Its groups are
+ * killed if the server dies (the reaper).
  */
 export class SubprocessBackend implements SandboxBackend {
   readonly mode = 'subprocess' as const;
+  private readonly reaper = new Reaper();
 
   async probe(): Promise<Availability> {
     return { available: true };
@@ -36,11 +39,15 @@ export class SubprocessBackend implements SandboxBackend {
       stdio: childStdio(spec.control ? [spec.stdin, 'pipe', 'pipe', 'pipe'] : [spec.stdin, 'pipe', 'pipe']),
     });
     ignoreStreamErrors(child);
+    const pid = child.pid;
+    if (pid !== undefined) this.reaper.watch(pid);
     const exited = new Promise<Exit>((resolve) => {
       child.once('error', (error) => resolve({ code: null, signal: null, spawnError: error }));
-      child.once('exit', (code, signal) => resolve({ code, signal }));
+      child.once('exit', (code, signal) => {
+        if (pid !== undefined) this.reaper.release(pid);
+        resolve({ code, signal });
+      });
     });
-    const pid = child.pid;
     const { stdout, stderr } = child;
     if (!stdout || !stderr) throw new Error('spawn returned no output pipes');
     return {

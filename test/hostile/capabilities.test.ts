@@ -1,0 +1,92 @@
+// Hostile code reads its own capability sets (issue #17): in namespace mode all five are empty in
+// every way code starts — a one-shot cold run, a warm one (pre-started, or forked from the
+// zygote), a REPL session — in every language, whether the server runs as root (bwrap privileged,
+// then the drop program) or not (bwrap in a user namespace). In subprocess mode the code keeps
+// the server's own, which this asserts too (docs/security.md says so from this run).
+import { chownSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { callTool } from '../helpers/server.js';
+import { type Rig, run, startRig } from './probes.js';
+
+const root = process.getuid?.() === 0;
+const SETS = ['CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb'] as const;
+const EMPTY = Object.fromEntries(SETS.map((name) => [name, '0000000000000000']));
+
+const READ: Record<string, string> = {
+  python: `print("".join(l for l in open("/proc/self/status") if l.startswith("Cap")))`,
+  node: `console.log(require("node:fs").readFileSync("/proc/self/status", "utf8"))`,
+  typescript: `const status: string = require("node:fs").readFileSync("/proc/self/status", "utf8"); console.log(status)`,
+  bash: 'grep ^Cap /proc/self/status',
+};
+const LANGUAGES = Object.keys(READ);
+
+/** The five sets from /proc/self/status text. */
+function sets(stdout: string): Record<string, string | undefined> {
+  const found: Record<string, string | undefined> = {};
+  for (const name of SETS) found[name] = new RegExp(`^${name}:\\s*([0-9a-f]{16})$`, 'm').exec(stdout)?.[1];
+  return found;
+}
+
+// 'namespace (non-root)': the server itself runs as uid 65534 (bwrap in a user namespace).
+const MODES = ['namespace', ...(root ? ['namespace (non-root)'] : []), 'subprocess'] as const;
+
+describe.each(MODES)('capability sets of the code (%s mode)', (label) => {
+  const confined = label !== 'subprocess';
+  let rig: Rig;
+  let coldDir: string;
+
+  beforeAll(async () => {
+    rig =
+      label === 'namespace (non-root)'
+        ? await startRig({ CODEXEC_SANDBOX_MODE: 'namespace' }, 65534)
+        : await startRig({ CODEXEC_SANDBOX_MODE: confined ? 'namespace' : 'subprocess' });
+    // A working_dir never gets a warm process: a run there starts cold.
+    coldDir = join(rig.server.home, 'sandbox', 'cold');
+    mkdirSync(coldDir, { recursive: true });
+    if (label === 'namespace (non-root)') {
+      chownSync(join(rig.server.home, 'sandbox'), 65534, 65534);
+      chownSync(coldDir, 65534, 65534);
+    }
+  });
+
+  afterAll(async () => {
+    await rig.close();
+  });
+
+  const expected = (stdout: string) => {
+    if (confined) expect(sets(stdout)).toEqual(EMPTY);
+    // The server's own sets: as root, everything it has.
+    else expect(sets(stdout).CapEff !== EMPTY.CapEff).toBe(root);
+  };
+
+  it.each(LANGUAGES)('%s, one-shot, cold', async (language) => {
+    const result = await run(rig, language, READ[language] as string, { working_dir: coldDir });
+    expect(result.warm).toBe(false);
+    expect(result.sandbox_mode).toBe(confined ? 'namespace' : 'subprocess');
+    expected(result.stdout);
+  });
+
+  it.each(LANGUAGES)('%s, one-shot, warm', async (language) => {
+    // The first run of a language warms its pool; a later one takes a warm process.
+    let result = await run(rig, language, READ[language] as string);
+    for (let attempt = 0; !result.warm && attempt < 40; attempt++) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      result = await run(rig, language, READ[language] as string);
+    }
+    expect(result.warm).toBe(true);
+    expected(result.stdout);
+  });
+
+  it.each(LANGUAGES)('%s, session', async (language) => {
+    const started = await callTool<{ session_id: string }>(rig.server.client, 'start_session', { language });
+    expect(started.isError).toBe(false);
+    const sent = await callTool<{ stdout: string; success: boolean }>(rig.server.client, 'send_to_session', {
+      session_id: started.value.session_id,
+      code: READ[language],
+    });
+    expect(sent.value.success).toBe(true);
+    expected(sent.value.stdout);
+    await callTool(rig.server.client, 'close_session', { session_id: started.value.session_id });
+  });
+});
