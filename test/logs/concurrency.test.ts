@@ -67,9 +67,10 @@ describe('two servers sharing a home', () => {
     const direct = Array.from({ length: RUNS }, (_, i) => `exec_c${String(i).padStart(11, '0')}`);
     const everything = [...executed, ...direct].sort();
 
-    // Every JSONL line is whole and appears once.
+    // Every JSONL line of the execution logs is whole and appears once (the audit files beside
+    // them have their own entries).
     const lines = readdirSync(logDir(home))
-      .filter((name) => name.endsWith('.jsonl'))
+      .filter((name) => /^(executions|session)-.*\.jsonl$/.test(name))
       .flatMap((name) =>
         readFileSync(join(logDir(home), name), 'utf8')
           .split('\n')
