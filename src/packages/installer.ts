@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { Config } from '../config/index.js';
 import { runCommand } from '../engine/index.js';
 import { SandboxUnavailableError } from '../errors/index.js';
-import { sandboxEnv } from '../policy/index.js';
+import { type SecretsFilter, sandboxEnv } from '../policy/index.js';
 import type { Interpreters } from '../runtimes/index.js';
 import { SubprocessBackend } from '../sandbox/index.js';
 import { installerEnvAdditions, npmInstallArgv, pipInstallArgv } from './commands.js';
@@ -40,6 +40,8 @@ export class PackageInstaller {
   constructor(
     private readonly config: Config,
     private readonly interpreters: Interpreters,
+    /** Masks secrets in the installer's output (a registry token in an error, say). */
+    private readonly secrets?: SecretsFilter,
     private readonly hostEnv: NodeJS.ProcessEnv = process.env,
   ) {}
 
@@ -82,6 +84,7 @@ export class PackageInstaller {
         timeoutMs: this.config.installTimeoutMs,
         killGraceMs: this.config.killGraceMs,
         output: this.config.output,
+        secrets: this.secrets,
       },
     );
     const success = result.exit_code === 0;

@@ -1,6 +1,7 @@
 import { type Config, globalPackageDirs } from '../config/index.js';
 import { CodexecError } from '../errors/index.js';
 import type { LogWriter } from '../logs/index.js';
+import type { SecretsFilter } from '../policy/index.js';
 import type { Interpreters } from '../runtimes/index.js';
 import { type InstallResult, type PackageEnv, PackageInstaller } from './installer.js';
 import { type PackageLanguage, parsePackageSpec } from './spec.js';
@@ -37,8 +38,9 @@ export class PackageService {
     private readonly logs: LogWriter,
     /** Called after the global environment changed (warm processes started earlier must go). */
     private readonly onGlobalChange: () => Promise<void> = async () => {},
+    secrets?: SecretsFilter,
   ) {
-    this.installer = new PackageInstaller(config, interpreters);
+    this.installer = new PackageInstaller(config, interpreters, secrets);
   }
 
   /** Called once by the session manager so installs can target sessions. */

@@ -52,7 +52,7 @@ export function createServices(config: Config): Services {
     pythonPath: [globalPackageDirs(config).python],
     nodeModules: [globalPackageDirs(config).nodeModules],
   };
-  const packages = new PackageService(config, interpreters, logs, () => engine.refreshPool());
+  const packages = new PackageService(config, interpreters, logs, () => engine.refreshPool(), secrets);
   packages.attachSessions(sessions);
   return {
     config,

@@ -185,3 +185,22 @@ describe('install_package into the global environment', () => {
     expect(refused.value).toMatchObject({ success: false, code: 'SESSION_NOT_FOUND' });
   });
 });
+
+describe('install_package output passes the secrets filter', () => {
+  it('masks a secret value of the server environment in the installer output', async () => {
+    const secret = 'codexec-hidden-pkg-q7';
+    const server = await startServer({ env: { PIP_NO_INDEX: '1', PKG_SECRET_TOKEN: secret } });
+    try {
+      const failed = await callTool<Value>(server.client, 'install_package', {
+        language: 'python',
+        package: secret,
+      });
+      expect(failed.value).toMatchObject({ success: false });
+      expect(failed.value.install_output).toMatch(/No matching distribution|Could not find/);
+      expect(failed.value.install_output).toContain('***');
+      expect(failed.value.install_output).not.toContain(secret);
+    } finally {
+      await server.close();
+    }
+  });
+});
