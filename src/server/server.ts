@@ -34,6 +34,9 @@ export function instructions(config: Config): string {
     );
   }
   const languages = allowedLanguages(config).map((language) => NAMES[language] ?? language);
+  const commands = config.gate.allowedRuntimes.includes('bash')
+    ? 'execute_command for command lines (tests, builds) in a persistent workspace, '
+    : '';
   const approval =
     config.gate.approval === 'ask'
       ? ' Every run asks the user for approval first; a denied run is refused and did not run.'
@@ -42,9 +45,9 @@ export function instructions(config: Config): string {
         : '';
   return (
     `codexec runs ${languages.join(', ')} code in a sandbox: execute_code for one-shot programs, sessions ` +
-    'for multi-step work, saved scripts for reuse. Prefer an existing tool when one fits; use code for ' +
-    'computation, data transformation and file processing. Explain what the code will do before running ' +
-    'it. Afterwards report what ran and what it showed (what passed, what failed, the key output) and ' +
+    `for multi-step work, ${commands}saved scripts for reuse. Prefer an existing tool when one fits; ` +
+    'use code for computation, data transformation and file processing. Explain what the code will do ' +
+    'before running it. Afterwards report what ran and what it showed (what passed, what failed, the key output) and ' +
     'list files it created by path instead of pasting them. On failure read stderr, then fix and retry ' +
     `or report it.${approval}`
   );
