@@ -94,13 +94,35 @@ function openOnce(path: string, logDir: string): Db {
     // Several codexec processes may share CODEXEC_HOME: WAL lets readers run beside one writer,
     // and a writer waits for the lock instead of failing.
     db.pragma('busy_timeout = 10000');
-    db.pragma('journal_mode = WAL');
+    enableWal(db);
     db.pragma('synchronous = NORMAL');
     prepareSchema(db, logDir);
     return db;
   } catch (error) {
     db.close();
     throw error;
+  }
+}
+
+/** How long opening waits for another process that is switching the same new index to WAL. */
+const WAL_WAIT_MS = 10_000;
+
+/**
+ * `journal_mode = WAL` needs the database to itself and fails at once with SQLITE_BUSY, without
+ * the busy handler, while another process opens the same new index (two servers started
+ * together: seen in ~1 of 3 simultaneous opens). Retried with short sleeps; opening is once per
+ * process, so blocking for a few ms then is harmless.
+ */
+function enableWal(db: Db): void {
+  const deadline = Date.now() + WAL_WAIT_MS;
+  for (let delayMs = 1; ; delayMs = Math.min(delayMs * 2, 50)) {
+    try {
+      db.pragma('journal_mode = WAL');
+      return;
+    } catch (error) {
+      if ((error as { code?: unknown }).code !== 'SQLITE_BUSY' || Date.now() > deadline) throw error;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, delayMs);
+    }
   }
 }
 
