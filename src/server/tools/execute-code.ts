@@ -5,6 +5,7 @@ import { resolveWorkingDir } from '../../policy/index.js';
 import { LANGUAGES } from '../../runtimes/index.js';
 import { defineTool } from '../define-tool.js';
 import type { Gatekeeper, RunFacts } from '../guard.js';
+import { imageContent, imageFields } from '../images.js';
 import { ProgressStreamer } from '../progress.js';
 import type { Services } from '../services.js';
 import { advertisedLanguage } from './languages.js';
@@ -29,6 +30,7 @@ export const executionResultSchema = z.object({
     .enum(['memory', 'processes', 'cpu', 'file_size'])
     .optional()
     .describe('present when a resource limit stopped the run: memory, processes, cpu or file_size'),
+  ...imageFields,
 });
 
 const LANGUAGE_HELP = 'python, node (JavaScript, ES module), typescript or bash';
@@ -73,6 +75,7 @@ export function registerExecuteCode(server: McpServer, services: Services, gate:
     input: inputSchema,
     advertisedInput: inputSchema.extend({ language: advertisedLanguage(services.config, LANGUAGE_HELP) }),
     output: executionResultSchema,
+    extraContent: imageContent,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
     handler: async (args, ctx) => {
       // Bad input is refused before anyone is asked to approve it.
