@@ -1,9 +1,9 @@
 // Pictures come back as MCP image content: matplotlib figures (shown or left open), image files a
 // run writes, within CODEXEC_MAX_IMAGE_BYTES and 4 per result. matplotlib is Debian's
 // (python3-matplotlib, .ci/run installs it), importable by /usr/bin/python3 only.
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERAS, startServer, type TestServer } from '../helpers/server.js';
 
@@ -165,6 +165,22 @@ describe.each(ERAS)('images (%s era)', (era) => {
     expect(value.images).toEqual([{ mime_type: 'image/png', path: 'small.png' }]);
     expect(pictures).toHaveLength(1);
     expect(value.images_skipped).toEqual([{ path: 'big.png', reason: 'too_large' }]);
+  });
+
+  it('does not follow a link the code made to a picture outside the working dir', async () => {
+    // The server reads the files, not the sandbox: a link must not lend it the server's view.
+    const secret = join(mkdtempSync(join(tmpdir(), 'codexec-secret-')), 'secret.png');
+    writeFileSync(secret, Buffer.concat([PNG_MAGIC, Buffer.alloc(64)]));
+    try {
+      const { value, pictures } = await run(
+        `import os\nos.symlink(${JSON.stringify(secret)}, "leak.png")\nos.mkdir("d")\nos.symlink("/", "d/root")`,
+      );
+      expect(value.artifacts).toContain('leak.png');
+      expect(value.images).toEqual([]);
+      expect(pictures).toEqual([]);
+    } finally {
+      rmSync(dirname(secret), { recursive: true, force: true });
+    }
   });
 
   it('returns image files from other languages too (node)', async () => {
