@@ -221,6 +221,22 @@ describe.each(ERAS)('images (%s era)', (era) => {
     }
   });
 
+  it('returns the figures of a saved script run with run_script', async () => {
+    const saved = await server.client.callTool({
+      name: 'save_script',
+      arguments: {
+        name: `plot-${era}`,
+        description: 'draws a line',
+        language: 'python',
+        code: 'import matplotlib.pyplot as plt\nplt.figure(figsize=(2, 3), dpi=100)\nplt.plot([1, 2])\nplt.show()',
+      },
+    });
+    expect(saved.isError ?? false).toBe(false);
+    const { value, pictures } = await call(server, 'run_script', { name: `plot-${era}` });
+    expect(value.success, value.stderr).toBe(true);
+    expect(pictures.map((p) => pngSize(p.bytes))).toEqual([[200, 300]]);
+  });
+
   it('advertises images in the output schemas of execute_code, send_to_session and run_script', async () => {
     const { tools } = await server.client.listTools();
     for (const name of ['execute_code', 'send_to_session', 'run_script'])
