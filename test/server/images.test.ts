@@ -71,6 +71,8 @@ describe.each(ERAS)('images (%s era)', (era) => {
     // Neither the figures nor matplotlib's config/cache are artifacts.
     expect(value.artifacts).toEqual([]);
     expect(value.stderr).toBe('');
+    // The hidden folder goes with the workspace: nothing was left for the agent.
+    await expect.poll(() => existsSync(value.working_dir), { timeout: 5000 }).toBe(false);
   });
 
   it('returns a figure left open at the end of a run', async () => {
