@@ -132,7 +132,8 @@ def save_figures():
     if "matplotlib.pyplot" not in sys.modules or not os.environ.get("CODEXEC_FIGURES_DIR"):
         return
     try:
-        import codexec_figures  # the backend (drivers/mpl), on PYTHONPATH; loaded already unless the code chose another
+        # The backend (drivers/mpl, on PYTHONPATH): loaded already, unless the code chose another.
+        import codexec_figures
 
         codexec_figures.save_figures()
     except Exception as error:

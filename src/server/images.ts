@@ -9,25 +9,20 @@ export const imageFields = {
   images: z
     .array(
       z.object({
-        mime_type: z.string().describe('image/png, image/jpeg, image/gif or image/webp'),
-        path: z.string().optional().describe('the image file, relative to working_dir; absent for a figure'),
+        mime_type: z.string(),
+        path: z.string().optional().describe('relative to working_dir; absent for a figure'),
       }),
     )
-    .describe(
-      'matplotlib figures (shown, or open at the end), then image files the code wrote; each is also an ' +
-        'image content block after the JSON, in this order',
-    ),
+    .describe('matplotlib figures, then image files written; each also an image content block, in order'),
   images_skipped: z
     .array(
       z.object({
-        path: z.string().optional().describe('absent for a figure'),
-        reason: z
-          .enum(['too_large', 'too_many'])
-          .describe('over CODEXEC_MAX_IMAGE_BYTES, or past the 4 images a result carries'),
+        path: z.string().optional(),
+        reason: z.enum(['too_large', 'too_many']).describe('over the byte limit, or past the 4th image'),
       }),
     )
     .optional()
-    .describe('present when pictures were left out'),
+    .describe('pictures left out'),
 };
 
 /** The image content blocks of a result: one per entry of `images` that holds its bytes. */

@@ -69,7 +69,7 @@ export function registerExecuteCode(server: McpServer, services: Services, gate:
       'state from earlier calls, and return its stdout, stderr, exit code and the files it created. ' +
       'Use it for calculations, data parsing, file transformations and quick experiments; for multi-step ' +
       'work that keeps variables between calls, use a session instead. Print what you want to see: only ' +
-      'output is returned. Output beyond the server limit (default 10,000 characters per stream) is cut ' +
+      'output is returned; matplotlib figures and image files come back as images. Output beyond the server limit (default 10,000 characters per stream) is cut ' +
       'to its first and last parts. Code runs without API keys or other secrets from the server environment. ' +
       'A failing program is a normal result with success=false; read stderr and fix the code.',
     input: inputSchema,
