@@ -31,6 +31,12 @@ export interface RunFacts {
 
 const SUMMARY_CHARS = 500;
 
+/** What the audit keeps of any run's result (one-shot, send, command: all carry these). */
+export function runFacts(result: RunFacts): RunFacts {
+  const { execution_id, exit_code, duration_ms, stdout } = result;
+  return { execution_id, exit_code, duration_ms, stdout };
+}
+
 /**
  * The gate as one MCP connection sees it: the pure decision (policy), then, when it asks, the
  * client's approval and this connection's trust, then the run, then the audit entry. One per

@@ -54,3 +54,22 @@ export class ProgressStreamer {
       .catch(() => {}); // the client went away; the result path reports that
   }
 }
+
+/**
+ * Run `task` with output streamed as progress notifications when the client asked for them, and
+ * the last notification sent before the result (or the failure) goes out.
+ */
+export async function withProgress<T>(
+  ctx: ServerContext,
+  task: (options: {
+    signal: AbortSignal;
+    onOutput?: (stream: OutputStream, text: string) => void;
+  }) => Promise<T>,
+): Promise<T> {
+  const progress = new ProgressStreamer(ctx);
+  try {
+    return await task({ signal: ctx.mcpReq.signal, ...(progress.enabled && { onOutput: progress.push }) });
+  } finally {
+    await progress.flush();
+  }
+}

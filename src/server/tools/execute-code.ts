@@ -1,12 +1,12 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
-import type { Engine, ExecutionResult } from '../../engine/index.js';
+import type { Engine } from '../../engine/index.js';
 import { resolveWorkingDir } from '../../policy/index.js';
 import { LANGUAGES } from '../../runtimes/index.js';
 import { defineTool } from '../define-tool.js';
-import type { Gatekeeper, RunFacts } from '../guard.js';
+import { type Gatekeeper, runFacts } from '../guard.js';
 import { imageContent, imageFields } from '../images.js';
-import { ProgressStreamer } from '../progress.js';
+import { withProgress } from '../progress.js';
 import type { Services } from '../services.js';
 import { advertisedLanguage } from './languages.js';
 
@@ -51,15 +51,6 @@ const inputSchema = z.object({
 });
 
 /** What the audit keeps of an execution result. */
-export function executionFacts(result: ExecutionResult): RunFacts {
-  return {
-    execution_id: result.execution_id,
-    exit_code: result.exit_code,
-    duration_ms: result.duration_ms,
-    stdout: result.stdout,
-  };
-}
-
 export function registerExecuteCode(server: McpServer, services: Services, gate: Gatekeeper): void {
   defineTool(server, {
     name: 'execute_code',
@@ -86,7 +77,7 @@ export function registerExecuteCode(server: McpServer, services: Services, gate:
         ctx,
         { tool: 'execute_code', language: args.language, code: args.code, sessionId: null },
         () => runWithProgress(services.engine, args, ctx, workingDir),
-        executionFacts,
+        runFacts,
       );
     },
   });
@@ -98,13 +89,7 @@ async function runWithProgress(
   ctx: Parameters<Parameters<typeof defineTool>[1]['handler']>[1],
   workingDir: string | undefined,
 ) {
-  const progress = new ProgressStreamer(ctx);
-  try {
-    return await engine.run(
-      { language: args.language, code: args.code, timeoutMs: args.timeout_ms, workingDir },
-      { signal: ctx.mcpReq.signal, onOutput: progress.enabled ? progress.push : undefined },
-    );
-  } finally {
-    await progress.flush();
-  }
+  return withProgress(ctx, (options) =>
+    engine.run({ language: args.language, code: args.code, timeoutMs: args.timeout_ms, workingDir }, options),
+  );
 }

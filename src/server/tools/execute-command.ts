@@ -2,8 +2,8 @@ import type { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { prepareCommand, runPreparedCommand } from '../command.js';
 import { defineTool } from '../define-tool.js';
-import type { Gatekeeper } from '../guard.js';
-import { ProgressStreamer } from '../progress.js';
+import { type Gatekeeper, runFacts } from '../guard.js';
+import { withProgress } from '../progress.js';
 import type { Services } from '../services.js';
 
 const DEFAULT_TIMEOUT_SECONDS = 60;
@@ -74,23 +74,8 @@ export function registerExecuteCommand(server: McpServer, services: Services, ga
       return gate.run(
         ctx,
         { tool: 'execute_command', language: 'bash', code: args.command, sessionId: null },
-        async () => {
-          const progress = new ProgressStreamer(ctx);
-          try {
-            return await runPreparedCommand(services, prepared, {
-              signal: ctx.mcpReq.signal,
-              onOutput: progress.enabled ? progress.push : undefined,
-            });
-          } finally {
-            await progress.flush();
-          }
-        },
-        (result) => ({
-          execution_id: result.execution_id,
-          exit_code: result.exit_code,
-          duration_ms: result.duration_ms,
-          stdout: result.stdout,
-        }),
+        () => withProgress(ctx, (options) => runPreparedCommand(services, prepared, options)),
+        runFacts,
       );
     },
   });

@@ -6,11 +6,11 @@ import { findMissingPackages } from '../../packages/index.js';
 import { resolveWorkingDir } from '../../policy/index.js';
 import { LANGUAGES } from '../../runtimes/index.js';
 import { defineTool } from '../define-tool.js';
-import type { Gatekeeper } from '../guard.js';
+import { type Gatekeeper, runFacts } from '../guard.js';
 import { imageContent } from '../images.js';
-import { ProgressStreamer } from '../progress.js';
+import { withProgress } from '../progress.js';
 import type { Services } from '../services.js';
-import { executionFacts, executionResultSchema } from './execute-code.js';
+import { executionResultSchema } from './execute-code.js';
 
 const name = z
   .string()
@@ -204,9 +204,8 @@ export function registerScriptTools(server: McpServer, services: Services, gate:
       return gate.run(
         ctx,
         attempt,
-        async () => {
-          const progress = new ProgressStreamer(ctx);
-          try {
+        () =>
+          withProgress(ctx, async (options) => {
             const result = await services.engine.run(
               {
                 language: metadata.language,
@@ -216,15 +215,12 @@ export function registerScriptTools(server: McpServer, services: Services, gate:
                 args: args.args,
                 scriptName: metadata.name,
               },
-              { signal: ctx.mcpReq.signal, onOutput: progress.enabled ? progress.push : undefined },
+              options,
             );
             await scripts.recordRun(args.name, result.success);
             return result;
-          } finally {
-            await progress.flush();
-          }
-        },
-        executionFacts,
+          }),
+        runFacts,
       );
     },
   });

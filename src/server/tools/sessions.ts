@@ -3,9 +3,9 @@ import { z } from 'zod';
 import { resolveWorkingDir, runtimeRefusal } from '../../policy/index.js';
 import { LANGUAGES } from '../../runtimes/index.js';
 import { defineTool } from '../define-tool.js';
-import type { Gatekeeper } from '../guard.js';
+import { type Gatekeeper, runFacts } from '../guard.js';
 import { imageContent, imageFields } from '../images.js';
-import { ProgressStreamer } from '../progress.js';
+import { withProgress } from '../progress.js';
 import type { Services } from '../services.js';
 import { advertisedLanguage } from './languages.js';
 
@@ -138,26 +138,12 @@ function registerCodeTools(server: McpServer, services: Services, gate: Gatekeep
       return gate.run(
         ctx,
         attempt,
-        async () => {
-          // Output streams as progress notifications when the client asked for them (progressToken).
-          const progress = new ProgressStreamer(ctx);
-          try {
-            return await sessions.send(args.session_id, {
-              code: args.code,
-              timeoutMs: args.timeout_ms,
-              signal: ctx.mcpReq.signal,
-              onOutput: progress.enabled ? progress.push : undefined,
-            });
-          } finally {
-            await progress.flush();
-          }
-        },
-        (result) => ({
-          execution_id: result.execution_id,
-          exit_code: result.exit_code,
-          duration_ms: result.duration_ms,
-          stdout: result.stdout,
-        }),
+        // Output streams as progress notifications when the client asked for them (progressToken).
+        () =>
+          withProgress(ctx, (options) =>
+            sessions.send(args.session_id, { code: args.code, timeoutMs: args.timeout_ms, ...options }),
+          ),
+        runFacts,
       );
     },
   });
