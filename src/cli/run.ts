@@ -59,13 +59,11 @@ export async function runCommand(
       { language, code, timeoutMs: options.timeoutMs, workingDir, args },
       {
         signal: controller.signal,
-        onOutput: options.json ? undefined : (stream, chunk) => process[stream].write(chunk),
+        onOutput: streamTo(options),
       },
     );
     await services.logs.flush();
-    if (options.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
-    else if (result.timed_out) process.stderr.write(`codexec: timed out after ${result.duration_ms} ms\n`);
-    process.exitCode = result.exit_code ?? (result.timed_out ? 124 : 1);
+    report(result, options);
   } catch (error) {
     if (error instanceof CodexecError) fail(error.message);
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') fail(`cannot read ${file}`);
@@ -87,12 +85,10 @@ async function runCommandLine(config: Config, command: string, options: RunOptio
     });
     const result = await runPreparedCommand(services, prepared, {
       signal: controller.signal,
-      onOutput: options.json ? undefined : (stream, chunk) => process[stream].write(chunk),
+      onOutput: streamTo(options),
     });
     await services.logs.flush();
-    if (options.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
-    else if (result.timed_out) process.stderr.write(`codexec: timed out after ${result.duration_ms} ms\n`);
-    process.exitCode = result.exit_code ?? (result.timed_out ? 124 : 1);
+    report(result, options);
   } catch (error) {
     if (error instanceof CodexecError) fail(`${error.message} (${error.code})`);
     throw error;
@@ -102,4 +98,18 @@ async function runCommandLine(config: Config, command: string, options: RunOptio
 function fail(message: string): never {
   process.stderr.write(`codexec: ${message}\n`);
   process.exit(2);
+}
+
+/** Output goes to the terminal as it comes, unless the whole result is printed as JSON at the end. */
+const streamTo = (options: { json?: boolean | undefined }) =>
+  options.json ? undefined : (stream: 'stdout' | 'stderr', chunk: string) => process[stream].write(chunk);
+
+/** Print the result (JSON, or a timeout note after the streamed output) and pass the exit code on. */
+function report(
+  result: { exit_code: number | null; timed_out: boolean; duration_ms: number },
+  options: { json?: boolean | undefined },
+): void {
+  if (options.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+  else if (result.timed_out) process.stderr.write(`codexec: timed out after ${result.duration_ms} ms\n`);
+  process.exitCode = result.exit_code ?? (result.timed_out ? 124 : 1);
 }
