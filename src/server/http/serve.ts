@@ -51,9 +51,10 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
   });
   const address = http.address() as AddressInfo;
   const shown = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-  log('info', `codexec listening on http://${shown}:${address.port}/mcp`);
+  // The token line first: whoever waits for "listening" has read it by then.
   if (principals) log('info', `bearer tokens: ${principals.source}`);
   else log('warn', 'serving WITHOUT authentication (--no-auth, loopback only)');
+  log('info', `codexec listening on http://${shown}:${address.port}/mcp`);
 
   await new Promise<void>((resolve) => {
     let closing = false;
@@ -78,8 +79,10 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
       await services.history.close();
       resolve();
     };
-    process.once('SIGTERM', () => void shutdown('SIGTERM'));
-    process.once('SIGINT', () => void shutdown('SIGINT'));
+    // `on`, not `once`: a second signal during shutdown must not fall through to the default
+    // action (death by signal, logs unflushed); the deadline above bounds the wait instead.
+    process.on('SIGTERM', () => void shutdown('SIGTERM'));
+    process.on('SIGINT', () => void shutdown('SIGINT'));
   });
 }
 

@@ -1,0 +1,224 @@
+// `codexec serve --http` over real HTTP: the SDK's Streamable HTTP client in both eras, and raw
+// fetch for what a client library would hide (401, 403, 413, /healthz, the token file's mode).
+import { execFileSync } from 'node:child_process';
+import { readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectHttp, type HttpServer, startHttp } from '../helpers/http.js';
+import { callTool, ERAS, tempDir } from '../helpers/server.js';
+
+const TOKEN = 'single-token-0123456789abcdef';
+const mcpInit = (headers: Record<string, string> = {}, body?: string) =>
+  ({
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      ...headers,
+    },
+    body:
+      body ??
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: {
+          protocolVersion: '2025-06-18',
+          capabilities: {},
+          clientInfo: { name: 'raw', version: '1' },
+        },
+      }),
+  }) satisfies RequestInit;
+
+describe('serve --http with a single token (CODEXEC_HTTP_TOKEN)', () => {
+  let server: HttpServer;
+  beforeAll(async () => {
+    server = await startHttp({ env: { CODEXEC_HTTP_TOKEN: TOKEN, CODEXEC_HTTP_MAX_BODY_BYTES: '65536' } });
+  });
+  afterAll(async () => {
+    await server.stop();
+    rmSync(server.home, { recursive: true, force: true });
+  });
+
+  it('answers /healthz without a token', async () => {
+    const response = await fetch(new URL('/healthz', server.url));
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ status: 'ok' });
+  });
+
+  it('refuses a missing or wrong token with 401 and WWW-Authenticate: Bearer', async () => {
+    for (const headers of [{}, { authorization: `Bearer ${TOKEN}x` }, { authorization: `Basic ${TOKEN}` }]) {
+      const response = await fetch(server.url, mcpInit(headers));
+      expect(response.status).toBe(401);
+      expect(response.headers.get('www-authenticate')).toMatch(/^Bearer\b/);
+    }
+    const ok = await fetch(server.url, mcpInit({ authorization: `Bearer ${TOKEN}` }));
+    expect(ok.status).toBe(200);
+  });
+
+  it('refuses a foreign Origin with 403, and a non-loopback Host on a loopback bind', async () => {
+    const auth = { authorization: `Bearer ${TOKEN}` };
+    const origin = await fetch(server.url, mcpInit({ ...auth, origin: 'https://evil.example' }));
+    expect(origin.status).toBe(403);
+    expect(await origin.text()).toContain('https://evil.example');
+    // fetch will not forge Host; a raw request does what a rebinding browser would.
+    const port = new URL(server.url).port;
+    const raw = execFileSync('curl', [
+      '-s',
+      '-o',
+      '/dev/null',
+      '-w',
+      '%{http_code}',
+      '-H',
+      `Host: evil.example:${port}`,
+      '-H',
+      `Authorization: Bearer ${TOKEN}`,
+      '-X',
+      'POST',
+      '-d',
+      '{}',
+      server.url,
+    ]).toString();
+    expect(raw).toBe('403');
+  });
+
+  it('refuses a body over CODEXEC_HTTP_MAX_BODY_BYTES with 413', async () => {
+    const big = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: { name: 'execute_code', arguments: { language: 'python', code: `#${'x'.repeat(70_000)}` } },
+    });
+    const response = await fetch(server.url, mcpInit({ authorization: `Bearer ${TOKEN}` }, big));
+    expect(response.status).toBe(413);
+    expect(await response.text()).toContain('CODEXEC_HTTP_MAX_BODY_BYTES');
+  });
+
+  for (const era of ERAS) {
+    it(`runs code through the SDK client (${era} era), with progress over HTTP`, async () => {
+      const client = await connectHttp(server.url, TOKEN, era);
+      try {
+        const progress: string[] = [];
+        const { value } = await callTool<{ success: boolean; stdout: string }>(
+          client,
+          'execute_code',
+          { language: 'python', code: 'import time\nprint("a", flush=True)\ntime.sleep(0.6)\nprint("b")' },
+          { onprogress: (p) => progress.push(p.message ?? '') },
+        );
+        expect(value.success).toBe(true);
+        expect(value.stdout).toBe('a\nb\n');
+        expect(progress.join('')).toContain('a');
+      } finally {
+        await client.close();
+      }
+    });
+  }
+
+  it('serves 20 concurrent clients on one server', async () => {
+    const runs = Array.from({ length: 20 }, async (_, i) => {
+      const client = await connectHttp(server.url, TOKEN, ERAS[i % 2] ?? 'legacy');
+      try {
+        const { value } = await callTool<{ success: boolean; stdout: string }>(client, 'execute_code', {
+          language: 'node',
+          code: `console.log(${i} * 2)`,
+        });
+        return value.stdout.trim();
+      } finally {
+        await client.close();
+      }
+    });
+    expect(await Promise.all(runs)).toEqual(Array.from({ length: 20 }, (_, i) => String(i * 2)));
+  }, 120_000);
+});
+
+describe('serve --http token sources', () => {
+  it('generates a token into $CODEXEC_HOME/http-token (0600), names it on stderr and accepts it', async () => {
+    const server = await startHttp();
+    try {
+      const path = join(server.home, 'http-token');
+      expect(statSync(path).mode & 0o777).toBe(0o600);
+      expect(server.stderr()).toContain(path);
+      const token = readFileSync(path, 'utf8').trim();
+      expect(token.length).toBeGreaterThanOrEqual(32);
+      expect(server.stderr()).not.toContain(token);
+      expect((await fetch(server.url, mcpInit())).status).toBe(401);
+      expect((await fetch(server.url, mcpInit({ authorization: `Bearer ${token}` }))).status).toBe(200);
+    } finally {
+      await server.stop();
+      rmSync(server.home, { recursive: true, force: true });
+    }
+  });
+
+  it('accepts each principal of a token file (CODEXEC_HTTP_TOKENS) and nothing else', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'tokens.json');
+    writeFileSync(file, JSON.stringify({ alice: 'alice-token-0123456789', bob: 'bob-token-0123456789ab' }));
+    const server = await startHttp({ env: { CODEXEC_HTTP_TOKENS: file } });
+    try {
+      for (const token of ['alice-token-0123456789', 'bob-token-0123456789ab']) {
+        const client = await connectHttp(server.url, token, 'modern');
+        const { value } = await callTool<{ stdout: string }>(client, 'execute_code', {
+          language: 'bash',
+          code: 'echo ok',
+        });
+        expect(value.stdout).toBe('ok\n');
+        await client.close();
+      }
+      expect(
+        (await fetch(server.url, mcpInit({ authorization: 'Bearer carol-token-0123456789' }))).status,
+      ).toBe(401);
+    } finally {
+      await server.stop();
+      rmSync(server.home, { recursive: true, force: true });
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('serve --http --no-auth', () => {
+  it('is refused on a non-loopback host (exit 2, says why)', async () => {
+    await expect(startHttp({ args: ['--host', '0.0.0.0', '--no-auth'] })).rejects.toThrow(
+      /exited 2.*--no-auth is only allowed on a loopback host/s,
+    );
+  });
+
+  it('serves without a token on loopback', async () => {
+    const server = await startHttp({ args: ['--no-auth'] });
+    try {
+      expect((await fetch(server.url, mcpInit())).status).toBe(200);
+      expect(server.stderr()).toContain('WITHOUT authentication');
+    } finally {
+      await server.stop();
+      rmSync(server.home, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('serve --http shutdown', () => {
+  it('on SIGTERM with a run in flight: the run is answered, logs are flushed, exit 0, nothing left', async () => {
+    const server = await startHttp({ env: { CODEXEC_HTTP_TOKEN: TOKEN } });
+    try {
+      const client = await connectHttp(server.url, TOKEN, 'legacy');
+      const marker = `inflight-${Date.now()}`;
+      const call = callTool<{ success: boolean; stdout: string }>(
+        client,
+        'execute_code',
+        { language: 'bash', code: `echo ${marker}; sleep 60` },
+        // Every progress sends SIGTERM again: repeated signals must not cut the shutdown short.
+        { onprogress: () => server.child.kill('SIGTERM') },
+      ).catch((error: Error) => error);
+      const code = await server.exited;
+      expect(code).toBe(0);
+      const outcome = await call;
+      // Answered (cancelled/failed result) or the connection closed under it: never a hang.
+      if (!(outcome instanceof Error)) expect(outcome.value.success).toBe(false);
+      // Nothing of this server survives: no process still carries the marker.
+      const left = execFileSync('ps', ['-eo', 'args']).toString();
+      expect(left).not.toContain(marker);
+      const logs = execFileSync('ls', [join(server.home, 'logs')]).toString();
+      expect(logs).toMatch(/executions-\d{4}-\d{2}-\d{2}\.jsonl/);
+    } finally {
+      rmSync(server.home, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
