@@ -47,7 +47,12 @@ describe('serve --http with a single token (CODEXEC_HTTP_TOKEN)', () => {
   });
 
   it('refuses a missing or wrong token with 401 and WWW-Authenticate: Bearer', async () => {
-    for (const headers of [{}, { authorization: `Bearer ${TOKEN}x` }, { authorization: `Basic ${TOKEN}` }]) {
+    const attempts: Record<string, string>[] = [
+      {},
+      { authorization: `Bearer ${TOKEN}x` },
+      { authorization: `Basic ${TOKEN}` },
+    ];
+    for (const headers of attempts) {
       const response = await fetch(server.url, mcpInit(headers));
       expect(response.status).toBe(401);
       expect(response.headers.get('www-authenticate')).toMatch(/^Bearer\b/);
