@@ -180,6 +180,59 @@ describe('serve --http token sources', () => {
   });
 });
 
+describe('serve --http principals own their sessions', () => {
+  it("keeps a principal's session across its reconnects and hides it from another principal", async () => {
+    const dir = tempDir();
+    const file = join(dir, 'tokens.json');
+    const alice = 'alice-token-0123456789';
+    const bob = 'bob-token-0123456789ab';
+    writeFileSync(file, JSON.stringify({ alice, bob }));
+    const server = await startHttp({ env: { CODEXEC_HTTP_TOKENS: file } });
+    try {
+      const first = await connectHttp(server.url, alice, 'legacy');
+      const started = await callTool<{ session_id: string }>(first, 'start_session', { language: 'python' });
+      const id = started.value.session_id;
+      await callTool(first, 'send_to_session', { session_id: id, code: 'x = 41' });
+      await first.close();
+
+      // The same principal, a new connection in the other era: the session and its state are there.
+      const again = await connectHttp(server.url, alice, 'modern');
+      const sent = await callTool<{ stdout: string }>(again, 'send_to_session', {
+        session_id: id,
+        code: 'print(x + 1)',
+      });
+      expect(sent.value.stdout).toBe('42\n');
+
+      const other = await connectHttp(server.url, bob, 'modern');
+      for (const [tool, args] of [
+        ['send_to_session', { session_id: id, code: 'print(x)' }],
+        ['close_session', { session_id: id }],
+        ['install_package', { package: 'nothing-here', language: 'python', session_id: id }],
+      ] as const) {
+        const refused = await callTool<{ code: string; error: string }>(other, tool, args);
+        expect(refused.isError, tool).toBe(true);
+        expect(refused.value.code, tool).toBe('SESSION_NOT_FOUND');
+      }
+      const bobs = await callTool<{ sessions: Array<{ session_id: string }> }>(other, 'list_sessions', {});
+      expect(bobs.value.sessions).toEqual([]);
+      const alices = await callTool<{ sessions: Array<{ session_id: string }> }>(again, 'list_sessions', {});
+      expect(alices.value.sessions.map((session) => session.session_id)).toEqual([id]);
+      // Bob's refused close did not touch it.
+      const still = await callTool<{ stdout: string }>(again, 'send_to_session', {
+        session_id: id,
+        code: 'print(x)',
+      });
+      expect(still.value.stdout).toBe('41\n');
+      await other.close();
+      await again.close();
+    } finally {
+      await server.stop();
+      rmSync(server.home, { recursive: true, force: true });
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
+
 describe('serve --http --no-auth', () => {
   it('is refused on a non-loopback host (exit 2, says why)', async () => {
     await expect(startHttp({ args: ['--host', '0.0.0.0', '--no-auth'] })).rejects.toThrow(

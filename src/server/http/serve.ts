@@ -9,6 +9,7 @@ import { createServices } from '../services.js';
 import { loadPrincipals, type Principals } from './auth.js';
 import { checkOrigins, isLoopback, type Refusal } from './guards.js';
 import { BodyTooLarge, readBody, sendWebResponse, toWebRequest } from './node.js';
+import { type SessionOwners, servicesFor } from './owned.js';
 
 const SHUTDOWN_DEADLINE_MS = 10_000;
 
@@ -33,10 +34,14 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
   services.history.startRetention();
   // One McpServer per HTTP request (the SDK's model: 2026 requests are self-contained, 2025 traffic
   // is served statelessly), all over the one set of services.
-  const handler = createMcpHandler(() => createServer(services), {
-    maxRequestBodySize: config.http.maxBodyBytes,
-    onerror: (error) => log('debug', `http: ${error.message}`),
-  });
+  const owners: SessionOwners = new Map();
+  const handler = createMcpHandler(
+    (ctx) => createServer(servicesFor(services, owners, ctx.authInfo?.clientId ?? 'local')),
+    {
+      maxRequestBodySize: config.http.maxBodyBytes,
+      onerror: (error) => log('debug', `http: ${error.message}`),
+    },
+  );
   const inFlight = new Set<AbortController>();
   const http = createHttpServer((req, res) => {
     void route(req, res, { config, principals, loopback, handler, inFlight }).catch((error: Error) => {
