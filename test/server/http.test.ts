@@ -138,7 +138,9 @@ describe('serve --http with a single token (CODEXEC_HTTP_TOKEN)', () => {
 
 describe('serve --http token sources', () => {
   it('generates a token into $CODEXEC_HOME/http-token (0600), names it on stderr and accepts it', async () => {
-    const server = await startHttp();
+    const root = tempDir();
+    // A first start: CODEXEC_HOME does not exist yet.
+    const server = await startHttp({ home: join(root, 'home') });
     try {
       const path = join(server.home, 'http-token');
       expect(statSync(path).mode & 0o777).toBe(0o600);
@@ -150,7 +152,7 @@ describe('serve --http token sources', () => {
       expect((await fetch(server.url, mcpInit({ authorization: `Bearer ${token}` }))).status).toBe(200);
     } finally {
       await server.stop();
-      rmSync(server.home, { recursive: true, force: true });
+      rmSync(root, { recursive: true, force: true });
     }
   });
 
@@ -252,31 +254,96 @@ describe('serve --http --no-auth', () => {
   });
 });
 
+/** Whether a process with exactly these arguments runs on this machine. */
+const running = (args: string) =>
+  execFileSync('ps', ['-eo', 'args'])
+    .toString()
+    .split('\n')
+    .some((line) => line.trim() === args);
+
+/** A sleep whose arguments no other test uses, so `ps` finds exactly this run's process. */
+const uniqueSleep = () => `sleep 60.${process.pid}${Math.floor(Math.random() * 1e6)}`;
+
+const waitFor = async (check: () => boolean, what: string, everyMs = 100) => {
+  for (let waited = 0; waited < 30_000; waited += everyMs) {
+    if (check()) return;
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+};
+
+describe('serve --http isolation between clients', () => {
+  it("a client that disconnects mid-run cancels its own run only; another client's run completes", async () => {
+    const server = await startHttp({ env: { CODEXEC_HTTP_TOKEN: TOKEN } });
+    try {
+      const other = await connectHttp(server.url, TOKEN, 'modern');
+      const sleeper = uniqueSleep();
+      const aborter = new AbortController();
+      const call = JSON.stringify({
+        jsonrpc: '2.0',
+        id: 7,
+        method: 'tools/call',
+        params: { name: 'execute_code', arguments: { language: 'bash', code: sleeper } },
+      });
+      const going = fetch(server.url, {
+        ...mcpInit({ authorization: `Bearer ${TOKEN}` }, call),
+        signal: aborter.signal,
+      });
+      await waitFor(() => running(sleeper), 'the first run to start');
+      const survivor = callTool<{ success: boolean; stdout: string }>(other, 'execute_code', {
+        language: 'bash',
+        code: 'sleep 1; echo survived',
+      });
+      aborter.abort();
+      await going.then((response) => response.body?.cancel()).catch(() => {});
+      await waitFor(() => !running(sleeper), 'the disconnected run to be stopped');
+      const { value } = await survivor;
+      expect(value).toMatchObject({ success: true, stdout: 'survived\n' });
+      await other.close();
+    } finally {
+      await server.stop();
+      rmSync(server.home, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
+
 describe('serve --http shutdown', () => {
   it('on SIGTERM with a run in flight: the run is answered, logs are flushed, exit 0, nothing left', async () => {
     const server = await startHttp({ env: { CODEXEC_HTTP_TOKEN: TOKEN } });
     try {
       const client = await connectHttp(server.url, TOKEN, 'legacy');
-      const marker = `inflight-${Date.now()}`;
-      const call = callTool<{ success: boolean; stdout: string }>(
-        client,
-        'execute_code',
-        { language: 'bash', code: `echo ${marker}; sleep 60` },
-        // Every progress sends SIGTERM again: repeated signals must not cut the shutdown short.
-        { onprogress: () => server.child.kill('SIGTERM') },
-      ).catch((error: Error) => error);
+      const sleeper = uniqueSleep();
+      const call = callTool<{ success: boolean; stdout: string }>(client, 'execute_code', {
+        language: 'bash',
+        code: sleeper,
+      }).catch((error: Error) => error);
+      await waitFor(() => running(sleeper), 'the run to start'); // really in flight when the signal comes
+      server.child.kill('SIGTERM');
+      // A second signal during the shutdown must not cut it short (death by signal, logs unflushed).
+      await waitFor(() => server.stderr().includes('shutting down'), 'the shutdown to begin', 2);
+      server.child.kill('SIGTERM');
       const code = await server.exited;
       expect(code).toBe(0);
       const outcome = await call;
-      // Answered (cancelled/failed result) or the connection closed under it: never a hang.
+      // Answered (a failed result) or the connection closed under it: never a hang.
       if (!(outcome instanceof Error)) expect(outcome.value.success).toBe(false);
-      // Nothing of this server survives: no process still carries the marker.
-      const left = execFileSync('ps', ['-eo', 'args']).toString();
-      expect(left).not.toContain(marker);
-      const logs = execFileSync('ls', [join(server.home, 'logs')]).toString();
-      expect(logs).toMatch(/executions-\d{4}-\d{2}-\d{2}\.jsonl/);
+      expect(running(sleeper)).toBe(false); // nothing of the run outlives the server
+      const logs = execFileSync('cat', [
+        ...execFileSync('ls', [join(server.home, 'logs')])
+          .toString()
+          .split('\n')
+          .filter((name) => name.startsWith('executions-'))
+          .map((name) => join(server.home, 'logs', name)),
+      ]).toString();
+      expect(logs).toContain(sleeper); // the run's log entry was flushed before exit
     } finally {
       rmSync(server.home, { recursive: true, force: true });
     }
   }, 60_000);
+
+  it('a port it cannot listen on stops start-up with exit 2, naming it', async () => {
+    await expect(startHttp({ args: ['--host', '192.0.2.1'] })).rejects.toThrow(
+      /exited 2.*cannot listen on 192\.0\.2\.1/s,
+    );
+  });
 });

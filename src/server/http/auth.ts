@@ -1,6 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { z } from 'zod';
 import type { Config } from '../../config/index.js';
 import { ConfigError } from '../../errors/index.js';
@@ -71,6 +71,7 @@ function generatedToken(path: string): string {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }
   const token = randomBytes(32).toString('base64url');
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 }); // a first start: CODEXEC_HOME may not exist yet
   writeFileSync(path, `${token}\n`, { mode: 0o600 });
   chmodSync(path, 0o600); // the mode option is filtered by the umask; the file must be 0600 exactly
   return token;

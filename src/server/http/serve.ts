@@ -51,7 +51,12 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
     });
   });
   await new Promise<void>((resolve, reject) => {
-    http.once('error', reject);
+    http.once('error', (error: NodeJS.ErrnoException) => {
+      // A port in use or a host not on this machine is a setting to fix: exit 2 saying which.
+      reject(
+        new ConfigError(`cannot listen on ${options.host}:${options.port} (${error.code ?? error.message})`),
+      );
+    });
     http.listen(options.port, options.host, () => resolve());
   });
   const address = http.address() as AddressInfo;
