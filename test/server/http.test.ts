@@ -99,6 +99,17 @@ describe('serve --http with a single token (CODEXEC_HTTP_TOKEN)', () => {
     expect(await response.text()).toContain('CODEXEC_HTTP_MAX_BODY_BYTES');
   });
 
+  it('answers malformed bodies as JSON-RPC says, by id when readable, and serves on', async () => {
+    const auth = { authorization: `Bearer ${TOKEN}` };
+    const notJson = await fetch(server.url, mcpInit(auth, 'not json'));
+    expect(notJson.status).toBe(400);
+    expect(await notJson.json()).toMatchObject({ id: null, error: { code: -32700 } });
+    const badParams = JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'tools/call', params: 5 });
+    const invalid = await fetch(server.url, mcpInit(auth, badParams));
+    expect(await invalid.json()).toMatchObject({ id: 5, error: { code: -32600 } });
+    expect((await fetch(server.url, mcpInit(auth))).status).toBe(200);
+  });
+
   for (const era of ERAS) {
     it(`runs code through the SDK client (${era} era), with progress over HTTP`, async () => {
       const client = await connectHttp(server.url, TOKEN, era);
