@@ -1,5 +1,6 @@
 // Spawns the real `codexec serve --http --port 0` and connects the official MCP client over HTTP.
 import { type ChildProcess, spawn } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { baseEnv, CLI, type Era, tempDir } from './server.js';
 
@@ -23,14 +24,22 @@ export async function startHttp(
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';
+  let listening = false;
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const url = await new Promise<string>((resolve, reject) => {
     child.stderr?.on('data', (chunk: Buffer) => {
       stderr += chunk.toString();
       const match = /listening on (http:\/\/\S+)/.exec(stderr);
-      if (match?.[1]) resolve(match[1]);
+      if (match?.[1]) {
+        listening = true;
+        resolve(match[1]);
+      }
     });
-    void exited.then((code) => reject(new Error(`server exited ${code}: ${stderr}`)));
+    void exited.then((code) => {
+      // A refused start leaves nothing (after a start, the caller owns the home and removes it).
+      if (!listening && !options.home) rmSync(home, { recursive: true, force: true });
+      reject(new Error(`server exited ${code}: ${stderr}`));
+    });
   });
   return {
     url,

@@ -193,6 +193,32 @@ describe('serve --http token sources', () => {
   });
 });
 
+describe('serve --http refuses bad token settings at start-up (exit 2, naming the setting)', () => {
+  it('a short CODEXEC_HTTP_TOKEN', async () => {
+    await expect(startHttp({ env: { CODEXEC_HTTP_TOKEN: 'short' } })).rejects.toThrow(
+      /exited 2.*CODEXEC_HTTP_TOKEN/s,
+    );
+  });
+
+  it('a token file that is not JSON, or where two principals share a token', async () => {
+    const dir = tempDir();
+    try {
+      const broken = join(dir, 'broken.json');
+      writeFileSync(broken, '{ nope');
+      await expect(startHttp({ env: { CODEXEC_HTTP_TOKENS: broken } })).rejects.toThrow(
+        /exited 2.*CODEXEC_HTTP_TOKENS.*cannot read/s,
+      );
+      const shared = join(dir, 'shared.json');
+      writeFileSync(shared, JSON.stringify({ a: 'same-token-0123456789', b: 'same-token-0123456789' }));
+      await expect(startHttp({ env: { CODEXEC_HTTP_TOKENS: shared } })).rejects.toThrow(
+        /exited 2.*share a token/s,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('serve --http principals own their sessions', () => {
   it("keeps a principal's session across its reconnects and hides it from another principal", async () => {
     const dir = tempDir();
