@@ -345,38 +345,41 @@ describe('serve --http isolation between clients', () => {
 });
 
 describe('serve --http shutdown', () => {
-  it('on SIGTERM with a run in flight: the run is answered, logs are flushed, exit 0, nothing left', async () => {
-    const server = await startHttp({ env: { CODEXEC_HTTP_TOKEN: TOKEN } });
-    try {
-      const client = await connectHttp(server.url, TOKEN, 'legacy');
-      const sleeper = uniqueSleep();
-      const call = callTool<{ success: boolean; stdout: string }>(client, 'execute_code', {
-        language: 'bash',
-        code: sleeper,
-      }).catch((error: Error) => error);
-      await waitFor(() => running(sleeper), 'the run to start'); // really in flight when the signal comes
-      server.child.kill('SIGTERM');
-      // A second signal during the shutdown must not cut it short (death by signal, logs unflushed).
-      await waitFor(() => server.stderr().includes('shutting down'), 'the shutdown to begin', 2);
-      server.child.kill('SIGTERM');
-      const code = await server.exited;
-      expect(code).toBe(0);
-      const outcome = await call;
-      // Answered (a failed result) or the connection closed under it: never a hang.
-      if (!(outcome instanceof Error)) expect(outcome.value.success).toBe(false);
-      expect(running(sleeper)).toBe(false); // nothing of the run outlives the server
-      const logs = execFileSync('cat', [
-        ...execFileSync('ls', [join(server.home, 'logs')])
-          .toString()
-          .split('\n')
-          .filter((name) => name.startsWith('executions-'))
-          .map((name) => join(server.home, 'logs', name)),
-      ]).toString();
-      expect(logs).toContain(sleeper); // the run's log entry was flushed before exit
-    } finally {
-      rmSync(server.home, { recursive: true, force: true });
-    }
-  }, 60_000);
+  for (const era of ERAS) {
+    it(`on SIGTERM with a run in flight (${era} era): the run is answered, logs are flushed, exit 0, nothing left`, async () => {
+      const server = await startHttp({ env: { CODEXEC_HTTP_TOKEN: TOKEN } });
+      try {
+        const client = await connectHttp(server.url, TOKEN, era);
+        const sleeper = uniqueSleep();
+        const call = callTool<{ success: boolean; stdout: string }>(client, 'execute_code', {
+          language: 'bash',
+          code: sleeper,
+        }).catch((error: Error) => error);
+        await waitFor(() => running(sleeper), 'the run to start'); // really in flight when the signal comes
+        server.child.kill('SIGTERM');
+        // A second signal during the shutdown must not cut it short (death by signal, logs unflushed).
+        await waitFor(() => server.stderr().includes('shutting down'), 'the shutdown to begin', 2);
+        server.child.kill('SIGTERM');
+        const code = await server.exited;
+        expect(code).toBe(0);
+        const outcome = await call;
+        // The stopped run is answered (a failed result) before the connection is cut.
+        if (outcome instanceof Error) throw outcome;
+        expect(outcome.value.success).toBe(false);
+        expect(running(sleeper)).toBe(false); // nothing of the run outlives the server
+        const logs = execFileSync('cat', [
+          ...execFileSync('ls', [join(server.home, 'logs')])
+            .toString()
+            .split('\n')
+            .filter((name) => name.startsWith('executions-'))
+            .map((name) => join(server.home, 'logs', name)),
+        ]).toString();
+        expect(logs).toContain(sleeper); // the run's log entry was flushed before exit
+      } finally {
+        rmSync(server.home, { recursive: true, force: true });
+      }
+    }, 60_000);
+  }
 
   it('a port it cannot listen on stops start-up with exit 2, naming it', async () => {
     await expect(startHttp({ args: ['--host', '192.0.2.1'] })).rejects.toThrow(

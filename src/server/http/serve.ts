@@ -81,6 +81,8 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
       // Cancelling runs makes their calls answer (timed out / cancelled) within the kill grace.
       await services.sessions.shutdown();
       await services.engine.shutdown();
+      // Let the stopped runs' answers reach their clients before connections are cut.
+      await drained(inFlight, config.killGraceMs + 1000);
       await handler.close().catch(() => {});
       for (const controller of inFlight) controller.abort();
       http.closeAllConnections();
@@ -94,6 +96,12 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
     process.on('SIGTERM', () => void shutdown('SIGTERM'));
     process.on('SIGINT', () => void shutdown('SIGINT'));
   });
+}
+
+/** Resolve when no request is in flight any more, or after `ms`. */
+async function drained(inFlight: Set<AbortController>, ms: number): Promise<void> {
+  const until = Date.now() + ms;
+  while (inFlight.size > 0 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 20));
 }
 
 interface RouteContext {
