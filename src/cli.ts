@@ -17,6 +17,11 @@ const positiveInt = (value: string) => {
   if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError('expected a positive whole number');
   return n;
 };
+const port = (value: string) => {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65_535) throw new InvalidArgumentError('expected a port, 0-65535');
+  return n;
+};
 const oneOf = (choices: readonly string[]) => (value: string) => {
   if (!choices.includes(value)) throw new InvalidArgumentError(`expected one of ${choices.join(', ')}`);
   return value;
@@ -28,7 +33,11 @@ const program = new Command('codexec')
 
 program
   .command('serve')
-  .description('serve MCP over stdio (what an MCP client launches)')
+  .description('serve MCP over stdio (what an MCP client launches), or over Streamable HTTP with --http')
+  .option('--http', 'serve MCP over Streamable HTTP at /mcp (bearer tokens) instead of stdio')
+  .option('--host <host>', 'with --http: address to bind', '127.0.0.1')
+  .option('--port <port>', 'with --http: port (0 picks a free one, printed on stderr)', port, 8765)
+  .option('--no-auth', 'with --http: no bearer tokens (refused unless --host is loopback)')
   .action(serveCommand);
 
 program

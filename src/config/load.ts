@@ -59,6 +59,13 @@ export interface Config {
     readonly allowedCommands?: readonly string[];
     readonly blockedCommands?: readonly string[];
   };
+  /** serve --http: where tokens come from, which browser origins may call, the body limit. */
+  readonly http: {
+    readonly token?: string;
+    readonly tokensFile?: string;
+    readonly allowedOrigins: readonly string[];
+    readonly maxBodyBytes: number;
+  };
   /** The approval gate: is code execution on, who approves, which languages (ADR 036). */
   readonly gate: {
     readonly enabled: boolean;
@@ -167,6 +174,14 @@ export function loadConfig(
       allowedPaths: (s.CODEXEC_ALLOWED_PATHS ?? []).map((path) => expandHome(path, home)),
       ...(s.CODEXEC_ALLOWED_COMMANDS && { allowedCommands: s.CODEXEC_ALLOWED_COMMANDS }),
       ...(s.CODEXEC_BLOCKED_COMMANDS && { blockedCommands: s.CODEXEC_BLOCKED_COMMANDS }),
+    },
+    http: {
+      ...(s.CODEXEC_HTTP_TOKEN && { token: s.CODEXEC_HTTP_TOKEN }),
+      ...(s.CODEXEC_HTTP_TOKENS && { tokensFile: expandHome(s.CODEXEC_HTTP_TOKENS, home) }),
+      allowedOrigins: (s.CODEXEC_HTTP_ALLOWED_ORIGINS ?? []).map((origin) =>
+        origin.replace(/\/+$/, '').toLowerCase(),
+      ),
+      maxBodyBytes: s.CODEXEC_HTTP_MAX_BODY_BYTES ?? s.CODEXEC_MAX_MESSAGE_BYTES,
     },
     gate: {
       enabled: s.CODEXEC_ENABLED,

@@ -178,6 +178,22 @@ export const settingsSchema = z
     CODEXEC_ALLOWED_RUNTIMES: runtimeList
       .default(['python', 'node', 'typescript', 'bash'])
       .describe('Comma-separated languages code may run in; others are refused.'),
+    CODEXEC_HTTP_TOKEN: z
+      .string()
+      .min(16, 'use at least 16 characters')
+      .optional()
+      .describe('serve --http: the one bearer token (principal "default").'),
+    CODEXEC_HTTP_TOKENS: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('serve --http: a JSON file {"<principal>": "<token>"}; wins over CODEXEC_HTTP_TOKEN.'),
+    CODEXEC_HTTP_ALLOWED_ORIGINS: list(true)
+      .optional()
+      .describe('serve --http: origins (e.g. https://app.example.com) a browser request may come from.'),
+    CODEXEC_HTTP_MAX_BODY_BYTES: int(1024, 500_000_000)
+      .optional()
+      .describe('serve --http: largest request body (413 above); default CODEXEC_MAX_MESSAGE_BYTES.'),
     LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
   })
   .describe('codexec settings; conflicts between them are reconciled in coherence.ts');

@@ -1,0 +1,66 @@
+import type { SendRequest, SessionManager, StartRequest } from '../../sessions/index.js';
+import { SessionNotFoundError } from '../../sessions/index.js';
+import type { Services } from '../services.js';
+
+/** Which principal started each live session; one map for the whole server. */
+export type SessionOwners = Map<string, string>;
+
+/**
+ * The services as one principal sees them: the same engine, pool and session manager as
+ * everyone, but only its own REPL sessions. Another principal's session id is answered exactly
+ * like an unknown one (SESSION_NOT_FOUND), so ids reveal nothing; list_sessions shows only its own.
+ */
+export function servicesFor(services: Services, owners: SessionOwners, principal: string): Services {
+  return { ...services, sessions: sessionsFor(services.sessions, owners, principal) };
+}
+
+function sessionsFor(manager: SessionManager, owners: SessionOwners, principal: string): SessionManager {
+  const own = (sessionId: string) => {
+    if (owners.get(sessionId) === principal) return;
+    throw new SessionNotFoundError(
+      `no session ${sessionId}; list_sessions shows the running ones, start_session makes one`,
+    );
+  };
+  const overrides: Partial<SessionManager> = {
+    async start(request: StartRequest) {
+      const started = await manager.start(request);
+      owners.set(started.session_id, principal);
+      return started;
+    },
+    send(sessionId: string, request: SendRequest) {
+      own(sessionId);
+      return manager.send(sessionId, request);
+    },
+    async close(sessionId: string) {
+      own(sessionId);
+      const closed = await manager.close(sessionId);
+      owners.delete(sessionId);
+      return closed;
+    },
+    async list() {
+      const { sessions } = await manager.list();
+      return { sessions: sessions.filter((session) => owners.get(session.session_id) === principal) };
+    },
+    describe(sessionId: string) {
+      own(sessionId);
+      return manager.describe(sessionId);
+    },
+    packageEnv(sessionId, language) {
+      own(sessionId);
+      return manager.packageEnv(sessionId, language);
+    },
+    recordPackageInstall(sessionId, name) {
+      own(sessionId);
+      manager.recordPackageInstall(sessionId, name);
+    },
+  };
+  // A view, not a copy: anything not overridden is the shared manager's own method, bound to it,
+  // so its state (counts, timers, the session limit) stays one for all principals.
+  return new Proxy(manager, {
+    get(target, property, receiver) {
+      if (Object.hasOwn(overrides, property)) return overrides[property as keyof SessionManager];
+      const value = Reflect.get(target, property, receiver);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}

@@ -1,0 +1,168 @@
+import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createMcpHandler } from '@modelcontextprotocol/server';
+import type { Config } from '../../config/index.js';
+import { ConfigError } from '../../errors/index.js';
+import { log } from '../../util/index.js';
+import { createServer } from '../server.js';
+import { createServices } from '../services.js';
+import { loadPrincipals, type Principals } from './auth.js';
+import { checkOrigins, isLoopback, type Refusal } from './guards.js';
+import { BodyTooLarge, readBody, sendWebResponse, toWebRequest } from './node.js';
+import { type SessionOwners, servicesFor } from './owned.js';
+
+const SHUTDOWN_DEADLINE_MS = 10_000;
+
+export interface HttpOptions {
+  readonly host: string;
+  readonly port: number;
+  /** Serve without tokens: only on a loopback host (refused otherwise). */
+  readonly noAuth: boolean;
+}
+
+/**
+ * Serve MCP over Streamable HTTP at /mcp (both eras, the SDK's createMcpHandler) and /healthz,
+ * until SIGTERM/SIGINT. One set of services (engine, pool, sessions, logs) for every client.
+ */
+export async function serveHttp(config: Config, options: HttpOptions): Promise<void> {
+  const loopback = isLoopback(options.host);
+  if (options.noAuth && !loopback) {
+    throw new ConfigError(`--no-auth is only allowed on a loopback host, not ${options.host}`);
+  }
+  const principals = options.noAuth ? undefined : loadPrincipals(config);
+  const services = createServices(config);
+  services.history.startRetention();
+  // One McpServer per HTTP request (the SDK's model: 2026 requests are self-contained, 2025 traffic
+  // is served statelessly), all over the one set of services.
+  const owners: SessionOwners = new Map();
+  const handler = createMcpHandler(
+    (ctx) => createServer(servicesFor(services, owners, ctx.authInfo?.clientId ?? 'local')),
+    {
+      maxRequestBodySize: config.http.maxBodyBytes,
+      onerror: (error) => log('debug', `http: ${error.message}`),
+    },
+  );
+  const inFlight = new Set<AbortController>();
+  const http = createHttpServer((req, res) => {
+    void route(req, res, { config, principals, loopback, handler, inFlight }).catch((error: Error) => {
+      log('warn', `http: ${error.message}`);
+      if (!res.headersSent) refuse(res, { status: 500, message: 'internal error' });
+      else res.end();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    http.once('error', (error: NodeJS.ErrnoException) => {
+      // A port in use or a host not on this machine is a setting to fix: exit 2 saying which.
+      reject(
+        new ConfigError(`cannot listen on ${options.host}:${options.port} (${error.code ?? error.message})`),
+      );
+    });
+    http.listen(options.port, options.host, () => resolve());
+  });
+  const address = http.address() as AddressInfo;
+  const shown = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  // The token line first: whoever waits for "listening" has read it by then.
+  if (principals) log('info', `bearer tokens: ${principals.source}`);
+  else log('warn', 'serving WITHOUT authentication (--no-auth, loopback only)');
+  log('info', `codexec listening on http://${shown}:${address.port}/mcp`);
+
+  await new Promise<void>((resolve) => {
+    let closing = false;
+    const shutdown = async (why: string) => {
+      if (closing) return;
+      closing = true;
+      log('info', `shutting down (${why})`);
+      setTimeout(() => {
+        log('warn', `shutdown still unfinished after ${SHUTDOWN_DEADLINE_MS} ms; exiting anyway`);
+        resolve();
+      }, SHUTDOWN_DEADLINE_MS).unref();
+      http.close(); // stop accepting; in-flight exchanges still get their answers
+      http.closeIdleConnections();
+      // Cancelling runs makes their calls answer (timed out / cancelled) within the kill grace.
+      await services.sessions.shutdown();
+      await services.engine.shutdown();
+      // Let the stopped runs' answers reach their clients before connections are cut.
+      await drained(inFlight, config.killGraceMs + 1000);
+      await handler.close().catch(() => {});
+      for (const controller of inFlight) controller.abort();
+      http.closeAllConnections();
+      await services.logs.flush();
+      await services.audit.flush();
+      await services.history.close();
+      resolve();
+    };
+    // `on`, not `once`: a second signal during shutdown must not fall through to the default
+    // action (death by signal, logs unflushed); the deadline above bounds the wait instead.
+    process.on('SIGTERM', () => void shutdown('SIGTERM'));
+    process.on('SIGINT', () => void shutdown('SIGINT'));
+  });
+}
+
+/** Resolve when no request is in flight any more, or after `ms`. */
+async function drained(inFlight: Set<AbortController>, ms: number): Promise<void> {
+  const until = Date.now() + ms;
+  while (inFlight.size > 0 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 20));
+}
+
+interface RouteContext {
+  readonly config: Config;
+  readonly principals: Principals | undefined;
+  readonly loopback: boolean;
+  readonly handler: ReturnType<typeof createMcpHandler>;
+  readonly inFlight: Set<AbortController>;
+}
+
+async function route(req: IncomingMessage, res: ServerResponse, ctx: RouteContext): Promise<void> {
+  const path = (req.url ?? '/').split('?')[0];
+  if (path === '/healthz') {
+    if (req.method !== 'GET' && req.method !== 'HEAD')
+      return refuse(res, { status: 405, message: 'use GET' });
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ status: 'ok' }));
+    return;
+  }
+  if (path !== '/mcp') return refuse(res, { status: 404, message: 'not found: MCP is served at /mcp' });
+  const controller = new AbortController();
+  res.once('close', () => {
+    if (!res.writableFinished) controller.abort(); // the client went away: cancel its exchange only
+  });
+  // Origin and Host first: a rebinding page must learn nothing, not even that a token is wanted.
+  const head = toWebRequest(req, undefined, controller.signal);
+  const refused = checkOrigins(head, ctx.loopback, ctx.config.http.allowedOrigins);
+  if (refused) return refuse(res, refused);
+  const principal = ctx.principals ? ctx.principals.identify(req.headers.authorization ?? null) : 'local';
+  if (principal === undefined) {
+    return refuse(res, {
+      status: 401,
+      message: 'missing or wrong bearer token (Authorization: Bearer <token>)',
+      headers: { 'www-authenticate': 'Bearer realm="codexec"' },
+    });
+  }
+  let body: Buffer | undefined;
+  if (req.method === 'POST') {
+    try {
+      body = await readBody(req, ctx.config.http.maxBodyBytes);
+    } catch (error) {
+      if (!(error instanceof BodyTooLarge)) throw error;
+      return refuse(res, {
+        status: 413,
+        message: `request body over ${ctx.config.http.maxBodyBytes} bytes (CODEXEC_HTTP_MAX_BODY_BYTES)`,
+        headers: { connection: 'close' },
+      });
+    }
+  }
+  ctx.inFlight.add(controller);
+  try {
+    const request = toWebRequest(req, body, controller.signal);
+    const authInfo = { token: '', clientId: principal, scopes: [] };
+    await sendWebResponse(res, await ctx.handler.fetch(request, { authInfo }));
+  } finally {
+    ctx.inFlight.delete(controller);
+  }
+}
+
+/** A refusal in JSON-RPC error shape, so MCP clients can show the sentence. */
+function refuse(res: ServerResponse, refusal: Refusal): void {
+  res.writeHead(refusal.status, { 'content-type': 'application/json', ...refusal.headers });
+  res.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32000, message: refusal.message } }));
+}
