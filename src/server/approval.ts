@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import {
   CLIENT_CAPABILITIES_META_KEY,
   type ClientCapabilities,
@@ -53,15 +53,19 @@ interface Ticket {
  * untyped text, and the contract needs `APPROVAL_DENIED` and an audit entry then.
  */
 export class ApprovalAsker {
-  private readonly tickets = createRequestStateCodec<Ticket>({
-    key: randomBytes(32),
-    ttlSeconds: 24 * 3600,
-  });
+  private readonly tickets: ReturnType<typeof createRequestStateCodec<Ticket>>;
 
+  /**
+   * `ticketKey` is the server process's (Services): over HTTP every request gets a server of its
+   * own, and the retry that carries the answer must verify a ticket another one minted.
+   */
   constructor(
     private readonly server: McpServer,
     private readonly timeoutMs: number,
-  ) {}
+    ticketKey: Uint8Array,
+  ) {
+    this.tickets = createRequestStateCodec<Ticket>({ key: ticketKey, ttlSeconds: 24 * 3600 });
+  }
 
   /** Whether the client declared form elicitation: per request (2026 era) or at initialize (2025). */
   canAsk(ctx: ServerContext): boolean {

@@ -60,7 +60,10 @@ export function createServer(services: Services): McpServer {
     { name: 'codexec', version },
     { capabilities: { tools: {} }, instructions: instructions(config) },
   );
-  const gate = new Gatekeeper(services, new ApprovalAsker(server, config.gate.approvalTimeoutMs));
+  const gate = new Gatekeeper(
+    services,
+    new ApprovalAsker(server, config.gate.approvalTimeoutMs, services.approvalKey),
+  );
   if (config.gate.enabled) registerExecuteCode(server, services, gate);
   if (config.gate.enabled) registerExecuteCommand(server, services, gate);
   registerScriptTools(server, services, gate);

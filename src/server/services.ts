@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { AuditTrail } from '../audit/index.js';
 import { type Config, globalPackageDirs } from '../config/index.js';
@@ -29,6 +30,8 @@ export interface Services {
   readonly rules: RuleSet;
   /** The audit trail: one hash-chained entry per attempt to run code (allowed, refused, denied). */
   readonly audit: AuditTrail;
+  /** Signs approval tickets (2026 era): one key per server process, whatever serves the request. */
+  readonly approvalKey: Uint8Array;
 }
 
 export function createServices(config: Config): Services {
@@ -65,5 +68,6 @@ export function createServices(config: Config): Services {
     sessions,
     rules: loadRules(config),
     audit: new AuditTrail({ dir: config.logDir, retentionDays: config.auditRetentionDays }),
+    approvalKey: randomBytes(32),
   };
 }

@@ -2,7 +2,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { baseEnv, CLI, type Era, tempDir } from './server.js';
+import { baseEnv, CLI, type ElicitAnswer, type ElicitParams, type Era, tempDir } from './server.js';
 
 export interface HttpServer {
   readonly url: string;
@@ -54,12 +54,30 @@ export async function startHttp(
   };
 }
 
-/** An SDK client over Streamable HTTP, sending the bearer token when given. */
-export async function connectHttp(url: string, token: string | undefined, era: Era): Promise<Client> {
+/**
+ * An SDK client over Streamable HTTP, sending the bearer token when given; with `elicit`, it
+ * declares form elicitation and answers every approval form with it.
+ */
+export async function connectHttp(
+  url: string,
+  token: string | undefined,
+  era: Era,
+  elicit?: (params: ElicitParams) => ElicitAnswer,
+): Promise<Client> {
   const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
   const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } });
   const negotiation = era === 'modern' ? { versionNegotiation: { mode: { pin: '2026-07-28' } } } : {};
-  const client = new Client({ name: 'codexec-http-tests', version: '1.0.0' }, negotiation as never);
+  const capabilities = elicit ? { capabilities: { elicitation: { form: {} } } } : {};
+  const client = new Client({ name: 'codexec-http-tests', version: '1.0.0' }, {
+    ...negotiation,
+    ...capabilities,
+  } as never);
+  if (elicit) {
+    client.setRequestHandler(
+      'elicitation/create',
+      async (request) => elicit(request.params as never) as never,
+    );
+  }
   await client.connect(transport);
   return client;
 }

@@ -110,6 +110,27 @@ describe('serve --http with a single token (CODEXEC_HTTP_TOKEN)', () => {
     expect((await fetch(server.url, mcpInit(auth))).status).toBe(200);
   });
 
+  it('asks for approval over HTTP (2026 era): the retry that carries the answer reaches another per-request server', async () => {
+    const gated = await startHttp({ env: { CODEXEC_HTTP_TOKEN: TOKEN, CODEXEC_APPROVAL: 'ask' } });
+    const forms: string[] = [];
+    const client = await connectHttp(gated.url, TOKEN, 'modern', (params) => {
+      forms.push(params.message);
+      return { action: 'accept', content: { decision: 'approve' } };
+    });
+    try {
+      const { value } = await callTool<{ success: boolean; stdout: string }>(client, 'execute_code', {
+        language: 'python',
+        code: 'print(6 * 7)',
+      });
+      expect(value).toMatchObject({ success: true, stdout: '42\n' });
+      expect(forms).toHaveLength(1);
+      expect(forms[0]).toContain('print(6 * 7)');
+    } finally {
+      await client.close();
+      await gated.stop();
+    }
+  });
+
   for (const era of ERAS) {
     it(`runs code through the SDK client (${era} era), with progress over HTTP`, async () => {
       const client = await connectHttp(server.url, TOKEN, era);
