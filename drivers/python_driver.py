@@ -125,6 +125,21 @@ class Kernel:
         traceback.print_exception(type(error), error, tb)
 
 
+def save_figures():
+    """Notebook-like: the figures a cell made or left open are saved for its result, then closed.
+
+    Only when the cell's code imported pyplot: importing matplotlib here would cost ~300 ms."""
+    if "matplotlib.pyplot" not in sys.modules or not os.environ.get("CODEXEC_FIGURES_DIR"):
+        return
+    try:
+        # The backend (drivers/mpl, on PYTHONPATH): loaded already, unless the code chose another.
+        import codexec_figures
+
+        codexec_figures.save_figures()
+    except Exception as error:
+        print("codexec: could not save the figures: %s" % (error,), file=sys.stderr)
+
+
 def run_guarded(kernel, code):
     # SIGINT is honoured only while user code runs; a late one is absorbed here, never in the loop.
     try:
@@ -159,6 +174,7 @@ def main():
         if message.get("type") != "exec":
             continue
         status, exit_code = run_guarded(kernel, message["code"])
+        save_figures()
         flush_std()
         write_frame(fd, {"type": "done", "id": message["id"], "status": status, "exit_code": exit_code})
     os._exit(0)

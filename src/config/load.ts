@@ -29,6 +29,8 @@ export interface Config {
   readonly killGraceMs: number;
   readonly output: { readonly maxChars: number; readonly head: number; readonly tail: number };
   readonly maxCodeBytes: number;
+  /** Largest figure or image file a result carries as image content (CODEXEC_MAX_IMAGE_BYTES). */
+  readonly maxImageBytes: number;
   /** Largest JSON-RPC message a transport reads whole (CODEXEC_MAX_MESSAGE_BYTES). */
   readonly maxMessageBytes: number;
   readonly retentionDays: { readonly success: number; readonly failure: number; readonly session: number };
@@ -131,6 +133,7 @@ export function loadConfig(
       tail: s.CODEXEC_TRUNCATION_TAIL,
     },
     maxCodeBytes: s.CODEXEC_MAX_CODE_BYTES,
+    maxImageBytes: s.CODEXEC_MAX_IMAGE_BYTES,
     maxMessageBytes: s.CODEXEC_MAX_MESSAGE_BYTES,
     retentionDays: {
       success: s.CODEXEC_LOG_RETENTION_DAYS_SUCCESS,

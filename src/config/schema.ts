@@ -95,6 +95,9 @@ export const settingsSchema = z
     CODEXEC_TRUNCATION_HEAD: int(0, 100_000_000).default(4000).describe('Characters kept from the start.'),
     CODEXEC_TRUNCATION_TAIL: int(0, 100_000_000).default(4000).describe('Characters kept from the end.'),
     CODEXEC_MAX_CODE_BYTES: int(1, 100_000_000).default(10_000_000).describe('Largest code accepted.'),
+    CODEXEC_MAX_IMAGE_BYTES: int(0, 100_000_000)
+      .default(2 * 1024 * 1024)
+      .describe('Largest figure or image file returned as MCP image content (0: none).'),
     CODEXEC_MAX_MESSAGE_BYTES: int(1024, 500_000_000)
       .default(64 * 1024 * 1024)
       .describe(

@@ -19,6 +19,7 @@ import {
 import { holdsOnly, newId, quietly } from '../util/index.js';
 import { type ArtifactDiff, diffSnapshots, type Snapshot, snapshotDir } from './artifacts.js';
 import { type Collected, collect } from './collect.js';
+import { collectImages, FIGURES_DIR } from './images.js';
 import { buildRunSpec } from './spec.js';
 import type { ExecutionRequest, ExecutionResult, RunOptions } from './types.js';
 
@@ -196,17 +197,25 @@ export class Engine {
       const untouched = exclude !== undefined && holdsOnly(cwd, exclude);
       const diff = diffSnapshots(before, untouched ? new Map() : await snapshotDir(cwd, { exclude }));
       keepsFiles ||= diff.created.length > 0 || diff.modified.length > 0;
+      const artifacts = [...diff.created, ...diff.modified];
+      const pictures = await collectImages({
+        workspace: runtime.interpreter === 'python' ? execDir : undefined,
+        workingDir: cwd,
+        artifacts,
+        maxBytes: config.maxImageBytes,
+      });
       const result: ExecutionResult = {
         success: outcome.exit_code === 0 && !outcome.timed_out && !outcome.cancelled,
         execution_id: id,
         language: request.language,
         ...outcome,
         duration_ms,
-        artifacts: [...diff.created, ...diff.modified],
+        artifacts,
         artifacts_deleted: diff.deleted,
         working_dir: cwd,
         sandbox_mode: backend.mode,
         warm: warm !== undefined,
+        ...pictures,
       };
       await this.log(request, result, diff);
       return result;
@@ -220,6 +229,9 @@ export class Engine {
       const cleanup = (async () => {
         await tidied;
         if (!keepsFiles) await release; // the sandbox is gone: nothing can write there any more
+        // matplotlib's config and cache, figures not collected (the run failed before)
+        if (runtime.interpreter === 'python')
+          await rm(join(execDir, FIGURES_DIR), { recursive: true, force: true }).catch(() => {});
         // Keep the workspace when the code left files in it; the agent may want them. Off this
         // thread: an rmdir here took ~0.7 ms of the event loop per run at c=8 (profiled).
         await rmdir(execDir).catch(() => {});

@@ -18,6 +18,8 @@ const NAMES = new Set([
   'Thumbs.db',
   // Ours: a virtual environment is tooling, not output (python -m venv writes ~1,000 files).
   '.venv',
+  // Ours: where a Python run's figures wait to be returned as images (images.ts).
+  '.codexec-figures',
 ]);
 
 /** Name endings left out: bytecode, packaging metadata, editor swap and backup files. */

@@ -6,6 +6,17 @@ export { type Collected, type CollectOptions, collect } from './collect.js';
 export { type CommandOptions, type CommandResult, runCommand } from './command.js';
 export { Engine, type EngineDeps, SCRIPT_BASENAME } from './engine.js';
 export { isGenerated } from './generated.js';
+export {
+  type CollectedImages,
+  collectImages,
+  FIGURE_BACKEND,
+  FIGURES_DIR,
+  figureEnv,
+  MAX_IMAGES,
+  type ResultImage,
+  type SkippedImage,
+  sniffImage,
+} from './images.js';
 export { drain } from './kill.js';
 export { type CollectedOutput, OutputCollector, type OutputLimits } from './output.js';
 export { globalPackages, type PackageAccess } from './spec.js';

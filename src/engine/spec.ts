@@ -6,6 +6,7 @@ import { type Config, globalPackageDirs } from '../config/index.js';
 import { sandboxEnv } from '../policy/index.js';
 import type { InterpreterKind } from '../runtimes/index.js';
 import type { SandboxSpec } from '../sandbox/index.js';
+import { FIGURE_BACKEND, figureEnv } from './images.js';
 
 export interface RunSpecInput {
   readonly config: Config;
@@ -34,6 +35,7 @@ export async function buildRunSpec(input: RunSpecInput): Promise<SandboxSpec> {
   // The script lives outside a custom working dir; keep that dir importable as `python -c` would.
   if (input.kind === 'python' && cwd !== execDir)
     env.PYTHONPATH = [cwd, env.PYTHONPATH].filter(Boolean).join(':');
+  if (input.kind === 'python') Object.assign(env, figureEnv(execDir, env.PYTHONPATH));
   const runEnv = sandboxEnv(input.hostEnv, env, input.confined ? execDir : undefined);
   if (input.pathPrefix?.length) runEnv.PATH = [...input.pathPrefix, runEnv.PATH].filter(Boolean).join(':');
   return {
@@ -41,7 +43,11 @@ export async function buildRunSpec(input: RunSpecInput): Promise<SandboxSpec> {
     cwd,
     env: runEnv,
     writablePaths: cwd === execDir ? [execDir] : [execDir, cwd],
-    readablePaths: [...input.files, ...packages.readable],
+    readablePaths: [
+      ...input.files,
+      ...packages.readable,
+      ...(input.kind === 'python' ? [FIGURE_BACKEND] : []),
+    ],
     limits: { ...config.limits, cpuSeconds: cpuBackstop(input.timeoutMs, config.killGraceMs) },
     network: config.network,
     stdin: 'ignore',

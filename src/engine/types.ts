@@ -1,5 +1,6 @@
 import type { Language } from '../runtimes/index.js';
 import type { LimitKind } from '../sandbox/index.js';
+import type { ResultImage, SkippedImage } from './images.js';
 
 export interface ExecutionRequest {
   readonly language: Language;
@@ -54,4 +55,8 @@ export interface ExecutionResult {
   warm: boolean;
   /** Present when a resource limit stopped the run (namespace mode reports it; stderr says so too). */
   limit?: LimitKind;
+  /** Figures, then image files among the artifacts (images.ts); their bytes go into MCP content. */
+  images: ResultImage[];
+  /** Present when pictures were left out (over CODEXEC_MAX_IMAGE_BYTES, or past the fourth). */
+  images_skipped?: SkippedImage[];
 }

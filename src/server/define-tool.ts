@@ -1,5 +1,6 @@
 import {
   type CallToolResult,
+  type ContentBlock,
   type InputRequiredResult,
   isInputRequiredResult,
   type McpServer,
@@ -24,6 +25,8 @@ export interface ToolDefinition<I extends z.ZodObject, O extends z.ZodObject> {
   readonly advertisedInput?: z.ZodObject;
   readonly output: O;
   readonly annotations: ToolAnnotations;
+  /** Content blocks to send after the JSON text (images, resource links), made from the value. */
+  readonly extraContent?: (value: z.input<O>) => ContentBlock[];
   /** May return an input-required result (2026 era): the client answers and calls again. */
   readonly handler: (args: z.output<I>, ctx: ServerContext) => Promise<z.input<O> | InputRequiredResult>;
 }
@@ -52,7 +55,7 @@ export function defineTool<I extends z.ZodObject, O extends z.ZodObject>(
       try {
         const value = await tool.handler(parsed.data, ctx);
         if (isInputRequiredResult(value)) return value as unknown as CallToolResult;
-        return okResult(value as Record<string, unknown>);
+        return okResult(value as Record<string, unknown>, tool.extraContent?.(value) ?? []);
       } catch (error) {
         return errorResult(error);
       }

@@ -1,10 +1,16 @@
-import type { CallToolResult } from '@modelcontextprotocol/server';
+import type { CallToolResult, ContentBlock } from '@modelcontextprotocol/server';
 import { type CodexecError, toCodexecError } from '../errors/index.js';
 import { log } from '../util/index.js';
 
-/** A normal result: the structured value plus the same JSON as text for clients without structure. */
-export function okResult(value: Record<string, unknown>): CallToolResult {
-  return { content: [{ type: 'text', text: JSON.stringify(value) }], structuredContent: value };
+/**
+ * A normal result: the structured value plus the same JSON as text for clients without structure;
+ * `extra` content (images, links) goes after the JSON.
+ */
+export function okResult(
+  value: Record<string, unknown>,
+  extra: readonly ContentBlock[] = [],
+): CallToolResult {
+  return { content: [{ type: 'text', text: JSON.stringify(value) }, ...extra], structuredContent: value };
 }
 
 /** A refused request: `isError` with `{ success: false, error, code }` in both renderings. */

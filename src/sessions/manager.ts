@@ -1,6 +1,7 @@
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Config } from '../config/index.js';
+import { FIGURE_BACKEND, figureEnv } from '../engine/index.js';
 import { InvalidInputError } from '../errors/index.js';
 import type { LogWriter } from '../logs/index.js';
 import type { PackageEnv, PackageLanguage, SessionPackageHost } from '../packages/index.js';
@@ -184,16 +185,18 @@ export class SessionManager implements SessionPackageHost {
     const cwd = request.workingDir ?? workspace;
     await mkdir(workspace, { recursive: true, mode: 0o700 });
     const packages = await sessionPackages(config, driver.interpreter, workspace);
+    // Python sends return their matplotlib figures (engine/images.ts).
+    const python = driver.interpreter === 'python';
     const proc = backend.spawn({
       argv: driver.argv(interpreter),
       cwd,
       env: sandboxEnv(
         this.deps.hostEnv ?? process.env,
-        { ...driver.env, ...packages.env },
+        { ...driver.env, ...packages.env, ...(python && figureEnv(workspace, packages.env.PYTHONPATH)) },
         backend.mode === 'subprocess' ? undefined : workspace,
       ),
       writablePaths: cwd === workspace ? [workspace] : [workspace, cwd],
-      readablePaths: [driver.file, ...packages.readable],
+      readablePaths: [driver.file, ...packages.readable, ...(python ? [FIGURE_BACKEND] : [])],
       limits: config.limits,
       network: config.network,
       stdin: 'pipe',
@@ -204,6 +207,7 @@ export class SessionManager implements SessionPackageHost {
       language: request.language,
       name: request.name ?? null,
       cwd,
+      ...(python && { figuresWorkspace: workspace }),
       config,
       sandboxMode: backend.mode,
       secrets: this.deps.secrets,

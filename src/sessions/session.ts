@@ -1,6 +1,6 @@
 import { constants } from 'node:os';
 import type { Config } from '../config/index.js';
-import { type ArtifactDiff, diffSnapshots, drain, OutputCollector } from '../engine/index.js';
+import { type ArtifactDiff, collectImages, diffSnapshots, drain, OutputCollector } from '../engine/index.js';
 import type { SecretsFilter } from '../policy/index.js';
 import { CodeSyntaxError, type Language } from '../runtimes/index.js';
 import type { Exit, SandboxedProcess } from '../sandbox/index.js';
@@ -17,6 +17,8 @@ export interface SessionOptions {
   readonly language: Language;
   readonly name: string | null;
   readonly cwd: string;
+  /** The workspace whose figures folder a send's matplotlib figures are saved in (Python). */
+  readonly figuresWorkspace?: string | undefined;
   readonly config: Config;
   readonly sandboxMode: string;
   /** Masks secrets in the output before results, progress and logs see it. */
@@ -194,6 +196,7 @@ export class Session {
         artifacts: [],
         artifacts_deleted: [],
         session_alive: true,
+        images: [],
       };
       this.log(request.code, result, { created: [], modified: [], deleted: [] }, started);
       return result;
@@ -225,6 +228,13 @@ export class Session {
     const duration_ms = Date.now() - started;
     const collected = this.collect();
     const diff = diffSnapshots(before, await snapshotWorkingDir(cwd));
+    const artifacts = [...diff.created, ...diff.modified];
+    const pictures = await collectImages({
+      workspace: this.options.figuresWorkspace,
+      workingDir: cwd,
+      artifacts,
+      maxBytes: config.maxImageBytes,
+    });
     const result: SendResult = {
       ...base,
       ...collected,
@@ -234,9 +244,10 @@ export class Session {
       duration_ms,
       timed_out: stopper.timedOut,
       cancelled: stopper.cancelled,
-      artifacts: [...diff.created, ...diff.modified],
+      artifacts,
       artifacts_deleted: diff.deleted,
       session_alive: answered,
+      ...pictures,
     };
     if (!answered) result.error = this.deathMessage(outcome);
     this.log(request.code, result, diff, started);

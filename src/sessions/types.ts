@@ -1,3 +1,4 @@
+import type { ResultImage, SkippedImage } from '../engine/index.js';
 import type { Language } from '../runtimes/index.js';
 
 /** Why a session ended, as written to `session_end`. */
@@ -49,6 +50,9 @@ export interface SendResult {
   session_alive: boolean;
   /** Set when the session died: what happened and what to do. */
   error?: string;
+  /** The figures this send made (or left open), then image files it wrote (engine/images.ts). */
+  images: ResultImage[];
+  images_skipped?: SkippedImage[];
 }
 
 export interface CloseResult {

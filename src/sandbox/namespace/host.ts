@@ -30,6 +30,10 @@ const ETC_ENTRIES = [
   'protocols',
   'services',
   'mime.types',
+  // Debian's python3-matplotlib keeps its defaults there: without it `import matplotlib` fails.
+  'matplotlibrc',
+  // fontconfig's setup (matplotlib lists the fonts with fc-list; without it, an error on stderr).
+  'fonts',
 ];
 
 /**

@@ -5,6 +5,7 @@ import { resolveWorkingDir } from '../../policy/index.js';
 import { LANGUAGES } from '../../runtimes/index.js';
 import { defineTool } from '../define-tool.js';
 import { type Gatekeeper, runFacts } from '../guard.js';
+import { imageContent, imageFields } from '../images.js';
 import { withProgress } from '../progress.js';
 import type { Services } from '../services.js';
 import { advertisedLanguage } from './languages.js';
@@ -29,6 +30,7 @@ export const executionResultSchema = z.object({
     .enum(['memory', 'processes', 'cpu', 'file_size'])
     .optional()
     .describe('present when a resource limit stopped the run: memory, processes, cpu or file_size'),
+  ...imageFields,
 });
 
 const LANGUAGE_HELP = 'python, node (JavaScript, ES module), typescript or bash';
@@ -58,12 +60,13 @@ export function registerExecuteCode(server: McpServer, services: Services, gate:
       'state from earlier calls, and return its stdout, stderr, exit code and the files it created. ' +
       'Use it for calculations, data parsing, file transformations and quick experiments; for multi-step ' +
       'work that keeps variables between calls, use a session instead. Print what you want to see: only ' +
-      'output is returned. Output beyond the server limit (default 10,000 characters per stream) is cut ' +
+      'output is returned; matplotlib figures and image files come back as images. Output beyond the server limit (default 10,000 characters per stream) is cut ' +
       'to its first and last parts. Code runs without API keys or other secrets from the server environment. ' +
       'A failing program is a normal result with success=false; read stderr and fix the code.',
     input: inputSchema,
     advertisedInput: inputSchema.extend({ language: advertisedLanguage(services.config, LANGUAGE_HELP) }),
     output: executionResultSchema,
+    extraContent: imageContent,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
     handler: async (args, ctx) => {
       // Bad input is refused before anyone is asked to approve it.

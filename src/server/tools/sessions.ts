@@ -4,6 +4,7 @@ import { resolveWorkingDir, runtimeRefusal } from '../../policy/index.js';
 import { LANGUAGES } from '../../runtimes/index.js';
 import { defineTool } from '../define-tool.js';
 import { type Gatekeeper, runFacts } from '../guard.js';
+import { imageContent, imageFields } from '../images.js';
 import { withProgress } from '../progress.js';
 import type { Services } from '../services.js';
 import { advertisedLanguage } from './languages.js';
@@ -57,6 +58,7 @@ const sendOutput = z.object({
   artifacts_deleted: z.array(z.string()),
   session_alive: z.boolean().describe('false when the session ended during this send'),
   error: z.string().optional().describe('why the session ended, when it did'),
+  ...imageFields,
 });
 
 const closeOutput = z.object({
@@ -128,6 +130,7 @@ function registerCodeTools(server: McpServer, services: Services, gate: Gatekeep
       'printed by background work between sends shows up in the next send.',
     input: sendInput,
     output: sendOutput,
+    extraContent: imageContent,
     annotations: EFFECTS,
     handler: async (args, ctx) => {
       const { language } = sessions.describe(args.session_id); // SESSION_NOT_FOUND before asking

@@ -1,0 +1,162 @@
+// Pictures a run made, for results to carry as MCP image content: Python figures (saved by the
+// matplotlib backend drivers/mpl/codexec_figures.py into a hidden folder of the workspace) first,
+// then image files among the artifacts. Bounded in size and count; what is left out is named.
+import { constants, existsSync } from 'node:fs';
+import { open, readdir, realpath, rm } from 'node:fs/promises';
+import { dirname, join, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The workspace folder figures are saved in; left out of artifact lists (generated.ts). */
+export const FIGURES_DIR = '.codexec-figures';
+/** At most this many images per result (figures first). */
+export const MAX_IMAGES = 4;
+
+/** The backend module, bound read-only into Python sandboxes; its folder holds nothing else. */
+export const FIGURE_BACKEND = fileURLToPath(new URL('../../drivers/mpl/codexec_figures.py', import.meta.url));
+
+/** One picture of a result. `data` is not enumerable: it never goes into the JSON, only into content. */
+export interface ResultImage {
+  readonly mime_type: string;
+  /** Relative to working_dir, for image files; absent for figures. */
+  readonly path?: string;
+  readonly data?: Buffer;
+}
+
+export interface SkippedImage {
+  /** Absent for a figure. */
+  readonly path?: string;
+  readonly reason: 'too_large' | 'too_many';
+}
+
+export interface CollectedImages {
+  images: ResultImage[];
+  /** Present only when something was left out. */
+  images_skipped?: SkippedImage[];
+}
+
+/**
+ * The variables that make a Python run's figures come back: the non-interactive backend that saves
+ * them, where to, and matplotlib's config dir and the caches (fontconfig's, written when matplotlib
+ * lists the fonts through fc-list) inside the workspace's hidden folder: HOME is the workspace,
+ * where they would otherwise show up as artifacts (`.config/matplotlib`, `.cache/fontconfig`).
+ */
+export function figureEnv(workspace: string, pythonPath?: string): Record<string, string> {
+  const folder = join(workspace, FIGURES_DIR);
+  return {
+    MPLBACKEND: 'module://codexec_figures',
+    CODEXEC_FIGURES_DIR: folder,
+    MPLCONFIGDIR: join(folder, 'mplconfig'),
+    XDG_CACHE_HOME: join(folder, 'cache'),
+    PYTHONPATH: [pythonPath, dirname(FIGURE_BACKEND)].filter(Boolean).join(':'),
+  };
+}
+
+const EXTENSIONS: Readonly<Record<string, string>> = {
+  png: 'image/png',
+  jpg: 'image/jpeg',
+  jpeg: 'image/jpeg',
+  gif: 'image/gif',
+  webp: 'image/webp',
+};
+
+/** The type the bytes say, or undefined: a `.png` that holds text is no image. */
+export function sniffImage(head: Buffer): string | undefined {
+  const at = (offset: number, text: string) =>
+    head.subarray(offset, offset + text.length).toString('latin1') === text;
+  if (head.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])))
+    return 'image/png';
+  if (head[0] === 0xff && head[1] === 0xd8 && head[2] === 0xff) return 'image/jpeg';
+  if (at(0, 'GIF87a') || at(0, 'GIF89a')) return 'image/gif';
+  if (at(0, 'RIFF') && at(8, 'WEBP')) return 'image/webp';
+  return undefined;
+}
+
+export interface CollectInput {
+  /** The run's workspace (its figures folder); undefined when figures cannot exist. */
+  readonly workspace?: string | undefined;
+  readonly workingDir: string;
+  readonly artifacts: readonly string[];
+  readonly maxBytes: number;
+}
+
+/** Read the run's figures (removing them) and image artifacts, within the limits. */
+export async function collectImages(input: CollectInput): Promise<CollectedImages> {
+  const images: ResultImage[] = [];
+  const skipped: SkippedImage[] = [];
+  const take = (mime_type: string, data: Buffer, path?: string) => {
+    const entry = { mime_type, ...(path !== undefined && { path }) };
+    Object.defineProperty(entry, 'data', { value: data, enumerable: false });
+    images.push(entry);
+  };
+  for (const figure of await figureFiles(input.workspace)) {
+    const read = await readImage(figure, input.maxBytes);
+    await rm(figure, { force: true }).catch(() => {});
+    if (read === 'too_large') skipped.push({ reason: 'too_large' });
+    else if (read && images.length >= MAX_IMAGES) skipped.push({ reason: 'too_many' });
+    else if (read) take(read.mime, read.data);
+  }
+  const candidates = input.artifacts.filter((path) => EXTENSIONS[extension(path)] !== undefined);
+  if (candidates.length === 0) return finish(images, skipped);
+  const root = await realpath(input.workingDir).catch(() => undefined);
+  if (root === undefined) return finish(images, skipped);
+  for (const path of candidates) {
+    // Only a regular file inside the working dir: a link the code made must not read the host.
+    const real = await realpath(join(input.workingDir, path)).catch(() => undefined);
+    if (real === undefined || !real.startsWith(root + sep)) continue;
+    const read = await readImage(real, input.maxBytes);
+    if (read === undefined || read === 'too_large') {
+      if (read === 'too_large') skipped.push({ path, reason: 'too_large' });
+      continue;
+    }
+    if (read.mime !== EXTENSIONS[extension(path)]) continue;
+    if (images.length >= MAX_IMAGES) skipped.push({ path, reason: 'too_many' });
+    else take(read.mime, read.data, path);
+  }
+  return finish(images, skipped);
+}
+
+function finish(images: ResultImage[], skipped: SkippedImage[]): CollectedImages {
+  return skipped.length > 0 ? { images, images_skipped: skipped } : { images };
+}
+
+function extension(path: string): string {
+  const dot = path.lastIndexOf('.');
+  return dot < 0 ? '' : path.slice(dot + 1).toLowerCase();
+}
+
+/** The figure files, oldest first (numbered by the backend). */
+async function figureFiles(workspace: string | undefined): Promise<string[]> {
+  if (workspace === undefined) return [];
+  const folder = join(workspace, FIGURES_DIR);
+  // A stat on this thread (µs) spares every run without matplotlib the thread pool's round trip.
+  if (!existsSync(folder)) return [];
+  const names = await readdir(folder).catch(() => [] as string[]);
+  return names
+    .filter((name) => /^figure-\d+\.png$/.test(name))
+    .sort((a, b) => Number(a.slice(7, -4)) - Number(b.slice(7, -4)))
+    .map((name) => join(folder, name));
+}
+
+/** The bytes and sniffed type of a regular file (never through a link), or why not. */
+async function readImage(
+  path: string,
+  maxBytes: number,
+): Promise<{ mime: string; data: Buffer } | 'too_large' | undefined> {
+  let handle: Awaited<ReturnType<typeof open>> | undefined;
+  try {
+    handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    const stats = await handle.stat();
+    if (!stats.isFile()) return undefined;
+    const head = Buffer.alloc(12);
+    await handle.read(head, 0, 12, 0);
+    const mime = sniffImage(head);
+    if (mime === undefined) return undefined;
+    if (stats.size > maxBytes) return 'too_large';
+    const data = await handle.readFile();
+    return data.length > maxBytes ? 'too_large' : { mime, data };
+  } catch {
+    return undefined; // vanished or unreadable: no picture, the artifact list still names it
+  } finally {
+    await handle?.close();
+  }
+}
