@@ -39,9 +39,14 @@ print(json.dumps({
         for line in open("/proc/self/mountinfo")
         if not line.split()[4].endswith("/drivers/warm_python.py")
     ),
-    # The parents of the workspace's mount (and of the warm driver's, when the checkout is in /tmp).
+    # The parents of the workspace's mount (and, when the checkout is in /tmp, of the driver files
+    # bound from it: the warm driver's, a warm run's only, and the figure backend's, any Python
+    # run's, whose mount both list above).
     "tmp": len([n for n in os.listdir("/tmp") if not any(
         line.split()[4].startswith("/tmp/%s/" % n) and line.split()[4].endswith("/drivers/warm_python.py")
+        for line in open("/proc/self/mountinfo")
+    ) and not any(
+        line.split()[4].startswith("/tmp/%s/" % n) and line.split()[4].endswith("/drivers/mpl/codexec_figures.py")
         for line in open("/proc/self/mountinfo")
     )]),
     "cgroup": open("/proc/self/cgroup").read(),

@@ -49,6 +49,15 @@ describe('execute_code environment and working_dir policy', () => {
       'PYTHONUNBUFFERED',
       'PYTHONIOENCODING',
       'PYTHONDONTWRITEBYTECODE',
+      // Python's figure capture (src/engine/images.ts figureEnv): the backend's name, the folder
+      // that holds it (on PYTHONPATH), and paths in the run's own workspace for the figures,
+      // matplotlib's config and fontconfig's cache. None holds a secret: all are the server's
+      // constants or the run's own workspace, where its script runs from (and, confined, its HOME).
+      'MPLBACKEND',
+      'PYTHONPATH',
+      'CODEXEC_FIGURES_DIR',
+      'MPLCONFIGDIR',
+      'XDG_CACHE_HOME',
       'PWD',
       'SHLVL',
       '_',

@@ -179,13 +179,13 @@ export class NamespaceBackend implements SandboxBackend {
   /**
    * The zygote of the spec's interpreter (drivers/zygote.py) that forks warm Python drivers for a
    * root server. One per interpreter and start-up environment: the variables a run may change
-   * (PYTHONPATH, HOME) are set in the forked process; the others must match.
+   * (PER_RUN_ENV) are set in the forked process; the others must match.
    */
   private zygoteFor(spec: SandboxSpec): Zygote | undefined {
     const [python, driver] = spec.argv;
     if (!spec.zygote || !this.forksDrivers() || !python || !driver) return undefined;
     if (dirname(driver) !== DRIVERS) return undefined;
-    const { PYTHONPATH: _path, HOME: _home, ...fixed } = spec.env;
+    const fixed = Object.fromEntries(Object.entries(spec.env).filter(([name]) => !PER_RUN_ENV.has(name)));
     const key = JSON.stringify([python, fixed]);
     let zygote = this.zygotes.get(key);
     if (!zygote) {
@@ -465,6 +465,24 @@ function bwrapOptions(
     privateDirs: host.privateDirs,
   };
 }
+
+/**
+ * Variables a run's sandbox may set to its own values (most of them paths in its workspace) without
+ * a zygote of its own: the forked process takes the whole of the run's environment before the
+ * driver starts (drivers/zygote.py), and of these the interpreter reads at start-up only PYTHONPATH,
+ * which the zygote then puts on sys.path as the interpreter would have, and HOME, for a user
+ * site-packages the zygote never has (its HOME does not exist; site's user dirs are cleared). The
+ * matplotlib ones (engine/images.ts figureEnv) are read only once the program imports matplotlib
+ * (MPLCONFIGDIR), saves a figure (CODEXEC_FIGURES_DIR) or fontconfig builds its cache
+ * (XDG_CACHE_HOME).
+ */
+const PER_RUN_ENV: ReadonlySet<string> = new Set([
+  'PYTHONPATH',
+  'HOME',
+  'CODEXEC_FIGURES_DIR',
+  'MPLCONFIGDIR',
+  'XDG_CACHE_HOME',
+]);
 
 /**
  * What a zygote needs to build the run's sandbox and confine the program's process in it
