@@ -51,6 +51,8 @@ export interface Config {
   readonly logLevel: Settings['LOG_LEVEL'];
   /** The secrets filter: on or off, and the values of CODEXEC_SECRETS_FILE (read at start-up). */
   readonly secrets: { readonly redact: boolean; readonly file?: string; readonly values: readonly string[] };
+  /** write_file / read_file: the largest file moved in or out. */
+  readonly maxFileTransferBytes: number;
   /** execute_command: its persistent workspace, where else a work_dir may be, its command lists. */
   readonly command: {
     readonly workspace: string;
@@ -134,6 +136,7 @@ export function loadConfig(
     },
     maxCodeBytes: s.CODEXEC_MAX_CODE_BYTES,
     maxImageBytes: s.CODEXEC_MAX_IMAGE_BYTES,
+    maxFileTransferBytes: s.CODEXEC_MAX_FILE_TRANSFER_BYTES,
     maxMessageBytes: s.CODEXEC_MAX_MESSAGE_BYTES,
     retentionDays: {
       success: s.CODEXEC_LOG_RETENTION_DAYS_SUCCESS,

@@ -148,6 +148,9 @@ export const settingsSchema = z
       .min(1)
       .optional()
       .describe('Extra secret values to mask, one per line (read at start-up).'),
+    CODEXEC_MAX_FILE_TRANSFER_BYTES: int(1, 1_073_741_824)
+      .default(5_242_880)
+      .describe('Largest file write_file accepts or read_file returns (bytes).'),
     CODEXEC_WORKSPACE: z
       .string()
       .min(1)

@@ -6,6 +6,7 @@ import { Gatekeeper } from './guard.js';
 import type { Services } from './services.js';
 import { registerExecuteCode } from './tools/execute-code.js';
 import { registerExecuteCommand } from './tools/execute-command.js';
+import { registerFileTools } from './tools/files.js';
 import { allowedLanguages } from './tools/languages.js';
 import { registerLogTools } from './tools/logs.js';
 import { registerPackageTools } from './tools/packages.js';
@@ -70,5 +71,6 @@ export function createServer(services: Services): McpServer {
   registerSessionTools(server, services, gate);
   registerPackageTools(server, services, gate);
   registerLogTools(server, services);
+  registerFileTools(server, services);
   return server;
 }

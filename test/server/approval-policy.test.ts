@@ -162,6 +162,7 @@ describe.each(ERAS)('CODEXEC_ENABLED and CODEXEC_ALLOWED_RUNTIMES (%s era)', (er
         'get_script',
         'list_scripts',
         'list_sessions',
+        'read_file',
         'save_script',
         'search_execution_logs',
         'search_scripts',

@@ -12,12 +12,14 @@ const SEED_TOOLS = [
   'install_package',
   'list_scripts',
   'list_sessions',
+  'read_file',
   'run_script',
   'save_script',
   'search_execution_logs',
   'search_scripts',
   'send_to_session',
   'start_session',
+  'write_file',
 ];
 
 describe.each(ERAS)('server start-up (%s era)', (era) => {
