@@ -33,12 +33,16 @@ export class AuditTrail implements AuditSink {
   private queue: Promise<void> = Promise.resolve();
   private tip: Tip | undefined;
   private prunedDay = '';
+  private dirReady = false;
 
   constructor(private readonly options: AuditTrailOptions) {}
 
   record(attempt: AuditAttempt): Promise<void> {
     const run = this.queue.then(() => this.append(attempt));
-    this.queue = run.catch((error: Error) => log('error', `audit: ${error.message}`));
+    this.queue = run.catch((error: Error) => {
+      this.dirReady = false; // the directory may have gone: make it again on the next entry
+      log('error', `audit: ${error.message}`);
+    });
     return run;
   }
 
@@ -51,7 +55,10 @@ export class AuditTrail implements AuditSink {
     const { dir } = this.options;
     const at = this.options.now?.() ?? new Date();
     const file = auditFileName(at);
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    if (!this.dirReady) {
+      mkdirSync(dir, { recursive: true, mode: 0o700 });
+      this.dirReady = true;
+    }
     await withLock(join(dir, LOCK_FILE), () => {
       this.pruneOnNewDay(file, at);
       const fd = openSync(join(dir, file), 'a+', 0o600);
