@@ -71,3 +71,16 @@ export function createServices(config: Config): Services {
     approvalKey: randomBytes(32),
   };
 }
+
+/** Stop every run and session (each answers as cancelled), and wait until they are gone. */
+export async function stopWork(services: Services): Promise<void> {
+  await services.sessions.shutdown();
+  await services.engine.shutdown();
+}
+
+/** Write out what is pending (logs, audit entries) and close the search index. */
+export async function closeRecords(services: Services): Promise<void> {
+  await services.logs.flush();
+  await services.audit.flush();
+  await services.history.close();
+}

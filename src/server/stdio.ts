@@ -2,7 +2,7 @@ import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import type { Config } from '../config/index.js';
 import { log } from '../util/index.js';
 import { createServer } from './server.js';
-import { createServices } from './services.js';
+import { closeRecords, createServices, stopWork } from './services.js';
 import { FramedStdioTransport } from './transport/index.js';
 
 const SHUTDOWN_DEADLINE_MS = 10_000;
@@ -28,11 +28,8 @@ export function serve(config: Config): Promise<void> {
         resolve();
       }, SHUTDOWN_DEADLINE_MS).unref();
       await handle.close().catch(() => {});
-      await services.sessions.shutdown();
-      await services.engine.shutdown();
-      await services.logs.flush();
-      await services.audit.flush();
-      await services.history.close();
+      await stopWork(services);
+      await closeRecords(services);
       resolve();
     };
     const transport = new FramedStdioTransport({

@@ -5,7 +5,7 @@ import type { Config } from '../../config/index.js';
 import { ConfigError } from '../../errors/index.js';
 import { log } from '../../util/index.js';
 import { createServer } from '../server.js';
-import { createServices } from '../services.js';
+import { closeRecords, createServices, stopWork } from '../services.js';
 import { loadPrincipals, type Principals } from './auth.js';
 import { checkOrigins, isLoopback, type Refusal } from './guards.js';
 import { BodyTooLarge, readBody, sendWebResponse, toWebRequest } from './node.js';
@@ -79,16 +79,13 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
       http.close(); // stop accepting; in-flight exchanges still get their answers
       http.closeIdleConnections();
       // Cancelling runs makes their calls answer (timed out / cancelled) within the kill grace.
-      await services.sessions.shutdown();
-      await services.engine.shutdown();
+      await stopWork(services);
       // Let the stopped runs' answers reach their clients before connections are cut.
       await drained(inFlight, config.killGraceMs + 1000);
       await handler.close().catch(() => {});
       for (const controller of inFlight) controller.abort();
       http.closeAllConnections();
-      await services.logs.flush();
-      await services.audit.flush();
-      await services.history.close();
+      await closeRecords(services);
       resolve();
     };
     // `on`, not `once`: a second signal during shutdown must not fall through to the default
