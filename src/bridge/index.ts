@@ -1,0 +1,9 @@
+export type {
+  Bridge,
+  BridgeRun,
+  BridgeRunOptions,
+  ServerHealth,
+  ToolCallOutcome,
+  ToolCallRecord,
+  ToolInfo,
+} from './types.js';

@@ -1,0 +1,74 @@
+/**
+ * Code mode's seam (DESIGN §8 "Code mode"): the bridge to downstream MCP servers, as the sandbox
+ * channel sees it. `src/bridge/` implements it (downstream clients, allowlists, discovery, cache,
+ * breaker, rate limit, queue); `src/codemode/` carries calls from sandboxed code to it.
+ */
+
+/** One downstream tool, named `mcp__<server>__<tool>`. */
+export interface ToolInfo {
+  readonly name: string;
+  readonly server: string;
+  /** The tool's own name on its server. */
+  readonly tool: string;
+  readonly description: string;
+  /** JSON Schema of the arguments, as the downstream server lists it. */
+  readonly inputSchema: Record<string, unknown>;
+  readonly outputSchema?: Record<string, unknown> | undefined;
+}
+
+/** What `tool_calls` in results, log entries and audit entries carry, one per call. */
+export interface ToolCallRecord {
+  readonly tool: string;
+  readonly success: boolean;
+  readonly duration_ms: number;
+  readonly error?: string | undefined;
+}
+
+/** What a downstream tool answered (its CallToolResult, passed through). */
+export interface ToolCallOutcome {
+  readonly content: readonly unknown[];
+  readonly structuredContent?: Record<string, unknown> | undefined;
+  readonly isError?: boolean | undefined;
+}
+
+export interface BridgeRunOptions {
+  /** `allowed_tools`: names with `*` wildcards; empty = no call allowed (discovery still works). */
+  readonly allowedTools: readonly string[];
+  /** Aborted when the run ends (timeout, cancel, session close): pending calls reject at once. */
+  readonly signal: AbortSignal;
+}
+
+/**
+ * One run's (or one session's) view of the bridge: its allowlist, its rate limit, and the record of
+ * its calls. Every method rejects with a BridgeError whose message is fit to show the code.
+ */
+export interface BridgeRun {
+  /** Allowlist, then the cached input schema, then rate limit, queue and breaker; then the call. */
+  call(name: string, args: Record<string, unknown>): Promise<ToolCallOutcome>;
+  /** Every tool of every server (the allowlist does not filter discovery), optionally filtered. */
+  discover(search?: string): Promise<ToolInfo[]>;
+  /** Ranked by name and description match, best first. */
+  search(query: string, limit?: number): Promise<ToolInfo[]>;
+  schema(name: string): Promise<ToolInfo>;
+  /** The calls made so far, in order. */
+  calls(): ToolCallRecord[];
+}
+
+export interface ServerHealth {
+  readonly name: string;
+  readonly transport: 'stdio' | 'http';
+  readonly connected: boolean;
+  readonly circuit: 'closed' | 'open' | 'half-open';
+  /** Known tools (from the cache when not connected); null when never listed. */
+  readonly tools: number | null;
+  readonly error?: string | undefined;
+}
+
+export interface Bridge {
+  /** Whether any downstream server is configured. */
+  readonly configured: boolean;
+  openRun(options: BridgeRunOptions): BridgeRun;
+  health(): ServerHealth[];
+  /** Close every downstream client (and the processes of stdio servers). */
+  close(): Promise<void>;
+}
