@@ -26,23 +26,28 @@ import type { ExecutionRequest, ExecutionResult, RunOptions } from './types.js';
 export const SCRIPT_BASENAME = '_codexec_script';
 
 /**
- * Each warm driver; whether it writes the end mark after the program's output; whether a backend
- * may fork it from a pre-initialised interpreter (the namespace zygote) instead of starting it.
+ * Each warm driver; the files it imports; whether it writes the end mark after the program's
+ * output; whether a backend may fork it from a pre-initialised interpreter (the namespace zygote)
+ * instead of starting it.
  */
 const WARM_DRIVERS: Record<
   InterpreterKind,
-  { readonly file: string; readonly endMark: boolean; readonly forkable: boolean }
+  {
+    readonly file: string;
+    readonly imports: readonly string[];
+    readonly endMark: boolean;
+    readonly forkable: boolean;
+  }
 > = {
-  python: { file: 'warm_python.py', endMark: true, forkable: true },
-  node: { file: 'warm_node.mjs', endMark: false, forkable: false },
-  bash: { file: 'warm_bash.sh', endMark: false, forkable: false },
+  python: { file: 'warm_python.py', imports: [], endMark: true, forkable: true },
+  node: { file: 'warm_node.mjs', imports: ['warm_node_prime.mjs'], endMark: true, forkable: false },
+  bash: { file: 'warm_bash.sh', imports: [], endMark: true, forkable: false },
 };
 /** How long after a run its sandbox is released (killed, cgroup emptied), the result being out. */
 const RELEASE_DELAY_MS = 5;
 /** How long a warm start may wait for a driver to fork before it starts one cold. */
 const FORK_WAIT_MS = 1000;
-const driverPath = (kind: InterpreterKind) =>
-  fileURLToPath(new URL(`../../drivers/${WARM_DRIVERS[kind].file}`, import.meta.url));
+const driverPath = (file: string) => fileURLToPath(new URL(`../../drivers/${file}`, import.meta.url));
 
 export interface EngineDeps {
   readonly config: Config;
@@ -305,7 +310,7 @@ export class Engine {
     const id = newId('exec');
     const execDir = join(config.sandboxDir, id);
     mkdirSync(execDir, { recursive: true, mode: 0o700 });
-    const driver = driverPath(kind);
+    const driver = driverPath(WARM_DRIVERS[kind].file);
     const spec = await buildRunSpec({
       config,
       hostEnv: this.hostEnv,
@@ -314,7 +319,7 @@ export class Engine {
       argv: [interpreter, driver],
       execDir,
       cwd: execDir,
-      files: [driver],
+      files: [driver, ...WARM_DRIVERS[kind].imports.map(driverPath)],
       timeoutMs: config.maxTimeoutMs,
       control: true,
       confined: backend.mode !== 'subprocess',

@@ -50,10 +50,24 @@ const CASES: ReadonlyArray<readonly [string, string, string]> = [
   ['node', 'process.exit', 'console.log("a"); process.exit(9)'],
   ['node', 'timer keeps it alive', 'setTimeout(() => console.log("later"), 50)'],
   ['node', 'large output', 'process.stdout.write("x".repeat(300000))'],
+  ['node', 'large output on both streams', 'process.stderr.write("e".repeat(200000)); console.log("done")'],
+  // The driver's end mark cannot be written: the run ends with the sandbox instead.
+  ['node', 'closes fd 1', 'import { closeSync } from "node:fs"; console.log("a"); closeSync(1)'],
   ['bash', 'exit code', 'echo a; exit 5'],
   ['bash', 'stderr and failure', 'echo err >&2; false'],
   ['bash', 'EXIT trap', "trap 'echo bye' EXIT; echo hi"],
   ['bash', 'killed by a signal', 'echo before; kill -TERM $$; echo after'],
+  // The warm driver sources the script in a bash it started ahead (drivers/warm_bash.sh): none of
+  // this may tell. ($- may: it has the s of a bash reading commands from standard input.)
+  [
+    'bash',
+    'name, arguments, pid and call stack',
+    'echo "$0 $# ${#BASH_SOURCE[@]} [${FUNCNAME[*]}]"; [ "$$" = "$BASHPID" ] && echo own-pid',
+  ],
+  ['bash', 'no driver variable is set, and the status of an unbound one', 'set -u; echo "${job[0]}"'],
+  ['bash', 'redirects stdin, then ends', 'exec < "$0"\nread -r line\necho "first: $line"'],
+  ['bash', 'stdin is empty', 'cat; echo done'],
+  ['bash', 'background process still writing', '(sleep 0.3; echo late) & echo now'],
 ];
 
 /** The per-run workspace differs between runs (tracebacks name the script's path). */
