@@ -1,14 +1,15 @@
-// serve --http against stdio: p50/p99 of a small warm run (node console.log(1)) and of tools/list,
-// over one stdio server and one HTTP server of the same build, alternated call by call (HTTP in
-// both eras: 2025 stateless and 2026 per-request); and the HTTP server's RSS after N requests
-// (a fresh McpServer is built per HTTP request, so growth would show a leak). Run `npm run build`.
+// serve --http against stdio: p50/p99 of a small warm run (node console.log(1)), paced 100 ms
+// apart as an agent calls, and of tools/list, over one stdio server and one HTTP server of the
+// same build, alternated call by call (HTTP in both eras: 2025 stateless and 2026 per-request);
+// runs/s with 20 HTTP clients at once; and the HTTP server's RSS after N requests (a fresh
+// McpServer is built per HTTP request, so growth would show a leak). Run `npm run build`.
 // Usage: node bench/http.mjs [--quick]
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { CLI, interleave, ms, rssMb, startServer } from './lib.mjs';
+import { CLI, interleave, measure, ms, rssMb, startServer } from './lib.mjs';
 
 const quick = process.argv.includes('--quick');
 const N = quick ? 40 : 200;
@@ -62,7 +63,7 @@ try {
       'http 2025': () => legacy.callTool(RUN),
       'http 2026': () => modern.callTool(RUN),
     },
-    { n: N },
+    { n: Math.ceil(N / 2), gapMs: 100 },
   );
   const lists = await interleave(
     {
@@ -72,7 +73,9 @@ try {
     },
     { n: N * 5 },
   );
-  console.log(`node console.log(1), warm, n=${N} each, alternated; tools/list n=${N * 5}`);
+  console.log(
+    `node console.log(1), warm, paced 100 ms, n=${Math.ceil(N / 2)} each, alternated; tools/list n=${N * 5}`,
+  );
   console.log('transport   run p50   run p99   list p50   list p99  (ms)');
   for (const name of Object.keys(runs)) {
     const r = runs[name];
@@ -81,6 +84,15 @@ try {
       `${name.padEnd(10)} ${ms(r.p50).padStart(8)} ${ms(r.p99).padStart(9)} ${ms(l.p50).padStart(10)} ${ms(l.p99).padStart(10)}`,
     );
   }
+  // 20 clients at once, each with its own connection (2026 era), as many agents sharing a server.
+  const clients = await Promise.all(Array.from({ length: 20 }, () => httpClient(http.url, 'modern')));
+  let turn = 0;
+  const many = await measure(() => clients[turn++ % clients.length].callTool(RUN), {
+    n: N * 2,
+    concurrency: 20,
+  });
+  console.log(`20 HTTP clients at once: ${many.perSecond.toFixed(1)} runs/s, p50 ${ms(many.p50)} ms`);
+  await Promise.all(clients.map((client) => client.close()));
   const before = rssMb(http.pid);
   for (let i = 0; i < N * 10; i++) await legacy.listTools();
   const after = rssMb(http.pid);

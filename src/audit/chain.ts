@@ -27,9 +27,13 @@ export const FIELDS = [
   'approved',
   'approved_by',
   'rule',
+  'principal',
   'at',
   'prev_hash',
 ] as const;
+
+/** The fields of entries written before they named their principal: still verified as they are. */
+const FIELDS_BEFORE_PRINCIPAL = FIELDS.filter((field) => field !== 'principal');
 
 export type AuditEntry = Record<(typeof FIELDS)[number] | 'hash', unknown>;
 
@@ -56,6 +60,7 @@ export function chainLine(
     approved: attempt.approved,
     approved_by: attempt.approved_by,
     rule: attempt.rule,
+    principal: attempt.principal,
     at: at.toISOString(),
     prev_hash: prevHash,
   } satisfies Omit<AuditEntry, 'hash'>;
@@ -84,7 +89,7 @@ export function checkLine(text: string): LineCheck {
   }
   const entry = value as Record<string, unknown>;
   const keys = Object.keys(entry);
-  const expected = [...FIELDS, 'hash'];
+  const expected = [...(keys.includes('principal') ? FIELDS : FIELDS_BEFORE_PRINCIPAL), 'hash'];
   if (keys.length !== expected.length || keys.some((key, i) => key !== expected[i])) {
     return { ok: false, torn: false, reason: `fields are not the audit entry's (${keys.join(', ')})` };
   }

@@ -11,7 +11,22 @@ export interface ServeFlags {
   readonly auth: boolean;
 }
 
-export async function serveCommand(flags: ServeFlags): Promise<void> {
+/** commander's view of where each flag's value came from ('cli' when given). */
+interface FlagSources {
+  getOptionValueSource(key: string): string | undefined;
+}
+
+export async function serveCommand(flags: ServeFlags, command: FlagSources): Promise<void> {
+  const httpOnly = ['host', 'port', 'auth'].filter((key) => command.getOptionValueSource(key) === 'cli');
+  if (!flags.http && httpOnly.length > 0) {
+    // Silently serving stdio would leave the user thinking the server listens somewhere.
+    const given = httpOnly.map((key) => (key === 'auth' ? '--no-auth' : `--${key}`)).join(', ');
+    const verb = httpOnly.length === 1 ? 'applies' : 'apply';
+    process.stderr.write(
+      `codexec: ${given} ${verb} only to serve --http; add --http, or leave it out for stdio\n`,
+    );
+    process.exit(2);
+  }
   try {
     const config = configOrExit();
     if (flags.http) await serveHttp(config, { host: flags.host, port: flags.port, noAuth: !flags.auth });

@@ -7,7 +7,7 @@ import { log } from '../util/index.js';
 export type Db = Database.Database;
 
 // Bump when the schema changes: an index of another version is dropped and rebuilt from JSONL.
-const SCHEMA_VERSION = 7;
+const SCHEMA_VERSION = 8;
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -32,21 +32,24 @@ CREATE TABLE IF NOT EXISTS executions (
   error_preview TEXT,
   file INTEGER NOT NULL,
   offset INTEGER NOT NULL,
-  length INTEGER NOT NULL
+  length INTEGER NOT NULL,
+  principal TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS executions_status ON executions (status);
 CREATE INDEX IF NOT EXISTS executions_session ON executions (session_id);
 CREATE INDEX IF NOT EXISTS executions_file ON executions (file);
--- Entries per (language, status), kept by the indexer in the same transactions as the rows
+CREATE INDEX IF NOT EXISTS executions_principal ON executions (principal);
+-- Entries per (principal, language, status), kept by the indexer in the same transactions as the rows
 -- (a trigger would triple the build time): language/status-only searches report total_count
 -- without counting a million rows.
 CREATE TABLE IF NOT EXISTS counts (
-  language TEXT NOT NULL, status TEXT NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (language, status)
+  principal TEXT NOT NULL, language TEXT NOT NULL, status TEXT NOT NULL, n INTEGER NOT NULL,
+  PRIMARY KEY (principal, language, status)
 ) WITHOUT ROWID;
 -- Words of code, stdout and stderr, plus the filters as columns of their own, so that a text
 -- search with filters is one FTS query (doclist merges), counted without touching the table.
 CREATE VIRTUAL TABLE IF NOT EXISTS executions_fts
-  USING fts5 (code, stdout, stderr, facet, session, content = '', contentless_delete = 1);
+  USING fts5 (code, stdout, stderr, facet, session, owner, content = '', contentless_delete = 1);
 `;
 
 const DROP = `

@@ -1,6 +1,7 @@
 import { closeSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Statement } from 'better-sqlite3';
+import { LOCAL_PRINCIPAL } from '../util/index.js';
 import type { Db } from './db.js';
 import { type ExecutionLine, type ExecutionStatus, executedAt, parseLine, statusOf } from './lines.js';
 
@@ -61,15 +62,21 @@ export class EntryReader {
     return this.locate.get(id)?.file;
   }
 
-  /** The entry, or undefined when the index does not know the id or its line has moved. */
-  read(id: string): FullEntry | undefined {
+  /**
+   * The entry and who ran it (lines from before principals are `local`'s), or undefined when the
+   * index does not know the id or its line has moved.
+   */
+  read(id: string): { readonly entry: FullEntry; readonly principal: string } | undefined {
     const where = this.locate.get(id);
     if (!where) return undefined;
     const text = readSlice(join(this.dir, where.file), where.offset, where.length);
     if (text === undefined) return undefined;
     const parsed = parseLine(text);
     if (parsed.kind !== 'execution' || parsed.line.execution_id !== id) return undefined;
-    return toFullEntry(parsed.line, where.language);
+    return {
+      entry: toFullEntry(parsed.line, where.language),
+      principal: parsed.line.principal ?? LOCAL_PRINCIPAL,
+    };
   }
 }
 

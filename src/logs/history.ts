@@ -45,33 +45,41 @@ export class ExecutionLogs {
     this.writer = new LogWriter(options.logDir, { onAppend: (file) => this.noteAppended(file) });
   }
 
-  /** Matching executions, newest first, with the count before `limit`. */
-  async search(filters: SearchFilters): Promise<SearchPage> {
+  /**
+   * Matching executions, newest first, with the count before `limit`: only `principal`'s when
+   * given (tools: the caller's), everyone's when not (the operator's CLI).
+   */
+  async search(filters: SearchFilters, principal?: string): Promise<SearchPage> {
     // Read-your-writes: appends still queued (a session reply does not wait for its log line) land first.
     await this.writer.flush();
     return this.withStore(async (store) => {
       await this.caughtUp(store);
       this.refresh(store, false);
-      return store.searcher.search(filters);
+      return store.searcher.search(filters, principal);
     });
   }
 
-  /** The full entry of one execution; throws ExecutionNotFoundError for an unknown id. */
-  async get(executionId: string): Promise<FullEntry> {
+  /**
+   * The full entry of one execution; throws ExecutionNotFoundError for an unknown id, and for
+   * another principal's when `principal` is given (exactly as for an unknown one).
+   */
+  async get(executionId: string, principal?: string): Promise<FullEntry> {
     await this.writer.flush();
     return this.withStore(async (store) => {
       await this.caughtUp(store);
       this.refresh(store, false);
-      let entry = store.entries.read(executionId);
-      if (!entry) {
+      let found = store.entries.read(executionId);
+      if (!found) {
         // Its file may have been rewritten by another process, or written since the last scan.
         const file = store.entries.fileOf(executionId);
         if (file) store.indexer.syncFile(file);
         this.refresh(store, true);
-        entry = store.entries.read(executionId);
+        found = store.entries.read(executionId);
       }
-      if (!entry) throw new ExecutionNotFoundError(executionId);
-      return entry;
+      if (!found || (principal !== undefined && found.principal !== principal)) {
+        throw new ExecutionNotFoundError(executionId);
+      }
+      return found.entry;
     });
   }
 

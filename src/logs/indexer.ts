@@ -1,10 +1,10 @@
 import { closeSync, fstatSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Statement } from 'better-sqlite3';
-import { log } from '../util/index.js';
+import { LOCAL_PRINCIPAL, log } from '../util/index.js';
 import type { Db } from './db.js';
 import { parseLogFileName } from './files.js';
-import { facetTokens, ID_SLOTS, sessionToken, timeKey } from './keys.js';
+import { facetTokens, ID_SLOTS, ownerToken, sessionToken, timeKey } from './keys.js';
 import { codePreview, type ExecutionLine, errorPreview, executedAt, parseLine, statusOf } from './lines.js';
 
 // About 2,000 entries: one transaction that blocks the event loop for tens of ms, not seconds.
@@ -29,7 +29,7 @@ interface FileRow {
  * twice or skip one. A file replaced by retention (new inode) or shrunk is re-indexed from 0.
  */
 export class Indexer {
-  /** Rows added per `language\nstatus` in the current transaction, added to `counts` at its end. */
+  /** Rows added per `principal\nlanguage\nstatus` in the current transaction, added to `counts` at its end. */
   private readonly counted = new Map<string, number>();
   private readonly stmt: {
     file: Statement<[string], FileRow>;
@@ -38,14 +38,14 @@ export class Indexer {
     listFiles: Statement<[], { name: string }>;
     purgeFts: Statement<[number]>;
     purgeRows: Statement<[number]>;
-    fileCounts: Statement<[number], { language: string; status: string; n: number }>;
-    addCount: Statement<[string, string, number]>;
+    fileCounts: Statement<[number], { principal: string; language: string; status: string; n: number }>;
+    addCount: Statement<[string, string, string, number]>;
     setSession: Statement<[string, string]>;
     sessionLanguage: Statement<[string], { language: string }>;
     exists: Statement<[string], unknown>;
     lastInSlot: Statement<[number, number], { id: number | null }>;
     insert: Statement<unknown[]>;
-    insertFts: Statement<[number, string, string, string, string, string]>;
+    insertFts: Statement<[number, string, string, string, string, string, string]>;
   };
 
   constructor(
@@ -65,12 +65,12 @@ export class Indexer {
       ),
       purgeRows: db.prepare('DELETE FROM executions WHERE file = ?'),
       fileCounts: db.prepare(
-        `SELECT coalesce(language, '') AS language, status, count(*) AS n FROM executions
-         WHERE file = ? GROUP BY 1, 2`,
+        `SELECT principal, coalesce(language, '') AS language, status, count(*) AS n FROM executions
+         WHERE file = ? GROUP BY 1, 2, 3`,
       ),
       addCount: db.prepare(
-        `INSERT INTO counts (language, status, n) VALUES (?, ?, ?)
-         ON CONFLICT (language, status) DO UPDATE SET n = n + excluded.n`,
+        `INSERT INTO counts (principal, language, status, n) VALUES (?, ?, ?, ?)
+         ON CONFLICT (principal, language, status) DO UPDATE SET n = n + excluded.n`,
       ),
       setSession: db.prepare('INSERT OR REPLACE INTO sessions (session_id, language) VALUES (?, ?)'),
       sessionLanguage: db.prepare('SELECT language FROM sessions WHERE session_id = ?'),
@@ -78,12 +78,13 @@ export class Indexer {
       lastInSlot: db.prepare('SELECT max(id) AS id FROM executions WHERE id BETWEEN ? AND ?'),
       insert: db.prepare(
         `INSERT INTO executions (id, execution_id, session_id, language, status, exit_code,
-           duration_ms, executed_at, executed_ms, code_preview, error_preview, file, offset, length)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+           duration_ms, executed_at, executed_ms, code_preview, error_preview, file, offset, length,
+           principal)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
       insertFts: db.prepare(
-        `INSERT INTO executions_fts (rowid, code, stdout, stderr, facet, session)
-         VALUES (?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO executions_fts (rowid, code, stdout, stderr, facet, session, owner)
+         VALUES (?, ?, ?, ?, ?, ?, ?)`,
       ),
     };
   }
@@ -226,6 +227,7 @@ export class Indexer {
       line.language ??
       (sessionId === null ? null : (this.stmt.sessionLanguage.get(sessionId)?.language ?? null));
     const status = statusOf(line);
+    const principal = line.principal ?? LOCAL_PRINCIPAL;
     const at = executedAt(line);
     const ms = Date.parse(at);
     const slot = timeKey(ms);
@@ -244,8 +246,9 @@ export class Indexer {
       fileId,
       offset,
       length,
+      principal,
     ]);
-    const key = `${language ?? ''}\n${status}`;
+    const key = `${principal}\n${language ?? ''}\n${status}`;
     this.counted.set(key, (this.counted.get(key) ?? 0) + 1);
     this.stmt.insertFts.run(
       id,
@@ -254,13 +257,14 @@ export class Indexer {
       line.stderr,
       facetTokens(language, status),
       sessionId === null ? '' : sessionToken(sessionId),
+      ownerToken(principal),
     );
   }
 
   private flushCounts(): void {
     for (const [key, n] of this.counted) {
-      const [language = '', status = ''] = key.split('\n');
-      this.stmt.addCount.run(language, status, n);
+      const [principal = LOCAL_PRINCIPAL, language = '', status = ''] = key.split('\n');
+      this.stmt.addCount.run(principal, language, status, n);
     }
     this.counted.clear();
   }
@@ -286,8 +290,8 @@ export class Indexer {
 
   /** Remove every row of `name` from the table, the FTS index and the counts. */
   private purge(fileId: number): void {
-    for (const { language, status, n } of this.stmt.fileCounts.all(fileId)) {
-      this.stmt.addCount.run(language, status, -n);
+    for (const { principal, language, status, n } of this.stmt.fileCounts.all(fileId)) {
+      this.stmt.addCount.run(principal, language, status, -n);
     }
     this.stmt.purgeFts.run(fileId);
     this.stmt.purgeRows.run(fileId);

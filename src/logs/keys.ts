@@ -19,6 +19,14 @@ export function sessionToken(id: string): string {
   return token(id);
 }
 
+/**
+ * A principal as one FTS token: any name (tokens files allow any), hex-encoded behind a letter,
+ * so two principals never share a token.
+ */
+export function ownerToken(principal: string): string {
+  return `o${Buffer.from(principal, 'utf8').toString('hex')}`;
+}
+
 function token(text: string): string {
   return text.replace(/[^\p{L}\p{N}]/gu, '').toLowerCase();
 }

@@ -35,6 +35,8 @@ export const executionLineSchema = z
     packages_installed: names.nullish(),
     script_name: z.string().nullish(),
     limit: z.string().nullish(),
+    // Lines written before principals existed are the local operator's.
+    principal: z.string().min(1).nullish(),
     guardian: z.object({ pre_scan: scan, post_scan: scan }).partial().nullish(),
     context: z
       .object({

@@ -2,7 +2,7 @@ import type { Statement } from 'better-sqlite3';
 import { InvalidInputError } from '../errors/index.js';
 import type { Db } from './db.js';
 import { HAS_WORD, parseSince, type SearchFilters, type SearchPage, type SearchResult } from './filters.js';
-import { facetFilter, sessionToken, timeKey } from './keys.js';
+import { facetFilter, ownerToken, sessionToken, timeKey } from './keys.js';
 
 /**
  * The FTS5 expression for a user's query: each whitespace-separated term becomes a quoted phrase
@@ -44,12 +44,22 @@ interface Plan {
  */
 export class Searcher {
   private readonly statements = new Map<string, Statement<unknown[]>>();
+  private readonly othersThan: Statement<[string], unknown>;
 
-  constructor(private readonly db: Db) {}
+  constructor(private readonly db: Db) {
+    this.othersThan = db.prepare('SELECT 1 FROM executions WHERE principal <> ? LIMIT 1');
+  }
 
-  search(filters: SearchFilters): SearchPage {
+  /**
+   * `principal`: only its executions (serve --http; stdio is `local`); undefined: everyone's (the
+   * operator's CLI). While the index holds no one else's, the filter is left out: it would only
+   * cost a merge with a doclist as long as the index.
+   */
+  search(filters: SearchFilters, principal?: string): SearchPage {
     const since = filters.since === undefined ? undefined : timeKey(parseSince(filters.since) ?? 0);
-    const plan = choosePlan(filters, since);
+    const owner =
+      principal !== undefined && this.othersThan.get(principal) !== undefined ? principal : undefined;
+    const plan = choosePlan(filters, since, owner);
     const count = this.prepare(plan.count);
     const page = this.prepare(plan.page);
     // One read transaction: the count and the page see the same snapshot.
@@ -70,30 +80,38 @@ export class Searcher {
   }
 }
 
-function choosePlan(filters: SearchFilters, since: number | undefined): Plan {
+function choosePlan(filters: SearchFilters, since: number | undefined, owner: string | undefined): Plan {
   const session = filters.session_id === undefined ? undefined : sessionToken(filters.session_id);
   if (filters.query !== undefined) {
     // A session id without letters or digits cannot be an FTS token: filter it in the table.
-    return session === '' ? tablePlan(filters, since) : ftsPlan(filters, since, session);
+    return session === '' ? tablePlan(filters, since, owner) : ftsPlan(filters, since, session, owner);
   }
-  if (session !== undefined) return tablePlan(filters, since); // a session's rows are few
+  if (session !== undefined) return tablePlan(filters, since, owner); // a session's rows are few
   const faceted = filters.language !== undefined || filters.status !== undefined;
   if (since !== undefined) {
     // Status alone over a time range: a range of the status index counts fastest.
-    return filters.language !== undefined ? ftsPlan(filters, since, undefined) : tablePlan(filters, since);
+    return filters.language !== undefined
+      ? ftsPlan(filters, since, undefined, owner)
+      : tablePlan(filters, since, owner);
   }
   // Nothing but language and/or status: the total is kept in `counts`.
-  const page = faceted ? ftsPlan(filters, undefined, undefined) : tablePlan(filters, undefined);
-  return { ...page, ...countsQuery(filters) };
+  const page = faceted ? ftsPlan(filters, undefined, undefined, owner) : tablePlan(filters, undefined, owner);
+  return { ...page, ...countsQuery(filters, owner) };
 }
 
-function ftsPlan(filters: SearchFilters, since: number | undefined, session: string | undefined): Plan {
+function ftsPlan(
+  filters: SearchFilters,
+  since: number | undefined,
+  session: string | undefined,
+  owner: string | undefined,
+): Plan {
   const parts: string[] = [];
   if (filters.query !== undefined) parts.push(`{code stdout stderr} : (${ftsExpression(filters.query)})`);
   if (filters.language !== undefined || filters.status !== undefined) {
     parts.push(`facet : ${quote(facetFilter(filters.language, filters.status))}`);
   }
   if (session !== undefined) parts.push(`session : ${quote(session)}`);
+  if (owner !== undefined) parts.push(`owner : ${quote(ownerToken(owner))}`);
   const params: unknown[] = [parts.join(' AND ')];
   let where = 'executions_fts MATCH ?';
   if (since !== undefined) {
@@ -110,7 +128,7 @@ function ftsPlan(filters: SearchFilters, since: number | undefined, session: str
   };
 }
 
-function tablePlan(filters: SearchFilters, since: number | undefined): Plan {
+function tablePlan(filters: SearchFilters, since: number | undefined, owner: string | undefined): Plan {
   const where: string[] = [];
   const params: unknown[] = [];
   const add = (clause: string, value: unknown) => {
@@ -121,6 +139,7 @@ function tablePlan(filters: SearchFilters, since: number | undefined): Plan {
   if (filters.language !== undefined) add('language = ?', filters.language);
   if (filters.status !== undefined) add('status = ?', filters.status);
   if (since !== undefined) add('id >= ?', since);
+  if (owner !== undefined) add('principal = ?', owner);
   if (filters.query !== undefined) {
     add(
       'id IN (SELECT rowid FROM executions_fts WHERE executions_fts MATCH ?)',
@@ -139,9 +158,13 @@ function tablePlan(filters: SearchFilters, since: number | undefined): Plan {
 }
 
 /** The total for language and/or status alone, from the counts the indexer keeps. */
-function countsQuery(filters: SearchFilters): Pick<Plan, 'count' | 'countParams'> {
+function countsQuery(filters: SearchFilters, owner: string | undefined): Pick<Plan, 'count' | 'countParams'> {
   const where: string[] = [];
   const countParams: unknown[] = [];
+  if (owner !== undefined) {
+    where.push('principal = ?');
+    countParams.push(owner);
+  }
   if (filters.language !== undefined) {
     where.push('language = ?');
     countParams.push(filters.language);

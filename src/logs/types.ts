@@ -25,4 +25,6 @@ export interface ExecutionLogEntry {
   /** The resource limit that stopped the run (namespace mode), when one did. */
   readonly limit?: string;
   readonly executed_at: string;
+  /** Who ran it (serve --http's principal; `local` for stdio): stamped by the LogWriter. */
+  readonly principal?: string;
 }

@@ -1,7 +1,7 @@
 import { closeSync, fstatSync, openSync, readSync, writeSync } from 'node:fs';
 import { type FileHandle, mkdir, open } from 'node:fs/promises';
 import { join } from 'node:path';
-import { log } from '../util/index.js';
+import { currentPrincipal, log } from '../util/index.js';
 import type { ExecutionLogEntry } from './types.js';
 
 export interface LogWriterOptions {
@@ -33,8 +33,12 @@ export class LogWriter {
     return this.append(`session-${sessionId}.jsonl`, entry);
   }
 
+  /**
+   * Each entry records who it was written for (`principal`, util/principal.ts), taken now, at the
+   * call: search and get_execution_log show a principal only its own.
+   */
   append(file: string, entry: object): Promise<void> {
-    const text = `${JSON.stringify(entry)}\n`;
+    const text = `${JSON.stringify({ ...entry, principal: currentPrincipal() })}\n`;
     return this.exclusive(async () => {
       this.dirReady ??= mkdir(this.dir, { recursive: true }).catch((error: Error) => {
         this.dirReady = undefined; // retry on the next write

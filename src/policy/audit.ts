@@ -16,6 +16,7 @@ export interface AuditAttempt {
   readonly approved: boolean;
   readonly approved_by: ApprovedBy | null; // null when refused
   readonly rule: string | null; // the rule id that decided, if any
+  readonly principal: string; // who asked (serve --http's principal; `local` for stdio)
 }
 
 export interface AuditSink {

@@ -67,8 +67,26 @@ export class ApprovalAsker {
     this.tickets = createRequestStateCodec<Ticket>({ key: ticketKey, ttlSeconds: 24 * 3600 });
   }
 
+  /**
+   * Why this client cannot be asked, or undefined when it can. Over HTTP the SDK serves 2025-era
+   * requests statelessly: a fresh server per request, which neither saw the client's initialize
+   * nor could route its answer back, so no 2025-era request over HTTP can be asked.
+   */
+  cannotAsk(ctx: ServerContext): string | undefined {
+    if (ctx.http && !this.modern(ctx)) {
+      return (
+        'over HTTP, 2025-era MCP requests are served statelessly, so the server cannot ask the client ' +
+        'for approval (a client speaking MCP 2026-07-28 can be asked)'
+      );
+    }
+    if (!this.canAsk(ctx)) {
+      return 'the client cannot show an approval form (it declared no elicitation capability)';
+    }
+    return undefined;
+  }
+
   /** Whether the client declared form elicitation: per request (2026 era) or at initialize (2025). */
-  canAsk(ctx: ServerContext): boolean {
+  private canAsk(ctx: ServerContext): boolean {
     const capabilities = this.modern(ctx)
       ? (ctx.mcpReq.envelope as Record<string, ClientCapabilities | undefined> | undefined)?.[
           CLIENT_CAPABILITIES_META_KEY

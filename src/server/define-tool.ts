@@ -10,6 +10,7 @@ import {
 } from '@modelcontextprotocol/server';
 import type { z } from 'zod';
 import { InvalidInputError } from '../errors/index.js';
+import { asPrincipal, LOCAL_PRINCIPAL } from '../util/index.js';
 import { errorResult, okResult } from './results.js';
 
 export interface ToolDefinition<I extends z.ZodObject, O extends z.ZodObject> {
@@ -53,7 +54,9 @@ export function defineTool<I extends z.ZodObject, O extends z.ZodObject>(
       const parsed = tool.input.safeParse(raw ?? {});
       if (!parsed.success) return errorResult(new InvalidInputError(describeIssues(parsed.error)));
       try {
-        const value = await tool.handler(parsed.data, ctx);
+        // serve --http passes the bearer token's principal as the client id; stdio has none.
+        const principal = ctx.http?.authInfo?.clientId || LOCAL_PRINCIPAL;
+        const value = await asPrincipal(principal, () => tool.handler(parsed.data, ctx));
         if (isInputRequiredResult(value)) return value as unknown as CallToolResult;
         return okResult(value as Record<string, unknown>, tool.extraContent?.(value) ?? []);
       } catch (error) {

@@ -7,7 +7,7 @@ import {
   type GatePolicy,
   type RuleSet,
 } from '../policy/index.js';
-import { log } from '../util/index.js';
+import { currentPrincipal, log } from '../util/index.js';
 import type { ApprovalAsker } from './approval.js';
 import type { Services } from './services.js';
 
@@ -44,13 +44,19 @@ export function runFacts(result: RunFacts): RunFacts {
  */
 export class Gatekeeper {
   /** `session:<id>` for a trusted REPL session, `<tool>:<language>` for trusted one-shot runs. */
-  private readonly trusted = new Set<string>();
+  private readonly trusted: Set<string>;
   private readonly policy: GatePolicy;
 
+  /**
+   * `trusted`: what the user trusted so far, when it outlives this gate (serve --http: one gate per
+   * request, one set per principal); else this gate's own (stdio: one per connection).
+   */
   constructor(
     private readonly services: Services,
     private readonly asker: ApprovalAsker,
+    trusted = new Set<string>(),
   ) {
+    this.trusted = trusted;
     const { gate } = services.config;
     this.policy = {
       approval: gate.approval,
@@ -86,12 +92,12 @@ export class Gatekeeper {
         approvedBy = 'trusted_session';
       } else {
         const refused = { approved: false, approved_by: null, rule: decision.rule } as const;
-        if (!this.asker.canAsk(ctx)) {
+        const unavailable = this.asker.cannotAsk(ctx);
+        if (unavailable) {
           await this.audit(attempt, refused);
           throw new ApprovalUnavailableError(
-            `this run needs approval (${decision.reason}), but the client cannot show an approval form ` +
-              '(it declared no elicitation capability). Nothing ran. The server owner can set ' +
-              'CODEXEC_APPROVAL=auto, or use a client that supports elicitation',
+            `this run needs approval (${decision.reason}), but ${unavailable}. Nothing ran. The server ` +
+              'owner can set CODEXEC_APPROVAL=auto, or use a client that supports elicitation',
           );
         }
         const answer = await this.asker.ask(ctx, { ...attempt, reason: decision.reason });
@@ -130,6 +136,7 @@ export class Gatekeeper {
       exit_code: facts?.exit_code ?? null,
       duration_ms: facts?.duration_ms ?? null,
       ...verdict,
+      principal: currentPrincipal(),
     };
     // The run's own result must still reach the client; a broken sink is loud on stderr.
     await this.services.audit.record(entry).catch((error: Error) => log('error', `audit: ${error.message}`));

@@ -64,6 +64,7 @@ export function createServer(services: Services): McpServer {
   const gate = new Gatekeeper(
     services,
     new ApprovalAsker(server, config.gate.approvalTimeoutMs, services.approvalKey),
+    services.trusted,
   );
   if (config.gate.enabled) registerExecuteCode(server, services, gate);
   if (config.gate.enabled) registerExecuteCommand(server, services, gate);

@@ -32,6 +32,11 @@ export interface Services {
   readonly audit: AuditTrail;
   /** Signs approval tickets (2026 era): one key per server process, whatever serves the request. */
   readonly approvalKey: Uint8Array;
+  /**
+   * What the user trusted (approve_trust_session), kept beyond one MCP server instance: serve
+   * --http sets one per principal. Absent: each instance (stdio: the connection) has its own.
+   */
+  readonly trusted?: Set<string>;
 }
 
 export function createServices(config: Config): Services {

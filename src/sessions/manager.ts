@@ -45,6 +45,7 @@ export class SessionManager implements SessionPackageHost {
   private readonly sessions = new Map<string, Session>();
   private readonly idleTimers = new Map<string, NodeJS.Timeout>();
   private readonly ended = new Map<string, string>();
+  private readonly endListeners: Array<(sessionId: string) => void> = [];
   private starting = 0;
   private stopped = false;
 
@@ -65,6 +66,11 @@ export class SessionManager implements SessionPackageHost {
     } finally {
       this.starting -= 1;
     }
+  }
+
+  /** Call `listener` with the id of every session that ends, however it ends (close, idle, crash). */
+  onSessionEnd(listener: (sessionId: string) => void): void {
+    this.endListeners.push(listener);
   }
 
   send(sessionId: string, request: SendRequest): Promise<SendResult> {
@@ -258,6 +264,7 @@ export class SessionManager implements SessionPackageHost {
     if (this.sessions.get(session.id) !== session) return; // never registered: start-up failed
     this.sessions.delete(session.id);
     this.clearIdle(session.id);
+    for (const listener of this.endListeners) listener(session.id);
     const reason: EndReason = session.endReason ?? 'crashed';
     this.ended.set(session.id, session.endDetail);
     if (this.ended.size > TOMBSTONES) this.ended.delete(this.ended.keys().next().value as string);

@@ -1,4 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { appendFileSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -29,6 +30,7 @@ const attempt = (n: number, overrides: Partial<AuditAttempt> = {}): AuditAttempt
   approved: true,
   approved_by: 'auto',
   rule: null,
+  principal: 'local',
   ...overrides,
 });
 
@@ -76,6 +78,33 @@ describe('audit trail', () => {
     expect(third).toMatchObject({ session_id: 'sess_1', approved_by: 'client', prev_hash: second.hash });
     expect(statSync(join(dir, 'audit-2026-11-23.jsonl')).mode & 0o777).toBe(0o600);
     expect(verifyAudit(dir)).toMatchObject({ ok: true, entries: 3, files: 1, last_hash: third.hash });
+  });
+
+  it('names the principal, and still verifies entries written before entries named one', async () => {
+    const dir = newDir();
+    const trail = new AuditTrail({ dir, retentionDays: 365, now: clock(Date.parse('2026-11-23T10:00:00Z')) });
+    await trail.record(attempt(1, { principal: 'alice' }));
+    await trail.record(attempt(2));
+    const file = 'audit-2026-11-23.jsonl';
+    const [first, second] = lines(dir, file).map((line) => JSON.parse(line));
+    expect([first.principal, second.principal]).toEqual(['alice', 'local']);
+    // The same two entries as an older server wrote them: no principal field, hashed without it.
+    const sha = (text: string) => createHash('sha256').update(text).digest('hex');
+    let prev = '0'.repeat(64);
+    const older = [first, second].map(({ principal: _, hash: __, ...body }) => {
+      const unhashed = { ...body, prev_hash: prev };
+      prev = sha(JSON.stringify(unhashed));
+      return JSON.stringify({ ...unhashed, hash: prev });
+    });
+    writeFileSync(join(dir, file), `${older.join('\n')}\n`);
+    await new AuditTrail({ dir, retentionDays: 365, now: clock(Date.parse('2026-11-23T11:00:00Z')) }).record(
+      attempt(3, { principal: 'bob' }),
+    );
+    expect(verifyAudit(dir)).toMatchObject({ ok: true, entries: 3 });
+    // Taking the principal out of a newer entry breaks its hash.
+    const third = lines(dir, file)[2] as string;
+    writeFileSync(join(dir, file), `${older.join('\n')}\n${third.replace('"principal":"bob",', '')}\n`);
+    expect(verifyAudit(dir)).toMatchObject({ ok: false, bad: { file, line: 3 } });
   });
 
   it('keeps a summary of output and a hash of long input', async () => {

@@ -1,11 +1,11 @@
 // `codexec serve --http` over real HTTP: the SDK's Streamable HTTP client in both eras, and raw
 // fetch for what a client library would hide (401, 403, 413, /healthz, the token file's mode).
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectHttp, type HttpServer, startHttp } from '../helpers/http.js';
-import { callTool, ERAS, tempDir } from '../helpers/server.js';
+import { baseEnv, CLI, callTool, ERAS, tempDir } from '../helpers/server.js';
 
 const TOKEN = 'single-token-0123456789abcdef';
 const mcpInit = (headers: Record<string, string> = {}, body?: string) =>
@@ -130,6 +130,59 @@ describe('serve --http with a single token (CODEXEC_HTTP_TOKEN)', () => {
       await gated.stop();
     }
   });
+
+  it("over HTTP, trust lasts across a principal's requests and is never another principal's", async () => {
+    const dir = tempDir();
+    const tokens = join(dir, 'tokens.json');
+    writeFileSync(tokens, JSON.stringify({ alice: 'alice-token-0123456789', bob: 'bob-token-0123456789ab' }));
+    const gated = await startHttp({ env: { CODEXEC_HTTP_TOKENS: tokens, CODEXEC_APPROVAL: 'ask' } });
+    const asked = { alice: 0, bob: 0 };
+    let answer = 'deny';
+    const alice = await connectHttp(gated.url, 'alice-token-0123456789', 'modern', () => {
+      asked.alice += 1;
+      return { action: 'accept', content: { decision: answer } };
+    });
+    const bob = await connectHttp(gated.url, 'bob-token-0123456789ab', 'modern', () => {
+      asked.bob += 1;
+      return { action: 'accept', content: { decision: 'deny' } };
+    });
+    const legacy = await connectHttp(gated.url, 'alice-token-0123456789', 'legacy', () => {
+      throw new Error('a stateless 2025-era request cannot be asked');
+    });
+    const run = (client: typeof alice, code: string) =>
+      callTool<{ success: boolean; stdout: string; code: string; error: string }>(client, 'execute_code', {
+        language: 'python',
+        code,
+      });
+    try {
+      const denied = await run(alice, 'print("denied")');
+      expect(denied.value.code).toBe('APPROVAL_DENIED');
+      answer = 'approve_trust_session';
+      expect((await run(alice, 'print(1)')).value.stdout).toBe('1\n');
+      expect(asked.alice).toBe(2);
+      // Each request is served by a server of its own: the trust is the principal's.
+      expect((await run(alice, 'print(2)')).value.stdout).toBe('2\n');
+      expect(asked.alice).toBe(2);
+      const bobs = await run(bob, 'print(3)');
+      expect(bobs.value.code).toBe('APPROVAL_DENIED');
+      expect(asked.bob).toBe(1);
+      // 2025-era requests over HTTP are served statelessly: they cannot be asked, and say why (bash:
+      // alice trusted python runs, from any of her connections).
+      const stateless = await callTool<{ code: string; error: string }>(legacy, 'execute_code', {
+        language: 'bash',
+        code: 'echo 4',
+      });
+      expect(stateless.value.code).toBe('APPROVAL_UNAVAILABLE');
+      expect(stateless.value.error).toContain('served statelessly');
+    } finally {
+      await alice.close();
+      await bob.close();
+      await legacy.close();
+      await gated.stop();
+      rmSync(gated.home, { recursive: true, force: true });
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 
   for (const era of ERAS) {
     it(`runs code through the SDK client (${era} era), with progress over HTTP`, async () => {
@@ -291,6 +344,29 @@ describe('serve --http principals own their sessions', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   }, 60_000);
+});
+
+describe('serve without --http', () => {
+  it('refuses the flags that only apply to --http (exit 2, naming them) rather than serve stdio', () => {
+    const home = tempDir();
+    try {
+      for (const [args, named] of [
+        [['--port', '9000'], '--port applies'],
+        [['--host', '0.0.0.0', '--no-auth'], '--host, --no-auth apply'],
+      ] as const) {
+        const run = spawnSync(process.execPath, [CLI, 'serve', ...args], {
+          env: baseEnv(home),
+          input: '',
+          encoding: 'utf8',
+        });
+        expect(run.status).toBe(2);
+        expect(run.stderr).toContain(`${named} only to serve --http`);
+        expect(run.stdout).toBe('');
+      }
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
 });
 
 describe('serve --http --no-auth', () => {

@@ -2,16 +2,41 @@ import type { SendRequest, SessionManager, StartRequest } from '../../sessions/i
 import { SessionNotFoundError } from '../../sessions/index.js';
 import type { Services } from '../services.js';
 
-/** Which principal started each live session; one map for the whole server. */
-export type SessionOwners = Map<string, string>;
+/** Which principal started each live session. */
+type SessionOwners = Map<string, string>;
 
 /**
- * The services as one principal sees them: the same engine, pool and session manager as
- * everyone, but only its own REPL sessions. Another principal's session id is answered exactly
- * like an unknown one (SESSION_NOT_FOUND), so ids reveal nothing; list_sessions shows only its own.
+ * What serve --http keeps per principal across its per-request MCP servers, for the server's
+ * life: which live sessions each one owns (an entry goes when its session ends, however it ends)
+ * and what each one trusted (approve_trust_session: over HTTP "this connection" is the principal).
  */
-export function servicesFor(services: Services, owners: SessionOwners, principal: string): Services {
-  return { ...services, sessions: sessionsFor(services.sessions, owners, principal) };
+export class Tenants {
+  private readonly owners: SessionOwners = new Map();
+  private readonly trust = new Map<string, Set<string>>();
+
+  constructor(manager: SessionManager) {
+    manager.onSessionEnd((sessionId) => this.owners.delete(sessionId));
+  }
+
+  /** How many live sessions have an owner (for tests and health). */
+  get ownedSessions(): number {
+    return this.owners.size;
+  }
+
+  /**
+   * The services as one principal sees them: the same engine, pool and session manager as
+   * everyone, but only its own REPL sessions and its own trust. Another principal's session id is
+   * answered exactly like an unknown one (SESSION_NOT_FOUND), so ids reveal nothing;
+   * list_sessions shows only its own.
+   */
+  servicesFor(services: Services, principal: string): Services {
+    let trusted = this.trust.get(principal);
+    if (!trusted) {
+      trusted = new Set();
+      this.trust.set(principal, trusted);
+    }
+    return { ...services, sessions: sessionsFor(services.sessions, this.owners, principal), trusted };
+  }
 }
 
 function sessionsFor(manager: SessionManager, owners: SessionOwners, principal: string): SessionManager {
@@ -33,9 +58,7 @@ function sessionsFor(manager: SessionManager, owners: SessionOwners, principal: 
     },
     async close(sessionId: string) {
       own(sessionId);
-      const closed = await manager.close(sessionId);
-      owners.delete(sessionId);
-      return closed;
+      return manager.close(sessionId);
     },
     async list() {
       const { sessions } = await manager.list();

@@ -9,7 +9,7 @@ import { closeRecords, createServices, stopWork } from '../services.js';
 import { loadPrincipals, type Principals } from './auth.js';
 import { checkOrigins, isLoopback, type Refusal } from './guards.js';
 import { BodyTooLarge, readBody, sendWebResponse, toWebRequest } from './node.js';
-import { type SessionOwners, servicesFor } from './owned.js';
+import { Tenants } from './owned.js';
 
 const SHUTDOWN_DEADLINE_MS = 10_000;
 
@@ -34,9 +34,9 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
   services.history.startRetention();
   // One McpServer per HTTP request (the SDK's model: 2026 requests are self-contained, 2025 traffic
   // is served statelessly), all over the one set of services.
-  const owners: SessionOwners = new Map();
+  const tenants = new Tenants(services.sessions);
   const handler = createMcpHandler(
-    (ctx) => createServer(servicesFor(services, owners, ctx.authInfo?.clientId ?? 'local')),
+    (ctx) => createServer(tenants.servicesFor(services, ctx.authInfo?.clientId ?? 'local')),
     {
       maxRequestBodySize: config.http.maxBodyBytes,
       onerror: (error) => log('debug', `http: ${error.message}`),

@@ -1,6 +1,7 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { STATUSES, searchFiltersSchema } from '../../logs/index.js';
+import { currentPrincipal } from '../../util/index.js';
 import { defineTool } from '../define-tool.js';
 import type { Services } from '../services.js';
 
@@ -78,7 +79,7 @@ export function registerLogTools(server: McpServer, services: Services): void {
     input: searchFiltersSchema,
     output: searchOutput,
     annotations: readOnly,
-    handler: (args) => services.history.search(args),
+    handler: (args) => services.history.search(args, currentPrincipal()),
   });
 
   defineTool(server, {
@@ -93,6 +94,6 @@ export function registerLogTools(server: McpServer, services: Services): void {
     }),
     output: entryOutput,
     annotations: readOnly,
-    handler: (args) => services.history.get(args.execution_id),
+    handler: (args) => services.history.get(args.execution_id, currentPrincipal()),
   });
 }
