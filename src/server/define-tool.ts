@@ -54,9 +54,7 @@ export function defineTool<I extends z.ZodObject, O extends z.ZodObject>(
       const parsed = tool.input.safeParse(raw ?? {});
       if (!parsed.success) return errorResult(new InvalidInputError(describeIssues(parsed.error)));
       try {
-        // serve --http passes the bearer token's principal as the client id; stdio has none.
-        const principal = ctx.http?.authInfo?.clientId || LOCAL_PRINCIPAL;
-        const value = await asPrincipal(principal, () => tool.handler(parsed.data, ctx));
+        const value = await asPrincipal(principalOf(ctx), () => tool.handler(parsed.data, ctx));
         if (isInputRequiredResult(value)) return value as unknown as CallToolResult;
         return okResult(value as Record<string, unknown>, tool.extraContent?.(value) ?? []);
       } catch (error) {
@@ -64,6 +62,11 @@ export function defineTool<I extends z.ZodObject, O extends z.ZodObject>(
       }
     },
   );
+}
+
+/** Who a request acts for: serve --http passes the bearer token's principal as the client id. */
+export function principalOf(ctx: ServerContext): string {
+  return ctx.http?.authInfo?.clientId || LOCAL_PRINCIPAL;
 }
 
 function passThrough(schema: z.ZodObject): StandardSchemaWithJSON<unknown, unknown> {

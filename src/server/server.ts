@@ -3,6 +3,7 @@ import { McpServer } from '@modelcontextprotocol/server';
 import type { Config } from '../config/index.js';
 import { ApprovalAsker } from './approval.js';
 import { Gatekeeper } from './guard.js';
+import { registerResources } from './resources.js';
 import type { Services } from './services.js';
 import { registerExecuteCode } from './tools/execute-code.js';
 import { registerExecuteCommand } from './tools/execute-command.js';
@@ -59,7 +60,7 @@ export function createServer(services: Services): McpServer {
   const { config } = services;
   const server = new McpServer(
     { name: 'codexec', version },
-    { capabilities: { tools: {} }, instructions: instructions(config) },
+    { capabilities: { tools: {}, resources: {} }, instructions: instructions(config) },
   );
   const gate = new Gatekeeper(
     services,
@@ -73,5 +74,6 @@ export function createServer(services: Services): McpServer {
   registerPackageTools(server, services, gate);
   registerLogTools(server, services);
   registerFileTools(server, services);
+  registerResources(server, services);
   return server;
 }

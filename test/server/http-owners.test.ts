@@ -126,6 +126,20 @@ describe('serve --http: execution logs and audit entries belong to their princip
     await bob.close();
   }, 60_000);
 
+  it('resources/read of a file of another principal’s run is refused', async () => {
+    const alice = await connectHttp(server.url, ALICE, 'modern');
+    const bob = await connectHttp(server.url, BOB, 'legacy');
+    const run = await callTool<{ execution_id: string }>(alice, 'execute_code', {
+      language: 'bash',
+      code: 'echo secret > notes.txt',
+    });
+    const uri = `codexec://exec/${run.value.execution_id}/notes.txt`;
+    expect((await alice.readResource({ uri })).contents[0]).toMatchObject({ text: 'secret\n' });
+    await expect(bob.readResource({ uri })).rejects.toThrow(/No execution/);
+    await alice.close();
+    await bob.close();
+  }, 60_000);
+
   it('audit entries name their principal, and the chain verifies', () => {
     const file = readdirSync(join(home, 'logs')).find((name) => name.startsWith('audit-'));
     const entries = readFileSync(join(home, 'logs', file as string), 'utf8')
@@ -162,6 +176,6 @@ describe('serve --http: execution logs and audit entries belong to their princip
         encoding: 'utf8',
       }),
     ) as Page;
-    expect(cli.total_count).toBe(5);
+    expect(cli.total_count).toBe(6);
   }, 60_000);
 });

@@ -39,7 +39,12 @@ async function call(server: TestServer, name: string, args: Record<string, unkno
   const value = result.structuredContent as unknown as Value;
   // The JSON text is the structured value: no image bytes in it.
   expect(JSON.parse(content[0]?.text ?? '')).toEqual(value);
-  const pictures: Picture[] = content.slice(1).map((block) => {
+  // Then the pictures, then a resource link per file (test/server/resources.test.ts).
+  const rest = content.slice(1);
+  const firstLink = rest.findIndex((block) => block.type === 'resource_link');
+  const images = firstLink === -1 ? rest : rest.slice(0, firstLink);
+  expect(rest.slice(images.length).every((block) => block.type === 'resource_link')).toBe(true);
+  const pictures: Picture[] = images.map((block) => {
     expect(block.type).toBe('image');
     return { mimeType: block.mimeType ?? '', bytes: Buffer.from(block.data ?? '', 'base64') };
   });

@@ -5,8 +5,9 @@ import { resolveWorkingDir } from '../../policy/index.js';
 import { LANGUAGES } from '../../runtimes/index.js';
 import { defineTool } from '../define-tool.js';
 import { type Gatekeeper, runFacts } from '../guard.js';
-import { imageContent, imageFields } from '../images.js';
+import { imageFields } from '../images.js';
 import { withProgress } from '../progress.js';
+import { runContent } from '../resources.js';
 import type { Services } from '../services.js';
 import { advertisedLanguage } from './languages.js';
 
@@ -66,7 +67,7 @@ export function registerExecuteCode(server: McpServer, services: Services, gate:
     input: inputSchema,
     advertisedInput: inputSchema.extend({ language: advertisedLanguage(services.config, LANGUAGE_HELP) }),
     output: executionResultSchema,
-    extraContent: imageContent,
+    extraContent: runContent,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
     handler: async (args, ctx) => {
       // Bad input is refused before anyone is asked to approve it.

@@ -4,6 +4,7 @@ import { prepareCommand, runPreparedCommand } from '../command.js';
 import { defineTool } from '../define-tool.js';
 import { type Gatekeeper, runFacts } from '../guard.js';
 import { withProgress } from '../progress.js';
+import { artifactLinks } from '../resources.js';
 import type { Services } from '../services.js';
 
 const DEFAULT_TIMEOUT_SECONDS = 60;
@@ -62,6 +63,7 @@ export function registerExecuteCommand(server: McpServer, services: Services, ga
       'text, execute_code is simpler.',
     input: inputSchema,
     output: outputSchema,
+    extraContent: artifactLinks,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
     handler: async (args, ctx) => {
       const prepared = await prepareCommand(services, {

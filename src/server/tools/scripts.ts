@@ -7,8 +7,8 @@ import { resolveWorkingDir } from '../../policy/index.js';
 import { LANGUAGES } from '../../runtimes/index.js';
 import { defineTool } from '../define-tool.js';
 import { type Gatekeeper, runFacts } from '../guard.js';
-import { imageContent } from '../images.js';
 import { withProgress } from '../progress.js';
+import { runContent } from '../resources.js';
 import type { Services } from '../services.js';
 import { executionResultSchema } from './execute-code.js';
 
@@ -184,7 +184,7 @@ export function registerScriptTools(server: McpServer, services: Services, gate:
         .describe('Existing directory to run in (default: a fresh workspace)'),
     }),
     output: executionResultSchema,
-    extraContent: imageContent,
+    extraContent: runContent,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
     handler: async (args, ctx) => {
       const { metadata, code } = await scripts.get(args.name);

@@ -4,8 +4,9 @@ import { resolveWorkingDir, runtimeRefusal } from '../../policy/index.js';
 import { LANGUAGES } from '../../runtimes/index.js';
 import { defineTool } from '../define-tool.js';
 import { type Gatekeeper, runFacts } from '../guard.js';
-import { imageContent, imageFields } from '../images.js';
+import { imageFields } from '../images.js';
 import { withProgress } from '../progress.js';
+import { runContent } from '../resources.js';
 import type { Services } from '../services.js';
 import { advertisedLanguage } from './languages.js';
 
@@ -130,7 +131,7 @@ function registerCodeTools(server: McpServer, services: Services, gate: Gatekeep
       'printed by background work between sends shows up in the next send.',
     input: sendInput,
     output: sendOutput,
-    extraContent: imageContent,
+    extraContent: runContent,
     annotations: EFFECTS,
     handler: async (args, ctx) => {
       const { language } = sessions.describe(args.session_id); // SESSION_NOT_FOUND before asking

@@ -1,0 +1,189 @@
+import { realpathSync } from 'node:fs';
+import { extname } from 'node:path';
+import {
+  type ContentBlock,
+  type McpServer,
+  ProtocolError,
+  ProtocolErrorCode,
+  type ReadResourceResult,
+  ResourceNotFoundError,
+  ResourceTemplate,
+  type ServerContext,
+} from '@modelcontextprotocol/server';
+import { CodexecError } from '../errors/index.js';
+import { principalOf } from './define-tool.js';
+import { imageContent } from './images.js';
+import type { Services } from './services.js';
+import { readConfined } from './tools/files.js';
+
+// Files in codexec's workspaces as MCP resources (DESIGN §8 "Rich output and files"). Each result's
+// artifacts come back as resource_link blocks; resources/read serves them and any other file of
+// those workspaces, confined exactly as read_file (one function: tools/files.ts readConfined):
+//   codexec://exec/<execution_id>/<path>   the working directory of that run, send or command
+//   codexec://session/<session_id>/<path>  a live session's working directory
+//   codexec://workspace/<path>             execute_command's persistent workspace
+// Runs are found through the execution log (and so only by the principal that made them).
+
+/** At most this many resource links per result (the JSON lists every artifact). */
+export const MAX_LINKS = 20;
+
+const MIME_TYPES: Readonly<Record<string, string>> = {
+  '.txt': 'text/plain',
+  '.log': 'text/plain',
+  '.md': 'text/markdown',
+  '.csv': 'text/csv',
+  '.tsv': 'text/tab-separated-values',
+  '.json': 'application/json',
+  '.xml': 'application/xml',
+  '.yaml': 'application/yaml',
+  '.yml': 'application/yaml',
+  '.html': 'text/html',
+  '.py': 'text/x-python',
+  '.js': 'text/javascript',
+  '.mjs': 'text/javascript',
+  '.ts': 'text/typescript',
+  '.sh': 'text/x-shellscript',
+  '.png': 'image/png',
+  '.jpg': 'image/jpeg',
+  '.jpeg': 'image/jpeg',
+  '.gif': 'image/gif',
+  '.webp': 'image/webp',
+  '.svg': 'image/svg+xml',
+  '.pdf': 'application/pdf',
+  '.zip': 'application/zip',
+  '.xlsx': 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+};
+
+function mimeTypeOf(path: string): string | undefined {
+  return MIME_TYPES[extname(path).toLowerCase()];
+}
+
+/** `codexec://<kind>/<id segments…>/<path segments…>`, each segment percent-encoded. */
+export function resourceUri(
+  kind: 'exec' | 'session' | 'workspace',
+  parts: readonly string[],
+  path: string,
+): string {
+  const segments = [...parts, ...path.split('/').filter((segment) => segment !== '')];
+  return `codexec://${kind}/${segments.map(encodeURIComponent).join('/')}`;
+}
+
+/**
+ * The resource_link blocks of a result: one per artifact (files created or modified, relative to
+ * its working directory), the first MAX_LINKS of them.
+ */
+export function artifactLinks(value: {
+  readonly execution_id?: string | undefined;
+  readonly artifacts?: readonly string[] | undefined;
+}): ContentBlock[] {
+  const id = value.execution_id;
+  if (!id) return [];
+  return (value.artifacts ?? []).slice(0, MAX_LINKS).map((path) => {
+    const mimeType = mimeTypeOf(path);
+    return {
+      type: 'resource_link' as const,
+      uri: resourceUri('exec', [id], path),
+      name: path,
+      ...(mimeType && { mimeType }),
+    };
+  });
+}
+
+/** What follows a run's JSON: its pictures, then links to its files. */
+export function runContent(
+  value: Parameters<typeof imageContent>[0] & Parameters<typeof artifactLinks>[0],
+): ContentBlock[] {
+  return [...imageContent(value), ...artifactLinks(value)];
+}
+
+/** Register `resources/read` for codexec:// URIs (the resources capability comes with it). */
+export function registerResources(server: McpServer, services: Services): void {
+  server.registerResource(
+    'workspace-file',
+    new ResourceTemplate('codexec://{kind}/{+path}', { list: undefined }),
+    {
+      title: 'A file in a codexec workspace',
+      description:
+        "codexec://exec/<execution_id>/<path> (a run's working directory), codexec://session/<session_id>/<path>, " +
+        "codexec://workspace/<path> (execute_command's workspace). Text for UTF-8 files, else a base64 blob.",
+    },
+    (uri, _variables, ctx) => readResource(services, uri, ctx),
+  );
+}
+
+async function readResource(services: Services, uri: URL, ctx: ServerContext): Promise<ReadResourceResult> {
+  try {
+    const { root, path } = await locate(services, uri, principalOf(ctx));
+    const data = await readConfined(root, path, services.config.maxFileTransferBytes);
+    const mimeType = mimeTypeOf(path);
+    const base = { uri: uri.href, ...(mimeType && { mimeType }) };
+    let text: string | undefined;
+    try {
+      text = new TextDecoder('utf-8', { fatal: true }).decode(data);
+    } catch {
+      text = undefined; // not UTF-8: a blob
+    }
+    return {
+      contents: [text === undefined ? { ...base, blob: data.toString('base64') } : { ...base, text }],
+    };
+  } catch (error) {
+    throw asProtocolError(uri, error);
+  }
+}
+
+/** The workspace root (real path) and the relative path a codexec:// URI names. */
+async function locate(
+  services: Services,
+  uri: URL,
+  principal: string,
+): Promise<{ readonly root: string; readonly path: string }> {
+  if (uri.protocol !== 'codexec:') throw new ResourceNotFoundError(uri.href, 'not a codexec:// URI');
+  let segments: string[];
+  try {
+    segments = uri.pathname
+      .split('/')
+      .filter((segment) => segment !== '')
+      .map(decodeURIComponent);
+  } catch {
+    throw new ResourceNotFoundError(uri.href, `${uri.href}: malformed percent-encoding`);
+  }
+  const rest = (skip: number) => {
+    const path = segments.slice(skip).join('/');
+    if (path === '') throw new ResourceNotFoundError(uri.href, `${uri.href} names no file`);
+    return path;
+  };
+  switch (uri.host) {
+    case 'exec': {
+      const id = segments[0] ?? '';
+      const entry = await services.history.get(id, principal);
+      if (!entry.working_dir)
+        throw new ResourceNotFoundError(uri.href, `${id} recorded no working directory`);
+      return { root: realpathSync(entry.working_dir), path: rest(1) };
+    }
+    case 'session': {
+      const id = segments[0] ?? '';
+      return { root: realpathSync(services.sessions.describe(id).workingDir), path: rest(1) };
+    }
+    case 'workspace':
+      return { root: realpathSync(services.config.command.workspace), path: rest(0) };
+    default:
+      throw new ResourceNotFoundError(
+        uri.href,
+        `${uri.href}: codexec:// URIs name exec/<execution_id>/…, session/<session_id>/… or workspace/…`,
+      );
+  }
+}
+
+/** resources/read answers in JSON-RPC errors: a file that is not there (or not reachable) is "not found". */
+function asProtocolError(uri: URL, error: unknown): Error {
+  if (error instanceof ProtocolError) return error;
+  if (error instanceof CodexecError) {
+    if (error.code === 'LIMIT_REACHED')
+      return new ProtocolError(ProtocolErrorCode.InvalidParams, error.message);
+    return new ResourceNotFoundError(uri.href, `${uri.href}: ${error.message}`);
+  }
+  if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+    return new ResourceNotFoundError(uri.href, `${uri.href}: its workspace is gone`);
+  }
+  return error as Error;
+}
