@@ -7,10 +7,12 @@ import { doctorCommand } from './cli/doctor.js';
 import { logsSearchCommand, logsShowCommand } from './cli/logs.js';
 import { runCommand } from './cli/run.js';
 import { serveCommand } from './cli/serve.js';
+import { setupCommand } from './cli/setup.js';
 import { SANDBOX_MODES } from './config/index.js';
 import { STATUSES } from './logs/index.js';
 import { LANGUAGES } from './runtimes/index.js';
 import { VERSION } from './server/index.js';
+import { CLIENTS } from './setup/index.js';
 
 const positiveInt = (value: string) => {
   const n = Number(value);
@@ -61,6 +63,23 @@ program
     'run this command line as execute_command does (bash -c in the command workspace; -C is its work_dir)',
   )
   .action(runCommand);
+
+program
+  .command('setup')
+  .description(`add codexec to an MCP client's config, then check it starts (${CLIENTS.join(', ')})`)
+  .argument('<client>', CLIENTS.join(' | '))
+  .option('--dry-run', 'show the file as it would be written; write nothing')
+  .option('--print', "print only the entry to paste, in the client's format")
+  .option('--config <path>', "the client's config file, when not in its usual place")
+  .option('--name <name>', 'the server name in the client', 'codexec')
+  .option(
+    '--env <KEY=VALUE>',
+    'a setting for the server (repeatable)',
+    (value: string, all: string[]) => [...all, value],
+    [],
+  )
+  .option('--no-verify', 'skip starting the server as written and listing its tools')
+  .action(setupCommand);
 
 program
   .command('doctor')
