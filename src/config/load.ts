@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError } from '../errors/index.js';
@@ -62,6 +62,11 @@ export interface Config {
     readonly blockedCommands?: readonly string[];
   };
   /** serve --http: where tokens come from, which browser origins may call, the body limit. */
+  /** Code mode: the downstream MCP servers' file (undefined: none configured) and the call rate. */
+  readonly codemode: {
+    readonly mcpConfig?: string;
+    readonly rateLimitPerMinute: number;
+  };
   readonly http: {
     readonly token?: string;
     readonly tokensFile?: string;
@@ -118,6 +123,7 @@ export function loadConfig(
   const root = expandHome(s.CODEXEC_HOME, home);
   const dir = (value: string | undefined, fallback: string) =>
     expandHome(value ?? join(root, fallback), home);
+  const mcpConfig = mcpConfigPath(s.CODEXEC_MCP_CONFIG, root, home);
   return {
     home: root,
     sandboxMode: s.CODEXEC_SANDBOX_MODE,
@@ -178,6 +184,10 @@ export function loadConfig(
       ...(s.CODEXEC_ALLOWED_COMMANDS && { allowedCommands: s.CODEXEC_ALLOWED_COMMANDS }),
       ...(s.CODEXEC_BLOCKED_COMMANDS && { blockedCommands: s.CODEXEC_BLOCKED_COMMANDS }),
     },
+    codemode: {
+      ...(mcpConfig && { mcpConfig }),
+      rateLimitPerMinute: s.CODEXEC_BRIDGE_RATE_LIMIT,
+    },
     http: {
       ...(s.CODEXEC_HTTP_TOKEN && { token: s.CODEXEC_HTTP_TOKEN }),
       ...(s.CODEXEC_HTTP_TOKENS && { tokensFile: expandHome(s.CODEXEC_HTTP_TOKENS, home) }),
@@ -193,6 +203,13 @@ export function loadConfig(
       allowedRuntimes: s.CODEXEC_ALLOWED_RUNTIMES,
     },
   };
+}
+
+/** CODEXEC_MCP_CONFIG, else `$CODEXEC_HOME/mcp.json` when that exists (code mode is off without). */
+function mcpConfigPath(value: string | undefined, codexecHome: string, home: string): string | undefined {
+  if (value) return expandHome(value, home);
+  const fallback = join(codexecHome, 'mcp.json');
+  return existsSync(fallback) ? fallback : undefined;
 }
 
 function readConfigFile(path: string): RawSettings {

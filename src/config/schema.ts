@@ -197,6 +197,16 @@ export const settingsSchema = z
     CODEXEC_HTTP_MAX_BODY_BYTES: int(1024, 500_000_000)
       .optional()
       .describe('serve --http: largest request body (413 above); default CODEXEC_MAX_MESSAGE_BYTES.'),
+    CODEXEC_MCP_CONFIG: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        'Code mode: the mcpServers file of downstream MCP servers; default $CODEXEC_HOME/mcp.json if it exists.',
+      ),
+    CODEXEC_BRIDGE_RATE_LIMIT: int(1, 100_000)
+      .default(60)
+      .describe('Code mode: downstream tool calls one run may make per minute.'),
     LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
   })
   .describe('codexec settings; conflicts between them are reconciled in coherence.ts');

@@ -3,7 +3,8 @@ import { mkdirSync, unlinkSync, writeFileSync } from 'node:fs';
 import { rm, rmdir, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { type Channel, openChannel } from '../codemode/index.js';
 import type { Config } from '../config/index.js';
 import { InvalidInputError } from '../errors/index.js';
 import type { LogWriter } from '../logs/index.js';
@@ -114,8 +115,12 @@ export class Engine {
       if (!(error instanceof CodeSyntaxError)) throw error;
       prepared = error;
     }
+    if (request.bridge && runtime.interpreter === 'bash') {
+      throw new InvalidInputError('allowed_tools (code mode) is for python, node and typescript code');
+    }
+    // Code mode runs cold: its helpers are loaded as the interpreter starts.
     const warm =
-      request.workingDir || command || typeof prepared !== 'string'
+      request.workingDir || command || request.bridge || typeof prepared !== 'string'
         ? undefined
         : (this.pool.take(runtime.interpreter) ?? (await this.forkWarm(runtime.interpreter)));
     const id = warm?.id ?? newId('exec');
@@ -129,6 +134,7 @@ export class Engine {
     let proc: SandboxedProcess | undefined;
     let keepsFiles = cwd !== execDir;
     let tidied: Promise<unknown> = Promise.resolve();
+    let channel: Channel | undefined;
     try {
       const exclude = cwd === execDir ? new Set([script, 'node_modules']) : undefined;
       // A fresh workspace is empty (a warm one too: its driver writes nothing there).
@@ -142,6 +148,7 @@ export class Engine {
           // bash -c: the command line is an argument, no file
         } else if (prepared.length <= 64 * 1024) writeFileSync(scriptPath, prepared, { mode: 0o644 });
         else await writeFile(scriptPath, prepared, { mode: 0o644 });
+        if (request.bridge) channel = await openChannel(request.bridge, execDir);
         // Runs of drivers without it end with their streams, as cold runs do where the sandbox does
         // not report their end (SandboxSpec.endMark).
         const endMark = warm
@@ -162,13 +169,15 @@ export class Engine {
               config,
               hostEnv: this.hostEnv,
               kind: runtime.interpreter,
-              runtimeEnv: { ...runtime.env, ...request.env },
+              runtimeEnv: { ...runtime.env, ...request.env, ...channelEnv(channel) },
               argv: command
                 ? [interpreter, '-c', prepared]
-                : runtime.argv(interpreter, scriptPath, request.args ?? []),
+                : channel
+                  ? codeModeArgv(runtime.interpreter, interpreter, scriptPath, request.args ?? [])
+                  : runtime.argv(interpreter, scriptPath, request.args ?? []),
               execDir,
               cwd,
-              files: command ? [] : [scriptPath],
+              files: command ? [] : channel ? [scriptPath, ...CODE_MODE_FILES] : [scriptPath],
               pathPrefix: request.pathPrefix,
               timeoutMs: this.timeoutMs(request),
               confined: backend.mode !== 'subprocess',
@@ -198,6 +207,8 @@ export class Engine {
       const duration_ms = Date.now() - started;
       // The script file and the package link are left out of the snapshot: remove them meanwhile.
       quietly(() => unlinkSync(scriptPath));
+      // The socket goes before the workspace is compared (it is no artifact).
+      await channel?.close();
       if (runtime.interpreter === 'node') tidied = unlink(join(execDir, 'node_modules')).catch(() => {});
       const untouched = exclude !== undefined && holdsOnly(cwd, exclude);
       const diff = diffSnapshots(before, untouched ? new Map() : await snapshotDir(cwd, { exclude }));
@@ -220,11 +231,13 @@ export class Engine {
         working_dir: cwd,
         sandbox_mode: backend.mode,
         warm: warm !== undefined,
+        ...(request.bridge && { tool_calls: request.bridge.calls() }),
         ...pictures,
       };
       await this.log(request, result, diff);
       return result;
     } finally {
+      await channel?.close();
       // A warm process taken but never given its job (the run failed before) must not linger.
       if (warm && !launched) await warm.discard();
       // The replacement starts once this result is on its way (without a ready launcher, starting
@@ -355,6 +368,7 @@ export class Engine {
       sandbox_mode: result.sandbox_mode,
       working_dir: result.working_dir,
       ...(result.limit && { limit: result.limit }),
+      ...(result.tool_calls && { tool_calls: result.tool_calls }),
       artifacts: diff,
       executed_at: new Date(Date.now() - result.duration_ms).toISOString(),
     });
@@ -380,4 +394,23 @@ function coldMark(): string {
   const mark = `\n[codexec-end ${randomUUID().replaceAll('-', '').slice(0, 16)}]\n`;
   if (mark.length !== END_MARK_BYTES) throw new Error('end mark of the wrong length');
   return mark;
+}
+
+/** Code mode's helpers (drivers/codemode): readable by the run, loaded before its program. */
+const PYTHON_RUNNER = driverPath('codemode/run_python.py');
+const NODE_HELPER = driverPath('codemode/bridge.mjs');
+const CODE_MODE_FILES = [PYTHON_RUNNER, NODE_HELPER];
+
+function codeModeArgv(
+  kind: InterpreterKind,
+  interpreter: string,
+  script: string,
+  args: readonly string[],
+): string[] {
+  if (kind === 'python') return [interpreter, PYTHON_RUNNER, script, ...args];
+  return [interpreter, '--import', pathToFileURL(NODE_HELPER).href, script, ...args];
+}
+
+function channelEnv(channel: Channel | undefined): Record<string, string> {
+  return channel ? { CODEXEC_BRIDGE_SOCKET: channel.socketPath, CODEXEC_BRIDGE_TOKEN: channel.token } : {};
 }

@@ -1,3 +1,4 @@
+import type { BridgeRun, ToolCallRecord } from '../bridge/index.js';
 import type { Language } from '../runtimes/index.js';
 import type { LimitKind } from '../sandbox/index.js';
 import type { ResultImage, SkippedImage } from './images.js';
@@ -23,6 +24,8 @@ export interface ExecutionRequest {
   readonly pathPrefix?: readonly string[] | undefined;
   /** The tool that asked for the run, recorded in the log entry when it is not execute_code. */
   readonly tool?: string | undefined;
+  /** Code mode: the run's view of the bridge; the code gets its helpers and a channel to it. */
+  readonly bridge?: BridgeRun | undefined;
 }
 
 export type OutputStream = 'stdout' | 'stderr';
@@ -59,4 +62,6 @@ export interface ExecutionResult {
   images: ResultImage[];
   /** Present when pictures were left out (over CODEXEC_MAX_IMAGE_BYTES, or past the fourth). */
   images_skipped?: SkippedImage[];
+  /** Code mode: the downstream tool calls the code made, in order. */
+  tool_calls?: ToolCallRecord[];
 }

@@ -25,6 +25,13 @@ export interface ExecutionLogEntry {
   /** The resource limit that stopped the run (namespace mode), when one did. */
   readonly limit?: string;
   readonly executed_at: string;
+  /** Code mode: the downstream tool calls the code made. */
+  readonly tool_calls?: ReadonlyArray<{
+    tool: string;
+    success: boolean;
+    duration_ms: number;
+    error?: string;
+  }>;
   /** Who ran it (serve --http's principal; `local` for stdio): stamped by the LogWriter. */
   readonly principal?: string;
 }

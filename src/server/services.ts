@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { AuditTrail } from '../audit/index.js';
+import { type Bridge, loadMcpConfig, McpBridge } from '../bridge/index.js';
 import { type Config, globalPackageDirs } from '../config/index.js';
 import { Engine } from '../engine/index.js';
 import { ScriptStore } from '../library/index.js';
@@ -32,6 +33,8 @@ export interface Services {
   readonly audit: AuditTrail;
   /** Signs approval tickets (2026 era): one key per server process, whatever serves the request. */
   readonly approvalKey: Uint8Array;
+  /** Code mode: the downstream MCP servers of CODEXEC_MCP_CONFIG (none configured: an empty bridge). */
+  readonly bridge: Bridge;
   /**
    * What the user trusted (approve_trust_session), kept beyond one MCP server instance: serve
    * --http sets one per principal. Absent: each instance (stdio: the connection) has its own.
@@ -74,6 +77,10 @@ export function createServices(config: Config): Services {
     rules: loadRules(config),
     audit: new AuditTrail({ dir: config.logDir, retentionDays: config.auditRetentionDays }),
     approvalKey: randomBytes(32),
+    bridge: new McpBridge(
+      config.codemode.mcpConfig ? loadMcpConfig(config.codemode.mcpConfig) : new Map(),
+      config.codemode.rateLimitPerMinute,
+    ),
   };
 }
 
@@ -81,6 +88,7 @@ export function createServices(config: Config): Services {
 export async function stopWork(services: Services): Promise<void> {
   await services.sessions.shutdown();
   await services.engine.shutdown();
+  await services.bridge.close();
 }
 
 /** Write out what is pending (logs, audit entries) and close the search index. */

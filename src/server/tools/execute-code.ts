@@ -1,5 +1,6 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
+import type { Bridge } from '../../bridge/index.js';
 import type { Engine } from '../../engine/index.js';
 import { resolveWorkingDir } from '../../policy/index.js';
 import { LANGUAGES } from '../../runtimes/index.js';
@@ -32,6 +33,17 @@ export const executionResultSchema = z.object({
     .optional()
     .describe('present when a resource limit stopped the run: memory, processes, cpu or file_size'),
   ...imageFields,
+  tool_calls: z
+    .array(
+      z.object({
+        tool: z.string(),
+        success: z.boolean(),
+        duration_ms: z.number(),
+        error: z.string().optional(),
+      }),
+    )
+    .optional()
+    .describe('code mode: the downstream tool calls the code made, in order'),
 });
 
 const LANGUAGE_HELP = 'python, node (JavaScript, ES module), typescript or bash';
@@ -49,6 +61,15 @@ const inputSchema = z.object({
     .min(1)
     .optional()
     .describe('Existing directory to run in (~ allowed). Default: a fresh empty workspace'),
+  allowed_tools: z
+    .array(z.string().min(1).max(512))
+    .max(200)
+    .optional()
+    .describe(
+      'Code mode (python, node, typescript): downstream MCP tools the code may call, mcp__<server>__<tool>, ' +
+        '* wildcards. Given (even []), the code gets callMCPTool/discoverMCPTools/searchTools/getToolSchema ' +
+        '(python: await call_mcp_tool, …)',
+    ),
 });
 
 /** What the audit keeps of an execution result. */
@@ -77,7 +98,7 @@ export function registerExecuteCode(server: McpServer, services: Services, gate:
       return gate.run(
         ctx,
         { tool: 'execute_code', language: args.language, code: args.code, sessionId: null },
-        () => runWithProgress(services.engine, args, ctx, workingDir),
+        () => runWithProgress(services.engine, services.bridge, args, ctx, workingDir),
         runFacts,
       );
     },
@@ -86,11 +107,23 @@ export function registerExecuteCode(server: McpServer, services: Services, gate:
 
 async function runWithProgress(
   engine: Engine,
+  bridgeOf: Bridge,
   args: z.output<typeof inputSchema>,
   ctx: Parameters<Parameters<typeof defineTool>[1]['handler']>[1],
   workingDir: string | undefined,
 ) {
-  return withProgress(ctx, (options) =>
-    engine.run({ language: args.language, code: args.code, timeoutMs: args.timeout_ms, workingDir }, options),
-  );
+  // Code mode: the run's view of the bridge, ended (pending calls refused) when the run is.
+  const ended = new AbortController();
+  const bridge =
+    args.allowed_tools && bridgeOf.openRun({ allowedTools: args.allowed_tools, signal: ended.signal });
+  try {
+    return await withProgress(ctx, (options) =>
+      engine.run(
+        { language: args.language, code: args.code, timeoutMs: args.timeout_ms, workingDir, bridge },
+        options,
+      ),
+    );
+  } finally {
+    ended.abort();
+  }
 }

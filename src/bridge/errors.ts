@@ -1,0 +1,18 @@
+export type BridgeErrorCode =
+  | 'TOOL_NOT_ALLOWED'
+  | 'TOOL_NOT_FOUND'
+  | 'RATE_LIMITED'
+  | 'DOWNSTREAM_UNAVAILABLE'
+  | 'DOWNSTREAM_ERROR'
+  | 'CALL_ABORTED';
+
+/** A code-mode call that failed: its code and message reach the sandboxed code as they are. */
+export class BridgeError extends Error {
+  constructor(
+    readonly code: BridgeErrorCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'BridgeError';
+  }
+}

@@ -1,0 +1,2 @@
+// Code mode inside the sandbox: the channel from sandboxed code to the bridge (DESIGN §8).
+export { type Channel, openChannel, SOCKET_NAME } from './channel.js';

@@ -1,0 +1,184 @@
+// Code mode (DESIGN §8): sandboxed code calls the tools of downstream MCP servers through codexec's
+// bridge, over a Unix socket in its own workspace with a per-run token; the network stays off.
+// The downstream server is a real MCP server over stdio (test/fixtures/mcp/tools-server.mjs).
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { baseEnv, CLI, callTool, startServer, type TestServer, tempDir } from '../helpers/server.js';
+
+const FIXTURE = fileURLToPath(new URL('../fixtures/mcp/tools-server.mjs', import.meta.url));
+
+interface Run {
+  success: boolean;
+  stdout: string;
+  stderr: string;
+  execution_id: string;
+  tool_calls?: Array<{ tool: string; success: boolean; duration_ms: number; error?: string }>;
+}
+
+function mcpConfig(dir: string, env: Record<string, string> = {}): string {
+  const path = join(dir, 'mcp.json');
+  writeFileSync(
+    path,
+    JSON.stringify({ mcpServers: { fx: { command: process.execPath, args: [FIXTURE], env } } }),
+  );
+  return path;
+}
+
+describe.each(['namespace', 'subprocess'])('code mode (%s sandbox)', (mode) => {
+  let server: TestServer;
+  let starts: string;
+  beforeAll(async () => {
+    const dir = tempDir();
+    starts = join(dir, 'starts');
+    server = await startServer({
+      env: {
+        CODEXEC_SANDBOX_MODE: mode,
+        CODEXEC_MCP_CONFIG: mcpConfig(dir, { STARTS_FILE: starts }),
+        CODEXEC_BRIDGE_RATE_LIMIT: '5',
+      },
+    });
+  });
+  afterAll(() => server.close());
+
+  const run = (language: string, code: string, allowed?: string[]) =>
+    callTool<Run>(server.client, 'execute_code', {
+      language,
+      code,
+      ...(allowed && { allowed_tools: allowed }),
+    });
+
+  it('python: await call_mcp_tool as a builtin and through import codexec, at the top level', async () => {
+    const { value } = await run(
+      'python',
+      'r = await call_mcp_tool("mcp__fx__add", {"a": 2, "b": 3})\nprint(r["sum"])\n' +
+        'import codexec\nprint(await codexec.call_mcp_tool("mcp__fx__echo", {"text": "hi"}))',
+      ['mcp__fx__*'],
+    );
+    expect(value.stderr).toBe('');
+    expect(value.stdout).toBe('5\nhi\n');
+    expect(value.tool_calls?.map((call) => [call.tool, call.success])).toEqual([
+      ['mcp__fx__add', true],
+      ['mcp__fx__echo', true],
+    ]);
+  });
+
+  it.each(['node', 'typescript'])('%s: callMCPTool as a global', async (language) => {
+    const typed = language === 'typescript' ? ': { sum: number }' : '';
+    const { value } = await run(
+      language,
+      `const r${typed} = await callMCPTool('mcp__fx__add', { a: 40, b: 2 });\nconsole.log(r.sum);`,
+      ['mcp__fx__add'],
+    );
+    expect(value.stderr).toBe('');
+    expect(value.stdout).toBe('42\n');
+    expect(value.tool_calls).toHaveLength(1);
+  });
+
+  it('refuses a tool outside allowed_tools inside the code, naming it; discovery still lists every tool', async () => {
+    const { value } = await run(
+      'node',
+      'try { await callMCPTool("mcp__fx__add", { a: 1, b: 1 }) } catch (e) { console.log(e.code, e.message) }\n' +
+        'console.log((await discoverMCPTools()).map((t) => t.name).sort().join(","))\n' +
+        'console.log((await searchTools("weather notes")).map((t) => t.name).join(","))\n' +
+        'console.log(Object.keys((await getToolSchema("mcp__fx__add")).inputSchema.properties).join(","))',
+      ['mcp__fx__e*'],
+    );
+    const [refused, all, found, schema] = value.stdout.trim().split('\n');
+    expect(refused).toContain('TOOL_NOT_ALLOWED');
+    expect(refused).toContain('mcp__fx__add is not allowed');
+    expect(all).toBe('mcp__fx__add,mcp__fx__echo,mcp__fx__fail,mcp__fx__search_notes');
+    expect(found).toBe('mcp__fx__search_notes');
+    expect(schema).toBe('a,b');
+    expect(value.tool_calls).toEqual([
+      expect.objectContaining({
+        tool: 'mcp__fx__add',
+        success: false,
+        error: expect.stringContaining('not allowed'),
+      }),
+    ]);
+  });
+
+  it("raises a downstream tool's error in the code; an unknown tool too", async () => {
+    const { value } = await run(
+      'python',
+      'import codexec\nfor name in ("mcp__fx__fail", "mcp__fx__nope"):\n    try:\n        await call_mcp_tool(name, {})\n' +
+        '    except codexec.BridgeError as e:\n        print(e.code, e)',
+      ['*'],
+    );
+    expect(value.stdout).toBe(
+      'TOOL_ERROR mcp__fx__fail failed: it broke\nTOOL_NOT_FOUND no tool mcp__fx__nope; discoverMCPTools() lists them\n',
+    );
+  });
+
+  it('keeps the network off in the same run that calls a tool', async () => {
+    const { value } = await run(
+      'python',
+      'print(await call_mcp_tool("mcp__fx__echo", {"text": "ok"}))\nimport socket\ntry:\n' +
+        '    socket.create_connection(("1.1.1.1", 53), timeout=2)\n    print("online")\n' +
+        'except OSError as e:\n    print("offline")',
+      ['mcp__fx__echo'],
+    );
+    // The subprocess mode has no network isolation to prove (docs/security.md says so).
+    if (mode === 'namespace') expect(value.stdout).toBe('ok\noffline\n');
+    else expect(value.stdout).toMatch(/^ok\n/);
+  });
+
+  it('limits calls per run (CODEXEC_BRIDGE_RATE_LIMIT)', async () => {
+    const { value } = await run(
+      'node',
+      'for (let i = 0; i < 6; i++) { try { await callMCPTool("mcp__fx__echo", { text: "x" }) } catch (e) { console.log(i, e.code) } }',
+      ['mcp__fx__echo'],
+    );
+    expect(value.stdout).toBe('5 RATE_LIMITED\n');
+  });
+
+  it('gives no helpers and no socket without allowed_tools; bash is refused code mode', async () => {
+    const plain = await run(
+      'node',
+      'console.log(typeof callMCPTool, typeof process.env.CODEXEC_BRIDGE_TOKEN)',
+    );
+    expect(plain.value.stdout).toBe('undefined undefined\n');
+    expect(plain.value.tool_calls).toBeUndefined();
+    const bash = await callTool<{ code: string }>(server.client, 'execute_code', {
+      language: 'bash',
+      code: 'echo x',
+      allowed_tools: ['*'],
+    });
+    expect(bash.isError).toBe(true);
+    expect(bash.value.code).toBe('INVALID_INPUT');
+  });
+
+  it('records tool_calls in the execution log, and starts the downstream server once', async () => {
+    const { value } = await run('python', 'await call_mcp_tool("mcp__fx__echo", {"text": "logged"})', [
+      'mcp__fx__echo',
+    ]);
+    const logs = join(server.home, 'logs');
+    const lines = readdirSync(logs)
+      .filter((name) => name.startsWith('executions-'))
+      .flatMap((name) => readFileSync(join(logs, name), 'utf8').trim().split('\n'))
+      .map((line) => JSON.parse(line) as { execution_id: string; tool_calls?: unknown });
+    expect(lines.find((line) => line.execution_id === value.execution_id)?.tool_calls).toEqual([
+      expect.objectContaining({ tool: 'mcp__fx__echo', success: true }),
+    ]);
+    expect(readFileSync(starts, 'utf8').trim().split('\n')).toHaveLength(1);
+  });
+});
+
+describe('CODEXEC_MCP_CONFIG', () => {
+  it('a file that is not the mcpServers format stops start-up with exit 2, naming the file and the entry', () => {
+    const dir = tempDir();
+    const path = join(dir, 'mcp.json');
+    writeFileSync(path, JSON.stringify({ mcpServers: { a__b: { command: 'x' } } }));
+    const run = spawnSync(process.execPath, [CLI, 'serve'], {
+      env: { ...baseEnv(dir), CODEXEC_MCP_CONFIG: path },
+      input: '',
+      encoding: 'utf8',
+    });
+    expect(run.status).toBe(2);
+    expect(run.stderr).toContain(`CODEXEC_MCP_CONFIG: ${path}: mcpServers.a__b`);
+    rmSync(dir, { recursive: true, force: true });
+  });
+});
