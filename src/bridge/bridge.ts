@@ -1,5 +1,6 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import { fromJsonSchema, type StandardSchemaWithJSON } from '@modelcontextprotocol/server';
 import { log } from '../util/index.js';
 import type { DownstreamSpec } from './config.js';
 import { BridgeError } from './errors.js';
@@ -46,6 +47,8 @@ export function allows(patterns: readonly string[], name: string): boolean {
  */
 export class McpBridge implements Bridge {
   private readonly servers: Map<string, Downstream>;
+  /** A validator per tool, made from its listed input schema on its first call. */
+  private readonly validators = new Map<string, StandardSchemaWithJSON<unknown, unknown>>();
 
   constructor(
     specs: ReadonlyMap<string, DownstreamSpec>,
@@ -95,6 +98,7 @@ export class McpBridge implements Bridge {
   async call(name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<ToolCallOutcome> {
     const tool = (await this.tools()).find((info) => info.name === name);
     if (!tool) throw new BridgeError('TOOL_NOT_FOUND', `no tool ${name}; discoverMCPTools() lists them`);
+    await this.validate(tool, args);
     const server = this.servers.get(tool.server) as Downstream;
     const client = await this.client(server);
     try {
@@ -109,6 +113,23 @@ export class McpBridge implements Bridge {
     } catch (error) {
       if (signal.aborted) throw new BridgeError('CALL_ABORTED', `${name}: the run ended before the call did`);
       throw new BridgeError('DOWNSTREAM_ERROR', `${name}: ${(error as Error).message}`);
+    }
+  }
+
+  /** Arguments the code sends are checked against the tool's schema here, before any server sees them. */
+  private async validate(tool: ToolInfo, args: Record<string, unknown>): Promise<void> {
+    let validator = this.validators.get(tool.name);
+    if (!validator) {
+      validator = fromJsonSchema(tool.inputSchema as never);
+      this.validators.set(tool.name, validator);
+    }
+    const checked = await validator['~standard'].validate(args);
+    if (checked.issues) {
+      const issues = checked.issues.map((issue) => issue.message).join('; ');
+      throw new BridgeError(
+        'INVALID_ARGUMENTS',
+        `${tool.name}: the arguments do not match its input schema: ${issues}`,
+      );
     }
   }
 

@@ -1,6 +1,7 @@
 export type BridgeErrorCode =
   | 'TOOL_NOT_ALLOWED'
   | 'TOOL_NOT_FOUND'
+  | 'INVALID_ARGUMENTS'
   | 'RATE_LIMITED'
   | 'DOWNSTREAM_UNAVAILABLE'
   | 'DOWNSTREAM_ERROR'

@@ -12,3 +12,4 @@ export {
   type SettingName,
   settingsSchema,
 } from './schema.js';
+export { CODEMODE_TOOLS, TOOL_NAMES } from './tools.js';

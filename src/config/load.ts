@@ -11,6 +11,7 @@ import {
   type Settings,
   settingsSchema,
 } from './schema.js';
+import { CODEMODE_TOOLS, TOOL_NAMES } from './tools.js';
 
 export type { ApprovalMode, SandboxMode };
 
@@ -64,6 +65,10 @@ export interface Config {
   /** serve --http: where tokens come from, which browser origins may call, the body limit. */
   /** Code mode: the downstream MCP servers' file (undefined: none configured) and the call rate. */
   readonly codemode: {
+    /** CODEXEC_TOOLS: the tools to register (undefined: all of them). */
+    readonly tools?: readonly string[];
+    /** CODEXEC_TOOLS=codemode: short descriptions and no output schemas, to keep tools/list small. */
+    readonly compact: boolean;
     readonly mcpConfig?: string;
     readonly rateLimitPerMinute: number;
   };
@@ -124,6 +129,7 @@ export function loadConfig(
   const dir = (value: string | undefined, fallback: string) =>
     expandHome(value ?? join(root, fallback), home);
   const mcpConfig = mcpConfigPath(s.CODEXEC_MCP_CONFIG, root, home);
+  const tools = toolList(s.CODEXEC_TOOLS);
   return {
     home: root,
     sandboxMode: s.CODEXEC_SANDBOX_MODE,
@@ -185,6 +191,8 @@ export function loadConfig(
       ...(s.CODEXEC_BLOCKED_COMMANDS && { blockedCommands: s.CODEXEC_BLOCKED_COMMANDS }),
     },
     codemode: {
+      ...(tools && { tools }),
+      compact: s.CODEXEC_TOOLS === 'codemode',
       ...(mcpConfig && { mcpConfig }),
       rateLimitPerMinute: s.CODEXEC_BRIDGE_RATE_LIMIT,
     },
@@ -203,6 +211,23 @@ export function loadConfig(
       allowedRuntimes: s.CODEXEC_ALLOWED_RUNTIMES,
     },
   };
+}
+
+/** CODEXEC_TOOLS as names, or undefined for all of them; an unknown name stops start-up. */
+function toolList(value: string): string[] | undefined {
+  if (value === 'all') return undefined;
+  if (value === 'codemode') return [...CODEMODE_TOOLS];
+  const names = value
+    .split(',')
+    .map((name) => name.trim())
+    .filter(Boolean);
+  const unknown = names.filter((name) => !(TOOL_NAMES as readonly string[]).includes(name));
+  if (unknown.length > 0) {
+    throw new ConfigError(
+      `CODEXEC_TOOLS: no tool ${unknown.join(', ')} (all, codemode, or of: ${TOOL_NAMES.join(', ')})`,
+    );
+  }
+  return names;
 }
 
 /** CODEXEC_MCP_CONFIG, else `$CODEXEC_HOME/mcp.json` when that exists (code mode is off without). */

@@ -204,6 +204,14 @@ export const settingsSchema = z
       .describe(
         'Code mode: the mcpServers file of downstream MCP servers; default $CODEXEC_HOME/mcp.json if it exists.',
       ),
+    CODEXEC_TOOLS: z
+      .string()
+      .trim()
+      .min(1)
+      .default('all')
+      .describe(
+        'Which tools to register: all, codemode (execute_code and health), or a comma list of names.',
+      ),
     CODEXEC_BRIDGE_RATE_LIMIT: int(1, 100_000)
       .default(60)
       .describe('Code mode: downstream tool calls one run may make per minute.'),

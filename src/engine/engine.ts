@@ -87,6 +87,11 @@ export class Engine {
     await Promise.allSettled([...this.pending]);
   }
 
+  /** The warm pool's target size and how many processes of each kind wait now. */
+  poolStatus(): { readonly size: number; readonly ready: Record<string, number> } {
+    return { size: this.deps.config.pool.size, ready: this.pool.readyCounts() };
+  }
+
   /** Discard warm processes (they were started before the package environment changed). */
   refreshPool(): Promise<void> {
     return this.pool.flush();

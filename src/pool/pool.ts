@@ -66,6 +66,13 @@ export class WarmPool {
     return warm;
   }
 
+  /** How many processes of each kind wait now (health). */
+  readyCounts(): Record<string, number> {
+    return Object.fromEntries(
+      [...this.ready].map(([kind, list]) => [kind, list.filter((warm) => warm.alive).length]),
+    );
+  }
+
   /** Top the pool of `kind` back up (in the background). */
   replenish(kind: InterpreterKind): void {
     if (this.options.size === 0 || this.closed) return;

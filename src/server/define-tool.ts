@@ -17,6 +17,8 @@ export interface ToolDefinition<I extends z.ZodObject, O extends z.ZodObject> {
   readonly name: string;
   readonly title: string;
   readonly description: string;
+  /** What CODEXEC_TOOLS=codemode shows instead of `description` (its tools/list stays small). */
+  readonly compactDescription?: string;
   readonly input: I;
   /**
    * The input schema clients are shown, when it must be narrower than what is parsed: a language
@@ -41,13 +43,16 @@ export function defineTool<I extends z.ZodObject, O extends z.ZodObject>(
   server: McpServer,
   tool: ToolDefinition<I, O>,
 ): void {
+  const selection = selected.get(server);
+  if (selection && !selection.names.has(tool.name)) return;
+  const compact = selection?.compact === true;
   server.registerTool(
     tool.name,
     {
       title: tool.title,
-      description: tool.description,
+      description: (compact && tool.compactDescription) || tool.description,
       inputSchema: passThrough(tool.advertisedInput ?? tool.input),
-      outputSchema: tool.output,
+      ...(!compact && { outputSchema: tool.output }),
       annotations: tool.annotations,
     },
     async (raw: unknown, ctx: ServerContext) => {
@@ -62,6 +67,12 @@ export function defineTool<I extends z.ZodObject, O extends z.ZodObject>(
       }
     },
   );
+}
+
+/** The tools a server registers (CODEXEC_TOOLS), when not all: set before any is defined. */
+const selected = new WeakMap<McpServer, { readonly names: ReadonlySet<string>; readonly compact: boolean }>();
+export function selectTools(server: McpServer, names: readonly string[] | undefined, compact: boolean): void {
+  if (names) selected.set(server, { names: new Set(names), compact });
 }
 
 /** Who a request acts for: serve --http passes the bearer token's principal as the client id. */

@@ -2,12 +2,14 @@ import { createRequire } from 'node:module';
 import { McpServer } from '@modelcontextprotocol/server';
 import type { Config } from '../config/index.js';
 import { ApprovalAsker } from './approval.js';
+import { selectTools } from './define-tool.js';
 import { Gatekeeper } from './guard.js';
 import { registerResources } from './resources.js';
 import type { Services } from './services.js';
 import { registerExecuteCode } from './tools/execute-code.js';
 import { registerExecuteCommand } from './tools/execute-command.js';
 import { registerFileTools } from './tools/files.js';
+import { registerHealthTool } from './tools/health.js';
 import { allowedLanguages } from './tools/languages.js';
 import { registerLogTools } from './tools/logs.js';
 import { registerPackageTools } from './tools/packages.js';
@@ -62,6 +64,7 @@ export function createServer(services: Services): McpServer {
     { name: 'codexec', version },
     { capabilities: { tools: {}, resources: {} }, instructions: instructions(config) },
   );
+  selectTools(server, config.codemode.tools, config.codemode.compact);
   const gate = new Gatekeeper(
     services,
     new ApprovalAsker(server, config.gate.approvalTimeoutMs, services.approvalKey),
@@ -74,6 +77,7 @@ export function createServer(services: Services): McpServer {
   registerPackageTools(server, services, gate);
   registerLogTools(server, services);
   registerFileTools(server, services);
+  registerHealthTool(server, services);
   registerResources(server, services);
   return server;
 }

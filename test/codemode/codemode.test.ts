@@ -101,6 +101,29 @@ describe.each(['namespace', 'subprocess'])('code mode (%s sandbox)', (mode) => {
     ]);
   });
 
+  it("checks arguments against the tool's input schema before the downstream server sees them", async () => {
+    const { value } = await run(
+      'node',
+      'try { await callMCPTool("mcp__fx__add", { a: 1, b: "two" }) } catch (e) { console.log(e.code, e.message) }',
+      ['mcp__fx__add'],
+    );
+    expect(value.stdout).toContain(
+      'INVALID_ARGUMENTS mcp__fx__add: the arguments do not match its input schema',
+    );
+    expect(value.stdout).toContain('b must be number');
+  });
+
+  it('reports the downstream server in health once it was used', async () => {
+    const { value } = await callTool<{
+      downstream: Array<{ name: string; connected: boolean; tools: number | null }>;
+      pool: { size: number };
+      sessions: number;
+    }>(server.client, 'health', {});
+    expect(value.downstream).toEqual([expect.objectContaining({ name: 'fx', connected: true, tools: 4 })]);
+    expect(value.pool.size).toBeGreaterThanOrEqual(0);
+    expect(value.sessions).toBe(0);
+  });
+
   it("raises a downstream tool's error in the code; an unknown tool too", async () => {
     const { value } = await run(
       'python',
@@ -179,6 +202,43 @@ describe('CODEXEC_MCP_CONFIG', () => {
     });
     expect(run.status).toBe(2);
     expect(run.stderr).toContain(`CODEXEC_MCP_CONFIG: ${path}: mcpServers.a__b`);
+    rmSync(dir, { recursive: true, force: true });
+  });
+});
+
+describe('CODEXEC_TOOLS', () => {
+  it('codemode registers execute_code and health only, with a tools/list under 2,400 characters', async () => {
+    const server = await startServer({ env: { CODEXEC_TOOLS: 'codemode' } });
+    try {
+      const { tools } = await server.client.listTools();
+      expect(tools.map((tool) => tool.name)).toEqual(['execute_code', 'health']);
+      expect(JSON.stringify(tools).length).toBeLessThan(2400);
+      const ran = await callTool<{ stdout: string }>(server.client, 'execute_code', {
+        language: 'python',
+        code: 'print(6 * 7)',
+      });
+      expect(ran.value.stdout).toBe('42\n');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('a comma list registers exactly those; an unknown name stops start-up (exit 2, naming it)', async () => {
+    const server = await startServer({ env: { CODEXEC_TOOLS: 'search_execution_logs, health' } });
+    try {
+      const { tools } = await server.client.listTools();
+      expect(tools.map((tool) => tool.name).sort()).toEqual(['health', 'search_execution_logs']);
+    } finally {
+      await server.close();
+    }
+    const dir = tempDir();
+    const bad = spawnSync(process.execPath, [CLI, 'serve'], {
+      env: { ...baseEnv(dir), CODEXEC_TOOLS: 'execute_code,run_everything' },
+      input: '',
+      encoding: 'utf8',
+    });
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toContain('CODEXEC_TOOLS: no tool run_everything');
     rmSync(dir, { recursive: true, force: true });
   });
 });

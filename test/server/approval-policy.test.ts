@@ -160,6 +160,7 @@ describe.each(ERAS)('CODEXEC_ENABLED and CODEXEC_ALLOWED_RUNTIMES (%s era)', (er
         'close_session',
         'get_execution_log',
         'get_script',
+        'health',
         'list_scripts',
         'list_sessions',
         'read_file',

@@ -9,6 +9,7 @@ const SEED_TOOLS = [
   'execute_command',
   'get_execution_log',
   'get_script',
+  'health',
   'install_package',
   'list_scripts',
   'list_sessions',

@@ -85,6 +85,10 @@ export function registerExecuteCode(server: McpServer, services: Services, gate:
       'output is returned; matplotlib figures and image files come back as images. Output beyond the server limit (default 10,000 characters per stream) is cut ' +
       'to its first and last parts. Code runs without API keys or other secrets from the server environment. ' +
       'A failing program is a normal result with success=false; read stderr and fix the code.',
+    compactDescription:
+      'Run a Python, JavaScript (node), TypeScript or Bash program once in a sandbox; returns stdout, stderr, ' +
+      'exit code, files. With allowed_tools the code can find and call other MCP servers\' tools ' +
+      '(discoverMCPTools, searchTools, getToolSchema, callMCPTool; python: await call_mcp_tool, …).',
     input: inputSchema,
     advertisedInput: inputSchema.extend({ language: advertisedLanguage(services.config, LANGUAGE_HELP) }),
     output: executionResultSchema,

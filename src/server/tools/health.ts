@@ -1,0 +1,52 @@
+import type { McpServer } from '@modelcontextprotocol/server';
+import { z } from 'zod';
+import { defineTool } from '../define-tool.js';
+import type { Services } from '../services.js';
+
+const startedAt = Date.now();
+
+const output = z.object({
+  status: z.literal('ok'),
+  uptime_s: z.number().describe('seconds since this server started'),
+  sandbox_mode: z.string().describe('the configured sandbox mode'),
+  pool: z.object({
+    size: z.number().describe('CODEXEC_POOL_SIZE: warm processes kept per language in use'),
+    ready: z.record(z.string(), z.number()).describe('warm processes waiting now, per interpreter'),
+  }),
+  sessions: z.number().describe('REPL sessions running (of this principal over serve --http)'),
+  downstream: z
+    .array(
+      z.object({
+        name: z.string(),
+        transport: z.enum(['stdio', 'http']),
+        connected: z.boolean(),
+        circuit: z.enum(['closed', 'open', 'half-open']),
+        tools: z.number().nullable().describe('tools listed; null until first used'),
+        error: z.string().optional(),
+      }),
+    )
+    .describe('code mode: the MCP servers of CODEXEC_MCP_CONFIG'),
+});
+
+/** `health`: what this server is running, for an agent or an operator to check before relying on it. */
+export function registerHealthTool(server: McpServer, services: Services): void {
+  defineTool(server, {
+    name: 'health',
+    title: 'Server health',
+    description:
+      'Report uptime, the warm pool, running sessions and the downstream MCP servers of code mode ' +
+      '(connected, tool count). Read-only.',
+    compactDescription: 'Uptime, warm pool, sessions and the downstream MCP servers (connected, tools).',
+    input: z.object({}),
+    output,
+    annotations: { readOnlyHint: true, openWorldHint: false },
+    handler: async () => ({
+      status: 'ok' as const,
+      uptime_s: Math.round((Date.now() - startedAt) / 1000),
+      sandbox_mode: services.config.sandboxMode,
+      pool: services.engine.poolStatus(),
+      sessions: (await services.sessions.list()).sessions.length,
+      downstream: services.bridge.health(),
+    }),
+  });
+}
