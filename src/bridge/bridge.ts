@@ -2,6 +2,8 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { fromJsonSchema, type StandardSchemaWithJSON } from '@modelcontextprotocol/server';
 import { log } from '../util/index.js';
+import { type BreakerOptions, CircuitBreaker } from './breaker.js';
+import { SchemaCache } from './cache.js';
 import type { DownstreamSpec } from './config.js';
 import { BridgeError } from './errors.js';
 import type {
@@ -19,6 +21,7 @@ const CONNECT_TIMEOUT_MS = 30_000;
 interface Downstream {
   readonly name: string;
   readonly spec: DownstreamSpec;
+  readonly breaker: CircuitBreaker;
   client?: Promise<Client> | undefined;
   tools?: ToolInfo[] | undefined;
   error?: string | undefined;
@@ -40,21 +43,33 @@ export function allows(patterns: readonly string[], name: string): boolean {
   });
 }
 
+export interface McpBridgeOptions {
+  readonly rateLimitPerMinute: number;
+  /** The on-disk tool cache (cache.ts); none: tools are listed once per process. */
+  readonly cacheFile?: string | undefined;
+  readonly breaker?: BreakerOptions | undefined;
+}
+
 /**
  * The bridge to the downstream MCP servers: one SDK client per server, connected on first use,
  * shared by every run, connected again on the next use after it died, closed with the server.
- * Tool lists are kept from the first listing.
+ * Tool lists come from the first listing, or from the disk cache (fresh, or stale when the server
+ * cannot be reached). Each server has its circuit breaker.
  */
 export class McpBridge implements Bridge {
   private readonly servers: Map<string, Downstream>;
   /** A validator per tool, made from its listed input schema on its first call. */
   private readonly validators = new Map<string, StandardSchemaWithJSON<unknown, unknown>>();
+  private readonly cache: SchemaCache | undefined;
 
   constructor(
     specs: ReadonlyMap<string, DownstreamSpec>,
-    private readonly rateLimitPerMinute: number,
+    private readonly options: McpBridgeOptions,
   ) {
-    this.servers = new Map([...specs].map(([name, spec]) => [name, { name, spec }]));
+    this.servers = new Map(
+      [...specs].map(([name, spec]) => [name, { name, spec, breaker: new CircuitBreaker(options.breaker) }]),
+    );
+    this.cache = options.cacheFile ? new SchemaCache(options.cacheFile) : undefined;
   }
 
   get configured(): boolean {
@@ -62,7 +77,7 @@ export class McpBridge implements Bridge {
   }
 
   openRun(options: BridgeRunOptions): BridgeRun {
-    return new Run(this, options, this.rateLimitPerMinute);
+    return new Run(this, options, this.options.rateLimitPerMinute);
   }
 
   health(): ServerHealth[] {
@@ -70,7 +85,7 @@ export class McpBridge implements Bridge {
       name: server.name,
       transport: server.spec.type === 'http' ? 'http' : 'stdio',
       connected: server.client !== undefined && server.error === undefined,
-      circuit: 'closed',
+      circuit: server.breaker.state,
       tools: server.tools?.length ?? null,
       ...(server.error && { error: server.error }),
     }));
@@ -100,9 +115,11 @@ export class McpBridge implements Bridge {
     if (!tool) throw new BridgeError('TOOL_NOT_FOUND', `no tool ${name}; discoverMCPTools() lists them`);
     await this.validate(tool, args);
     const server = this.servers.get(tool.server) as Downstream;
-    const client = await this.client(server);
+    this.admit(server, name);
     try {
+      const client = await this.client(server);
       const result = await client.callTool({ name: tool.tool, arguments: args }, { signal });
+      server.breaker.succeeded();
       return {
         content: (result.content ?? []) as unknown[],
         ...(result.structuredContent !== undefined && {
@@ -112,8 +129,19 @@ export class McpBridge implements Bridge {
       };
     } catch (error) {
       if (signal.aborted) throw new BridgeError('CALL_ABORTED', `${name}: the run ended before the call did`);
+      server.breaker.failed();
+      if (error instanceof BridgeError) throw error;
       throw new BridgeError('DOWNSTREAM_ERROR', `${name}: ${(error as Error).message}`);
     }
+  }
+
+  private admit(server: Downstream, name: string): void {
+    if (server.breaker.admit()) return;
+    throw new BridgeError(
+      'CIRCUIT_OPEN',
+      `${name}: server ${server.name} failed repeatedly; calls to it are refused for ` +
+        `${server.breaker.retryInSeconds()} s more (circuit open)`,
+    );
   }
 
   /** Arguments the code sends are checked against the tool's schema here, before any server sees them. */
@@ -135,8 +163,22 @@ export class McpBridge implements Bridge {
 
   private async toolsOf(server: Downstream): Promise<ToolInfo[]> {
     if (server.tools) return server.tools;
-    const client = await this.client(server);
-    const listed = await client.listTools();
+    const cached = this.cache?.get(server.name, server.spec);
+    if (cached?.fresh) {
+      server.tools = cached.tools;
+      return server.tools;
+    }
+    let listed: Awaited<ReturnType<Client['listTools']>>;
+    try {
+      if (!server.breaker.admit()) throw new Error(`circuit open for ${server.breaker.retryInSeconds()} s`);
+      listed = await (await this.client(server)).listTools();
+      server.breaker.succeeded();
+    } catch (error) {
+      if (!(error as Error).message.startsWith('circuit open')) server.breaker.failed();
+      if (!cached) throw error;
+      log('warn', `code mode: ${server.name}: ${(error as Error).message}; its tools as listed before`);
+      return cached.tools; // stale, not kept: the next discovery tries the server again
+    }
     server.tools = listed.tools.map((tool) => ({
       name: qualifiedName(server.name, tool.name),
       server: server.name,
@@ -145,6 +187,7 @@ export class McpBridge implements Bridge {
       inputSchema: tool.inputSchema as Record<string, unknown>,
       ...(tool.outputSchema && { outputSchema: tool.outputSchema as Record<string, unknown> }),
     }));
+    this.cache?.set(server.name, server.spec, server.tools);
     return server.tools;
   }
 

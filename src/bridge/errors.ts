@@ -3,6 +3,7 @@ export type BridgeErrorCode =
   | 'TOOL_NOT_FOUND'
   | 'INVALID_ARGUMENTS'
   | 'RATE_LIMITED'
+  | 'CIRCUIT_OPEN'
   | 'DOWNSTREAM_UNAVAILABLE'
   | 'DOWNSTREAM_ERROR'
   | 'CALL_ABORTED';

@@ -1,5 +1,7 @@
 // Code mode's bridge to downstream MCP servers (DESIGN §8 "Code mode").
-export { allows, McpBridge, qualifiedName, textOf } from './bridge.js';
+export { BREAKER_DEFAULTS, type BreakerOptions, CircuitBreaker } from './breaker.js';
+export { allows, McpBridge, type McpBridgeOptions, qualifiedName, textOf } from './bridge.js';
+export { SchemaCache } from './cache.js';
 export { type DownstreamSpec, loadMcpConfig } from './config.js';
 export { BridgeError, type BridgeErrorCode } from './errors.js';
 export type {

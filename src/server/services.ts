@@ -77,10 +77,10 @@ export function createServices(config: Config): Services {
     rules: loadRules(config),
     audit: new AuditTrail({ dir: config.logDir, retentionDays: config.auditRetentionDays }),
     approvalKey: randomBytes(32),
-    bridge: new McpBridge(
-      config.codemode.mcpConfig ? loadMcpConfig(config.codemode.mcpConfig) : new Map(),
-      config.codemode.rateLimitPerMinute,
-    ),
+    bridge: new McpBridge(config.codemode.mcpConfig ? loadMcpConfig(config.codemode.mcpConfig) : new Map(), {
+      rateLimitPerMinute: config.codemode.rateLimitPerMinute,
+      cacheFile: join(config.home, 'cache', 'mcp-tools.json'),
+    }),
   };
 }
 

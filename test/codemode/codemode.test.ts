@@ -89,7 +89,7 @@ describe.each(['namespace', 'subprocess'])('code mode (%s sandbox)', (mode) => {
     const [refused, all, found, schema] = value.stdout.trim().split('\n');
     expect(refused).toContain('TOOL_NOT_ALLOWED');
     expect(refused).toContain('mcp__fx__add is not allowed');
-    expect(all).toBe('mcp__fx__add,mcp__fx__echo,mcp__fx__fail,mcp__fx__search_notes');
+    expect(all).toBe('mcp__fx__add,mcp__fx__crash,mcp__fx__echo,mcp__fx__fail,mcp__fx__search_notes');
     expect(found).toBe('mcp__fx__search_notes');
     expect(schema).toBe('a,b');
     expect(value.tool_calls).toEqual([
@@ -119,7 +119,7 @@ describe.each(['namespace', 'subprocess'])('code mode (%s sandbox)', (mode) => {
       pool: { size: number };
       sessions: number;
     }>(server.client, 'health', {});
-    expect(value.downstream).toEqual([expect.objectContaining({ name: 'fx', connected: true, tools: 4 })]);
+    expect(value.downstream).toEqual([expect.objectContaining({ name: 'fx', connected: true, tools: 5, circuit: 'closed' })]);
     expect(value.pool.size).toBeGreaterThanOrEqual(0);
     expect(value.sessions).toBe(0);
   });
