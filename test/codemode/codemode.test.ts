@@ -119,7 +119,9 @@ describe.each(['namespace', 'subprocess'])('code mode (%s sandbox)', (mode) => {
       pool: { size: number };
       sessions: number;
     }>(server.client, 'health', {});
-    expect(value.downstream).toEqual([expect.objectContaining({ name: 'fx', connected: true, tools: 5, circuit: 'closed' })]);
+    expect(value.downstream).toEqual([
+      expect.objectContaining({ name: 'fx', connected: true, tools: 5, circuit: 'closed' }),
+    ]);
     expect(value.pool.size).toBeGreaterThanOrEqual(0);
     expect(value.sessions).toBe(0);
   });
