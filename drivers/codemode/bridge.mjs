@@ -1,5 +1,6 @@
 // Code mode for node and typescript runs (loaded with --import before the program): the globals
-// callMCPTool, discoverMCPTools, searchTools and getToolSchema, talking to codexec's bridge over
+// callMCPTool, discoverMCPTools, searchTools, getToolSchema and llm (ask, think), talking to
+// codexec's bridge over
 // the run's Unix socket (CODEXEC_BRIDGE_SOCKET) with the run's token (CODEXEC_BRIDGE_TOKEN).
 import { createConnection } from 'node:net';
 
@@ -77,3 +78,13 @@ globalThis.discoverMCPTools = (options = {}) =>
   request('discover', options.search === undefined ? {} : { search: options.search });
 globalThis.searchTools = (query, limit = 10) => request('search', { query, limit });
 globalThis.getToolSchema = (name) => request('schema', { name });
+/** The client's model, through codexec (enable_sampling): a prompt in, its text out. */
+globalThis.llm = {
+  ask: (prompt) => request('sample', { messages: [{ role: 'user', content: String(prompt) }] }),
+  think: ({ messages, systemPrompt, maxTokens } = {}) =>
+    request('sample', {
+      messages,
+      ...(systemPrompt !== undefined && { systemPrompt }),
+      ...(maxTokens !== undefined && { maxTokens }),
+    }),
+};

@@ -1,6 +1,6 @@
 # Code mode for python runs: runs the program (argv[1], with its arguments) as __main__ with the
-# async builtins call_mcp_tool, discover_mcp_tools, search_tools and get_tool_schema (also as
-# `import codexec`), and top-level `await` allowed. They talk to codexec's bridge over the run's
+# async builtins call_mcp_tool, discover_mcp_tools, search_tools, get_tool_schema and llm (ask,
+# think) (also as `import codexec`), and top-level `await` allowed. They talk to codexec's bridge over the run's
 # Unix socket (CODEXEC_BRIDGE_SOCKET) with the run's token (CODEXEC_BRIDGE_TOKEN).
 import ast
 import asyncio
@@ -82,12 +82,32 @@ async def get_tool_schema(name):
     return await asyncio.to_thread(_request, "schema", {"name": name})
 
 
+class _LLM:
+    """The client's model, through codexec (enable_sampling): a prompt in, its text out."""
+
+    async def ask(self, prompt):
+        return await asyncio.to_thread(_request, "sample", {"messages": [{"role": "user", "content": str(prompt)}]})
+
+    async def think(self, messages, system_prompt=None, max_tokens=None):
+        params = {"messages": messages}
+        if system_prompt is not None:
+            params["systemPrompt"] = system_prompt
+        if max_tokens is not None:
+            params["maxTokens"] = max_tokens
+        return await asyncio.to_thread(_request, "sample", params)
+
+
+llm = _LLM()
+
+
 def _main():
     script, *args = sys.argv[1:]
     api = types.ModuleType("codexec")
     for function in (call_mcp_tool, discover_mcp_tools, search_tools, get_tool_schema):
         setattr(builtins, function.__name__, function)
         setattr(api, function.__name__, function)
+    builtins.llm = llm
+    api.llm = llm
     api.BridgeError = BridgeError
     sys.modules["codexec"] = api
     sys.argv = [script, *args]

@@ -4,6 +4,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { BridgeError, type BridgeRun } from '../bridge/index.js';
+import type { Sampler } from './sampler.js';
 
 // The way from sandboxed code to the bridge: a Unix socket in the run's own workspace (the one
 // directory of the host that sandbox sees, and no other run does), a random token per run, and
@@ -38,6 +39,18 @@ const request = z.discriminatedUnion('method', [
     method: z.literal('schema'),
     params: z.object({ name: z.string().min(1).max(512) }),
   }),
+  z.object({
+    id: z.number().int(),
+    method: z.literal('sample'),
+    params: z.object({
+      messages: z
+        .array(z.object({ role: z.enum(['user', 'assistant']), content: z.string().max(200_000) }))
+        .min(1)
+        .max(100),
+      systemPrompt: z.string().max(200_000).optional(),
+      maxTokens: z.number().int().min(1).max(1_000_000).optional(),
+    }),
+  }),
 ]);
 
 export interface Channel {
@@ -47,8 +60,8 @@ export interface Channel {
   close(): Promise<void>;
 }
 
-/** Open the channel of one run (or session) in its workspace `dir`. */
-export async function openChannel(run: BridgeRun, dir: string): Promise<Channel> {
+/** Open the channel of one run (or session) in its workspace `dir`; `sampler` serves llm.*. */
+export async function openChannel(run: BridgeRun, dir: string, sampler?: Sampler): Promise<Channel> {
   const socketPath = join(dir, SOCKET_NAME);
   const token = randomBytes(32).toString('hex');
   const expected = Buffer.from(token);
@@ -56,7 +69,7 @@ export async function openChannel(run: BridgeRun, dir: string): Promise<Channel>
   const server: Server = createServer((socket) => {
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
-    serve(socket, run, expected);
+    serve(socket, run, expected, sampler);
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -75,7 +88,7 @@ export async function openChannel(run: BridgeRun, dir: string): Promise<Channel>
   };
 }
 
-function serve(socket: Socket, run: BridgeRun, expected: Buffer): void {
+function serve(socket: Socket, run: BridgeRun, expected: Buffer, sampler: Sampler | undefined): void {
   let buffered = '';
   let authenticated = false;
   socket.setEncoding('utf8');
@@ -106,7 +119,7 @@ function serve(socket: Socket, run: BridgeRun, expected: Buffer): void {
         authenticated = true;
         continue;
       }
-      void handle(line, run).then(reply);
+      void handle(line, run, sampler).then(reply);
     }
   });
   socket.on('error', () => {});
@@ -121,7 +134,7 @@ function tokenOf(line: string): string {
   }
 }
 
-async function handle(line: string, run: BridgeRun): Promise<object> {
+async function handle(line: string, run: BridgeRun, sampler: Sampler | undefined): Promise<object> {
   let parsed: z.output<typeof request>;
   try {
     parsed = request.parse(JSON.parse(line));
@@ -138,6 +151,14 @@ async function handle(line: string, run: BridgeRun): Promise<object> {
         return { id: parsed.id, result: await run.search(parsed.params.query, parsed.params.limit) };
       case 'schema':
         return { id: parsed.id, result: await run.schema(parsed.params.name) };
+      case 'sample':
+        if (!sampler) {
+          throw new BridgeError(
+            'SAMPLING_UNAVAILABLE',
+            'sampling not available: the run was started without enable_sampling',
+          );
+        }
+        return { id: parsed.id, result: await sampler.think(parsed.params) };
     }
   } catch (error) {
     const code = error instanceof BridgeError ? error.code : 'DOWNSTREAM_ERROR';

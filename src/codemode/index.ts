@@ -1,2 +1,3 @@
 // Code mode inside the sandbox: the channel from sandboxed code to the bridge (DESIGN §8).
 export { type Channel, openChannel, SOCKET_NAME } from './channel.js';
+export { createSampler, type Sampler, type SamplingLimits, type ThinkRequest } from './sampler.js';

@@ -153,7 +153,7 @@ export class Engine {
           // bash -c: the command line is an argument, no file
         } else if (prepared.length <= 64 * 1024) writeFileSync(scriptPath, prepared, { mode: 0o644 });
         else await writeFile(scriptPath, prepared, { mode: 0o644 });
-        if (request.bridge) channel = await openChannel(request.bridge, execDir);
+        if (request.bridge) channel = await openChannel(request.bridge, execDir, request.sampler);
         // Runs of drivers without it end with their streams, as cold runs do where the sandbox does
         // not report their end (SandboxSpec.endMark).
         const endMark = warm

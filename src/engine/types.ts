@@ -1,4 +1,5 @@
 import type { BridgeRun, ToolCallRecord } from '../bridge/index.js';
+import type { Sampler } from '../codemode/index.js';
 import type { Language } from '../runtimes/index.js';
 import type { LimitKind } from '../sandbox/index.js';
 import type { ResultImage, SkippedImage } from './images.js';
@@ -26,6 +27,8 @@ export interface ExecutionRequest {
   readonly tool?: string | undefined;
   /** Code mode: the run's view of the bridge; the code gets its helpers and a channel to it. */
   readonly bridge?: BridgeRun | undefined;
+  /** Code mode with enable_sampling: what answers the code's llm.ask / llm.think. */
+  readonly sampler?: Sampler | undefined;
 }
 
 export type OutputStream = 'stdout' | 'stderr';

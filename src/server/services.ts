@@ -7,7 +7,7 @@ import { Engine } from '../engine/index.js';
 import { ScriptStore } from '../library/index.js';
 import { ExecutionLogs, type LogWriter } from '../logs/index.js';
 import { type CheckContext, PackageService } from '../packages/index.js';
-import { createSecretsFilter, loadRules, type RuleSet } from '../policy/index.js';
+import { createSecretsFilter, loadRules, type RuleSet, type SecretsFilter } from '../policy/index.js';
 import { Interpreters } from '../runtimes/index.js';
 import { BackendRegistry, NamespaceBackend } from '../sandbox/index.js';
 import { SessionManager } from '../sessions/index.js';
@@ -35,6 +35,8 @@ export interface Services {
   readonly approvalKey: Uint8Array;
   /** Code mode: the downstream MCP servers of CODEXEC_MCP_CONFIG (none configured: an empty bridge). */
   readonly bridge: Bridge;
+  /** The secrets filter (CODEXEC_REDACT_SECRETS): undefined when switched off. */
+  readonly secrets: SecretsFilter | undefined;
   /**
    * What the user trusted (approve_trust_session), kept beyond one MCP server instance: serve
    * --http sets one per principal. Absent: each instance (stdio: the connection) has its own.
@@ -77,6 +79,7 @@ export function createServices(config: Config): Services {
     rules: loadRules(config),
     audit: new AuditTrail({ dir: config.logDir, retentionDays: config.auditRetentionDays }),
     approvalKey: randomBytes(32),
+    secrets,
     bridge: new McpBridge(config.codemode.mcpConfig ? loadMcpConfig(config.codemode.mcpConfig) : new Map(), {
       rateLimitPerMinute: config.codemode.rateLimitPerMinute,
       cacheFile: join(config.home, 'cache', 'mcp-tools.json'),

@@ -1,9 +1,8 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
-import type { Bridge } from '../../bridge/index.js';
-import type { Engine } from '../../engine/index.js';
 import { resolveWorkingDir } from '../../policy/index.js';
 import { LANGUAGES } from '../../runtimes/index.js';
+import { codeModeFor, codeModeInput } from '../codemode.js';
 import { defineTool } from '../define-tool.js';
 import { type Gatekeeper, runFacts } from '../guard.js';
 import { imageFields } from '../images.js';
@@ -61,15 +60,7 @@ const inputSchema = z.object({
     .min(1)
     .optional()
     .describe('Existing directory to run in (~ allowed). Default: a fresh empty workspace'),
-  allowed_tools: z
-    .array(z.string().min(1).max(512))
-    .max(200)
-    .optional()
-    .describe(
-      'Code mode (python, node, typescript): downstream MCP tools the code may call, mcp__<server>__<tool>, ' +
-        '* wildcards. Given (even []), the code gets callMCPTool/discoverMCPTools/searchTools/getToolSchema ' +
-        '(python: await call_mcp_tool, …)',
-    ),
+  ...codeModeInput,
 });
 
 /** What the audit keeps of an execution result. */
@@ -102,7 +93,7 @@ export function registerExecuteCode(server: McpServer, services: Services, gate:
       return gate.run(
         ctx,
         { tool: 'execute_code', language: args.language, code: args.code, sessionId: null },
-        () => runWithProgress(services.engine, services.bridge, args, ctx, workingDir),
+        () => runWithProgress(server, services, args, ctx, workingDir),
         runFacts,
       );
     },
@@ -110,20 +101,19 @@ export function registerExecuteCode(server: McpServer, services: Services, gate:
 }
 
 async function runWithProgress(
-  engine: Engine,
-  bridgeOf: Bridge,
+  server: McpServer,
+  services: Services,
   args: z.output<typeof inputSchema>,
   ctx: Parameters<Parameters<typeof defineTool>[1]['handler']>[1],
   workingDir: string | undefined,
 ) {
-  // Code mode: the run's view of the bridge, ended (pending calls refused) when the run is.
+  // Code mode: the run's view of the bridge and its sampler, ended (pending calls refused) with it.
   const ended = new AbortController();
-  const bridge =
-    args.allowed_tools && bridgeOf.openRun({ allowedTools: args.allowed_tools, signal: ended.signal });
+  const codeMode = codeModeFor(server, services, args, ctx, ended.signal);
   try {
     return await withProgress(ctx, (options) =>
-      engine.run(
-        { language: args.language, code: args.code, timeoutMs: args.timeout_ms, workingDir, bridge },
+      services.engine.run(
+        { language: args.language, code: args.code, timeoutMs: args.timeout_ms, workingDir, ...codeMode },
         options,
       ),
     );

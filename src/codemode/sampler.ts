@@ -1,0 +1,84 @@
+import type { ServerContext } from '@modelcontextprotocol/server';
+import { BridgeError } from '../bridge/index.js';
+import type { SecretsFilter } from '../policy/index.js';
+
+// llm.ask / llm.think (DESIGN §8): sandboxed code asks the client's model through MCP sampling,
+// within the run's rounds and tokens, with the secrets filter on what goes out and what comes back.
+// Only a 2025-era connection can be asked while a call runs: the 2026-07-28 revision has no
+// server-to-client request during a call (input_required would end the run's call first).
+
+export interface ThinkRequest {
+  readonly messages: ReadonlyArray<{ readonly role: 'user' | 'assistant'; readonly content: string }>;
+  readonly systemPrompt?: string | undefined;
+  readonly maxTokens?: number | undefined;
+}
+
+export interface Sampler {
+  think(request: ThinkRequest): Promise<string>;
+}
+
+export interface SamplingLimits {
+  readonly rounds: number;
+  readonly tokens: number;
+}
+
+/** Each request asks for at most this many tokens unless the code says otherwise. */
+const DEFAULT_MAX_TOKENS = 1000;
+
+/**
+ * A sampler for one run. `unavailable`: why this client cannot be asked (then every call raises
+ * "sampling not available: …"). The token budget counts the maxTokens each request asks for.
+ */
+export function createSampler(
+  ctx: ServerContext,
+  limits: SamplingLimits,
+  secrets: SecretsFilter | undefined,
+  unavailable: string | undefined,
+): Sampler {
+  let rounds = 0;
+  let tokens = 0;
+  const clean = (text: string) => secrets?.redact(text) ?? text;
+  return {
+    async think(request) {
+      if (unavailable)
+        throw new BridgeError('SAMPLING_UNAVAILABLE', `sampling not available: ${unavailable}`);
+      if (rounds >= limits.rounds) {
+        throw new BridgeError(
+          'SAMPLING_LIMIT',
+          `max_sampling_rounds (${limits.rounds}) reached for this run`,
+        );
+      }
+      const maxTokens = request.maxTokens ?? Math.min(DEFAULT_MAX_TOKENS, limits.tokens - tokens);
+      if (maxTokens < 1 || tokens + maxTokens > limits.tokens) {
+        throw new BridgeError(
+          'SAMPLING_LIMIT',
+          `max_sampling_tokens (${limits.tokens}) reached: ${tokens} used, ${maxTokens} more asked`,
+        );
+      }
+      rounds += 1;
+      tokens += maxTokens;
+      const result = await ctx.mcpReq
+        .requestSampling(
+          {
+            messages: request.messages.map((message) => ({
+              role: message.role,
+              content: { type: 'text' as const, text: clean(message.content) },
+            })),
+            ...(request.systemPrompt !== undefined && { systemPrompt: clean(request.systemPrompt) }),
+            maxTokens,
+          },
+          { signal: ctx.mcpReq.signal },
+        )
+        .catch((error: Error) => {
+          throw new BridgeError('SAMPLING_FAILED', `the client's model did not answer: ${error.message}`);
+        });
+      const content = Array.isArray(result.content) ? result.content : [result.content];
+      const text = content
+        .map((block) =>
+          (block as { type?: string }).type === 'text' ? (block as { text: string }).text : '',
+        )
+        .join('');
+      return clean(text);
+    },
+  };
+}

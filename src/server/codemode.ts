@@ -1,0 +1,70 @@
+import type { McpServer, ServerContext } from '@modelcontextprotocol/server';
+import { z } from 'zod';
+import type { BridgeRun } from '../bridge/index.js';
+import { createSampler, type Sampler } from '../codemode/index.js';
+import type { Services } from './services.js';
+
+/** The code-mode inputs of a tool that runs code (DESIGN §8 "Code mode"). */
+export const codeModeInput = {
+  allowed_tools: z
+    .array(z.string().min(1).max(512))
+    .max(200)
+    .optional()
+    .describe(
+      'Code mode (python, node, typescript): downstream MCP tools the code may call, mcp__<server>__<tool>, ' +
+        '* wildcards. Given (even []), the code gets callMCPTool/discoverMCPTools/searchTools/getToolSchema ' +
+        '(python: await call_mcp_tool, …)',
+    ),
+  enable_sampling: z
+    .boolean()
+    .default(false)
+    .describe(
+      "Code mode: llm.ask(prompt) / llm.think({messages, systemPrompt?, maxTokens?}) ask the client's model",
+    ),
+  max_sampling_rounds: z
+    .number()
+    .int()
+    .min(1)
+    .max(100)
+    .default(10)
+    .describe('llm.* calls allowed in the run'),
+  max_sampling_tokens: z
+    .number()
+    .int()
+    .min(1)
+    .max(1_000_000)
+    .default(10_000)
+    .describe('tokens the llm.* calls may ask for in all'),
+};
+
+type CodeModeArgs = z.output<z.ZodObject<typeof codeModeInput>>;
+
+/**
+ * The run's view of the bridge and its sampler, when the call asked for code mode (undefined
+ * otherwise: no socket, no helpers). Both end with `signal`.
+ */
+export function codeModeFor(
+  server: McpServer,
+  services: Services,
+  args: CodeModeArgs,
+  ctx: ServerContext,
+  signal: AbortSignal,
+): { readonly bridge?: BridgeRun; readonly sampler?: Sampler } {
+  if (args.allowed_tools === undefined && !args.enable_sampling) return {};
+  const bridge = services.bridge.openRun({ allowedTools: args.allowed_tools ?? [], signal });
+  if (!args.enable_sampling) return { bridge };
+  const limits = { rounds: args.max_sampling_rounds, tokens: args.max_sampling_tokens };
+  return { bridge, sampler: createSampler(ctx, limits, services.secrets, samplingUnavailable(server, ctx)) };
+}
+
+/** Why the client's model cannot be asked during this call, or undefined when it can. */
+function samplingUnavailable(server: McpServer, ctx: ServerContext): string | undefined {
+  const version = server.server.getNegotiatedProtocolVersion();
+  const modern = version !== undefined ? version >= '2026-07-28' : ctx.mcpReq.envelope !== undefined;
+  if (modern) {
+    return "MCP 2026-07-28 gives a server no way to ask the client's model while a call runs (a 2025-era connection can)";
+  }
+  if (ctx.http) return 'over HTTP, 2025-era requests are served statelessly, so the client cannot be asked';
+  if (!server.server.getClientCapabilities()?.sampling) return 'the client declared no sampling capability';
+  return undefined;
+}
