@@ -28,12 +28,16 @@ export const FIELDS = [
   'approved_by',
   'rule',
   'principal',
+  'tool_calls',
   'at',
   'prev_hash',
 ] as const;
 
-/** The fields of entries written before they named their principal: still verified as they are. */
-const FIELDS_BEFORE_PRINCIPAL = FIELDS.filter((field) => field !== 'principal');
+/**
+ * The fields of entries written before they named their principal and tool calls: still verified
+ * as they are.
+ */
+const FIELDS_BEFORE_PRINCIPAL = FIELDS.filter((field) => field !== 'principal' && field !== 'tool_calls');
 
 export type AuditEntry = Record<(typeof FIELDS)[number] | 'hash', unknown>;
 
@@ -61,6 +65,7 @@ export function chainLine(
     approved_by: attempt.approved_by,
     rule: attempt.rule,
     principal: attempt.principal,
+    tool_calls: attempt.tool_calls,
     at: at.toISOString(),
     prev_hash: prevHash,
   } satisfies Omit<AuditEntry, 'hash'>;

@@ -6,6 +6,7 @@ import { type BreakerOptions, CircuitBreaker } from './breaker.js';
 import { SchemaCache } from './cache.js';
 import type { DownstreamSpec } from './config.js';
 import { BridgeError } from './errors.js';
+import { CallQueue, type QueueOptions } from './queue.js';
 import type {
   Bridge,
   BridgeRun,
@@ -48,6 +49,7 @@ export interface McpBridgeOptions {
   /** The on-disk tool cache (cache.ts); none: tools are listed once per process. */
   readonly cacheFile?: string | undefined;
   readonly breaker?: BreakerOptions | undefined;
+  readonly queue?: QueueOptions | undefined;
 }
 
 /**
@@ -61,6 +63,7 @@ export class McpBridge implements Bridge {
   /** A validator per tool, made from its listed input schema on its first call. */
   private readonly validators = new Map<string, StandardSchemaWithJSON<unknown, unknown>>();
   private readonly cache: SchemaCache | undefined;
+  private readonly queue: CallQueue;
 
   constructor(
     specs: ReadonlyMap<string, DownstreamSpec>,
@@ -70,6 +73,7 @@ export class McpBridge implements Bridge {
       [...specs].map(([name, spec]) => [name, { name, spec, breaker: new CircuitBreaker(options.breaker) }]),
     );
     this.cache = options.cacheFile ? new SchemaCache(options.cacheFile) : undefined;
+    this.queue = new CallQueue(options.queue);
   }
 
   get configured(): boolean {
@@ -115,6 +119,16 @@ export class McpBridge implements Bridge {
     if (!tool) throw new BridgeError('TOOL_NOT_FOUND', `no tool ${name}; discoverMCPTools() lists them`);
     await this.validate(tool, args);
     const server = this.servers.get(tool.server) as Downstream;
+    return this.queue.run(name, signal, () => this.callOn(server, tool, args, signal));
+  }
+
+  private async callOn(
+    server: Downstream,
+    tool: ToolInfo,
+    args: Record<string, unknown>,
+    signal: AbortSignal,
+  ): Promise<ToolCallOutcome> {
+    const { name } = tool;
     this.admit(server, name);
     try {
       const client = await this.client(server);

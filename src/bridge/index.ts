@@ -4,6 +4,7 @@ export { allows, McpBridge, type McpBridgeOptions, qualifiedName, textOf } from 
 export { SchemaCache } from './cache.js';
 export { type DownstreamSpec, loadMcpConfig } from './config.js';
 export { BridgeError, type BridgeErrorCode } from './errors.js';
+export { CallQueue, QUEUE_DEFAULTS, type QueueOptions } from './queue.js';
 export type {
   Bridge,
   BridgeRun,

@@ -17,6 +17,13 @@ export interface AuditAttempt {
   readonly approved_by: ApprovedBy | null; // null when refused
   readonly rule: string | null; // the rule id that decided, if any
   readonly principal: string; // who asked (serve --http's principal; `local` for stdio)
+  // code mode: the downstream tool calls the code made (null: no code mode)
+  readonly tool_calls: ReadonlyArray<{
+    tool: string;
+    success: boolean;
+    duration_ms: number;
+    error?: string;
+  }> | null;
 }
 
 export interface AuditSink {

@@ -1,4 +1,5 @@
 import type { InputRequiredResult, ServerContext } from '@modelcontextprotocol/server';
+import type { ToolCallRecord } from '../bridge/index.js';
 import { ApprovalDeniedError, ApprovalUnavailableError } from '../errors/index.js';
 import {
   type ApprovedBy,
@@ -27,14 +28,16 @@ export interface RunFacts {
   readonly exit_code: number | null;
   readonly duration_ms: number | null;
   readonly stdout: string;
+  /** Code mode: the downstream tool calls the code made. */
+  readonly tool_calls?: readonly ToolCallRecord[] | undefined;
 }
 
 const SUMMARY_CHARS = 500;
 
 /** What the audit keeps of any run's result (one-shot, send, command: all carry these). */
 export function runFacts(result: RunFacts): RunFacts {
-  const { execution_id, exit_code, duration_ms, stdout } = result;
-  return { execution_id, exit_code, duration_ms, stdout };
+  const { execution_id, exit_code, duration_ms, stdout, tool_calls } = result;
+  return { execution_id, exit_code, duration_ms, stdout, ...(tool_calls && { tool_calls }) };
 }
 
 /**
@@ -137,6 +140,7 @@ export class Gatekeeper {
       duration_ms: facts?.duration_ms ?? null,
       ...verdict,
       principal: currentPrincipal(),
+      tool_calls: facts?.tool_calls ?? null,
     };
     // The run's own result must still reach the client; a broken sink is loud on stderr.
     await this.services.audit.record(entry).catch((error: Error) => log('error', `audit: ${error.message}`));

@@ -31,6 +31,7 @@ const attempt = (n: number, overrides: Partial<AuditAttempt> = {}): AuditAttempt
   approved_by: 'auto',
   rule: null,
   principal: 'local',
+  tool_calls: null,
   ...overrides,
 });
 
@@ -88,10 +89,10 @@ describe('audit trail', () => {
     const file = 'audit-2026-11-23.jsonl';
     const [first, second] = lines(dir, file).map((line) => JSON.parse(line));
     expect([first.principal, second.principal]).toEqual(['alice', 'local']);
-    // The same two entries as an older server wrote them: no principal field, hashed without it.
+    // The same two entries as an older server wrote them: no principal or tool_calls, hashed without.
     const sha = (text: string) => createHash('sha256').update(text).digest('hex');
     let prev = '0'.repeat(64);
-    const older = [first, second].map(({ principal: _, hash: __, ...body }) => {
+    const older = [first, second].map(({ principal: _, tool_calls: ___, hash: __, ...body }) => {
       const unhashed = { ...body, prev_hash: prev };
       prev = sha(JSON.stringify(unhashed));
       return JSON.stringify({ ...unhashed, hash: prev });

@@ -22,11 +22,15 @@ function setup() {
   const specs = new Map([
     ['fx', { command: process.execPath, args: [FIXTURE], env: { STARTS_FILE: starts, CRASH_FILE: crash } }],
   ]);
-  const open = (breaker?: { threshold: number; openMs: number }) => {
+  const open = (
+    breaker?: { threshold: number; openMs: number },
+    queue?: { running: number; waiting: number; waitMs: number },
+  ) => {
     const bridge = new McpBridge(specs, {
       rateLimitPerMinute: 1000,
       cacheFile: join(dir, 'cache.json'),
       breaker,
+      queue,
     });
     bridges.push(bridge);
     return bridge;
@@ -40,7 +44,7 @@ function setup() {
 describe('the tool cache on disk', () => {
   it('answers discovery after a restart without starting the server', async () => {
     const { open, run, startCount } = setup();
-    expect((await run(open()).discover()).length).toBe(5);
+    expect((await run(open()).discover()).length).toBe(6);
     expect(startCount()).toBe(1);
     const restarted = open();
     expect((await run(restarted).discover()).map((tool) => tool.name)).toContain('mcp__fx__add');
@@ -58,10 +62,10 @@ describe('the tool cache on disk', () => {
     writeFileSync(cacheFile, JSON.stringify(cache));
     writeFileSync(crash, '');
     const down = open();
-    expect((await run(down).discover()).length).toBe(5);
+    expect((await run(down).discover()).length).toBe(6);
     expect(startCount()).toBe(2); // it tried
     rmSync(crash);
-    expect((await run(down).discover()).length).toBe(5);
+    expect((await run(down).discover()).length).toBe(6);
     expect(JSON.parse(readFileSync(cacheFile, 'utf8')).fx.at).toBeGreaterThan(0);
   }, 30_000);
 });
@@ -92,5 +96,35 @@ describe('the circuit breaker', () => {
     });
     expect(bridge.health()[0]?.circuit).toBe('closed');
     expect(calls.calls().map((call) => call.success)).toEqual([false, false, false, true]);
+  }, 30_000);
+});
+
+describe('the call queue', () => {
+  it('runs a bounded number of calls, queues a bounded number, and refuses the rest clearly', async () => {
+    const { open, run } = setup();
+    const calls = run(open(undefined, { running: 1, waiting: 1, waitMs: 5000 }));
+    await calls.discover();
+    const started = Date.now();
+    const results = await Promise.allSettled([
+      calls.call('mcp__fx__slow', { ms: 300 }),
+      calls.call('mcp__fx__slow', { ms: 300 }),
+      calls.call('mcp__fx__slow', { ms: 300 }),
+    ]);
+    expect(results.map((result) => result.status)).toEqual(['fulfilled', 'fulfilled', 'rejected']);
+    expect((results[2] as PromiseRejectedResult).reason).toMatchObject({ code: 'QUEUE_FULL' });
+    // One at a time: the queued call waited for the first.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(600);
+  }, 30_000);
+
+  it('gives up on a call that waits longer than its limit', async () => {
+    const { open, run } = setup();
+    const calls = run(open(undefined, { running: 1, waiting: 5, waitMs: 100 }));
+    await calls.discover();
+    const [first, second] = await Promise.allSettled([
+      calls.call('mcp__fx__slow', { ms: 500 }),
+      calls.call('mcp__fx__slow', { ms: 10 }),
+    ]);
+    expect(first.status).toBe('fulfilled');
+    expect((second as PromiseRejectedResult).reason).toMatchObject({ code: 'QUEUE_TIMEOUT' });
   }, 30_000);
 });

@@ -89,7 +89,9 @@ describe.each(['namespace', 'subprocess'])('code mode (%s sandbox)', (mode) => {
     const [refused, all, found, schema] = value.stdout.trim().split('\n');
     expect(refused).toContain('TOOL_NOT_ALLOWED');
     expect(refused).toContain('mcp__fx__add is not allowed');
-    expect(all).toBe('mcp__fx__add,mcp__fx__crash,mcp__fx__echo,mcp__fx__fail,mcp__fx__search_notes');
+    expect(all).toBe(
+      'mcp__fx__add,mcp__fx__crash,mcp__fx__echo,mcp__fx__fail,mcp__fx__search_notes,mcp__fx__slow',
+    );
     expect(found).toBe('mcp__fx__search_notes');
     expect(schema).toBe('a,b');
     expect(value.tool_calls).toEqual([
@@ -120,7 +122,7 @@ describe.each(['namespace', 'subprocess'])('code mode (%s sandbox)', (mode) => {
       sessions: number;
     }>(server.client, 'health', {});
     expect(value.downstream).toEqual([
-      expect.objectContaining({ name: 'fx', connected: true, tools: 5, circuit: 'closed' }),
+      expect.objectContaining({ name: 'fx', connected: true, tools: 6, circuit: 'closed' }),
     ]);
     expect(value.pool.size).toBeGreaterThanOrEqual(0);
     expect(value.sessions).toBe(0);
@@ -176,7 +178,7 @@ describe.each(['namespace', 'subprocess'])('code mode (%s sandbox)', (mode) => {
     expect(bash.value.code).toBe('INVALID_INPUT');
   });
 
-  it('records tool_calls in the execution log, and starts the downstream server once', async () => {
+  it('records tool_calls in the execution log and the audit trail, and starts the downstream server once', async () => {
     const { value } = await run('python', 'await call_mcp_tool("mcp__fx__echo", {"text": "logged"})', [
       'mcp__fx__echo',
     ]);
@@ -186,6 +188,14 @@ describe.each(['namespace', 'subprocess'])('code mode (%s sandbox)', (mode) => {
       .flatMap((name) => readFileSync(join(logs, name), 'utf8').trim().split('\n'))
       .map((line) => JSON.parse(line) as { execution_id: string; tool_calls?: unknown });
     expect(lines.find((line) => line.execution_id === value.execution_id)?.tool_calls).toEqual([
+      expect.objectContaining({ tool: 'mcp__fx__echo', success: true }),
+    ]);
+    // And in its audit entry (hashed with the rest).
+    const audit = readdirSync(logs)
+      .filter((name) => name.startsWith('audit-'))
+      .flatMap((name) => readFileSync(join(logs, name), 'utf8').trim().split('\n'))
+      .map((line) => JSON.parse(line) as { execution_id: string; tool_calls: unknown });
+    expect(audit.find((entry) => entry.execution_id === value.execution_id)?.tool_calls).toEqual([
       expect.objectContaining({ tool: 'mcp__fx__echo', success: true }),
     ]);
     expect(readFileSync(starts, 'utf8').trim().split('\n')).toHaveLength(1);
