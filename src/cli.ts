@@ -8,6 +8,7 @@ import { logsSearchCommand, logsShowCommand } from './cli/logs.js';
 import { runCommand } from './cli/run.js';
 import { serveCommand } from './cli/serve.js';
 import { setupCommand } from './cli/setup.js';
+import { wrappersCommand } from './cli/wrappers.js';
 import { SANDBOX_MODES } from './config/index.js';
 import { STATUSES } from './logs/index.js';
 import { LANGUAGES } from './runtimes/index.js';
@@ -80,6 +81,14 @@ program
   )
   .option('--no-verify', 'skip starting the server as written and listing its tools')
   .action(setupCommand);
+
+program
+  .command('wrappers')
+  .description('write typed modules for the tools of the downstream MCP servers (code mode)')
+  .option('--lang <lang>', 'ts or python', 'ts')
+  .option('--out <dir>', 'where to write them', 'mcp-wrappers')
+  .option('--server <name>', 'only this server')
+  .action(wrappersCommand);
 
 program
   .command('doctor')

@@ -14,3 +14,4 @@ export type {
   ToolCallRecord,
   ToolInfo,
 } from './types.js';
+export { pythonModule, typescriptModule } from './wrappers.js';
