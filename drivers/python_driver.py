@@ -23,6 +23,11 @@ import sys
 import traceback
 import types
 
+if "CODEXEC_BRIDGE_SOCKET" in os.environ:  # code mode (start_session with allowed_tools)
+    import codexec_bridge  # on PYTHONPATH for such sessions; takes the socket and token from the env
+
+    codexec_bridge.install()
+
 CO_COROUTINE = 0x0080
 
 

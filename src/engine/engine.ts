@@ -3,8 +3,8 @@ import { mkdirSync, unlinkSync, writeFileSync } from 'node:fs';
 import { rm, rmdir, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { type Channel, openChannel } from '../codemode/index.js';
+import { fileURLToPath } from 'node:url';
+import { type Channel, CODE_MODE_FILES, channelEnv, codeModeArgv, openChannel } from '../codemode/index.js';
 import type { Config } from '../config/index.js';
 import { InvalidInputError } from '../errors/index.js';
 import type { LogWriter } from '../logs/index.js';
@@ -399,23 +399,4 @@ function coldMark(): string {
   const mark = `\n[codexec-end ${randomUUID().replaceAll('-', '').slice(0, 16)}]\n`;
   if (mark.length !== END_MARK_BYTES) throw new Error('end mark of the wrong length');
   return mark;
-}
-
-/** Code mode's helpers (drivers/codemode): readable by the run, loaded before its program. */
-const PYTHON_RUNNER = driverPath('codemode/run_python.py');
-const NODE_HELPER = driverPath('codemode/bridge.mjs');
-const CODE_MODE_FILES = [PYTHON_RUNNER, NODE_HELPER];
-
-function codeModeArgv(
-  kind: InterpreterKind,
-  interpreter: string,
-  script: string,
-  args: readonly string[],
-): string[] {
-  if (kind === 'python') return [interpreter, PYTHON_RUNNER, script, ...args];
-  return [interpreter, '--import', pathToFileURL(NODE_HELPER).href, script, ...args];
-}
-
-function channelEnv(channel: Channel | undefined): Record<string, string> {
-  return channel ? { CODEXEC_BRIDGE_SOCKET: channel.socketPath, CODEXEC_BRIDGE_TOKEN: channel.token } : {};
 }

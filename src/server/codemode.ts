@@ -37,6 +37,21 @@ export const codeModeInput = {
     .describe('tokens the llm.* calls may ask for in all'),
 };
 
+/** `tool_calls` in results that ran code in code mode. */
+export const toolCallsField = {
+  tool_calls: z
+    .array(
+      z.object({
+        tool: z.string(),
+        success: z.boolean(),
+        duration_ms: z.number(),
+        error: z.string().optional(),
+      }),
+    )
+    .optional()
+    .describe('code mode: the downstream tool calls the code made, in order'),
+};
+
 type CodeModeArgs = z.output<z.ZodObject<typeof codeModeInput>>;
 
 /**

@@ -1,5 +1,14 @@
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { BridgeRun } from '../bridge/index.js';
+import {
+  type Channel,
+  CODE_MODE_DIR,
+  CODE_MODE_FILES,
+  channelEnv,
+  NODE_IMPORT,
+  openChannel,
+} from '../codemode/index.js';
 import type { Config } from '../config/index.js';
 import { FIGURE_BACKEND, figureEnv } from '../engine/index.js';
 import { InvalidInputError } from '../errors/index.js';
@@ -46,6 +55,9 @@ export class SessionManager implements SessionPackageHost {
   private readonly idleTimers = new Map<string, NodeJS.Timeout>();
   private readonly ended = new Map<string, string>();
   private readonly endListeners: Array<(sessionId: string) => void> = [];
+  /** Code mode: each such session's view of the bridge and the channel its driver talks on. */
+  private readonly bridges = new Map<string, BridgeRun>();
+  private readonly channels = new Map<string, Channel>();
   private starting = 0;
   private stopped = false;
 
@@ -82,7 +94,12 @@ export class SessionManager implements SessionPackageHost {
     }
     const session = this.get(sessionId);
     this.clearIdle(sessionId);
-    return session.send(request).finally(() => this.armIdle(session));
+    const bridge = this.bridges.get(sessionId);
+    const before = bridge?.calls().length ?? 0;
+    return session
+      .send(request)
+      .then((result) => (bridge ? { ...result, tool_calls: bridge.calls().slice(before) } : result))
+      .finally(() => this.armIdle(session));
   }
 
   async close(sessionId: string): Promise<CloseResult> {
@@ -193,16 +210,31 @@ export class SessionManager implements SessionPackageHost {
     const packages = await sessionPackages(config, driver.interpreter, workspace);
     // Python sends return their matplotlib figures (engine/images.ts).
     const python = driver.interpreter === 'python';
+    // Code mode: the channel lives in the session's workspace for the session's life.
+    const channel = request.bridge && (await openChannel(request.bridge, workspace));
+    const runtimeEnv = {
+      ...driver.env,
+      ...packages.env,
+      ...(python && figureEnv(workspace, packages.env.PYTHONPATH)),
+    };
+    if (channel && python)
+      runtimeEnv.PYTHONPATH = [runtimeEnv.PYTHONPATH, CODE_MODE_DIR].filter(Boolean).join(':');
+    const argv = driver.argv(interpreter);
     const proc = backend.spawn({
-      argv: driver.argv(interpreter),
+      argv: channel && !python ? [argv[0] as string, ...NODE_IMPORT, ...argv.slice(1)] : argv,
       cwd,
       env: sandboxEnv(
         this.deps.hostEnv ?? process.env,
-        { ...driver.env, ...packages.env, ...(python && figureEnv(workspace, packages.env.PYTHONPATH)) },
+        { ...runtimeEnv, ...channelEnv(channel) },
         backend.mode === 'subprocess' ? undefined : workspace,
       ),
       writablePaths: cwd === workspace ? [workspace] : [workspace, cwd],
-      readablePaths: [driver.file, ...packages.readable, ...(python ? [FIGURE_BACKEND] : [])],
+      readablePaths: [
+        driver.file,
+        ...packages.readable,
+        ...(python ? [FIGURE_BACKEND] : []),
+        ...(channel ? CODE_MODE_FILES : []),
+      ],
       limits: config.limits,
       network: config.network,
       stdin: 'pipe',
@@ -231,10 +263,15 @@ export class SessionManager implements SessionPackageHost {
         throw new SessionLimitError('the server is shutting down; no new sessions');
       }
     } catch (error) {
+      await channel?.close();
       await rm(workspace, { recursive: true, force: true });
       throw error;
     }
     this.sessions.set(id, session);
+    if (channel && request.bridge) {
+      this.channels.set(id, channel);
+      this.bridges.set(id, request.bridge);
+    }
     this.armIdle(session);
     const started_at = session.startedAt.toISOString();
     await logs.appendSession(id, {
@@ -264,6 +301,9 @@ export class SessionManager implements SessionPackageHost {
     if (this.sessions.get(session.id) !== session) return; // never registered: start-up failed
     this.sessions.delete(session.id);
     this.clearIdle(session.id);
+    this.bridges.delete(session.id);
+    await this.channels.get(session.id)?.close();
+    this.channels.delete(session.id);
     for (const listener of this.endListeners) listener(session.id);
     const reason: EndReason = session.endReason ?? 'crashed';
     this.ended.set(session.id, session.endDetail);

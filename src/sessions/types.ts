@@ -1,3 +1,4 @@
+import type { BridgeRun, ToolCallRecord } from '../bridge/index.js';
 import type { ResultImage, SkippedImage } from '../engine/index.js';
 import type { Language } from '../runtimes/index.js';
 
@@ -9,6 +10,8 @@ export interface StartRequest {
   readonly name?: string | undefined;
   /** Validated by policy; default: the session workspace `sandbox/sess_<id>/`. */
   readonly workingDir?: string | undefined;
+  /** Code mode: the session's view of the bridge; its driver gets the helpers and a channel. */
+  readonly bridge?: BridgeRun | undefined;
 }
 
 export interface SendRequest {
@@ -53,6 +56,8 @@ export interface SendResult {
   /** The figures this send made (or left open), then image files it wrote (engine/images.ts). */
   images: ResultImage[];
   images_skipped?: SkippedImage[];
+  /** Code mode: the downstream tool calls this send's code made. */
+  tool_calls?: ToolCallRecord[];
 }
 
 export interface CloseResult {

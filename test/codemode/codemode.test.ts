@@ -254,3 +254,52 @@ describe('CODEXEC_TOOLS', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 });
+
+describe('code mode in sessions', () => {
+  it.each(['python', 'node'])(
+    '%s: tools across sends, state kept, tool_calls per send',
+    async (language) => {
+      const dir = tempDir();
+      const server = await startServer({ env: { CODEXEC_MCP_CONFIG: mcpConfig(dir) } });
+      try {
+        const { value: started } = await callTool<{ session_id: string }>(server.client, 'start_session', {
+          language,
+          allowed_tools: ['mcp__fx__add'],
+        });
+        const send = (code: string) =>
+          callTool<Run>(server.client, 'send_to_session', { session_id: started.session_id, code });
+        const first = await send(
+          language === 'python'
+            ? 'r = await call_mcp_tool("mcp__fx__add", {"a": 1, "b": 2})'
+            : 'var r = await callMCPTool("mcp__fx__add", { a: 1, b: 2 })',
+        );
+        expect(first.value.stderr).toBe('');
+        expect(first.value.tool_calls).toEqual([
+          expect.objectContaining({ tool: 'mcp__fx__add', success: true }),
+        ]);
+        const second = await send(
+          language === 'python'
+            ? 'print(r["sum"], (await call_mcp_tool("mcp__fx__add", {"a": r["sum"], "b": 10}))["sum"])'
+            : 'console.log(r.sum, (await callMCPTool("mcp__fx__add", { a: r.sum, b: 10 })).sum)',
+        );
+        expect(second.value.stdout).toBe('3 13\n');
+        expect(second.value.tool_calls).toHaveLength(1);
+        const refused = await send(
+          language === 'python'
+            ? 'try:\n    await call_mcp_tool("mcp__fx__echo", {"text": "x"})\nexcept Exception as e:\n    print(e.code)'
+            : 'try { await callMCPTool("mcp__fx__echo", { text: "x" }) } catch (e) { console.log(e.code) }',
+        );
+        expect(refused.value.stdout).toBe('TOOL_NOT_ALLOWED\n');
+        await callTool(server.client, 'close_session', { session_id: started.session_id });
+        // The channel went with the session.
+        expect(
+          readdirSync(join(server.home, 'sandbox')).filter((name) => name === started.session_id),
+        ).toEqual([]);
+      } finally {
+        await server.close();
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+    60_000,
+  );
+});

@@ -2,7 +2,7 @@ import type { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { resolveWorkingDir } from '../../policy/index.js';
 import { LANGUAGES } from '../../runtimes/index.js';
-import { codeModeFor, codeModeInput } from '../codemode.js';
+import { codeModeFor, codeModeInput, toolCallsField } from '../codemode.js';
 import { defineTool } from '../define-tool.js';
 import { type Gatekeeper, runFacts } from '../guard.js';
 import { imageFields } from '../images.js';
@@ -32,17 +32,7 @@ export const executionResultSchema = z.object({
     .optional()
     .describe('present when a resource limit stopped the run: memory, processes, cpu or file_size'),
   ...imageFields,
-  tool_calls: z
-    .array(
-      z.object({
-        tool: z.string(),
-        success: z.boolean(),
-        duration_ms: z.number(),
-        error: z.string().optional(),
-      }),
-    )
-    .optional()
-    .describe('code mode: the downstream tool calls the code made, in order'),
+  ...toolCallsField,
 });
 
 const LANGUAGE_HELP = 'python, node (JavaScript, ES module), typescript or bash';

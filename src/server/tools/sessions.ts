@@ -1,7 +1,9 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
+import { InvalidInputError } from '../../errors/index.js';
 import { resolveWorkingDir, runtimeRefusal } from '../../policy/index.js';
 import { LANGUAGES } from '../../runtimes/index.js';
+import { codeModeInput, toolCallsField } from '../codemode.js';
 import { defineTool } from '../define-tool.js';
 import { type Gatekeeper, runFacts } from '../guard.js';
 import { imageFields } from '../images.js';
@@ -21,6 +23,7 @@ const startInput = z.object({
     .min(1)
     .optional()
     .describe('Existing directory to work in (~ allowed). Default: a fresh session workspace'),
+  allowed_tools: codeModeInput.allowed_tools,
 });
 const startOutput = z.object({
   success: z.literal(true),
@@ -60,6 +63,7 @@ const sendOutput = z.object({
   session_alive: z.boolean().describe('false when the session ended during this send'),
   error: z.string().optional().describe('why the session ended, when it did'),
   ...imageFields,
+  ...toolCallsField,
 });
 
 const closeOutput = z.object({
@@ -116,7 +120,14 @@ function registerCodeTools(server: McpServer, services: Services, gate: Gatekeep
       const workingDir = args.working_dir ? await resolveWorkingDir(args.working_dir, config) : undefined;
       const refused = runtimeRefusal(args.language, config.gate.allowedRuntimes);
       if (refused) throw refused;
-      return sessions.start({ language: args.language, name: args.name, workingDir });
+      if (args.allowed_tools && args.language === 'bash') {
+        throw new InvalidInputError('allowed_tools (code mode) is for python, node and typescript sessions');
+      }
+      // Code mode: the session's view of the bridge lasts as long as the session.
+      const bridge =
+        args.allowed_tools &&
+        services.bridge.openRun({ allowedTools: args.allowed_tools, signal: new AbortController().signal });
+      return sessions.start({ language: args.language, name: args.name, workingDir, bridge });
     },
   });
   defineTool(server, {
