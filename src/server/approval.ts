@@ -145,8 +145,7 @@ export class ApprovalAsker {
   }
 
   private modern(ctx: ServerContext): boolean {
-    const version = this.server.server.getNegotiatedProtocolVersion();
-    return version !== undefined ? version >= '2026-07-28' : ctx.mcpReq.envelope !== undefined;
+    return isModernRequest(this.server, ctx);
   }
 }
 
@@ -191,4 +190,10 @@ function formParams(form: ApprovalForm): ElicitRequestFormParams {
       required: ['decision'],
     },
   };
+}
+
+/** Whether a request is of the 2026-07-28 era (per-request envelope), not a 2025-era connection's. */
+export function isModernRequest(server: McpServer, ctx: ServerContext): boolean {
+  const version = server.server.getNegotiatedProtocolVersion();
+  return version !== undefined ? version >= '2026-07-28' : ctx.mcpReq.envelope !== undefined;
 }

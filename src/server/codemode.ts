@@ -2,6 +2,7 @@ import type { McpServer, ServerContext } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import type { BridgeRun } from '../bridge/index.js';
 import { createSampler, type Sampler } from '../codemode/index.js';
+import { isModernRequest } from './approval.js';
 import type { Services } from './services.js';
 
 /** The code-mode inputs of a tool that runs code (DESIGN §8 "Code mode"). */
@@ -74,9 +75,7 @@ export function codeModeFor(
 
 /** Why the client's model cannot be asked during this call, or undefined when it can. */
 function samplingUnavailable(server: McpServer, ctx: ServerContext): string | undefined {
-  const version = server.server.getNegotiatedProtocolVersion();
-  const modern = version !== undefined ? version >= '2026-07-28' : ctx.mcpReq.envelope !== undefined;
-  if (modern) {
+  if (isModernRequest(server, ctx)) {
     return "MCP 2026-07-28 gives a server no way to ask the client's model while a call runs (a 2025-era connection can)";
   }
   if (ctx.http) return 'over HTTP, 2025-era requests are served statelessly, so the client cannot be asked';
