@@ -57,6 +57,8 @@ export interface Channel {
   /** The socket's path (the same inside the sandbox: the workspace is bound where it is). */
   readonly socketPath: string;
   readonly token: string;
+  /** A session's sends each bring their own sampler (sampling belongs to one request). */
+  setSampler(sampler: Sampler | undefined): void;
   close(): Promise<void>;
 }
 
@@ -66,10 +68,11 @@ export async function openChannel(run: BridgeRun, dir: string, sampler?: Sampler
   const token = randomBytes(32).toString('hex');
   const expected = Buffer.from(token);
   const sockets = new Set<Socket>();
+  let current = sampler;
   const server: Server = createServer((socket) => {
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
-    serve(socket, run, expected, sampler);
+    serve(socket, run, expected, () => current);
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -80,6 +83,9 @@ export async function openChannel(run: BridgeRun, dir: string, sampler?: Sampler
   return {
     socketPath,
     token,
+    setSampler(next) {
+      current = next;
+    },
     async close() {
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -88,7 +94,7 @@ export async function openChannel(run: BridgeRun, dir: string, sampler?: Sampler
   };
 }
 
-function serve(socket: Socket, run: BridgeRun, expected: Buffer, sampler: Sampler | undefined): void {
+function serve(socket: Socket, run: BridgeRun, expected: Buffer, sampler: () => Sampler | undefined): void {
   let buffered = '';
   let authenticated = false;
   socket.setEncoding('utf8');
@@ -119,7 +125,7 @@ function serve(socket: Socket, run: BridgeRun, expected: Buffer, sampler: Sample
         authenticated = true;
         continue;
       }
-      void handle(line, run, sampler).then(reply);
+      void handle(line, run, sampler()).then(reply);
     }
   });
   socket.on('error', () => {});

@@ -22,41 +22,44 @@ export interface SamplingLimits {
   readonly tokens: number;
 }
 
+/** What a run (or a session, over all its sends) has used of its limits. */
+export interface SamplingUse {
+  rounds: number;
+  tokens: number;
+}
+
 /** Each request asks for at most this many tokens unless the code says otherwise. */
 const DEFAULT_MAX_TOKENS = 1000;
 
 /**
- * A sampler for one run. `unavailable`: why this client cannot be asked (then every call raises
- * "sampling not available: …"). The token budget counts the maxTokens each request asks for.
+ * A sampler for one request (a run, or one send of a session). `unavailable`: why this client
+ * cannot be asked (then every call raises "sampling not available: …"). The token budget counts
+ * the maxTokens each request asks for; `used` carries a session's use from send to send.
  */
 export function createSampler(
   ctx: ServerContext,
   limits: SamplingLimits,
   secrets: SecretsFilter | undefined,
   unavailable: string | undefined,
+  used: SamplingUse = { rounds: 0, tokens: 0 },
 ): Sampler {
-  let rounds = 0;
-  let tokens = 0;
   const clean = (text: string) => secrets?.redact(text) ?? text;
   return {
     async think(request) {
       if (unavailable)
         throw new BridgeError('SAMPLING_UNAVAILABLE', `sampling not available: ${unavailable}`);
-      if (rounds >= limits.rounds) {
+      if (used.rounds >= limits.rounds) {
+        throw new BridgeError('SAMPLING_LIMIT', `max_sampling_rounds (${limits.rounds}) reached`);
+      }
+      const maxTokens = request.maxTokens ?? Math.min(DEFAULT_MAX_TOKENS, limits.tokens - used.tokens);
+      if (maxTokens < 1 || used.tokens + maxTokens > limits.tokens) {
         throw new BridgeError(
           'SAMPLING_LIMIT',
-          `max_sampling_rounds (${limits.rounds}) reached for this run`,
+          `max_sampling_tokens (${limits.tokens}) reached: ${used.tokens} used, ${maxTokens} more asked`,
         );
       }
-      const maxTokens = request.maxTokens ?? Math.min(DEFAULT_MAX_TOKENS, limits.tokens - tokens);
-      if (maxTokens < 1 || tokens + maxTokens > limits.tokens) {
-        throw new BridgeError(
-          'SAMPLING_LIMIT',
-          `max_sampling_tokens (${limits.tokens}) reached: ${tokens} used, ${maxTokens} more asked`,
-        );
-      }
-      rounds += 1;
-      tokens += maxTokens;
+      used.rounds += 1;
+      used.tokens += maxTokens;
       const result = await ctx.mcpReq
         .requestSampling(
           {

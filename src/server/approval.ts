@@ -21,6 +21,8 @@ export interface ApprovalForm {
   readonly language: string;
   readonly sessionId: string | null;
   readonly code: string;
+  /** Code mode: what else the run may do (call these tools, ask the model). */
+  readonly powers?: string | undefined;
   /** Why this run asks (every run asks, or the rule that asked). */
   readonly reason: string;
 }
@@ -159,7 +161,7 @@ function read(action: string, content: Record<string, unknown> | undefined): Ans
 }
 
 function fingerprintOf(form: ApprovalForm): string {
-  const shown = JSON.stringify([form.tool, form.language, form.sessionId, form.code]);
+  const shown = JSON.stringify([form.tool, form.language, form.sessionId, form.code, form.powers ?? null]);
   return createHash('sha256').update(shown).digest('base64url');
 }
 
@@ -176,6 +178,7 @@ function formParams(form: ApprovalForm): ElicitRequestFormParams {
     message:
       `codexec asks to run ${form.language} code.\n` +
       `Tool: ${form.tool}\nLanguage: ${form.language}\nSession: ${form.sessionId ?? 'none (one-shot)'}\n` +
+      (form.powers ? `The code may also: ${form.powers}\n` : '') +
       `Why you are asked: ${form.reason}\n\n${shown}`,
     requestedSchema: {
       type: 'object',

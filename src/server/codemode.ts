@@ -73,6 +73,35 @@ export function codeModeFor(
   return { bridge, sampler: createSampler(ctx, limits, services.secrets, samplingUnavailable(server, ctx)) };
 }
 
+/** The sampler of one send to a session started with enable_sampling (undefined: it was not). */
+export function sessionSampler(
+  server: McpServer,
+  services: Services,
+  sessionId: string,
+  ctx: ServerContext,
+): Sampler | undefined {
+  const sampling = services.sessions.samplingOf(sessionId);
+  if (!sampling) return undefined;
+  return createSampler(
+    ctx,
+    sampling.limits,
+    services.secrets,
+    samplingUnavailable(server, ctx),
+    sampling.used,
+  );
+}
+
+/** What a code-mode run may do beyond running its code, for the approval form; undefined: nothing. */
+export function codeModePowers(
+  args: Pick<CodeModeArgs, 'allowed_tools' | 'enable_sampling'>,
+): string | undefined {
+  const powers = [
+    ...(args.allowed_tools?.length ? [`call the MCP tools ${args.allowed_tools.join(', ')}`] : []),
+    ...(args.enable_sampling ? ["ask the client's model (llm.ask / llm.think)"] : []),
+  ];
+  return powers.length > 0 ? powers.join('; ') : undefined;
+}
+
 /** Why the client's model cannot be asked during this call, or undefined when it can. */
 function samplingUnavailable(server: McpServer, ctx: ServerContext): string | undefined {
   if (isModernRequest(server, ctx)) {

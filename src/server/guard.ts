@@ -20,6 +20,8 @@ export interface Attempt {
   readonly sessionId: string | null;
   /** Runtimes any one of which allows it (install_package for node: node or typescript). */
   readonly runtimes?: readonly string[];
+  /** Code mode: what else the run may do, shown in the approval form (allowed tools, sampling). */
+  readonly powers?: string | undefined;
 }
 
 /** What the audit keeps of a finished run. */

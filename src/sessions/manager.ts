@@ -1,6 +1,6 @@
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { BridgeRun } from '../bridge/index.js';
+import type { BridgeRun, ToolCallRecord } from '../bridge/index.js';
 import {
   type Channel,
   CODE_MODE_DIR,
@@ -8,6 +8,8 @@ import {
   channelEnv,
   NODE_IMPORT,
   openChannel,
+  type SamplingLimits,
+  type SamplingUse,
 } from '../codemode/index.js';
 import type { Config } from '../config/index.js';
 import { FIGURE_BACKEND, figureEnv } from '../engine/index.js';
@@ -58,6 +60,15 @@ export class SessionManager implements SessionPackageHost {
   /** Code mode: each such session's view of the bridge and the channel its driver talks on. */
   private readonly bridges = new Map<string, BridgeRun>();
   private readonly channels = new Map<string, Channel>();
+  /** The tool calls of each code-mode session's latest send (sends to one session run in order). */
+  private readonly sendCalls = new Map<string, ToolCallRecord[]>();
+  /** How many of its bridge's calls each such session's sends have accounted for so far. */
+  private readonly callsSeen = new Map<string, number>();
+  /** Code mode with sampling: each such session's limits and what its sends used of them. */
+  private readonly sampling = new Map<
+    string,
+    { readonly limits: SamplingLimits; readonly used: SamplingUse }
+  >();
   private starting = 0;
   private stopped = false;
 
@@ -80,6 +91,22 @@ export class SessionManager implements SessionPackageHost {
     }
   }
 
+  /** Code mode: a sampling session's limits and use (each send makes its sampler from them). */
+  samplingOf(sessionId: string): { readonly limits: SamplingLimits; readonly used: SamplingUse } | undefined {
+    return this.sampling.get(sessionId);
+  }
+
+  /** Code mode: the calls a session's send made (those since its previous send), kept for its result. */
+  private newCalls(sessionId: string): ToolCallRecord[] | undefined {
+    const bridge = this.bridges.get(sessionId);
+    if (!bridge) return undefined;
+    const seen = this.callsSeen.get(sessionId) ?? 0;
+    const calls = bridge.calls().slice(seen);
+    this.callsSeen.set(sessionId, seen + calls.length);
+    this.sendCalls.set(sessionId, calls);
+    return calls;
+  }
+
   /** Call `listener` with the id of every session that ends, however it ends (close, idle, crash). */
   onSessionEnd(listener: (sessionId: string) => void): void {
     this.endListeners.push(listener);
@@ -94,12 +121,18 @@ export class SessionManager implements SessionPackageHost {
     }
     const session = this.get(sessionId);
     this.clearIdle(sessionId);
-    const bridge = this.bridges.get(sessionId);
-    const before = bridge?.calls().length ?? 0;
+    // This send's llm.* go through this send's own request.
+    this.channels.get(sessionId)?.setSampler(request.sampler);
     return session
       .send(request)
-      .then((result) => (bridge ? { ...result, tool_calls: bridge.calls().slice(before) } : result))
-      .finally(() => this.armIdle(session));
+      .then((result) => {
+        const calls = this.sendCalls.get(sessionId);
+        return calls ? { ...result, tool_calls: calls } : result;
+      })
+      .finally(() => {
+        this.channels.get(sessionId)?.setSampler(undefined);
+        this.armIdle(session);
+      });
   }
 
   async close(sessionId: string): Promise<CloseResult> {
@@ -250,8 +283,10 @@ export class SessionManager implements SessionPackageHost {
       sandboxMode: backend.mode,
       secrets: this.deps.secrets,
       onExecution: (entry) => {
+        // Code mode: the calls since the send before this one (the bridge keeps them all, in order).
+        const calls = this.newCalls(id);
         // Not awaited: the reply should not wait for the disk; LogWriter orders and reports writes.
-        logs.appendSession(id, entry).catch(() => {});
+        logs.appendSession(id, calls ? { ...entry, tool_calls: calls } : entry).catch(() => {});
       },
       onEnd: (ended, exit) => this.onEnd(ended, exit, workspace),
     });
@@ -271,6 +306,8 @@ export class SessionManager implements SessionPackageHost {
     if (channel && request.bridge) {
       this.channels.set(id, channel);
       this.bridges.set(id, request.bridge);
+      if (request.sampling)
+        this.sampling.set(id, { limits: request.sampling, used: { rounds: 0, tokens: 0 } });
     }
     this.armIdle(session);
     const started_at = session.startedAt.toISOString();
@@ -302,6 +339,9 @@ export class SessionManager implements SessionPackageHost {
     this.sessions.delete(session.id);
     this.clearIdle(session.id);
     this.bridges.delete(session.id);
+    this.sendCalls.delete(session.id);
+    this.callsSeen.delete(session.id);
+    this.sampling.delete(session.id);
     await this.channels.get(session.id)?.close();
     this.channels.delete(session.id);
     for (const listener of this.endListeners) listener(session.id);

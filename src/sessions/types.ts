@@ -1,4 +1,5 @@
 import type { BridgeRun, ToolCallRecord } from '../bridge/index.js';
+import type { Sampler, SamplingLimits } from '../codemode/index.js';
 import type { ResultImage, SkippedImage } from '../engine/index.js';
 import type { Language } from '../runtimes/index.js';
 
@@ -12,6 +13,8 @@ export interface StartRequest {
   readonly workingDir?: string | undefined;
   /** Code mode: the session's view of the bridge; its driver gets the helpers and a channel. */
   readonly bridge?: BridgeRun | undefined;
+  /** Code mode with enable_sampling: the session's limits, over all its sends. */
+  readonly sampling?: SamplingLimits | undefined;
 }
 
 export interface SendRequest {
@@ -20,6 +23,8 @@ export interface SendRequest {
   readonly signal?: AbortSignal | undefined;
   /** Decoded output as it arrives during this send, for streaming to the client. */
   readonly onOutput?: ((stream: 'stdout' | 'stderr', text: string) => void) | undefined;
+  /** Code mode with sampling: what answers this send's llm.* (made from the send's own request). */
+  readonly sampler?: Sampler | undefined;
 }
 
 export interface StartResult {

@@ -1,7 +1,7 @@
 // Code mode (DESIGN §8): sandboxed code calls the tools of downstream MCP servers through codexec's
 // bridge, over a Unix socket in its own workspace with a per-run token; the network stays off.
 // The downstream server is a real MCP server over stdio (test/fixtures/mcp/tools-server.mjs).
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -290,6 +290,15 @@ describe('code mode in sessions', () => {
             : 'try { await callMCPTool("mcp__fx__echo", { text: "x" }) } catch (e) { console.log(e.code) }',
         );
         expect(refused.value.stdout).toBe('TOOL_NOT_ALLOWED\n');
+        // Each send's line in the session's log has that send's calls.
+        const lines = readFileSync(join(server.home, 'logs', `session-${started.session_id}.jsonl`), 'utf8')
+          .trim()
+          .split('\n')
+          .map((line) => JSON.parse(line) as { execution_id?: string; tool_calls?: Array<{ tool: string }> });
+        const logged = (id: string) =>
+          lines.find((line) => line.execution_id === id)?.tool_calls?.map((call) => call.tool);
+        expect(logged(first.value.execution_id)).toEqual(['mcp__fx__add']);
+        expect(logged(second.value.execution_id)).toEqual(['mcp__fx__add']);
         await callTool(server.client, 'close_session', { session_id: started.session_id });
         // The channel went with the session.
         expect(
@@ -302,4 +311,82 @@ describe('code mode in sessions', () => {
     },
     60_000,
   );
+});
+
+describe('code mode with a downstream server over Streamable HTTP', () => {
+  it('calls its tools with the configured headers', async () => {
+    const dir = tempDir();
+    const fixture = spawn(
+      process.execPath,
+      [fileURLToPath(new URL('../fixtures/mcp/http-server.mjs', import.meta.url))],
+      {
+        env: { ...process.env, TOKEN: 'fixture-token' },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
+    try {
+      const url = await new Promise<string>((resolve) =>
+        fixture.stdout.once('data', (chunk: Buffer) => resolve(chunk.toString().trim())),
+      );
+      const config = join(dir, 'mcp.json');
+      writeFileSync(
+        config,
+        JSON.stringify({
+          mcpServers: { web: { type: 'http', url, headers: { Authorization: 'Bearer fixture-token' } } },
+        }),
+      );
+      const server = await startServer({ env: { CODEXEC_MCP_CONFIG: config } });
+      try {
+        const { value } = await callTool<Run>(server.client, 'execute_code', {
+          language: 'python',
+          code: 'print(await call_mcp_tool("mcp__web__shout", {"text": "over http"}))',
+          allowed_tools: ['mcp__web__shout'],
+        });
+        expect(value.stderr).toBe('');
+        expect(value.stdout).toBe('OVER HTTP\n');
+        const health = await callTool<{ downstream: Array<{ name: string; transport: string }> }>(
+          server.client,
+          'health',
+          {},
+        );
+        expect(health.value.downstream).toEqual([
+          expect.objectContaining({ name: 'web', transport: 'http' }),
+        ]);
+      } finally {
+        await server.close();
+      }
+    } finally {
+      fixture.kill();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
+
+describe('code mode and approval', () => {
+  it('the approval form says which tools the code may call and that it may ask the model', async () => {
+    const dir = tempDir();
+    const forms: string[] = [];
+    const server = await startServer({
+      env: { CODEXEC_MCP_CONFIG: mcpConfig(dir), CODEXEC_APPROVAL: 'ask' },
+      elicit: (params) => {
+        forms.push(params.message);
+        return { action: 'accept', content: { decision: 'approve' } };
+      },
+    });
+    try {
+      const { value } = await callTool<Run>(server.client, 'execute_code', {
+        language: 'node',
+        code: 'console.log((await callMCPTool("mcp__fx__add", { a: 1, b: 1 })).sum)',
+        allowed_tools: ['mcp__fx__add'],
+        enable_sampling: true,
+      });
+      expect(value.stdout).toBe('2\n');
+      expect(forms[0]).toContain(
+        "The code may also: call the MCP tools mcp__fx__add; ask the client's model (llm.ask / llm.think)",
+      );
+    } finally {
+      await server.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });

@@ -95,7 +95,7 @@ describe('llm.ask / llm.think', () => {
       'for (let i = 0; i < 3; i++) { try { await llm.ask("x"); console.log("ok") } catch (e) { console.log(e.code, e.message) } }',
       { max_sampling_rounds: 2 },
     );
-    expect(rounds.value.stdout).toBe('ok\nok\nSAMPLING_LIMIT max_sampling_rounds (2) reached for this run\n');
+    expect(rounds.value.stdout).toBe('ok\nok\nSAMPLING_LIMIT max_sampling_rounds (2) reached\n');
     const tokens = await run(
       client,
       'node',
@@ -131,5 +131,21 @@ describe('llm.ask / llm.think', () => {
     );
     expect(value.stdout).toContain('sampling not available: the run was started without enable_sampling');
     expect(asked).toEqual([]);
+  }, 60_000);
+
+  it('works in sessions: each send asks through its own request, the limits count over the session', async () => {
+    const { client, asked } = await connect({ sampling: true });
+    const started = await callTool<{ session_id: string }>(client, 'start_session', {
+      language: 'python',
+      enable_sampling: true,
+      max_sampling_rounds: 2,
+    });
+    const send = (code: string) =>
+      callTool<{ stdout: string }>(client, 'send_to_session', { session_id: started.value.session_id, code });
+    expect((await send('a = await llm.ask("one")\nprint(a)')).value.stdout).toBe('you said: one\n');
+    expect((await send('print(await llm.ask("two"), a)')).value.stdout).toBe('you said: two you said: one\n');
+    const third = await send('try:\n    await llm.ask("three")\nexcept Exception as e:\n    print(e.code)');
+    expect(third.value.stdout).toBe('SAMPLING_LIMIT\n');
+    expect(asked.map((request) => request.messages[0]?.content.text)).toEqual(['one', 'two']);
   }, 60_000);
 });

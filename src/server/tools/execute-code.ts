@@ -2,7 +2,7 @@ import type { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { resolveWorkingDir } from '../../policy/index.js';
 import { LANGUAGES } from '../../runtimes/index.js';
-import { codeModeFor, codeModeInput, toolCallsField } from '../codemode.js';
+import { codeModeFor, codeModeInput, codeModePowers, toolCallsField } from '../codemode.js';
 import { defineTool } from '../define-tool.js';
 import { type Gatekeeper, runFacts } from '../guard.js';
 import { imageFields } from '../images.js';
@@ -82,7 +82,13 @@ export function registerExecuteCode(server: McpServer, services: Services, gate:
         : undefined;
       return gate.run(
         ctx,
-        { tool: 'execute_code', language: args.language, code: args.code, sessionId: null },
+        {
+          tool: 'execute_code',
+          language: args.language,
+          code: args.code,
+          sessionId: null,
+          powers: codeModePowers(args),
+        },
         () => runWithProgress(server, services, args, ctx, workingDir),
         runFacts,
       );

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { InvalidInputError } from '../../errors/index.js';
 import { resolveWorkingDir, runtimeRefusal } from '../../policy/index.js';
 import { LANGUAGES } from '../../runtimes/index.js';
-import { codeModeInput, toolCallsField } from '../codemode.js';
+import { codeModeInput, sessionSampler, toolCallsField } from '../codemode.js';
 import { defineTool } from '../define-tool.js';
 import { type Gatekeeper, runFacts } from '../guard.js';
 import { imageFields } from '../images.js';
@@ -23,7 +23,7 @@ const startInput = z.object({
     .min(1)
     .optional()
     .describe('Existing directory to work in (~ allowed). Default: a fresh session workspace'),
-  allowed_tools: codeModeInput.allowed_tools,
+  ...codeModeInput,
 });
 const startOutput = z.object({
   success: z.literal(true),
@@ -120,14 +120,23 @@ function registerCodeTools(server: McpServer, services: Services, gate: Gatekeep
       const workingDir = args.working_dir ? await resolveWorkingDir(args.working_dir, config) : undefined;
       const refused = runtimeRefusal(args.language, config.gate.allowedRuntimes);
       if (refused) throw refused;
-      if (args.allowed_tools && args.language === 'bash') {
-        throw new InvalidInputError('allowed_tools (code mode) is for python, node and typescript sessions');
+      const codeMode = args.allowed_tools !== undefined || args.enable_sampling;
+      if (codeMode && args.language === 'bash') {
+        throw new InvalidInputError(
+          'code mode (allowed_tools, enable_sampling) is for python, node and typescript',
+        );
       }
       // Code mode: the session's view of the bridge lasts as long as the session.
-      const bridge =
-        args.allowed_tools &&
-        services.bridge.openRun({ allowedTools: args.allowed_tools, signal: new AbortController().signal });
-      return sessions.start({ language: args.language, name: args.name, workingDir, bridge });
+      const bridge = codeMode
+        ? services.bridge.openRun({
+            allowedTools: args.allowed_tools ?? [],
+            signal: new AbortController().signal,
+          })
+        : undefined;
+      const sampling = args.enable_sampling
+        ? { rounds: args.max_sampling_rounds, tokens: args.max_sampling_tokens }
+        : undefined;
+      return sessions.start({ language: args.language, name: args.name, workingDir, bridge, sampling });
     },
   });
   defineTool(server, {
@@ -153,7 +162,12 @@ function registerCodeTools(server: McpServer, services: Services, gate: Gatekeep
         // Output streams as progress notifications when the client asked for them (progressToken).
         () =>
           withProgress(ctx, (options) =>
-            sessions.send(args.session_id, { code: args.code, timeoutMs: args.timeout_ms, ...options }),
+            sessions.send(args.session_id, {
+              code: args.code,
+              timeoutMs: args.timeout_ms,
+              sampler: sessionSampler(server, services, args.session_id, ctx),
+              ...options,
+            }),
           ),
         runFacts,
       );
