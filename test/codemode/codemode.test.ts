@@ -390,3 +390,33 @@ describe('code mode and approval', () => {
     }
   }, 60_000);
 });
+
+describe('downstream servers end with codexec', () => {
+  it('leaves no downstream server process after codexec exits', async () => {
+    const dir = tempDir();
+    const starts = join(dir, 'starts');
+    const server = await startServer({
+      env: { CODEXEC_MCP_CONFIG: mcpConfig(dir, { STARTS_FILE: starts }) },
+    });
+    await callTool(server.client, 'execute_code', {
+      language: 'node',
+      code: 'await callMCPTool("mcp__fx__echo", { text: "x" })',
+      allowed_tools: ['mcp__fx__echo'],
+    });
+    const pid = Number(readFileSync(starts, 'utf8').trim());
+    expect(() => process.kill(pid, 0)).not.toThrow();
+    await server.close();
+    const deadline = Date.now() + 10_000;
+    const alive = () => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    while (alive() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(alive()).toBe(false);
+    rmSync(dir, { recursive: true, force: true });
+  }, 30_000);
+});
