@@ -38,22 +38,33 @@ export function instructions(config: Config): string {
     );
   }
   const languages = allowedLanguages(config).map((language) => NAMES[language] ?? language);
-  const commands = config.gate.allowedRuntimes.includes('bash')
-    ? 'execute_command for command lines (tests, builds) in a persistent workspace, '
-    : '';
+  // Only the tools CODEXEC_TOOLS registers are named.
+  const has = (tool: string) => config.codemode.tools?.includes(tool) ?? true;
+  const uses = [
+    'execute_code for one-shot programs',
+    ...(has('start_session') ? ['sessions for multi-step work'] : []),
+    ...(has('execute_command') && config.gate.allowedRuntimes.includes('bash')
+      ? ['execute_command for command lines (tests, builds) in a persistent workspace']
+      : []),
+    ...(has('save_script') ? ['saved scripts for reuse'] : []),
+  ];
   const approval =
     config.gate.approval === 'ask'
       ? ' Every run asks the user for approval first; a denied run is refused and did not run.'
       : config.gate.approval === 'risky'
         ? ' Runs that a policy rule marks risky ask the user first; a denied run is refused and did not run.'
         : '';
+  const codeMode = config.codemode.mcpConfig
+    ? ' To use the tools of other MCP servers, give execute_code allowed_tools (e.g. ["mcp__<server>__*"]) and ' +
+      'call them from the code: discoverMCPTools/searchTools find them, callMCPTool calls them (python: await ' +
+      'discover_mcp_tools(), await call_mcp_tool(name, args)).'
+    : '';
   return (
-    `codexec runs ${languages.join(', ')} code in a sandbox: execute_code for one-shot programs, sessions ` +
-    `for multi-step work, ${commands}saved scripts for reuse. Prefer an existing tool when one fits; ` +
+    `codexec runs ${languages.join(', ')} code in a sandbox: ${uses.join(', ')}. Prefer an existing tool when one fits; ` +
     'use code for computation, data transformation and file processing. Explain what the code will do ' +
     'before running it. Afterwards report what ran and what it showed (what passed, what failed, the key output) and ' +
     'list files it created by path instead of pasting them. On failure read stderr, then fix and retry ' +
-    `or report it.${approval}`
+    `or report it.${codeMode}${approval}`
   );
 }
 

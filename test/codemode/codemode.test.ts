@@ -115,6 +115,10 @@ describe.each(['namespace', 'subprocess'])('code mode (%s sandbox)', (mode) => {
     expect(value.stdout).toContain('b must be number');
   });
 
+  it('tells the model how to reach the downstream tools in its instructions', () => {
+    expect(server.client.getInstructions()).toContain('give execute_code allowed_tools');
+  });
+
   it('reports the downstream server in health once it was used', async () => {
     const { value } = await callTool<{
       downstream: Array<{ name: string; connected: boolean; tools: number | null }>;
@@ -224,6 +228,8 @@ describe('CODEXEC_TOOLS', () => {
     try {
       const { tools } = await server.client.listTools();
       expect(tools.map((tool) => tool.name)).toEqual(['execute_code', 'health']);
+      // The instructions name no tool that is not there.
+      expect(server.client.getInstructions()).not.toMatch(/sessions for|execute_command|saved scripts/);
       expect(JSON.stringify(tools).length).toBeLessThan(2400);
       const ran = await callTool<{ stdout: string }>(server.client, 'execute_code', {
         language: 'python',
