@@ -60,7 +60,7 @@ describe('hostile destructive probes (namespace mode only)', () => {
     });
     expect(result.limit).toBe('processes');
     expect(result.stderr).toContain('process limit reached');
-    // Every bomb process works in the run's workspace: none may outlive the run. A warm run ends at
+    // Every bomb process works in the run's workspace: none may outlive the run. A warm run may end at
     // its driver's report, when its processes are stopped (SIGSTOP: none can act again); they are
     // killed as its sandbox is released, right after the result, so allow that moment.
     const deadline = Date.now() + 3000;
