@@ -27,27 +27,17 @@ import type { ExecutionRequest, ExecutionResult, RunOptions } from './types.js';
 export const SCRIPT_BASENAME = '_codexec_script';
 
 /**
- * Each warm driver; the files it imports; whether the run ends at its end mark (written after the
- * program's output), its processes stopped then and killed once the result is out, rather than
- * killed at its report with the output drained; whether a backend may fork it from a
- * pre-initialised interpreter (the namespace zygote) instead of starting it.
- *
- * node and bash can write the mark, but are not given one: ending their bwrap sandboxes that way
- * left orphaned sandboxes (an inner bwrap, alone, waiting) after some test runs, which ending them
- * at the report never did. Their drivers then write only the status.
+ * Each warm driver (all write the run's end mark after the program's output); the files it
+ * imports; whether a backend may fork it from a pre-initialised interpreter (the namespace zygote)
+ * instead of starting it.
  */
 const WARM_DRIVERS: Record<
   InterpreterKind,
-  {
-    readonly file: string;
-    readonly imports: readonly string[];
-    readonly endMark: boolean;
-    readonly forkable: boolean;
-  }
+  { readonly file: string; readonly imports: readonly string[]; readonly forkable: boolean }
 > = {
-  python: { file: 'warm_python.py', imports: [], endMark: true, forkable: true },
-  node: { file: 'warm_node.mjs', imports: ['warm_node_prime.mjs'], endMark: false, forkable: false },
-  bash: { file: 'warm_bash.sh', imports: [], endMark: false, forkable: false },
+  python: { file: 'warm_python.py', imports: [], forkable: true },
+  node: { file: 'warm_node.mjs', imports: ['warm_node_prime.mjs'], forkable: false },
+  bash: { file: 'warm_bash.sh', imports: [], forkable: false },
 };
 /** How long after a run its sandbox is released (killed, cgroup emptied), the result being out. */
 const RELEASE_DELAY_MS = 5;
@@ -159,18 +149,16 @@ export class Engine {
         } else if (prepared.length <= 64 * 1024) writeFileSync(scriptPath, prepared, { mode: 0o644 });
         else await writeFile(scriptPath, prepared, { mode: 0o644 });
         if (request.bridge) channel = await openChannel(request.bridge, execDir, request.sampler);
-        // Runs of drivers without it end with their streams, as cold runs do where the sandbox does
-        // not report their end (SandboxSpec.endMark).
+        // Every warm driver writes its end mark after the program's output; a cold run's sandbox
+        // does where it can (SandboxSpec.endMark), else the run ends with its streams.
         const endMark = warm
-          ? WARM_DRIVERS[runtime.interpreter].endMark
-            ? `\n[codexec-end ${randomUUID()}]` // from a cache of entropy: no call into OpenSSL per run
-            : undefined
+          ? `\n[codexec-end ${randomUUID()}]` // from a cache of entropy: no call into OpenSSL per run
           : coldMark();
         const launch =
           warm &&
           (() => {
             launched = true;
-            return warm.launch(scriptPath, request.args ?? [], endMark ?? '');
+            return warm.launch(scriptPath, request.args ?? [], endMark);
           });
         const running =
           warm?.proc ??
@@ -192,7 +180,7 @@ export class Engine {
               timeoutMs: this.timeoutMs(request),
               confined: backend.mode !== 'subprocess',
             })),
-            ...(endMark && { endMark }),
+            endMark,
           });
         proc = running;
         // A cold run's sandbox reports its end where it can: else it ends with its streams.
@@ -208,7 +196,7 @@ export class Engine {
             secrets: this.deps.secrets,
             ...(launch && { launch }),
             ...(reported && { launch: () => reported }),
-            ...(endMark && (warm || reported) && { endMark }),
+            ...((warm || reported) && { endMark }),
           }),
         );
       } else {
