@@ -44,6 +44,7 @@ export interface Config {
   readonly network: 'none' | 'host';
   readonly interpreters: { readonly python?: string; readonly node?: string; readonly bash?: string };
   readonly docker: {
+    readonly engine: 'auto' | 'docker' | 'podman';
     readonly image: string;
     readonly memory: string;
     readonly cpu: number;
@@ -174,6 +175,7 @@ export function loadConfig(
       ...(s.CODEXEC_BASH && { bash: expandHome(s.CODEXEC_BASH, home) }),
     },
     docker: {
+      engine: s.CODEXEC_CONTAINER_ENGINE,
       image: s.CODEXEC_DOCKER_IMAGE,
       memory: s.CODEXEC_DOCKER_MEMORY,
       cpu: s.CODEXEC_DOCKER_CPU,

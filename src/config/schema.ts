@@ -132,13 +132,26 @@ export const settingsSchema = z
     CODEXEC_PYTHON: z.string().min(1).optional().describe('Python interpreter (default: python3 on PATH).'),
     CODEXEC_NODE: z.string().min(1).optional().describe('Node interpreter (default: this Node).'),
     CODEXEC_BASH: z.string().min(1).optional().describe('Bash (default: bash on PATH).'),
-    CODEXEC_DOCKER_IMAGE: z.string().min(1).default('codexec-sandbox'),
+    CODEXEC_CONTAINER_ENGINE: z
+      .enum(['auto', 'docker', 'podman'])
+      .default('auto')
+      .describe('Container engine for sandbox mode docker: auto (docker if its daemon answers, else podman).'),
+    CODEXEC_DOCKER_IMAGE: z
+      .string()
+      .min(1)
+      .default('codexec-sandbox')
+      .describe('Image of sandbox mode docker (`codexec image build` makes it).'),
     CODEXEC_DOCKER_MEMORY: z
       .string()
       .regex(/^\d+[kmg]?$/i, 'expected e.g. 512m')
-      .default('512m'),
-    CODEXEC_DOCKER_CPU: z.coerce.number().positive().max(1024).default(1),
-    CODEXEC_DOCKER_NETWORK: z.string().min(1).default('none'),
+      .default('512m')
+      .describe('Memory limit per container.'),
+    CODEXEC_DOCKER_CPU: z.coerce.number().positive().max(1024).default(1).describe('CPUs per container.'),
+    CODEXEC_DOCKER_NETWORK: z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, 'expected a network name such as none, bridge or host')
+      .default('none')
+      .describe('Network of sandbox containers (none: no network).'),
     CODEXEC_REDACT_SECRETS: z
       .union([z.boolean(), z.enum(['true', 'false']).transform((value) => value === 'true')])
       .default(true)
