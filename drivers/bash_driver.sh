@@ -1,8 +1,9 @@
 # codexec session driver for Bash: one persistent shell; cwd, variables and functions persist.
 #
 # Protocol on fd 3 (moved to a high fd at start-up so scripts may use fd 3 themselves): frames
-# of `<byte length in decimal>\n<UTF-8 JSON>`. In: {"type":"exec","id":"...","code":"..."} with
-# the keys in that order (the server writes them so). Out: {"type":"ready"} once, then
+# of `<byte length in decimal>\n<UTF-8 JSON>`. In: {"type":"exec","id":"...","mark":"...",
+# "code":"..."} with the keys in that order (the server writes them so; mark is optional: written
+# on stdout and stderr as "\n<mark>\n" after the cell, for a server whose output is relayed). Out: {"type":"ready"} once, then
 # {"type":"done","id":...,"status":...,"exit_code":N} after each cell. User output never
 # travels on the control channel.
 #
@@ -11,6 +12,8 @@
 # return at its next command: the cell unwinds and the shell survives with its state.
 
 exec {__codexec_ctl}<&3
+# The real stdout and stderr, whatever a cell does to fds 1 and 2: marks go there.
+exec {__codexec_out}>&1 {__codexec_err}>&2
 exec 3<&- 0</dev/null
 shopt -s extdebug
 set -o functrace
@@ -30,9 +33,10 @@ __codexec_send() {
 __codexec_send "{\"type\":\"ready\",\"pid\":$$,\"version\":\"${BASH_VERSION}\"}"
 while LC_ALL=C IFS= read -r -u "$__codexec_ctl" __codexec_len \
   && LC_ALL=C IFS= read -r -N "$__codexec_len" -u "$__codexec_ctl" __codexec_frame; do
-  [[ $__codexec_frame =~ ^\{\"type\":\"exec\",\"id\":\"([A-Za-z0-9_]+)\",\"code\":\"(.*)\"\}$ ]] || continue
+  [[ $__codexec_frame =~ ^\{\"type\":\"exec\",\"id\":\"([A-Za-z0-9_]+)\",(\"mark\":\"([][A-Za-z0-9 _-]*)\",)?\"code\":\"(.*)\"\}$ ]] || continue
   __codexec_id=${BASH_REMATCH[1]}
-  __codexec_code=${BASH_REMATCH[2]}
+  __codexec_mark=${BASH_REMATCH[3]}
+  __codexec_code=${BASH_REMATCH[4]}
   # JSON string → text: \" becomes \x22, then printf %b decodes \\ \n \t \r \b \f \uXXXX.
   __codexec_code=${__codexec_code//\\\"/\\x22}
   printf -v __codexec_code '%b' "$__codexec_code"
@@ -43,6 +47,10 @@ while LC_ALL=C IFS= read -r -u "$__codexec_ctl" __codexec_len \
   __codexec_status=$?
   trap - DEBUG
   trap '' INT
+  if [[ -n $__codexec_mark ]]; then
+    printf '\n%s\n' "$__codexec_mark" >&"$__codexec_out" 2>/dev/null
+    printf '\n%s\n' "$__codexec_mark" >&"$__codexec_err" 2>/dev/null
+  fi
   if [[ -n $__codexec_interrupted ]]; then
     __codexec_send "{\"type\":\"done\",\"id\":\"$__codexec_id\",\"status\":\"interrupted\",\"exit_code\":130}"
   else

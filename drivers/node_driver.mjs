@@ -1,7 +1,8 @@
 // codexec session driver for JavaScript (and TypeScript, transpiled by the server first).
 //
 // Protocol on fd 3: frames of `<byte length in decimal>\n<UTF-8 JSON>`. In:
-// {"type":"exec","id","code"}. Out: {"type":"ready"} once, then {"type":"done","id","status",
+// {"type":"exec","id","mark"?,"code"}; a mark is written on stdout and stderr as "\n<mark>\n"
+// after the cell's output (for a server whose output comes through a relay). Out: {"type":"ready"} once, then {"type":"done","id","status",
 // "exit_code"} per exec, written after the cell's output (stdout/stderr writes to pipes are
 // synchronous on Linux). User output never travels on fd 3.
 //
@@ -151,6 +152,9 @@ control.on('data', (chunk) => {
     if (message.type !== 'exec') continue;
     queue = queue.then(async () => {
       const outcome = await execute(message.code);
+      if (message.mark) {
+        for (const stream of [process.stdout, process.stderr]) stream.write(`\n${message.mark}\n`);
+      }
       send({ type: 'done', id: message.id, ...outcome });
     });
   }

@@ -2,6 +2,9 @@
 
 Protocol on fd 3 (moved to a high, close-on-exec fd at start-up): frames of
 `<byte length in decimal>\n<UTF-8 JSON>`. In: {"type":"exec","id":...,"code":...}.
+An exec may carry "mark" (before "code"): written on stdout and stderr as "\n<mark>\n" after
+the cell's output, for a server that gets output through a relay (a container engine's CLI) and
+so cannot tell from `done` alone that all of it is in.
 Out: {"type":"ready",...} once, then one {"type":"done","id":...,"status":...,"exit_code":...}
 per exec, written only after the cell's stdout/stderr have been flushed. User output never
 travels on the control channel, so nothing the code prints can forge a protocol message.
@@ -61,6 +64,15 @@ def flush_std():
             stream.flush()
         except Exception:
             pass
+
+
+def write_mark(outputs, mark):
+    data = b"\n%s\n" % mark.encode("utf-8")
+    for out in outputs:
+        try:
+            os.write(out, data)
+        except OSError:
+            pass  # closed by the code: the server stops waiting for it after a while
 
 
 class Kernel:
@@ -171,6 +183,8 @@ def main():
         sys.path[0] = ""
     sys.argv = [""]
     kernel = Kernel()
+    # The real stdout and stderr, whatever a cell does to fds 1 and 2: marks go there.
+    outputs = [fcntl.fcntl(n, fcntl.F_DUPFD_CLOEXEC, 201) for n in (1, 2)]
     write_frame(fd, {"type": "ready", "pid": os.getpid(), "version": sys.version.split()[0]})
     while True:
         message = read_frame(reader)
@@ -181,6 +195,8 @@ def main():
         status, exit_code = run_guarded(kernel, message["code"])
         save_figures()
         flush_std()
+        if message.get("mark"):
+            write_mark(outputs, message["mark"])
         write_frame(fd, {"type": "done", "id": message["id"], "status": status, "exit_code": exit_code})
     os._exit(0)
 

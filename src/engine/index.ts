@@ -18,6 +18,6 @@ export {
   sniffImage,
 } from './images.js';
 export { drain } from './kill.js';
-export { type CollectedOutput, OutputCollector, type OutputLimits } from './output.js';
+export { type CollectedOutput, EndMarkFilter, OutputCollector, type OutputLimits } from './output.js';
 export { globalPackages, type PackageAccess } from './spec.js';
 export type { ExecutionRequest, ExecutionResult, OutputStream, RunOptions } from './types.js';

@@ -79,7 +79,8 @@ export class WarmProcess {
     this.report();
     // Its length first: a driver need not wait for the half-close, which leaves only once the event
     // loop turns (~0.4 ms after the job here).
-    const job = Buffer.from([endMark, script, ...args].join('\0'), 'utf8');
+    const path = this.proc.insidePath?.(script) ?? script;
+    const job = Buffer.from([endMark, path, ...args].join('\0'), 'utf8');
     control.end(Buffer.concat([Buffer.from(`${job.length}\n`), job]));
     return status;
   }

@@ -1,6 +1,13 @@
 // Sandbox backends: run a resolved SandboxSpec as an isolated process tree.
 // Backends never consult policy; the registry is the only place that picks one.
 
+export {
+  ContainerBackend,
+  type ContainerEngine,
+  type ContainerOptions,
+  findEngine,
+  sweepDeadServers,
+} from './container/index.js';
 export { buildBwrapArgs, findOnPath, type Layer, NamespaceBackend } from './namespace/index.js';
 export { BackendRegistry } from './registry.js';
 export { SubprocessBackend } from './subprocess/index.js';

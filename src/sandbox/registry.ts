@@ -1,6 +1,7 @@
 import type { SandboxMode } from '../config/index.js';
 import { SandboxUnavailableError } from '../errors/index.js';
 import { log } from '../util/index.js';
+import { ContainerBackend, type ContainerOptions } from './container/index.js';
 import { NamespaceBackend } from './namespace/index.js';
 import { SubprocessBackend } from './subprocess/index.js';
 import type { SandboxBackend } from './types.js';
@@ -15,6 +16,8 @@ export class BackendRegistry {
   constructor(
     private readonly mode: SandboxMode,
     private readonly namespace: NamespaceBackend = new NamespaceBackend(),
+    /** Sandbox mode docker's engine and image settings (config.docker). */
+    private readonly container?: ContainerOptions,
   ) {}
 
   get(): Promise<SandboxBackend> {
@@ -49,11 +52,13 @@ export class BackendRegistry {
         );
         return new SubprocessBackend();
       }
-      case 'docker':
-        throw new SandboxUnavailableError(
-          'sandbox mode "docker" is not available in this build; set CODEXEC_SANDBOX_MODE=namespace or ' +
-            'subprocess (run `codexec doctor` for details).',
-        );
+      case 'docker': {
+        if (!this.container) throw new SandboxUnavailableError('sandbox mode "docker" has no settings here');
+        const backend = new ContainerBackend(this.container);
+        const probe = await backend.probe();
+        if (probe.available) return backend;
+        throw new SandboxUnavailableError(`sandbox mode "docker" is not available here: ${probe.reason}`);
+      }
     }
   }
 }

@@ -79,6 +79,16 @@ export interface SandboxedProcess {
   limitHit?(): LimitKind | undefined;
   /** Memory the process (namespace: its whole sandbox) uses now, in MB, when the backend knows. */
   memoryMb?(): number | undefined;
+  /**
+   * Output reaches the server through a relay (a container engine's CLI): a control message the
+   * driver sends after its output may arrive before that output does.
+   */
+  readonly relaysOutput?: boolean;
+  /**
+   * Where a host path of the spec is seen inside the sandbox, for paths sent over the control
+   * channel (a container mounts the workspace at /workspace); absent: the same path.
+   */
+  insidePath?(hostPath: string): string;
   /** Release what the backend made for this run (cgroups, containers). Safe to call twice. */
   dispose(): Promise<void>;
 }

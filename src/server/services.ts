@@ -55,6 +55,7 @@ export function createServices(config: Config): Services {
   const backends = new BackendRegistry(
     config.sandboxMode,
     new NamespaceBackend({ idleMs: config.pool.idleMs }),
+    config.docker,
   );
   // Built once: the secrets are the server's own environment's and the secrets file's at start-up.
   const secrets = createSecretsFilter(config.secrets, process.env);

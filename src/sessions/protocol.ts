@@ -3,10 +3,12 @@ import { z } from 'zod';
 // The control channel between the server and a session driver (the child's fd 3). Frames are
 // `<byte length in decimal>\n<UTF-8 JSON>`: decimal so the bash driver can read them with `read`.
 
-/** Server → driver. Key order matters: the bash driver matches `type`, `id`, `code` in turn. */
+/** Server → driver. Key order matters: the bash driver matches `type`, `id`, `mark`, `code` in turn. */
 export interface ExecMessage {
   readonly type: 'exec';
   readonly id: string;
+  /** Written by the driver on stdout and stderr as `\n<mark>\n` after the cell (relayed output). */
+  readonly mark?: string;
   readonly code: string;
 }
 
@@ -26,7 +28,12 @@ export type DoneMessage = Extract<DriverMessage, { type: 'done' }>;
 
 export function encodeFrame(message: ExecMessage): Buffer {
   const body = Buffer.from(
-    JSON.stringify({ type: message.type, id: message.id, code: message.code }),
+    JSON.stringify({
+      type: message.type,
+      id: message.id,
+      ...(message.mark && { mark: message.mark }),
+      code: message.code,
+    }),
     'utf8',
   );
   return Buffer.concat([Buffer.from(`${body.length}\n`, 'latin1'), body]);

@@ -6,6 +6,7 @@ import { CodeSyntaxError, type Language } from '../runtimes/index.js';
 import type { Exit, SandboxedProcess } from '../sandbox/index.js';
 import { log, newId } from '../util/index.js';
 import { SessionNotFoundError, SessionStartError } from './errors.js';
+import { SendMarks } from './marks.js';
 import { prepareCell } from './prepare.js';
 import { type DoneMessage, type DriverMessage, encodeFrame, FrameDecoder } from './protocol.js';
 import { snapshotWorkingDir } from './snapshot.js';
@@ -31,7 +32,6 @@ export interface SessionOptions {
 
 /** Time a driver gets to say it is ready (interpreter start-up under load). */
 const READY_TIMEOUT_MS = 20_000;
-
 /**
  * One live driver process and its control channel. Sends are queued and run one at a time; a
  * send ends when the driver reports `done`, or when the process exits. On timeout (or cancel)
@@ -56,6 +56,8 @@ export class Session {
   private waiting: { readonly id: string; readonly resolve: (done: DoneMessage) => void } | undefined;
   private onReady: ((pid: number) => void) | undefined;
   private onOutput: SendRequest['onOutput'];
+  /** The running send's marks, when the process relays its output. */
+  private marks: SendMarks | undefined;
   private exit: Exit | undefined;
   private killedAfterInterrupt = false;
   private endNotified = false;
@@ -71,11 +73,11 @@ export class Session {
     this.stdout = this.collector();
     this.stderr = this.collector();
     proc.stdout.on('data', (chunk: Buffer) => {
-      const text = this.stdout.push(chunk);
+      const text = this.stdout.push(this.unmark('stdout', chunk));
       if (text) this.onOutput?.('stdout', text);
     });
     proc.stderr.on('data', (chunk: Buffer) => {
-      const text = this.stderr.push(chunk);
+      const text = this.stderr.push(this.unmark('stderr', chunk));
       if (text) this.onOutput?.('stderr', text);
     });
     proc.stdin?.end(); // code that reads stdin gets EOF instead of blocking the session
@@ -205,7 +207,11 @@ export class Session {
     const done = new Promise<DoneMessage>((resolve) => {
       this.waiting = { id: executionId, resolve };
     });
-    this.proc.control?.write(encodeFrame({ type: 'exec', id: executionId, code: prepared }));
+    const marks = this.proc.relaysOutput ? new SendMarks() : undefined;
+    this.marks = marks;
+    this.proc.control?.write(
+      encodeFrame({ type: 'exec', id: executionId, ...(marks && { mark: marks.mark }), code: prepared }),
+    );
 
     const stopper = new SendStopper(
       this.proc,
@@ -223,8 +229,15 @@ export class Session {
     });
     const answered = 'type' in outcome;
     // Output written before `done` is already in the pipes: one turn of the loop reads it.
-    if (answered) await new Promise((resolve) => setImmediate(resolve));
+    // Relayed output may still be on its way: its marks say when it is all in.
+    if (answered && marks) {
+      for (const [stream, rest] of await marks.settle(this.proc.exited)) {
+        const text = rest.length > 0 ? this[stream].push(rest) : '';
+        if (text) this.onOutput?.(stream, text);
+      }
+    } else if (answered) await new Promise((resolve) => setImmediate(resolve));
     else await drain(this.proc, 500);
+    this.marks = undefined;
     const duration_ms = Date.now() - started;
     const collected = this.collect();
     const diff = diffSnapshots(before, await snapshotWorkingDir(cwd));
@@ -274,6 +287,11 @@ export class Session {
       artifacts,
       at: new Date(started).toISOString(),
     });
+  }
+
+  /** The output of `chunk` without the running send's mark (relayed output only). */
+  private unmark(stream: 'stdout' | 'stderr', chunk: Buffer): Buffer {
+    return this.marks ? this.marks.push(stream, chunk) : chunk;
   }
 
   private collect(): { stdout: string; stderr: string; truncated: boolean } {

@@ -1,0 +1,130 @@
+// No container outlives its server. While it runs, a small bash on the host holds the names of its
+// containers (`+NAME` when one starts, `-NAME` when it is removed) and, when that input ends — the
+// server is gone, however it went — removes every one still listed. A server that starts removes
+// what dead servers left (their `codexec.pid` is gone, or is another process now).
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { promisify } from 'node:util';
+import { log } from '../../util/index.js';
+import { findOnPath } from '../namespace/index.js';
+import type { ContainerEngine } from './engine.js';
+
+const run = promisify(execFile);
+
+const SCRIPT = `declare -A names
+while IFS= read -r line; do
+  case $line in
+    +*) names[\${line#+}]=1 ;;
+    -*) unset "names[\${line#-}]" ;;
+  esac
+done
+[ \${#names[@]} -gt 0 ] && exec "$@" "\${!names[@]}" >/dev/null 2>&1`;
+
+/** The engine's command that removes running containers at once (pid 1 may ignore SIGTERM). */
+export function removeArgv(engine: ContainerEngine): string[] {
+  return [
+    engine.binary,
+    ...engine.global,
+    'rm',
+    '--force',
+    ...(engine.name === 'podman' ? ['--time', '0'] : []),
+  ];
+}
+
+export class ContainerReaper {
+  private helper: ChildProcess | undefined;
+  private broken = false;
+
+  constructor(private readonly engine: ContainerEngine) {}
+
+  watch(name: string): void {
+    this.send(`+${name}`);
+  }
+
+  release(name: string): void {
+    this.send(`-${name}`);
+  }
+
+  private send(line: string): void {
+    this.start()?.stdin?.write(`${line}\n`);
+  }
+
+  private start(): ChildProcess | undefined {
+    if (this.helper || this.broken) return this.helper;
+    const bash = findOnPath('bash');
+    if (!bash) {
+      this.broken = true;
+      log('warn', 'no bash to remove containers: they would outlive a server killed with SIGKILL');
+      return undefined;
+    }
+    const helper = spawn(
+      bash,
+      ['--norc', '--noprofile', '-c', SCRIPT, 'reaper', ...removeArgv(this.engine)],
+      {
+        cwd: '/',
+        env: process.env,
+        stdio: ['pipe', 'ignore', 'ignore'],
+        // Its own process group: a terminal's ^C to the server must not cut the removal short.
+        detached: true,
+      },
+    );
+    helper.once('error', (error) => {
+      this.broken = true;
+      this.helper = undefined;
+      log('warn', `the container reaper could not start: ${error.message}`);
+    });
+    helper.stdin?.on('error', () => {});
+    helper.once('exit', () => {
+      if (this.helper === helper) this.helper = undefined;
+    });
+    helper.unref();
+    (helper.stdin as unknown as { unref?: () => void } | null)?.unref?.();
+    this.helper = helper;
+    return helper;
+  }
+}
+
+/** This process's start time (clock ticks since boot): with the pid, it names this server. */
+export function processStart(pid: number | 'self' = 'self'): string | undefined {
+  try {
+    // Field 22, counted after the command name's closing parenthesis (the name may hold spaces).
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+  } catch {
+    return undefined;
+  }
+}
+
+/** Remove the containers of this host's servers that are gone. Returns how many were removed. */
+export async function sweepDeadServers(engine: ContainerEngine): Promise<number> {
+  const cli = [...engine.global];
+  try {
+    const { stdout: names } = await run(engine.binary, [
+      ...cli,
+      'ps',
+      '--all',
+      '--filter',
+      `label=codexec.host=${hostname()}`,
+      '--format',
+      '{{.Names}}',
+    ]);
+    const all = names.split('\n').filter(Boolean);
+    if (all.length === 0) return 0;
+    const format =
+      '{{.Name}}\t{{index .Config.Labels "codexec.pid"}}\t{{index .Config.Labels "codexec.started"}}';
+    const { stdout } = await run(engine.binary, [...cli, 'inspect', '--format', format, ...all]);
+    const dead = stdout
+      .split('\n')
+      .map((line) => line.split('\t'))
+      .filter(([name, pid, started]) => name && (!pid || processStart(Number(pid)) !== started))
+      .map(([name]) => (name ?? '').replace(/^\//, ''));
+    if (dead.length === 0) return 0;
+    const [binary = engine.binary, ...args] = removeArgv(engine);
+    await run(binary, [...args, ...dead]);
+    return dead.length;
+  } catch (error) {
+    log('warn', `could not remove the containers of stopped servers: ${(error as Error).message}`);
+    return 0;
+  }
+}
