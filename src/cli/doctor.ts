@@ -2,7 +2,13 @@ import { readFileSync } from 'node:fs';
 import type { Config } from '../config/index.js';
 import { loadRules, policyPath } from '../policy/index.js';
 import { type InterpreterKind, Interpreters } from '../runtimes/index.js';
-import { BackendRegistry, findOnPath, NamespaceBackend, type SandboxBackend } from '../sandbox/index.js';
+import {
+  BackendRegistry,
+  ContainerBackend,
+  findEngine,
+  NamespaceBackend,
+  type SandboxBackend,
+} from '../sandbox/index.js';
 import { configOrExit } from './config.js';
 
 const KINDS: readonly InterpreterKind[] = ['python', 'node', 'bash'];
@@ -15,7 +21,7 @@ export async function doctorCommand(): Promise<void> {
   console.log(`  configured sandbox mode: ${config.sandboxMode} (CODEXEC_SANDBOX_MODE)`);
   let backend: SandboxBackend | undefined;
   try {
-    backend = await new BackendRegistry(config.sandboxMode, namespace).get();
+    backend = await new BackendRegistry(config.sandboxMode, namespace, config.docker).get();
     console.log(`  mode in use:             ${backend.mode}`);
   } catch (error) {
     console.log(`  mode in use:             none — ${(error as Error).message}`);
@@ -32,11 +38,7 @@ export async function doctorCommand(): Promise<void> {
     'sandbox run',
     probe.available ? 'a real sandbox started and exited 0' : `${probe.reason}`,
   );
-  line(
-    findOnPath('docker') !== undefined || findOnPath('podman') !== undefined,
-    'docker/podman',
-    findOnPath('docker') ?? findOnPath('podman') ?? 'not found (only needed for CODEXEC_SANDBOX_MODE=docker)',
-  );
+  await containers(config);
   console.log('\ninterpreters');
   await interpreters(config, probe.available ? namespace : undefined);
 }
@@ -68,6 +70,37 @@ function gate(config: Config): void {
   } catch (error) {
     line(false, 'policy rules', `${(error as Error).message} — codexec serve will not start`);
   }
+}
+
+/** Sandbox mode docker: the engine that answers, and the image it would run. */
+async function containers(config: Config): Promise<void> {
+  console.log('\ncontainer sandbox (CODEXEC_SANDBOX_MODE=docker)');
+  try {
+    const engine = await findEngine(config.docker.engine);
+    const runtime = engine.global.length > 0 ? ` (${engine.global.join(' ')})` : '';
+    line(
+      true,
+      'engine',
+      `${engine.name} ${engine.version} at ${engine.binary}${runtime} (CODEXEC_CONTAINER_ENGINE=${config.docker.engine})`,
+    );
+  } catch (error) {
+    line(false, 'engine', (error as Error).message);
+    return;
+  }
+  const backend = new ContainerBackend(config.docker);
+  const probe = await backend.probe();
+  const image = backend.image;
+  const found = image && Object.entries(image.interpreters).map(([kind, path]) => `${kind} ${path}`);
+  line(
+    probe.available,
+    'image',
+    probe.available
+      ? `${config.docker.image} (${found?.join(', ') || 'no codexec.* interpreter labels'})`
+      : `${probe.reason}`,
+  );
+  console.log(
+    `  limits per container:    memory ${config.docker.memory}, ${config.docker.cpu} CPU, network ${config.docker.network}`,
+  );
 }
 
 function line(ok: boolean, name: string, detail: string): void {

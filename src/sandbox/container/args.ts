@@ -1,14 +1,23 @@
 // The container command line as data: `<engine> run …` for one SandboxSpec. The workspace (the
-// spec's first writable path) is mounted at /workspace and every path under it is rewritten to
-// match; other paths the spec names are mounted at their own paths. argv[0] becomes the image's
-// interpreter of the same kind (its `codexec.<kind>` label), not the host's.
+// spec's first writable path) is mounted at /workspace, codexec's drivers at /opt/codexec/drivers
+// and other read-only paths under /opt/codexec/ro, and every path in argv and env is rewritten to
+// match: the code sees nothing of the host's layout. Other writable paths (a caller's working dir)
+// keep their own paths. argv[0] becomes the image's interpreter of the same kind (its
+// `codexec.<kind>` label), not the host's.
 import { existsSync } from 'node:fs';
 import { basename } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { SandboxSpec } from '../types.js';
 
 export const WORKSPACE = '/workspace';
+/** codexec's own drivers (warm, session, control launcher, figure backend), mounted read-only. */
+export const DRIVERS = fileURLToPath(new URL('../../../drivers', import.meta.url));
+const DRIVERS_INSIDE = '/opt/codexec/drivers';
+const READ_ONLY_INSIDE = '/opt/codexec/ro';
 /** The control socket's name in the workspace, while a driver connects to it (control.ts). */
 export const CONTROL_SOCKET = '.codexec-control';
+/** Left in the workspace by the wrapper when the memory cgroup killed the program (backend.ts). */
+export const OOM_NOTE = '.codexec-oom';
 /** Labels every container of ours carries: the server that made it, to sweep those of dead ones. */
 export const LABEL = 'codexec';
 
@@ -30,18 +39,51 @@ export interface ContainerRun {
   readonly network: string;
   /** Extra options: `--userns keep-id` for rootless podman. */
   readonly extra?: readonly string[];
+  /** The wrapper between the engine's init and the program (drivers/container_init.sh). */
+  readonly wrapper: string;
   /** The control launcher (drivers/container_control.py), when spec.control is set. */
   readonly controlLauncher?: string;
 }
 
-/** Host path → its path in the container. */
-export function pathMapper(workspace: string): (path: string) => string {
-  return (path) =>
-    path === workspace
-      ? WORKSPACE
-      : path.startsWith(`${workspace}/`)
-        ? WORKSPACE + path.slice(workspace.length)
-        : path;
+/** A host directory and where the container sees it. */
+export interface Mount {
+  readonly host: string;
+  readonly inside: string;
+  readonly writable: boolean;
+}
+
+/** The mounts of a spec: workspace, other writable paths, drivers, other readable paths. */
+export function mountsFor(spec: Pick<SandboxSpec, 'cwd' | 'writablePaths' | 'readablePaths'>): Mount[] {
+  const [workspace = spec.cwd, ...otherWritable] = spec.writablePaths;
+  const mounts: Mount[] = [{ host: workspace, inside: WORKSPACE, writable: true }];
+  for (const path of otherWritable)
+    if (existsSync(path)) mounts.push({ host: path, inside: path, writable: true });
+  const readable = [...new Set(spec.readablePaths)].filter((path) => existsSync(path)).sort();
+  if (readable.some((path) => within(path, DRIVERS)))
+    mounts.push({ host: DRIVERS, inside: DRIVERS_INSIDE, writable: false });
+  for (const path of readable) {
+    if (mounts.some((mount) => within(path, mount.host))) continue;
+    // A file keeps its name (error messages and shebangs name it).
+    mounts.push({
+      host: path,
+      inside: `${READ_ONLY_INSIDE}/${mounts.length}/${basename(path)}`,
+      writable: false,
+    });
+  }
+  return mounts;
+}
+
+/** Host path → its path in the container (the deepest mount holding it), else unchanged. */
+export function pathMapper(mounts: readonly Mount[]): (path: string) => string {
+  const ordered = [...mounts].sort((a, b) => b.host.length - a.host.length);
+  return (path) => {
+    const mount = ordered.find((m) => within(path, m.host));
+    return mount ? mount.inside + path.slice(mount.host.length) : path;
+  };
+}
+
+function within(path: string, dir: string): boolean {
+  return path === dir || path.startsWith(dir.endsWith('/') ? dir : `${dir}/`);
 }
 
 /** The image's interpreter for a host interpreter path, by its name (python3.11 → python). */
@@ -58,8 +100,8 @@ export function imageInterpreter(image: ImageInfo, hostBinary: string): string {
 }
 
 export function buildContainerArgs(spec: SandboxSpec, run: ContainerRun): string[] {
-  const [workspace = spec.cwd, ...otherWritable] = spec.writablePaths;
-  const map = pathMapper(workspace);
+  const mounts = mountsFor(spec);
+  const map = pathMapper(mounts);
   const [binary, ...rest] = spec.argv;
   if (binary === undefined) throw new TypeError('SandboxSpec.argv is empty');
   const args = [
@@ -101,10 +143,10 @@ export function buildContainerArgs(spec: SandboxSpec, run: ContainerRun): string
     'none',
     ...(spec.stdin === 'pipe' ? ['--interactive'] : []),
     ...(run.extra ?? []),
-    '--volume',
-    `${workspace}:${WORKSPACE}:rw`,
-    ...otherWritable.filter(existsSync).flatMap((path) => ['--volume', `${path}:${path}:rw`]),
-    ...readableMounts(spec, map).flatMap((path) => ['--volume', `${path}:${path}:ro`]),
+    ...mounts.flatMap((mount) => [
+      '--volume',
+      `${mount.host}:${mount.inside}:${mount.writable ? 'rw' : 'ro'}`,
+    ]),
     '--workdir',
     map(spec.cwd),
     ...Object.entries(containerEnv(spec.env, map, run.image.path)).flatMap(([key, value]) => [
@@ -114,17 +156,12 @@ export function buildContainerArgs(spec: SandboxSpec, run: ContainerRun): string
     run.image.name,
   ];
   const program = [imageInterpreter(run.image, binary), ...rest.map(map)];
-  if (!spec.control) return [...args, ...program];
+  const wrapper = [run.image.interpreters.bash ?? 'bash', map(run.wrapper)];
+  if (!spec.control) return [...args, ...wrapper, ...program];
   if (!run.controlLauncher) throw new TypeError('a control channel needs the control launcher');
   const python = run.image.interpreters.python ?? 'python3';
-  return [...args, python, '-I', '-S', run.controlLauncher, `${WORKSPACE}/${CONTROL_SOCKET}`, ...program];
-}
-
-/** Readable paths outside the workspace, existing, each once (a file inside a mounted dir goes). */
-function readableMounts(spec: SandboxSpec, map: (path: string) => string): string[] {
-  const found = spec.readablePaths.filter((path) => map(path) === path && existsSync(path));
-  const unique = [...new Set(found)].sort();
-  return unique.filter((path, i) => !unique.slice(0, i).some((dir) => path.startsWith(`${dir}/`)));
+  const launcher = [python, '-I', '-S', map(run.controlLauncher), `${WORKSPACE}/${CONTROL_SOCKET}`];
+  return [...args, ...wrapper, ...launcher, ...program];
 }
 
 /** The spec's environment with paths mapped; PATH keeps its entries and gains the image's own. */

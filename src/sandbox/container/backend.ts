@@ -1,20 +1,30 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { unlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { SandboxUnavailableError } from '../../errors/index.js';
 import { identityFor, Lease } from '../namespace/ownership.js';
 import { ignoreStreamErrors } from '../streams.js';
 import type { Availability, Exit, SandboxBackend, SandboxedProcess, SandboxSpec } from '../types.js';
 import { NotForkableError } from '../types.js';
-import { buildContainerArgs, type ImageInfo, LABEL, pathMapper } from './args.js';
+import {
+  buildContainerArgs,
+  DRIVERS,
+  type ImageInfo,
+  LABEL,
+  mountsFor,
+  OOM_NOTE,
+  pathMapper,
+} from './args.js';
 import { type ControlListener, listenForDriver } from './control.js';
 import { type ContainerEngine, type EngineChoice, findEngine } from './engine.js';
 import { ContainerReaper, processStart, removeArgv, sweepDeadServers } from './reaper.js';
 
 const run = promisify(execFile);
-const LAUNCHER = fileURLToPath(new URL('../../../drivers/container_control.py', import.meta.url));
+const LAUNCHER = join(DRIVERS, 'container_control.py');
+const WRAPPER = join(DRIVERS, 'container_init.sh');
 /** How often a container that the engine has not created yet is asked to go again. */
 const REMOVE_RETRY_MS = 100;
 
@@ -48,9 +58,14 @@ export class ContainerBackend implements SandboxBackend {
 
   constructor(private readonly options: ContainerOptions) {}
 
-  /** The engine and image in use, once probed. */
+  /** The engine in use, once probed. */
   get engine(): ContainerEngine | undefined {
     return this.ready?.engine;
+  }
+
+  /** What the image says of itself, once probed. */
+  get image(): ImageInfo | undefined {
+    return this.ready?.image;
   }
 
   /** Find the engine and the image; a failure is not kept (the operator may build the image). */
@@ -89,26 +104,28 @@ export class ContainerBackend implements SandboxBackend {
     lease?.lend(spec.writablePaths);
     const workspace = spec.writablePaths[0] ?? spec.cwd;
     const control: ControlListener | undefined = spec.control ? listenForDriver(workspace) : undefined;
-    const args = buildContainerArgs(
-      { ...spec, readablePaths: spec.control ? [...spec.readablePaths, LAUNCHER] : spec.readablePaths },
-      {
-        name,
-        labels: {
-          [LABEL]: '1',
-          'codexec.server': this.serverId,
-          'codexec.host': hostname(),
-          'codexec.pid': String(process.pid),
-          'codexec.started': processStart() ?? '',
-        },
-        image,
-        user,
-        memory: this.options.memory,
-        cpus: this.options.cpu,
-        network: this.options.network,
-        ...(!root && engine.name === 'podman' && { extra: ['--userns', 'keep-id'] }),
-        ...(spec.control && { controlLauncher: LAUNCHER }),
+    const full = {
+      ...spec,
+      readablePaths: [...spec.readablePaths, WRAPPER, ...(spec.control ? [LAUNCHER] : [])],
+    };
+    const args = buildContainerArgs(full, {
+      name,
+      labels: {
+        [LABEL]: '1',
+        'codexec.server': this.serverId,
+        'codexec.host': hostname(),
+        'codexec.pid': String(process.pid),
+        'codexec.started': processStart() ?? '',
       },
-    );
+      image,
+      user,
+      memory: this.options.memory,
+      cpus: this.options.cpu,
+      network: this.options.network,
+      ...(!root && engine.name === 'podman' && { extra: ['--userns', 'keep-id'] }),
+      wrapper: WRAPPER,
+      ...(spec.control && { controlLauncher: LAUNCHER }),
+    });
     reaper.watch(name);
     const child = spawn(engine.binary, [...engine.global, ...args], {
       stdio: [spec.stdin, 'pipe', 'pipe'],
@@ -126,12 +143,9 @@ export class ContainerBackend implements SandboxBackend {
       child.once('exit', (code, signal) => {
         cliExited = true;
         control?.close();
-        // 137: SIGKILL inside. Not ours: the memory limit, if the engine says so.
-        if (code === 137 && !killedByUs) {
-          void oomKilled(engine, name).then((oom) =>
-            resolve({ code, signal, ...(oom && { limit: 'memory' }) }),
-          );
-        } else resolve({ code, signal });
+        // The wrapper's note: the memory cgroup killed the program (read before the artifacts are).
+        const oom = code === 137 && !killedByUs && takeNote(join(workspace, OOM_NOTE));
+        resolve({ code, signal, ...(oom && { limit: 'memory' as const }) });
       });
     });
     const { stdout, stderr } = child;
@@ -144,7 +158,7 @@ export class ContainerBackend implements SandboxBackend {
       stdin: child.stdin,
       control: control?.channel ?? null,
       exited,
-      insidePath: pathMapper(workspace),
+      insidePath: pathMapper(mountsFor(full)),
       relaysOutput: true,
       kill(signal) {
         if (cliExited) return;
@@ -187,16 +201,11 @@ async function removeContainer(
   }
 }
 
-async function oomKilled(engine: ContainerEngine, name: string): Promise<boolean> {
+/** Whether the file was there; it is gone now. */
+function takeNote(path: string): boolean {
   try {
-    const { stdout } = await run(engine.binary, [
-      ...engine.global,
-      'inspect',
-      '--format',
-      '{{.State.OOMKilled}}',
-      name,
-    ]);
-    return stdout.trim() === 'true';
+    unlinkSync(path);
+    return true;
   } catch {
     return false;
   }
