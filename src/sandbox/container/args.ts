@@ -106,6 +106,8 @@ export function buildContainerArgs(spec: SandboxSpec, run: ContainerRun): string
   if (binary === undefined) throw new TypeError('SandboxSpec.argv is empty');
   const args = [
     'run',
+    // Removed by the engine once it exits (also when the server is gone by then).
+    '--rm',
     '--name',
     run.name,
     ...Object.entries(run.labels).flatMap(([key, value]) => ['--label', `${key}=${value}`]),

@@ -27,6 +27,8 @@ const LAUNCHER = join(DRIVERS, 'container_control.py');
 const WRAPPER = join(DRIVERS, 'container_init.sh');
 /** How often a container that the engine has not created yet is asked to go again. */
 const REMOVE_RETRY_MS = 100;
+/** After this long an engine CLI that does not end is killed (the reaper still has the name). */
+const REMOVE_GIVE_UP_MS = 30_000;
 
 /** CODEXEC_CONTAINER_ENGINE and CODEXEC_DOCKER_* (config.docker). */
 export interface ContainerOptions {
@@ -168,7 +170,8 @@ export class ContainerBackend implements SandboxBackend {
       dispose() {
         disposed ??= (async () => {
           control?.close();
-          await removeContainer(engine, name, child, () => cliExited);
+          // An engine CLI that has exited has removed its container (--rm).
+          if (!cliExited) await removeContainer(engine, name, child, () => cliExited);
           reaper.release(name);
           await lease?.giveBack();
         })();
@@ -178,7 +181,10 @@ export class ContainerBackend implements SandboxBackend {
   }
 }
 
-/** Remove the container, also one the engine is still creating (asked again until its CLI is gone). */
+/**
+ * Remove a container whose engine CLI still runs: asked again until the CLI is gone (a container
+ * still being created is not there to remove yet). A CLI that hangs on is killed after a while.
+ */
 async function removeContainer(
   engine: ContainerEngine,
   name: string,
@@ -190,14 +196,13 @@ async function removeContainer(
     if (cliExited()) resolve(undefined);
     else child.once('exit', resolve);
   });
-  for (;;) {
-    await run(binary, [...args, name]).catch(() => {});
-    if (cliExited()) break;
-    await Promise.race([gone, new Promise((resolve) => setTimeout(resolve, REMOVE_RETRY_MS))]);
-    if (cliExited()) {
-      await run(binary, [...args, name]).catch(() => {});
+  for (let tries = 0; !cliExited(); tries++) {
+    if (tries * REMOVE_RETRY_MS >= REMOVE_GIVE_UP_MS) {
+      child.kill('SIGKILL');
       break;
     }
+    await run(binary, [...args, name]).catch(() => {});
+    await Promise.race([gone, new Promise((resolve) => setTimeout(resolve, REMOVE_RETRY_MS))]);
   }
 }
 

@@ -19,7 +19,13 @@ while IFS= read -r line; do
     -*) unset "names[\${line#-}]" ;;
   esac
 done
-[ \${#names[@]} -gt 0 ] && exec "$@" "\${!names[@]}" >/dev/null 2>&1`;
+# A container still being created when the server died appears only later (its engine CLI goes
+# on): ask again, a few times.
+for round in 1 2 3 4 5; do
+  [ \${#names[@]} -gt 0 ] || break
+  "$@" "\${!names[@]}" >/dev/null 2>&1
+  sleep 1
+done`;
 
 /** The engine's command that removes running containers at once (pid 1 may ignore SIGTERM). */
 export function removeArgv(engine: ContainerEngine): string[] {
@@ -28,7 +34,7 @@ export function removeArgv(engine: ContainerEngine): string[] {
     ...engine.global,
     'rm',
     '--force',
-    ...(engine.name === 'podman' ? ['--time', '0'] : []),
+    ...(engine.name === 'podman' ? ['--time', '0', '--ignore'] : []),
   ];
 }
 
