@@ -51,7 +51,8 @@ async function tryEngine(name: EngineName): Promise<ContainerEngine | string> {
     if (!version) return `${name}: no server version (is its daemon running?)`;
     return { name, binary, global, version };
   } catch (error) {
-    const detail = (error as { stderr?: string }).stderr?.trim().split('\n').pop() || (error as Error).message;
+    const detail =
+      (error as { stderr?: string }).stderr?.trim().split('\n').pop() || (error as Error).message;
     return `${name}: ${detail}`;
   }
 }
