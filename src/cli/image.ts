@@ -44,6 +44,7 @@ async function fromHost(engine: ContainerEngine, interpreters: Interpreters, tag
   console.log(`  size:    ${(built.bytes / 1e6).toFixed(0)} MB`);
   console.log(`  seconds: ${built.seconds.toFixed(1)}`);
   for (const [key, value] of Object.entries(built.labels)) console.log(`  ${key}=${value}`);
+  if (built.note) process.stderr.write(`codexec: ${built.note}\n`);
 }
 
 async function fromDockerfile(engine: ContainerEngine, tag: string): Promise<void> {

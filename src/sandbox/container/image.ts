@@ -34,6 +34,8 @@ export interface BuiltImage {
   readonly bytes: number;
   readonly seconds: number;
   readonly labels: Readonly<Record<string, string>>;
+  /** Why the image the tag named before was kept (in use by a container, say). */
+  readonly note?: string;
 }
 
 export function imageLabels(interpreters: ImageInterpreters, fromHost: boolean): Record<string, string> {
@@ -81,6 +83,7 @@ export async function buildImageFromHost(
   const started = performance.now();
   const plan = await planHostImage(interpreters);
   const labels = imageLabels(plan, true);
+  const previous = await imageId(engine, tag);
   await importArchive(
     engine,
     importArgs(engine, tag, importChanges(plan.path, labels)),
@@ -88,7 +91,9 @@ export async function buildImageFromHost(
     plan.names,
   );
   const bytes = await imageSize(engine, tag);
-  return { tag, engine: engine.name, bytes, seconds: (performance.now() - started) / 1000, labels };
+  const note = previous ? await dropIfUntagged(engine, previous) : undefined;
+  const seconds = (performance.now() - started) / 1000;
+  return { tag, engine: engine.name, bytes, seconds, labels, ...(note ? { note } : {}) };
 }
 
 export interface DockerfileBuild {
@@ -124,6 +129,30 @@ export function buildImageFromDockerfile(
       resolve({ code: code ?? 1, registryUnreachable: code !== 0 && REGISTRY_TROUBLE.test(tail) }),
     );
   });
+}
+
+async function imageId(engine: ContainerEngine, tag: string): Promise<string | undefined> {
+  const inspect = [...engine.global, 'image', 'inspect', '--format', '{{.Id}}', tag];
+  return run(engine.binary, inspect).then(
+    ({ stdout }) => stdout.trim() || undefined,
+    () => undefined, // no such image yet: nothing to replace
+  );
+}
+
+/**
+ * A rebuild moves the tag and leaves the old image untagged: hundreds of MB per rebuild. It is
+ * removed once nothing names it; one still tagged elsewhere or used by a container stays.
+ */
+async function dropIfUntagged(engine: ContainerEngine, id: string): Promise<string | undefined> {
+  try {
+    const tags = [...engine.global, 'image', 'inspect', '--format', '{{len .RepoTags}}', id];
+    if ((await run(engine.binary, tags)).stdout.trim() !== '0') return undefined;
+    await run(engine.binary, [...engine.global, 'rmi', id]);
+    return undefined;
+  } catch (error) {
+    const detail = (error as { stderr?: string }).stderr?.trim() || (error as Error).message;
+    return `the previous image ${id.slice(0, 12)} was kept: ${detail}`;
+  }
 }
 
 /** The image's size in bytes as the engine reports it. */
