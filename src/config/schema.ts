@@ -135,7 +135,9 @@ export const settingsSchema = z
     CODEXEC_CONTAINER_ENGINE: z
       .enum(['auto', 'docker', 'podman'])
       .default('auto')
-      .describe('Container engine for sandbox mode docker: auto (docker if its daemon answers, else podman).'),
+      .describe(
+        'Container engine for sandbox mode docker: auto (docker if its daemon answers, else podman).',
+      ),
     CODEXEC_DOCKER_IMAGE: z
       .string()
       .min(1)
