@@ -46,7 +46,9 @@ export class HostFileSet {
     this.trees.add(root);
     const links: string[] = [];
     for (const entry of await readdir(root, { recursive: true, withFileTypes: true })) {
-      const path = join(entry.parentPath, entry.name);
+      // parentPath is Node 20.12+; before it the same value was called path.
+      const parent = entry.parentPath ?? (entry as unknown as { path: string }).path;
+      const path = join(parent, entry.name);
       if (entry.isDirectory()) this.kinds.set(path, 'dir');
       else if (entry.isFile()) this.kinds.set(path, 'file');
       else if (entry.isSymbolicLink()) {
