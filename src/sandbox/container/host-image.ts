@@ -129,7 +129,8 @@ async function addNpm(set: HostFileSet, node: string): Promise<void> {
 }
 
 async function probePython(python: string): Promise<{ path: string[]; data: string[] }> {
-  const { stdout } = await run(python, ['-I', '-c', PYTHON_PROBE], { timeout: 30_000 });
+  // cwd /: matplotlib would otherwise take a ./matplotlibrc from wherever codexec was started.
+  const { stdout } = await run(python, ['-I', '-c', PYTHON_PROBE], { timeout: 30_000, cwd: '/' });
   return JSON.parse(stdout) as { path: string[]; data: string[] };
 }
 
