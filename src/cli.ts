@@ -1,9 +1,11 @@
 #!/usr/bin/env node
 // codexec command line: `serve` (MCP over stdio, the main job), `run` (one execution from the
-// shell), `doctor` (what this machine supports). stdout of `serve` is the protocol channel.
+// shell), `doctor` (what this machine supports), `image build` (the container sandbox's image).
+// stdout of `serve` is the protocol channel.
 import { Command, InvalidArgumentError } from 'commander';
 import { auditVerifyCommand } from './cli/audit.js';
 import { doctorCommand } from './cli/doctor.js';
+import { imageBuildCommand } from './cli/image.js';
 import { logsSearchCommand, logsShowCommand } from './cli/logs.js';
 import { runCommand } from './cli/run.js';
 import { serveCommand } from './cli/serve.js';
@@ -25,6 +27,7 @@ const port = (value: string) => {
   if (!Number.isInteger(n) || n < 0 || n > 65_535) throw new InvalidArgumentError('expected a port, 0-65535');
   return n;
 };
+const ENGINES = ['auto', 'docker', 'podman'] as const;
 const oneOf = (choices: readonly string[]) => (value: string) => {
   if (!choices.includes(value)) throw new InvalidArgumentError(`expected one of ${choices.join(', ')}`);
   return value;
@@ -94,6 +97,17 @@ program
   .command('doctor')
   .description('report which sandbox layers and interpreters work here')
   .action(doctorCommand);
+
+const image = program.command('image').description('the container image of sandbox mode docker');
+image
+  .command('build')
+  .description(
+    'build the sandbox image from Dockerfile.sandbox, or with --from-host from this machine (no registry)',
+  )
+  .option('--from-host', "build from this host's interpreters and their libraries; needs no registry")
+  .option('--tag <name>', 'image name (default: CODEXEC_DOCKER_IMAGE, codexec-sandbox)')
+  .option('--engine <engine>', 'auto, docker or podman (default: CODEXEC_CONTAINER_ENGINE)', oneOf(ENGINES))
+  .action(imageBuildCommand);
 
 const logs = program.command('logs').description('search and show past executions (the execution log)');
 logs

@@ -1,5 +1,5 @@
 // What `npm pack` ships (DESIGN §8: the tarball installs globally and works): every runtime file
-// — the built server, every driver, server.json — and nothing of the tests; server.json agrees
+// — the built server, every driver, server.json, Dockerfile.sandbox — and nothing of the tests; server.json agrees
 // with package.json. The install itself is scripts/pack-smoke.sh, run by .ci/run after npm test
 // (better-sqlite3 compiles from source there: minutes, too slow for npm test).
 import { execFileSync } from 'node:child_process';
@@ -32,6 +32,7 @@ describe('the npm package', () => {
       'dist/cli.js',
       'dist/server/index.js',
       'server.json',
+      'Dockerfile.sandbox',
       'README.md',
       'LICENSE',
     ]) {
