@@ -17,7 +17,7 @@ import {
   NotForkableError,
   type SandboxedProcess,
 } from '../sandbox/index.js';
-import { holdsOnly, newId, quietly } from '../util/index.js';
+import { currentPrincipal, holdsOnly, newId, quietly } from '../util/index.js';
 import { type ArtifactDiff, diffSnapshots, type Snapshot, snapshotDir } from './artifacts.js';
 import { type Collected, collect } from './collect.js';
 import { collectImages, FIGURES_DIR } from './images.js';
@@ -79,7 +79,7 @@ export class Engine {
   async shutdown(): Promise<void> {
     for (const proc of this.live.keys()) proc.kill('SIGKILL');
     await Promise.allSettled([this.pool.shutdown(), ...this.live.values()]);
-    await Promise.allSettled([...this.pending]);
+    await Promise.allSettled([...this.pending, this.deps.backends.shutdown()]);
   }
 
   /** The warm pool's target size and how many processes of each kind wait now. */
@@ -181,6 +181,13 @@ export class Engine {
               confined: backend.mode !== 'subprocess',
             })),
             endMark,
+            // execute_command's runs share one sandbox per principal where the backend keeps one.
+            ...(command && {
+              persistent: {
+                key: `command:${currentPrincipal()}`,
+                mounts: [config.command.workspace, ...config.command.allowedPaths],
+              },
+            }),
           });
         proc = running;
         // A cold run's sandbox reports its end where it can: else it ends with its streams.

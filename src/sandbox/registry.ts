@@ -29,6 +29,12 @@ export class BackendRegistry {
     return this.resolved;
   }
 
+  /** Release what the backend in use keeps across runs (none was picked: nothing to do). */
+  async shutdown(): Promise<void> {
+    const backend = await this.resolved?.catch(() => undefined);
+    await backend?.shutdown?.();
+  }
+
   private async resolve(): Promise<SandboxBackend> {
     switch (this.mode) {
       case 'subprocess':

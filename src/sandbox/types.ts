@@ -36,6 +36,12 @@ export interface SandboxSpec {
    * once (SandboxedProcess.reported), without waiting for the sandbox's teardown.
    */
   readonly endMark?: string;
+  /**
+   * Run in a sandbox kept for `key` (execute_command's persistent container, one per principal)
+   * that holds `mounts` for its whole life, the first as its workspace; backends that keep none
+   * (and runs whose paths fall outside the mounts) start one of their own as usual.
+   */
+  readonly persistent?: { readonly key: string; readonly mounts: readonly string[] };
 }
 
 /** The length of SandboxSpec.endMark. */
@@ -103,6 +109,8 @@ export interface SandboxBackend {
   readonly mode: BackendMode;
   probe(): Promise<Availability>;
   spawn(spec: SandboxSpec): SandboxedProcess;
+  /** Release what the backend keeps across runs (persistent containers); runs are the engine's. */
+  shutdown?(): Promise<void>;
   /** Whether spawn() can ever fork a `zygote` driver here (false: it always starts one). */
   forksDrivers?(): boolean;
   /**

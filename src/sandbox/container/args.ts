@@ -12,7 +12,7 @@ import type { SandboxSpec } from '../types.js';
 export const WORKSPACE = '/workspace';
 /** codexec's own drivers (warm, session, control launcher, figure backend), mounted read-only. */
 export const DRIVERS = fileURLToPath(new URL('../../../drivers', import.meta.url));
-const DRIVERS_INSIDE = '/opt/codexec/drivers';
+export const DRIVERS_INSIDE = '/opt/codexec/drivers';
 const READ_ONLY_INSIDE = '/opt/codexec/ro';
 /** The control socket's name in the workspace, while a driver connects to it (control.ts). */
 export const CONTROL_SOCKET = '.codexec-control';
@@ -99,13 +99,9 @@ export function imageInterpreter(image: ImageInfo, hostBinary: string): string {
   return (kind && image.interpreters[kind]) ?? hostBinary;
 }
 
-export function buildContainerArgs(spec: SandboxSpec, run: ContainerRun): string[] {
-  const mounts = mountsFor(spec);
-  const map = pathMapper(mounts);
-  const [binary, ...rest] = spec.argv;
-  if (binary === undefined) throw new TypeError('SandboxSpec.argv is empty');
-  const args = [
-    'run',
+/** The options of `run` that confine a container (no mounts, no program). */
+function confinement(run: ContainerRun, maxProcs: number): string[] {
+  return [
     // Removed by the engine once it exits (also when the server is gone by then).
     '--rm',
     '--name',
@@ -123,7 +119,7 @@ export function buildContainerArgs(spec: SandboxSpec, run: ContainerRun): string
     '--cpus',
     String(run.cpus),
     '--pids-limit',
-    String(spec.limits.maxProcs),
+    String(maxProcs),
     '--read-only',
     '--tmpfs',
     '/tmp:rw,size=100m,mode=1777',
@@ -143,27 +139,95 @@ export function buildContainerArgs(spec: SandboxSpec, run: ContainerRun): string
     // Output is streamed to us; the engine keeps no copy of it.
     '--log-driver',
     'none',
-    ...(spec.stdin === 'pipe' ? ['--interactive'] : []),
     ...(run.extra ?? []),
-    ...mounts.flatMap((mount) => [
-      '--volume',
-      `${mount.host}:${mount.inside}:${mount.writable ? 'rw' : 'ro'}`,
-    ]),
+  ];
+}
+
+const volumes = (mounts: readonly Mount[]) =>
+  mounts.flatMap((mount) => ['--volume', `${mount.host}:${mount.inside}:${mount.writable ? 'rw' : 'ro'}`]);
+
+/** `run` for one SandboxSpec: its own container, its own mounts. */
+export function buildContainerArgs(spec: SandboxSpec, run: ContainerRun): string[] {
+  const mounts = mountsFor(spec);
+  const map = pathMapper(mounts);
+  return [
+    'run',
+    ...confinement(run, spec.limits.maxProcs),
+    ...(spec.stdin === 'pipe' ? ['--interactive'] : []),
+    ...volumes(mounts),
+    ...processArgs(spec, map, run.image),
+    run.image.name,
+    ...commandLine(spec, run, map, `${WORKSPACE}/${OOM_NOTE}`, '-'),
+  ];
+}
+
+/**
+ * `run` for a persistent container (execute_command's, one per principal): the mounts stay, and
+ * it lives while its stdin is open — it ends with the server however the server ends. It says
+ * "ready" on stdout once it runs.
+ */
+export function buildPersistentArgs(mounts: readonly Mount[], run: ContainerRun, maxProcs: number): string[] {
+  const bash = run.image.interpreters.bash ?? 'bash';
+  return [
+    'run',
+    ...confinement(run, maxProcs),
+    '--interactive',
+    ...volumes(mounts),
+    '--workdir',
+    WORKSPACE,
+    run.image.name,
+    bash,
+    '-c',
+    'echo ready; read -r _',
+  ];
+}
+
+/** `exec` of one SandboxSpec in a persistent container holding `mounts`. */
+export function buildExecArgs(
+  spec: SandboxSpec,
+  run: Pick<ContainerRun, 'name' | 'image' | 'user' | 'wrapper'>,
+  mounts: readonly Mount[],
+  notes: { readonly oom: string; readonly pidFile: string },
+): string[] {
+  const map = pathMapper(mounts);
+  return [
+    'exec',
+    ...(spec.stdin === 'pipe' ? ['--interactive'] : []),
+    '--user',
+    `${run.user.uid}:${run.user.gid}`,
+    ...processArgs(spec, map, run.image),
+    run.name,
+    ...commandLine(spec, run, map, map(notes.oom), notes.pidFile),
+  ];
+}
+
+/** Working directory and environment, paths mapped. */
+function processArgs(spec: SandboxSpec, map: (path: string) => string, image: ImageInfo): string[] {
+  const env = containerEnv(spec.env, map, image.path);
+  return [
     '--workdir',
     map(spec.cwd),
-    ...Object.entries(containerEnv(spec.env, map, run.image.path)).flatMap(([key, value]) => [
-      '--env',
-      `${key}=${value}`,
-    ]),
-    run.image.name,
+    ...Object.entries(env).flatMap(([key, value]) => ['--env', `${key}=${value}`]),
   ];
+}
+
+/** The wrapper, the control launcher when there is a channel, and the program, paths mapped. */
+function commandLine(
+  spec: SandboxSpec,
+  run: Pick<ContainerRun, 'image' | 'wrapper' | 'controlLauncher'>,
+  map: (path: string) => string,
+  oomNote: string,
+  pidFile: string,
+): string[] {
+  const [binary, ...rest] = spec.argv;
+  if (binary === undefined) throw new TypeError('SandboxSpec.argv is empty');
   const program = [imageInterpreter(run.image, binary), ...rest.map(map)];
-  const wrapper = [run.image.interpreters.bash ?? 'bash', map(run.wrapper)];
-  if (!spec.control) return [...args, ...wrapper, ...program];
+  const wrapper = [run.image.interpreters.bash ?? 'bash', map(run.wrapper), oomNote, pidFile];
+  if (!spec.control) return [...wrapper, ...program];
   if (!run.controlLauncher) throw new TypeError('a control channel needs the control launcher');
   const python = run.image.interpreters.python ?? 'python3';
   const launcher = [python, '-I', '-S', map(run.controlLauncher), `${WORKSPACE}/${CONTROL_SOCKET}`];
-  return [...args, ...wrapper, ...launcher, ...program];
+  return [...wrapper, ...launcher, ...program];
 }
 
 /** The spec's environment with paths mapped; PATH keeps its entries and gains the image's own. */

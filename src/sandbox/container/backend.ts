@@ -1,16 +1,23 @@
+// Sandbox mode docker: each run is a container started by the docker or podman CLI (args.ts),
+// removed when it ends; drivers get their control channel over a socket (control.ts);
+// execute_command's runs go to a persistent container by `exec` (persistent.ts).
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { unlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
+import type { Writable } from 'node:stream';
 import { promisify } from 'node:util';
 import { SandboxUnavailableError } from '../../errors/index.js';
+import { findOnPath } from '../namespace/index.js';
 import { identityFor, Lease } from '../namespace/ownership.js';
 import { ignoreStreamErrors } from '../streams.js';
 import type { Availability, Exit, SandboxBackend, SandboxedProcess, SandboxSpec } from '../types.js';
 import { NotForkableError } from '../types.js';
 import {
   buildContainerArgs,
+  buildExecArgs,
+  type ContainerRun,
   DRIVERS,
   type ImageInfo,
   LABEL,
@@ -20,6 +27,8 @@ import {
 } from './args.js';
 import { type ControlListener, listenForDriver } from './control.js';
 import { type ContainerEngine, type EngineChoice, findEngine } from './engine.js';
+import { inspectImage } from './inspect.js';
+import { PersistentContainers } from './persistent.js';
 import { ContainerReaper, processStart, removeArgv, sweepDeadServers } from './reaper.js';
 
 const run = promisify(execFile);
@@ -44,12 +53,21 @@ interface Ready {
   readonly engine: ContainerEngine;
   readonly image: ImageInfo;
   readonly reaper: ContainerReaper;
+  readonly persistent: PersistentContainers;
 }
 
-/**
- * Sandbox mode docker: each run is a container started by the docker or podman CLI (args.ts),
- * removed when released; drivers get their control channel over a socket (control.ts).
- */
+/** How a started engine CLI is stopped and cleaned up; the rest is the same for `run` and `exec`. */
+interface Handle {
+  readonly child: ChildProcess;
+  readonly control: ControlListener | undefined;
+  /** Host path of the wrapper's OOM note. */
+  readonly oomNote: string;
+  readonly insidePath: (path: string) => string;
+  signal(signal: NodeJS.Signals): void;
+  /** After the CLI has exited or been told to stop: remove what is left. */
+  cleanUp(cliExited: () => boolean): Promise<void>;
+}
+
 export class ContainerBackend implements SandboxBackend {
   readonly mode = 'docker' as const;
   private ready: Ready | undefined;
@@ -79,6 +97,11 @@ export class ContainerBackend implements SandboxBackend {
     return this.probing;
   }
 
+  /** Remove the persistent containers (the others go with their runs). */
+  async shutdown(): Promise<void> {
+    await this.ready?.persistent.closeAll();
+  }
+
   private async find(): Promise<Availability> {
     let engine: ContainerEngine;
     try {
@@ -89,28 +112,25 @@ export class ContainerBackend implements SandboxBackend {
     const image = await inspectImage(engine, this.options.image);
     if (typeof image === 'string') return { available: false, reason: image };
     await sweepDeadServers(engine);
-    this.ready = { engine, image, reaper: new ContainerReaper(engine) };
+    const reaper = new ContainerReaper(engine);
+    const persistent = new PersistentContainers(
+      engine,
+      (name) => this.runOptions(name, image, engine, identityFor('/')),
+      (name) => reaper.watch(name),
+      (name) => reaper.release(name),
+    );
+    this.ready = { engine, image, reaper, persistent };
     return { available: true };
   }
 
-  spawn(spec: SandboxSpec): SandboxedProcess {
-    const ready = this.ready;
-    if (!ready) throw new SandboxUnavailableError('sandbox mode docker: the container engine was not probed');
-    if (spec.zygote === 'only') throw new NotForkableError();
-    const { engine, image, reaper } = ready;
-    const name = `codexec-${this.serverId}-${(this.count++).toString(36)}`;
-    const uid = process.getuid?.() ?? 0;
-    const root = uid === 0;
-    const user = root ? identityFor(spec.cwd) : { uid, gid: process.getgid?.() ?? uid };
-    const lease = root ? new Lease(user) : undefined;
-    lease?.lend(spec.writablePaths);
-    const workspace = spec.writablePaths[0] ?? spec.cwd;
-    const control: ControlListener | undefined = spec.control ? listenForDriver(workspace) : undefined;
-    const full = {
-      ...spec,
-      readablePaths: [...spec.readablePaths, WRAPPER, ...(spec.control ? [LAUNCHER] : [])],
-    };
-    const args = buildContainerArgs(full, {
+  private runOptions(
+    name: string,
+    image: ImageInfo,
+    engine: ContainerEngine,
+    user: ContainerRun['user'],
+  ): ContainerRun {
+    const rootless = process.getuid?.() !== 0;
+    return {
       name,
       labels: {
         [LABEL]: '1',
@@ -124,67 +144,192 @@ export class ContainerBackend implements SandboxBackend {
       memory: this.options.memory,
       cpus: this.options.cpu,
       network: this.options.network,
-      ...(!root && engine.name === 'podman' && { extra: ['--userns', 'keep-id'] }),
       wrapper: WRAPPER,
+      ...(rootless && engine.name === 'podman' && { extra: ['--userns', 'keep-id'] }),
+    };
+  }
+
+  private newName(): string {
+    return `codexec-${this.serverId}-${(this.count++).toString(36)}`;
+  }
+
+  spawn(spec: SandboxSpec): SandboxedProcess {
+    const ready = this.ready;
+    if (!ready) throw new SandboxUnavailableError('sandbox mode docker: the container engine was not probed');
+    if (spec.zygote === 'only') throw new NotForkableError();
+    const uid = process.getuid?.() ?? 0;
+    const user = uid === 0 ? identityFor(spec.cwd) : { uid, gid: process.getgid?.() ?? uid };
+    const lease = uid === 0 ? new Lease(user) : undefined;
+    lease?.lend(spec.writablePaths);
+    const persistent =
+      spec.persistent && inside(spec.cwd, spec.persistent.mounts) ? spec.persistent : undefined;
+    const handle = persistent
+      ? this.execIn(ready, spec, persistent, user)
+      : this.runIn(
+          ready,
+          { ...spec, readablePaths: [...spec.readablePaths, WRAPPER, ...(spec.control ? [LAUNCHER] : [])] },
+          user,
+        );
+    return wrap(handle, lease);
+  }
+
+  /** A container of its own. */
+  private runIn(ready: Ready, spec: SandboxSpec, user: ContainerRun['user']): Handle {
+    const { engine, image, reaper } = ready;
+    const name = this.newName();
+    const workspace = spec.writablePaths[0] ?? spec.cwd;
+    const control = spec.control ? listenForDriver(workspace) : undefined;
+    const args = buildContainerArgs(spec, {
+      ...this.runOptions(name, image, engine, user),
       ...(spec.control && { controlLauncher: LAUNCHER }),
     });
     reaper.watch(name);
-    const child = spawn(engine.binary, [...engine.global, ...args], {
-      stdio: [spec.stdin, 'pipe', 'pipe'],
-      env: process.env,
-    });
-    ignoreStreamErrors(child);
-    let killedByUs = false;
-    let cliExited = false;
-    const exited = new Promise<Exit>((resolve) => {
-      child.once('error', (error) => {
-        cliExited = true;
-        control?.close();
-        resolve({ code: null, signal: null, spawnError: error });
-      });
-      child.once('exit', (code, signal) => {
-        cliExited = true;
-        control?.close();
-        // The wrapper's note: the memory cgroup killed the program (read before the artifacts are).
-        const oom = code === 137 && !killedByUs && takeNote(join(workspace, OOM_NOTE));
-        resolve({ code, signal, ...(oom && { limit: 'memory' as const }) });
-      });
-    });
-    const { stdout, stderr } = child;
-    if (!stdout || !stderr) throw new Error('spawn returned no output pipes');
-    let disposed: Promise<void> | undefined;
+    const child = spawn(engine.binary, [...engine.global, ...args], { stdio: [spec.stdin, 'pipe', 'pipe'] });
     return {
-      pid: child.pid,
-      stdout,
-      stderr,
-      stdin: child.stdin,
-      control: control?.channel ?? null,
-      exited,
-      insidePath: pathMapper(mountsFor(full)),
-      relaysOutput: true,
-      kill(signal) {
-        if (cliExited) return;
-        if (signal === 'SIGKILL') killedByUs = true;
+      child,
+      control,
+      oomNote: join(workspace, OOM_NOTE),
+      insidePath: pathMapper(mountsFor(spec)),
+      signal(signal) {
         void run(engine.binary, [...engine.global, 'kill', '--signal', signal, name]).catch(() => {});
       },
-      dispose() {
-        disposed ??= (async () => {
-          control?.close();
-          // An engine CLI that has exited has removed its container (--rm).
-          if (!cliExited) await removeContainer(engine, name, child, () => cliExited);
-          reaper.release(name);
-          await lease?.giveBack();
-        })();
-        return disposed;
+      async cleanUp(cliExited) {
+        // An engine CLI that has exited has removed its container (--rm).
+        if (!cliExited()) await removeContainer(engine, name, child, cliExited);
+        reaper.release(name);
+      },
+    };
+  }
+
+  /** A command in the persistent container of its key, by `exec` (started on first use). */
+  private execIn(
+    ready: Ready,
+    spec: SandboxSpec,
+    persistent: NonNullable<SandboxSpec['persistent']>,
+    user: ContainerRun['user'],
+  ): Handle {
+    const { engine, image } = ready;
+    const tag = randomBytes(6).toString('hex');
+    const [root = spec.cwd] = persistent.mounts;
+    const oomNote = join(root, `${OOM_NOTE}-${tag}`);
+    const pidFile = `/tmp/.codexec-${tag}.pid`;
+    const container = ready.persistent.acquire(
+      persistent.key,
+      persistent.mounts,
+      this.newName(),
+      spec.limits.maxProcs,
+    );
+    // HOME (the run's own workspace) is not in the persistent container: its /tmp is.
+    const env = { ...spec.env, HOME: '/tmp' };
+    const args = buildExecArgs(
+      { ...spec, env },
+      { name: container.name, image, user, wrapper: WRAPPER },
+      container.mounts,
+      {
+        oom: oomNote,
+        pidFile,
+      },
+    );
+    const child = spawnWhenStarted(container.started, [engine.binary, ...engine.global, ...args], spec.stdin);
+    const signalGroup = (signal: NodeJS.Signals) =>
+      container.started.then(() =>
+        run(engine.binary, [
+          ...engine.global,
+          'exec',
+          container.name,
+          image.interpreters.bash ?? 'bash',
+          '-c',
+          `kill -s ${signal.replace(/^SIG/, '')} -- -$(cat ${pidFile}) 2>/dev/null; true`,
+        ]),
+      );
+    return {
+      child,
+      control: undefined,
+      oomNote,
+      insidePath: pathMapper(container.mounts),
+      signal(signal) {
+        void signalGroup(signal).catch(() => {});
+      },
+      async cleanUp() {
+        ready.persistent.release(persistent.key);
       },
     };
   }
 }
 
+function inside(path: string, dirs: readonly string[]): boolean {
+  return dirs.some((dir) => path === dir || path.startsWith(`${dir}/`));
+}
+
+/** The SandboxedProcess of an engine CLI: exit, OOM note, signals, and release. */
+function wrap(handle: Handle, lease: Lease | undefined): SandboxedProcess {
+  const { child, control } = handle;
+  ignoreStreamErrors(child);
+  let killedByUs = false;
+  let cliExited = false;
+  const exited = new Promise<Exit>((resolve) => {
+    child.once('error', (error) => {
+      cliExited = true;
+      control?.close();
+      resolve({ code: null, signal: null, spawnError: error });
+    });
+    child.once('exit', (code, signal) => {
+      cliExited = true;
+      control?.close();
+      // The wrapper's note: the memory cgroup killed the program (read before the artifacts are).
+      const oom = code === 137 && !killedByUs && takeNote(handle.oomNote);
+      resolve({ code, signal, ...(oom && { limit: 'memory' as const }) });
+    });
+  });
+  const { stdout, stderr } = child;
+  if (!stdout || !stderr) throw new Error('spawn returned no output pipes');
+  let disposed: Promise<void> | undefined;
+  return {
+    pid: child.pid,
+    stdout,
+    stderr,
+    stdin: child.stdin,
+    control: control?.channel ?? null,
+    exited,
+    insidePath: handle.insidePath,
+    relaysOutput: true,
+    kill(signal) {
+      if (cliExited) return;
+      if (signal === 'SIGKILL') killedByUs = true;
+      handle.signal(signal);
+    },
+    dispose() {
+      disposed ??= (async () => {
+        control?.close();
+        await handle.cleanUp(() => cliExited);
+        await lease?.giveBack();
+      })();
+      return disposed;
+    },
+  };
+}
+
 /**
- * Remove a container whose engine CLI still runs: asked again until the CLI is gone (a container
- * still being created is not there to remove yet). A CLI that hangs on is killed after a while.
+ * Spawn `argv` now, but let it run only once `started` resolves: a host shell holds it until the
+ * server writes "go" on its fd 3 (or the reason it cannot start, which the shell prints and exits
+ * 125 on, as an engine does when it cannot run a container).
  */
+function spawnWhenStarted(started: Promise<void>, argv: string[], stdin: SandboxSpec['stdin']): ChildProcess {
+  const gate =
+    'IFS= read -r word <&3; exec 3<&-; [ "$word" = go ] && exec "$@"; printf "codexec: %s\\n" "$word" >&2; exit 125';
+  const child = spawn(findOnPath('bash') ?? '/bin/bash', ['-c', gate, 'gate', ...argv], {
+    stdio: [stdin, 'pipe', 'pipe', 'pipe'],
+  });
+  const gateIn = child.stdio[3] as Writable;
+  gateIn.on('error', () => {});
+  started.then(
+    () => gateIn.end('go\n'),
+    (error: Error) => gateIn.end(`${error.message.replaceAll('\n', ' ')}\n`),
+  );
+  return child;
+}
+
+/** Remove a container whose engine CLI still runs: asked again until the CLI is gone. */
 async function removeContainer(
   engine: ContainerEngine,
   name: string,
@@ -214,35 +359,4 @@ function takeNote(path: string): boolean {
   } catch {
     return false;
   }
-}
-
-/** The image's interpreters and PATH, or why it cannot be used. */
-async function inspectImage(engine: ContainerEngine, name: string): Promise<ImageInfo | string> {
-  let raw: string;
-  try {
-    ({ stdout: raw } = await run(engine.binary, [
-      ...engine.global,
-      'image',
-      'inspect',
-      '--format',
-      '{{json .Config}}',
-      name,
-    ]));
-  } catch {
-    return (
-      `the sandbox image "${name}" is not in ${engine.name}'s store: build it with \`codexec image build\` ` +
-      '(or `codexec image build --from-host` where no registry is reachable), or set CODEXEC_DOCKER_IMAGE'
-    );
-  }
-  const config = JSON.parse(raw) as { Labels?: Record<string, string> | null; Env?: string[] | null };
-  const labels = config.Labels ?? {};
-  const path =
-    (config.Env ?? []).find((entry) => entry.startsWith('PATH='))?.slice(5) ?? '/usr/local/bin:/usr/bin:/bin';
-  const interpreters = Object.fromEntries(
-    (['python', 'node', 'bash'] as const).flatMap((kind) => {
-      const found = labels[`codexec.${kind}`];
-      return found ? [[kind, found]] : [];
-    }),
-  );
-  return { name, interpreters, path: path.split(':').filter(Boolean) };
 }

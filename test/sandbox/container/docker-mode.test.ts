@@ -151,6 +151,37 @@ describe('sandbox mode docker', () => {
   });
 });
 
+describe('execute_command in sandbox mode docker', () => {
+  it('runs every command of a connection in one persistent container, removed when the server goes', async () => {
+    const server = await startServer({ env: DOCKER });
+    const { pid } = server;
+    const command = async (line: string, timeout?: number) =>
+      (
+        await callTool<Run & { work_dir: string }>(server.client, 'execute_command', {
+          command: line,
+          ...(timeout && { timeout }),
+        })
+      ).value;
+    try {
+      const first = await command('echo state > /tmp/kept; echo file > made.txt; pwd; id -u');
+      expect(first).toMatchObject({ success: true, sandbox_mode: 'docker', artifacts: ['made.txt'] });
+      expect(first.stdout).toMatch(/^\/workspace\n[1-9]\d*\n$/);
+      const names = containersOf(pid);
+      expect(names).toHaveLength(1);
+      // /tmp is the container's own (not the host's, not a fresh one): the same container ran both.
+      const second = await command('cat /tmp/kept made.txt');
+      expect(second.stdout).toBe('state\nfile\n');
+      const stopped = await command('sleep 60 & sleep 60', 2);
+      expect(stopped).toMatchObject({ success: false, timed_out: true });
+      expect((await command('echo after')).stdout).toBe('after\n');
+      expect(containersOf(pid)).toEqual(names);
+    } finally {
+      await server.close();
+    }
+    expect(await eventually(() => containersOf(pid).length === 0)).toBe(true);
+  });
+});
+
 describe('sandbox mode docker limits', () => {
   it('reports a run killed at the container memory limit as limit "memory"', async () => {
     const server = await startServer({
