@@ -5,7 +5,7 @@ import { runCommand } from '../engine/index.js';
 import { SandboxUnavailableError } from '../errors/index.js';
 import { type SecretsFilter, sandboxEnv } from '../policy/index.js';
 import type { Interpreters } from '../runtimes/index.js';
-import { SubprocessBackend } from '../sandbox/index.js';
+import { type SandboxBackend, SubprocessBackend } from '../sandbox/index.js';
 import { installerEnvAdditions, npmInstallArgv, pipInstallArgv } from './commands.js';
 import { type NpmConfigAnswer, readNpmConfigFiles } from './npm-config.js';
 import type { PackageLanguage, PackageSpec } from './spec.js';
@@ -14,6 +14,11 @@ import type { PackageLanguage, PackageSpec } from './spec.js';
 export interface PackageEnv {
   readonly language: PackageLanguage;
   readonly dir: string;
+  /**
+   * Install with this backend's interpreter instead of the host's (a docker-mode session: its
+   * image's pip or npm, in a container beside it with `workspace` mounted as in the session).
+   */
+  readonly sandbox?: { readonly backend: SandboxBackend; readonly workspace: string };
 }
 
 export interface InstallResult {
@@ -68,13 +73,15 @@ export class PackageInstaller {
       if (!config.ok) return failedBeforeStart(pkg, config.output, started);
       argv = npmInstallArgv(npm, env.dir, config.files, pkg.spec);
     }
+    // The installer reaches the registry as the operator's own would (host network), whatever
+    // network the code gets; in a container the caches go to its /tmp.
     const result = await runCommand(
-      this.backend,
+      env.sandbox?.backend ?? this.backend,
       {
         argv,
         cwd: env.dir,
-        env: processEnv,
-        writablePaths: [env.dir],
+        env: env.sandbox ? { ...processEnv, HOME: '/tmp' } : processEnv,
+        writablePaths: env.sandbox ? [env.sandbox.workspace] : [env.dir],
         readablePaths: [],
         limits: this.config.limits,
         network: 'host',

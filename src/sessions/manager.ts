@@ -18,7 +18,7 @@ import type { LogWriter } from '../logs/index.js';
 import type { PackageEnv, PackageLanguage, SessionPackageHost } from '../packages/index.js';
 import { type SecretsFilter, sandboxEnv } from '../policy/index.js';
 import type { Interpreters } from '../runtimes/index.js';
-import type { BackendRegistry, Exit } from '../sandbox/index.js';
+import type { BackendRegistry, Exit, SandboxBackend } from '../sandbox/index.js';
 import { log, newId } from '../util/index.js';
 import { DRIVERS } from './drivers.js';
 import { SessionLimitError, SessionNotFoundError } from './errors.js';
@@ -54,6 +54,8 @@ const TOMBSTONES = 200;
  */
 export class SessionManager implements SessionPackageHost {
   private readonly sessions = new Map<string, Session>();
+  /** The container backend docker-mode sessions run in: their packages are installed by it too. */
+  private containers: SandboxBackend | undefined;
   private readonly idleTimers = new Map<string, NodeJS.Timeout>();
   private readonly ended = new Map<string, string>();
   private readonly endListeners: Array<(sessionId: string) => void> = [];
@@ -188,7 +190,12 @@ export class SessionManager implements SessionPackageHost {
           (kind ? `${kind} packages` : 'no packages (install globally by leaving out session_id)'),
       );
     }
-    return sessionPackageEnv(join(this.deps.config.sandboxDir, sessionId), kind);
+    const workspace = join(this.deps.config.sandboxDir, sessionId);
+    const env = sessionPackageEnv(workspace, kind);
+    // A container's interpreter may not be the host's: its packages are installed by its image.
+    return session.options.sandboxMode === 'docker' && this.containers
+      ? { ...env, sandbox: { backend: this.containers, workspace } }
+      : env;
   }
 
   /** Track an install for list_sessions and log it in the session's file. */
@@ -236,6 +243,7 @@ export class SessionManager implements SessionPackageHost {
       this.deps.backends.get(),
       this.deps.interpreters.get(driver.interpreter),
     ]);
+    if (backend.mode === 'docker') this.containers = backend;
     const id = newId('sess');
     const workspace = join(config.sandboxDir, id);
     const cwd = request.workingDir ?? workspace;

@@ -5,7 +5,7 @@
 // keep their own paths. argv[0] becomes the image's interpreter of the same kind (its
 // `codexec.<kind>` label), not the host's.
 import { existsSync } from 'node:fs';
-import { basename } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { SandboxSpec } from '../types.js';
 
@@ -86,17 +86,18 @@ function within(path: string, dir: string): boolean {
   return path === dir || path.startsWith(dir.endsWith('/') ? dir : `${dir}/`);
 }
 
-/** The image's interpreter for a host interpreter path, by its name (python3.11 → python). */
+/**
+ * The image's program for a host interpreter path, by its name (python3.11 → python; npm → the
+ * npm beside the image's node); other programs keep their path.
+ */
 export function imageInterpreter(image: ImageInfo, hostBinary: string): string {
   const name = basename(hostBinary);
-  const kind = /^python/.test(name)
-    ? 'python'
-    : name === 'node'
-      ? 'node'
-      : /^bash$/.test(name)
-        ? 'bash'
-        : undefined;
-  return (kind && image.interpreters[kind]) ?? hostBinary;
+  const { python, node, bash } = image.interpreters;
+  if (/^python/.test(name) && python) return python;
+  if (name === 'node' && node) return node;
+  if (name === 'bash' && bash) return bash;
+  if (name === 'npm' && node) return join(dirname(node), 'npm');
+  return hostBinary;
 }
 
 /** The options of `run` that confine a container (no mounts, no program). */

@@ -181,6 +181,8 @@ export class ContainerBackend implements SandboxBackend {
     const control = spec.control ? listenForDriver(workspace) : undefined;
     const args = buildContainerArgs(spec, {
       ...this.runOptions(name, image, engine, user),
+      // An installer reaches the registry as the host does (install_package into a session).
+      ...(spec.network === 'host' && { network: 'host' }),
       ...(spec.control && { controlLauncher: LAUNCHER }),
     });
     reaper.watch(name);

@@ -41,6 +41,25 @@ export function sessionContainersOf(pid: number): string[] {
     .filter((line) => /\/(python|node|bash)_driver\./.test(line));
 }
 
+/** Names of the containers a server created since `since` (the engine's event log). */
+export function createdSince(pid: number, since: Date): string[] {
+  return engine(
+    'events',
+    '--since',
+    String(Math.floor(since.getTime() / 1000)),
+    '--until',
+    String(Math.ceil(Date.now() / 1000)),
+    '--filter',
+    'event=create',
+    '--filter',
+    `label=codexec.pid=${pid}`,
+    '--format',
+    '{{.Name}}',
+  )
+    .split('\n')
+    .filter(Boolean);
+}
+
 /** Poll until `check` holds, at most `ms`. */
 export async function eventually(check: () => boolean, ms = 15_000): Promise<boolean> {
   const end = Date.now() + ms;
