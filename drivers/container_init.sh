@@ -1,24 +1,34 @@
 # Container mode's wrapper (src/sandbox/container): the program's parent under the engine's init,
 # or under `exec` in a persistent container. It passes TERM, INT and HUP on to the program's whole
-# process group, kills what the program left running in it when it ends, and when the program died
-# of SIGKILL while the container's memory cgroup counted a new OOM kill, says so in a note (read
-# and removed by the server): the engines cannot all tell (podman on cgroup v1 reports no OOM
-# kill at all). It writes the group's id to a pid file unless that is "-" (the server signals a
-# program run by `exec` with it: that CLI cannot).
-# Usage: container_init.sh OOM_NOTE PID_FILE PROGRAM [ARGS...]
-oom_kills() {
-  local events key value
-  for events in /sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events; do
-    [ -r "$events" ] || continue
-    while read -r key value; do
-      if [ "$key" = oom_kill ]; then echo "$value"; return; fi
-    done <"$events"
-  done
-  echo 0
+# process group and kills what the program left running in it when it ends. When the container's
+# memory cgroup counted a new OOM kill of it, or its pids cgroup refused a fork, it names that
+# limit in a note (read and removed by the server): the engines do not all tell (podman on cgroup
+# v1 reports no OOM kill at all). It writes the group's id to a pid file unless that is "-" (the
+# server signals a program run by `exec` with it: that CLI cannot).
+# Usage: container_init.sh NOTE PID_FILE PROGRAM [ARGS...]
+
+# count VAR FILE KEY: VAR gets the counter KEY of a cgroup events file, or 0. No subshell: under
+# a fork bomb the pids limit refuses every fork.
+count() {
+  local key value
+  printf -v "$1" 0
+  [ -r "$2" ] || return 0
+  while read -r key value; do
+    if [ "$key" = "$3" ]; then printf -v "$1" %s "$value"; fi
+  done <"$2"
 }
+counters() {
+  count oom_v1 /sys/fs/cgroup/memory/memory.oom_control oom_kill
+  count oom_v2 /sys/fs/cgroup/memory.events oom_kill
+  count pids_v1 /sys/fs/cgroup/pids/pids.events max
+  count pids_v2 /sys/fs/cgroup/pids.events max
+  ooms=$oom_v1.$oom_v2 refusals=$pids_v1.$pids_v2
+}
+
 note=$1 pid_file=$2
 shift 2
-before=$(oom_kills)
+counters
+ooms_before=$ooms refusals_before=$refusals
 set -m # the program leads a process group of its own, and does not start with SIGINT ignored
 # The shell's own notes (a job "Killed") must not join the program's stderr.
 exec 9>&2 2>/dev/null
@@ -36,7 +46,10 @@ while :; do
 done
 kill -KILL -- "-$child" 2>/dev/null # what it started in the background ends with it
 [ "$pid_file" = - ] || { command -v rm >/dev/null && rm -f "$pid_file"; }
-if [ "$status" -eq 137 ] && [ "$(oom_kills)" != "$before" ]; then
-  : >"$note"
+counters
+if [ "$status" -eq 137 ] && [ "$ooms" != "$ooms_before" ]; then
+  echo memory >"$note"
+elif [ "$refusals" != "$refusals_before" ]; then
+  echo processes >"$note"
 fi
 exit "$status"

@@ -7,6 +7,7 @@ import { chownSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callTool } from '../helpers/server.js';
+import { ensureImage, IMAGE } from '../sandbox/container/engine.js';
 import { type Rig, run, startRig } from './probes.js';
 
 const root = process.getuid?.() === 0;
@@ -29,7 +30,7 @@ function sets(stdout: string): Record<string, string | undefined> {
 }
 
 // 'namespace (non-root)': the server itself runs as uid 65534 (bwrap in a user namespace).
-const MODES = ['namespace', ...(root ? ['namespace (non-root)'] : []), 'subprocess'] as const;
+const MODES = ['namespace', ...(root ? ['namespace (non-root)'] : []), 'docker', 'subprocess'] as const;
 
 describe.each(MODES)('capability sets of the code (%s mode)', (label) => {
   const confined = label !== 'subprocess';
@@ -37,10 +38,13 @@ describe.each(MODES)('capability sets of the code (%s mode)', (label) => {
   let coldDir: string;
 
   beforeAll(async () => {
+    if (label === 'docker') ensureImage();
     rig =
       label === 'namespace (non-root)'
         ? await startRig({ CODEXEC_SANDBOX_MODE: 'namespace' }, 65534)
-        : await startRig({ CODEXEC_SANDBOX_MODE: confined ? 'namespace' : 'subprocess' });
+        : label === 'docker'
+          ? await startRig({ CODEXEC_SANDBOX_MODE: 'docker', CODEXEC_DOCKER_IMAGE: IMAGE })
+          : await startRig({ CODEXEC_SANDBOX_MODE: confined ? 'namespace' : 'subprocess' });
     // A working_dir never gets a warm process: a run there starts cold.
     coldDir = join(rig.server.home, 'sandbox', 'cold');
     mkdirSync(coldDir, { recursive: true });
@@ -63,7 +67,7 @@ describe.each(MODES)('capability sets of the code (%s mode)', (label) => {
   it.each(LANGUAGES)('%s, one-shot, cold', async (language) => {
     const result = await run(rig, language, READ[language] as string, { working_dir: coldDir });
     expect(result.warm).toBe(false);
-    expect(result.sandbox_mode).toBe(confined ? 'namespace' : 'subprocess');
+    expect(result.sandbox_mode).toBe(label === 'namespace (non-root)' ? 'namespace' : label);
     expected(result.stdout);
   });
 

@@ -1,114 +1,120 @@
 // Hostile code that would hurt the host if it escaped: memory and fork bombs, kill -9 -1, a 4 GB
-// write, mount. ONLY in namespace mode, requested explicitly so a missing sandbox fails the suite
-// (SANDBOX_UNAVAILABLE) instead of falling back to subprocess and running these on the host.
+// write, mount. ONLY in the confining modes (namespace, docker), each requested explicitly so a
+// missing sandbox fails the suite (SANDBOX_UNAVAILABLE) instead of falling back to subprocess and
+// running these on the host.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callTool } from '../helpers/server.js';
+import { ensureImage, IMAGE } from '../sandbox/container/engine.js';
 import { hostProcessesWith, type Rig, run, startRig } from './probes.js';
 
 const root = process.getuid?.() === 0;
 
-describe('hostile destructive probes (namespace mode only)', () => {
-  let rig: Rig;
-  beforeAll(async () => {
-    rig = await startRig({
-      CODEXEC_SANDBOX_MODE: 'namespace',
-      CODEXEC_MEMORY_MB: '256',
-      CODEXEC_MAX_PROCS: '64',
-      CODEXEC_MAX_FILE_MB: '64',
-    });
-  });
-  afterAll(() => rig.close());
+const MODES = {
+  namespace: { CODEXEC_SANDBOX_MODE: 'namespace', CODEXEC_MEMORY_MB: '256' },
+  docker: { CODEXEC_SANDBOX_MODE: 'docker', CODEXEC_DOCKER_IMAGE: IMAGE, CODEXEC_DOCKER_MEMORY: '256m' },
+} as const;
 
-  async function stillAnswering() {
-    const result = await run(rig, 'python', 'print(6 * 7)');
-    expect(result).toMatchObject({ success: true, stdout: '42\n', sandbox_mode: 'namespace' });
-  }
+describe.each(Object.keys(MODES) as Array<keyof typeof MODES>)(
+  'hostile destructive probes (%s mode)',
+  (mode) => {
+    let rig: Rig;
+    beforeAll(async () => {
+      if (mode === 'docker') ensureImage();
+      rig = await startRig({ ...MODES[mode], CODEXEC_MAX_PROCS: '64', CODEXEC_MAX_FILE_MB: '64' });
+    }, 600_000);
+    afterAll(() => rig.close());
 
-  it('denies mount and new namespaces, with no capabilities', async () => {
-    const result = await run(
-      rig,
-      'bash',
-      'grep CapEff /proc/self/status\nmount -t tmpfs none /tmp && echo MOUNTED\nunshare -U true && echo UNSHARED\necho done',
-    );
-    expect(result.stdout).toContain('CapEff:\t0000000000000000');
-    expect(result.stdout).not.toMatch(/MOUNTED|UNSHARED/);
-    expect(result.stdout).toContain('done');
-  });
-
-  it('stops a 6 GB allocation and says which limit', async () => {
-    const result = await run(rig, 'python', 'b = bytearray(6 * 1024**3)\nprint("allocated", len(b))');
-    expect(result.stdout).not.toContain('allocated');
-    expect(result.success).toBe(false);
-    expect(result.exit_code).toBe(137);
-    expect(result.limit).toBe('memory');
-    expect(result.stderr).toContain('memory limit reached');
-    const logged = await callTool(rig.server.client, 'get_execution_log', {
-      execution_id: result.execution_id,
-    });
-    expect(logged.value).toMatchObject({ limit: 'memory', exit_code: 137 });
-    await stillAnswering();
-  });
-
-  it('contains a fork bomb; the server keeps answering', async () => {
-    // The script may end by itself or by the timeout (its own forks can be refused too): either
-    // way the pids cgroup must have stopped the bomb and said so.
-    const result = await run(rig, 'bash', 'bomb() { bomb | bomb & }; bomb; sleep 2; echo after', {
-      timeout_ms: 5000,
-    });
-    expect(result.limit).toBe('processes');
-    expect(result.stderr).toContain('process limit reached');
-    // Every bomb process works in the run's workspace: none may outlive the run. A warm run may end at
-    // its driver's report, when its processes are stopped (SIGSTOP: none can act again); they are
-    // killed as its sandbox is released, right after the result, so allow that moment.
-    const deadline = Date.now() + 3000;
-    while (hostProcessesWith(result.working_dir).length > 0 && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
+    async function stillAnswering() {
+      const result = await run(rig, 'python', 'print(6 * 7)');
+      expect(result).toMatchObject({ success: true, stdout: '42\n', sandbox_mode: mode });
     }
-    expect(hostProcessesWith(result.working_dir)).toEqual([]);
-    await stillAnswering();
-  }, 30_000);
 
-  it.runIf(root)('kill -9 -1 harms nothing outside the sandbox', async () => {
-    // Sentinels as the sandbox uid and as root: neither is visible from inside the pid namespace.
-    const sentinels: ChildProcess[] = [
-      spawn('sleep', ['60'], { uid: 65534, gid: 65534, stdio: 'ignore' }),
-      spawn('sleep', ['60'], { stdio: 'ignore' }),
-    ];
-    try {
-      const result = await run(rig, 'bash', 'kill -9 -1; echo survived-own-kill');
-      expect(result.exit_code === 0 || result.exit_code === 137).toBe(true);
-      for (const sentinel of sentinels)
-        expect(sentinel.exitCode === null && sentinel.signalCode === null).toBe(true);
+    it('denies mount and new namespaces, with no capabilities', async () => {
+      const result = await run(
+        rig,
+        'bash',
+        'grep CapEff /proc/self/status\nmount -t tmpfs none /tmp && echo MOUNTED\nunshare -U true && echo UNSHARED\necho done',
+      );
+      expect(result.stdout).toContain('CapEff:\t0000000000000000');
+      expect(result.stdout).not.toMatch(/MOUNTED|UNSHARED/);
+      expect(result.stdout).toContain('done');
+    });
+
+    it('stops a 6 GB allocation and says which limit', async () => {
+      const result = await run(rig, 'python', 'b = bytearray(6 * 1024**3)\nprint("allocated", len(b))');
+      expect(result.stdout).not.toContain('allocated');
+      expect(result.success).toBe(false);
+      expect(result.exit_code).toBe(137);
+      expect(result.limit).toBe('memory');
+      expect(result.stderr).toContain('memory limit reached');
+      const logged = await callTool(rig.server.client, 'get_execution_log', {
+        execution_id: result.execution_id,
+      });
+      expect(logged.value).toMatchObject({ limit: 'memory', exit_code: 137 });
       await stillAnswering();
-    } finally {
-      for (const sentinel of sentinels) sentinel.kill('SIGKILL');
-    }
-  });
+    });
 
-  it('caps a 4 GB file write at CODEXEC_MAX_FILE_MB', async () => {
-    const result = await run(
-      rig,
-      'python',
-      'chunk = b"\\0" * (1 << 20)\nwith open("big.bin", "wb") as f:\n    for _ in range(4096):\n        f.write(chunk)\nprint("wrote 4 GB")',
-    );
-    expect(result.stdout).not.toContain('wrote 4 GB');
-    expect(result.stderr).toContain('File too large');
-    expect(statSync(join(result.working_dir, 'big.bin')).size).toBeLessThanOrEqual(64 * 1024 * 1024);
-    await stillAnswering();
-  });
+    it('contains a fork bomb; the server keeps answering', async () => {
+      // The script may end by itself or by the timeout (its own forks can be refused too): either
+      // way the pids cgroup must have stopped the bomb and said so.
+      const result = await run(rig, 'bash', 'bomb() { bomb | bomb & }; bomb; sleep 2; echo after', {
+        timeout_ms: 5000,
+      });
+      expect(result.limit).toBe('processes');
+      expect(result.stderr).toContain('process limit reached');
+      // Every bomb process works in the run's workspace: none may outlive the run. A warm run may end at
+      // its driver's report, when its processes are stopped (SIGSTOP: none can act again); they are
+      // killed as its sandbox is released, right after the result, so allow that moment.
+      const deadline = Date.now() + 3000;
+      while (hostProcessesWith(result.working_dir).length > 0 && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(hostProcessesWith(result.working_dir)).toEqual([]);
+      await stillAnswering();
+    }, 30_000);
 
-  it('a 4 GB /tmp fill stays in the sandbox (size-limited tmpfs charged to the run)', async () => {
-    const result = await run(
-      rig,
-      'python',
-      'chunk = b"\\1" * (1 << 20)\nn = 0\ntry:\n    with open("/tmp/fill", "wb") as f:\n        for _ in range(4096):\n            f.write(chunk); n += 1\n    print("filled", n)\nexcept OSError as e:\n    print("stopped", n, e.errno)',
-    );
-    // Either the tmpfs size (ENOSPC) or the run's memory cgroup (tmpfs pages are charged to it).
-    expect(result.stdout).not.toContain('filled');
-    expect(result.stdout.startsWith('stopped') || result.limit === 'memory').toBe(true);
-    await stillAnswering();
-  });
-});
+    it.runIf(root)('kill -9 -1 harms nothing outside the sandbox', async () => {
+      // Sentinels as the sandbox uid and as root: neither is visible from inside the pid namespace.
+      const sentinels: ChildProcess[] = [
+        spawn('sleep', ['60'], { uid: 65534, gid: 65534, stdio: 'ignore' }),
+        spawn('sleep', ['60'], { stdio: 'ignore' }),
+      ];
+      try {
+        const result = await run(rig, 'bash', 'kill -9 -1; echo survived-own-kill');
+        expect(result.exit_code === 0 || result.exit_code === 137).toBe(true);
+        for (const sentinel of sentinels)
+          expect(sentinel.exitCode === null && sentinel.signalCode === null).toBe(true);
+        await stillAnswering();
+      } finally {
+        for (const sentinel of sentinels) sentinel.kill('SIGKILL');
+      }
+    });
+
+    it('caps a 4 GB file write at CODEXEC_MAX_FILE_MB', async () => {
+      const result = await run(
+        rig,
+        'python',
+        'chunk = b"\\0" * (1 << 20)\nwith open("big.bin", "wb") as f:\n    for _ in range(4096):\n        f.write(chunk)\nprint("wrote 4 GB")',
+      );
+      expect(result.stdout).not.toContain('wrote 4 GB');
+      expect(result.stderr).toContain('File too large');
+      expect(statSync(join(result.working_dir, 'big.bin')).size).toBeLessThanOrEqual(64 * 1024 * 1024);
+      await stillAnswering();
+    });
+
+    it('a 4 GB /tmp fill stays in the sandbox (size-limited tmpfs charged to the run)', async () => {
+      const result = await run(
+        rig,
+        'python',
+        'chunk = b"\\1" * (1 << 20)\nn = 0\ntry:\n    with open("/tmp/fill", "wb") as f:\n        for _ in range(4096):\n            f.write(chunk); n += 1\n    print("filled", n)\nexcept OSError as e:\n    print("stopped", n, e.errno)',
+      );
+      // Either the tmpfs size (ENOSPC) or the run's memory cgroup (tmpfs pages are charged to it).
+      expect(result.stdout).not.toContain('filled');
+      expect(result.stdout.startsWith('stopped') || result.limit === 'memory').toBe(true);
+      await stillAnswering();
+    });
+  },
+);

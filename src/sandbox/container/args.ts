@@ -16,8 +16,8 @@ export const DRIVERS_INSIDE = '/opt/codexec/drivers';
 const READ_ONLY_INSIDE = '/opt/codexec/ro';
 /** The control socket's name in the workspace, while a driver connects to it (control.ts). */
 export const CONTROL_SOCKET = '.codexec-control';
-/** Left in the workspace by the wrapper when the memory cgroup killed the program (backend.ts). */
-export const OOM_NOTE = '.codexec-oom';
+/** Left in the workspace by the wrapper: the cgroup limit that stopped the program (backend.ts). */
+export const LIMIT_NOTE = '.codexec-limit';
 /** Labels every container of ours carries: the server that made it, to sweep those of dead ones. */
 export const LABEL = 'codexec';
 
@@ -101,7 +101,8 @@ export function imageInterpreter(image: ImageInfo, hostBinary: string): string {
 }
 
 /** The options of `run` that confine a container (no mounts, no program). */
-function confinement(run: ContainerRun, maxProcs: number): string[] {
+function confinement(run: ContainerRun, limits: SandboxSpec['limits']): string[] {
+  const fileBytes = limits.maxFileMb * 1024 * 1024;
   return [
     // Removed by the engine once it exits (also when the server is gone by then).
     '--rm',
@@ -120,7 +121,7 @@ function confinement(run: ContainerRun, maxProcs: number): string[] {
     '--cpus',
     String(run.cpus),
     '--pids-limit',
-    String(maxProcs),
+    String(limits.maxProcs),
     '--read-only',
     '--tmpfs',
     '/tmp:rw,size=100m,mode=1777',
@@ -137,6 +138,8 @@ function confinement(run: ContainerRun, maxProcs: number): string[] {
     'nproc=4096:4096',
     '--ulimit',
     'core=0',
+    '--ulimit',
+    `fsize=${fileBytes}`,
     // Output is streamed to us; the engine keeps no copy of it.
     '--log-driver',
     'none',
@@ -153,12 +156,12 @@ export function buildContainerArgs(spec: SandboxSpec, run: ContainerRun): string
   const map = pathMapper(mounts);
   return [
     'run',
-    ...confinement(run, spec.limits.maxProcs),
+    ...confinement(run, spec.limits),
     ...(spec.stdin === 'pipe' ? ['--interactive'] : []),
     ...volumes(mounts),
     ...processArgs(spec, map, run.image),
     run.image.name,
-    ...commandLine(spec, run, map, `${WORKSPACE}/${OOM_NOTE}`, '-'),
+    ...commandLine(spec, run, map, `${WORKSPACE}/${LIMIT_NOTE}`, '-'),
   ];
 }
 
@@ -167,11 +170,15 @@ export function buildContainerArgs(spec: SandboxSpec, run: ContainerRun): string
  * it lives while its stdin is open — it ends with the server however the server ends. It says
  * "ready" on stdout once it runs.
  */
-export function buildPersistentArgs(mounts: readonly Mount[], run: ContainerRun, maxProcs: number): string[] {
+export function buildPersistentArgs(
+  mounts: readonly Mount[],
+  run: ContainerRun,
+  limits: SandboxSpec['limits'],
+): string[] {
   const bash = run.image.interpreters.bash ?? 'bash';
   return [
     'run',
-    ...confinement(run, maxProcs),
+    ...confinement(run, limits),
     '--interactive',
     ...volumes(mounts),
     '--workdir',
@@ -188,7 +195,7 @@ export function buildExecArgs(
   spec: SandboxSpec,
   run: Pick<ContainerRun, 'name' | 'image' | 'user' | 'wrapper'>,
   mounts: readonly Mount[],
-  notes: { readonly oom: string; readonly pidFile: string },
+  notes: { readonly limit: string; readonly pidFile: string },
 ): string[] {
   const map = pathMapper(mounts);
   return [
@@ -198,7 +205,7 @@ export function buildExecArgs(
     `${run.user.uid}:${run.user.gid}`,
     ...processArgs(spec, map, run.image),
     run.name,
-    ...commandLine(spec, run, map, map(notes.oom), notes.pidFile),
+    ...commandLine(spec, run, map, map(notes.limit), notes.pidFile),
   ];
 }
 
@@ -217,13 +224,13 @@ function commandLine(
   spec: SandboxSpec,
   run: Pick<ContainerRun, 'image' | 'wrapper' | 'controlLauncher'>,
   map: (path: string) => string,
-  oomNote: string,
+  limitNote: string,
   pidFile: string,
 ): string[] {
   const [binary, ...rest] = spec.argv;
   if (binary === undefined) throw new TypeError('SandboxSpec.argv is empty');
   const program = [imageInterpreter(run.image, binary), ...rest.map(map)];
-  const wrapper = [run.image.interpreters.bash ?? 'bash', map(run.wrapper), oomNote, pidFile];
+  const wrapper = [run.image.interpreters.bash ?? 'bash', map(run.wrapper), limitNote, pidFile];
   if (!spec.control) return [...wrapper, ...program];
   if (!run.controlLauncher) throw new TypeError('a control channel needs the control launcher');
   const python = run.image.interpreters.python ?? 'python3';

@@ -3,7 +3,7 @@
 // execute_command's runs go to a persistent container by `exec` (persistent.ts).
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { unlinkSync } from 'node:fs';
+import { readFileSync, unlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Writable } from 'node:stream';
@@ -12,7 +12,14 @@ import { SandboxUnavailableError } from '../../errors/index.js';
 import { findOnPath } from '../namespace/index.js';
 import { identityFor, Lease } from '../namespace/ownership.js';
 import { ignoreStreamErrors } from '../streams.js';
-import type { Availability, Exit, SandboxBackend, SandboxedProcess, SandboxSpec } from '../types.js';
+import type {
+  Availability,
+  Exit,
+  LimitKind,
+  SandboxBackend,
+  SandboxedProcess,
+  SandboxSpec,
+} from '../types.js';
 import { NotForkableError } from '../types.js';
 import {
   buildContainerArgs,
@@ -21,13 +28,14 @@ import {
   DRIVERS,
   type ImageInfo,
   LABEL,
+  LIMIT_NOTE,
   mountsFor,
-  OOM_NOTE,
   pathMapper,
 } from './args.js';
 import { type ControlListener, listenForDriver } from './control.js';
 import { type ContainerEngine, type EngineChoice, findEngine } from './engine.js';
 import { inspectImage } from './inspect.js';
+import { limitHit } from './limits.js';
 import { PersistentContainers } from './persistent.js';
 import { ContainerReaper, processStart, removeArgv, sweepDeadServers } from './reaper.js';
 
@@ -61,7 +69,7 @@ interface Handle {
   readonly child: ChildProcess;
   readonly control: ControlListener | undefined;
   /** Host path of the wrapper's OOM note. */
-  readonly oomNote: string;
+  readonly limitNote: string;
   readonly insidePath: (path: string) => string;
   signal(signal: NodeJS.Signals): void;
   /** After the CLI has exited or been told to stop: remove what is left. */
@@ -190,7 +198,7 @@ export class ContainerBackend implements SandboxBackend {
     return {
       child,
       control,
-      oomNote: join(workspace, OOM_NOTE),
+      limitNote: join(workspace, LIMIT_NOTE),
       insidePath: pathMapper(mountsFor(spec)),
       signal(signal) {
         void run(engine.binary, [...engine.global, 'kill', '--signal', signal, name]).catch(() => {});
@@ -213,13 +221,13 @@ export class ContainerBackend implements SandboxBackend {
     const { engine, image } = ready;
     const tag = randomBytes(6).toString('hex');
     const [root = spec.cwd] = persistent.mounts;
-    const oomNote = join(root, `${OOM_NOTE}-${tag}`);
+    const limitNote = join(root, `${LIMIT_NOTE}-${tag}`);
     const pidFile = `/tmp/.codexec-${tag}.pid`;
     const container = ready.persistent.acquire(
       persistent.key,
       persistent.mounts,
       this.newName(),
-      spec.limits.maxProcs,
+      spec.limits,
     );
     // HOME (the run's own workspace) is not in the persistent container: its /tmp is.
     const env = { ...spec.env, HOME: '/tmp' };
@@ -228,7 +236,7 @@ export class ContainerBackend implements SandboxBackend {
       { name: container.name, image, user, wrapper: WRAPPER },
       container.mounts,
       {
-        oom: oomNote,
+        limit: limitNote,
         pidFile,
       },
     );
@@ -247,7 +255,7 @@ export class ContainerBackend implements SandboxBackend {
     return {
       child,
       control: undefined,
-      oomNote,
+      limitNote,
       insidePath: pathMapper(container.mounts),
       signal(signal) {
         void signalGroup(signal).catch(() => {});
@@ -278,9 +286,11 @@ function wrap(handle: Handle, lease: Lease | undefined): SandboxedProcess {
     child.once('exit', (code, signal) => {
       cliExited = true;
       control?.close();
-      // The wrapper's note: the memory cgroup killed the program (read before the artifacts are).
-      const oom = code === 137 && !killedByUs && takeNote(handle.oomNote);
-      resolve({ code, signal, ...(oom && { limit: 'memory' as const }) });
+      // The wrapper's note: the cgroup limit that stopped the program (read before the artifacts
+      // are). A SIGKILL of ours is no memory limit, whatever the counters say.
+      const limit = takeNote(handle.limitNote);
+      const ours = killedByUs && limit === 'memory';
+      resolve({ code, signal, ...(limit && !ours && { limit }) });
     });
   });
   const { stdout, stderr } = child;
@@ -295,6 +305,7 @@ function wrap(handle: Handle, lease: Lease | undefined): SandboxedProcess {
     exited,
     insidePath: handle.insidePath,
     relaysOutput: true,
+    limitHit: () => limitHit(control?.cgroups()),
     kill(signal) {
       if (cliExited) return;
       if (signal === 'SIGKILL') killedByUs = true;
@@ -353,12 +364,14 @@ async function removeContainer(
   }
 }
 
-/** Whether the file was there; it is gone now. */
-function takeNote(path: string): boolean {
+/** The limit a wrapper's note names (the note is gone then), if there is one. */
+function takeNote(path: string): LimitKind | undefined {
+  let said: string;
   try {
+    said = readFileSync(path, 'utf8').trim();
     unlinkSync(path);
-    return true;
   } catch {
-    return false;
+    return undefined;
   }
+  return said === 'memory' || said === 'processes' ? said : undefined;
 }

@@ -17,10 +17,29 @@ class ControlChannel extends Duplex {
   private socket: Socket | undefined;
   private waiting: Array<() => void> = [];
 
+  /** The launcher's first line: the container's cgroups (/proc/self/cgroup, lines joined by ";"). */
+  header: string | undefined;
+  private partial: Buffer = Buffer.alloc(0);
+
   attach(socket: Socket): void {
     this.socket = socket;
     socket.on('data', (chunk: Buffer) => {
-      if (!this.push(chunk)) socket.pause();
+      let data = chunk;
+      if (this.header === undefined) {
+        data = Buffer.concat([this.partial, chunk]);
+        const newline = data.indexOf(10);
+        if (newline === -1) {
+          // A header longer than any /proc/self/cgroup: not the launcher talking.
+          if (data.length > 64 * 1024) socket.destroy();
+          this.partial = data;
+          return;
+        }
+        this.header = data.subarray(0, newline).toString('utf8');
+        data = data.subarray(newline + 1);
+        this.partial = Buffer.alloc(0);
+        if (data.length === 0) return;
+      }
+      if (!this.push(data)) socket.pause();
     });
     socket.once('end', () => this.push(null));
     socket.once('close', () => this.destroy());
@@ -55,6 +74,8 @@ class ControlChannel extends Duplex {
 
 export interface ControlListener {
   readonly channel: Duplex;
+  /** The container's cgroups as its launcher saw them, once it has connected. */
+  cgroups(): string | undefined;
   /** Stop waiting for the driver (it died, or the run was discarded). */
   close(): void;
 }
@@ -81,5 +102,5 @@ export function listenForDriver(workspace: string): ControlListener {
   server.listen(path);
   quietly(() => chmodSync(path, 0o666));
   server.unref();
-  return { channel, close };
+  return { channel, close, cgroups: () => channel.header };
 }

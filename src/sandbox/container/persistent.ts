@@ -4,6 +4,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
+import type { SandboxSpec } from '../types.js';
 import {
   buildPersistentArgs,
   type ContainerRun,
@@ -51,7 +52,7 @@ export class PersistentContainers {
     key: string,
     dirs: readonly string[],
     name: string,
-    maxProcs: number,
+    limits: SandboxSpec['limits'],
   ): Persistent & { started: Promise<void> } {
     const mounts: Mount[] = dirs
       .filter((dir, i) => i === 0 || existsSync(dir))
@@ -63,7 +64,7 @@ export class PersistentContainers {
       void this.end(key, kept);
       kept = undefined;
     }
-    kept ??= this.start(key, mounts, name, maxProcs);
+    kept ??= this.start(key, mounts, name, limits);
     clearTimeout(kept.timer);
     kept.users++;
     return kept;
@@ -84,10 +85,10 @@ export class PersistentContainers {
     await Promise.allSettled(ending);
   }
 
-  private start(key: string, mounts: Mount[], name: string, maxProcs: number): Kept {
+  private start(key: string, mounts: Mount[], name: string, limits: SandboxSpec['limits']): Kept {
     const child = spawn(
       this.engine.binary,
-      [...this.engine.global, ...buildPersistentArgs(mounts, this.runFor(name), maxProcs)],
+      [...this.engine.global, ...buildPersistentArgs(mounts, this.runFor(name), limits)],
       {
         stdio: ['pipe', 'pipe', 'pipe'],
       },

@@ -1,0 +1,58 @@
+// Which cgroup limit a container hit, read on the host while it runs: its launcher names its
+// cgroups (/proc/self/cgroup from inside, control.ts). A warm run ends at its driver's report,
+// before the wrapper in the container could leave its note (container_init.sh).
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { LimitKind } from '../types.js';
+
+const ROOT = '/sys/fs/cgroup';
+
+/** The counters to read for `header` (/proc/self/cgroup lines joined by ";"). */
+export function limitCounters(header: string): Array<{ file: string; key: string; limit: LimitKind }> {
+  const paths = new Map<string, string>();
+  for (const line of header.split(';')) {
+    const match = /^\d+:([^:]*):(\/.*)$/.exec(line);
+    if (!match?.[2]) continue;
+    for (const controller of (match[1] ?? '').split(',')) paths.set(controller, match[2]);
+  }
+  const memory = paths.get('memory');
+  const pids = paths.get('pids');
+  // cgroup v2 seen from a private cgroup namespace is "/": nothing on the host to read then.
+  const unified = paths.get('') !== '/' ? paths.get('') : undefined;
+  return [
+    ...(memory
+      ? [
+          {
+            file: join(ROOT, 'memory', memory, 'memory.oom_control'),
+            key: 'oom_kill',
+            limit: 'memory' as const,
+          },
+        ]
+      : []),
+    ...(pids
+      ? [{ file: join(ROOT, 'pids', pids, 'pids.events'), key: 'max', limit: 'processes' as const }]
+      : []),
+    ...(unified
+      ? [
+          { file: join(ROOT, unified, 'memory.events'), key: 'oom_kill', limit: 'memory' as const },
+          { file: join(ROOT, unified, 'pids.events'), key: 'max', limit: 'processes' as const },
+        ]
+      : []),
+  ];
+}
+
+/** The first limit whose counter is above zero (a container's cgroup is its run's alone). */
+export function limitHit(header: string | undefined): LimitKind | undefined {
+  if (!header) return undefined;
+  for (const { file, key, limit } of limitCounters(header)) {
+    try {
+      const line = readFileSync(file, 'utf8')
+        .split('\n')
+        .find((l) => l.startsWith(`${key} `));
+      if (line && Number(line.slice(key.length + 1)) > 0) return limit;
+    } catch {
+      // gone (the container ended) or not ours to read
+    }
+  }
+  return undefined;
+}
