@@ -48,12 +48,48 @@ function bwrapArgs(argv) {
   return [...args, ...argv];
 }
 
+// Sandbox mode docker, where an engine has the image (`codexec image build`): podman here.
+const ENGINE = ['podman', 'docker'].find(
+  (engine) => spawnSync(engine, ['image', 'inspect', 'codexec-sandbox'], { stdio: 'ignore' }).status === 0,
+);
 const CONFIGS = [
   { name: 'codexec subprocess cold', env: { CODEXEC_SANDBOX_MODE: 'subprocess', CODEXEC_POOL_SIZE: '0' } },
   { name: 'codexec subprocess warm', env: { CODEXEC_SANDBOX_MODE: 'subprocess', CODEXEC_POOL_SIZE: '2' } },
   { name: 'codexec namespace cold', env: { CODEXEC_SANDBOX_MODE: 'namespace', CODEXEC_POOL_SIZE: '0' } },
   { name: 'codexec namespace warm', env: { CODEXEC_SANDBOX_MODE: 'namespace', CODEXEC_POOL_SIZE: '2' } },
+  // Containers: latency and sessions only (a container start costs ~0.2 s of CPU: the
+  // throughput and compute loops would take minutes and say nothing new).
+  ...(ENGINE
+    ? [
+        {
+          name: 'codexec docker cold',
+          light: true,
+          env: { CODEXEC_SANDBOX_MODE: 'docker', CODEXEC_POOL_SIZE: '0' },
+        },
+        {
+          name: 'codexec docker warm',
+          light: true,
+          env: { CODEXEC_SANDBOX_MODE: 'docker', CODEXEC_POOL_SIZE: '2' },
+        },
+      ]
+    : []),
 ];
+/** A container started by the engine's CLI alone (the seed's way: `docker run` per call). */
+const engineRun = (argv) =>
+  spawnWait([
+    ENGINE,
+    ...(ENGINE === 'podman' ? ['--runtime', 'runc'] : []),
+    'run',
+    '--rm',
+    '--network',
+    'none',
+    '--ulimit',
+    'nofile=1024:1024',
+    '--ulimit',
+    'nproc=4096:4096',
+    'codexec-sandbox',
+    ...argv,
+  ]);
 
 const results = {
   machine: { cpus: cpus().length, model: cpus()[0]?.model, memGb: Math.round(totalmem() / 2 ** 30) },
@@ -104,6 +140,10 @@ for (const language of Object.keys(INTERPRETERS)) {
   const argv = [INTERPRETERS[language], FLAG[language], PRINT1[language]];
   floor[language] = row('bare interpreter', language, await measure(() => spawnWait(argv), { n: N }), 0).p50;
   row('bwrap alone', language, await measure(() => spawnWait(bwrapArgs(argv)), { n: N }), floor[language]);
+  if (ENGINE) {
+    const runs = { n: Math.ceil(N / 3) };
+    row(`${ENGINE} run alone`, language, await measure(() => engineRun(argv), runs), floor[language]);
+  }
   await throughput('bare interpreter', language, () => spawnWait(argv));
   await throughput('bwrap alone', language, () => spawnWait(bwrapArgs(argv)));
 }
@@ -183,7 +223,7 @@ for (const config of CONFIGS) {
       }
     }
     results.mcp.pingP50 ??= (await measure(() => server.client.ping(), { n: N })).p50;
-    for (const language of Object.keys(INTERPRETERS)) {
+    for (const language of config.light ? [] : Object.keys(INTERPRETERS)) {
       const compute = () => server.call('execute_code', { language, code: COMPUTE_50MS[language] });
       row(
         `${config.name} 50ms`,
@@ -192,7 +232,7 @@ for (const config of CONFIGS) {
         computeFloor[language],
       );
     }
-    for (const language of Object.keys(INTERPRETERS))
+    for (const language of config.light ? [] : Object.keys(INTERPRETERS))
       await throughput(config.name, language, () =>
         server.call('execute_code', { language, code: PRINT1[language] }),
       );
