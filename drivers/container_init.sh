@@ -1,11 +1,15 @@
 # Container mode's wrapper (src/sandbox/container): the program's parent under the engine's init,
 # or under `exec` in a persistent container. It passes TERM, INT and HUP on to the program's whole
-# process group and kills what the program left running in it when it ends. When the container's
+# process group and kills what the program left running when it ends (its group; in a container of
+# its own, everything but the engine's init). When the container's
 # memory cgroup counted a new OOM kill of it, or its pids cgroup refused a fork, it names that
 # limit in a note (read and removed by the server): the engines do not all tell (podman on cgroup
 # v1 reports no OOM kill at all). It writes the group's id to a pid file unless that is "-" (the
 # server signals a program run by `exec` with it: that CLI cannot).
-# Usage: container_init.sh NOTE PID_FILE PROGRAM [ARGS...]
+# MODE: "run" (a container of its own), "linger" (the same, then it stops itself, so the container
+# stays until the server removes it with others, when idle: a container's teardown costs ~0.1 s
+# of CPU that would compete with the next run), or "exec" (a command in a persistent container).
+# Usage: container_init.sh MODE NOTE PID_FILE PROGRAM [ARGS...]
 
 # count VAR FILE KEY: VAR gets the counter KEY of a cgroup events file, or 0. No subshell: under
 # a fork bomb the pids limit refuses every fork.
@@ -25,8 +29,8 @@ counters() {
   ooms=$oom_v1.$oom_v2 refusals=$pids_v1.$pids_v2
 }
 
-note=$1 pid_file=$2
-shift 2
+mode=$1 note=$2 pid_file=$3
+shift 3
 counters
 ooms_before=$ooms refusals_before=$refusals
 set -m # the program leads a process group of its own, and does not start with SIGINT ignored
@@ -45,6 +49,9 @@ while :; do
   kill -0 "$child" 2>/dev/null || break # else wait was cut short by a signal we passed on
 done
 kill -KILL -- "-$child" 2>/dev/null # what it started in the background ends with it
+# In a container of its own, also what left the group (setsid): every process of the container's
+# user but this one and the engine's init.
+[ "$mode" = exec ] || kill -KILL -1 2>/dev/null
 [ "$pid_file" = - ] || { command -v rm >/dev/null && rm -f "$pid_file"; }
 counters
 if [ "$status" -eq 137 ] && [ "$ooms" != "$ooms_before" ]; then
@@ -52,4 +59,5 @@ if [ "$status" -eq 137 ] && [ "$ooms" != "$ooms_before" ]; then
 elif [ "$refusals" != "$refusals_before" ]; then
   echo processes >"$note"
 fi
+[ "$mode" = linger ] && kill -STOP $$
 exit "$status"

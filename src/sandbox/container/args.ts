@@ -150,6 +150,17 @@ function confinement(run: ContainerRun, limits: SandboxSpec['limits']): string[]
 const volumes = (mounts: readonly Mount[]) =>
   mounts.flatMap((mount) => ['--volume', `${mount.host}:${mount.inside}:${mount.writable ? 'rw' : 'ro'}`]);
 
+/** How drivers/container_init.sh ends: see its header. */
+type WrapperMode = 'run' | 'linger' | 'exec';
+
+/**
+ * A warm one-shot driver's container stays, stopped, once its program is over: the server removes
+ * such containers together when it is idle (backend.ts).
+ */
+export function lingers(spec: SandboxSpec): boolean {
+  return spec.control === true && spec.stdin === 'ignore';
+}
+
 /** `run` for one SandboxSpec: its own container, its own mounts. */
 export function buildContainerArgs(spec: SandboxSpec, run: ContainerRun): string[] {
   const mounts = mountsFor(spec);
@@ -161,7 +172,7 @@ export function buildContainerArgs(spec: SandboxSpec, run: ContainerRun): string
     ...volumes(mounts),
     ...processArgs(spec, map, run.image),
     run.image.name,
-    ...commandLine(spec, run, map, `${WORKSPACE}/${LIMIT_NOTE}`, '-'),
+    ...commandLine(spec, run, map, lingers(spec) ? 'linger' : 'run', `${WORKSPACE}/${LIMIT_NOTE}`, '-'),
   ];
 }
 
@@ -205,7 +216,7 @@ export function buildExecArgs(
     `${run.user.uid}:${run.user.gid}`,
     ...processArgs(spec, map, run.image),
     run.name,
-    ...commandLine(spec, run, map, map(notes.limit), notes.pidFile),
+    ...commandLine(spec, run, map, 'exec', map(notes.limit), notes.pidFile),
   ];
 }
 
@@ -224,13 +235,14 @@ function commandLine(
   spec: SandboxSpec,
   run: Pick<ContainerRun, 'image' | 'wrapper' | 'controlLauncher'>,
   map: (path: string) => string,
+  mode: WrapperMode,
   limitNote: string,
   pidFile: string,
 ): string[] {
   const [binary, ...rest] = spec.argv;
   if (binary === undefined) throw new TypeError('SandboxSpec.argv is empty');
   const program = [imageInterpreter(run.image, binary), ...rest.map(map)];
-  const wrapper = [run.image.interpreters.bash ?? 'bash', map(run.wrapper), limitNote, pidFile];
+  const wrapper = [run.image.interpreters.bash ?? 'bash', map(run.wrapper), mode, limitNote, pidFile];
   if (!spec.control) return [...wrapper, ...program];
   if (!run.controlLauncher) throw new TypeError('a control channel needs the control launcher');
   const python = run.image.interpreters.python ?? 'python3';

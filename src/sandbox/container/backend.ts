@@ -29,6 +29,7 @@ import {
   type ImageInfo,
   LABEL,
   LIMIT_NOTE,
+  lingers,
   mountsFor,
   pathMapper,
 } from './args.js';
@@ -37,7 +38,7 @@ import { type ContainerEngine, type EngineChoice, findEngine } from './engine.js
 import { inspectImage } from './inspect.js';
 import { limitHit } from './limits.js';
 import { PersistentContainers } from './persistent.js';
-import { ContainerReaper, processStart, removeArgv, sweepDeadServers } from './reaper.js';
+import { ContainerReaper, DeferredRemoval, processStart, removeArgv, sweepDeadServers } from './reaper.js';
 
 const run = promisify(execFile);
 const LAUNCHER = join(DRIVERS, 'container_control.py');
@@ -62,6 +63,7 @@ interface Ready {
   readonly image: ImageInfo;
   readonly reaper: ContainerReaper;
   readonly persistent: PersistentContainers;
+  readonly removals: DeferredRemoval;
 }
 
 /** How a started engine CLI is stopped and cleaned up; the rest is the same for `run` and `exec`. */
@@ -72,6 +74,8 @@ interface Handle {
   readonly limitNote: string;
   readonly insidePath: (path: string) => string;
   signal(signal: NodeJS.Signals): void;
+  /** Its program's processes end with it: the container then waits, stopped (container_init.sh). */
+  readonly lingers?: boolean;
   /** After the CLI has exited or been told to stop: remove what is left. */
   cleanUp(cliExited: () => boolean): Promise<void>;
 }
@@ -105,9 +109,9 @@ export class ContainerBackend implements SandboxBackend {
     return this.probing;
   }
 
-  /** Remove the persistent containers (the others go with their runs). */
+  /** Remove the persistent containers and those waiting to be removed (the others go with their runs). */
   async shutdown(): Promise<void> {
-    await this.ready?.persistent.closeAll();
+    await Promise.all([this.ready?.persistent.closeAll(), this.ready?.removals.flush()]);
   }
 
   private async find(): Promise<Availability> {
@@ -121,13 +125,14 @@ export class ContainerBackend implements SandboxBackend {
     if (typeof image === 'string') return { available: false, reason: image };
     await sweepDeadServers(engine);
     const reaper = new ContainerReaper(engine);
+    const removals = new DeferredRemoval(engine, (name) => reaper.release(name));
     const persistent = new PersistentContainers(
       engine,
       (name) => this.runOptions(name, image, engine, identityFor('/')),
       (name) => reaper.watch(name),
       (name) => reaper.release(name),
     );
-    this.ready = { engine, image, reaper, persistent };
+    this.ready = { engine, image, reaper, persistent, removals };
     return { available: true };
   }
 
@@ -203,10 +208,16 @@ export class ContainerBackend implements SandboxBackend {
       signal(signal) {
         void run(engine.binary, [...engine.global, 'kill', '--signal', signal, name]).catch(() => {});
       },
+      lingers: lingers(spec),
       async cleanUp(cliExited) {
         // An engine CLI that has exited has removed its container (--rm).
-        if (!cliExited()) await removeContainer(engine, name, child, cliExited);
-        reaper.release(name);
+        if (cliExited()) reaper.release(name);
+        // A warm run's container waits, stopped, to be removed with others (the reaper keeps it).
+        else if (lingers(spec)) ready.removals.add(name);
+        else {
+          await removeContainer(engine, name, child, cliExited);
+          reaper.release(name);
+        }
       },
     };
   }
@@ -246,6 +257,9 @@ export class ContainerBackend implements SandboxBackend {
         run(engine.binary, [
           ...engine.global,
           'exec',
+          // As the command's own user: signals cross no uid.
+          '--user',
+          `${user.uid}:${user.gid}`,
           container.name,
           image.interpreters.bash ?? 'bash',
           '-c',
@@ -306,6 +320,9 @@ function wrap(handle: Handle, lease: Lease | undefined): SandboxedProcess {
     insidePath: handle.insidePath,
     relaysOutput: true,
     limitHit: () => limitHit(control?.cgroups()),
+    // A warm driver reports its program's end; its processes end at once without the server
+    // (the wrapper kills them all as the driver exits): nothing to stop, no engine call.
+    ...(handle.lingers && { stop() {} }),
     kill(signal) {
       if (cliExited) return;
       if (signal === 'SIGKILL') killedByUs = true;

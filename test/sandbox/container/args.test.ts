@@ -80,6 +80,7 @@ describe('buildContainerArgs', () => {
     expect(program).toEqual([
       '/bin/bash',
       '/pkg/drivers/container_init.sh',
+      'run',
       '/workspace/.codexec-limit',
       '-',
       '/usr/bin/python3',
@@ -95,13 +96,20 @@ describe('buildContainerArgs', () => {
     );
     expect(control).toContain('--interactive');
     const program = control.slice(control.indexOf('img') + 1);
-    expect(program.slice(4, 9)).toEqual([
+    // A session's driver (stdin kept open): its container ends with it.
+    expect(program.slice(2, 3)).toEqual(['run']);
+    expect(program.slice(5, 10)).toEqual([
       '/usr/bin/python3',
       '-I',
       '-S',
       '/pkg/drivers/container_control.py',
       '/workspace/.codexec-control',
     ]);
+  });
+
+  it('keeps a warm driver’s container, stopped, once its program is over (removed in batches)', () => {
+    const warm = buildContainerArgs({ ...spec, control: true }, { ...run, controlLauncher: '/pkg/c.py' });
+    expect(warm.slice(warm.indexOf('img') + 1)[2]).toBe('linger');
   });
 
   it('maps a path to the deepest mount holding it and leaves others alone', () => {
