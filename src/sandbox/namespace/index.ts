@@ -6,7 +6,7 @@ import { constants } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { Duplex, Readable } from 'node:stream';
 import { SandboxUnavailableError } from '../../errors/index.js';
-import { settledWithin } from '../../util/index.js';
+import { log, settledWithin } from '../../util/index.js';
 import type {
   Availability,
   Exit,
@@ -32,7 +32,7 @@ import { type ChildLike, Forker } from './forker.js';
 import { BOUND_ETC, etcEntries, findOnPath, type SystemMount, systemMounts } from './host.js';
 import { LAUNCHER_IDLE_MS, Launchers, type Started, startDirect } from './launcher.js';
 import { identityFor, Lease } from './ownership.js';
-import { descendants, signal } from './process.js';
+import { descendants, killOrphanedSandboxes, signal } from './process.js';
 import { hostFilter } from './seccomp.js';
 import { detectHost, type HostSetup, type Layer } from './setup.js';
 import { DRIVERS, Zygote, type ZygoteSandbox } from './zygote.js';
@@ -225,7 +225,12 @@ export class NamespaceBackend implements SandboxBackend {
 
   /** Host facts, detected on first use (never at construction: the server must start instantly). */
   setup(): HostSetup {
-    this.host ??= detectHost({ cgroups: this.options.cgroups ?? true });
+    if (!this.host) {
+      this.host = detectHost({ cgroups: this.options.cgroups ?? true });
+      // What servers before this one left of sandboxes they were building when they died.
+      const orphans = killOrphanedSandboxes();
+      if (orphans > 0) log('info', `killed ${orphans} orphaned sandbox(es) left by a stopped server`);
+    }
     return this.host;
   }
 
@@ -326,7 +331,14 @@ export class NamespaceBackend implements SandboxBackend {
       system.etc?.release();
       throw error;
     }
-    const proc = this.wrap(started.child, { cgroup, system, lease, forked: false, report });
+    const proc = this.wrap(started.child, {
+      cgroup,
+      system,
+      lease,
+      forked: false,
+      report,
+      joined: started.joined,
+    });
     started.joined.catch((error: Error) => {
       const { pid } = started.child;
       if (!proc.running() || pid === undefined) return; // bwrap already failed and said why on stderr
@@ -372,10 +384,13 @@ export class NamespaceBackend implements SandboxBackend {
       ...(reported && { reported }),
       running: () => alive,
       kill(name) {
+        if (name === 'SIGKILL') {
+          killStarted(() => alive, pid, prepared);
+          return;
+        }
         if (alive && pid !== undefined) {
-          if (name === 'SIGKILL') signal(pid, name);
           // A forked run's cgroup holds its processes and nothing else.
-          else if (forked && cgroup) for (const member of cgroup.pids()) signal(member, name);
+          if (forked && cgroup) for (const member of cgroup.pids()) signal(member, name);
           else {
             const members = descendants(pid);
             // bwrap has not cloned the sandbox yet: nothing to be graceful with.
@@ -383,7 +398,6 @@ export class NamespaceBackend implements SandboxBackend {
             for (const member of members) signal(member, name);
           }
         }
-        if (name === 'SIGKILL') cgroup?.killAll();
       },
       // The run's cgroup holds every process of it (and a cold run's bwrap).
       ...(cgroup && { stop: () => cgroup.stopAll() }),
@@ -391,7 +405,7 @@ export class NamespaceBackend implements SandboxBackend {
       memoryMb: () => cgroup?.memoryMb(),
       dispose() {
         disposed ??= (async () => {
-          if (alive && pid !== undefined) signal(pid, 'SIGKILL');
+          if (alive) killStarted(() => alive, pid, prepared);
           await exited;
           await release(prepared, cgroups, live);
         })();
@@ -399,6 +413,22 @@ export class NamespaceBackend implements SandboxBackend {
       },
     };
   }
+}
+
+/**
+ * SIGKILL a run: bwrap and, through the run's cgroup, everything in it. A bwrap still joining its
+ * cgroup is killed once it has joined: killed before, the sandbox's init it may have cloned would
+ * stay outside the cgroup, waiting forever for the dead bwrap (bwrap sets its parent-death signal
+ * only later).
+ */
+function killStarted(alive: () => boolean, pid: number | undefined, prepared: Prepared): void {
+  const kill = () => {
+    // Not a pid the kernel may have given to another process since.
+    if (alive() && pid !== undefined) signal(pid, 'SIGKILL');
+    prepared.cgroup?.killAll();
+  };
+  if (prepared.joined) void prepared.joined.then(kill, kill);
+  else kill();
 }
 
 /** The limit an exit status names: bwrap's 128+N for the signal an rlimit sends. */
@@ -436,6 +466,8 @@ interface Prepared {
   readonly forked: boolean;
   /** Its drop program reports the program's end on REPORT_FD (`drop -r`, args.ts reportsEnd). */
   readonly report?: boolean;
+  /** A started bwrap (and what it cloned) has joined the run's cgroup. */
+  readonly joined?: Promise<void>;
 }
 
 async function release(prepared: Prepared, cgroups: RunCgroups | undefined, live: Set<RunCgroup>) {

@@ -74,3 +74,36 @@ export function alive(pid: number): boolean {
     return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
+
+/**
+ * Kill what is left of sandboxes whose bwrap monitor is gone: a sandbox's init (pid 1 of its own
+ * pid namespace, our `--hostname codexec` in its argv) reparented to the host's init: a live
+ * sandbox's init is always its monitor's child. One whose monitor was killed before it finished
+ * building the sandbox waits forever for that monitor (an eventfd read): bwrap sets its
+ * parent-death signal only later. Killing it ends its namespace. Returns how many were killed.
+ */
+export function killOrphanedSandboxes(): number {
+  let killed = 0;
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return 0;
+  }
+  for (const name of entries) {
+    if (!/^\d+$/.test(name)) continue;
+    const pid = Number(name);
+    try {
+      const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+      if (!/^PPid:\s+1$/m.test(status) || !/^NSpid:\s+\d+\s+1$/m.test(status)) continue;
+      const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      const hostname = argv.indexOf('--hostname');
+      if (!argv[0]?.endsWith('bwrap') || hostname === -1 || argv[hostname + 1] !== 'codexec') continue;
+      process.kill(pid, 'SIGKILL');
+      killed++;
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+  return killed;
+}
