@@ -118,7 +118,7 @@ describe.runIf(root)('a server killed with SIGKILL', () => {
         const argv = everythingOf(server).map((proc) => proc.argv);
         // The scenario is real: each kind is there before the kill.
         const helpers = who === 'root' ? ['drivers/zygote.py', 'drivers/forker.py'] : [];
-        if (mode === 'subprocess') helpers.push('groups'); // the reaper's script
+        if (mode === 'subprocess') helpers.push('"-$group"'); // the reaper's script
         for (const part of [
           ...helpers,
           'warm_node.mjs',

@@ -21,6 +21,7 @@ import type {
   SandboxSpec,
 } from '../types.js';
 import { NotForkableError } from '../types.js';
+import type { Watcher } from '../watcher.js';
 import {
   buildContainerArgs,
   buildExecArgs,
@@ -38,7 +39,7 @@ import { type ContainerEngine, type EngineChoice, findEngine } from './engine.js
 import { inspectImage } from './inspect.js';
 import { limitHit } from './limits.js';
 import { PersistentContainers } from './persistent.js';
-import { ContainerReaper, DeferredRemoval, processStart, removeArgv, sweepDeadServers } from './reaper.js';
+import { containerReaper, DeferredRemoval, processStart, removeArgv, sweepDeadServers } from './reaper.js';
 
 const run = promisify(execFile);
 const LAUNCHER = join(DRIVERS, 'container_control.py');
@@ -61,7 +62,7 @@ export interface ContainerOptions {
 interface Ready {
   readonly engine: ContainerEngine;
   readonly image: ImageInfo;
-  readonly reaper: ContainerReaper;
+  readonly reaper: Watcher;
   readonly persistent: PersistentContainers;
   readonly removals: DeferredRemoval;
 }
@@ -124,7 +125,7 @@ export class ContainerBackend implements SandboxBackend {
     const image = await inspectImage(engine, this.options.image);
     if (typeof image === 'string') return { available: false, reason: image };
     await sweepDeadServers(engine);
-    const reaper = new ContainerReaper(engine);
+    const reaper = containerReaper(engine);
     const removals = new DeferredRemoval(engine, (name) => reaper.release(name));
     const persistent = new PersistentContainers(
       engine,

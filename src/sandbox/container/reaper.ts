@@ -1,25 +1,19 @@
-// No container outlives its server. While it runs, a small bash on the host holds the names of its
-// containers (`+NAME` when one starts, `-NAME` when it is removed) and, when that input ends — the
-// server is gone, however it went — removes every one still listed. A server that starts removes
-// what dead servers left (their `codexec.pid` is gone, or is another process now).
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+// No container outlives its server. While it runs, a watcher (../watcher.ts) holds the names of
+// its containers and, when the server is gone, however it went, removes every one still listed. A
+// server that starts removes what dead servers left (their `codexec.pid` is gone, or is another
+// process now).
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { promisify } from 'node:util';
 import { log } from '../../util/index.js';
-import { findOnPath } from '../namespace/index.js';
+import { Watcher } from '../watcher.js';
 import type { ContainerEngine } from './engine.js';
 
 const run = promisify(execFile);
 
-const SCRIPT = `declare -A names
-while IFS= read -r line; do
-  case $line in
-    +*) names[\${line#+}]=1 ;;
-    -*) unset "names[\${line#-}]" ;;
-  esac
-done
-# A container still being created when the server died appears only later (its engine CLI goes
+/** After the watcher's list: remove every container still listed, again for a while. */
+const REMOVE_ALL = `# A container still being created when the server died appears only later (its engine CLI goes
 # on): ask again, a few times.
 for round in 1 2 3 4 5; do
   [ \${#names[@]} -gt 0 ] || break
@@ -38,57 +32,15 @@ export function removeArgv(engine: ContainerEngine): string[] {
   ];
 }
 
-export class ContainerReaper {
-  private helper: ChildProcess | undefined;
-  private broken = false;
-
-  constructor(private readonly engine: ContainerEngine) {}
-
-  watch(name: string): void {
-    this.send(`+${name}`);
-  }
-
-  release(name: string): void {
-    this.send(`-${name}`);
-  }
-
-  private send(line: string): void {
-    this.start()?.stdin?.write(`${line}\n`);
-  }
-
-  private start(): ChildProcess | undefined {
-    if (this.helper || this.broken) return this.helper;
-    const bash = findOnPath('bash');
-    if (!bash) {
-      this.broken = true;
-      log('warn', 'no bash to remove containers: they would outlive a server killed with SIGKILL');
-      return undefined;
-    }
-    const helper = spawn(
-      bash,
-      ['--norc', '--noprofile', '-c', SCRIPT, 'reaper', ...removeArgv(this.engine)],
-      {
-        cwd: '/',
-        env: process.env,
-        stdio: ['pipe', 'ignore', 'ignore'],
-        // Its own process group: a terminal's ^C to the server must not cut the removal short.
-        detached: true,
-      },
-    );
-    helper.once('error', (error) => {
-      this.broken = true;
-      this.helper = undefined;
-      log('warn', `the container reaper could not start: ${error.message}`);
-    });
-    helper.stdin?.on('error', () => {});
-    helper.once('exit', () => {
-      if (this.helper === helper) this.helper = undefined;
-    });
-    helper.unref();
-    (helper.stdin as unknown as { unref?: () => void } | null)?.unref?.();
-    this.helper = helper;
-    return helper;
-  }
+/** Removes this server's containers when it is gone (their names: watch / release). */
+export function containerReaper(engine: ContainerEngine): Watcher {
+  return new Watcher({
+    script: REMOVE_ALL,
+    args: removeArgv(engine),
+    what: 'container reaper',
+    env: process.env,
+    detached: true,
+  });
 }
 
 /** This process's start time (clock ticks since boot): with the pid, it names this server. */

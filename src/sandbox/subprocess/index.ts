@@ -11,7 +11,7 @@ import {
   type SandboxedProcess,
   type SandboxSpec,
 } from '../types.js';
-import { Reaper } from './reaper.js';
+import { processGroupReaper } from './reaper.js';
 
 /**
  * The seed's light mode: a plain child process in its own session and process group, with the
@@ -20,7 +20,7 @@ import { Reaper } from './reaper.js';
  */
 export class SubprocessBackend implements SandboxBackend {
   readonly mode = 'subprocess' as const;
-  private readonly reaper = new Reaper();
+  private readonly reaper = processGroupReaper();
 
   async probe(): Promise<Availability> {
     return { available: true };
