@@ -6,7 +6,7 @@ import { Watcher } from '../watcher.js';
 
 export function processGroupReaper(): Watcher {
   return new Watcher({
-    script: 'for group in "${!names[@]}"; do kill -KILL -- "-$group" 2>/dev/null; done',
+    script: `for group in "\${!names[@]}"; do kill -KILL -- "-$group" 2>/dev/null; done`,
     what: 'subprocess-mode reaper',
   });
 }
