@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { baseEnv, CLI, callTool, startServer, type TestServer, tempDir } from '../helpers/server.js';
+import { ensureImage, IMAGE } from '../sandbox/container/engine.js';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/mcp/tools-server.mjs', import.meta.url));
 
@@ -27,20 +28,22 @@ function mcpConfig(dir: string, env: Record<string, string> = {}): string {
   return path;
 }
 
-describe.each(['namespace', 'subprocess'])('code mode (%s sandbox)', (mode) => {
+describe.each(['namespace', 'subprocess', 'docker'])('code mode (%s sandbox)', (mode) => {
   let server: TestServer;
   let starts: string;
   beforeAll(async () => {
+    if (mode === 'docker') ensureImage();
     const dir = tempDir();
     starts = join(dir, 'starts');
     server = await startServer({
       env: {
         CODEXEC_SANDBOX_MODE: mode,
+        CODEXEC_DOCKER_IMAGE: IMAGE,
         CODEXEC_MCP_CONFIG: mcpConfig(dir, { STARTS_FILE: starts }),
         CODEXEC_BRIDGE_RATE_LIMIT: '5',
       },
     });
-  });
+  }, 600_000);
   afterAll(() => server.close());
 
   const run = (language: string, code: string, allowed?: string[]) =>

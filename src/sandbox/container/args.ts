@@ -6,7 +6,7 @@
 // `codexec.<kind>` label), not the host's.
 import { existsSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { SandboxSpec } from '../types.js';
 
 export const WORKSPACE = '/workspace';
@@ -241,7 +241,10 @@ function commandLine(
 ): string[] {
   const [binary, ...rest] = spec.argv;
   if (binary === undefined) throw new TypeError('SandboxSpec.argv is empty');
-  const program = [imageInterpreter(run.image, binary), ...rest.map(map)];
+  // A file URL (node's --import of code mode's helper) names a path too.
+  const mapArg = (arg: string) =>
+    arg.startsWith('file:///') ? pathToFileURL(map(fileURLToPath(arg))).href : map(arg);
+  const program = [imageInterpreter(run.image, binary), ...rest.map(mapArg)];
   const wrapper = [run.image.interpreters.bash ?? 'bash', map(run.wrapper), mode, limitNote, pidFile];
   if (!spec.control) return [...wrapper, ...program];
   if (!run.controlLauncher) throw new TypeError('a control channel needs the control launcher');
