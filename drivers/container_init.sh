@@ -59,5 +59,7 @@ if [ "$status" -eq 137 ] && [ "$ooms" != "$ooms_before" ]; then
 elif [ "$refusals" != "$refusals_before" ]; then
   echo processes >"$note"
 fi
-[ "$mode" = linger ] && kill -STOP $$
+# Only after a program that ended by itself: its driver has reported. One killed by a signal (the
+# memory limit) reported nothing, and the server waits for the container's end.
+[ "$mode" = linger ] && [ "$status" -lt 128 ] && kill -STOP $$
 exit "$status"

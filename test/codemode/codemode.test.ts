@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { baseEnv, CLI, callTool, startServer, type TestServer, tempDir } from '../helpers/server.js';
-import { ensureImage, IMAGE } from '../sandbox/container/engine.js';
+import { DOCKER_MODE, ensureImage } from '../sandbox/container/engine.js';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/mcp/tools-server.mjs', import.meta.url));
 
@@ -37,8 +37,7 @@ describe.each(['namespace', 'subprocess', 'docker'])('code mode (%s sandbox)', (
     starts = join(dir, 'starts');
     server = await startServer({
       env: {
-        CODEXEC_SANDBOX_MODE: mode,
-        CODEXEC_DOCKER_IMAGE: IMAGE,
+        ...(mode === 'docker' ? DOCKER_MODE : { CODEXEC_SANDBOX_MODE: mode }),
         CODEXEC_MCP_CONFIG: mcpConfig(dir, { STARTS_FILE: starts }),
         CODEXEC_BRIDGE_RATE_LIMIT: '5',
       },

@@ -7,7 +7,7 @@ import { chownSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callTool } from '../helpers/server.js';
-import { ensureImage, IMAGE } from '../sandbox/container/engine.js';
+import { DOCKER_MODE, ensureImage } from '../sandbox/container/engine.js';
 import { type Rig, run, startRig } from './probes.js';
 
 const root = process.getuid?.() === 0;
@@ -43,7 +43,7 @@ describe.each(MODES)('capability sets of the code (%s mode)', (label) => {
       label === 'namespace (non-root)'
         ? await startRig({ CODEXEC_SANDBOX_MODE: 'namespace' }, 65534)
         : label === 'docker'
-          ? await startRig({ CODEXEC_SANDBOX_MODE: 'docker', CODEXEC_DOCKER_IMAGE: IMAGE })
+          ? await startRig(DOCKER_MODE)
           : await startRig({ CODEXEC_SANDBOX_MODE: confined ? 'namespace' : 'subprocess' });
     // A working_dir never gets a warm process: a run there starts cold.
     coldDir = join(rig.server.home, 'sandbox', 'cold');

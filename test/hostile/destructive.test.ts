@@ -7,14 +7,14 @@ import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callTool } from '../helpers/server.js';
-import { ensureImage, IMAGE } from '../sandbox/container/engine.js';
+import { DOCKER_MODE, ensureImage } from '../sandbox/container/engine.js';
 import { hostProcessesWith, type Rig, run, startRig } from './probes.js';
 
 const root = process.getuid?.() === 0;
 
 const MODES = {
   namespace: { CODEXEC_SANDBOX_MODE: 'namespace', CODEXEC_MEMORY_MB: '256' },
-  docker: { CODEXEC_SANDBOX_MODE: 'docker', CODEXEC_DOCKER_IMAGE: IMAGE, CODEXEC_DOCKER_MEMORY: '256m' },
+  docker: { ...DOCKER_MODE, CODEXEC_DOCKER_MEMORY: '256m' },
 } as const;
 
 describe.each(Object.keys(MODES) as Array<keyof typeof MODES>)(

@@ -6,7 +6,7 @@ import { existsSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureImage, IMAGE } from '../sandbox/container/engine.js';
+import { DOCKER_MODE, ensureImage } from '../sandbox/container/engine.js';
 import { hostProcessesWith, probeProgram, type Rig, run, startRig } from './probes.js';
 
 const root = process.getuid?.() === 0;
@@ -53,7 +53,7 @@ describe.each(MODES)('hostile read-only probes (%s mode)', (label) => {
       label === 'namespace (non-root)'
         ? await startRig({ CODEXEC_SANDBOX_MODE: 'namespace' }, 65534)
         : mode === 'docker'
-          ? await startRig({ CODEXEC_SANDBOX_MODE: 'docker', CODEXEC_DOCKER_IMAGE: IMAGE })
+          ? await startRig(DOCKER_MODE)
           : await startRig(confined ? {} : { CODEXEC_SANDBOX_MODE: 'subprocess' });
     writeTargets = [
       join(rig.home, `pwned-${id}`),

@@ -1,9 +1,9 @@
 // Sandbox mode docker through the real server, the real engine (podman here) and the real image.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callTool, startServer, type TestServer } from '../../helpers/server.js';
-import { containersOf, ensureImage, eventually, IMAGE, sessionContainersOf } from './engine.js';
+import { containersOf, DOCKER_MODE, ensureImage, eventually, sessionContainersOf } from './engine.js';
 
-const DOCKER = { CODEXEC_SANDBOX_MODE: 'docker', CODEXEC_DOCKER_IMAGE: IMAGE };
+const DOCKER = DOCKER_MODE;
 
 interface Run {
   success: boolean;
@@ -183,18 +183,28 @@ describe('execute_command in sandbox mode docker', () => {
 });
 
 describe('sandbox mode docker limits', () => {
-  it('reports a run killed at the container memory limit as limit "memory"', async () => {
-    const server = await startServer({
-      env: { ...DOCKER, CODEXEC_DOCKER_MEMORY: '64m', CODEXEC_POOL_SIZE: '0' },
-    });
-    try {
-      const { value } = await python(server, 'b = bytearray(400 * 1024 * 1024)\nprint("survived")');
-      expect(value).toMatchObject({ success: false, limit: 'memory' });
-      expect(value.stdout).toBe('');
-    } finally {
-      await server.close();
-    }
-  });
+  it.each(['cold', 'warm'])(
+    'reports a %s run killed at the container memory limit as limit "memory"',
+    async (kind) => {
+      const server = await startServer({
+        env: { ...DOCKER, CODEXEC_DOCKER_MEMORY: '64m', CODEXEC_POOL_SIZE: kind === 'cold' ? '0' : '1' },
+      });
+      try {
+        if (kind === 'warm') {
+          await python(server, 'print(1)'); // starts the pool
+          await new Promise((resolve) => setTimeout(resolve, 1000));
+        }
+        const started = Date.now();
+        const { value } = await python(server, 'b = bytearray(400 * 1024 * 1024)\nprint("survived")');
+        expect(value).toMatchObject({ success: false, limit: 'memory', warm: kind === 'warm' });
+        expect(value.stdout).toBe('');
+        // Not the timeout: the run ends with its container.
+        expect(Date.now() - started).toBeLessThan(10_000);
+      } finally {
+        await server.close();
+      }
+    },
+  );
 
   it('refuses clearly when the image is missing, naming codexec image build', async () => {
     const server = await startServer({

@@ -4,7 +4,16 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { CLI } from '../../helpers/server.js';
 
 export const IMAGE = process.env.CODEXEC_TEST_IMAGE ?? 'codexec-sandbox';
+/** podman unless CODEXEC_CONTAINER_ENGINE=docker (with DOCKER_HOST naming its daemon, if not the default). */
 const ENGINE = process.env.CODEXEC_CONTAINER_ENGINE === 'docker' ? 'docker' : 'podman';
+
+/** A server's settings for docker mode on this engine (the test server gets no other env). */
+export const DOCKER_MODE: Record<string, string> = {
+  CODEXEC_SANDBOX_MODE: 'docker',
+  CODEXEC_DOCKER_IMAGE: IMAGE,
+  CODEXEC_CONTAINER_ENGINE: ENGINE,
+  ...(process.env.DOCKER_HOST && { DOCKER_HOST: process.env.DOCKER_HOST }),
+};
 
 /** Run the engine's CLI; its stdout. */
 export function engine(...args: string[]): string {
@@ -13,10 +22,9 @@ export function engine(...args: string[]): string {
 
 /** Build the image from the host if it is not there, and start one container (the engine's first start is slow). */
 export function ensureImage(): void {
-  if (spawnSync(ENGINE, ['image', 'exists', IMAGE]).status !== 0) {
-    execFileSync(process.execPath, [CLI, 'image', 'build', '--from-host', '--tag', IMAGE], {
-      stdio: 'inherit',
-    });
+  if (spawnSync(ENGINE, ['image', 'inspect', IMAGE], { stdio: 'ignore' }).status !== 0) {
+    const build = ['image', 'build', '--from-host', '--tag', IMAGE, '--engine', ENGINE];
+    execFileSync(process.execPath, [CLI, ...build], { stdio: 'inherit' });
   }
 }
 
@@ -54,7 +62,7 @@ export function createdSince(pid: number, since: Date): string[] {
     '--filter',
     `label=codexec.pid=${pid}`,
     '--format',
-    '{{.Name}}',
+    ENGINE === 'docker' ? '{{.Actor.Attributes.name}}' : '{{.Name}}',
   )
     .split('\n')
     .filter(Boolean);

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callTool, startServer, type TestServer, tempDir } from '../../helpers/server.js';
 import { buildNpmTarball, buildWheel, type LocalRegistry, startRegistry } from '../../packages/fixtures.js';
-import { containersOf, createdSince, ensureImage, IMAGE, sessionContainersOf } from './engine.js';
+import { containersOf, createdSince, DOCKER_MODE, ensureImage, sessionContainersOf } from './engine.js';
 
 type Value = Record<string, unknown>;
 
@@ -30,8 +30,7 @@ describe('install_package into a docker-mode session', () => {
     });
     server = await startServer({
       env: {
-        CODEXEC_SANDBOX_MODE: 'docker',
-        CODEXEC_DOCKER_IMAGE: IMAGE,
+        ...DOCKER_MODE,
         PIP_INDEX_URL: `${registry.url}/simple`,
         npm_config_registry: registry.url,
       },
