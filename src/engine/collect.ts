@@ -10,7 +10,13 @@ export interface CollectOptions {
   readonly killGraceMs: number;
   readonly output: OutputLimits;
   /** The configured limits, named in the note when one is hit. */
-  readonly limits?: { readonly memoryMb: number; readonly maxProcs: number; readonly maxFileMb: number };
+  readonly limits?: {
+    readonly memoryMb: number;
+    readonly maxProcs: number;
+    readonly maxFileMb: number;
+    /** The setting that holds the memory limit, where not CODEXEC_MEMORY_MB (docker mode's). */
+    readonly memorySetting?: string;
+  };
   readonly signal?: AbortSignal | undefined;
   readonly onOutput?: ((stream: OutputStream, text: string) => void) | undefined;
   /**
@@ -153,7 +159,7 @@ async function reported(
 function limitNote(limit: LimitKind, limits: CollectOptions['limits']): string {
   switch (limit) {
     case 'memory':
-      return `memory limit reached (CODEXEC_MEMORY_MB=${limits?.memoryMb}); process killed`;
+      return `memory limit reached (${limits?.memorySetting ?? `CODEXEC_MEMORY_MB=${limits?.memoryMb}`}); process killed`;
     case 'processes':
       return `process limit reached (CODEXEC_MAX_PROCS=${limits?.maxProcs}); new processes were refused`;
     case 'cpu':

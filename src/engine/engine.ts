@@ -197,7 +197,10 @@ export class Engine {
             timeoutMs: this.timeoutMs(request),
             killGraceMs: config.killGraceMs,
             output: config.output,
-            limits: config.limits,
+            limits:
+              backend.mode === 'docker'
+                ? { ...config.limits, memorySetting: `CODEXEC_DOCKER_MEMORY=${config.docker.memory}` }
+                : config.limits,
             signal: options.signal,
             onOutput: options.onOutput,
             secrets: this.deps.secrets,
