@@ -1,25 +1,14 @@
 // Sandbox mode docker: each run is a container started by the docker or podman CLI (args.ts),
 // removed when it ends; drivers get their control channel over a socket (control.ts);
 // execute_command's runs go to a persistent container by `exec` (persistent.ts).
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync, unlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import type { Writable } from 'node:stream';
 import { promisify } from 'node:util';
 import { SandboxUnavailableError } from '../../errors/index.js';
-import { findOnPath } from '../namespace/index.js';
 import { identityFor, Lease } from '../namespace/ownership.js';
-import { ignoreStreamErrors } from '../streams.js';
-import type {
-  Availability,
-  Exit,
-  LimitKind,
-  SandboxBackend,
-  SandboxedProcess,
-  SandboxSpec,
-} from '../types.js';
+import type { Availability, SandboxBackend, SandboxedProcess, SandboxSpec } from '../types.js';
 import { NotForkableError } from '../types.js';
 import type { Watcher } from '../watcher.js';
 import {
@@ -34,20 +23,16 @@ import {
   mountsFor,
   pathMapper,
 } from './args.js';
-import { type ControlListener, listenForDriver } from './control.js';
+import { listenForDriver } from './control.js';
 import { type ContainerEngine, type EngineChoice, findEngine } from './engine.js';
 import { inspectImage } from './inspect.js';
-import { limitHit } from './limits.js';
 import { PersistentContainers } from './persistent.js';
-import { containerReaper, DeferredRemoval, processStart, removeArgv, sweepDeadServers } from './reaper.js';
+import { type Handle, removeContainer, spawnWhenStarted, wrap } from './process.js';
+import { containerReaper, DeferredRemoval, processStart, sweepDeadServers } from './reaper.js';
 
 const run = promisify(execFile);
 const LAUNCHER = join(DRIVERS, 'container_control.py');
 const WRAPPER = join(DRIVERS, 'container_init.sh');
-/** How often a container that the engine has not created yet is asked to go again. */
-const REMOVE_RETRY_MS = 100;
-/** After this long an engine CLI that does not end is killed (the reaper still has the name). */
-const REMOVE_GIVE_UP_MS = 30_000;
 
 /** CODEXEC_CONTAINER_ENGINE and CODEXEC_DOCKER_* (config.docker). */
 export interface ContainerOptions {
@@ -65,20 +50,6 @@ interface Ready {
   readonly reaper: Watcher;
   readonly persistent: PersistentContainers;
   readonly removals: DeferredRemoval;
-}
-
-/** How a started engine CLI is stopped and cleaned up; the rest is the same for `run` and `exec`. */
-interface Handle {
-  readonly child: ChildProcess;
-  readonly control: ControlListener | undefined;
-  /** Host path of the wrapper's OOM note. */
-  readonly limitNote: string;
-  readonly insidePath: (path: string) => string;
-  signal(signal: NodeJS.Signals): void;
-  /** Its program's processes end with it: the container then waits, stopped (container_init.sh). */
-  readonly lingers?: boolean;
-  /** After the CLI has exited or been told to stop: remove what is left. */
-  cleanUp(cliExited: () => boolean): Promise<void>;
 }
 
 export class ContainerBackend implements SandboxBackend {
@@ -284,112 +255,4 @@ export class ContainerBackend implements SandboxBackend {
 
 function inside(path: string, dirs: readonly string[]): boolean {
   return dirs.some((dir) => path === dir || path.startsWith(`${dir}/`));
-}
-
-/** The SandboxedProcess of an engine CLI: exit, OOM note, signals, and release. */
-function wrap(handle: Handle, lease: Lease | undefined): SandboxedProcess {
-  const { child, control } = handle;
-  ignoreStreamErrors(child);
-  let killedByUs = false;
-  let cliExited = false;
-  const exited = new Promise<Exit>((resolve) => {
-    child.once('error', (error) => {
-      cliExited = true;
-      control?.close();
-      resolve({ code: null, signal: null, spawnError: error });
-    });
-    child.once('exit', (code, signal) => {
-      cliExited = true;
-      control?.close();
-      // The wrapper's note: the cgroup limit that stopped the program (read before the artifacts
-      // are). A SIGKILL of ours is no memory limit, whatever the counters say.
-      const limit = takeNote(handle.limitNote);
-      const ours = killedByUs && limit === 'memory';
-      resolve({ code, signal, ...(limit && !ours && { limit }) });
-    });
-  });
-  const { stdout, stderr } = child;
-  if (!stdout || !stderr) throw new Error('spawn returned no output pipes');
-  let disposed: Promise<void> | undefined;
-  return {
-    pid: child.pid,
-    stdout,
-    stderr,
-    stdin: child.stdin,
-    control: control?.channel ?? null,
-    exited,
-    insidePath: handle.insidePath,
-    relaysOutput: true,
-    limitHit: () => limitHit(control?.cgroups()),
-    // A warm driver reports its program's end; its processes end at once without the server
-    // (the wrapper kills them all as the driver exits): nothing to stop, no engine call.
-    ...(handle.lingers && { stop() {} }),
-    kill(signal) {
-      if (cliExited) return;
-      if (signal === 'SIGKILL') killedByUs = true;
-      handle.signal(signal);
-    },
-    dispose() {
-      disposed ??= (async () => {
-        control?.close();
-        await handle.cleanUp(() => cliExited);
-        await lease?.giveBack();
-      })();
-      return disposed;
-    },
-  };
-}
-
-/**
- * Spawn `argv` now, but let it run only once `started` resolves: a host shell holds it until the
- * server writes "go" on its fd 3 (or the reason it cannot start, which the shell prints and exits
- * 125 on, as an engine does when it cannot run a container).
- */
-function spawnWhenStarted(started: Promise<void>, argv: string[], stdin: SandboxSpec['stdin']): ChildProcess {
-  const gate =
-    'IFS= read -r word <&3; exec 3<&-; [ "$word" = go ] && exec "$@"; printf "codexec: %s\\n" "$word" >&2; exit 125';
-  const child = spawn(findOnPath('bash') ?? '/bin/bash', ['-c', gate, 'gate', ...argv], {
-    stdio: [stdin, 'pipe', 'pipe', 'pipe'],
-  });
-  const gateIn = child.stdio[3] as Writable;
-  gateIn.on('error', () => {});
-  started.then(
-    () => gateIn.end('go\n'),
-    (error: Error) => gateIn.end(`${error.message.replaceAll('\n', ' ')}\n`),
-  );
-  return child;
-}
-
-/** Remove a container whose engine CLI still runs: asked again until the CLI is gone. */
-async function removeContainer(
-  engine: ContainerEngine,
-  name: string,
-  child: ChildProcess,
-  cliExited: () => boolean,
-): Promise<void> {
-  const [binary = engine.binary, ...args] = removeArgv(engine);
-  const gone = new Promise((resolve) => {
-    if (cliExited()) resolve(undefined);
-    else child.once('exit', resolve);
-  });
-  for (let tries = 0; !cliExited(); tries++) {
-    if (tries * REMOVE_RETRY_MS >= REMOVE_GIVE_UP_MS) {
-      child.kill('SIGKILL');
-      break;
-    }
-    await run(binary, [...args, name]).catch(() => {});
-    await Promise.race([gone, new Promise((resolve) => setTimeout(resolve, REMOVE_RETRY_MS))]);
-  }
-}
-
-/** The limit a wrapper's note names (the note is gone then), if there is one. */
-function takeNote(path: string): LimitKind | undefined {
-  let said: string;
-  try {
-    said = readFileSync(path, 'utf8').trim();
-    unlinkSync(path);
-  } catch {
-    return undefined;
-  }
-  return said === 'memory' || said === 'processes' ? said : undefined;
 }

@@ -1,0 +1,151 @@
+// The SandboxedProcess of a container engine's CLI (`run`, or `exec` in a persistent container):
+// its exit with the limit the wrapper noted, its signals and its release.
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { readFileSync, unlinkSync } from 'node:fs';
+import type { Writable } from 'node:stream';
+import { promisify } from 'node:util';
+import { findOnPath } from '../namespace/index.js';
+import type { Lease } from '../namespace/ownership.js';
+import { ignoreStreamErrors } from '../streams.js';
+import type { Exit, LimitKind, SandboxedProcess, SandboxSpec } from '../types.js';
+import type { ControlListener } from './control.js';
+import type { ContainerEngine } from './engine.js';
+import { limitHit } from './limits.js';
+import { removeArgv } from './reaper.js';
+
+const run = promisify(execFile);
+/** How often a container that the engine has not created yet is asked to go again. */
+const REMOVE_RETRY_MS = 100;
+/** After this long an engine CLI that does not end is killed (the reaper still has the name). */
+const REMOVE_GIVE_UP_MS = 30_000;
+
+/** How a started engine CLI is stopped and cleaned up; the rest is the same for `run` and `exec`. */
+export interface Handle {
+  readonly child: ChildProcess;
+  readonly control: ControlListener | undefined;
+  /** Host path of the wrapper's OOM note. */
+  readonly limitNote: string;
+  readonly insidePath: (path: string) => string;
+  signal(signal: NodeJS.Signals): void;
+  /** Its program's processes end with it: the container then waits, stopped (container_init.sh). */
+  readonly lingers?: boolean;
+  /** After the CLI has exited or been told to stop: remove what is left. */
+  cleanUp(cliExited: () => boolean): Promise<void>;
+}
+
+/** The SandboxedProcess of an engine CLI: exit, OOM note, signals, and release. */
+export function wrap(handle: Handle, lease: Lease | undefined): SandboxedProcess {
+  const { child, control } = handle;
+  ignoreStreamErrors(child);
+  let killedByUs = false;
+  let cliExited = false;
+  /** A limit the container's cgroups showed when the server stopped it (its note may not come). */
+  let limitAtStop: LimitKind | undefined;
+  const exited = new Promise<Exit>((resolve) => {
+    child.once('error', (error) => {
+      cliExited = true;
+      control?.close();
+      resolve({ code: null, signal: null, spawnError: error });
+    });
+    child.once('exit', (code, signal) => {
+      cliExited = true;
+      control?.close();
+      // The wrapper's note: the cgroup limit that stopped the program (read before the artifacts
+      // are). A SIGKILL of ours is no memory limit, whatever the counters say.
+      const limit = takeNote(handle.limitNote) ?? limitAtStop;
+      const ours = killedByUs && limit === 'memory';
+      resolve({ code, signal, ...(limit && !ours && { limit }) });
+    });
+  });
+  const { stdout, stderr } = child;
+  if (!stdout || !stderr) throw new Error('spawn returned no output pipes');
+  let disposed: Promise<void> | undefined;
+  return {
+    pid: child.pid,
+    stdout,
+    stderr,
+    stdin: child.stdin,
+    control: control?.channel ?? null,
+    exited,
+    insidePath: handle.insidePath,
+    relaysOutput: true,
+    limitHit: () => limitHit(control?.cgroups()),
+    // A warm driver reports its program's end; its processes end at once without the server
+    // (the wrapper kills them all as the driver exits): nothing to stop, no engine call.
+    ...(handle.lingers && { stop() {} }),
+    kill(signal) {
+      if (cliExited) return;
+      // Read while the container is there: a wrapper killed before it could write its note (a
+      // timeout's SIGKILL under a fork bomb) says nothing.
+      limitAtStop ??= limitHit(control?.cgroups());
+      if (signal === 'SIGKILL') killedByUs = true;
+      handle.signal(signal);
+    },
+    dispose() {
+      disposed ??= (async () => {
+        control?.close();
+        await handle.cleanUp(() => cliExited);
+        await lease?.giveBack();
+      })();
+      return disposed;
+    },
+  };
+}
+
+/**
+ * Spawn `argv` now, but let it run only once `started` resolves: a host shell holds it until the
+ * server writes "go" on its fd 3 (or the reason it cannot start, which the shell prints and exits
+ * 125 on, as an engine does when it cannot run a container).
+ */
+export function spawnWhenStarted(
+  started: Promise<void>,
+  argv: string[],
+  stdin: SandboxSpec['stdin'],
+): ChildProcess {
+  const gate =
+    'IFS= read -r word <&3; exec 3<&-; [ "$word" = go ] && exec "$@"; printf "codexec: %s\\n" "$word" >&2; exit 125';
+  const child = spawn(findOnPath('bash') ?? '/bin/bash', ['-c', gate, 'gate', ...argv], {
+    stdio: [stdin, 'pipe', 'pipe', 'pipe'],
+  });
+  const gateIn = child.stdio[3] as Writable;
+  gateIn.on('error', () => {});
+  started.then(
+    () => gateIn.end('go\n'),
+    (error: Error) => gateIn.end(`${error.message.replaceAll('\n', ' ')}\n`),
+  );
+  return child;
+}
+
+/** Remove a container whose engine CLI still runs: asked again until the CLI is gone. */
+export async function removeContainer(
+  engine: ContainerEngine,
+  name: string,
+  child: ChildProcess,
+  cliExited: () => boolean,
+): Promise<void> {
+  const [binary = engine.binary, ...args] = removeArgv(engine);
+  const gone = new Promise((resolve) => {
+    if (cliExited()) resolve(undefined);
+    else child.once('exit', resolve);
+  });
+  for (let tries = 0; !cliExited(); tries++) {
+    if (tries * REMOVE_RETRY_MS >= REMOVE_GIVE_UP_MS) {
+      child.kill('SIGKILL');
+      break;
+    }
+    await run(binary, [...args, name]).catch(() => {});
+    await Promise.race([gone, new Promise((resolve) => setTimeout(resolve, REMOVE_RETRY_MS))]);
+  }
+}
+
+/** The limit a wrapper's note names (the note is gone then), if there is one. */
+function takeNote(path: string): LimitKind | undefined {
+  let said: string;
+  try {
+    said = readFileSync(path, 'utf8').trim();
+    unlinkSync(path);
+  } catch {
+    return undefined;
+  }
+  return said === 'memory' || said === 'processes' ? said : undefined;
+}
