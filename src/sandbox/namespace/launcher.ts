@@ -2,14 +2,12 @@
 // RCU grace period in the kernel (5-25 ms on cgroup v1), so launchers are kept ready per stdio
 // shape: a process already inside a fresh run cgroup, waiting for its argv on ARGV_FD, forked by
 // the forker (forker.ts) or, without a host Python, a bash spawned here. Everything it execs
-// starts inside the cgroup. Without a ready launcher, bwrap is spawned directly and held until the
-// server has moved it in (the grace period then overlaps bwrap's setup): it reads its seccomp
-// program to the end of SECCOMP_FD before it starts anything, and the server sends that program
-// only after the move. Not --block-fd: bwrap goes on when that fd ends, so a server killed before
-// the move left the code running outside any cgroup, owned by nobody (its pid 1 is the sandbox's,
-// and its --die-with-parent comes later). An empty program makes bwrap fail instead.
+// starts inside the cgroup. Without a ready launcher, bwrap is spawned directly through a shell
+// that joins the run's cgroup first (startDirect), so that nothing of the sandbox is ever outside
+// it: the forker and the zygote kill every run cgroup's members when the server dies.
 // (A warm Python forked by the zygote joins its cgroup itself, before any code: zygote.ts.)
 import { spawn } from 'node:child_process';
+import { join } from 'node:path';
 import type { Writable } from 'node:stream';
 import { log } from '../../util/index.js';
 import { childStdio } from '../fds.js';
@@ -18,7 +16,7 @@ import type { SandboxSpec } from '../types.js';
 import { REPORT_FD, SECCOMP_FD } from './args.js';
 import type { CgroupLimits, RunCgroup } from './cgroups.js';
 import type { ChildLike, Forker } from './forker.js';
-import { children, signal } from './process.js';
+import { signal } from './process.js';
 
 export const ARGV_FD = 6;
 // The job on ARGV_FD: the number of ulimit arguments, those arguments, then the argv to exec.
@@ -83,7 +81,20 @@ export function fd(child: ChildLike, n: number): Writable {
   return (child.stdio as unknown as Writable[])[n] as Writable;
 }
 
-/** Direct start: spawn the argv; with a cgroup, bwrap waits for its seccomp program until moved in. */
+/**
+ * The direct start's shell: it moves itself into each of the run's cgroups (writing 0 to
+ * `cgroup.procs` moves the writer), then becomes bwrap, which starts inside them: everything it
+ * clones is a member from birth. It runs nothing if a move fails.
+ */
+const JOIN_THEN_EXEC = 'while [ "$1" != -- ]; do echo 0 >"$1" || exit 125; shift; done; shift; exec "$@"';
+
+/**
+ * Direct start: spawn the argv; with a cgroup, through a shell that joins it first (the move
+ * waits for the kernel's grace period here, ~5-25 ms, where a launcher has waited ahead). Moved
+ * from outside instead, a bwrap killed (or whose server died) before the move had cloned the
+ * sandbox's init outside the cgroup, where no cgroup kill reached it; that init then waits forever
+ * for its dead bwrap, as bwrap sets the init's parent-death signal only later.
+ */
 export function startDirect(
   argv: readonly string[],
   shape: Shape,
@@ -92,7 +103,11 @@ export function startDirect(
   mark?: string,
 ): Started {
   const [command, ...args] = argv as [string, ...string[]];
-  const child = spawn(command, args, {
+  const procs = cgroup?.dirs.map((dir) => join(dir, 'cgroup.procs')) ?? [];
+  const [program, ...programArgs] = cgroup
+    ? ['/bin/sh', '-c', JOIN_THEN_EXEC, 'join', ...procs, '--', command, ...args]
+    : [command, ...args];
+  const child = spawn(program as string, programArgs, {
     cwd: '/',
     env: {},
     detached: true,
@@ -100,29 +115,8 @@ export function startDirect(
   });
   ignoreStreamErrors(child);
   if (mark !== undefined) fd(child, REPORT_FD).write(mark);
-  const pid = child.pid;
-  if (!cgroup || pid === undefined) {
-    fd(child, SECCOMP_FD).end(seccomp);
-    return { child, ...(cgroup && { cgroup }), joined: Promise.resolve() };
-  }
-  const joined = joinTree(cgroup, pid).then(() => {
-    fd(child, SECCOMP_FD).end(seccomp);
-  });
-  // Never start unconfined: an empty seccomp program makes bwrap fail before it runs anything.
-  joined.catch(() => fd(child, SECCOMP_FD).destroy());
-  return { child, cgroup, joined };
-}
-
-/** Move bwrap and whatever it cloned before the move (it then blocks) into the cgroup. */
-async function joinTree(cgroup: RunCgroup, leader: number): Promise<void> {
-  const moved = new Set<number>();
-  for (let pending = [leader]; pending.length > 0; ) {
-    for (const pid of pending) {
-      await cgroup.join(pid);
-      moved.add(pid);
-    }
-    pending = [...moved].flatMap(children).filter((pid) => !moved.has(pid));
-  }
+  fd(child, SECCOMP_FD).end(seccomp);
+  return { child, ...(cgroup && { cgroup }), joined: Promise.resolve() };
 }
 
 export interface LauncherOptions {

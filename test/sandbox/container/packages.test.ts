@@ -55,7 +55,9 @@ describe('install_package into a docker-mode session', () => {
     expect(installed, String(installed.install_output)).toMatchObject({ success: true, version: '3.1.0' });
     expect(registry.requests).toContain('/simple/codexec-box-demo/');
     // It ran in a container of its own (not on the host, not in the offline session's).
-    expect(createdSince(server.pid, before).filter((name) => !existing.includes(name))).toHaveLength(1);
+    // (The engine's event log may take a moment to show it.)
+    const created = () => createdSince(server.pid, before).filter((name) => !existing.includes(name));
+    await expect.poll(() => created().length, { timeout: 10_000 }).toBe(1);
     // The session (its own container, still running, offline) imports it.
     expect(sessionContainersOf(server.pid)).toHaveLength(1);
     const { value: used } = await call('send_to_session', {
