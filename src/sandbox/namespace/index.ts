@@ -331,21 +331,7 @@ export class NamespaceBackend implements SandboxBackend {
       system.etc?.release();
       throw error;
     }
-    const proc = this.wrap(started.child, {
-      cgroup,
-      system,
-      lease,
-      forked: false,
-      report,
-      joined: started.joined,
-    });
-    started.joined.catch((error: Error) => {
-      const { pid } = started.child;
-      if (!proc.running() || pid === undefined) return; // bwrap already failed and said why on stderr
-      signal(pid, 'SIGKILL');
-      started.child.emit('error', new Error(`could not join the run's cgroup: ${error.message}`));
-    });
-    return proc;
+    return this.wrap(started.child, { cgroup, system, lease, forked: false, report });
   }
 
   /** The run of `child` (bwrap, or a zygote's fork of the run's process) and what was made for it. */
@@ -384,13 +370,10 @@ export class NamespaceBackend implements SandboxBackend {
       ...(reported && { reported }),
       running: () => alive,
       kill(name) {
-        if (name === 'SIGKILL') {
-          killStarted(() => alive, pid, prepared);
-          return;
-        }
         if (alive && pid !== undefined) {
+          if (name === 'SIGKILL') signal(pid, name);
           // A forked run's cgroup holds its processes and nothing else.
-          if (forked && cgroup) for (const member of cgroup.pids()) signal(member, name);
+          else if (forked && cgroup) for (const member of cgroup.pids()) signal(member, name);
           else {
             const members = descendants(pid);
             // bwrap has not cloned the sandbox yet: nothing to be graceful with.
@@ -398,6 +381,7 @@ export class NamespaceBackend implements SandboxBackend {
             for (const member of members) signal(member, name);
           }
         }
+        if (name === 'SIGKILL') cgroup?.killAll();
       },
       // The run's cgroup holds every process of it (and a cold run's bwrap).
       ...(cgroup && { stop: () => cgroup.stopAll() }),
@@ -405,7 +389,7 @@ export class NamespaceBackend implements SandboxBackend {
       memoryMb: () => cgroup?.memoryMb(),
       dispose() {
         disposed ??= (async () => {
-          if (alive) killStarted(() => alive, pid, prepared);
+          if (alive && pid !== undefined) signal(pid, 'SIGKILL');
           await exited;
           await release(prepared, cgroups, live);
         })();
@@ -413,22 +397,6 @@ export class NamespaceBackend implements SandboxBackend {
       },
     };
   }
-}
-
-/**
- * SIGKILL a run: bwrap and, through the run's cgroup, everything in it. A bwrap still joining its
- * cgroup is killed once it has joined: killed before, the sandbox's init it may have cloned would
- * stay outside the cgroup, waiting forever for the dead bwrap (bwrap sets its parent-death signal
- * only later).
- */
-function killStarted(alive: () => boolean, pid: number | undefined, prepared: Prepared): void {
-  const kill = () => {
-    // Not a pid the kernel may have given to another process since.
-    if (alive() && pid !== undefined) signal(pid, 'SIGKILL');
-    prepared.cgroup?.killAll();
-  };
-  if (prepared.joined) void prepared.joined.then(kill, kill);
-  else kill();
 }
 
 /** The limit an exit status names: bwrap's 128+N for the signal an rlimit sends. */
@@ -466,8 +434,6 @@ interface Prepared {
   readonly forked: boolean;
   /** Its drop program reports the program's end on REPORT_FD (`drop -r`, args.ts reportsEnd). */
   readonly report?: boolean;
-  /** A started bwrap (and what it cloned) has joined the run's cgroup. */
-  readonly joined?: Promise<void>;
 }
 
 async function release(prepared: Prepared, cgroups: RunCgroups | undefined, live: Set<RunCgroup>) {

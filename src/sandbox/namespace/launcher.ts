@@ -34,8 +34,6 @@ export type Shape = Pick<SandboxSpec, 'stdin' | 'control'> & { readonly report?:
 export interface Started {
   readonly child: ChildLike;
   readonly cgroup?: RunCgroup;
-  /** The cgroup join, when it is still under way (direct start); rejects if it failed. */
-  readonly joined: Promise<void>;
 }
 
 /** A launcher taken for one run: set its limits, hand it the argv. */
@@ -116,7 +114,7 @@ export function startDirect(
   ignoreStreamErrors(child);
   if (mark !== undefined) fd(child, REPORT_FD).write(mark);
   fd(child, SECCOMP_FD).end(seccomp);
-  return { child, ...(cgroup && { cgroup }), joined: Promise.resolve() };
+  return { child, ...(cgroup && { cgroup }) };
 }
 
 export interface LauncherOptions {
@@ -197,7 +195,7 @@ export class Launchers {
         fd(child, SECCOMP_FD).end(seccomp);
         if (mark !== undefined) fd(child, REPORT_FD).write(mark);
         fd(child, ARGV_FD).end(`${[String(ulimit.length), ...ulimit, ...argv].join('\0')}\0`);
-        return { child, cgroup, joined: Promise.resolve() };
+        return { child, cgroup };
       },
       discard: () => discard(launcher),
     };

@@ -37,26 +37,6 @@ export function descendants(pid: number): number[] {
   return found;
 }
 
-/** Direct children of `pid`, from /proc/PID/task/TID/children when the kernel has it. */
-export function children(pid: number): number[] {
-  try {
-    return readdirSync(`/proc/${pid}/task`).flatMap((tid) =>
-      readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').split(' ').filter(Boolean).map(Number),
-    );
-  } catch {
-    return descendants(pid).filter((child) => parentOf(child) === pid);
-  }
-}
-
-function parentOf(pid: number): number | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-  } catch {
-    return undefined;
-  }
-}
-
 export function signal(pid: number, name: NodeJS.Signals): void {
   try {
     process.kill(pid, name);
