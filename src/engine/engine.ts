@@ -17,11 +17,11 @@ import {
   NotForkableError,
   type SandboxedProcess,
 } from '../sandbox/index.js';
-import { currentPrincipal, holdsOnly, newId, quietly } from '../util/index.js';
+import { holdsOnly, newId, quietly } from '../util/index.js';
 import { type ArtifactDiff, diffSnapshots, type Snapshot, snapshotDir } from './artifacts.js';
 import { type Collected, collect } from './collect.js';
 import { collectImages, FIGURES_DIR } from './images.js';
-import { buildRunSpec } from './spec.js';
+import { buildRunSpec, namedLimits } from './spec.js';
 import type { ExecutionRequest, ExecutionResult, RunOptions } from './types.js';
 
 export const SCRIPT_BASENAME = '_codexec_script';
@@ -179,15 +179,9 @@ export class Engine {
               pathPrefix: request.pathPrefix,
               timeoutMs: this.timeoutMs(request),
               confined: backend.mode !== 'subprocess',
+              command,
             })),
             endMark,
-            // execute_command's runs share one sandbox per principal where the backend keeps one.
-            ...(command && {
-              persistent: {
-                key: `command:${currentPrincipal()}`,
-                mounts: [config.command.workspace, ...config.command.allowedPaths],
-              },
-            }),
           });
         proc = running;
         // A cold run's sandbox reports its end where it can: else it ends with its streams.
@@ -197,10 +191,7 @@ export class Engine {
             timeoutMs: this.timeoutMs(request),
             killGraceMs: config.killGraceMs,
             output: config.output,
-            limits:
-              backend.mode === 'docker'
-                ? { ...config.limits, memorySetting: `CODEXEC_DOCKER_MEMORY=${config.docker.memory}` }
-                : config.limits,
+            limits: namedLimits(config, backend.mode),
             signal: options.signal,
             onOutput: options.onOutput,
             secrets: this.deps.secrets,

@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { type Config, globalPackageDirs } from '../config/index.js';
 import { sandboxEnv } from '../policy/index.js';
 import type { InterpreterKind } from '../runtimes/index.js';
-import type { SandboxSpec } from '../sandbox/index.js';
+import type { BackendMode, SandboxSpec } from '../sandbox/index.js';
+import { currentPrincipal } from '../util/index.js';
 import { FIGURE_BACKEND, figureEnv } from './images.js';
 
 export interface RunSpecInput {
@@ -25,6 +26,8 @@ export interface RunSpecInput {
   readonly confined: boolean;
   /** Directories put first on PATH (execute_command's .venv/bin). */
   readonly pathPrefix?: readonly string[] | undefined;
+  /** execute_command's run: it shares the principal's persistent sandbox where the backend keeps one. */
+  readonly command?: boolean;
 }
 
 /** The SandboxSpec of one run: stripped env, workspace, global packages, limits. */
@@ -52,7 +55,20 @@ export async function buildRunSpec(input: RunSpecInput): Promise<SandboxSpec> {
     network: config.network,
     stdin: 'ignore',
     ...(input.control && { control: true }),
+    ...(input.command && {
+      persistent: {
+        key: `command:${currentPrincipal()}`,
+        mounts: [config.command.workspace, ...config.command.allowedPaths],
+      },
+    }),
   };
+}
+
+/** The limits a run's notes name: docker mode's memory is its own setting. */
+export function namedLimits(config: Config, mode: BackendMode) {
+  return mode === 'docker'
+    ? { ...config.limits, memorySetting: `CODEXEC_DOCKER_MEMORY=${config.docker.memory}` }
+    : config.limits;
 }
 
 const CPUS = availableParallelism();

@@ -6,7 +6,6 @@ export {
   type ContainerEngine,
   type ContainerOptions,
   findEngine,
-  sweepDeadServers,
 } from './container/index.js';
 export { buildBwrapArgs, findOnPath, type Layer, NamespaceBackend } from './namespace/index.js';
 export { BackendRegistry } from './registry.js';

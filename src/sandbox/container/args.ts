@@ -7,11 +7,11 @@
 import { existsSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { isWithin } from '../../util/index.js';
+import { DRIVERS } from '../namespace/zygote.js';
 import type { SandboxSpec } from '../types.js';
 
 export const WORKSPACE = '/workspace';
-/** codexec's own drivers (warm, session, control launcher, figure backend), mounted read-only. */
-export const DRIVERS = fileURLToPath(new URL('../../../drivers', import.meta.url));
 export const DRIVERS_INSIDE = '/opt/codexec/drivers';
 const READ_ONLY_INSIDE = '/opt/codexec/ro';
 /** The control socket's name in the workspace, while a driver connects to it (control.ts). */
@@ -59,10 +59,10 @@ export function mountsFor(spec: Pick<SandboxSpec, 'cwd' | 'writablePaths' | 'rea
   for (const path of otherWritable)
     if (existsSync(path)) mounts.push({ host: path, inside: path, writable: true });
   const readable = [...new Set(spec.readablePaths)].filter((path) => existsSync(path)).sort();
-  if (readable.some((path) => within(path, DRIVERS)))
+  if (readable.some((path) => isWithin(path, DRIVERS)))
     mounts.push({ host: DRIVERS, inside: DRIVERS_INSIDE, writable: false });
   for (const path of readable) {
-    if (mounts.some((mount) => within(path, mount.host))) continue;
+    if (mounts.some((mount) => isWithin(path, mount.host))) continue;
     // A file keeps its name (error messages and shebangs name it).
     mounts.push({
       host: path,
@@ -73,17 +73,17 @@ export function mountsFor(spec: Pick<SandboxSpec, 'cwd' | 'writablePaths' | 'rea
   return mounts;
 }
 
-/** Host path → its path in the container (the deepest mount holding it), else unchanged. */
+/**
+ * Host path → its path in the container (the deepest mount holding it), else unchanged; only
+ * absolute paths are host paths (an argument "x" is the program's own).
+ */
 export function pathMapper(mounts: readonly Mount[]): (path: string) => string {
   const ordered = [...mounts].sort((a, b) => b.host.length - a.host.length);
   return (path) => {
-    const mount = ordered.find((m) => within(path, m.host));
+    if (!path.startsWith('/')) return path;
+    const mount = ordered.find((m) => isWithin(path, m.host));
     return mount ? mount.inside + path.slice(mount.host.length) : path;
   };
-}
-
-function within(path: string, dir: string): boolean {
-  return path === dir || path.startsWith(dir.endsWith('/') ? dir : `${dir}/`);
 }
 
 /**

@@ -7,7 +7,9 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { SandboxUnavailableError } from '../../errors/index.js';
+import { isWithin } from '../../util/index.js';
 import { identityFor, Lease } from '../namespace/ownership.js';
+import { DRIVERS } from '../namespace/zygote.js';
 import type { Availability, SandboxBackend, SandboxedProcess, SandboxSpec } from '../types.js';
 import { NotForkableError } from '../types.js';
 import type { Watcher } from '../watcher.js';
@@ -15,7 +17,6 @@ import {
   buildContainerArgs,
   buildExecArgs,
   type ContainerRun,
-  DRIVERS,
   type ImageInfo,
   LABEL,
   LIMIT_NOTE,
@@ -146,8 +147,9 @@ export class ContainerBackend implements SandboxBackend {
     const user = uid === 0 ? identityFor(spec.cwd) : { uid, gid: process.getgid?.() ?? uid };
     const lease = uid === 0 ? new Lease(user) : undefined;
     lease?.lend(spec.writablePaths);
-    const persistent =
-      spec.persistent && inside(spec.cwd, spec.persistent.mounts) ? spec.persistent : undefined;
+    const persistent = spec.persistent?.mounts.some((dir) => isWithin(spec.cwd, dir))
+      ? spec.persistent
+      : undefined;
     const handle = persistent
       ? this.execIn(ready, spec, persistent, user)
       : this.runIn(
@@ -251,8 +253,4 @@ export class ContainerBackend implements SandboxBackend {
       },
     };
   }
-}
-
-function inside(path: string, dirs: readonly string[]): boolean {
-  return dirs.some((dir) => path === dir || path.startsWith(`${dir}/`));
 }

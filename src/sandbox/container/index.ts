@@ -16,4 +16,3 @@ export {
   importArgs,
   importChanges,
 } from './image.js';
-export { sweepDeadServers } from './reaper.js';

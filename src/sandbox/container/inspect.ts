@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { ImageInfo } from './args.js';
 import type { ContainerEngine } from './engine.js';
+import { IMAGE_LABELS } from './image.js';
 
 const run = promisify(execFile);
 
@@ -29,7 +30,7 @@ export async function inspectImage(engine: ContainerEngine, name: string): Promi
     (config.Env ?? []).find((entry) => entry.startsWith('PATH='))?.slice(5) ?? '/usr/local/bin:/usr/bin:/bin';
   const interpreters = Object.fromEntries(
     (['python', 'node', 'bash'] as const).flatMap((kind) => {
-      const found = labels[`codexec.${kind}`];
+      const found = labels[IMAGE_LABELS[kind]];
       return found ? [[kind, found]] : [];
     }),
   );

@@ -4,15 +4,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
+import { DRIVERS } from '../namespace/zygote.js';
 import type { SandboxSpec } from '../types.js';
-import {
-  buildPersistentArgs,
-  type ContainerRun,
-  DRIVERS,
-  DRIVERS_INSIDE,
-  type Mount,
-  WORKSPACE,
-} from './args.js';
+import { buildPersistentArgs, type ContainerRun, DRIVERS_INSIDE, type Mount, WORKSPACE } from './args.js';
 import type { ContainerEngine } from './engine.js';
 
 /** A persistent container unused this long is removed (the next command starts another). */
