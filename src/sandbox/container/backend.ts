@@ -63,11 +63,6 @@ export class ContainerBackend implements SandboxBackend {
 
   constructor(private readonly options: ContainerOptions) {}
 
-  /** The engine in use, once probed. */
-  get engine(): ContainerEngine | undefined {
-    return this.ready?.engine;
-  }
-
   /** What the image says of itself, once probed. */
   get image(): ImageInfo | undefined {
     return this.ready?.image;
