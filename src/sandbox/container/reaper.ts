@@ -71,7 +71,12 @@ export async function sweepDeadServers(engine: ContainerEngine): Promise<number>
     if (all.length === 0) return 0;
     const format =
       '{{.Name}}\t{{index .Config.Labels "codexec.pid"}}\t{{index .Config.Labels "codexec.started"}}';
-    const { stdout } = await run(engine.binary, [...cli, 'inspect', '--format', format, ...all]);
+    // Other servers' containers come and go meanwhile: the engine then fails the call for those
+    // names, and still prints the others.
+    const stdout = await run(engine.binary, [...cli, 'inspect', '--format', format, ...all]).then(
+      (done) => done.stdout,
+      (error: { stdout?: string }) => error.stdout ?? '',
+    );
     const dead = stdout
       .split('\n')
       .map((line) => line.split('\t'))
