@@ -99,6 +99,11 @@ function openOnce(path: string, logDir: string): Db {
     db.pragma('busy_timeout = 10000');
     enableWal(db);
     db.pragma('synchronous = NORMAL');
+    // better-sqlite3 builds SQLite with a 16 MB page cache per connection: a server's index
+    // fills it slowly as the logs grow (~0.36 MB of native memory per 1,000 runs, found by
+    // bisecting a 20,000-run load test), which looks like a leak for ~45,000 runs. SQLite's own
+    // default (2 MB) is ample: the OS caches the file, and a search reads few pages.
+    db.pragma(`cache_size = -${CACHE_KIB}`);
     prepareSchema(db, logDir);
     return db;
   } catch (error) {
@@ -106,6 +111,9 @@ function openOnce(path: string, logDir: string): Db {
     throw error;
   }
 }
+
+/** The index's page cache per connection, in KiB. */
+const CACHE_KIB = 2000;
 
 /** How long opening waits for another process that is switching the same new index to WAL. */
 const WAL_WAIT_MS = 10_000;

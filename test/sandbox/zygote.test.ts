@@ -2,10 +2,14 @@
 // pre-initialised interpreter on the host and moves each into its own bwrap-built sandbox. A
 // forked run must be confined exactly as a cold run is, end as a cold run does, and leave nothing.
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ExecutionResult } from '../../src/engine/index.js';
+import { NamespaceBackend, type SandboxSpec } from '../../src/sandbox/index.js';
 import type { RunCgroup } from '../../src/sandbox/namespace/cgroups.js';
 import { Zygote } from '../../src/sandbox/namespace/zygote.js';
 import { processesUnder, processesWith, sleepMarker } from '../helpers/procs.js';
@@ -337,5 +341,45 @@ print(zygote.load_placeholder())`,
     } finally {
       await doomed.close().catch(() => {});
     }
+  });
+});
+
+describe.skipIf(!root)('zygote, driven directly', () => {
+  // Its zygote and launchers go after 1 s idle (and die with this process anyway).
+  const backend = new NamespaceBackend({ idleMs: 1000 });
+  const dir = mkdtempSync(join(tmpdir(), 'codexec-zygote-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  // Seen under load as a Python run failing to read its own script (PermissionError): a fork
+  // slower than the wait gave the workspace back to root when it came, under the sandbox started
+  // instead, which had found the workspace already lent.
+  it('a fork that comes too late leaves the workspace lent to the sandbox started instead', async () => {
+    const driver = join(DRIVERS, 'warm_python.py');
+    const spec: SandboxSpec = {
+      argv: ['/usr/bin/python3', driver],
+      cwd: dir,
+      env: { PATH: '/usr/bin:/bin', PYTHONUNBUFFERED: '1' },
+      writablePaths: [dir],
+      readablePaths: [driver],
+      limits: { memoryMb: 256, maxProcs: 32, maxFileMb: 8 },
+      network: 'none',
+      stdin: 'ignore',
+      control: true,
+      zygote: 'prefer',
+    };
+    await backend.reserveFork(spec, 0); // gives up at once: the fork comes later
+    const proc = backend.spawn(spec); // the sandbox started instead
+    try {
+      const lent = statSync(dir).uid;
+      expect(lent).not.toBe(0);
+      // The late fork comes and is released meanwhile (a fork takes well under a second here).
+      for (const deadline = Date.now() + 3000; Date.now() < deadline && statSync(dir).uid === lent; )
+        await sleep(50);
+      expect(statSync(dir).uid).toBe(lent);
+    } finally {
+      proc.kill('SIGKILL');
+      await proc.dispose();
+    }
+    expect(statSync(dir).uid).toBe(0); // given back once
   });
 });

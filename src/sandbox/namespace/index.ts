@@ -169,10 +169,14 @@ export class NamespaceBackend implements SandboxBackend {
       this.reserved.set(spec, { ...prepared, child });
       return;
     }
-    // Failed, or too slow: what it forks later goes, and what was made for it.
+    // Failed, or too slow: what it forks later goes, and what was made for it. The workspace is
+    // given back now, not then: spawn() lends it again to the sandbox it starts instead, and a
+    // late give-back took it from that one (its program then could not read its own script).
+    await lease.giveBack();
+    const orphan = { ...prepared, lease: undefined };
     void forking.then(
-      (late) => this.wrap(late, prepared).dispose(),
-      () => release(prepared, this.cgroups, this.live),
+      (late) => this.wrap(late, orphan).dispose(),
+      () => release(orphan, this.cgroups, this.live),
     );
   }
 
