@@ -4,7 +4,7 @@ import type { AuditAttempt, AuditSink } from '../policy/index.js';
 import { log } from '../util/index.js';
 import { chainLine, GENESIS } from './chain.js';
 import { auditFileName, LOCK_FILE, listAuditFiles } from './files.js';
-import { withLock } from './lock.js';
+import { HeldLock } from './lock.js';
 import { pruneAuditFiles, readAnchorHash } from './retention.js';
 import { lastEntry } from './tail.js';
 
@@ -34,6 +34,7 @@ export class AuditTrail implements AuditSink {
   private tip: Tip | undefined;
   private prunedDay = '';
   private dirReady = false;
+  private lock: HeldLock | undefined;
 
   constructor(private readonly options: AuditTrailOptions) {}
 
@@ -59,7 +60,8 @@ export class AuditTrail implements AuditSink {
       mkdirSync(dir, { recursive: true, mode: 0o700 });
       this.dirReady = true;
     }
-    await withLock(join(dir, LOCK_FILE), () => {
+    this.lock ??= new HeldLock(join(dir, LOCK_FILE));
+    await this.lock.run(() => {
       this.pruneOnNewDay(file, at);
       const fd = openSync(join(dir, file), 'a+', 0o600);
       try {

@@ -238,6 +238,24 @@ describe('audit trail', () => {
     expect(verifyAudit(dir)).toMatchObject({ ok: true, entries: 900 });
   });
 
+  it('keeps its lock file between appends in quick succession and lets it go when idle or at exit', async () => {
+    const dir = newDir();
+    const trail = new AuditTrail({ dir, retentionDays: 365 });
+    await trail.record(attempt(1));
+    expect(readdirSync(dir)).toContain('audit.lock'); // held: the next entry need not take it again
+    await trail.record(attempt(2));
+    await expect.poll(() => readdirSync(dir).includes('audit.lock'), { timeout: 1000 }).toBe(false);
+    // A process that exits right after its last entry leaves no lock behind.
+    const module = resolve(import.meta.dirname, '../../dist/audit/index.js');
+    const script = `
+      const { AuditTrail } = await import(${JSON.stringify(module)});
+      await new AuditTrail({ dir: process.argv[1], retentionDays: 365 }).record(${JSON.stringify(attempt(3))});`;
+    const child = spawnSync(process.execPath, ['--input-type=module', '-e', script, dir], { stdio: 'inherit' });
+    expect(child.status).toBe(0);
+    expect(readdirSync(dir)).not.toContain('audit.lock');
+    expect(verifyAudit(dir)).toMatchObject({ ok: true, entries: 3 });
+  });
+
   it('codexec audit verify exits 0 on an intact chain and 1 naming the first bad line', async () => {
     const home = newDir();
     const logDir = join(home, 'logs');
