@@ -51,6 +51,15 @@ const CASES: ReadonlyArray<readonly [string, string, string]> = [
   ['node', 'timer keeps it alive', 'setTimeout(() => console.log("later"), 50)'],
   ['node', 'large output', 'process.stdout.write("x".repeat(300000))'],
   ['node', 'large output on both streams', 'process.stderr.write("e".repeat(200000)); console.log("done")'],
+  // The warm-up leaves nothing behind: the loader's readFile, the streams' own write, listeners.
+  [
+    'node',
+    'no trace of the warm-up',
+    'import { promises } from "node:fs"; import * as fsp from "node:fs/promises";\n' +
+      'console.log(promises.readFile === fsp.readFile, String(promises.readFile).length, ' +
+      'Object.hasOwn(process.stdout, "write"), Object.hasOwn(process.stderr, "write"), ' +
+      'process.listenerCount("exit"), process.listenerCount("removeListener"))',
+  ],
   // The driver's end mark cannot be written: the run ends with the sandbox instead.
   ['node', 'closes fd 1', 'import { closeSync } from "node:fs"; console.log("a"); closeSync(1)'],
   ['bash', 'exit code', 'echo a; exit 5'],
