@@ -1,4 +1,11 @@
+import { closeSync, writeSync } from 'node:fs';
 import type { SandboxedProcess } from '../sandbox/index.js';
+
+/** The program's file, created empty in the workspace and opened before the sandbox started. */
+export interface ScriptFile {
+  readonly path: string;
+  readonly fd: number;
+}
 
 /**
  * A sandboxed interpreter started ahead of time in its own fresh workspace, waiting for one job.
@@ -19,6 +26,7 @@ export class WarmProcess {
     readonly id: string,
     readonly execDir: string,
     readonly proc: SandboxedProcess,
+    private script?: ScriptFile,
     readonly startedAt = Date.now(),
   ) {
     void proc.exited.then(() => {
@@ -85,8 +93,33 @@ export class WarmProcess {
     return status;
   }
 
+  /**
+   * Write the program to `path` through the file opened ahead: one positional write, where
+   * creating the file then costs ~0.3 ms of a paced run (a VM's ext4). False when there is none
+   * for `path` (the caller writes it); either way the file opened ahead is closed.
+   */
+  writeScript(path: string, content: string): boolean {
+    const script = this.script;
+    try {
+      if (script?.path !== path) return false;
+      const bytes = Buffer.from(content, 'utf8');
+      for (let done = 0; done < bytes.length; )
+        done += writeSync(script.fd, bytes, done, bytes.length - done, done);
+      return true;
+    } finally {
+      this.closeScript();
+    }
+  }
+
+  /** Close the file opened ahead unwritten (the program is written by path instead). */
+  closeScript(): void {
+    if (this.script) closeSync(this.script.fd);
+    this.script = undefined;
+  }
+
   /** Discard without running anything (pool shrink, shutdown). */
   async discard(): Promise<void> {
+    this.closeScript();
     this.proc.control?.destroy();
     this.proc.kill('SIGKILL');
     await this.proc.exited;
