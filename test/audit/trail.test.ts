@@ -250,7 +250,9 @@ describe('audit trail', () => {
     const script = `
       const { AuditTrail } = await import(${JSON.stringify(module)});
       await new AuditTrail({ dir: process.argv[1], retentionDays: 365 }).record(${JSON.stringify(attempt(3))});`;
-    const child = spawnSync(process.execPath, ['--input-type=module', '-e', script, dir], { stdio: 'inherit' });
+    const child = spawnSync(process.execPath, ['--input-type=module', '-e', script, dir], {
+      stdio: 'inherit',
+    });
     expect(child.status).toBe(0);
     expect(readdirSync(dir)).not.toContain('audit.lock');
     expect(verifyAudit(dir)).toMatchObject({ ok: true, entries: 3 });
