@@ -1,8 +1,8 @@
 // Warm-pool driver: a pre-started Node that waits for one ES module, imports it as the main
 // program, and exits when it is done. Used once, then discarded: no state outlives the run.
 // Protocol on fd 3: the driver says "R\n" once warmed up; the server sends the job's length in
-// bytes and "\n", then the job: an end mark, the script path and its arguments, NUL-separated; then
-// end of file (its half-close). Once the 'exit' listeners have run, the driver writes the end mark
+// bytes and "\n", then the job: an end mark, the script path and its arguments, each ended by a
+// NUL; then end of file (its half-close). Once the 'exit' listeners have run, the driver writes the end mark
 // on stdout and stderr (after all the program's output: Node's writes to pipes that are still
 // pending at 'exit' are never written) and the exit status back as "<status>\n", so the server need
 // wait neither for Node's teardown nor for the sandbox's exit. After an uncaught exception Node
@@ -101,7 +101,12 @@ function readJob(fd) {
     if (n === 0) process.exit(0);
     take(job, buffer.subarray(0, n));
   }
-  return job.data.toString('utf8').split('\0');
+  return fields(job);
+}
+
+/** The job's NUL-ended fields. */
+function fields(job) {
+  return job.data.subarray(0, job.size).toString('utf8').split('\0').slice(0, -1);
 }
 
 function take(job, chunk) {
@@ -116,8 +121,8 @@ function take(job, chunk) {
 /** The job's path on dummies: a job read from /dev/null's end of file, parsed, and its URL. */
 function rehearse() {
   const job = { data: Buffer.alloc(0), size: undefined };
-  take(job, Buffer.from('7\n\0/x\0-a'));
-  job.data.toString('utf8').split('\0');
+  take(job, Buffer.from('7\n\0/x\0-a\0'));
+  fields(job);
   void pathToFileURL('/x').href;
   // Node's entry point takes an 'exit' listener off once the program is done.
   process.on('exit', rehearse);

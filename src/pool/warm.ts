@@ -88,7 +88,9 @@ export class WarmProcess {
     // Its length first: a driver need not wait for the half-close, which leaves only once the event
     // loop turns (~0.4 ms after the job here).
     const path = this.proc.insidePath?.(script) ?? script;
-    const job = Buffer.from([endMark, path, ...args].join('\0'), 'utf8');
+    // Each field ends with a NUL: bash can then read them up to the length, where it would wait
+    // for the end of file after the last of NUL-separated ones.
+    const job = Buffer.from([endMark, path, ...args].map((field) => `${field}\0`).join(''), 'utf8');
     control.end(Buffer.concat([Buffer.from(`${job.length}\n`), job]));
     return status;
   }

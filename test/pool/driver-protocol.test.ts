@@ -1,6 +1,7 @@
 // The warm drivers' job protocol (drivers/warm_*.{py,mjs,sh}), driven directly over a real socket
 // as fd 3: the job's length comes first, so a driver starts the program without waiting for the
-// server's half-close (which Node sends only once its event loop turns).
+// server's half-close (which Node sends only once its event loop turns); bash too, its fields each
+// ended by a NUL.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
@@ -18,7 +19,11 @@ const DRIVER = {
   node: [process.execPath, join(DRIVERS, 'warm_node.mjs')],
   bash: ['/bin/bash', join(DRIVERS, 'warm_bash.sh')],
 };
-const PROGRAM = { python: 'print("ran")', node: 'console.log("ran")', bash: 'echo ran' };
+const PROGRAM = {
+  python: 'import sys\nprint("ran", *sys.argv[1:])',
+  node: 'console.log("ran", ...process.argv.slice(2))',
+  bash: 'echo ran "$@"',
+};
 const EXTENSION = { python: 'py', node: 'mjs', bash: 'sh' };
 
 /** A driver whose fd 3 is a connected socket; resolves with our end of it. */
@@ -70,22 +75,18 @@ describe.each(['python', 'node', 'bash'] as const)('%s warm driver', (language) 
     writeFileSync(script, PROGRAM[language]);
     const driver = await startDriver(language);
     await driver.saying('R\n');
-    const job = Buffer.from(['', script].join('\0'));
+    // An end mark, the script and an argument, each ended by a NUL (bash reads them up to the length).
+    const job = Buffer.from(['\n[end]', script, 'é'].map((field) => `${field}\0`).join(''));
     const framed = Buffer.concat([Buffer.from(`${job.length}\n`), job]);
-    if (language === 'bash') {
-      // bash reads to the end of file (its readarray cannot stop at a length): it needs the close.
-      driver.control.end(framed);
-    } else {
-      // Split, and no half-close: the driver reads until it has the whole job.
-      driver.control.write(framed.subarray(0, 3));
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      driver.control.write(framed.subarray(3));
-    }
+    // Split, and no half-close: the driver reads until it has the whole job.
+    driver.control.write(framed.subarray(0, 3));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    driver.control.write(framed.subarray(3));
     await driver.saying('0\n');
     expect(driver.said()).toBe('R\n0\n');
     driver.control.end();
     expect(await driver.exited).toBe(0);
-    expect(driver.stdout()).toBe('ran\n');
+    expect(driver.stdout()).toBe('ran é\n\n[end]');
   });
 
   it('exits without running anything when the server goes away before the whole job', async () => {
