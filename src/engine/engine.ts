@@ -137,7 +137,7 @@ export class Engine {
     let channel: Channel | undefined;
     try {
       const exclude = cwd === execDir ? new Set([script, 'node_modules']) : undefined;
-      // A fresh workspace is empty (a warm one too: its driver writes nothing there).
+      // A fresh workspace is empty (a warm one holds only the program's file, left out by name).
       const before: Snapshot = cwd === execDir ? new Map() : await snapshotDir(cwd, { exclude });
       const started = Date.now();
       let outcome: Collected;
