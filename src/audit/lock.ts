@@ -16,7 +16,6 @@ const GIVE_UP_MS = 30_000;
  * part of an audit entry), paid now once per burst of entries instead of once per entry.
  */
 export class HeldLock {
-  private held = false;
   private heldSince = 0;
   private timer: NodeJS.Timeout | undefined;
 
@@ -31,7 +30,6 @@ export class HeldLock {
     if (this.held && Date.now() - this.heldSince > this.maxHoldMs) this.release();
     if (!this.held) {
       await acquire(this.path);
-      this.held = true;
       this.heldSince = Date.now();
       if (holders.size === 0) process.on('exit', releaseAll);
       holders.add(this);
@@ -49,10 +47,13 @@ export class HeldLock {
     }
   }
 
+  private get held(): boolean {
+    return holders.has(this);
+  }
+
   release(): void {
     clearTimeout(this.timer);
     if (!this.held) return;
-    this.held = false;
     holders.delete(this);
     if (holders.size === 0) process.removeListener('exit', releaseAll);
     try {

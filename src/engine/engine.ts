@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { closeSync, mkdirSync, openSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, unlinkSync, writeFileSync } from 'node:fs';
 import { rm, rmdir, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import { type Channel, CODE_MODE_FILES, channelEnv, codeModeArgv, openChannel } from '../codemode/index.js';
 import type { Config } from '../config/index.js';
 import { InvalidInputError } from '../errors/index.js';
@@ -20,30 +19,15 @@ import {
 import { holdsOnly, newId, quietly } from '../util/index.js';
 import { type ArtifactDiff, diffSnapshots, type Snapshot, snapshotDir } from './artifacts.js';
 import { type Collected, collect } from './collect.js';
+import { driverPath, openScriptFile, SCRIPT_BASENAME, WARM_DRIVERS } from './drivers.js';
 import { collectImages, FIGURES_DIR } from './images.js';
 import { buildRunSpec, namedLimits } from './spec.js';
 import type { ExecutionRequest, ExecutionResult, RunOptions } from './types.js';
 
-export const SCRIPT_BASENAME = '_codexec_script';
-
-/**
- * Each warm driver (all write the run's end mark after the program's output); the files it
- * imports; whether a backend may fork it from a pre-initialised interpreter (the namespace zygote)
- * instead of starting it.
- */
-const WARM_DRIVERS: Record<
-  InterpreterKind,
-  { readonly file: string; readonly imports: readonly string[]; readonly forkable: boolean }
-> = {
-  python: { file: 'warm_python.py', imports: [], forkable: true },
-  node: { file: 'warm_node.mjs', imports: ['warm_node_prime.mjs'], forkable: false },
-  bash: { file: 'warm_bash.sh', imports: [], forkable: false },
-};
 /** How long after a run its sandbox is released (killed, cgroup emptied), the result being out. */
 const RELEASE_DELAY_MS = 5;
 /** How long a warm start may wait for a driver to fork before it starts one cold. */
 const FORK_WAIT_MS = 1000;
-const driverPath = (file: string) => fileURLToPath(new URL(`../../drivers/${file}`, import.meta.url));
 
 export interface EngineDeps {
   readonly config: Config;
@@ -342,10 +326,7 @@ export class Engine {
       confined: backend.mode !== 'subprocess',
     });
     const launch = WARM_DRIVERS[kind].forkable ? { ...spec, zygote } : spec;
-    // The program's file, made now (before the sandbox, which is lent what its workspace holds)
-    // and kept open for the run to write in one call.
-    const scriptPath = join(execDir, `${SCRIPT_BASENAME}.${RUNTIMES[kind].extension}`);
-    const script = { path: scriptPath, fd: openSync(scriptPath, 'wx', 0o644) };
+    const script = openScriptFile(execDir, kind);
     try {
       // Under load every ready fork can be taken: waiting for the next costs less than a cold start.
       if (launch.zygote && backend.forksDrivers?.()) await backend.reserveFork?.(launch, FORK_WAIT_MS);

@@ -4,7 +4,8 @@
 export { type ArtifactDiff, diffSnapshots, type Snapshot, snapshotDir } from './artifacts.js';
 export { type Collected, type CollectOptions, collect } from './collect.js';
 export { type CommandOptions, type CommandResult, runCommand } from './command.js';
-export { Engine, type EngineDeps, SCRIPT_BASENAME } from './engine.js';
+export { SCRIPT_BASENAME } from './drivers.js';
+export { Engine, type EngineDeps } from './engine.js';
 export { isGenerated } from './generated.js';
 export {
   type CollectedImages,

@@ -2,4 +2,4 @@
 // then discarded, so a one-shot run skips interpreter and sandbox start-up.
 
 export { type PoolOptions, WarmPool } from './pool.js';
-export { WarmProcess } from './warm.js';
+export { type ScriptFile, WarmProcess } from './warm.js';
