@@ -1,11 +1,11 @@
 // Warm-pool driver: a pre-started Node that waits for one ES module, imports it as the main
 // program, and exits when it is done. Used once, then discarded: no state outlives the run.
-// Protocol on fd 3: the driver says "R\n" once warmed up; the server sends the job's length in
-// bytes and "\n", then the job: an end mark, the script path and its arguments, each ended by a
-// NUL; then end of file (its half-close). Once the 'exit' listeners have run, the driver writes the end mark
-// on stdout and stderr (after all the program's output: Node's writes to pipes that are still
-// pending at 'exit' are never written) and the exit status back as "<status>\n", so the server need
-// wait neither for Node's teardown nor for the sandbox's exit. After an uncaught exception Node
+// Protocol on fd 3: the driver says "R\n" once warmed up; the server sends a header, "<bytes>
+// <fields>\n", then the job: an end mark, the script path and its arguments, each ended by a NUL;
+// then end of file (its half-close). Once the 'exit' listeners have run, the driver writes the
+// end mark on stdout and stderr (after all the program's output: Node's writes to pipes that are
+// still pending at 'exit' are never written) and the exit status back as "<status>\n", so the
+// server need wait neither for Node's teardown nor for the sandbox's exit. After an uncaught exception Node
 // prints the error only after 'exit': then it writes nothing and the server waits for the real exit.
 import { closeSync, promises as fsPromises, openSync, readFileSync, readSync, writeSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -113,7 +113,7 @@ function take(job, chunk) {
   job.data = Buffer.concat([job.data, chunk]);
   const newline = job.size === undefined ? job.data.indexOf(10) : -1;
   if (newline !== -1) {
-    job.size = Number(job.data.subarray(0, newline).toString());
+    job.size = Number(job.data.subarray(0, newline).toString().split(' ')[0]); // "<bytes> <fields>"
     job.data = job.data.subarray(newline + 1);
   }
 }
@@ -121,7 +121,7 @@ function take(job, chunk) {
 /** The job's path on dummies: a job read from /dev/null's end of file, parsed, and its URL. */
 function rehearse() {
   const job = { data: Buffer.alloc(0), size: undefined };
-  take(job, Buffer.from('7\n\0/x\0-a\0'));
+  take(job, Buffer.from('7 3\n\0/x\0-a\0'));
   fields(job);
   void pathToFileURL('/x').href;
   // Node's entry point takes an 'exit' listener off once the program is done.

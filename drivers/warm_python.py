@@ -1,8 +1,9 @@
 # Warm-pool driver: a pre-started Python that waits for one program, runs it as __main__ exactly
 # like `python script.py args`, and exits. Used once, then discarded: no state outlives the run.
-# Protocol on fd 3: the driver says "R\n" once warmed up; the server sends the job's length in bytes
-# and "\n", then the job: an end mark, the script path and its arguments, each ended by a NUL; then
-# end of file (its half-close). The end mark goes on stdout and stderr after the program's last output.
+# Protocol on fd 3: the driver says "R\n" once warmed up; the server sends a header, "<bytes>
+# <fields>\n", then the job: an end mark, the script path and its arguments, each ended by a NUL;
+# then end of file (its half-close). The end mark goes on stdout and stderr after the program's
+# last output.
 # When the program is over (threads joined, atexit run, output flushed) the driver writes its exit
 # status back as "<status>\n", so the server need not wait for the interpreter's teardown and the
 # sandbox's exit; then it leaves without finalization.
@@ -91,7 +92,7 @@ def _run(os=os, sys=sys):
         data += chunk
         if size is None and b"\n" in data:
             head, data = data.split(b"\n", 1)
-            size = int(head)
+            size = int(head.split(b" ")[0])  # "<bytes> <fields>"
     end_mark, script, *args = data[:size].split(b"\0")[:-1]
     script, *args = [part.decode("utf-8", "surrogateescape") for part in (script, *args)]
     sys.argv = [script, *args]

@@ -85,13 +85,12 @@ export class WarmProcess {
       this.onStatus = resolve;
     });
     this.report();
-    // Its length first: a driver need not wait for the half-close, which leaves only once the event
-    // loop turns (~0.4 ms after the job here).
-    const path = this.proc.insidePath?.(script) ?? script;
-    // Each field ends with a NUL: bash can then read them up to the length, where it would wait
-    // for the end of file after the last of NUL-separated ones.
-    const job = Buffer.from([endMark, path, ...args].map((field) => `${field}\0`).join(''), 'utf8');
-    control.end(Buffer.concat([Buffer.from(`${job.length}\n`), job]));
+    // Its length in bytes and fields first: a driver need not wait for the half-close, which leaves
+    // only once the event loop turns (~0.4 ms after the job here). Each field ends with a NUL: bash
+    // reads that many, where it would wait for the end of file after the last of NUL-separated ones.
+    const fields = [endMark, this.proc.insidePath?.(script) ?? script, ...args];
+    const job = Buffer.from(fields.map((field) => `${field}\0`).join(''), 'utf8');
+    control.end(Buffer.concat([Buffer.from(`${job.length} ${fields.length}\n`), job]));
     return status;
   }
 

@@ -77,7 +77,7 @@ describe.each(['python', 'node', 'bash'] as const)('%s warm driver', (language) 
     await driver.saying('R\n');
     // An end mark, the script and an argument, each ended by a NUL (bash reads them up to the length).
     const job = Buffer.from(['\n[end]', script, 'é'].map((field) => `${field}\0`).join(''));
-    const framed = Buffer.concat([Buffer.from(`${job.length}\n`), job]);
+    const framed = Buffer.concat([Buffer.from(`${job.length} 3\n`), job]);
     // Split, and no half-close: the driver reads until it has the whole job.
     driver.control.write(framed.subarray(0, 3));
     await new Promise((resolve) => setTimeout(resolve, 50));
@@ -92,7 +92,7 @@ describe.each(['python', 'node', 'bash'] as const)('%s warm driver', (language) 
   it('exits without running anything when the server goes away before the whole job', async () => {
     const driver = await startDriver(language);
     await driver.saying('R\n');
-    driver.control.end('40\nabc');
+    driver.control.end('40 3\nabc');
     expect(await driver.exited).toBe(0);
     expect(driver.stdout()).toBe('');
   });

@@ -73,7 +73,13 @@ const CASES: ReadonlyArray<readonly [string, string, string]> = [
     'name, arguments, pid and call stack',
     'echo "$0 $# ${#BASH_SOURCE[@]} [${FUNCNAME[*]}]"; [ "$$" = "$BASHPID" ] && echo own-pid',
   ],
-  ['bash', 'no driver variable is set, and the status of an unbound one', 'set -u; echo "${job[0]}"'],
+  [
+    'bash',
+    'no driver variable or file descriptor is set, and the status of an unbound one',
+    // (Bash keeps the script it runs open on fd 255; a sourced one is not.)
+    'echo "[${told-}${size-}${count-}${mark-}${commands-}${heard-}]"; ls /proc/$$/fd | grep -vx 255\n' +
+      'set -u; echo "${job[0]}"',
+  ],
   ['bash', 'redirects stdin, then ends', 'exec < "$0"\nread -r line\necho "first: $line"'],
   ['bash', 'stdin is empty', 'cat; echo done'],
   ['bash', 'background process still writing', '(sleep 0.3; echo late) & echo now'],
