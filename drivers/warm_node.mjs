@@ -1,11 +1,12 @@
 // Warm-pool driver: a pre-started Node that waits for one ES module, imports it as the main
 // program, and exits when it is done. Used once, then discarded: no state outlives the run.
 // Protocol on fd 3: the driver says "R\n" once warmed up; the server sends a header, "<bytes>
-// <fields>\n", then the job: an end mark, the script path and its arguments, each ended by a NUL;
-// then end of file (its half-close). Once the 'exit' listeners have run, the driver writes the
-// end mark on stdout and stderr (after all the program's output: Node's writes to pipes that are
-// still pending at 'exit' are never written) and the exit status back as "<status>\n", so the
-// server need wait neither for Node's teardown nor for the sandbox's exit. After an uncaught exception Node
+// <fields>\n", then the job: an end mark, the script path and its arguments, each ended by a NUL.
+// Once the 'exit' listeners have run, the driver writes the end mark on stdout and stderr (after
+// all the program's output: Node's writes to pipes that are still pending at 'exit' are never
+// written) and the exit status back as "<status>\n", so the server need wait neither for Node's
+// teardown nor for the sandbox's exit; Node exits once the channel ends (the server's half-close,
+// or its kill of a sandbox it holds stopped: then the teardown comes after the result). After an uncaught exception Node
 // prints the error only after 'exit': then it writes nothing and the server waits for the real exit.
 import { closeSync, promises as fsPromises, openSync, readFileSync, readSync, writeSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -56,6 +57,8 @@ process.emit = function (event, ...rest) {
     try {
       if (endMark) for (const fd of [1, 2]) writeAll(fd, endMark);
       writeSync(CONTROL, `${(process.exitCode ?? rest[0] ?? 0) & 0xff}\n`);
+      const drained = Buffer.alloc(64);
+      while (readSync(CONTROL, drained) > 0); // until the channel ends (EAGAIN if non-blocking: go)
     } catch {
       // the program closed fd 1, 2 or 3: the server waits for the exit instead
     }

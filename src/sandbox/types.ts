@@ -81,6 +81,13 @@ export interface SandboxedProcess {
    * kills them. Backends that cannot reach every process leave it out.
    */
   stop?(): void;
+  /**
+   * stop() holds every process of the run until dispose() kills them, whatever they do: a warm
+   * driver that has reported may then wait for its control channel's end instead of exiting, so
+   * that its teardown comes after the result, not during it. Left out where the processes end with
+   * the driver instead (a container's wrapper kills them as it exits).
+   */
+  readonly holdsStopped?: boolean;
   /** A limit the backend saw hit so far, for runs that end before the process exits (warm). */
   limitHit?(): LimitKind | undefined;
   /** Memory the process (namespace: its whole sandbox) uses now, in MB, when the backend knows. */

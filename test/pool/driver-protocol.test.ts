@@ -1,7 +1,8 @@
 // The warm drivers' job protocol (drivers/warm_*.{py,mjs,sh}), driven directly over a real socket
-// as fd 3: the job's length comes first, so a driver starts the program without waiting for the
-// server's half-close (which Node sends only once its event loop turns); bash too, its fields each
-// ended by a NUL.
+// as fd 3: the job's length and number of fields come first, so a driver starts the program
+// without waiting for the server's half-close (which Node sends only once its event loop turns);
+// bash too, its fields each ended by a NUL. Once it has reported, a driver waits for the
+// channel's end before it exits.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
@@ -70,7 +71,7 @@ async function startDriver(language: keyof typeof DRIVER) {
 }
 
 describe.each(['python', 'node', 'bash'] as const)('%s warm driver', (language) => {
-  it('runs a job read by its length, before the half-close, and reports its status', async () => {
+  it('runs a job read by its length, before the half-close, reports its status, and exits once the channel ends', async () => {
     const script = join(dir, `program.${EXTENSION[language]}`);
     writeFileSync(script, PROGRAM[language]);
     const driver = await startDriver(language);
@@ -84,6 +85,11 @@ describe.each(['python', 'node', 'bash'] as const)('%s warm driver', (language) 
     driver.control.write(framed.subarray(3));
     await driver.saying('0\n');
     expect(driver.said()).toBe('R\n0\n');
+    // Reported: it waits for the channel's end (a sandbox held stopped ends it with its kill).
+    let exited = false;
+    void driver.exited.then(() => (exited = true));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(exited).toBe(false);
     driver.control.end();
     expect(await driver.exited).toBe(0);
     expect(driver.stdout()).toBe('ran é\n\n[end]');

@@ -388,7 +388,7 @@ export class NamespaceBackend implements SandboxBackend {
         if (name === 'SIGKILL') cgroup?.killAll();
       },
       // The run's cgroup holds every process of it (and a cold run's bwrap).
-      ...(cgroup && { stop: () => cgroup.stopAll() }),
+      ...(cgroup && { stop: () => cgroup.stopAll(), holdsStopped: true }),
       limitHit: () => limit ?? cgroup?.limitHit(),
       memoryMb: () => cgroup?.memoryMb(),
       dispose() {
