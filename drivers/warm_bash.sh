@@ -26,7 +26,8 @@ printf '%s\n' '{ told=$1' 'printf "R\n" >&3' \
   '[ "$count" -gt 1 ] && [ "${#job[@]}" -eq "$count" ] || exit 0' \
   'printf "%s\0" "${job[0]}" >&"$told"' \
   'exec {told}>&-' \
-  'set -- "${job[@]:1}"' 'unset told job size count' 'BASH_ARGV0=$1' 'shift' '. "$0"' 'exit' '}' >&"$commands"
+  'set -- "${job[@]:1}"' 'unset told job size count' 'BASH_ARGV0=$1' 'shift' '. "$0"' 'exit' \
+  '}' >&"$commands"
 exec {commands}>&- {told}>&-
 # Until the runner has the job: at end of file it exited without one (the pool shut down).
 IFS= read -r -d '' -u "$heard" mark || exit 0

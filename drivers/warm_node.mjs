@@ -6,8 +6,9 @@
 // all the program's output: Node's writes to pipes that are still pending at 'exit' are never
 // written) and the exit status back as "<status>\n", so the server need wait neither for Node's
 // teardown nor for the sandbox's exit; Node exits once the channel ends (the server's half-close,
-// or its kill of a sandbox it holds stopped: then the teardown comes after the result). After an uncaught exception Node
-// prints the error only after 'exit': then it writes nothing and the server waits for the real exit.
+// or its kill of a sandbox it holds stopped: then the teardown comes after the result). After an
+// uncaught exception Node prints the error only after 'exit': then it writes nothing and the
+// server waits for the real exit.
 import { closeSync, promises as fsPromises, openSync, readFileSync, readSync, writeSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
