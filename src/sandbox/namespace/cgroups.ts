@@ -1,16 +1,7 @@
 // Per-run cgroups for memory and process-count limits, on cgroup v1 and v2. The run's cgroup is
 // created under the server's own cgroup (read from /proc/self/cgroup) and removed in dispose().
 import { randomBytes } from 'node:crypto';
-import {
-  closeSync,
-  existsSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  readSync,
-  rmdirSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { rmdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -40,11 +31,6 @@ export interface CgroupLimits {
 /** One run's cgroup(s): limits written, processes joined by pid, removed when empty. */
 export class RunCgroup {
   private removed = false;
-  /**
-   * The counters read at every run's end, kept open across reuses: a positional read is one call
-   * where opening the file each time made four (~0.1 ms of a paced run's end for the two, profiled).
-   */
-  private readonly opened = new Map<string, number>();
 
   constructor(
     private readonly layout: CgroupLayout,
@@ -83,38 +69,11 @@ export class RunCgroup {
   pids(): number[] {
     const dir = this.dirs[0];
     if (!dir) return [];
-    // Opened anew each time: cgroup v1 keeps the list an open file showed for reads that follow.
     try {
       return readFileSync(join(dir, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean).map(Number);
     } catch {
       return [];
     }
-  }
-
-  /** A counter file's whole content now, through its fd kept open; undefined if it cannot be read. */
-  private read(file: string): string | undefined {
-    let fd = this.opened.get(file);
-    try {
-      if (fd === undefined) {
-        fd = openSync(file, 'r');
-        this.opened.set(file, fd);
-      }
-      // A cgroup file is a seq_file: a read short of the room left was its end.
-      let size = readSync(fd, readBuffer, 0, readBuffer.length, 0);
-      while (size === readBuffer.length) {
-        readBuffer = Buffer.concat([readBuffer, Buffer.alloc(readBuffer.length)]);
-        size += readSync(fd, readBuffer, size, readBuffer.length - size, size);
-      }
-      return readBuffer.toString('utf8', 0, size);
-    } catch {
-      return undefined;
-    }
-  }
-
-  /** Let go of the files kept open (before the directories go). */
-  private closeFiles(): void {
-    for (const fd of this.opened.values()) closeSync(fd);
-    this.opened.clear();
   }
 
   killAll(): void {
@@ -150,8 +109,11 @@ export class RunCgroup {
   /** Memory charged to the cgroup now (resident memory, page cache, tmpfs), in MB. */
   memoryMb(): number | undefined {
     const file = this.layout.version === 1 ? 'memory.usage_in_bytes' : 'memory.current';
-    const text = this.read(join(this.dirs[0] ?? '', file));
-    return text === undefined ? undefined : Number(text) / (1024 * 1024);
+    try {
+      return Number(readFileSync(join(this.dirs[0] ?? '', file), 'utf8')) / (1024 * 1024);
+    } catch {
+      return undefined;
+    }
   }
 
   /** Which cgroup limit stopped something in this run, if any. */
@@ -159,16 +121,9 @@ export class RunCgroup {
     const [memoryDir, pidsDir = memoryDir] = this.dirs;
     if (!memoryDir || !pidsDir) return undefined;
     const memoryEvents = this.layout.version === 1 ? 'memory.oom_control' : 'memory.events';
-    if (this.counter(join(memoryDir, memoryEvents), 'oom_kill') > 0) return 'memory';
-    if (this.counter(join(pidsDir, 'pids.events'), 'max') > 0) return 'processes';
+    if (counter(join(memoryDir, memoryEvents), 'oom_kill') > 0) return 'memory';
+    if (counter(join(pidsDir, 'pids.events'), 'max') > 0) return 'processes';
     return undefined;
-  }
-
-  private counter(file: string, key: string): number {
-    const line = this.read(file)
-      ?.split('\n')
-      .find((l) => l.startsWith(`${key} `));
-    return line ? Number(line.slice(key.length + 1)) || 0 : 0;
   }
 
   /** Kill every member and wait (up to `ms`) until the kernel has reaped them; true once empty. */
@@ -214,7 +169,6 @@ export class RunCgroup {
   /** As removeNow, off the event loop: rmdir of a cgroup can take a while in the kernel. */
   private async removeAsync(): Promise<void> {
     if (this.removed) return;
-    this.closeFiles();
     const results = await Promise.allSettled(this.dirs.map((dir) => rmdir(dir)));
     const failure = results.find(
       (r): r is PromiseRejectedResult =>
@@ -226,7 +180,6 @@ export class RunCgroup {
 
   removeNow(): void {
     if (this.removed) return;
-    this.closeFiles();
     let failure: unknown;
     for (const dir of this.dirs) {
       try {
@@ -297,8 +250,16 @@ export function createRunCgroup(layout: CgroupLayout, limits: CgroupLimits): Run
   }
 }
 
-/** Where RunCgroup.read puts a file's content (grown for a long member list). */
-let readBuffer = Buffer.alloc(4096);
+function counter(file: string, key: string): number {
+  try {
+    const line = readFileSync(file, 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith(`${key} `));
+    return line ? Number(line.slice(key.length + 1)) || 0 : 0;
+  } catch {
+    return 0;
+  }
+}
 
 function writeIgnoringErrors(file: string, value: string): void {
   try {
