@@ -1,6 +1,15 @@
 // Small helpers shared by every module: ids, paths, directory checks, stderr logging, quiet clean-up.
 // Nothing here knows about MCP, sandboxes or configuration.
 
+export {
+  at,
+  type DirWalk,
+  fchownQuietly,
+  openDirAt,
+  openDirBeneath,
+  openRoot,
+  segmentsOf,
+} from './beneath.js';
 export { holdsOnly } from './dirs.js';
 export { type IdPrefix, newId } from './ids.js';
 export { type LogLevel, log, setLogLevel } from './log.js';

@@ -2,12 +2,13 @@
 // session's workspace or execute_command's persistent workspace. Writing a file is not running
 // code, but it changes what code will see, so write_file exists only when CODEXEC_ENABLED is on;
 // read_file is read-only and always there.
-import { constants, mkdirSync, realpathSync } from 'node:fs';
-import { chown, lstat, mkdir, open, realpath } from 'node:fs/promises';
-import { dirname, isAbsolute, join, sep } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { closeSync, constants, fstatSync, mkdirSync, realpathSync } from 'node:fs';
+import { type FileHandle, lstat, open, rename, unlink } from 'node:fs/promises';
 import type { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { CodexecError, ForbiddenPathError, InvalidInputError } from '../../errors/index.js';
+import { at, openDirBeneath, openRoot, segmentsOf } from '../../util/index.js';
 import { defineTool } from '../define-tool.js';
 import type { Services } from '../services.js';
 
@@ -78,8 +79,7 @@ export function registerFileTools(server: McpServer, services: Services): void {
           throw new FileTooLargeError(
             `content is ${data.length} bytes; the limit is ${limit} (CODEXEC_MAX_FILE_TRANSFER_BYTES)`,
           );
-        const file = await confinedForWrite(root, args.path);
-        await writeConfined(root, file, data);
+        await writeConfined(root, args.path, data);
         return { success: true, path: args.path, bytes: data.length, working_dir: root };
       },
     });
@@ -134,117 +134,72 @@ function decodeBase64(content: string): Buffer {
   return Buffer.from(compact, 'base64');
 }
 
-/** Relative, no "..", no NUL: the lexical half of confinement (the real-path half follows). */
-function segmentsOf(path: string): string[] {
-  if (path.includes('\0') || isAbsolute(path))
-    throw new ForbiddenPathError(`${JSON.stringify(path)}: the path must be relative to the workspace`);
-  const segments = path.split(/[/\\]+/).filter((segment) => segment !== '' && segment !== '.');
-  if (segments.includes('..'))
-    throw new ForbiddenPathError(`${JSON.stringify(path)}: ".." may not appear in the path`);
-  if (segments.length === 0) throw new ForbiddenPathError(`${JSON.stringify(path)}: names no file`);
-  return segments;
-}
-
-function inside(root: string, real: string): boolean {
-  return real === root || real.startsWith(root.endsWith(sep) ? root : root + sep);
-}
-
-async function realInside(root: string, path: string, shown: string): Promise<string> {
-  const real = await realpath(path);
-  if (!inside(root, real))
-    throw new ForbiddenPathError(`${JSON.stringify(shown)} leads outside the workspace (through a symlink)`);
-  return real;
-}
-
 /**
- * The real path a write lands on. Parent directories are walked one at a time (created when
- * missing), each resolved and checked, so a symlinked directory never makes mkdir act outside.
+ * Writes `data` at `path` beneath `root` (util/beneath: no symlink followed, nothing outside the
+ * workspace reached, whatever code does beside it). Missing parents are created; the bytes go to
+ * a new file that is then renamed over the name, so an existing file is replaced, never written
+ * through (a hard link or a file swapped in keeps its bytes). Everything made goes to the
+ * workspace's owner: the sandbox uid of the session or run that has it lent, or the user whose
+ * directory it is (a root-owned one stays root's until lent).
  */
-async function confinedForWrite(root: string, path: string): Promise<string> {
+export async function writeConfined(root: string, path: string, data: Buffer): Promise<void> {
   const segments = segmentsOf(path);
-  let dir = root;
-  for (const segment of segments.slice(0, -1)) {
-    const next = join(dir, segment);
-    const stat = await lstat(next).catch(() => undefined);
-    if (!stat) {
-      await mkdir(next, { mode: 0o755 });
-      await lendToOwner(root, next);
-      dir = next;
-      continue;
-    }
-    const real = await realInside(root, next, path);
-    const resolved = stat.isSymbolicLink() ? await lstat(real) : stat;
-    if (!resolved.isDirectory())
-      throw new ForbiddenPathError(`${JSON.stringify(path)}: ${segment} is not a directory`);
-    dir = real;
-  }
-  const file = join(dir, segments[segments.length - 1] as string);
-  const stat = await lstat(file).catch(() => undefined);
-  if (!stat) return file;
-  const real = stat.isSymbolicLink()
-    ? await realInside(root, file, path).catch(symlinkTarget(file, root, path))
-    : file;
-  const resolved = await lstat(real).catch(() => undefined);
-  if (resolved && !resolved.isFile())
-    throw new ForbiddenPathError(`${JSON.stringify(path)} is not a regular file`);
-  return real;
-}
-
-/** A dangling symlink: where it would create a file, still checked against the workspace. */
-function symlinkTarget(file: string, root: string, shown: string) {
-  return async (): Promise<string> => {
-    throw new ForbiddenPathError(`${JSON.stringify(shown)} is a symlink to nothing (${file} under ${root})`);
-  };
-}
-
-async function writeConfined(root: string, file: string, data: Buffer): Promise<void> {
-  // O_NOFOLLOW: a symlink swapped in after the checks is refused (ELOOP) rather than followed.
-  const handle = await open(
-    file,
-    constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW,
-    0o644,
-  ).catch((error: NodeJS.ErrnoException) => {
-    throw error.code === 'ELOOP' ? new ForbiddenPathError(`${file} turned into a symlink`) : error;
-  });
+  const name = segments[segments.length - 1] as string;
+  const rootFd = openRoot(root);
+  let dirFd: number | undefined;
   try {
-    if (!(await handle.stat()).isFile()) throw new ForbiddenPathError(`${file} is not a regular file`);
-    await handle.writeFile(data);
+    const owner = ownerOf(rootFd);
+    dirFd = openDirBeneath(rootFd, segments.slice(0, -1), { create: true, owner, shown: path });
+    // Only a regular file is replaced: a link, a FIFO or a directory there is refused, as before.
+    const existing = await lstat(at(dirFd, name)).catch(() => undefined);
+    if (existing && !existing.isFile())
+      throw new ForbiddenPathError(`${JSON.stringify(path)} exists and is not a regular file`);
+    const temp = `.codexec-write-${randomBytes(8).toString('hex')}`;
+    const handle = await open(
+      at(dirFd, temp),
+      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+      0o644,
+    );
+    try {
+      await handle.writeFile(data);
+      if (owner) await handle.chown(owner.uid, owner.gid).catch(() => {});
+    } finally {
+      await handle.close();
+    }
+    await rename(at(dirFd, temp), at(dirFd, name)).catch(async (error: NodeJS.ErrnoException) => {
+      await unlink(at(dirFd as number, temp)).catch(() => {});
+      if (error.code === 'EISDIR' || error.code === 'ENOTEMPTY' || error.code === 'EEXIST')
+        throw new ForbiddenPathError(`${JSON.stringify(path)} is a directory`);
+      throw error;
+    });
   } finally {
-    await handle.close();
+    if (dirFd !== undefined) closeSync(dirFd);
+    closeSync(rootFd);
   }
-  await lendToOwner(root, file);
+}
+
+/** Who new entries go to: the workspace's owner when it is not root (and the server is). */
+function ownerOf(rootFd: number): { uid: number; gid: number } | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  const stat = fstatSync(rootFd);
+  return stat.uid !== 0 ? { uid: stat.uid, gid: stat.gid } : undefined;
 }
 
 /**
- * Root writes the file; code in the workspace runs as the workspace's owner (a user's dir) or
- * gets root-owned files lent for the run (ownership.ts). Give new entries to the workspace owner
- * so both cases can read and modify them.
+ * Reads a regular file beneath the workspace (util/beneath: no symlink followed), at most
+ * `limit` bytes (larger: refused). Shared by read_file and resources/read.
  */
-async function lendToOwner(root: string, path: string): Promise<void> {
-  if (process.getuid?.() !== 0) return;
-  const owner = await lstat(root);
-  if (owner.uid !== 0) await chown(path, owner.uid, owner.gid).catch(() => {});
-}
-
-/** Reads a regular file inside the workspace, at most `limit` bytes (larger: refused). */
 export async function readConfined(root: string, path: string, limit: number): Promise<Buffer> {
-  segmentsOf(path);
-  const real = await realInside(root, join(root, path), path).catch(async (error: NodeJS.ErrnoException) => {
-    if (error.code !== 'ENOENT') throw error;
-    if ((await lstat(join(root, path)).catch(() => undefined))?.isSymbolicLink())
-      throw new ForbiddenPathError(`${JSON.stringify(path)} is a symlink to nothing`);
-    // Missing: say so only if the part that exists stays inside (else it is an escape, not a miss).
-    await realInside(root, await deepestExisting(join(root, path)), path);
-    throw new FileNotFoundError(`${JSON.stringify(path)}: no such file in the workspace`);
-  });
-  const handle = await open(real, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(
-    (error: NodeJS.ErrnoException) => {
-      throw error.code === 'ELOOP'
-        ? new ForbiddenPathError(`${JSON.stringify(path)} turned into a symlink`)
-        : error;
-    },
-  );
+  const segments = segmentsOf(path);
+  const rootFd = openRoot(root);
+  let dirFd: number | undefined;
+  let handle: FileHandle | undefined;
   try {
+    dirFd = openDirBeneath(rootFd, segments.slice(0, -1), { shown: path });
+    handle = await open(
+      at(dirFd, segments[segments.length - 1] as string),
+      constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK,
+    );
     const stat = await handle.stat();
     if (!stat.isFile()) throw new ForbiddenPathError(`${JSON.stringify(path)} is not a regular file`);
     if (stat.size > limit)
@@ -252,14 +207,15 @@ export async function readConfined(root: string, path: string, limit: number): P
         `${path} is ${stat.size} bytes; the limit is ${limit} (CODEXEC_MAX_FILE_TRANSFER_BYTES)`,
       );
     return await handle.readFile();
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT')
+      throw new FileNotFoundError(`${JSON.stringify(path)}: no such file in the workspace`);
+    if (code === 'ELOOP') throw new ForbiddenPathError(`${JSON.stringify(path)} is a symlink`);
+    throw error;
   } finally {
-    await handle.close();
+    await handle?.close();
+    if (dirFd !== undefined) closeSync(dirFd);
+    closeSync(rootFd);
   }
-}
-
-async function deepestExisting(path: string): Promise<string> {
-  let current = dirname(path);
-  while ((await lstat(current).catch(() => undefined)) === undefined && current !== dirname(current))
-    current = dirname(current);
-  return current;
 }
