@@ -1,5 +1,5 @@
-import { lstat, readdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { closeSync } from 'node:fs';
+import { openRoot, walkBeneath } from '../util/index.js';
 import { isGenerated } from './generated.js';
 
 /** Relative path (posix separators) → size and mtime, for files only. */
@@ -20,40 +20,37 @@ export interface SnapshotOptions {
 }
 
 /**
- * Walk `root` breadth-first in sorted order, bounded, not following symlinks; generated files
- * and caches (isGenerated) are neither listed nor walked.
+ * Walk `root` breadth-first in sorted order, bounded, beneath it by directory fds (a directory
+ * swapped for a symlink mid-walk is skipped, never followed: util/beneath); generated files and
+ * caches (isGenerated) are neither listed nor walked.
  */
 export async function snapshotDir(root: string, options: SnapshotOptions = {}): Promise<Snapshot> {
   const { maxEntries = 10_000, maxDepth = 12, exclude } = options;
   const snapshot: Snapshot = new Map();
-  let seen = 0;
-  let level: string[] = [''];
-  for (let depth = 0; depth <= maxDepth && level.length > 0; depth++) {
-    const next: string[] = [];
-    for (const rel of level) {
-      let names: string[];
-      try {
-        names = (await readdir(join(root, rel))).sort();
-      } catch {
-        continue; // unreadable or vanished directory: nothing to report inside it
-      }
-      for (const name of names) {
-        if ((depth === 0 && exclude?.has(name)) || isGenerated(name)) continue;
-        if (++seen > maxEntries) return snapshot;
-        const path = rel === '' ? name : `${rel}/${name}`;
-        try {
-          const stat = await lstat(join(root, path));
-          if (stat.isDirectory()) next.push(path);
-          else snapshot.set(path, { size: stat.size, mtimeMs: stat.mtimeMs });
-        } catch {
-          // vanished between readdir and lstat
-        }
-      }
+  let rootFd: number;
+  try {
+    rootFd = openRoot(root);
+  } catch {
+    return snapshot; // unreadable or vanished: nothing to report
+  }
+  try {
+    const walk = walkBeneath(rootFd, { maxEntries, maxDepth });
+    let count = 0;
+    for (let step = walk.next(false); !step.done; ) {
+      const { name, rel, stat, depth } = step.value;
+      const skip = (depth === 0 && exclude?.has(name)) || isGenerated(name);
+      if (!skip && !stat.isDirectory()) snapshot.set(rel, { size: stat.size, mtimeMs: stat.mtimeMs });
+      if (++count % YIELD_EVERY === 0) await new Promise((resolve) => setImmediate(resolve));
+      step = walk.next(!skip);
     }
-    level = next;
+  } finally {
+    closeSync(rootFd);
   }
   return snapshot;
 }
+
+/** Entries listed between two turns of the event loop. */
+const YIELD_EVERY = 512;
 
 export function diffSnapshots(before: Snapshot, after: Snapshot): ArtifactDiff {
   const created: string[] = [];

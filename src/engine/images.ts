@@ -1,10 +1,11 @@
 // Pictures a run made, for results to carry as MCP image content: Python figures (saved by the
 // matplotlib backend drivers/mpl/codexec_figures.py into a hidden folder of the workspace) first,
 // then image files among the artifacts. Bounded in size and count; what is left out is named.
-import { constants, existsSync } from 'node:fs';
-import { open, readdir, realpath, rm } from 'node:fs/promises';
-import { dirname, join, sep } from 'node:path';
+import { constants, lstatSync } from 'node:fs';
+import { type FileHandle, readdir } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { openBeneath, unlinkBeneath } from '../util/index.js';
 
 /** The workspace folder figures are saved in; left out of artifact lists (generated.ts). */
 export const FIGURES_DIR = '.codexec-figures';
@@ -89,21 +90,17 @@ export async function collectImages(input: CollectInput): Promise<CollectedImage
     images.push(entry);
   };
   for (const figure of await figureFiles(input.workspace)) {
-    const read = await readImage(figure, input.maxBytes);
-    await rm(figure, { force: true }).catch(() => {});
+    const read = await readImage(input.workspace as string, figure, input.maxBytes);
+    await unlinkBeneath(input.workspace as string, figure).catch(() => {});
     if (read === 'too_large') skipped.push({ reason: 'too_large' });
     else if (read && images.length >= MAX_IMAGES) skipped.push({ reason: 'too_many' });
     else if (read) take(read.mime, read.data);
   }
   const candidates = input.artifacts.filter((path) => EXTENSIONS[extension(path)] !== undefined);
   if (candidates.length === 0) return finish(images, skipped);
-  const root = await realpath(input.workingDir).catch(() => undefined);
-  if (root === undefined) return finish(images, skipped);
   for (const path of candidates) {
-    // Only a regular file inside the working dir: a link the code made must not read the host.
-    const real = await realpath(join(input.workingDir, path)).catch(() => undefined);
-    if (real === undefined || !real.startsWith(root + sep)) continue;
-    const read = await readImage(real, input.maxBytes);
+    // Only a regular file beneath the working dir: a link the code made must not read the host.
+    const read = await readImage(input.workingDir, path, input.maxBytes);
     if (read === undefined || read === 'too_large') {
       if (read === 'too_large') skipped.push({ path, reason: 'too_large' });
       continue;
@@ -124,27 +121,28 @@ function extension(path: string): string {
   return dot < 0 ? '' : path.slice(dot + 1).toLowerCase();
 }
 
-/** The figure files, oldest first (numbered by the backend). */
+/** The figure files, relative to the workspace, oldest first (numbered by the backend). */
 async function figureFiles(workspace: string | undefined): Promise<string[]> {
   if (workspace === undefined) return [];
-  const folder = join(workspace, FIGURES_DIR);
-  // A stat on this thread (µs) spares every run without matplotlib the thread pool's round trip.
-  if (!existsSync(folder)) return [];
-  const names = await readdir(folder).catch(() => [] as string[]);
+  // A stat on this thread (µs) spares every run without matplotlib the thread pool's round trip;
+  // a link in its place lists nothing (and the reads below never follow one).
+  if (!lstatSync(join(workspace, FIGURES_DIR), { throwIfNoEntry: false })?.isDirectory()) return [];
+  const names = await readdir(join(workspace, FIGURES_DIR)).catch(() => [] as string[]);
   return names
     .filter((name) => /^figure-\d+\.png$/.test(name))
     .sort((a, b) => Number(a.slice(7, -4)) - Number(b.slice(7, -4)))
-    .map((name) => join(folder, name));
+    .map((name) => `${FIGURES_DIR}/${name}`);
 }
 
-/** The bytes and sniffed type of a regular file (never through a link), or why not. */
+/** The bytes and sniffed type of a regular file beneath `root` (never through a link), or why not. */
 async function readImage(
+  root: string,
   path: string,
   maxBytes: number,
 ): Promise<{ mime: string; data: Buffer } | 'too_large' | undefined> {
-  let handle: Awaited<ReturnType<typeof open>> | undefined;
+  let handle: FileHandle | undefined;
   try {
-    handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    handle = await openBeneath(root, path, constants.O_RDONLY | constants.O_NONBLOCK);
     const stats = await handle.stat();
     if (!stats.isFile()) return undefined;
     const head = Buffer.alloc(12);

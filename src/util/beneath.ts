@@ -4,7 +4,17 @@
 // lookup. It starts at the very directory the fd holds (a rename of any path above it changes
 // nothing) and looks up one name; O_NOFOLLOW refuses a symlink there, O_DIRECTORY anything but a
 // directory. One name at a time, never "..": RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS by hand.
-import { closeSync, constants, fchownSync, mkdirSync, openSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  fchownSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  type Stats,
+} from 'node:fs';
+import { type FileHandle, open, unlink } from 'node:fs/promises';
 import { ForbiddenPathError } from '../errors/index.js';
 
 const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
@@ -28,13 +38,47 @@ export function segmentsOf(path: string): string[] {
   return segments;
 }
 
+/**
+ * Runs `act` with the directory that holds the last name of `path` beneath `root`, opened one
+ * name at a time (a symlink or non-directory on the way is FORBIDDEN_PATH), and that last name.
+ */
+export async function inParentBeneath<T>(
+  root: string,
+  path: string,
+  act: (dirFd: number, name: string) => Promise<T>,
+  walk: Omit<DirWalk, 'shown'> = {},
+): Promise<T> {
+  const segments = segmentsOf(path);
+  const rootFd = openRoot(root);
+  let dirFd: number | undefined;
+  try {
+    dirFd = openDirBeneath(rootFd, segments.slice(0, -1), { ...walk, shown: path });
+    return await act(dirFd, segments[segments.length - 1] as string);
+  } finally {
+    if (dirFd !== undefined) closeSync(dirFd);
+    closeSync(rootFd);
+  }
+}
+
+/** Opens the file `path` names beneath `root` (O_NOFOLLOW added: a symlink there is ELOOP). */
+export function openBeneath(root: string, path: string, flags: number, mode?: number): Promise<FileHandle> {
+  return inParentBeneath(root, path, (dirFd, name) =>
+    open(at(dirFd, name), flags | constants.O_NOFOLLOW, mode),
+  );
+}
+
+/** Removes the file `path` names beneath `root` (a link there goes, never what it points to). */
+export function unlinkBeneath(root: string, path: string): Promise<void> {
+  return inParentBeneath(root, path, (dirFd, name) => unlink(at(dirFd, name)));
+}
+
 /** Opens the workspace root itself (a real directory, not a link to one). Close it with closeSync. */
 export function openRoot(root: string): number {
   return openSync(root, DIR_FLAGS);
 }
 
 /** Opens directory `name` inside `dirFd`; a symlink or non-directory there throws (ELOOP/ENOTDIR). */
-export function openDirAt(dirFd: number, name: string): number {
+function openDirAt(dirFd: number, name: string): number {
   return openSync(at(dirFd, name), DIR_FLAGS);
 }
 
@@ -93,10 +137,72 @@ function mkdirAt(fd: number, segment: string): void {
   }
 }
 
-export function fchownQuietly(fd: number, owner: { readonly uid: number; readonly gid: number }): void {
+function fchownQuietly(fd: number, owner: { readonly uid: number; readonly gid: number }): void {
   try {
     fchownSync(fd, owner.uid, owner.gid);
   } catch {
     // not root, or a filesystem without owners: the server's own uid keeps it, as any write would
+  }
+}
+
+export interface WalkEntry {
+  /** The directory the entry is in; valid until the walk goes on. */
+  readonly dirFd: number;
+  readonly name: string;
+  /** Relative to the root, "/"-separated. */
+  readonly rel: string;
+  readonly stat: Stats;
+  readonly depth: number;
+}
+
+export interface WalkOptions {
+  /** Entries yielded at most (then the walk ends). */
+  readonly maxEntries: number;
+  /** Directories deeper than this are not entered (the root's children are depth 0). */
+  readonly maxDepth: number;
+}
+
+/**
+ * Breadth-first, names sorted, beneath `rootFd`: each directory is opened from the root one name
+ * at a time (openDirBeneath), so a directory swapped for a symlink mid-walk is skipped, never
+ * followed. The consumer answers each directory entry with `true` to walk into it. Synchronous
+ * calls (µs each, where the thread pool costs ~0.3 ms a call); an async consumer may await
+ * between entries to let the event loop breathe.
+ */
+export function* walkBeneath(rootFd: number, options: WalkOptions): Generator<WalkEntry, void, boolean> {
+  let seen = 0;
+  let level: string[] = [''];
+  for (let depth = 0; level.length > 0 && depth <= options.maxDepth; depth++) {
+    const next: string[] = [];
+    for (const rel of level) {
+      let fd: number;
+      try {
+        fd = openDirBeneath(rootFd, rel === '' ? [] : rel.split('/'), { shown: rel });
+      } catch {
+        continue; // swapped, removed or unreadable since it was listed
+      }
+      try {
+        const names = safeReaddir(fd).sort();
+        for (const name of names) {
+          if (++seen > options.maxEntries) return;
+          const stat = lstatSync(at(fd, name), { throwIfNoEntry: false });
+          if (!stat) continue;
+          const path = rel === '' ? name : `${rel}/${name}`;
+          const enter = yield { dirFd: fd, name, rel: path, stat, depth };
+          if (enter && stat.isDirectory()) next.push(path);
+        }
+      } finally {
+        closeSync(fd);
+      }
+    }
+    level = next;
+  }
+}
+
+function safeReaddir(fd: number): string[] {
+  try {
+    return readdirSync(at(fd));
+  } catch {
+    return [];
   }
 }

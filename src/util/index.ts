@@ -4,11 +4,15 @@
 export {
   at,
   type DirWalk,
-  fchownQuietly,
-  openDirAt,
+  inParentBeneath,
+  openBeneath,
   openDirBeneath,
   openRoot,
   segmentsOf,
+  unlinkBeneath,
+  type WalkEntry,
+  type WalkOptions,
+  walkBeneath,
 } from './beneath.js';
 export { holdsOnly } from './dirs.js';
 export { type IdPrefix, newId } from './ids.js';

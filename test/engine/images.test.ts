@@ -31,7 +31,8 @@ describe('collectImages', () => {
       writeFileSync(join(dir, 'a.png'), PNG);
       writeFileSync(join(dir, 'big.gif'), Buffer.concat([Buffer.from('GIF89a'), Buffer.alloc(100)]));
       writeFileSync(join(dir, 'jpeg.png'), Buffer.from([0xff, 0xd8, 0xff, 0xe0])); // bytes and name differ
-      symlinkSync(join(dir, 'a.png'), join(dir, 'inside.png')); // a link within the dir is fine
+      // No link is followed, not even one within the dir (DESIGN §9: resolved beneath, no symlinks).
+      symlinkSync(join(dir, 'a.png'), join(dir, 'inside.png'));
       const got = await collectImages({
         workspace: dir,
         workingDir: dir,
@@ -42,9 +43,8 @@ describe('collectImages', () => {
         { mime_type: 'image/png' },
         { mime_type: 'image/png' },
         { mime_type: 'image/png', path: 'a.png' },
-        { mime_type: 'image/png', path: 'inside.png' },
       ]);
-      expect(got.images.map((image) => image.data?.subarray(12).toString())).toEqual(['nine', 'ten', '', '']);
+      expect(got.images.map((image) => image.data?.subarray(12).toString())).toEqual(['nine', 'ten', '']);
       expect(JSON.stringify(got.images)).not.toContain('data');
       expect(got.images_skipped).toEqual([{ path: 'big.gif', reason: 'too_large' }]);
       const again = await collectImages({ workspace: dir, workingDir: dir, artifacts: [], maxBytes: 50 });

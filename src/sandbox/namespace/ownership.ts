@@ -6,10 +6,8 @@
 // (65534). Writable directories owned by root (the engine's per-run workspace, a root-owned
 // working_dir) are lent to that uid for the run and given back afterwards, with every file the
 // run created or changed.
-import { lchownSync, lstatSync, readdirSync, statSync } from 'node:fs';
-import { lchown, lstat, readdir } from 'node:fs/promises';
-import { join } from 'node:path';
-import { holdsOnly, quietly } from '../../util/index.js';
+import { closeSync, fchownSync, fstatSync, lchownSync, statSync } from 'node:fs';
+import { at, holdsOnly, openRoot, quietly, walkBeneath } from '../../util/index.js';
 
 export interface Identity {
   readonly uid: number;
@@ -28,19 +26,26 @@ export function identityFor(cwd: string, fallback: Identity = NOBODY): Identity 
   return { uid: owner.uid, gid: owner.gid !== 0 ? owner.gid : fallback.gid };
 }
 
-interface Loan {
-  readonly path: string;
+interface Owner {
   readonly uid: number;
   readonly gid: number;
 }
 
+interface Root extends Owner {
+  readonly path: string;
+  /** Entries lent, by path relative to the root ('' for the root), with their owner before. */
+  readonly loans: Map<string, Owner>;
+}
+
 /**
  * Root-owned entries of the writable trees, chowned to the run's uid; `giveBack()` restores them
- * and gives files the run created to the owner of the directory they were created in.
+ * and gives files the run created to the owner of the tree. Both walk from the tree's root by
+ * directory fds (util/beneath), never by path: code of another run in the same tree (a shared
+ * working_dir, execute_command's workspace) that swaps a directory for a symlink mid-walk makes
+ * the walk skip it, never chown the host's files.
  */
 export class Lease {
-  private loans: Loan[] = [];
-  private roots: Loan[] = [];
+  private roots: Root[] = [];
 
   constructor(
     private readonly identity: Identity,
@@ -49,83 +54,81 @@ export class Lease {
 
   /** Synchronous: runs at spawn time, before the sandbox starts. */
   lend(paths: readonly string[]): void {
-    let seen = 0;
-    for (const root of paths) {
-      const stat = lstatSync(root, { throwIfNoEntry: false });
-      if (!stat?.isDirectory()) continue; // bwrap reports a missing bind source itself
-      this.roots.push({ path: root, uid: stat.uid, gid: stat.gid });
-      let level = [root];
-      this.lendOne(root, stat.uid, stat.gid);
-      while (level.length > 0 && seen < this.maxEntries) {
-        const next: string[] = [];
-        for (const dir of level) {
-          for (const name of safeReaddirSync(dir)) {
-            if (++seen > this.maxEntries) break;
-            const path = join(dir, name);
-            const entry = lstatSync(path, { throwIfNoEntry: false });
-            if (!entry) continue;
-            // A second hard link may live outside the tree (even /etc): never hand that inode over.
-            if (!entry.isDirectory() && entry.nlink > 1) continue;
-            this.lendOne(path, entry.uid, entry.gid);
-            if (entry.isDirectory()) next.push(path);
-          }
+    for (const path of paths) {
+      const rootFd = openRootQuietly(path);
+      if (rootFd === undefined) continue; // bwrap reports a missing bind source itself
+      try {
+        const stat = fstatSync(rootFd);
+        const root: Root = { path, uid: stat.uid, gid: stat.gid, loans: new Map() };
+        this.roots.push(root);
+        if (this.lendable(stat.uid)) {
+          fchownSync(rootFd, this.identity.uid, this.identity.gid);
+          root.loans.set('', { uid: stat.uid, gid: stat.gid });
         }
-        level = next;
+        const walk = walkBeneath(rootFd, { maxEntries: this.maxEntries, maxDepth: MAX_DEPTH });
+        for (let step = walk.next(false); !step.done; ) {
+          const { dirFd, name, rel, stat: entry } = step.value;
+          // A second hard link may live outside the tree (even /etc): never hand that inode over.
+          const single = entry.isDirectory() || entry.nlink === 1;
+          if (single && this.lendable(entry.uid)) {
+            lchownSync(at(dirFd, name), this.identity.uid, this.identity.gid);
+            root.loans.set(rel, { uid: entry.uid, gid: entry.gid });
+          }
+          step = walk.next(entry.isDirectory());
+        }
+      } finally {
+        closeSync(rootFd);
       }
     }
   }
 
-  private lendOne(path: string, uid: number, gid: number): void {
-    if (uid !== 0 || uid === this.identity.uid) return;
-    lchownSync(path, this.identity.uid, this.identity.gid);
-    this.loans.push({ path, uid, gid });
+  private lendable(uid: number): boolean {
+    return uid === 0 && uid !== this.identity.uid;
   }
 
   /** Call only once no process of the run is left. Never follows symlinks. */
   async giveBack(): Promise<void> {
-    const loans = this.loans;
     const roots = this.roots;
-    this.loans = [];
     this.roots = [];
-    const lent = new Set(loans.map((loan) => loan.path));
-    for (const root of roots) if (!holdsOnly(root.path, NOTHING)) await this.giveNewFiles(root, lent);
-    // A few calls (a run's fresh workspace: one) on this thread; a big tree through the pool.
-    if (loans.length <= SYNC_LOANS)
-      for (const loan of loans) quietly(() => lchownSync(loan.path, loan.uid, loan.gid));
-    else for (const loan of loans) await lchown(loan.path, loan.uid, loan.gid).catch(() => {});
+    for (const root of roots) {
+      const rootFd = openRootQuietly(root.path);
+      if (rootFd === undefined) continue;
+      try {
+        // A run that left nothing (a fresh workspace's usual case): no walk, µs.
+        if (!holdsOnly(at(rootFd), NOTHING)) await this.giveTree(rootFd, root);
+        const own = root.loans.get('');
+        if (own) quietly(() => fchownSync(rootFd, own.uid, own.gid));
+      } finally {
+        closeSync(rootFd);
+      }
+    }
   }
 
-  private async giveNewFiles(root: Loan, lent: ReadonlySet<string>): Promise<void> {
-    let seen = 0;
-    let level = [root.path];
-    while (level.length > 0 && seen < this.maxEntries) {
-      const next: string[] = [];
-      for (const dir of level) {
-        const names = await readdir(dir).catch(() => [] as string[]);
-        for (const name of names) {
-          if (++seen > this.maxEntries) break;
-          const path = join(dir, name);
-          const stat = await lstat(path).catch(() => undefined);
-          if (!stat) continue;
-          if (stat.uid === this.identity.uid && !lent.has(path)) {
-            await lchown(path, root.uid, root.gid).catch(() => {});
-          }
-          if (stat.isDirectory()) next.push(path);
-        }
+  private async giveTree(rootFd: number, root: Root): Promise<void> {
+    const walk = walkBeneath(rootFd, { maxEntries: this.maxEntries, maxDepth: MAX_DEPTH });
+    let count = 0;
+    for (let step = walk.next(false); !step.done; ) {
+      const { dirFd, name, rel, stat } = step.value;
+      if (stat.uid === this.identity.uid) {
+        const owner = root.loans.get(rel) ?? root;
+        quietly(() => lchownSync(at(dirFd, name), owner.uid, owner.gid));
       }
-      level = next;
+      // A big tree: let the event loop run between batches.
+      if (++count % YIELD_EVERY === 0) await new Promise((resolve) => setImmediate(resolve));
+      step = walk.next(stat.isDirectory());
     }
   }
 }
 
-/** Loans given back with synchronous calls (µs each, where the thread pool costs ~0.3 ms a call). */
-const SYNC_LOANS = 16;
+/** Levels walked: each directory is reopened from the root, one name at a time. */
+const MAX_DEPTH = 64;
+const YIELD_EVERY = 512;
 const NOTHING: ReadonlySet<string> = new Set();
 
-function safeReaddirSync(dir: string): string[] {
+function openRootQuietly(path: string): number | undefined {
   try {
-    return readdirSync(dir);
+    return openRoot(path);
   } catch {
-    return [];
+    return undefined;
   }
 }

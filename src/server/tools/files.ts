@@ -3,12 +3,12 @@
 // code, but it changes what code will see, so write_file exists only when CODEXEC_ENABLED is on;
 // read_file is read-only and always there.
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants, fstatSync, mkdirSync, realpathSync } from 'node:fs';
+import { constants, mkdirSync, realpathSync, statSync } from 'node:fs';
 import { type FileHandle, lstat, open, rename, unlink } from 'node:fs/promises';
 import type { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { CodexecError, ForbiddenPathError, InvalidInputError } from '../../errors/index.js';
-import { at, openDirBeneath, openRoot, segmentsOf } from '../../util/index.js';
+import { at, inParentBeneath, openBeneath } from '../../util/index.js';
 import { defineTool } from '../define-tool.js';
 import type { Services } from '../services.js';
 
@@ -142,46 +142,43 @@ function decodeBase64(content: string): Buffer {
  * workspace's owner: the sandbox uid of the session or run that has it lent, or the user whose
  * directory it is (a root-owned one stays root's until lent).
  */
-export async function writeConfined(root: string, path: string, data: Buffer): Promise<void> {
-  const segments = segmentsOf(path);
-  const name = segments[segments.length - 1] as string;
-  const rootFd = openRoot(root);
-  let dirFd: number | undefined;
-  try {
-    const owner = ownerOf(rootFd);
-    dirFd = openDirBeneath(rootFd, segments.slice(0, -1), { create: true, owner, shown: path });
-    // Only a regular file is replaced: a link, a FIFO or a directory there is refused, as before.
-    const existing = await lstat(at(dirFd, name)).catch(() => undefined);
-    if (existing && !existing.isFile())
-      throw new ForbiddenPathError(`${JSON.stringify(path)} exists and is not a regular file`);
-    const temp = `.codexec-write-${randomBytes(8).toString('hex')}`;
-    const handle = await open(
-      at(dirFd, temp),
-      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
-      0o644,
-    );
-    try {
-      await handle.writeFile(data);
-      if (owner) await handle.chown(owner.uid, owner.gid).catch(() => {});
-    } finally {
-      await handle.close();
-    }
-    await rename(at(dirFd, temp), at(dirFd, name)).catch(async (error: NodeJS.ErrnoException) => {
-      await unlink(at(dirFd as number, temp)).catch(() => {});
-      if (error.code === 'EISDIR' || error.code === 'ENOTEMPTY' || error.code === 'EEXIST')
-        throw new ForbiddenPathError(`${JSON.stringify(path)} is a directory`);
-      throw error;
-    });
-  } finally {
-    if (dirFd !== undefined) closeSync(dirFd);
-    closeSync(rootFd);
-  }
+export function writeConfined(root: string, path: string, data: Buffer): Promise<void> {
+  const owner = ownerOf(root);
+  return inParentBeneath(
+    root,
+    path,
+    async (dirFd, name) => {
+      // Only a regular file is replaced: a link, a FIFO or a directory there is refused, as before.
+      const existing = await lstat(at(dirFd, name)).catch(() => undefined);
+      if (existing && !existing.isFile())
+        throw new ForbiddenPathError(`${JSON.stringify(path)} exists and is not a regular file`);
+      const temp = `.codexec-write-${randomBytes(8).toString('hex')}`;
+      const handle = await open(
+        at(dirFd, temp),
+        constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+        0o644,
+      );
+      try {
+        await handle.writeFile(data);
+        if (owner) await handle.chown(owner.uid, owner.gid).catch(() => {});
+      } finally {
+        await handle.close();
+      }
+      await rename(at(dirFd, temp), at(dirFd, name)).catch(async (error: NodeJS.ErrnoException) => {
+        await unlink(at(dirFd, temp)).catch(() => {});
+        if (error.code === 'EISDIR' || error.code === 'ENOTEMPTY' || error.code === 'EEXIST')
+          throw new ForbiddenPathError(`${JSON.stringify(path)} is a directory`);
+        throw error;
+      });
+    },
+    { create: true, owner },
+  );
 }
 
 /** Who new entries go to: the workspace's owner when it is not root (and the server is). */
-function ownerOf(rootFd: number): { uid: number; gid: number } | undefined {
+function ownerOf(root: string): { uid: number; gid: number } | undefined {
   if (process.getuid?.() !== 0) return undefined;
-  const stat = fstatSync(rootFd);
+  const stat = statSync(root);
   return stat.uid !== 0 ? { uid: stat.uid, gid: stat.gid } : undefined;
 }
 
@@ -190,16 +187,9 @@ function ownerOf(rootFd: number): { uid: number; gid: number } | undefined {
  * `limit` bytes (larger: refused). Shared by read_file and resources/read.
  */
 export async function readConfined(root: string, path: string, limit: number): Promise<Buffer> {
-  const segments = segmentsOf(path);
-  const rootFd = openRoot(root);
-  let dirFd: number | undefined;
   let handle: FileHandle | undefined;
   try {
-    dirFd = openDirBeneath(rootFd, segments.slice(0, -1), { shown: path });
-    handle = await open(
-      at(dirFd, segments[segments.length - 1] as string),
-      constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK,
-    );
+    handle = await openBeneath(root, path, constants.O_RDONLY | constants.O_NONBLOCK);
     const stat = await handle.stat();
     if (!stat.isFile()) throw new ForbiddenPathError(`${JSON.stringify(path)} is not a regular file`);
     if (stat.size > limit)
@@ -215,7 +205,5 @@ export async function readConfined(root: string, path: string, limit: number): P
     throw error;
   } finally {
     await handle?.close();
-    if (dirFd !== undefined) closeSync(dirFd);
-    closeSync(rootFd);
   }
 }
