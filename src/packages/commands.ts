@@ -43,6 +43,9 @@ export function pipInstallArgv(python: string, target: string, spec: string): st
     '--target',
     target,
     '--upgrade',
+    // Wheels only: building an sdist runs the package's code, never done on the host (installer.ts).
+    '--only-binary',
+    ':all:',
     '--disable-pip-version-check',
     '--no-input',
     ...PIP_NETWORK,
@@ -75,6 +78,8 @@ export function npmInstallArgv(npm: string, prefix: string, files: NpmConfigFile
     '--no-audit',
     '--no-fund',
     '--no-update-notifier',
+    // Install scripts run afterwards in the code sandbox (`npm rebuild`), never on the host.
+    '--ignore-scripts',
     ...NPM_NETWORK,
     spec,
   ];

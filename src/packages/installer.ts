@@ -1,19 +1,31 @@
-import { mkdir, readdir, readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { constants } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import type { Config } from '../config/index.js';
-import { runCommand } from '../engine/index.js';
+import { type CommandResult, runCommand } from '../engine/index.js';
 import { SandboxUnavailableError } from '../errors/index.js';
 import { type SecretsFilter, sandboxEnv } from '../policy/index.js';
 import type { Interpreters } from '../runtimes/index.js';
 import { type SandboxBackend, SubprocessBackend } from '../sandbox/index.js';
+import { listBeneath, openBeneath } from '../util/index.js';
 import { installerEnvAdditions, npmInstallArgv, pipInstallArgv } from './commands.js';
 import { type NpmConfigAnswer, readNpmConfigFiles } from './npm-config.js';
 import type { PackageLanguage, PackageSpec } from './spec.js';
+import { hasInstallScripts, PLACE_SCRIPT } from './stage.js';
 
 /** Where one environment's packages go: pip `--target` dir, or npm `--prefix` dir. */
 export interface PackageEnv {
   readonly language: PackageLanguage;
+  /** `root` joined with `rel`. */
   readonly dir: string;
+  /**
+   * The directory that holds the environment and that code cannot replace (a session's workspace,
+   * the global envs dir): the one bound into the sandbox that places an install. Nothing beneath
+   * it is ever resolved by the host: a session may have made `.packages` a link anywhere.
+   */
+  readonly root: string;
+  /** The environment's directory relative to `root` ("" for the root itself). */
+  readonly rel: string;
   /**
    * Install with this backend's interpreter instead of the host's (a docker-mode session: its
    * image's pip or npm, in a container beside it with `workspace` mounted as in the session).
@@ -32,19 +44,28 @@ export interface InstallResult {
 }
 
 /**
- * Runs pip or npm for one package. Installs need the network even when code runs offline, so
- * they run outside the code sandbox, with the stripped environment plus the operator's
- * package-manager settings (commands.ts), a timeout, bounded output, and an argv array (never a
- * shell). Installs into one environment are serialized.
+ * Runs pip or npm for one package (issue #37: installers never read a file code can write, and
+ * never run a package's code on the host):
+ * 1. on the host, as the operator's own pip / npm would (their config files, caches, CA and proxy
+ *    settings), in a fresh empty directory outside every workspace, installing into it: wheels
+ *    only (`--only-binary :all:`: building an sdist runs its code) and npm with `--ignore-scripts`;
+ * 2. where npm staged packages with install scripts, `npm rebuild` runs those in the code sandbox
+ *    (as the sandbox's uid; the network of an install);
+ * 3. the result is copied into the environment by a process in the code sandbox (stage.ts), so a
+ *    session's directory, which its code controls, is written only by the sandbox's uid.
+ * Timeout, bounded output and argv arrays (never a shell for the installers) at every step.
+ * Installs into one environment are serialized.
  */
 export class PackageInstaller {
   private readonly queues = new Map<string, Promise<unknown>>();
-  private readonly backend = new SubprocessBackend();
+  private readonly host = new SubprocessBackend();
   private npmConfigAnswer: Promise<NpmConfigAnswer> | undefined;
 
   constructor(
     private readonly config: Config,
     private readonly interpreters: Interpreters,
+    /** The code sandbox that runs packages' install scripts and places results (namespace mode). */
+    private readonly sandbox: () => Promise<SandboxBackend>,
     /** Masks secrets in the installer's output (a registry token in an error, say). */
     private readonly secrets?: SecretsFilter,
     private readonly hostEnv: NodeJS.ProcessEnv = process.env,
@@ -61,32 +82,95 @@ export class PackageInstaller {
   }
 
   private async run(env: PackageEnv, pkg: PackageSpec): Promise<InstallResult> {
-    await mkdir(env.dir, { recursive: true });
     const started = Date.now();
-    const processEnv = sandboxEnv(this.hostEnv, installerEnvAdditions(this.hostEnv));
+    await mkdir(join(this.config.home, 'tmp'), { recursive: true, mode: 0o700 });
+    const stage = await mkdtemp(join(this.config.home, 'tmp', 'install-'));
+    try {
+      if (env.sandbox) return await this.inContainer(env, pkg, started, stage);
+      const out = join(stage, 'out');
+      const processEnv = sandboxEnv(this.hostEnv, installerEnvAdditions(this.hostEnv));
+      let argv: string[];
+      if (env.language === 'python') {
+        argv = pipInstallArgv(await this.interpreters.get('python'), out, pkg.spec);
+      } else {
+        const npm = await this.npm();
+        const config = await this.npmConfig(npm, processEnv, stage);
+        if (!config.ok) return failedBeforeStart(pkg, config.output, started);
+        argv = npmInstallArgv(npm, out, config.files, pkg.spec);
+      }
+      const steps = [await this.step(this.host, argv, stage, processEnv, [stage], [], 'host')];
+      if (exitedWell(steps) && env.language === 'node' && (await hasInstallScripts(out))) {
+        const npm = await this.npm();
+        const home = join(stage, 'home');
+        await mkdir(home);
+        const rebuild = [npm, 'rebuild', '--prefix', out, '--no-audit', '--no-fund', '--no-update-notifier'];
+        const scriptEnv = { ...processEnv, HOME: home, TMPDIR: home };
+        // Without npm's hidden lockfile, rebuild reads each package's own scripts (the lockfile
+        // keeps the registry's word on which have any).
+        await rm(join(out, 'node_modules', '.package-lock.json'), { force: true });
+        steps.push(
+          await this.step(await this.sandbox(), rebuild, out, scriptEnv, [stage], [dirname(npm)], 'host'),
+        );
+      }
+      if (exitedWell(steps)) {
+        // cwd at the root: the copy runs as the uid that has it (a session's), see ownership.ts.
+        await mkdir(env.root, { recursive: true }); // the global envs' own; a session's exists
+        const place = ['/bin/sh', '-c', PLACE_SCRIPT[env.language], 'sh', out, env.dir];
+        steps.push(
+          await this.step(await this.sandbox(), place, env.root, processEnv, [env.root], [out], 'none'),
+        );
+      }
+      return await this.result(env, pkg, steps, started);
+    } finally {
+      await rm(stage, { recursive: true, force: true }).catch(() => {});
+    }
+  }
+
+  /**
+   * A docker-mode session: its image's pip or npm, in a container beside it with the session's
+   * workspace as its own, so everything runs as the container's user inside it.
+   */
+  private async inContainer(
+    env: PackageEnv,
+    pkg: PackageSpec,
+    started: number,
+    stage: string,
+  ): Promise<InstallResult> {
+    const sandbox = env.sandbox as NonNullable<PackageEnv['sandbox']>;
+    const processEnv = { ...sandboxEnv(this.hostEnv, installerEnvAdditions(this.hostEnv)), HOME: '/tmp' };
     let argv: string[];
     if (env.language === 'python') {
       argv = pipInstallArgv(await this.interpreters.get('python'), env.dir, pkg.spec);
     } else {
       const npm = await this.npm();
-      const config = await this.npmConfig(npm, processEnv, env.dir);
+      const config = await this.npmConfig(npm, processEnv, stage);
       if (!config.ok) return failedBeforeStart(pkg, config.output, started);
       argv = npmInstallArgv(npm, env.dir, config.files, pkg.spec);
     }
-    // The installer reaches the registry as the operator's own would (host network), whatever
-    // network the code gets; in a container the caches go to its /tmp.
-    const result = await runCommand(
-      env.sandbox?.backend ?? this.backend,
-      {
-        argv,
-        cwd: env.dir,
-        env: env.sandbox ? { ...processEnv, HOME: '/tmp' } : processEnv,
-        writablePaths: env.sandbox ? [env.sandbox.workspace] : [env.dir],
-        readablePaths: [],
-        limits: this.config.limits,
-        network: 'host',
-        stdin: 'ignore',
-      },
+    const step = await this.step(
+      sandbox.backend,
+      argv,
+      sandbox.workspace,
+      processEnv,
+      [sandbox.workspace],
+      [],
+      'host',
+    );
+    return this.result(env, pkg, [step], started);
+  }
+
+  private step(
+    backend: SandboxBackend,
+    argv: string[],
+    cwd: string,
+    env: Record<string, string>,
+    writablePaths: string[],
+    readablePaths: string[],
+    network: 'host' | 'none',
+  ): Promise<CommandResult> {
+    return runCommand(
+      backend,
+      { argv, cwd, env, writablePaths, readablePaths, limits: this.config.limits, network, stdin: 'ignore' },
       {
         timeoutMs: this.config.installTimeoutMs,
         killGraceMs: this.config.killGraceMs,
@@ -94,15 +178,28 @@ export class PackageInstaller {
         secrets: this.secrets,
       },
     );
-    const success = result.exit_code === 0;
-    const output = [result.stdout, result.stderr].filter(Boolean).join('\n').trim();
+  }
+
+  private async result(
+    env: PackageEnv,
+    pkg: PackageSpec,
+    steps: CommandResult[],
+    started: number,
+  ): Promise<InstallResult> {
+    const last = steps[steps.length - 1] as CommandResult;
+    const success = exitedWell(steps);
+    const output = steps
+      .flatMap((step) => [step.stdout, step.stderr])
+      .filter(Boolean)
+      .join('\n')
+      .trim();
     return {
       success,
       package: pkg.name,
       version: success ? await installedVersion(env, pkg.name) : null,
-      install_output: output,
-      exit_code: result.exit_code,
-      timed_out: result.timed_out,
+      install_output: success || env.language !== 'python' ? output : withWheelHint(output),
+      exit_code: last.exit_code,
+      timed_out: steps.some((step) => step.timed_out),
       duration_ms: Date.now() - started,
     };
   }
@@ -140,18 +237,51 @@ function failedBeforeStart(pkg: PackageSpec, output: string, started: number): I
   };
 }
 
-/** The version that actually landed, read from the installed metadata. */
+/** The version that actually landed, read from the installed metadata (beneath the root). */
 async function installedVersion(env: PackageEnv, name: string): Promise<string | null> {
   if (env.language === 'node') {
-    const manifest = await readFile(join(env.dir, 'node_modules', name, 'package.json'), 'utf8').catch(
-      () => null,
-    );
-    return manifest ? ((JSON.parse(manifest) as { version?: string }).version ?? null) : null;
+    const manifest = await readBeneath(env.root, join(env.rel, 'node_modules', name, 'package.json'));
+    const parsed = (manifest && safeJson(manifest)) as { version?: unknown } | undefined;
+    return typeof parsed?.version === 'string' ? parsed.version : null;
   }
   const wanted = name.toLowerCase().replace(/[-_.]+/g, '_');
-  for (const entry of await readdir(env.dir)) {
+  for (const entry of listBeneath(env.root, env.rel)) {
     const match = /^(.+)-([^-]+)\.dist-info$/.exec(entry);
     if (match?.[1] && match[2] && match[1].toLowerCase().replace(/[-_.]+/g, '_') === wanted) return match[2];
   }
   return null;
+}
+
+async function readBeneath(root: string, path: string): Promise<string | undefined> {
+  try {
+    const handle = await openBeneath(root, path, constants.O_RDONLY | constants.O_NONBLOCK);
+    try {
+      return (await handle.stat()).isFile() ? await handle.readFile('utf8') : undefined;
+    } finally {
+      await handle.close();
+    }
+  } catch {
+    return undefined;
+  }
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function exitedWell(steps: readonly CommandResult[]): boolean {
+  return steps.every((step) => step.exit_code === 0);
+}
+
+/** pip's refusal of an sdist under --only-binary, explained. */
+function withWheelHint(output: string): string {
+  if (!/no matching distribution|only-binary|binary/i.test(output)) return output;
+  return (
+    `${output}\n\ncodexec installs wheels only: building a package from source runs its code, which ` +
+    'codexec never does on the host. Install it yourself outside codexec if you trust it.'
+  );
 }

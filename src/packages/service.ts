@@ -3,6 +3,7 @@ import { CodexecError } from '../errors/index.js';
 import type { LogWriter } from '../logs/index.js';
 import type { SecretsFilter } from '../policy/index.js';
 import type { Interpreters } from '../runtimes/index.js';
+import type { SandboxBackend } from '../sandbox/index.js';
 import { type InstallResult, type PackageEnv, PackageInstaller } from './installer.js';
 import { type PackageLanguage, parsePackageSpec } from './spec.js';
 
@@ -37,10 +38,12 @@ export class PackageService {
     interpreters: Interpreters,
     private readonly logs: LogWriter,
     /** Called after the global environment changed (warm processes started earlier must go). */
+    /** The code sandbox: installs' scripts and the placing of their results run in it. */
+    sandbox: () => Promise<SandboxBackend>,
     private readonly onGlobalChange: () => Promise<void> = async () => {},
     secrets?: SecretsFilter,
   ) {
-    this.installer = new PackageInstaller(config, interpreters, secrets);
+    this.installer = new PackageInstaller(config, interpreters, sandbox, secrets);
   }
 
   /** Called once by the session manager so installs can target sessions. */
@@ -50,7 +53,8 @@ export class PackageService {
 
   /** The global environment that every run of `language` can import from. */
   globalEnv(language: PackageLanguage): PackageEnv {
-    return { language, dir: globalPackageDirs(this.config)[language] };
+    const dir = globalPackageDirs(this.config)[language];
+    return { language, dir, root: dir, rel: '' };
   }
 
   async install(request: InstallRequest): Promise<InstallOutcome> {

@@ -9,6 +9,8 @@ const PYTHON_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,98}[A-Za-z0-9])?(?:\[[A-Za-
 const PYTHON_VERSION = /^(?:===|==|>=|<=|~=|!=|>|<)[A-Za-z0-9.*+!_-]{1,50}$/;
 const NODE_NAME = /^(?:@[a-z0-9][a-z0-9._-]{0,100}\/)?[a-z0-9][a-z0-9._-]{0,100}$/;
 const NODE_RANGE = /^[A-Za-z0-9.^~<>=|*+ -]{1,100}$/;
+/** Names pip or npm would take for a local file: archives and wheels, by suffix. */
+const ARCHIVE = /\.(?:tar|tgz|tbz2?|txz|tlz|zip|whl|egg|gz|bz2|xz|lz|lzma|zst|7z|rar|jar)$/i;
 
 export interface PackageSpec {
   /** The name as the registry knows it (without version or extras). */
@@ -29,6 +31,14 @@ export function parsePackageSpec(
       `package ${JSON.stringify(raw.slice(0, 100))} is not a ${language === 'python' ? 'pip' : 'npm'} registry ` +
         `name with an optional version (e.g. ${language === 'python' ? '"pandas" or "pandas>=2.0"' : '"lodash" or "lodash@^4"'}); ` +
         'URLs, paths and options are not accepted',
+    );
+  }
+  // pip and npm read a name that exists as a file in their working directory as a local archive
+  // (issue #37); installs run in an empty directory, and such names are refused before that.
+  if (ARCHIVE.test(parsed.name)) {
+    throw new InvalidInputError(
+      `package ${JSON.stringify(parsed.name)} looks like an archive file, which ${language === 'python' ? 'pip' : 'npm'} ` +
+        'would read from disk; give a registry name',
     );
   }
   const normalized = normalize(language, parsed.name);

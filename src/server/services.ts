@@ -9,7 +9,12 @@ import { ExecutionLogs, type LogWriter } from '../logs/index.js';
 import { type CheckContext, PackageService } from '../packages/index.js';
 import { createSecretsFilter, loadRules, type RuleSet, type SecretsFilter } from '../policy/index.js';
 import { Interpreters } from '../runtimes/index.js';
-import { BackendRegistry, NamespaceBackend } from '../sandbox/index.js';
+import {
+  BackendRegistry,
+  NamespaceBackend,
+  type SandboxBackend,
+  SubprocessBackend,
+} from '../sandbox/index.js';
 import { SessionManager } from '../sessions/index.js';
 
 /**
@@ -52,11 +57,8 @@ export function createServices(config: Config): Services {
   });
   const logs = history.writer;
   const interpreters = new Interpreters(config.interpreters);
-  const backends = new BackendRegistry(
-    config.sandboxMode,
-    new NamespaceBackend({ idleMs: config.pool.idleMs }),
-    config.docker,
-  );
+  const namespace = new NamespaceBackend({ idleMs: config.pool.idleMs });
+  const backends = new BackendRegistry(config.sandboxMode, namespace, config.docker);
   // Built once: the secrets are the server's own environment's and the secrets file's at start-up.
   const secrets = createSecretsFilter(config.secrets, process.env);
   const engine = new Engine({ config, backends, interpreters, logs, secrets });
@@ -66,7 +68,14 @@ export function createServices(config: Config): Services {
     pythonPath: [globalPackageDirs(config).python],
     nodeModules: [globalPackageDirs(config).nodeModules],
   };
-  const packages = new PackageService(config, interpreters, logs, () => engine.refreshPool(), secrets);
+  const packages = new PackageService(
+    config,
+    interpreters,
+    logs,
+    () => installSandbox(backends, namespace),
+    () => engine.refreshPool(),
+    secrets,
+  );
   packages.attachSessions(sessions);
   return {
     config,
@@ -86,6 +95,19 @@ export function createServices(config: Config): Services {
       cacheFile: join(config.home, 'cache', 'mcp-tools.json'),
     }),
   };
+}
+
+/**
+ * Where installs run packages' scripts and place their results: the code's sandbox; in docker
+ * mode (whose sessions install inside their own container) the namespace sandbox where it works.
+ */
+async function installSandbox(
+  backends: BackendRegistry,
+  namespace: NamespaceBackend,
+): Promise<SandboxBackend> {
+  const backend = await backends.get();
+  if (backend.mode !== 'docker') return backend;
+  return (await namespace.probe()).available ? namespace : new SubprocessBackend();
 }
 
 /** Stop every run and session (each answers as cancelled), and wait until they are gone. */

@@ -7,7 +7,8 @@ import type { InterpreterKind } from '../runtimes/index.js';
 
 /** Where install_package with a session_id puts packages: inside the session's own workspace. */
 export function sessionPackageEnv(workspace: string, kind: 'python' | 'node'): PackageEnv {
-  return { language: kind, dir: join(workspace, '.packages', kind) };
+  const rel = join('.packages', kind);
+  return { language: kind, dir: join(workspace, rel), root: workspace, rel };
 }
 
 /**

@@ -72,6 +72,22 @@ export function unlinkBeneath(root: string, path: string): Promise<void> {
   return inParentBeneath(root, path, (dirFd, name) => unlink(at(dirFd, name)));
 }
 
+/** The names in directory `rel` beneath `root` ("" for the root); none when it cannot be opened. */
+export function listBeneath(root: string, rel: string): string[] {
+  let rootFd: number | undefined;
+  let fd: number | undefined;
+  try {
+    rootFd = openRoot(root);
+    fd = openDirBeneath(rootFd, rel === '' ? [] : segmentsOf(rel), { shown: rel });
+    return readdirSync(at(fd));
+  } catch {
+    return [];
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+    if (rootFd !== undefined) closeSync(rootFd);
+  }
+}
+
 /** Opens the workspace root itself (a real directory, not a link to one). Close it with closeSync. */
 export function openRoot(root: string): number {
   return openSync(root, DIR_FLAGS);

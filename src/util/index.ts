@@ -5,6 +5,7 @@ export {
   at,
   type DirWalk,
   inParentBeneath,
+  listBeneath,
   openBeneath,
   openDirBeneath,
   openRoot,

@@ -15,6 +15,7 @@ describe('installer command lines', () => {
     expect(flagValue('--userconfig')).toBe('/home/u/.npmrc');
     expect(argv).toContain('--fetch-retries=1');
     expect(argv).toContain('--no-global');
+    expect(argv).toContain('--ignore-scripts'); // scripts run later, in the sandbox
     expect(argv.at(-1)).toBe('lodash@^4');
   });
 
@@ -22,6 +23,7 @@ describe('installer command lines', () => {
     const argv = pipInstallArgv('/usr/bin/python3', '/t', 'pandas>=2');
     expect(argv.slice(0, 6)).toEqual(['/usr/bin/python3', '-m', 'pip', 'install', '--target', '/t']);
     expect(argv[argv.indexOf('--retries') + 1]).toBe('1');
+    expect(argv[argv.indexOf('--only-binary') + 1]).toBe(':all:'); // no sdist's code on the host
     expect(argv.at(-1)).toBe('pandas>=2');
   });
 });
