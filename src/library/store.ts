@@ -41,7 +41,7 @@ export class ScriptStore {
     this.catalog = new Catalog(dir);
   }
 
-  save(input: SaveScriptInput): Promise<SavedScript> {
+  async save(input: SaveScriptInput): Promise<SavedScript> {
     const name = assertScriptName(input.name);
     const bytes = Buffer.byteLength(input.code, 'utf8');
     if (bytes > this.limits.maxScriptBytes) {
