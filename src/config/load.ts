@@ -22,6 +22,8 @@ export interface Config {
   readonly sandboxDir: string;
   readonly logDir: string;
   readonly scriptsDir: string;
+  /** Per principal's library: versions kept per script (current included), largest code saved. */
+  readonly scriptLimits: { readonly maxVersions: number; readonly maxScriptBytes: number };
   /** Global package environments: `python/` (pip --target) and `node/` (npm --prefix). */
   readonly envsDir: string;
   readonly defaultTimeoutMs: number;
@@ -137,6 +139,7 @@ export function loadConfig(
     sandboxDir: dir(s.CODEXEC_SANDBOX_DIR, 'sandbox'),
     logDir: dir(s.CODEXEC_LOG_DIR, 'logs'),
     scriptsDir: dir(s.CODEXEC_SCRIPTS_DIR, 'scripts'),
+    scriptLimits: { maxVersions: s.CODEXEC_MAX_SCRIPT_VERSIONS, maxScriptBytes: s.CODEXEC_MAX_SCRIPT_BYTES },
     envsDir: join(root, 'envs'),
     defaultTimeoutMs: s.CODEXEC_DEFAULT_TIMEOUT_MS,
     maxTimeoutMs: s.CODEXEC_MAX_TIMEOUT_MS,

@@ -85,6 +85,12 @@ export const settingsSchema = z
       .min(1)
       .optional()
       .describe('Script library; default $CODEXEC_HOME/scripts.'),
+    CODEXEC_MAX_SCRIPT_VERSIONS: int(1, 10_000)
+      .default(20)
+      .describe('Versions a saved script keeps, the current one included; older ones are pruned.'),
+    CODEXEC_MAX_SCRIPT_BYTES: int(1, 100_000_000)
+      .default(1_000_000)
+      .describe('Largest code save_script accepts (UTF-8 bytes).'),
     CODEXEC_DEFAULT_TIMEOUT_MS: int(1, 86_400_000)
       .default(30_000)
       .describe('Timeout when a call gives none.'),

@@ -1,17 +1,19 @@
-import { copyFile, mkdir, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CodexecError } from '../errors/index.js';
-import { log, newId } from '../util/index.js';
+import { newId } from '../util/index.js';
 import { writeFileAtomic } from './atomic.js';
+import { Catalog, safeJson } from './catalog.js';
 import { assertScriptName } from './names.js';
 import {
+  type LibraryLimits,
+  type SavedScript,
   type SaveScriptInput,
-  type ScriptIndex,
   type ScriptMetadata,
   type StoredScript,
-  scriptIndexSchema,
   scriptMetadataSchema,
 } from './types.js';
+import { keepVersion, listVersions, pruneVersions } from './versions.js';
 
 const EXTENSIONS: Record<ScriptMetadata['language'], string> = {
   python: 'py',
@@ -22,31 +24,46 @@ const EXTENSIONS: Record<ScriptMetadata['language'], string> = {
 const extension = (language: ScriptMetadata['language']) => EXTENSIONS[language];
 
 /**
- * The script library on disk, exactly the seed's layout: `<dir>/index.json` plus one folder per
- * script with `script.<ext>` and `metadata.json`; earlier versions in `versions/<n>.<ext>`.
- * Each folder's metadata.json is the truth; index.json is a cache rebuilt whenever it is missing,
- * corrupt or disagrees with the folders. Mutations are serialized and every write is atomic.
+ * One principal's script library on disk, in the seed's layout: `<dir>/index.json` plus one
+ * folder per script with `script.<ext>` and `metadata.json`; earlier versions in
+ * `versions/<n>.<ext>`, at most `maxVersions - 1` of them. Each folder's metadata.json is the
+ * truth (index.json: see Catalog). A save touches only its own folder, whatever the library's
+ * size. Mutations are serialized and every write is atomic.
  */
 export class ScriptStore {
   private queue: Promise<unknown> = Promise.resolve();
+  private readonly catalog: Catalog;
 
-  constructor(readonly dir: string) {}
+  constructor(
+    readonly dir: string,
+    private readonly limits: LibraryLimits,
+  ) {
+    this.catalog = new Catalog(dir);
+  }
 
-  save(input: SaveScriptInput): Promise<StoredScript> {
+  async save(input: SaveScriptInput): Promise<SavedScript> {
+    const name = assertScriptName(input.name);
+    const bytes = Buffer.byteLength(input.code, 'utf8');
+    if (bytes > this.limits.maxScriptBytes) {
+      throw new CodexecError(
+        'LIMIT_REACHED',
+        `script code is ${bytes} bytes; a saved script may have at most ${this.limits.maxScriptBytes} ` +
+          '(CODEXEC_MAX_SCRIPT_BYTES)',
+      );
+    }
     return this.exclusive(async () => {
-      const name = assertScriptName(input.name);
       const folder = join(this.dir, name);
-      await mkdir(join(folder, 'versions'), { recursive: true });
+      const versions = join(folder, 'versions');
       const previous = await this.readMetadata(name).catch(() => undefined);
+      // A new script starts at version 1: files left by one whose metadata is gone are not its own.
+      if (!previous) await rm(versions, { recursive: true, force: true });
+      await mkdir(versions, { recursive: true });
       const now = new Date().toISOString();
       const ext = extension(input.language);
-      if (previous) {
+      if (previous && this.limits.maxVersions > 1) {
         // Keep the version being replaced before anything is overwritten.
         const oldExt = extension(previous.language);
-        await copyFile(
-          join(folder, `script.${oldExt}`),
-          join(folder, 'versions', `${previous.version}.${oldExt}`),
-        );
+        await keepVersion(join(folder, `script.${oldExt}`), join(versions, `${previous.version}.${oldExt}`));
       }
       const metadata: ScriptMetadata = {
         script_id: previous?.script_id ?? newId('script'),
@@ -64,12 +81,13 @@ export class ScriptStore {
         version: (previous?.version ?? 0) + 1,
       };
       await writeFileAtomic(join(folder, `script.${ext}`), input.code);
-      await writeFileAtomic(join(folder, 'metadata.json'), `${JSON.stringify(metadata, null, 2)}\n`);
+      await this.writeMetadata(name, metadata);
       if (previous && extension(previous.language) !== ext) {
         await rm(join(folder, `script.${extension(previous.language)}`), { force: true });
       }
-      await this.updateIndex((scripts) => [...scripts.filter((s) => s.name !== name), metadata]);
-      return { metadata, code: input.code, path: join(folder, `script.${ext}`) };
+      const pruned = await pruneVersions(versions, this.limits.maxVersions - 1);
+      await this.catalog.changed(name, metadata);
+      return { metadata, code: input.code, path: join(folder, `script.${ext}`), pruned };
     });
   }
 
@@ -81,25 +99,27 @@ export class ScriptStore {
     if (version === undefined || version === metadata.version) {
       return { metadata, code: await readFile(current, 'utf8'), path: current };
     }
-    const files = await readdir(join(this.dir, name, 'versions')).catch(() => []);
-    const file = files.find((f) => f.startsWith(`${version}.`));
-    if (!file) {
+    const kept = await listVersions(join(this.dir, name, 'versions'));
+    const found = kept.find((v) => v.number === version);
+    if (!found) {
+      const range =
+        kept.length > 0 ? `; earlier versions kept: ${kept[0]?.number}-${kept.at(-1)?.number}` : '';
       throw new CodexecError(
         'NOT_FOUND',
-        `script ${name} has no version ${version} (current: ${metadata.version})`,
+        `script ${name} has no version ${version} (current: ${metadata.version}${range})`,
       );
     }
-    const path = join(this.dir, name, 'versions', file);
+    const path = join(this.dir, name, 'versions', found.file);
     return { metadata, code: await readFile(path, 'utf8'), path };
   }
 
   /** How many earlier versions are kept for `name`. */
   async versionCount(name: string): Promise<number> {
-    return (await readdir(join(this.dir, assertScriptName(name), 'versions')).catch(() => [])).length;
+    return (await listVersions(join(this.dir, assertScriptName(name), 'versions'))).length;
   }
 
-  async list(): Promise<ScriptMetadata[]> {
-    return (await this.loadIndex()).scripts;
+  list(): Promise<ScriptMetadata[]> {
+    return this.exclusive(() => this.catalog.list());
   }
 
   recordRun(name: string, success: boolean): Promise<ScriptMetadata> {
@@ -110,10 +130,14 @@ export class ScriptStore {
         last_run_success: success,
       };
       metadata.run_count += 1;
-      await writeFileAtomic(join(this.dir, name, 'metadata.json'), `${JSON.stringify(metadata, null, 2)}\n`);
-      await this.updateIndex((scripts) => scripts.map((s) => (s.name === name ? metadata : s)));
+      await this.writeMetadata(name, metadata);
+      await this.catalog.changed(name, metadata);
       return metadata;
     });
+  }
+
+  private writeMetadata(name: string, metadata: ScriptMetadata): Promise<void> {
+    return writeFileAtomic(join(this.dir, name, 'metadata.json'), `${JSON.stringify(metadata, null, 2)}\n`);
   }
 
   private async readMetadata(name: string): Promise<ScriptMetadata> {
@@ -128,74 +152,9 @@ export class ScriptStore {
     return parsed.data;
   }
 
-  private async updateIndex(change: (scripts: ScriptMetadata[]) => ScriptMetadata[]): Promise<void> {
-    const index = await this.loadIndex();
-    const scripts = change(index.scripts).sort((a, b) => a.name.localeCompare(b.name));
-    await writeFileAtomic(
-      join(this.dir, 'index.json'),
-      `${JSON.stringify({ version: 1, scripts }, null, 2)}\n`,
-    );
-  }
-
-  /** index.json when it agrees with the folders; otherwise rebuilt from every metadata.json. */
-  private async loadIndex(): Promise<ScriptIndex> {
-    const names = await this.folderNames();
-    let reason = 'missing';
-    try {
-      const parsed = scriptIndexSchema.safeParse(
-        safeJson(await readFile(join(this.dir, 'index.json'), 'utf8')),
-      );
-      if (parsed.success) {
-        const indexed = parsed.data.scripts.map((s) => s.name).sort();
-        if (indexed.join('\n') === names.join('\n')) return parsed.data;
-        reason = 'out of date';
-      } else reason = 'corrupt';
-    } catch {
-      if (names.length === 0) return { version: 1, scripts: [] };
-    }
-    log(
-      'warn',
-      `script index ${reason}; rebuilding ${join(this.dir, 'index.json')} from ${names.length} script folders`,
-    );
-    const scripts: ScriptMetadata[] = [];
-    for (const name of names) {
-      try {
-        scripts.push(await this.readMetadata(name));
-      } catch (error) {
-        log('warn', `skipping script folder ${name}: ${(error as Error).message}`);
-      }
-    }
-    const index: ScriptIndex = { version: 1, scripts };
-    await mkdir(this.dir, { recursive: true });
-    await writeFileAtomic(join(this.dir, 'index.json'), `${JSON.stringify(index, null, 2)}\n`);
-    return index;
-  }
-
-  private async folderNames(): Promise<string[]> {
-    const entries = await readdir(this.dir, { withFileTypes: true }).catch(() => []);
-    const names: string[] = [];
-    for (const entry of entries) {
-      if (!entry.isDirectory() || entry.name.startsWith('.')) continue;
-      const hasMetadata = await readFile(join(this.dir, entry.name, 'metadata.json')).then(
-        () => true,
-        () => false,
-      );
-      if (hasMetadata) names.push(entry.name);
-    }
-    return names.sort();
-  }
-
   private exclusive<T>(task: () => Promise<T>): Promise<T> {
     const run = this.queue.then(task);
     this.queue = run.catch(() => {});
     return run;
-  }
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
   }
 }

@@ -21,9 +21,14 @@ export const scriptMetadataSchema = z.object({
 
 export type ScriptMetadata = z.infer<typeof scriptMetadataSchema>;
 
+/**
+ * `index.json`: the seed's index (every script's metadata) plus, per name, the identity of the
+ * metadata.json each entry was read from, so a reader knows which entries to read again.
+ */
 export const scriptIndexSchema = z.object({
   version: z.literal(1),
   scripts: z.array(scriptMetadataSchema),
+  stamps: z.record(z.string(), z.string()).optional(),
 });
 
 export type ScriptIndex = z.infer<typeof scriptIndexSchema>;
@@ -42,4 +47,17 @@ export interface StoredScript {
   readonly metadata: ScriptMetadata;
   readonly code: string;
   readonly path: string;
+}
+
+export interface SavedScript extends StoredScript {
+  /** Earlier versions this save removed (CODEXEC_MAX_SCRIPT_VERSIONS). */
+  readonly pruned: number;
+}
+
+/** Bounds of one principal's library. */
+export interface LibraryLimits {
+  /** Versions a script keeps, the current one included (1: no earlier ones). */
+  readonly maxVersions: number;
+  /** Largest code one save accepts, in UTF-8 bytes. */
+  readonly maxScriptBytes: number;
 }

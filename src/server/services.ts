@@ -4,7 +4,7 @@ import { AuditTrail } from '../audit/index.js';
 import { type Bridge, loadMcpConfig, McpBridge } from '../bridge/index.js';
 import { type Config, globalPackageDirs } from '../config/index.js';
 import { Engine } from '../engine/index.js';
-import { ScriptStore } from '../library/index.js';
+import { ScriptLibrary } from '../library/index.js';
 import { ExecutionLogs, type LogWriter } from '../logs/index.js';
 import { type CheckContext, PackageService } from '../packages/index.js';
 import { createSecretsFilter, loadRules, type RuleSet, type SecretsFilter } from '../policy/index.js';
@@ -27,7 +27,8 @@ export interface Services {
   readonly logs: LogWriter;
   /** Search, retrieval and retention over the logs (opens index.db on first use). */
   readonly history: ExecutionLogs;
-  readonly scripts: ScriptStore;
+  /** Saved scripts: one library per principal (`scripts.of(principal)`). */
+  readonly scripts: ScriptLibrary;
   readonly packageCheck: CheckContext;
   readonly packages: PackageService;
   /** Persistent REPL sessions; their owner kills them all on shutdown. */
@@ -82,7 +83,7 @@ export function createServices(config: Config): Services {
     engine,
     logs,
     history,
-    scripts: new ScriptStore(config.scriptsDir),
+    scripts: new ScriptLibrary(config.scriptsDir, config.scriptLimits),
     packageCheck,
     packages,
     sessions,

@@ -1,10 +1,11 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { CodexecError } from '../../errors/index.js';
-import { type ScriptMetadata, searchScripts } from '../../library/index.js';
+import { type ScriptMetadata, type ScriptStore, searchScripts } from '../../library/index.js';
 import { findMissingPackages } from '../../packages/index.js';
 import { resolveWorkingDir } from '../../policy/index.js';
 import { LANGUAGES } from '../../runtimes/index.js';
+import { currentPrincipal } from '../../util/index.js';
 import { defineTool } from '../define-tool.js';
 import { type Gatekeeper, runFacts } from '../guard.js';
 import { withProgress } from '../progress.js';
@@ -28,20 +29,23 @@ const summary = z.object({
 const readOnly = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
 
 export function registerScriptTools(server: McpServer, services: Services, gate: Gatekeeper): void {
-  const { scripts } = services;
+  // The caller's own library (serve --http: its bearer token's principal); no tool names another.
+  const mine = (): ScriptStore => services.scripts.of(currentPrincipal());
+  const { maxVersions, maxScriptBytes } = services.config.scriptLimits;
 
   defineTool(server, {
     name: 'save_script',
     title: 'Save a script',
     description:
       'Save working, tested code under a name so it can be found and run again later ("parse it like last ' +
-      'time"). Saving an existing name updates it and keeps the earlier version. Describe what the script ' +
-      'does, what arguments it takes, and list the packages it needs.',
+      `time"). Saving an existing name updates it and keeps the earlier version (${maxVersions} versions ` +
+      'per script, the oldest pruned). Describe what the script does, what arguments it takes, and list the ' +
+      `packages it needs. Code up to ${maxScriptBytes} bytes.`,
     input: z.object({
       name,
       description: z.string().min(1).max(4000).describe('What it does and how to call it'),
       language: z.enum(LANGUAGES),
-      code: z.string().min(1).max(1_000_000),
+      code: z.string().min(1).describe(`The code (at most ${maxScriptBytes} UTF-8 bytes)`),
       tags: tagList.default([]),
       packages: z
         .array(z.string().min(1).max(214))
@@ -60,10 +64,14 @@ export function registerScriptTools(server: McpServer, services: Services, gate:
       path: z.string(),
       version: z.number().int(),
       saved_at: z.string(),
+      pruned_versions: z
+        .number()
+        .int()
+        .describe('Earlier versions this save removed (CODEXEC_MAX_SCRIPT_VERSIONS)'),
     }),
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     handler: async (args) => {
-      const saved = await scripts.save({ ...args, sourceExecutionId: args.source_execution_id });
+      const saved = await mine().save({ ...args, sourceExecutionId: args.source_execution_id });
       const { metadata } = saved;
       return {
         success: true as const,
@@ -72,6 +80,7 @@ export function registerScriptTools(server: McpServer, services: Services, gate:
         path: saved.path,
         version: metadata.version,
         saved_at: metadata.updated_at,
+        pruned_versions: saved.pruned,
       };
     },
   });
@@ -102,6 +111,7 @@ export function registerScriptTools(server: McpServer, services: Services, gate:
     }),
     annotations: readOnly,
     handler: async (args) => {
+      const scripts = mine();
       const stored = await scripts.get(args.name, args.version);
       const { script_id: _id, ...metadata } = stored.metadata;
       return {
@@ -122,7 +132,7 @@ export function registerScriptTools(server: McpServer, services: Services, gate:
     output: z.object({ scripts: z.array(summary), total_count: z.number().int() }),
     annotations: readOnly,
     handler: async (args) => {
-      const all = await scripts.list();
+      const all = await mine().list();
       const chosen = all.filter(
         (s: ScriptMetadata) =>
           (!args.language || s.language === args.language) && (!args.tag || s.tags.includes(args.tag)),
@@ -152,7 +162,7 @@ export function registerScriptTools(server: McpServer, services: Services, gate:
     }),
     annotations: readOnly,
     handler: async (args) => {
-      const hits = searchScripts(await scripts.list(), args.query).slice(0, args.limit);
+      const hits = searchScripts(await mine().list(), args.query).slice(0, args.limit);
       return {
         results: hits.map((hit) => ({
           ...toSummary(hit.metadata),
@@ -187,6 +197,7 @@ export function registerScriptTools(server: McpServer, services: Services, gate:
     extraContent: runContent,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
     handler: async (args, ctx) => {
+      const scripts = mine();
       const { metadata, code } = await scripts.get(args.name);
       const missing = await findMissingPackages(metadata.language, metadata.packages, services.packageCheck);
       if (missing.length > 0) {
