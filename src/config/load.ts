@@ -38,7 +38,15 @@ export interface Config {
   readonly maxMessageBytes: number;
   readonly retentionDays: { readonly success: number; readonly failure: number; readonly session: number };
   readonly auditRetentionDays: number;
+  /** Sessions per principal (CODEXEC_MAX_SESSIONS) and for all of them together. */
   readonly maxSessions: number;
+  readonly maxSessionsTotal: number;
+  /** Runs at once server-wide, calls that may wait for one, and for how long. */
+  readonly runs: {
+    readonly maxConcurrent: number;
+    readonly maxQueued: number;
+    readonly queueTimeoutMs: number;
+  };
   readonly pool: { readonly size: number; readonly idleMs: number; readonly memoryMb: number };
   readonly installTimeoutMs: number;
   readonly packageBlocklist: readonly string[];
@@ -86,6 +94,7 @@ export interface Config {
     readonly enabled: boolean;
     readonly approval: ApprovalMode;
     readonly approvalTimeoutMs: number;
+    readonly maxPendingApprovals: number;
     readonly allowedRuntimes: readonly string[];
   };
 }
@@ -161,6 +170,12 @@ export function loadConfig(
     },
     auditRetentionDays: s.CODEXEC_AUDIT_RETENTION_DAYS,
     maxSessions: s.CODEXEC_MAX_SESSIONS,
+    maxSessionsTotal: s.CODEXEC_MAX_SESSIONS_TOTAL ?? 4 * s.CODEXEC_MAX_SESSIONS,
+    runs: {
+      maxConcurrent: s.CODEXEC_MAX_CONCURRENT_RUNS,
+      maxQueued: s.CODEXEC_MAX_QUEUED_RUNS,
+      queueTimeoutMs: s.CODEXEC_QUEUE_TIMEOUT_MS,
+    },
     pool: { size: s.CODEXEC_POOL_SIZE, idleMs: s.CODEXEC_POOL_IDLE_MS, memoryMb: s.CODEXEC_POOL_MEMORY_MB },
     installTimeoutMs: s.CODEXEC_INSTALL_TIMEOUT_MS,
     packageBlocklist: s.CODEXEC_PACKAGE_BLOCKLIST.split(',')
@@ -213,6 +228,7 @@ export function loadConfig(
       enabled: s.CODEXEC_ENABLED,
       approval: s.CODEXEC_APPROVAL,
       approvalTimeoutMs: s.CODEXEC_APPROVAL_TIMEOUT_MS,
+      maxPendingApprovals: s.CODEXEC_MAX_PENDING_APPROVALS,
       allowedRuntimes: s.CODEXEC_ALLOWED_RUNTIMES,
     },
   };

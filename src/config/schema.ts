@@ -130,7 +130,21 @@ export const settingsSchema = z
     CODEXEC_POOL_MEMORY_MB: int(0, 1_048_576)
       .default(512)
       .describe('Memory all waiting warm interpreters together may use; the pool starts no more.'),
-    CODEXEC_MAX_SESSIONS: int(1, 1000).default(5),
+    CODEXEC_MAX_SESSIONS: int(1, 1000).default(5).describe('Sessions one principal may run at once.'),
+    CODEXEC_MAX_SESSIONS_TOTAL: int(1, 100_000)
+      .optional()
+      .describe('Sessions all principals together may run at once; default 4 x CODEXEC_MAX_SESSIONS.'),
+    CODEXEC_MAX_CONCURRENT_RUNS: int(1, 10_000)
+      .default(8)
+      .describe(
+        'Runs (execute_code, execute_command, run_script, send_to_session, install_package) at once, server-wide.',
+      ),
+    CODEXEC_MAX_QUEUED_RUNS: int(0, 100_000)
+      .default(64)
+      .describe('Calls that may wait for a run slot; past it they are refused LIMIT_REACHED at once.'),
+    CODEXEC_QUEUE_TIMEOUT_MS: int(0, 86_400_000)
+      .default(30_000)
+      .describe('How long a call waits for a run slot before it is refused LIMIT_REACHED.'),
     CODEXEC_MEMORY_MB: int(16, 1_048_576).default(512).describe('Memory limit per execution.'),
     CODEXEC_MAX_PROCS: int(1, 100_000).default(256).describe('Process limit per execution.'),
     CODEXEC_MAX_FILE_MB: int(1, 1_048_576).default(1024).describe('Largest file code may write.'),
@@ -199,6 +213,9 @@ export const settingsSchema = z
     CODEXEC_APPROVAL_TIMEOUT_MS: int(100, 86_400_000)
       .default(120_000)
       .describe('An approval not answered within this time is a denial.'),
+    CODEXEC_MAX_PENDING_APPROVALS: int(1, 10_000)
+      .default(16)
+      .describe('Approvals the server waits on at once; past it a call is refused LIMIT_REACHED.'),
     CODEXEC_ALLOWED_RUNTIMES: runtimeList
       .default(['python', 'node', 'typescript', 'bash'])
       .describe('Comma-separated languages code may run in; others are refused.'),

@@ -102,8 +102,9 @@ export class ApprovalAsker {
 
   async ask(ctx: ServerContext, form: ApprovalForm): Promise<Answer> {
     const params = formParams(form);
-    const fingerprint = fingerprintOf(form);
     if (!this.modern(ctx)) return this.askNow(ctx, params);
+    // Only the 2026 era's ticket binds the answer to the code (a hash of all of it: ~2 ms a MB).
+    const fingerprint = fingerprintOf(form);
     const response = inputResponse(ctx.mcpReq.inputResponses, KEY);
     const ticket = response.kind === 'missing' ? undefined : await this.ticket(ctx, fingerprint);
     if (response.kind !== 'elicit' || !ticket) {

@@ -9,7 +9,7 @@ import {
   type RuleSet,
 } from '../policy/index.js';
 import { currentPrincipal, log } from '../util/index.js';
-import type { ApprovalAsker } from './approval.js';
+import type { Answer, ApprovalAsker, ApprovalForm } from './approval.js';
 import type { Services } from './services.js';
 
 /** One attempt to run code, as the gate and the audit see it. */
@@ -23,6 +23,8 @@ export interface Attempt {
   /** Code mode: what else the run may do, shown in the approval form (allowed tools, sampling). */
   readonly powers?: string | undefined;
 }
+
+type Verdict = Pick<AuditAttempt, 'approved' | 'approved_by' | 'rule'>;
 
 /** What the audit keeps of a finished run. */
 export interface RunFacts {
@@ -105,7 +107,7 @@ export class Gatekeeper {
               'owner can set CODEXEC_APPROVAL=auto, or use a client that supports elicitation',
           );
         }
-        const answer = await this.asker.ask(ctx, { ...attempt, reason: decision.reason });
+        const answer = await this.ask(ctx, { ...attempt, reason: decision.reason }, refused);
         if (answer.kind === 'pending') return answer.result;
         if (answer.kind === 'refused') {
           await this.audit(attempt, refused);
@@ -117,7 +119,7 @@ export class Gatekeeper {
     const approval = { approved: true, approved_by: approvedBy, rule: decision.rule } as const;
     let result: R;
     try {
-      result = await execute();
+      result = await this.withSlot(attempt.tool, ctx, execute);
     } catch (error) {
       await this.audit(attempt, approval);
       throw error;
@@ -126,11 +128,46 @@ export class Gatekeeper {
     return result;
   }
 
-  private async audit(
-    attempt: Attempt,
-    verdict: Pick<AuditAttempt, 'approved' | 'approved_by' | 'rule'>,
-    facts?: RunFacts,
-  ): Promise<void> {
+  /** Ask the client, counted among the server's pending approvals (refused past their bound). */
+  private async ask(ctx: ServerContext, form: ApprovalForm, refused: Verdict): Promise<Answer> {
+    let answered: () => void;
+    try {
+      answered = this.services.pendingApprovals.enter();
+    } catch (error) {
+      await this.audit(form, refused);
+      throw error;
+    }
+    try {
+      return await this.asker.ask(ctx, form);
+    } finally {
+      answered();
+    }
+  }
+
+  /**
+   * Run `execute` holding one of the server's run slots (CODEXEC_MAX_CONCURRENT_RUNS): taken after
+   * approval, so nobody's answer is awaited while holding one. Free, it is taken without a tick.
+   */
+  private async withSlot<R>(tool: string, ctx: ServerContext, execute: () => Promise<R>): Promise<R> {
+    const { slots } = this.services;
+    let slot = slots.acquire(ctx.mcpReq.signal);
+    if (typeof slot !== 'function') {
+      const asked = Date.now();
+      slot = await slot;
+      const { max } = slots.status();
+      log(
+        'info',
+        `${tool} waited ${Date.now() - asked} ms for a run slot (CODEXEC_MAX_CONCURRENT_RUNS=${max})`,
+      );
+    }
+    try {
+      return await execute();
+    } finally {
+      slot();
+    }
+  }
+
+  private async audit(attempt: Attempt, verdict: Verdict, facts?: RunFacts): Promise<void> {
     const entry: AuditAttempt = {
       tool: attempt.tool,
       execution_id: facts?.execution_id ?? null,

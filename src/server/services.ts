@@ -16,6 +16,8 @@ import {
   SubprocessBackend,
 } from '../sandbox/index.js';
 import { SessionManager } from '../sessions/index.js';
+import { PendingApprovals } from './pending-approvals.js';
+import { RunSlots } from './slots.js';
 
 /**
  * The long-lived parts shared by every connection. Creating them does no I/O beyond reading
@@ -37,6 +39,10 @@ export interface Services {
   readonly rules: RuleSet;
   /** The audit trail: one hash-chained entry per attempt to run code (allowed, refused, denied). */
   readonly audit: AuditTrail;
+  /** CODEXEC_MAX_CONCURRENT_RUNS: the slots every tool that runs code holds while it runs. */
+  readonly slots: RunSlots;
+  /** CODEXEC_MAX_PENDING_APPROVALS: approvals waiting for an answer, all connections together. */
+  readonly pendingApprovals: PendingApprovals;
   /** Signs approval tickets (2026 era): one key per server process, whatever serves the request. */
   readonly approvalKey: Uint8Array;
   /** Code mode: the downstream MCP servers of CODEXEC_MCP_CONFIG (none configured: an empty bridge). */
@@ -89,6 +95,12 @@ export function createServices(config: Config): Services {
     sessions,
     rules: loadRules(config),
     audit: new AuditTrail({ dir: config.logDir, retentionDays: config.auditRetentionDays }),
+    slots: new RunSlots({
+      running: config.runs.maxConcurrent,
+      queued: config.runs.maxQueued,
+      waitMs: config.runs.queueTimeoutMs,
+    }),
+    pendingApprovals: new PendingApprovals(config.gate.maxPendingApprovals),
     approvalKey: randomBytes(32),
     secrets,
     bridge: new McpBridge(config.codemode.mcpConfig ? loadMcpConfig(config.codemode.mcpConfig) : new Map(), {
@@ -113,6 +125,7 @@ async function installSandbox(
 
 /** Stop every run and session (each answers as cancelled), and wait until they are gone. */
 export async function stopWork(services: Services): Promise<void> {
+  services.slots.close(); // calls waiting for a slot are refused, not started on a stopping engine
   await services.sessions.shutdown();
   await services.engine.shutdown();
   await services.bridge.close();

@@ -19,11 +19,12 @@ import type { PackageEnv, PackageLanguage, SessionPackageHost } from '../package
 import { type SecretsFilter, sandboxEnv } from '../policy/index.js';
 import type { Interpreters } from '../runtimes/index.js';
 import type { BackendRegistry, Exit, SandboxBackend } from '../sandbox/index.js';
-import { log, newId } from '../util/index.js';
+import { currentPrincipal, log, newId } from '../util/index.js';
 import { DRIVERS } from './drivers.js';
 import { SessionLimitError, SessionNotFoundError } from './errors.js';
 import { treeRssMb } from './memory.js';
 import { sessionPackageEnv, sessionPackages } from './packages.js';
+import { type SessionHold, SessionQuota } from './quota.js';
 import { describeExit, Session } from './session.js';
 import type {
   CloseResult,
@@ -49,8 +50,9 @@ export interface SessionManagerDeps {
 const TOMBSTONES = 200;
 
 /**
- * Owns every session: start (within CODEXEC_MAX_SESSIONS), send, close, list, idle kill,
- * lifecycle log, workspace removal, and killing them all when the server stops.
+ * Owns every session: start (within CODEXEC_MAX_SESSIONS per principal and _TOTAL in all), send,
+ * close, list, idle kill, lifecycle log, workspace removal, and killing them all when the server
+ * stops.
  */
 export class SessionManager implements SessionPackageHost {
   private readonly sessions = new Map<string, Session>();
@@ -71,25 +73,20 @@ export class SessionManager implements SessionPackageHost {
     string,
     { readonly limits: SamplingLimits; readonly used: SamplingUse }
   >();
-  private starting = 0;
+  private readonly quota: SessionQuota;
   private stopped = false;
 
-  constructor(private readonly deps: SessionManagerDeps) {}
+  constructor(private readonly deps: SessionManagerDeps) {
+    this.quota = new SessionQuota(deps.config.maxSessions, deps.config.maxSessionsTotal);
+  }
 
   async start(request: StartRequest): Promise<StartResult> {
-    const { config } = this.deps;
     if (this.stopped) throw new SessionLimitError('the server is shutting down; no new sessions');
-    if (this.sessions.size + this.starting >= config.maxSessions) {
-      throw new SessionLimitError(
-        `${config.maxSessions} sessions are already running, the maximum (CODEXEC_MAX_SESSIONS); ` +
-          'close one with close_session, or reuse one listed by list_sessions',
-      );
-    }
-    this.starting += 1;
+    const hold = this.quota.take(currentPrincipal()); // LIMIT_REACHED naming the limit hit
     try {
-      return await this.spawn(request);
+      return await this.spawn(request, hold);
     } finally {
-      this.starting -= 1;
+      this.quota.settle(hold);
     }
   }
 
@@ -236,7 +233,7 @@ export class SessionManager implements SessionPackageHost {
     );
   }
 
-  private async spawn(request: StartRequest): Promise<StartResult> {
+  private async spawn(request: StartRequest, hold: SessionHold): Promise<StartResult> {
     const { config, logs } = this.deps;
     const driver = DRIVERS[request.language];
     const [backend, interpreter] = await Promise.all([
@@ -311,6 +308,7 @@ export class SessionManager implements SessionPackageHost {
       throw error;
     }
     this.sessions.set(id, session);
+    this.quota.bind(hold, id);
     if (channel && request.bridge) {
       this.channels.set(id, channel);
       this.bridges.set(id, request.bridge);
@@ -345,6 +343,7 @@ export class SessionManager implements SessionPackageHost {
   private async onEnd(session: Session, exit: Exit, workspace: string): Promise<void> {
     if (this.sessions.get(session.id) !== session) return; // never registered: start-up failed
     this.sessions.delete(session.id);
+    this.quota.end(session.id);
     this.clearIdle(session.id);
     this.bridges.delete(session.id);
     this.sendCalls.delete(session.id);

@@ -24,9 +24,23 @@ describe('loadConfig', () => {
       output: { maxChars: 10_000, head: 4000, tail: 4000 },
       retentionDays: { success: 30, failure: 90, session: 90 },
       maxSessions: 5,
+      maxSessionsTotal: 20,
+      runs: { maxConcurrent: 8, maxQueued: 64, queueTimeoutMs: 30_000 },
       limits: { memoryMb: 512, maxProcs: 256, maxFileMb: 1024 },
       network: 'none',
     });
+    expect(config.gate.maxPendingApprovals).toBe(16);
+  });
+
+  it('derives the server-wide session cap from the per-principal one unless it is set', () => {
+    home = tempDir();
+    expect(loadConfig({ CODEXEC_HOME: home, CODEXEC_MAX_SESSIONS: '3' }).maxSessionsTotal).toBe(12);
+    const set = loadConfig({
+      CODEXEC_HOME: home,
+      CODEXEC_MAX_SESSIONS: '3',
+      CODEXEC_MAX_SESSIONS_TOTAL: '4',
+    });
+    expect(set.maxSessionsTotal).toBe(4);
   });
 
   it('expands ~ and lets env override the config file, which overrides defaults', () => {

@@ -14,6 +14,14 @@ const output = z.object({
     ready: z.record(z.string(), z.number()).describe('warm processes waiting now, per interpreter'),
   }),
   sessions: z.number().describe('REPL sessions running (of this principal over serve --http)'),
+  runs: z
+    .object({
+      running: z.number().describe('runs holding a slot now, all principals together'),
+      queued: z.number().describe('calls waiting for a slot'),
+      max: z.number().describe('CODEXEC_MAX_CONCURRENT_RUNS'),
+    })
+    .describe('the server-wide run slots'),
+  pending_approvals: z.number().describe('runs waiting for an approval answer, all principals together'),
   downstream: z
     .array(
       z.object({
@@ -34,7 +42,7 @@ export function registerHealthTool(server: McpServer, services: Services): void 
     name: 'health',
     title: 'Server health',
     description:
-      'Report uptime, the warm pool, running sessions and the downstream MCP servers of code mode ' +
+      'Report uptime, the warm pool, running sessions, busy run slots and the downstream MCP servers of code mode ' +
       '(connected, tool count). Read-only.',
     compactDescription: 'Uptime, warm pool, sessions and the downstream MCP servers (connected, tools).',
     input: z.object({}),
@@ -46,6 +54,8 @@ export function registerHealthTool(server: McpServer, services: Services): void 
       sandbox_mode: services.config.sandboxMode,
       pool: services.engine.poolStatus(),
       sessions: (await services.sessions.list()).sessions.length,
+      runs: services.slots.status(),
+      pending_approvals: services.pendingApprovals.count,
       downstream: services.bridge.health(),
     }),
   });

@@ -109,7 +109,7 @@ function registerCodeTools(server: McpServer, services: Services, gate: Gatekeep
       'Start a persistent Python, JavaScript (node), TypeScript or Bash session, like a Jupyter kernel: ' +
       'variables, imports, functions, loaded data (and for bash the current directory) persist across ' +
       'send_to_session calls. Use it for multi-step work (load, then explore, then plot); use execute_code ' +
-      `for one-off programs. At most ${config.maxSessions} sessions run at once; a session idle for ` +
+      `for one-off programs. At most ${config.maxSessions} sessions of yours run at once; a session idle for ` +
       `${Math.round(config.sessionIdleTimeoutMs / 60_000)} min is closed. Close it with close_session when done.`,
     input: startInput,
     advertisedInput: startInput.extend({ language: advertisedLanguage(config, LANGUAGE_HELP) }),
