@@ -7,6 +7,7 @@ import { log } from '../../util/index.js';
 import { createServer } from '../server.js';
 import { closeRecords, createServices, stopWork } from '../services.js';
 import { loadPrincipals, type Principals } from './auth.js';
+import { boundConnections } from './connections.js';
 import { checkHost, checkOrigins, isLoopback, type Refusal, type RequestHead } from './guards.js';
 import { BodyTooLarge, readBody, sendWebResponse, toWebRequest } from './node.js';
 import { Tenants } from './owned.js';
@@ -43,10 +44,18 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
     },
   );
   const inFlight = new Set<AbortController>();
+  const limits = config.http;
   const http = createHttpServer(
-    // The guards answer a missing Host with a sentence, not Node's empty 400.
-    { requireHostHeader: false },
+    {
+      // Slow or silent clients (slowloris) get 408 and lose their connection in bounded time.
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs),
+      // The guards answer a missing Host with a sentence, not Node's empty 400.
+      requireHostHeader: false,
+    },
     (req, res) => {
+      if (bounds.refused(req.socket)) return; // answered 503 already, and closing
       void route(req, res, { config, principals, loopback, handler, inFlight }).catch((error: Error) => {
         log('warn', `http: ${error.message}`);
         if (!res.headersSent) refuse(res, { status: 500, message: 'internal error' });
@@ -54,6 +63,8 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
       });
     },
   );
+  http.keepAliveTimeout = limits.keepAliveTimeoutMs;
+  const bounds = boundConnections(http, limits.maxConnections);
   await new Promise<void>((resolve, reject) => {
     http.once('error', (error: NodeJS.ErrnoException) => {
       // A port in use or a host not on this machine is a setting to fix: exit 2 saying which.
