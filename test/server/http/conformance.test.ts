@@ -51,9 +51,17 @@ describe('the official MCP conformance suite against serve --http --no-auth', ()
     rmSync(out, { recursive: true, force: true });
   });
 
-  it('has the suite and a Node >= 22 to run it (npm ci installs both)', () => {
+  it("has the suite and a Node >= 22 to run it (npm ci installs both), off npm scripts' PATH", () => {
     expect(existsSync(NODE_22), `${NODE_22} is missing: run npm ci`).toBe(true);
     expect(existsSync(SUITE_CLI), `${SUITE_CLI} is missing: run npm ci`).toBe(true);
+    // Hoisted to the root, the package's `node` bin would run vitest and every test's node on 22,
+    // where better-sqlite3 (built for the project's Node) does not load. package-lock.json keeps it
+    // under test/conformance/node_modules.
+    const shadow = resolve(SUITE_DIR, '../../node_modules/.bin/node');
+    expect(
+      existsSync(shadow),
+      `${shadow} shadows the project's node: keep "node" nested in package-lock.json`,
+    ).toBe(false);
   });
 
   for (const scenario of SCENARIOS) {
