@@ -1,5 +1,6 @@
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
+import { log } from '../../util/index.js';
 
 const TOO_MANY = JSON.stringify({
   jsonrpc: '2.0',
@@ -12,6 +13,8 @@ const TOO_MANY_RESPONSE =
 
 /** How long a refused connection may read its 503 before it is cut. */
 const REFUSED_GRACE_MS = 1000;
+/** At most one stderr line a minute about refusals, however many there are. */
+const WARN_EVERY_MS = 60_000;
 
 export interface ConnectionBounds {
   /** Whether this connection was refused: its requests (already 503'd) must not be served. */
@@ -30,6 +33,7 @@ export function boundConnections(server: Server, max: number): ConnectionBounds 
   // Insertion order is age order: the first entry is the oldest connection without a request.
   const unproven = new Set<Socket>();
   const refused = new WeakSet<Socket>();
+  let warned = Number.NEGATIVE_INFINITY;
   server.on('connection', (socket: Socket) => {
     if (all.size >= max) {
       const oldest = unproven.values().next();
@@ -37,6 +41,13 @@ export function boundConnections(server: Server, max: number): ConnectionBounds 
         // end(), not destroy(): closing with the client's request unread would reset the
         // connection, and the 503 with it.
         refused.add(socket);
+        if (Date.now() - warned >= WARN_EVERY_MS) {
+          warned = Date.now();
+          log(
+            'warn',
+            `http: ${max} connections open, each in use: refusing new ones (CODEXEC_HTTP_MAX_CONNECTIONS)`,
+          );
+        }
         socket.end(TOO_MANY_RESPONSE);
         setTimeout(() => socket.destroy(), REFUSED_GRACE_MS).unref();
         return;

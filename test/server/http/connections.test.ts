@@ -170,6 +170,9 @@ describe('serve --http under many idle and slow connections', () => {
     expect(refused.body).toContain('CODEXEC_HTTP_MAX_CONNECTIONS');
     expect(Date.now() - started).toBeLessThan(2000);
     expect(busy.every((held) => !held.closed)).toBe(true);
+    const said = () =>
+      servers[0]?.stderr().includes('refusing new ones (CODEXEC_HTTP_MAX_CONNECTIONS)') ?? false;
+    expect(await waitFor(said, 2000)).toBe(true); // the operator learns why
     // One of them leaves: a newcomer gets in.
     busy[0]?.socket.destroy();
     expect(await waitFor(() => busy[0]?.closed === true, 2000)).toBe(true);
