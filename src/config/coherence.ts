@@ -21,6 +21,7 @@ export function reconcile(settings: Settings, userSet: ReadonlySet<string>): Rec
   const set = (name: Name) => userSet.has(name);
   reconcileTimeouts(s, set, warnings);
   reconcileTruncation(s, set, warnings);
+  reconcileHttpTimeouts(s, set, warnings);
   return { settings: s, warnings };
 }
 
@@ -83,4 +84,26 @@ function reconcileTruncation(s: Settings, set: (name: Name) => boolean, warnings
   warnings.push(
     `${moved.join(' and ')} (default${moved.length > 1 ? 's' : ''}) lowered to fit CODEXEC_MAX_OUTPUT_CHARS=${max}`,
   );
+}
+
+/** Node refuses a request head's time longer than the whole request's (headersTimeout <= requestTimeout). */
+function reconcileHttpTimeouts(s: Settings, set: (name: Name) => boolean, warnings: string[]): void {
+  const { CODEXEC_HTTP_HEADERS_TIMEOUT_MS: head, CODEXEC_HTTP_REQUEST_TIMEOUT_MS: whole } = s;
+  if (head <= whole) return;
+  if (set('CODEXEC_HTTP_HEADERS_TIMEOUT_MS') && set('CODEXEC_HTTP_REQUEST_TIMEOUT_MS')) {
+    throw new ConfigError(
+      `CODEXEC_HTTP_HEADERS_TIMEOUT_MS: must not exceed CODEXEC_HTTP_REQUEST_TIMEOUT_MS (${whole})`,
+    );
+  }
+  if (set('CODEXEC_HTTP_REQUEST_TIMEOUT_MS')) {
+    s.CODEXEC_HTTP_HEADERS_TIMEOUT_MS = whole;
+    warnings.push(
+      `CODEXEC_HTTP_HEADERS_TIMEOUT_MS lowered from its default ${head} to ${whole} to fit CODEXEC_HTTP_REQUEST_TIMEOUT_MS=${whole}`,
+    );
+  } else {
+    s.CODEXEC_HTTP_REQUEST_TIMEOUT_MS = head;
+    warnings.push(
+      `CODEXEC_HTTP_REQUEST_TIMEOUT_MS raised from its default ${whole} to ${head} to fit CODEXEC_HTTP_HEADERS_TIMEOUT_MS=${head}`,
+    );
+  }
 }

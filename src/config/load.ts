@@ -73,7 +73,6 @@ export interface Config {
     readonly allowedCommands?: readonly string[];
     readonly blockedCommands?: readonly string[];
   };
-  /** serve --http: where tokens come from, which browser origins may call, the body limit. */
   /** Code mode: the downstream MCP servers' file (undefined: none configured) and the call rate. */
   readonly codemode: {
     /** CODEXEC_TOOLS: the tools to register (undefined: all of them). */
@@ -83,11 +82,17 @@ export interface Config {
     readonly mcpConfig?: string;
     readonly rateLimitPerMinute: number;
   };
+  /** serve --http: where tokens come from, which browser origins may call, the body and connection limits. */
   readonly http: {
     readonly token?: string;
     readonly tokensFile?: string;
     readonly allowedOrigins: readonly string[];
     readonly maxBodyBytes: number;
+    /** Connections open at once, and how long a request head, a whole request and an idle connection may take. */
+    readonly maxConnections: number;
+    readonly headersTimeoutMs: number;
+    readonly requestTimeoutMs: number;
+    readonly keepAliveTimeoutMs: number;
   };
   /** The approval gate: is code execution on, who approves, which languages (ADR 036). */
   readonly gate: {
@@ -223,6 +228,10 @@ export function loadConfig(
         origin.replace(/\/+$/, '').toLowerCase(),
       ),
       maxBodyBytes: s.CODEXEC_HTTP_MAX_BODY_BYTES ?? s.CODEXEC_MAX_MESSAGE_BYTES,
+      maxConnections: s.CODEXEC_HTTP_MAX_CONNECTIONS,
+      headersTimeoutMs: s.CODEXEC_HTTP_HEADERS_TIMEOUT_MS,
+      requestTimeoutMs: s.CODEXEC_HTTP_REQUEST_TIMEOUT_MS,
+      keepAliveTimeoutMs: s.CODEXEC_HTTP_KEEP_ALIVE_TIMEOUT_MS,
     },
     gate: {
       enabled: s.CODEXEC_ENABLED,

@@ -235,6 +235,22 @@ export const settingsSchema = z
     CODEXEC_HTTP_MAX_BODY_BYTES: int(1024, 500_000_000)
       .optional()
       .describe('serve --http: largest request body (413 above); default CODEXEC_MAX_MESSAGE_BYTES.'),
+    CODEXEC_HTTP_MAX_CONNECTIONS: int(1, 100_000)
+      .default(256)
+      .describe(
+        'serve --http: connections open at once; past it a newcomer replaces the oldest one that has sent no request yet, else gets 503.',
+      ),
+    CODEXEC_HTTP_HEADERS_TIMEOUT_MS: int(100, 600_000)
+      .default(10_000)
+      .describe('serve --http: time to send a request head, from connect or the last request (408 after).'),
+    CODEXEC_HTTP_REQUEST_TIMEOUT_MS: int(100, 3_600_000)
+      .default(60_000)
+      .describe(
+        'serve --http: time to send a whole request, head and body (408 after); not the time to answer.',
+      ),
+    CODEXEC_HTTP_KEEP_ALIVE_TIMEOUT_MS: int(100, 600_000)
+      .default(5_000)
+      .describe('serve --http: an idle connection between requests is closed after this time.'),
     CODEXEC_MCP_CONFIG: z
       .string()
       .min(1)

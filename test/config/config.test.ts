@@ -123,6 +123,27 @@ describe('loadConfig', () => {
       );
     });
 
+    it('keeps the HTTP head time within the whole request time (Node refuses otherwise)', () => {
+      const raised = load({ CODEXEC_HTTP_HEADERS_TIMEOUT_MS: '90000' });
+      expect(raised.config.http).toMatchObject({ headersTimeoutMs: 90_000, requestTimeoutMs: 90_000 });
+      expect(raised.warnings).toEqual([
+        'CODEXEC_HTTP_REQUEST_TIMEOUT_MS raised from its default 60000 to 90000 to fit CODEXEC_HTTP_HEADERS_TIMEOUT_MS=90000',
+      ]);
+      const lowered = load({ CODEXEC_HTTP_REQUEST_TIMEOUT_MS: '5000' });
+      expect(lowered.config.http).toMatchObject({ headersTimeoutMs: 5000, requestTimeoutMs: 5000 });
+      expect(() =>
+        load({ CODEXEC_HTTP_HEADERS_TIMEOUT_MS: '9000', CODEXEC_HTTP_REQUEST_TIMEOUT_MS: '5000' }),
+      ).toThrow(
+        /^CODEXEC_HTTP_HEADERS_TIMEOUT_MS: must not exceed CODEXEC_HTTP_REQUEST_TIMEOUT_MS \(5000\)$/,
+      );
+      expect(load({}).config.http).toMatchObject({
+        maxConnections: 256,
+        headersTimeoutMs: 10_000,
+        requestTimeoutMs: 60_000,
+        keepAliveTimeoutMs: 5_000,
+      });
+    });
+
     it('shrinks the default head and tail in proportion to fit a max output set alone', () => {
       const { config, warnings } = load({ CODEXEC_MAX_OUTPUT_CHARS: '1000' });
       expect(config.output).toEqual({ maxChars: 1000, head: 500, tail: 500 });

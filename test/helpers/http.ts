@@ -1,6 +1,7 @@
 // Spawns the real `codexec serve --http --port 0` and connects the official MCP client over HTTP.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
+import { connect } from 'node:net';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { baseEnv, CLI, type ElicitAnswer, type ElicitParams, type Era, tempDir } from './server.js';
 
@@ -80,4 +81,43 @@ export async function connectHttp(
   }
   await client.connect(transport);
   return client;
+}
+
+export interface RawResponse {
+  readonly status: number;
+  /** Everything after the head, as sent (chunked or SSE framing included). */
+  readonly body: string;
+}
+
+/** A JSON-RPC ping as a raw POST to /mcp (HTTP/1.1 head lines without Host: the caller adds its own). */
+export const RAW_PING = {
+  head: [
+    'POST /mcp HTTP/1.1',
+    'content-type: application/json',
+    'accept: application/json, text/event-stream',
+  ],
+  body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+};
+
+/**
+ * One request written byte for byte over its own connection, for what fetch will not send (a
+ * forged, empty or malformed Host). `head` is the request line and headers; the length is added.
+ */
+export async function rawHttp(url: string, head: readonly string[], body = ''): Promise<RawResponse> {
+  const { hostname, port } = new URL(url);
+  const socket = connect(Number(port), hostname.replace(/^\[|\]$/g, ''));
+  const chunks: Buffer[] = [];
+  socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+  const text = [...head, `content-length: ${Buffer.byteLength(body)}`, 'connection: close', '', body].join(
+    '\r\n',
+  );
+  socket.write(text);
+  await new Promise<void>((resolve, reject) => {
+    socket.once('close', () => resolve());
+    socket.once('error', reject);
+  });
+  const all = Buffer.concat(chunks).toString();
+  const status = /^HTTP\/1\.[01] (\d{3})/.exec(all)?.[1];
+  if (!status) throw new Error(`no HTTP response: ${JSON.stringify(all.slice(0, 200))}`);
+  return { status: Number(status), body: all.slice(all.indexOf('\r\n\r\n') + 4) };
 }

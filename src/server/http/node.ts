@@ -36,11 +36,15 @@ export function toWebRequest(req: IncomingMessage, body: Buffer | undefined, sig
   });
 }
 
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding']);
+
 /** Write a web Response to node:http, streaming the body (SSE stays a stream). */
 export async function sendWebResponse(res: ServerResponse, response: Response): Promise<void> {
   const headers: Record<string, string | string[]> = {};
   response.headers.forEach((value, name) => {
-    headers[name] = value;
+    // Hop-by-hop headers are node:http's to set: the SDK's SSE `Connection: keep-alive` would keep
+    // a connection the client asked to close open until the keep-alive timeout.
+    if (!HOP_BY_HOP.has(name)) headers[name] = value;
   });
   const cookies = response.headers.getSetCookie();
   if (cookies.length > 0) headers['set-cookie'] = cookies;

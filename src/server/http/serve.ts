@@ -7,7 +7,8 @@ import { log } from '../../util/index.js';
 import { createServer } from '../server.js';
 import { closeRecords, createServices, stopWork } from '../services.js';
 import { loadPrincipals, type Principals } from './auth.js';
-import { checkOrigins, isLoopback, type Refusal } from './guards.js';
+import { boundConnections } from './connections.js';
+import { checkHost, checkOrigins, isLoopback, type Refusal, type RequestHead } from './guards.js';
 import { BodyTooLarge, readBody, sendWebResponse, toWebRequest } from './node.js';
 import { Tenants } from './owned.js';
 
@@ -43,13 +44,27 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
     },
   );
   const inFlight = new Set<AbortController>();
-  const http = createHttpServer((req, res) => {
-    void route(req, res, { config, principals, loopback, handler, inFlight }).catch((error: Error) => {
-      log('warn', `http: ${error.message}`);
-      if (!res.headersSent) refuse(res, { status: 500, message: 'internal error' });
-      else res.end();
-    });
-  });
+  const limits = config.http;
+  const http = createHttpServer(
+    {
+      // Slow or silent clients (slowloris) get 408 and lose their connection in bounded time.
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs),
+      // The guards answer a missing Host with a sentence, not Node's empty 400.
+      requireHostHeader: false,
+    },
+    (req, res) => {
+      if (bounds.refused(req.socket)) return; // answered 503 already, and closing
+      void route(req, res, { config, principals, loopback, handler, inFlight }).catch((error: Error) => {
+        log('warn', `http: ${error.message}`);
+        if (!res.headersSent) refuse(res, { status: 500, message: 'internal error' });
+        else res.end();
+      });
+    },
+  );
+  http.keepAliveTimeout = limits.keepAliveTimeoutMs;
+  const bounds = boundConnections(http, limits.maxConnections);
   await new Promise<void>((resolve, reject) => {
     http.once('error', (error: NodeJS.ErrnoException) => {
       // A port in use or a host not on this machine is a setting to fix: exit 2 saying which.
@@ -110,6 +125,13 @@ interface RouteContext {
 }
 
 async function route(req: IncomingMessage, res: ServerResponse, ctx: RouteContext): Promise<void> {
+  const head: RequestHead = {
+    host: req.headers.host,
+    origin: req.headers.origin,
+    localPort: req.socket.localPort,
+  };
+  const badHost = checkHost(head);
+  if (badHost) return refuse(res, badHost);
   const path = (req.url ?? '/').split('?')[0];
   if (path === '/healthz') {
     if (req.method !== 'GET' && req.method !== 'HEAD')
@@ -124,7 +146,6 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: RouteContex
     if (!res.writableFinished) controller.abort(); // the client went away: cancel its exchange only
   });
   // Origin and Host first: a rebinding page must learn nothing, not even that a token is wanted.
-  const head = toWebRequest(req, undefined, controller.signal);
   const refused = checkOrigins(head, ctx.loopback, ctx.config.http.allowedOrigins);
   if (refused) return refuse(res, refused);
   const principal = ctx.principals ? ctx.principals.identify(req.headers.authorization ?? null) : 'local';
