@@ -1,6 +1,13 @@
 import { constants } from 'node:os';
 import type { Config } from '../config/index.js';
-import { type ArtifactDiff, collectImages, diffSnapshots, drain, OutputCollector } from '../engine/index.js';
+import {
+  type ArtifactDiff,
+  collectImages,
+  diffSnapshots,
+  drain,
+  OutputCollector,
+  snapshotDir,
+} from '../engine/index.js';
 import type { SecretsFilter } from '../policy/index.js';
 import { CodeSyntaxError, type Language } from '../runtimes/index.js';
 import type { Exit, SandboxedProcess } from '../sandbox/index.js';
@@ -9,7 +16,7 @@ import { SessionNotFoundError, SessionStartError } from './errors.js';
 import { SendMarks } from './marks.js';
 import { prepareCell } from './prepare.js';
 import { type DoneMessage, type DriverMessage, encodeFrame, FrameDecoder } from './protocol.js';
-import { snapshotWorkingDir } from './snapshot.js';
+
 import { SendStopper } from './stopper.js';
 import type { EndReason, SendRequest, SendResult } from './types.js';
 
@@ -203,7 +210,7 @@ export class Session {
       this.log(request.code, result, { created: [], modified: [], deleted: [] }, started);
       return result;
     }
-    const before = await snapshotWorkingDir(cwd);
+    const before = await snapshotDir(cwd);
     const done = new Promise<DoneMessage>((resolve) => {
       this.waiting = { id: executionId, resolve };
     });
@@ -240,7 +247,7 @@ export class Session {
     this.marks = undefined;
     const duration_ms = Date.now() - started;
     const collected = this.collect();
-    const diff = diffSnapshots(before, await snapshotWorkingDir(cwd));
+    const diff = diffSnapshots(before, await snapshotDir(cwd));
     const artifacts = [...diff.created, ...diff.modified];
     const pictures = await collectImages({
       workspace: this.options.figuresWorkspace,
