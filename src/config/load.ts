@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError } from '../errors/index.js';
-import { expandHome, log } from '../util/index.js';
+import { expandHome, LOCAL_PRINCIPAL, log, principalFolder } from '../util/index.js';
 import { reconcile } from './coherence.js';
 import {
   type ApprovalMode,
@@ -108,6 +108,16 @@ export interface Config {
  * Where the global package environment lives (install_package without a session): pip
  * `--target` dir for Python, npm `--prefix` for Node, whose packages land in `nodeModules`.
  */
+/**
+ * execute_command's persistent workspace of `principal` (DESIGN §9): the local principal (stdio,
+ * the CLI) keeps CODEXEC_WORKSPACE; every other one has its own in `$CODEXEC_HOME/principals/`,
+ * beside (never inside) the local one, so no principal's workspace holds another's.
+ */
+export function commandWorkspace(config: Pick<Config, 'home' | 'command'>, principal: string): string {
+  if (principal === LOCAL_PRINCIPAL) return config.command.workspace;
+  return join(config.home, 'principals', principalFolder(principal), 'workspace');
+}
+
 export function globalPackageDirs(config: Pick<Config, 'envsDir'>) {
   const node = join(config.envsDir, 'node');
   return { python: join(config.envsDir, 'python'), node, nodeModules: join(node, 'node_modules') };

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { symlink } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import { type Config, globalPackageDirs } from '../config/index.js';
+import { type Config, commandWorkspace, globalPackageDirs } from '../config/index.js';
 import { sandboxEnv } from '../policy/index.js';
 import type { InterpreterKind } from '../runtimes/index.js';
 import type { BackendMode, SandboxSpec } from '../sandbox/index.js';
@@ -58,7 +58,7 @@ export async function buildRunSpec(input: RunSpecInput): Promise<SandboxSpec> {
     ...(input.command && {
       persistent: {
         key: `command:${currentPrincipal()}`,
-        mounts: [config.command.workspace, ...config.command.allowedPaths],
+        mounts: [commandWorkspace(config, currentPrincipal()), ...config.command.allowedPaths],
       },
     }),
   };

@@ -3,7 +3,7 @@
 
 export { ScriptLibrary } from './library.js';
 export { assertScriptName } from './names.js';
-export { libraryDir, PRINCIPALS_FOLDER, principalFolder } from './principals.js';
+export { libraryDir, PRINCIPALS_FOLDER } from './principals.js';
 export { type Relevance, type SearchHit, searchScripts } from './search.js';
 export { ScriptStore } from './store.js';
 export type {

@@ -1,8 +1,8 @@
 import { mkdir, realpath, stat } from 'node:fs/promises';
 import { isAbsolute, join } from 'node:path';
-import type { Config } from '../config/index.js';
+import { type Config, commandWorkspace } from '../config/index.js';
 import { ForbiddenPathError, InvalidInputError } from '../errors/index.js';
-import { expandHome, isWithin } from '../util/index.js';
+import { currentPrincipal, expandHome, isWithin } from '../util/index.js';
 import { forbiddenPaths } from './working-dir.js';
 
 /**
@@ -11,12 +11,16 @@ import { forbiddenPaths } from './working-dir.js';
  * before judging, so neither `..` nor a link leads out; forbidden paths stay refused even inside
  * an allowed one. Returns the real path of an existing directory.
  */
-export async function resolveCommandDir(workDir: string | undefined, config: Config): Promise<string> {
+export async function resolveCommandDir(
+  workDir: string | undefined,
+  config: Config,
+  principal = currentPrincipal(),
+): Promise<string> {
   if (workDir?.includes('\0')) throw new InvalidInputError('work_dir must not contain NUL characters');
-  await mkdir(config.command.workspace, { recursive: true, mode: 0o755 });
-  const workspace = await realpath(config.command.workspace);
-  // The workspace lies in CODEXEC_HOME by default: that one place in it is the tool's own.
-  await refuseForbidden(workspace, config.command.workspace, config, workspace);
+  const own = commandWorkspace(config, principal);
+  await mkdir(own, { recursive: true, mode: 0o755 });
+  const workspace = await realpath(own);
+  await refuseForbidden(workspace, own, config, workspace);
   if (workDir === undefined || workDir === '' || workDir === '.') return workspace;
   const requested =
     workDir.startsWith('~') || isAbsolute(workDir) ? expandHome(workDir) : join(workspace, workDir);
@@ -38,12 +42,15 @@ export async function resolveCommandDir(workDir: string | undefined, config: Con
   return real;
 }
 
-/** Inside or around a forbidden path → FORBIDDEN_PATH; CODEXEC_HOME only as the workspace's parent. */
+/**
+ * Inside or around a forbidden path → FORBIDDEN_PATH. The principal's own workspace lies in
+ * CODEXEC_HOME by default, and is one of the forbidden places itself: within it, the forbidden
+ * places that hold it (home, the local workspace when it is the caller's) do not count.
+ */
 async function refuseForbidden(real: string, shown: string, config: Config, workspace: string) {
   for (const path of forbiddenPaths(config)) {
     const forbidden = await realOrSelf(path);
-    const ownPlace = path === config.home && forbidden !== workspace && isWithin(real, workspace);
-    if (ownPlace && isWithin(workspace, forbidden)) continue;
+    if (isWithin(real, workspace) && isWithin(workspace, forbidden)) continue;
     if (isWithin(real, forbidden) || isWithin(forbidden, real)) {
       throw new ForbiddenPathError(
         `work_dir ${shown} is inside or contains ${path}, which commands may not use`,

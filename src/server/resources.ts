@@ -10,6 +10,7 @@ import {
   ResourceTemplate,
   type ServerContext,
 } from '@modelcontextprotocol/server';
+import { commandWorkspace } from '../config/index.js';
 import { CodexecError } from '../errors/index.js';
 import { principalOf } from './define-tool.js';
 import { imageContent } from './images.js';
@@ -165,7 +166,7 @@ async function locate(
       return { root: realpathSync(services.sessions.describe(id).workingDir), path: rest(1) };
     }
     case 'workspace':
-      return { root: realpathSync(services.config.command.workspace), path: rest(0) };
+      return { root: realpathSync(commandWorkspace(services.config, principal)), path: rest(0) };
     default:
       throw new ResourceNotFoundError(
         uri.href,

@@ -19,6 +19,6 @@ export { holdsOnly } from './dirs.js';
 export { type IdPrefix, newId } from './ids.js';
 export { type LogLevel, log, setLogLevel } from './log.js';
 export { expandHome, isWithin } from './paths.js';
-export { asPrincipal, currentPrincipal, LOCAL_PRINCIPAL } from './principal.js';
+export { asPrincipal, currentPrincipal, LOCAL_PRINCIPAL, principalFolder } from './principal.js';
 export { quietly } from './quietly.js';
 export { settledWithin } from './time.js';

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { libraryDir, PRINCIPALS_FOLDER, principalFolder } from '../../src/library/index.js';
-import { LOCAL_PRINCIPAL } from '../../src/util/index.js';
+import { libraryDir, PRINCIPALS_FOLDER } from '../../src/library/index.js';
+import { LOCAL_PRINCIPAL, principalFolder } from '../../src/util/index.js';
 
 describe('a library folder per principal', () => {
   it('keeps the local principal in the scripts dir itself', () => {

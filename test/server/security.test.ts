@@ -129,17 +129,36 @@ describe('execute_code environment and working_dir policy', () => {
     expect(value.code).toBe('FORBIDDEN_PATH');
   });
 
-  it('refuses codexec home itself but allows directories in its sandbox', async () => {
-    const refused = await callTool<{ code: string }>(server.client, 'execute_code', {
-      language: 'bash',
-      code: 'ls',
-      working_dir: server.home,
-    });
-    expect(refused.value.code).toBe('FORBIDDEN_PATH');
-    const mine = join(server.home, 'sandbox', 'project');
-    mkdirSync(mine, { recursive: true });
-    const { value } = await run({ language: 'bash', code: 'pwd', working_dir: mine });
-    expect(value.stdout.trim()).toBe(mine);
+  it("refuses codexec home, its sandbox dir, a session's workspace and any dir in them (issue #30)", async () => {
+    const session = await callTool<{ session_id: string; working_dir: string }>(
+      server.client,
+      'start_session',
+      {
+        language: 'bash',
+      },
+    );
+    const inside = join(server.home, 'sandbox', 'project');
+    mkdirSync(inside, { recursive: true });
+    const workspace = join(server.home, 'workspace');
+    mkdirSync(workspace, { recursive: true });
+    for (const dir of [
+      server.home,
+      join(server.home, 'sandbox'),
+      session.value.working_dir,
+      inside,
+      workspace,
+      join(server.home, 'envs'),
+    ]) {
+      for (const tool of ['execute_code', 'start_session'] as const) {
+        const refused = await callTool<{ code: string }>(server.client, tool, {
+          language: 'bash',
+          ...(tool === 'execute_code' && { code: 'ls' }),
+          working_dir: dir,
+        });
+        expect({ dir, tool, code: refused.value.code }).toEqual({ dir, tool, code: 'FORBIDDEN_PATH' });
+      }
+    }
+    await callTool(server.client, 'close_session', { session_id: session.value.session_id });
   });
 
   it('refuses a missing working_dir with INVALID_INPUT', async () => {

@@ -7,8 +7,9 @@ import { constants, mkdirSync, realpathSync, statSync } from 'node:fs';
 import { type FileHandle, lstat, open, rename, unlink } from 'node:fs/promises';
 import type { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
+import { commandWorkspace } from '../../config/index.js';
 import { CodexecError, ForbiddenPathError, InvalidInputError } from '../../errors/index.js';
-import { at, inParentBeneath, openBeneath } from '../../util/index.js';
+import { at, currentPrincipal, inParentBeneath, openBeneath } from '../../util/index.js';
 import { defineTool } from '../define-tool.js';
 import type { Services } from '../services.js';
 
@@ -123,8 +124,9 @@ function workspaceOf(services: Services, args: { session_id?: string; workspace?
     throw new InvalidInputError('give exactly one of session_id or workspace');
   if (args.session_id !== undefined)
     return realpathSync(services.sessions.describe(args.session_id).workingDir);
-  mkdirSync(services.config.command.workspace, { recursive: true });
-  return realpathSync(services.config.command.workspace);
+  const workspace = commandWorkspace(services.config, currentPrincipal());
+  mkdirSync(workspace, { recursive: true });
+  return realpathSync(workspace);
 }
 
 function decodeBase64(content: string): Buffer {
