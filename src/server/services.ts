@@ -54,7 +54,7 @@ export function createServices(config: Config): Services {
   const interpreters = new Interpreters(config.interpreters);
   const backends = new BackendRegistry(
     config.sandboxMode,
-    new NamespaceBackend({ idleMs: config.pool.idleMs }),
+    new NamespaceBackend({ idleMs: config.pool.idleMs, totals: config.totals }),
     config.docker,
   );
   // Built once: the secrets are the server's own environment's and the secrets file's at start-up.
