@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { AuditTrail } from '../audit/index.js';
 import { type Bridge, loadMcpConfig, McpBridge } from '../bridge/index.js';
 import { type Config, globalPackageDirs } from '../config/index.js';
+import { DiskQuota } from '../disk/index.js';
 import { Engine } from '../engine/index.js';
 import { ScriptStore } from '../library/index.js';
 import { ExecutionLogs, type LogWriter } from '../logs/index.js';
@@ -25,6 +26,8 @@ export interface Services {
   readonly scripts: ScriptStore;
   readonly packageCheck: CheckContext;
   readonly packages: PackageService;
+  /** Disk of the workspaces, per workspace and per principal (runs and sessions share it). */
+  readonly disk: DiskQuota;
   /** Persistent REPL sessions; their owner kills them all on shutdown. */
   readonly sessions: SessionManager;
   /** The policy rules: built-ins with policy.json's overrides and extras. */
@@ -59,8 +62,10 @@ export function createServices(config: Config): Services {
   );
   // Built once: the secrets are the server's own environment's and the secrets file's at start-up.
   const secrets = createSecretsFilter(config.secrets, process.env);
-  const engine = new Engine({ config, backends, interpreters, logs, secrets });
-  const sessions = new SessionManager({ config, backends, interpreters, logs, secrets });
+  // One account of the disk for runs and sessions: a principal's quota spans both.
+  const disk = new DiskQuota(config.disk);
+  const engine = new Engine({ config, backends, interpreters, logs, secrets, disk });
+  const sessions = new SessionManager({ config, backends, interpreters, logs, secrets, disk });
   const packageCheck: CheckContext = {
     python: () => interpreters.get('python'),
     pythonPath: [globalPackageDirs(config).python],
@@ -71,6 +76,7 @@ export function createServices(config: Config): Services {
   return {
     config,
     engine,
+    disk,
     logs,
     history,
     scripts: new ScriptStore(config.scriptsDir),

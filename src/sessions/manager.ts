@@ -12,6 +12,7 @@ import {
   type SamplingUse,
 } from '../codemode/index.js';
 import type { Config } from '../config/index.js';
+import { DiskQuota } from '../disk/index.js';
 import { FIGURE_BACKEND, figureEnv } from '../engine/index.js';
 import { InvalidInputError } from '../errors/index.js';
 import type { LogWriter } from '../logs/index.js';
@@ -19,7 +20,8 @@ import type { PackageEnv, PackageLanguage, SessionPackageHost } from '../package
 import { type SecretsFilter, sandboxEnv } from '../policy/index.js';
 import type { Interpreters } from '../runtimes/index.js';
 import type { BackendRegistry, Exit, SandboxBackend } from '../sandbox/index.js';
-import { log, newId } from '../util/index.js';
+import { currentPrincipal, log, newId } from '../util/index.js';
+import { watchSessionDisk } from './disk.js';
 import { DRIVERS } from './drivers.js';
 import { SessionLimitError, SessionNotFoundError } from './errors.js';
 import { treeRssMb } from './memory.js';
@@ -43,6 +45,8 @@ export interface SessionManagerDeps {
   readonly hostEnv?: NodeJS.ProcessEnv;
   /** Masks secrets in session output (absent: redaction off). */
   readonly secrets?: SecretsFilter | undefined;
+  /** The disk bounds, shared with the engine (absent: the manager's own). */
+  readonly disk?: DiskQuota;
 }
 
 /** How many ended sessions are remembered, to say why a late send finds nothing. */
@@ -74,7 +78,11 @@ export class SessionManager implements SessionPackageHost {
   private starting = 0;
   private stopped = false;
 
-  constructor(private readonly deps: SessionManagerDeps) {}
+  private readonly disk: DiskQuota;
+
+  constructor(private readonly deps: SessionManagerDeps) {
+    this.disk = deps.disk ?? new DiskQuota(deps.config.disk);
+  }
 
   async start(request: StartRequest): Promise<StartResult> {
     const { config } = this.deps;
@@ -85,6 +93,7 @@ export class SessionManager implements SessionPackageHost {
           'close one with close_session, or reuse one listed by list_sessions',
       );
     }
+    this.disk.assertRoom(currentPrincipal());
     this.starting += 1;
     try {
       return await this.spawn(request);
@@ -122,6 +131,7 @@ export class SessionManager implements SessionPackageHost {
       );
     }
     const session = this.get(sessionId);
+    this.disk.assertRoom(currentPrincipal());
     this.clearIdle(sessionId);
     // This send's llm.* go through this send's own request.
     this.channels.get(sessionId)?.setSampler(request.sampler);
@@ -296,8 +306,12 @@ export class SessionManager implements SessionPackageHost {
         // Not awaited: the reply should not wait for the disk; LogWriter orders and reports writes.
         logs.appendSession(id, calls ? { ...entry, tool_calls: calls } : entry).catch(() => {});
       },
-      onEnd: (ended, exit) => this.onEnd(ended, exit, workspace),
+      onEnd: (ended, exit) => {
+        unwatch();
+        return this.onEnd(ended, exit, workspace);
+      },
     });
+    const unwatch = watchSessionDisk(this.disk, workspace, currentPrincipal(), session);
     try {
       await session.ready();
       // The server began to stop while this driver was starting: nobody else will kill it.

@@ -46,7 +46,9 @@ describe('bounds on all runs together (namespace mode, real cgroups)', () => {
   });
 
   it('puts every run cgroup in one parent named for the server', () => {
-    const parents = readdirSync('/sys/fs/cgroup/pids').filter((name) => name === `codexec-runs-${server.pid}`);
+    const parents = readdirSync('/sys/fs/cgroup/pids').filter(
+      (name) => name === `codexec-runs-${server.pid}`,
+    );
     expect(parents).toHaveLength(1);
   });
 });

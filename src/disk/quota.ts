@@ -1,0 +1,141 @@
+import { log } from '../util/index.js';
+import { DiskQuotaError } from './errors.js';
+import { type DiskUsage, measureDir } from './usage.js';
+
+const MB = 1024 * 1024;
+
+/** CODEXEC_MAX_WORKSPACE_MB, CODEXEC_MAX_PRINCIPAL_DISK_MB, CODEXEC_WORKSPACE_RETENTION_HOURS (ms). */
+export interface DiskLimits {
+  readonly workspaceMb: number;
+  readonly principalMb: number;
+  readonly retentionMs: number;
+}
+
+export interface WatchTiming {
+  /** The first sample: a run that ends sooner is never walked while it runs (a warm run: ~3 ms). */
+  readonly firstMs: number;
+  /** Between samples, at least; a walk that took t ms waits 10 t at least (≤ ~10% of a thread). */
+  readonly everyMs: number;
+}
+
+/** One-shot runs: a first look at 100 ms, then four a second. */
+export const RUN_TIMING: WatchTiming = { firstMs: 100, everyMs: 250 };
+/** Sessions live long and mostly wait: once a second. */
+export const SESSION_TIMING: WatchTiming = { firstMs: 1000, everyMs: 1000 };
+
+/** A workspace being watched; `over` is the sentence of the bound it broke, once it has. */
+export interface DiskWatch {
+  readonly over: string | undefined;
+  stop(): void;
+}
+
+/**
+ * What codexec's workspaces (runs' and sessions') hold on disk, per workspace and per principal:
+ * measured on a timer while a run lives, recorded when it ends, forgotten when a workspace goes.
+ * A workspace past CODEXEC_MAX_WORKSPACE_MB, or one that takes its principal past
+ * CODEXEC_MAX_PRINCIPAL_DISK_MB, has its run killed; a principal at its quota starts nothing new.
+ */
+export class DiskQuota {
+  private readonly sizes = new Map<string, { readonly principal: string; readonly bytes: number }>();
+  private readonly live = new Set<string>();
+
+  constructor(readonly limits: DiskLimits) {}
+
+  /** Bytes `principal`'s workspaces hold, as last measured. */
+  used(principal: string): number {
+    let bytes = 0;
+    for (const size of this.sizes.values()) if (size.principal === principal) bytes += size.bytes;
+    return bytes;
+  }
+
+  /** Refuse (LIMIT_REACHED) a new run or session of a principal whose workspaces fill its quota. */
+  assertRoom(principal: string): void {
+    const used = this.used(principal);
+    if (used < this.limits.principalMb * MB) return;
+    const hours = this.limits.retentionMs / 3_600_000;
+    throw new DiskQuotaError(
+      `the workspaces of principal "${principal}" hold ${mb(used)} MB of disk, the limit ` +
+        `(CODEXEC_MAX_PRINCIPAL_DISK_MB=${this.limits.principalMb}); nothing new runs until some are ` +
+        `removed: a session's when it is closed, a run's kept files ${hours} h after their last change ` +
+        '(CODEXEC_WORKSPACE_RETENTION_HOURS)',
+    );
+  }
+
+  record(dir: string, principal: string, bytes: number): void {
+    this.sizes.set(dir, { principal, bytes });
+  }
+
+  forget(dir: string): void {
+    this.sizes.delete(dir);
+  }
+
+  /** Whether a run or session is using `dir` now (retention leaves it alone). */
+  inUse(dir: string): boolean {
+    return this.live.has(dir);
+  }
+
+  /** The sentence of the bound `bytes` in `dir` breaks (recorded first), or undefined. */
+  check(dir: string, principal: string, bytes: number): string | undefined {
+    this.record(dir, principal, bytes);
+    const { workspaceMb, principalMb } = this.limits;
+    if (bytes > workspaceMb * MB)
+      return `disk limit reached: the workspace holds ${mb(bytes)} MB, over CODEXEC_MAX_WORKSPACE_MB=${workspaceMb}`;
+    const used = this.used(principal);
+    if (used > principalMb * MB)
+      return (
+        `disk limit reached: the workspaces of principal "${principal}" hold ${mb(used)} MB, over ` +
+        `CODEXEC_MAX_PRINCIPAL_DISK_MB=${principalMb}`
+      );
+    return undefined;
+  }
+
+  /** Measure `dir` now and record it (a kept workspace, after its run). */
+  async measure(dir: string, principal: string): Promise<DiskUsage> {
+    const usage = await measureDir(dir);
+    this.record(dir, principal, usage.bytes);
+    return usage;
+  }
+
+  /**
+   * Sample `dir` on a timer (never on the run's own path) until stop(); the first sample that
+   * breaks a bound calls `onOver` with its sentence, once.
+   */
+  watch(dir: string, principal: string, timing: WatchTiming, onOver: (note: string) => void): DiskWatch {
+    this.live.add(dir);
+    let over: string | undefined;
+    let stopped = false;
+    let timer: NodeJS.Timeout | undefined;
+    const sample = async () => {
+      const started = performance.now();
+      try {
+        const usage = await measureDir(dir);
+        if (stopped) return;
+        over = this.check(dir, principal, usage.bytes);
+      } catch (error) {
+        log('warn', `could not measure workspace ${dir}: ${(error as Error).message}`);
+      }
+      if (stopped) return;
+      if (over) {
+        onOver(over);
+        return;
+      }
+      const took = performance.now() - started;
+      timer = setTimeout(sample, Math.max(timing.everyMs, 10 * took)).unref();
+    };
+    timer = setTimeout(sample, timing.firstMs).unref();
+    return {
+      get over() {
+        return over;
+      },
+      stop: () => {
+        stopped = true;
+        clearTimeout(timer);
+        this.live.delete(dir);
+      },
+    };
+  }
+}
+
+function mb(bytes: number): number {
+  return Math.round((bytes / MB) * 10) / 10;
+}
