@@ -9,6 +9,7 @@ import { ScriptStore } from '../library/index.js';
 import { ExecutionLogs, type LogWriter } from '../logs/index.js';
 import { type CheckContext, PackageService } from '../packages/index.js';
 import { createSecretsFilter, loadRules, type RuleSet, type SecretsFilter } from '../policy/index.js';
+import { WorkspaceRetention } from '../pool/index.js';
 import { Interpreters } from '../runtimes/index.js';
 import { BackendRegistry, NamespaceBackend } from '../sandbox/index.js';
 import { SessionManager } from '../sessions/index.js';
@@ -28,6 +29,8 @@ export interface Services {
   readonly packages: PackageService;
   /** Disk of the workspaces, per workspace and per principal (runs and sessions share it). */
   readonly disk: DiskQuota;
+  /** Removes kept run workspaces after CODEXEC_WORKSPACE_RETENTION_HOURS (start() to begin). */
+  readonly workspaces: WorkspaceRetention;
   /** Persistent REPL sessions; their owner kills them all on shutdown. */
   readonly sessions: SessionManager;
   /** The policy rules: built-ins with policy.json's overrides and extras. */
@@ -73,10 +76,17 @@ export function createServices(config: Config): Services {
   };
   const packages = new PackageService(config, interpreters, logs, () => engine.refreshPool(), secrets);
   packages.attachSessions(sessions);
+  const workspaces = new WorkspaceRetention({
+    sandboxDir: config.sandboxDir,
+    maxAgeMs: config.disk.retentionMs,
+    inUse: (dir) => disk.inUse(dir),
+    onRemoved: (dir) => disk.forget(dir),
+  });
   return {
     config,
     engine,
     disk,
+    workspaces,
     logs,
     history,
     scripts: new ScriptStore(config.scriptsDir),
@@ -96,6 +106,7 @@ export function createServices(config: Config): Services {
 
 /** Stop every run and session (each answers as cancelled), and wait until they are gone. */
 export async function stopWork(services: Services): Promise<void> {
+  await services.workspaces.stop();
   await services.sessions.shutdown();
   await services.engine.shutdown();
   await services.bridge.close();
