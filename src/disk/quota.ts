@@ -37,15 +37,15 @@ export interface DiskWatch {
  */
 export class DiskQuota {
   private readonly sizes = new Map<string, { readonly principal: string; readonly bytes: number }>();
+  /** The sum of `sizes` per principal, kept as they change: a run's check costs one lookup. */
+  private readonly totals = new Map<string, number>();
   private readonly live = new Set<string>();
 
   constructor(readonly limits: DiskLimits) {}
 
   /** Bytes `principal`'s workspaces hold, as last measured. */
   used(principal: string): number {
-    let bytes = 0;
-    for (const size of this.sizes.values()) if (size.principal === principal) bytes += size.bytes;
-    return bytes;
+    return this.totals.get(principal) ?? 0;
   }
 
   /** Refuse (LIMIT_REACHED) a new run or session of a principal whose workspaces fill its quota. */
@@ -62,11 +62,23 @@ export class DiskQuota {
   }
 
   record(dir: string, principal: string, bytes: number): void {
+    this.forget(dir);
     this.sizes.set(dir, { principal, bytes });
+    this.totals.set(principal, this.used(principal) + bytes);
   }
 
   forget(dir: string): void {
+    const size = this.sizes.get(dir);
+    if (!size) return;
     this.sizes.delete(dir);
+    const left = this.used(size.principal) - size.bytes;
+    if (left > 0) this.totals.set(size.principal, left);
+    else this.totals.delete(size.principal);
+  }
+
+  /** Whether `dir` has been measured (and not forgotten since). */
+  knows(dir: string): boolean {
+    return this.sizes.has(dir);
   }
 
   /** Whether a run or session is using `dir` now (retention leaves it alone). */

@@ -14,6 +14,11 @@ export interface RetentionOptions {
   readonly inUse?: (dir: string) => boolean;
   /** Called for each workspace removed (its disk is no longer its principal's). */
   readonly onRemoved?: (dir: string) => void;
+  /**
+   * After the first pass, called for each run workspace left (kept by an earlier server within
+   * its retention), so its disk is counted for its principal again.
+   */
+  readonly onKept?: (dir: string) => Promise<void>;
 }
 
 /** The first pass comes this long after start-up: a client's throwaway probe copy does no I/O. */
@@ -26,22 +31,13 @@ export const RETENTION_FIRST_MS = SWEEP_MIN_AGE_MS;
  */
 export async function expireWorkspaces(options: RetentionOptions, now = Date.now()): Promise<string[]> {
   const { sandboxDir, maxAgeMs } = options;
-  let names: string[];
-  try {
-    names = readdirSync(sandboxDir).filter((name) => /^exec_[0-9a-f]{12}$/.test(name));
-  } catch {
-    return [];
-  }
-  const old = names
-    .map((name) => join(sandboxDir, name))
-    .filter((dir) => {
-      try {
-        const stat = lstatSync(dir);
-        return stat.isDirectory() && now - stat.mtimeMs > maxAgeMs && !options.inUse?.(dir);
-      } catch {
-        return false; // gone meanwhile
-      }
-    });
+  const old = runWorkspaces(sandboxDir).filter((dir) => {
+    try {
+      return now - lstatSync(dir).mtimeMs > maxAgeMs && !options.inUse?.(dir);
+    } catch {
+      return false; // gone meanwhile
+    }
+  });
   if (old.length === 0) return [];
   const used = referencedPaths();
   const removed: string[] = [];
@@ -96,9 +92,22 @@ export class WorkspaceRetention {
         }
         const expired = await expireWorkspaces(this.options);
         if (expired.length > 0) log('info', `removed ${expired.length} workspace(s) past their retention`);
+        if (leftovers && this.options.onKept)
+          for (const dir of runWorkspaces(sandboxDir)) await this.options.onKept(dir);
       } catch (error) {
         log('warn', `could not sweep the workspaces: ${(error as Error).message}`);
       }
     });
+  }
+}
+
+/** The run workspaces in `sandboxDir`: real directories (not links) named like ours. */
+function runWorkspaces(sandboxDir: string): string[] {
+  try {
+    return readdirSync(sandboxDir, { withFileTypes: true })
+      .filter((entry) => entry.isDirectory() && /^exec_[0-9a-f]{12}$/.test(entry.name))
+      .map((entry) => join(sandboxDir, entry.name));
+  } catch {
+    return [];
   }
 }

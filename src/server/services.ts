@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { AuditTrail } from '../audit/index.js';
 import { type Bridge, loadMcpConfig, McpBridge } from '../bridge/index.js';
 import { type Config, globalPackageDirs } from '../config/index.js';
@@ -81,6 +81,12 @@ export function createServices(config: Config): Services {
     maxAgeMs: config.disk.retentionMs,
     inUse: (dir) => disk.inUse(dir),
     onRemoved: (dir) => disk.forget(dir),
+    // An earlier server's kept workspaces count for whoever ran them (the execution log says).
+    onKept: async (dir) => {
+      if (disk.inUse(dir) || disk.knows(dir)) return;
+      const principal = await history.principalOf(basename(dir)).catch(() => undefined);
+      if (principal !== undefined) await disk.measure(dir, principal).catch(() => {});
+    },
   });
   return {
     config,

@@ -1,8 +1,10 @@
 // Disk bounds (issue #37): a workspace past CODEXEC_MAX_WORKSPACE_MB has its run or session
 // killed with limit "disk"; a principal whose workspaces hold CODEXEC_MAX_PRINCIPAL_DISK_MB is
 // refused new runs and sessions (LIMIT_REACHED). Real server, real bubblewrap, real files.
+import { rmSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callTool, startServer, type TestServer } from '../helpers/server.js';
+import { callTool, startServer, type TestServer, tempDir } from '../helpers/server.js';
 
 interface Result {
   success: boolean;
@@ -70,5 +72,36 @@ describe('disk bounds', () => {
     const session = await callTool<Result>(server.client, 'start_session', { language: 'bash' });
     expect(session.isError).toBe(true);
     expect(session.value.code).toBe('LIMIT_REACHED');
+  });
+});
+
+describe('disk bounds across a restart', () => {
+  it('counts the workspaces an earlier server kept for the principal that ran them', async () => {
+    const home = tempDir('codexec-disk-restart-');
+    const env = {
+      CODEXEC_MAX_WORKSPACE_MB: '20',
+      CODEXEC_MAX_PRINCIPAL_DISK_MB: '30',
+      CODEXEC_POOL_SIZE: '0',
+    };
+    try {
+      const first = await startServer({ home, env });
+      const run = (server: TestServer, code: string) =>
+        callTool<Result>(server.client, 'execute_code', { language: 'python', code });
+      expect((await run(first, write('a.bin', 18))).value.limit).toBeUndefined();
+      expect((await run(first, write('b.bin', 18))).value.limit).toBe('disk');
+      await first.close();
+      const second = await startServer({ home, env });
+      try {
+        // Its first sweep, 5 s after start-up, finds the kept workspaces and their principal.
+        await sleep(6500);
+        const refused = await run(second, 'print(1)');
+        expect(refused.value.code).toBe('LIMIT_REACHED');
+        expect(refused.value.error).toContain('CODEXEC_MAX_PRINCIPAL_DISK_MB=30');
+      } finally {
+        await second.close();
+      }
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
   });
 });
