@@ -40,6 +40,8 @@ export class DiskQuota {
   /** The sum of `sizes` per principal, kept as they change: a run's check costs one lookup. */
   private readonly totals = new Map<string, number>();
   private readonly live = new Set<string>();
+  private readonly watches = new Set<Watch>();
+  private ticker: NodeJS.Timeout | undefined;
 
   constructor(readonly limits: DiskLimits) {}
 
@@ -110,41 +112,73 @@ export class DiskQuota {
 
   /**
    * Sample `dir` on a timer (never on the run's own path) until stop(); the first sample that
-   * breaks a bound calls `onOver` with its sentence, once.
+   * breaks a bound calls `onOver` with its sentence, once. One ticker serves every watch: a run
+   * costs a set entry, not a timer of its own.
    */
   watch(dir: string, principal: string, timing: WatchTiming, onOver: (note: string) => void): DiskWatch {
+    const watch = new Watch(this, dir, principal, timing, onOver);
+    this.watches.add(watch);
     this.live.add(dir);
-    let over: string | undefined;
-    let stopped = false;
-    let timer: NodeJS.Timeout | undefined;
-    const sample = async () => {
-      const started = performance.now();
-      try {
-        const usage = await measureDir(dir);
-        if (stopped) return;
-        over = this.check(dir, principal, usage.bytes);
-      } catch (error) {
-        log('warn', `could not measure workspace ${dir}: ${(error as Error).message}`);
-      }
-      if (stopped) return;
-      if (over) {
-        onOver(over);
-        return;
-      }
-      const took = performance.now() - started;
-      timer = setTimeout(sample, Math.max(timing.everyMs, 10 * took)).unref();
-    };
-    timer = setTimeout(sample, timing.firstMs).unref();
-    return {
-      get over() {
-        return over;
-      },
-      stop: () => {
-        stopped = true;
-        clearTimeout(timer);
-        this.live.delete(dir);
-      },
-    };
+    this.ticker ??= setInterval(() => this.tick(), TICK_MS).unref();
+    return watch;
+  }
+
+  /** @internal Watch.stop() */
+  unwatch(watch: Watch): void {
+    this.watches.delete(watch);
+    this.live.delete(watch.dir);
+  }
+
+  private tick(): void {
+    if (this.watches.size === 0) {
+      clearInterval(this.ticker);
+      this.ticker = undefined;
+      return;
+    }
+    const now = performance.now();
+    for (const watch of this.watches) if (watch.due <= now) void watch.sample(now);
+  }
+}
+
+/** How often the watches are looked at: the first sample of a run comes 100-150 ms into it. */
+const TICK_MS = 50;
+
+class Watch implements DiskWatch {
+  over: string | undefined;
+  due: number;
+  private stopped = false;
+
+  constructor(
+    private readonly quota: DiskQuota,
+    readonly dir: string,
+    private readonly principal: string,
+    private readonly timing: WatchTiming,
+    private readonly onOver: (note: string) => void,
+  ) {
+    this.due = performance.now() + timing.firstMs;
+  }
+
+  async sample(started: number): Promise<void> {
+    this.due = Number.POSITIVE_INFINITY; // one walk at a time
+    try {
+      const usage = await measureDir(this.dir);
+      if (this.stopped) return;
+      this.over = this.quota.check(this.dir, this.principal, usage.bytes);
+    } catch (error) {
+      log('warn', `could not measure workspace ${this.dir}: ${(error as Error).message}`);
+    }
+    if (this.stopped) return;
+    if (this.over) {
+      this.onOver(this.over);
+      return;
+    }
+    const took = performance.now() - started;
+    this.due = performance.now() + Math.max(this.timing.everyMs, 10 * took);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.quota.unwatch(this);
   }
 }
 

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Channel, CODE_MODE_FILES, channelEnv, codeModeArgv, openChannel } from '../codemode/index.js';
 import type { Config } from '../config/index.js';
-import { DiskQuota } from '../disk/index.js';
+import type { DiskQuota } from '../disk/index.js';
 import { InvalidInputError } from '../errors/index.js';
 import type { LogWriter } from '../logs/index.js';
 import type { SecretsFilter } from '../policy/index.js';
@@ -39,8 +39,8 @@ export interface EngineDeps {
   readonly hostEnv?: NodeJS.ProcessEnv;
   /** Masks secrets in run output before results, progress and logs (absent: redaction off). */
   readonly secrets?: SecretsFilter | undefined;
-  /** The disk bounds, shared with sessions (absent: the engine's own). */
-  readonly disk?: DiskQuota;
+  /** The disk bounds, shared with sessions (a principal's quota spans both). */
+  readonly disk: DiskQuota;
 }
 
 /**
@@ -52,10 +52,8 @@ export class Engine {
   private readonly live = new Map<SandboxedProcess, Promise<unknown>>();
   private readonly pending = new Set<Promise<unknown>>();
   private readonly pool: WarmPool;
-  private readonly disk: DiskQuota;
 
   constructor(private readonly deps: EngineDeps) {
-    this.disk = deps.disk ?? new DiskQuota(deps.config.disk);
     this.pool = new WarmPool({
       size: deps.config.pool.size,
       idleMs: deps.config.pool.idleMs,
@@ -91,7 +89,7 @@ export class Engine {
       );
     }
     const principal = currentPrincipal();
-    this.disk.assertRoom(principal);
+    this.deps.disk.assertRoom(principal);
     const runtime = RUNTIMES[request.language];
     const command = request.form === 'command';
     if (command && (request.language !== 'bash' || !request.workingDir))
@@ -127,7 +125,7 @@ export class Engine {
     let keepsFiles = cwd !== execDir;
     let tidied: Promise<unknown> = Promise.resolve();
     let channel: Channel | undefined;
-    const disk = new RunDisk(this.disk, execDir, principal);
+    const disk = new RunDisk(this.deps.disk, execDir, principal);
     try {
       const exclude = cwd === execDir ? new Set([script, 'node_modules']) : undefined;
       // A fresh workspace is empty (a warm one holds only the program's file, left out by name).

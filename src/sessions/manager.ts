@@ -12,7 +12,7 @@ import {
   type SamplingUse,
 } from '../codemode/index.js';
 import type { Config } from '../config/index.js';
-import { DiskQuota } from '../disk/index.js';
+import type { DiskQuota } from '../disk/index.js';
 import { FIGURE_BACKEND, figureEnv } from '../engine/index.js';
 import { InvalidInputError } from '../errors/index.js';
 import type { LogWriter } from '../logs/index.js';
@@ -45,8 +45,8 @@ export interface SessionManagerDeps {
   readonly hostEnv?: NodeJS.ProcessEnv;
   /** Masks secrets in session output (absent: redaction off). */
   readonly secrets?: SecretsFilter | undefined;
-  /** The disk bounds, shared with the engine (absent: the manager's own). */
-  readonly disk?: DiskQuota;
+  /** The disk bounds, shared with the engine (a principal's quota spans both). */
+  readonly disk: DiskQuota;
 }
 
 /** How many ended sessions are remembered, to say why a late send finds nothing. */
@@ -78,11 +78,7 @@ export class SessionManager implements SessionPackageHost {
   private starting = 0;
   private stopped = false;
 
-  private readonly disk: DiskQuota;
-
-  constructor(private readonly deps: SessionManagerDeps) {
-    this.disk = deps.disk ?? new DiskQuota(deps.config.disk);
-  }
+  constructor(private readonly deps: SessionManagerDeps) {}
 
   async start(request: StartRequest): Promise<StartResult> {
     const { config } = this.deps;
@@ -93,7 +89,7 @@ export class SessionManager implements SessionPackageHost {
           'close one with close_session, or reuse one listed by list_sessions',
       );
     }
-    this.disk.assertRoom(currentPrincipal());
+    this.deps.disk.assertRoom(currentPrincipal());
     this.starting += 1;
     try {
       return await this.spawn(request);
@@ -131,7 +127,7 @@ export class SessionManager implements SessionPackageHost {
       );
     }
     const session = this.get(sessionId);
-    this.disk.assertRoom(currentPrincipal());
+    this.deps.disk.assertRoom(currentPrincipal());
     this.clearIdle(sessionId);
     // This send's llm.* go through this send's own request.
     this.channels.get(sessionId)?.setSampler(request.sampler);
@@ -311,7 +307,7 @@ export class SessionManager implements SessionPackageHost {
         return this.onEnd(ended, exit, workspace);
       },
     });
-    const unwatch = watchSessionDisk(this.disk, workspace, currentPrincipal(), session);
+    const unwatch = watchSessionDisk(this.deps.disk, workspace, currentPrincipal(), session);
     try {
       await session.ready();
       // The server began to stop while this driver was starting: nobody else will kill it.
