@@ -88,14 +88,19 @@ export class DiskQuota {
     return this.live.has(dir);
   }
 
-  /** The sentence of the bound `bytes` in `dir` breaks (recorded first), or undefined. */
+  /**
+   * The sentence of the bound `bytes` in `dir` breaks (recorded first), or undefined. The
+   * principal's bound is broken only by a workspace that grew: a session that holds still is not
+   * killed because another workspace filled the quota (its next send is refused instead).
+   */
   check(dir: string, principal: string, bytes: number): string | undefined {
+    const before = this.sizes.get(dir)?.bytes ?? 0;
     this.record(dir, principal, bytes);
     const { workspaceMb, principalMb } = this.limits;
     if (bytes > workspaceMb * MB)
       return `disk limit reached: the workspace holds ${mb(bytes)} MB, over CODEXEC_MAX_WORKSPACE_MB=${workspaceMb}`;
     const used = this.used(principal);
-    if (used > principalMb * MB)
+    if (used > principalMb * MB && bytes > before)
       return (
         `disk limit reached: the workspaces of principal "${principal}" hold ${mb(used)} MB, over ` +
         `CODEXEC_MAX_PRINCIPAL_DISK_MB=${principalMb}`

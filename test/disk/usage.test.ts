@@ -46,6 +46,8 @@ describe('DiskQuota', () => {
     expect(quota.check('/s/exec_2', 'alice', 11 * MB)).toContain('CODEXEC_MAX_WORKSPACE_MB=10');
     expect(quota.check('/s/exec_2', 'alice', 9 * MB)).toBeUndefined();
     expect(quota.check('/s/exec_4', 'alice', 4 * MB)).toContain('CODEXEC_MAX_PRINCIPAL_DISK_MB=20');
+    // Over the principal's quota, a workspace that did not grow is left alone.
+    expect(quota.check('/s/exec_1', 'alice', 8 * MB)).toBeUndefined();
     expect(() => quota.assertRoom('alice')).toThrow(expect.objectContaining({ code: 'LIMIT_REACHED' }));
     expect(() => quota.assertRoom('bob')).not.toThrow();
     quota.forget('/s/exec_4');

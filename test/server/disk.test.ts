@@ -1,9 +1,12 @@
 // Disk bounds (issue #37): a workspace past CODEXEC_MAX_WORKSPACE_MB has its run or session
 // killed with limit "disk"; a principal whose workspaces hold CODEXEC_MAX_PRINCIPAL_DISK_MB is
 // refused new runs and sessions (LIMIT_REACHED). Real server, real bubblewrap, real files.
-import { rmSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectHttp, startHttp } from '../helpers/http.js';
 import { callTool, startServer, type TestServer, tempDir } from '../helpers/server.js';
 
 interface Result {
@@ -101,6 +104,37 @@ describe('disk bounds across a restart', () => {
         await second.close();
       }
     } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('disk bounds per principal over HTTP', () => {
+  it("one principal at its quota is refused; another's runs go on", async () => {
+    const home = tempDir('codexec-disk-http-');
+    const tokens = join(home, 'tokens.json');
+    const ALICE = 'alice-token-0123456789abcdef';
+    const BOB = 'bob-token-0123456789abcdef00';
+    writeFileSync(tokens, JSON.stringify({ alice: ALICE, bob: BOB }));
+    const server = await startHttp({
+      home,
+      env: { CODEXEC_HTTP_TOKENS: tokens, CODEXEC_MAX_PRINCIPAL_DISK_MB: '10', CODEXEC_POOL_SIZE: '0' },
+    });
+    try {
+      const alice = await connectHttp(server.url, ALICE, 'legacy');
+      const bob = await connectHttp(server.url, BOB, 'legacy');
+      const run = (client: Client, code: string) =>
+        callTool<Result>(client, 'execute_code', { language: 'python', code });
+      expect((await run(alice, write('a.bin', 12))).value.stderr).toContain(
+        'CODEXEC_MAX_PRINCIPAL_DISK_MB=10',
+      );
+      const refused = await run(alice, 'print(1)');
+      expect(refused.value.code).toBe('LIMIT_REACHED');
+      expect(refused.value.error).toContain('principal "alice"');
+      expect((await run(bob, 'print(2)')).value).toMatchObject({ success: true, stdout: '2\n' });
+      await Promise.all([alice.close(), bob.close()]);
+    } finally {
+      await server.stop();
       rmSync(home, { recursive: true, force: true });
     }
   });
