@@ -256,9 +256,9 @@ export class Engine {
       // Files the run leaves behind (in its workspace or the caller's working_dir) are handed back
       // (ownership) before the caller sees them, so the sandbox is released now, not after the
       // result (dispose() is idempotent); an empty workspace goes in the background.
+      this.background(disk.end(keepsFiles && cwd === execDir));
       if (keepsFiles) await Promise.all([proc?.dispose(), cleanup]);
       else this.background(cleanup);
-      this.background(disk.end(keepsFiles && cwd === execDir));
     }
   }
 
