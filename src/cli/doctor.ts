@@ -16,7 +16,7 @@ const KINDS: readonly InterpreterKind[] = ['python', 'node', 'bash'];
 /** Report what works on this machine, layer by layer. Always exits 0: missing layers are information. */
 export async function doctorCommand(): Promise<void> {
   const config = configOrExit();
-  const namespace = new NamespaceBackend();
+  const namespace = new NamespaceBackend({ totals: config.totals });
   console.log('codexec doctor');
   console.log(`  configured sandbox mode: ${config.sandboxMode} (CODEXEC_SANDBOX_MODE)`);
   let backend: SandboxBackend | undefined;

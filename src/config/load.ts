@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { homedir } from 'node:os';
+import { homedir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError } from '../errors/index.js';
 import { expandHome, LOCAL_PRINCIPAL, log, principalFolder } from '../util/index.js';
@@ -51,6 +51,10 @@ export interface Config {
   readonly installTimeoutMs: number;
   readonly packageBlocklist: readonly string[];
   readonly limits: { readonly memoryMb: number; readonly maxProcs: number; readonly maxFileMb: number };
+  /** All runs together (one parent cgroup): CODEXEC_TOTAL_MEMORY_MB, CODEXEC_TOTAL_MAX_PROCS. */
+  readonly totals: { readonly memoryMb: number; readonly maxProcs: number };
+  /** Disk: per workspace, per principal (MB), and how long a kept workspace lives (ms). */
+  readonly disk: { readonly workspaceMb: number; readonly principalMb: number; readonly retentionMs: number };
   readonly network: 'none' | 'host';
   readonly interpreters: { readonly python?: string; readonly node?: string; readonly bash?: string };
   readonly docker: {
@@ -201,6 +205,15 @@ export function loadConfig(
       maxProcs: s.CODEXEC_MAX_PROCS,
       maxFileMb: s.CODEXEC_MAX_FILE_MB,
     },
+    totals: {
+      memoryMb: s.CODEXEC_TOTAL_MEMORY_MB ?? defaultTotalMemoryMb(),
+      maxProcs: s.CODEXEC_TOTAL_MAX_PROCS,
+    },
+    disk: {
+      workspaceMb: s.CODEXEC_MAX_WORKSPACE_MB,
+      principalMb: s.CODEXEC_MAX_PRINCIPAL_DISK_MB,
+      retentionMs: Math.round(s.CODEXEC_WORKSPACE_RETENTION_HOURS * 3_600_000),
+    },
     network: s.CODEXEC_NETWORK,
     interpreters: {
       ...(s.CODEXEC_PYTHON && { python: expandHome(s.CODEXEC_PYTHON, home) }),
@@ -251,6 +264,15 @@ export function loadConfig(
       allowedRuntimes: s.CODEXEC_ALLOWED_RUNTIMES,
     },
   };
+}
+
+/**
+ * Half the memory this server may use: the machine's RAM, or its own cgroup's limit when lower (a
+ * container's). Half leaves the server, the host and the page cache room when every run is busy.
+ */
+function defaultTotalMemoryMb(): number {
+  const constrained = process.constrainedMemory() || Number.POSITIVE_INFINITY;
+  return Math.max(256, Math.floor(Math.min(totalmem(), constrained) / 2 / 1024 / 1024));
 }
 
 /** CODEXEC_TOOLS as names, or undefined for all of them; an unknown name stops start-up. */

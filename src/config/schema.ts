@@ -148,6 +148,27 @@ export const settingsSchema = z
     CODEXEC_MEMORY_MB: int(16, 1_048_576).default(512).describe('Memory limit per execution.'),
     CODEXEC_MAX_PROCS: int(1, 100_000).default(256).describe('Process limit per execution.'),
     CODEXEC_MAX_FILE_MB: int(1, 1_048_576).default(1024).describe('Largest file code may write.'),
+    CODEXEC_TOTAL_MEMORY_MB: int(16, 16_777_216)
+      .optional()
+      .describe(
+        'Memory of all runs, sessions and warm interpreters together (one parent cgroup, namespace ' +
+          "mode); default half the machine's RAM (or of the server's own memory limit).",
+      ),
+    CODEXEC_TOTAL_MAX_PROCS: int(1, 4_194_304)
+      .default(4096)
+      .describe('Processes of all runs, sessions and warm interpreters together (one parent cgroup).'),
+    CODEXEC_MAX_WORKSPACE_MB: int(1, 16_777_216)
+      .default(1024)
+      .describe("Disk one run's or session's workspace may use; past it the run is killed (limit disk)."),
+    CODEXEC_MAX_PRINCIPAL_DISK_MB: int(1, 16_777_216)
+      .default(4096)
+      .describe("Disk all of one principal's workspaces may use; past it its runs and sessions are refused."),
+    CODEXEC_WORKSPACE_RETENTION_HOURS: z.coerce
+      .number()
+      .positive()
+      .max(87_600)
+      .default(24)
+      .describe('Workspaces runs left files in are removed this long after their last change.'),
     CODEXEC_NETWORK: z.enum(['none', 'host']).default('none').describe('Network for sandboxed code.'),
     CODEXEC_PYTHON: z.string().min(1).optional().describe('Python interpreter (default: python3 on PATH).'),
     CODEXEC_NODE: z.string().min(1).optional().describe('Node interpreter (default: this Node).'),

@@ -120,7 +120,7 @@ export async function collect(proc: SandboxedProcess, options: CollectOptions): 
     }
     const note = (text: string) => stderr.push(Buffer.from(`\n[codexec: ${text}]\n`));
     if (exit.spawnError) note(`could not start the program: ${exit.spawnError.message}`);
-    if (exit.limit) note(limitNote(exit.limit, options.limits));
+    if (exit.limit) note(proc.limitDetail?.(exit.limit) ?? limitNote(exit.limit, options.limits));
     if (timed_out) note(`timed out after ${options.timeoutMs} ms; process killed`);
     const out = stdout.finish();
     const err = stderr.finish();
@@ -166,6 +166,8 @@ function limitNote(limit: LimitKind, limits: CollectOptions['limits']): string {
       return 'CPU time limit reached; process killed';
     case 'file_size':
       return `file size limit reached (CODEXEC_MAX_FILE_MB=${limits?.maxFileMb}); write refused`;
+    case 'disk':
+      return 'disk limit reached (CODEXEC_MAX_WORKSPACE_MB); process killed';
   }
 }
 

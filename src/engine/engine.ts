@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Channel, CODE_MODE_FILES, channelEnv, codeModeArgv, openChannel } from '../codemode/index.js';
 import type { Config } from '../config/index.js';
+import type { DiskQuota } from '../disk/index.js';
 import { InvalidInputError } from '../errors/index.js';
 import type { LogWriter } from '../logs/index.js';
 import type { SecretsFilter } from '../policy/index.js';
@@ -16,9 +17,10 @@ import {
   NotForkableError,
   type SandboxedProcess,
 } from '../sandbox/index.js';
-import { holdsOnly, newId, quietly } from '../util/index.js';
+import { currentPrincipal, holdsOnly, newId, quietly } from '../util/index.js';
 import { type ArtifactDiff, diffSnapshots, type Snapshot, snapshotDir } from './artifacts.js';
 import { type Collected, collect } from './collect.js';
+import { RunDisk } from './disk.js';
 import { driverPath, openScriptFile, SCRIPT_BASENAME, WARM_DRIVERS } from './drivers.js';
 import { collectImages, FIGURES_DIR } from './images.js';
 import { buildRunSpec, namedLimits } from './spec.js';
@@ -37,6 +39,8 @@ export interface EngineDeps {
   readonly hostEnv?: NodeJS.ProcessEnv;
   /** Masks secrets in run output before results, progress and logs (absent: redaction off). */
   readonly secrets?: SecretsFilter | undefined;
+  /** The disk bounds, shared with sessions (a principal's quota spans both). */
+  readonly disk: DiskQuota;
 }
 
 /**
@@ -84,6 +88,8 @@ export class Engine {
         `code is ${bytes} bytes; the limit is ${config.maxCodeBytes} (CODEXEC_MAX_CODE_BYTES)`,
       );
     }
+    const principal = currentPrincipal();
+    this.deps.disk.assertRoom(principal);
     const runtime = RUNTIMES[request.language];
     const command = request.form === 'command';
     if (command && (request.language !== 'bash' || !request.workingDir))
@@ -119,6 +125,7 @@ export class Engine {
     let keepsFiles = cwd !== execDir;
     let tidied: Promise<unknown> = Promise.resolve();
     let channel: Channel | undefined;
+    const disk = new RunDisk(this.deps.disk, execDir, principal);
     try {
       const exclude = cwd === execDir ? new Set([script, 'node_modules']) : undefined;
       // A fresh workspace is empty (a warm one holds only the program's file, left out by name).
@@ -173,6 +180,7 @@ export class Engine {
             endMark,
           });
         proc = running;
+        disk.start(running);
         // A cold run's sandbox reports its end where it can: else it ends with its streams.
         const reported = !warm && running.reported;
         outcome = await this.track(running, () =>
@@ -199,7 +207,9 @@ export class Engine {
       await channel?.close();
       if (runtime.interpreter === 'node') tidied = unlink(join(execDir, 'node_modules')).catch(() => {});
       const untouched = exclude !== undefined && holdsOnly(cwd, exclude);
-      const diff = diffSnapshots(before, untouched ? new Map() : await snapshotDir(cwd, { exclude }));
+      const after: Snapshot = untouched ? new Map() : await snapshotDir(cwd, { exclude });
+      const diff = diffSnapshots(before, after);
+      outcome = disk.settle(outcome, cwd === execDir ? after : undefined);
       keepsFiles ||= diff.created.length > 0 || diff.modified.length > 0;
       const artifacts = [...diff.created, ...diff.modified];
       const pictures = await collectImages({
@@ -246,6 +256,7 @@ export class Engine {
       // Files the run leaves behind (in its workspace or the caller's working_dir) are handed back
       // (ownership) before the caller sees them, so the sandbox is released now, not after the
       // result (dispose() is idempotent); an empty workspace goes in the background.
+      this.background(disk.end(keepsFiles && cwd === execDir));
       if (keepsFiles) await Promise.all([proc?.dispose(), cleanup]);
       else this.background(cleanup);
     }

@@ -83,6 +83,15 @@ export class ExecutionLogs {
     });
   }
 
+  /** Who ran `executionId` (undefined when no log line has it): a kept workspace's owner. */
+  async principalOf(executionId: string): Promise<string | undefined> {
+    await this.writer.flush();
+    return this.withStore(async (store) => {
+      await this.caughtUp(store);
+      return store.entries.read(executionId)?.principal;
+    });
+  }
+
   /** Apply retention now (also run by the timer once `startRetention` was called). */
   runRetention(now = Date.now()): Promise<RetentionReport> {
     return this.withStore(async (store) => {

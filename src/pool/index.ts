@@ -2,4 +2,5 @@
 // then discarded, so a one-shot run skips interpreter and sandbox start-up.
 
 export { type PoolOptions, WarmPool } from './pool.js';
+export { expireWorkspaces, type RetentionOptions, WorkspaceRetention } from './retention.js';
 export { type ScriptFile, WarmProcess } from './warm.js';

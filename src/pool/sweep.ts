@@ -59,7 +59,7 @@ export async function sweepWorkspaces(sandboxDir: string, now = Date.now()): Pro
  * What every live process names: its argv, its environment (a session's package paths) and its
  * working directory, as one text each (ids are of fixed length: a match is the workspace's).
  */
-function referencedPaths(): string[] {
+export function referencedPaths(): string[] {
   const texts: string[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;

@@ -48,7 +48,7 @@ export interface SandboxSpec {
 export const END_MARK_BYTES = 32;
 
 /** A resource limit that stopped (or starved) the run. */
-export type LimitKind = 'memory' | 'processes' | 'cpu' | 'file_size';
+export type LimitKind = 'memory' | 'processes' | 'cpu' | 'file_size' | 'disk';
 
 export interface Exit {
   /** null when the process died of a signal (or never started). */
@@ -90,6 +90,11 @@ export interface SandboxedProcess {
   readonly holdsStopped?: boolean;
   /** A limit the backend saw hit so far, for runs that end before the process exits (warm). */
   limitHit?(): LimitKind | undefined;
+  /**
+   * The sentence naming the bound behind a limit hit, where it is not the run's own (namespace:
+   * the parent cgroup of all runs, CODEXEC_TOTAL_*); undefined: the per-run setting.
+   */
+  limitDetail?(kind: LimitKind): string | undefined;
   /** Memory the process (namespace: its whole sandbox) uses now, in MB, when the backend knows. */
   memoryMb?(): number | undefined;
   /**

@@ -1,13 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { AuditTrail } from '../audit/index.js';
 import { type Bridge, loadMcpConfig, McpBridge } from '../bridge/index.js';
 import { type Config, globalPackageDirs } from '../config/index.js';
+import { DiskQuota } from '../disk/index.js';
 import { Engine } from '../engine/index.js';
 import { ScriptLibrary } from '../library/index.js';
 import { ExecutionLogs, type LogWriter } from '../logs/index.js';
 import { type CheckContext, PackageService } from '../packages/index.js';
 import { createSecretsFilter, loadRules, type RuleSet, type SecretsFilter } from '../policy/index.js';
+import { WorkspaceRetention } from '../pool/index.js';
 import { Interpreters } from '../runtimes/index.js';
 import {
   BackendRegistry,
@@ -33,6 +35,10 @@ export interface Services {
   readonly scripts: ScriptLibrary;
   readonly packageCheck: CheckContext;
   readonly packages: PackageService;
+  /** Disk of the workspaces, per workspace and per principal (runs and sessions share it). */
+  readonly disk: DiskQuota;
+  /** Removes kept run workspaces after CODEXEC_WORKSPACE_RETENTION_HOURS (start() to begin). */
+  readonly workspaces: WorkspaceRetention;
   /** Persistent REPL sessions; their owner kills them all on shutdown. */
   readonly sessions: SessionManager;
   /** The policy rules: built-ins with policy.json's overrides and extras. */
@@ -64,12 +70,14 @@ export function createServices(config: Config): Services {
   });
   const logs = history.writer;
   const interpreters = new Interpreters(config.interpreters);
-  const namespace = new NamespaceBackend({ idleMs: config.pool.idleMs });
+  const namespace = new NamespaceBackend({ idleMs: config.pool.idleMs, totals: config.totals });
   const backends = new BackendRegistry(config.sandboxMode, namespace, config.docker);
   // Built once: the secrets are the server's own environment's and the secrets file's at start-up.
   const secrets = createSecretsFilter(config.secrets, process.env);
-  const engine = new Engine({ config, backends, interpreters, logs, secrets });
-  const sessions = new SessionManager({ config, backends, interpreters, logs, secrets });
+  // One account of the disk for runs and sessions: a principal's quota spans both.
+  const disk = new DiskQuota(config.disk);
+  const engine = new Engine({ config, backends, interpreters, logs, secrets, disk });
+  const sessions = new SessionManager({ config, backends, interpreters, logs, secrets, disk });
   const packageCheck: CheckContext = {
     python: () => interpreters.get('python'),
     pythonPath: [globalPackageDirs(config).python],
@@ -84,9 +92,23 @@ export function createServices(config: Config): Services {
     secrets,
   );
   packages.attachSessions(sessions);
+  const workspaces = new WorkspaceRetention({
+    sandboxDir: config.sandboxDir,
+    maxAgeMs: config.disk.retentionMs,
+    inUse: (dir) => disk.inUse(dir),
+    onRemoved: (dir) => disk.forget(dir),
+    // An earlier server's kept workspaces count for whoever ran them (the execution log says).
+    onKept: async (dir) => {
+      if (disk.inUse(dir) || disk.knows(dir)) return;
+      const principal = await history.principalOf(basename(dir)).catch(() => undefined);
+      if (principal !== undefined) await disk.measure(dir, principal).catch(() => {});
+    },
+  });
   return {
     config,
     engine,
+    disk,
+    workspaces,
     logs,
     history,
     scripts: new ScriptLibrary(config.scriptsDir, config.scriptLimits),
@@ -126,6 +148,7 @@ async function installSandbox(
 /** Stop every run and session (each answers as cancelled), and wait until they are gone. */
 export async function stopWork(services: Services): Promise<void> {
   services.slots.close(); // calls waiting for a slot are refused, not started on a stopping engine
+  await services.workspaces.stop();
   await services.sessions.shutdown();
   await services.engine.shutdown();
   await services.bridge.close();

@@ -15,6 +15,7 @@ export function serve(config: Config): Promise<void> {
   warnIfMessagesTooSmall(config);
   const services = createServices(config);
   services.history.startRetention(); // unref'd timers only: no I/O until they fire
+  services.workspaces.start();
   let closing = false;
   return new Promise((resolve) => {
     const shutdown = async (why: string) => {

@@ -12,6 +12,7 @@ import {
   type SamplingUse,
 } from '../codemode/index.js';
 import type { Config } from '../config/index.js';
+import type { DiskQuota } from '../disk/index.js';
 import { FIGURE_BACKEND, figureEnv } from '../engine/index.js';
 import { InvalidInputError } from '../errors/index.js';
 import type { LogWriter } from '../logs/index.js';
@@ -20,6 +21,7 @@ import { type SecretsFilter, sandboxEnv } from '../policy/index.js';
 import type { Interpreters } from '../runtimes/index.js';
 import type { BackendRegistry, Exit, SandboxBackend } from '../sandbox/index.js';
 import { currentPrincipal, log, newId } from '../util/index.js';
+import { watchSessionDisk } from './disk.js';
 import { DRIVERS } from './drivers.js';
 import { SessionLimitError, SessionNotFoundError } from './errors.js';
 import { treeRssMb } from './memory.js';
@@ -44,6 +46,8 @@ export interface SessionManagerDeps {
   readonly hostEnv?: NodeJS.ProcessEnv;
   /** Masks secrets in session output (absent: redaction off). */
   readonly secrets?: SecretsFilter | undefined;
+  /** The disk bounds, shared with the engine (a principal's quota spans both). */
+  readonly disk: DiskQuota;
 }
 
 /** How many ended sessions are remembered, to say why a late send finds nothing. */
@@ -82,6 +86,7 @@ export class SessionManager implements SessionPackageHost {
 
   async start(request: StartRequest): Promise<StartResult> {
     if (this.stopped) throw new SessionLimitError('the server is shutting down; no new sessions');
+    this.deps.disk.assertRoom(currentPrincipal());
     const hold = this.quota.take(currentPrincipal()); // LIMIT_REACHED naming the limit hit
     try {
       return await this.spawn(request, hold);
@@ -119,6 +124,7 @@ export class SessionManager implements SessionPackageHost {
       );
     }
     const session = this.get(sessionId);
+    this.deps.disk.assertRoom(currentPrincipal());
     this.clearIdle(sessionId);
     // This send's llm.* go through this send's own request.
     this.channels.get(sessionId)?.setSampler(request.sampler);
@@ -293,8 +299,12 @@ export class SessionManager implements SessionPackageHost {
         // Not awaited: the reply should not wait for the disk; LogWriter orders and reports writes.
         logs.appendSession(id, calls ? { ...entry, tool_calls: calls } : entry).catch(() => {});
       },
-      onEnd: (ended, exit) => this.onEnd(ended, exit, workspace),
+      onEnd: (ended, exit) => {
+        unwatch();
+        return this.onEnd(ended, exit, workspace);
+      },
     });
+    const unwatch = watchSessionDisk(this.deps.disk, workspace, currentPrincipal(), session);
     try {
       await session.ready();
       // The server began to stop while this driver was starting: nobody else will kill it.

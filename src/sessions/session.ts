@@ -67,6 +67,8 @@ export class Session {
   private marks: SendMarks | undefined;
   private exit: Exit | undefined;
   private killedAfterInterrupt = false;
+  /** The sentence of the bound (the disk watcher's) that ended the session. */
+  private limitNote: string | undefined;
   private endNotified = false;
   private resolveFinished!: () => void;
 
@@ -115,6 +117,7 @@ export class Session {
   get endDetail(): string {
     if (this.exit === undefined && this.endReason === undefined) return '';
     const reason = this.endReason ?? 'crashed';
+    if (this.limitNote) return this.limitNote;
     return reason === 'crashed' && this.exit ? `crashed: ${describeExit(this.exit)}` : reason;
   }
 
@@ -156,6 +159,12 @@ export class Session {
       this.pending -= 1;
       this.lastActivityAt = new Date();
     });
+  }
+
+  /** A bound outside the process (its workspace's disk) ends the session; its send says which. */
+  stopForLimit(note: string): Promise<void> {
+    this.limitNote ??= note;
+    return this.kill('disk_limit');
   }
 
   /** Kill the whole process group and wait until the end has been handled. */
@@ -270,6 +279,10 @@ export class Session {
       ...pictures,
     };
     if (!answered) result.error = this.deathMessage(outcome);
+    if (!answered && this.limitNote) {
+      result.limit = 'disk';
+      result.stderr += `\n[codexec: ${this.limitNote}; process killed]\n`;
+    }
     this.log(request.code, result, diff, started);
     return result;
   }
@@ -327,6 +340,7 @@ export class Session {
     const lost = 'the session has ended and its state is lost; start a new one with start_session';
     if (this.killedAfterInterrupt)
       return `the code did not stop within ${this.options.config.killGraceMs} ms of the interrupt, so the session's process was killed; ${lost}`;
+    if (this.limitNote) return `${this.limitNote}, so the session was killed; ${lost}`;
     if (this.endReason === 'closed') return 'the session was closed while this code was running';
     if (this.endReason) return `the session was stopped (${this.endReason}) while this code was running`;
     return `the ${this.options.language} process exited (${describeExit(exit)}) while running this code; ${lost}`;

@@ -2,9 +2,10 @@ import type { BridgeRun, ToolCallRecord } from '../bridge/index.js';
 import type { Sampler, SamplingLimits } from '../codemode/index.js';
 import type { ResultImage, SkippedImage } from '../engine/index.js';
 import type { Language } from '../runtimes/index.js';
+import type { LimitKind } from '../sandbox/index.js';
 
 /** Why a session ended, as written to `session_end`. */
-export type EndReason = 'closed' | 'idle_timeout' | 'crashed' | 'server_shutdown';
+export type EndReason = 'closed' | 'idle_timeout' | 'crashed' | 'server_shutdown' | 'disk_limit';
 
 export interface StartRequest {
   readonly language: Language;
@@ -58,6 +59,8 @@ export interface SendResult {
   session_alive: boolean;
   /** Set when the session died: what happened and what to do. */
   error?: string;
+  /** Set when a bound killed the session during this send (its workspace's disk). */
+  limit?: LimitKind;
   /** The figures this send made (or left open), then image files it wrote (engine/images.ts). */
   images: ResultImage[];
   images_skipped?: SkippedImage[];

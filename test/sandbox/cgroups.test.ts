@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { findCgroups } from '../../src/sandbox/namespace/cgroup-layout.js';
+import { runsParentLayout, totalLimitWrites } from '../../src/sandbox/namespace/cgroup-parent.js';
 
 const V1_MOUNTS = [
   '31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755',
@@ -42,5 +43,39 @@ describe('findCgroups', () => {
   it('reports nothing when neither hierarchy is usable', () => {
     expect(findCgroups('', '')).toBeUndefined();
     expect(findCgroups(V1_MOUNTS.split('\n').slice(0, 2).join('\n'), V1_SELF)).toBeUndefined();
+  });
+});
+
+describe('the parent of all runs (CODEXEC_TOTAL_*)', () => {
+  const totals = { memoryMb: 300, maxProcs: 40 };
+
+  it('on v1: one parent per hierarchy, memory+swap never below memory, pids.max', () => {
+    const v1 = { version: 1, memory: '/sys/fs/cgroup/memory/jobs/abc', pids: '/sys/fs/cgroup/pids' } as const;
+    const parent = runsParentLayout(v1, 42);
+    expect(parent).toEqual({
+      version: 1,
+      memory: '/sys/fs/cgroup/memory/jobs/abc/codexec-runs-42',
+      pids: '/sys/fs/cgroup/pids/codexec-runs-42',
+    });
+    const bytes = String(300 * 1024 * 1024);
+    expect(totalLimitWrites(parent, totals)).toEqual([
+      { file: `${parent.memory}/memory.memsw.limit_in_bytes`, value: bytes, optional: true },
+      { file: `${parent.memory}/memory.limit_in_bytes`, value: bytes },
+      { file: `${parent.memory}/memory.memsw.limit_in_bytes`, value: bytes, optional: true },
+      { file: `${parent.pids}/pids.max`, value: '40' },
+    ]);
+  });
+
+  it('on v2: one directory, the controllers delegated to the runs beneath, no swap', () => {
+    const dir = '/sys/fs/cgroup/user.slice/session-2.scope';
+    const parent = runsParentLayout({ version: 2, memory: dir, pids: dir }, 42);
+    expect(parent.memory).toBe(`${dir}/codexec-runs-42`);
+    expect(parent.pids).toBe(parent.memory);
+    expect(totalLimitWrites(parent, totals)).toEqual([
+      { file: `${parent.memory}/cgroup.subtree_control`, value: '+memory +pids' },
+      { file: `${parent.memory}/memory.max`, value: String(300 * 1024 * 1024) },
+      { file: `${parent.memory}/memory.swap.max`, value: '0', optional: true },
+      { file: `${parent.memory}/pids.max`, value: '40' },
+    ]);
   });
 });

@@ -13,7 +13,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BackendRegistry, NamespaceBackend, type SandboxSpec } from '../../src/sandbox/index.js';
 import { type CgroupLayout, type RunCgroup, RunCgroups } from '../../src/sandbox/namespace/cgroups.js';
@@ -326,21 +326,24 @@ describe('BackendRegistry', () => {
 
 describe('cgroup leftovers', () => {
   it.runIf(backend.setup().cgroups !== undefined)(
-    'a new server removes empty run cgroups of dead servers',
+    'a new server removes the run cgroups of dead servers, and their parents',
     async () => {
       const layout = backend.setup().cgroups;
       if (!layout) return;
+      // Runs live in their server's parent (codexec-runs-<pid>), beside which older servers made them.
+      const server = dirname(layout.memory);
       const gone = spawnSync('/bin/true').pid as number; // a pid that has exited
-      const stale = join(layout.memory, `codexec-run-${gone}-deadbeef`);
+      const deadParent = join(server, `codexec-runs-${gone}`);
+      const deadRun = join(deadParent, `codexec-run-${gone}-deadbeef`);
+      const legacy = join(server, `codexec-run-${gone}-deadbeef`);
       const ours = join(layout.memory, `codexec-run-${process.pid}-cafecafe`);
-      mkdirSync(stale);
-      mkdirSync(ours);
+      for (const dir of [deadParent, deadRun, legacy, ours]) mkdirSync(dir);
       try {
         new NamespaceBackend().setup();
-        expect(existsSync(stale)).toBe(false);
+        for (const dir of [deadRun, deadParent, legacy]) expect(existsSync(dir)).toBe(false);
         expect(existsSync(ours)).toBe(true); // its server (this process) is alive
       } finally {
-        for (const dir of [stale, ours]) if (existsSync(dir)) rmdirSync(dir);
+        for (const dir of [deadRun, deadParent, legacy, ours]) if (existsSync(dir)) rmdirSync(dir);
       }
     },
   );

@@ -294,17 +294,22 @@ function loggedExecutions(home: string): Set<string> {
   return ids;
 }
 
-/** Where a server makes its run cgroups: beside it (cgroups.ts), found as the server finds them. */
+/**
+ * Where a server makes the parent of its run cgroups (codexec-runs-<pid>, cgroup-parent.ts): beside
+ * it, found as the server finds them.
+ */
 function runCgroupParents(pid: number): string[] {
   const self = readFileSync(`/proc/${pid}/cgroup`, 'utf8').replace(/\/codexec-server$/gm, '');
   const layout = findCgroups(readFileSync('/proc/self/mountinfo', 'utf8'), self);
   return layout ? [...new Set([layout.memory, layout.pids])] : [];
 }
 
-/** The run cgroups of these (dead) servers still there. */
+/** The run cgroups of these (dead) servers still there, or the parents that held them. */
 function cgroupsOf(servers: readonly number[], parents: readonly string[]): string[] {
   return parents.flatMap((parent) =>
-    readdirSync(parent).filter((name) => servers.includes(Number(/^codexec-run-(\d+)-/.exec(name)?.[1]))),
+    readdirSync(parent).filter((name) =>
+      servers.includes(Number(/^codexec-runs?-(\d+)(-|$)/.exec(name)?.[1])),
+    ),
   );
 }
 

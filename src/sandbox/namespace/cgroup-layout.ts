@@ -1,7 +1,8 @@
 // Where the server's own cgroup lives (v1 or v2, from /proc/self/cgroup and mountinfo), made
 // ready for per-run children; leftovers of crashed servers are swept here.
-import { mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import { type CgroupTotals, createRunsParent, RUNS_PARENT, removeCgroups } from './cgroup-parent.js';
 import { type CgroupLayout, createRunCgroup } from './cgroups.js';
 import { alive } from './process.js';
 
@@ -61,19 +62,21 @@ function readControllers(dir: string): string {
 }
 
 /**
- * This process's cgroup layout, made ready for children; throws with the reason when cgroup
- * limits cannot work here. On v2 a cgroup holding processes cannot delegate controllers, so the
+ * The cgroup layout runs are made in (the parent of this server's runs, bounded by `totals`), made
+ * ready for children; throws with the reason when cgroup limits cannot work here. On v2 a cgroup holding processes cannot delegate controllers, so the
  * server moves itself into a leaf (`codexec-server`) first, as container runtimes do.
  */
-export function prepareCgroups(): CgroupLayout {
-  const layout = findCgroups(
+export function prepareCgroups(totals: CgroupTotals): CgroupLayout {
+  const server = findCgroups(
     readFileSync('/proc/self/mountinfo', 'utf8'),
     readFileSync('/proc/self/cgroup', 'utf8'),
   );
-  if (!layout) throw new Error('no cgroup hierarchy with the memory and pids controllers is mounted');
-  if (layout.version === 2) enableV2Controllers(layout.memory);
-  sweepStale(layout);
-  // Prove we may create and remove a child before promising limits.
+  if (!server) throw new Error('no cgroup hierarchy with the memory and pids controllers is mounted');
+  if (server.version === 2) enableV2Controllers(server.memory);
+  sweepStale(server);
+  // Runs go in one parent bounded by the totals; prove we may create and remove a child there
+  // before promising limits.
+  const layout = createRunsParent(server, totals);
   createRunCgroup(layout, { memoryMb: 64, maxProcs: 8 }).removeNow();
   return layout;
 }
@@ -81,51 +84,32 @@ export function prepareCgroups(): CgroupLayout {
 /**
  * Remove the run cgroups of servers that are gone (killed before they could dispose), with whatever
  * is still in them: a dead server's run has no owner left (its helpers kill its runs as they go,
- * this is the backstop). A member just killed takes a moment to be reaped: up to 500 ms here.
+ * this is the backstop). Runs sit in their server's `codexec-runs-<pid>` parent (older servers put
+ * them beside it). A member just killed takes a moment to be reaped: up to 500 ms here.
  */
 function sweepStale(layout: CgroupLayout): void {
   const stale: string[] = [];
-  for (const parent of new Set([layout.memory, layout.pids])) {
-    let names: string[];
-    try {
-      names = readdirSync(parent);
-    } catch {
-      continue;
-    }
-    for (const name of names) {
-      const owner = /^codexec-run-(\d+)-/.exec(name)?.[1];
-      if (owner !== undefined && !alive(Number(owner))) stale.push(join(parent, name));
+  const parents: string[] = [];
+  for (const dir of new Set([layout.memory, layout.pids])) {
+    for (const name of children(dir)) {
+      const run = /^codexec-run-(\d+)-/.exec(name)?.[1];
+      if (run !== undefined && !alive(Number(run))) stale.push(join(dir, name));
+      const owner = RUNS_PARENT.exec(name)?.[1];
+      if (owner === undefined || alive(Number(owner))) continue;
+      stale.push(...children(join(dir, name)).map((child) => join(dir, name, child)));
+      parents.push(join(dir, name));
     }
   }
-  const tick = new Int32Array(new SharedArrayBuffer(4));
-  for (let waited = 0; stale.length > 0 && waited <= 500; waited += 10) {
-    for (const dir of [...stale]) {
-      killMembers(dir);
-      try {
-        rmdirSync(dir);
-        stale.splice(stale.indexOf(dir), 1);
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code === 'ENOENT') stale.splice(stale.indexOf(dir), 1);
-        // else members not reaped yet: again shortly
-      }
-    }
-    if (stale.length > 0) Atomics.wait(tick, 0, 0, 10);
-  }
+  removeCgroups([...stale, ...parents], 500);
 }
 
-function killMembers(dir: string): void {
-  let pids: string[];
+function children(dir: string): string[] {
   try {
-    pids = readFileSync(join(dir, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean);
+    return readdirSync(dir, { withFileTypes: true })
+      .filter((entry) => entry.isDirectory())
+      .map((entry) => entry.name);
   } catch {
-    return;
-  }
-  for (const pid of pids) {
-    try {
-      process.kill(Number(pid), 'SIGKILL');
-    } catch {
-      // gone already
-    }
+    return [];
   }
 }
 

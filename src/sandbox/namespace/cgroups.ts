@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { rmdir, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { log } from '../../util/index.js';
 import type { LimitKind } from '../types.js';
@@ -39,8 +39,12 @@ export class RunCgroup {
 
   private current: CgroupLimits | undefined;
 
+  /** v2: the parent's count of forks its limit refused, when this cgroup was given its run. */
+  private parentForkFailures = 0;
+
   /** Write the limits (nothing to do when they are already these). */
   setLimits(limits: CgroupLimits): void {
+    if (this.layout.version === 2) this.parentForkFailures = counter(this.parentPidsEvents(), 'max');
     if (this.current?.memoryMb === limits.memoryMb && this.current.maxProcs === limits.maxProcs) return;
     const bytes = String(limits.memoryMb * 1024 * 1024);
     const [memoryDir = '', pidsDir = memoryDir] = this.dirs;
@@ -123,7 +127,36 @@ export class RunCgroup {
     const memoryEvents = this.layout.version === 1 ? 'memory.oom_control' : 'memory.events';
     if (counter(join(memoryDir, memoryEvents), 'oom_kill') > 0) return 'memory';
     if (counter(join(pidsDir, 'pids.events'), 'max') > 0) return 'processes';
+    // v2 counts a fork the parent's limit refused on the parent only: every run alive then is told.
+    if (this.layout.version === 2 && counter(this.parentPidsEvents(), 'max') > this.parentForkFailures)
+      return 'processes';
     return undefined;
+  }
+
+  /**
+   * Whether the limit this run hit was its parent's (all runs together, CODEXEC_TOTAL_*) rather
+   * than its own: the run never came near its own limit.
+   */
+  hitTotal(kind: LimitKind): boolean {
+    const [memoryDir = '', pidsDir = memoryDir] = this.dirs;
+    if (kind === 'memory') {
+      // v2 counts the OOM on the cgroup whose limit was reached (and its ancestors).
+      if (this.layout.version === 2) return counter(join(memoryDir, 'memory.events'), 'oom') === 0;
+      // v1 counts the kill on the victim's cgroup only: its own limit, if its usage ever reached it.
+      const peak = readNumber(join(memoryDir, 'memory.max_usage_in_bytes'));
+      const limit = readNumber(join(memoryDir, 'memory.limit_in_bytes'));
+      return peak !== undefined && limit !== undefined && peak < limit - 1024 * 1024;
+    }
+    if (kind === 'processes') {
+      const peak = readNumber(join(pidsDir, 'pids.peak'));
+      const max = readNumber(join(pidsDir, 'pids.max'));
+      return peak !== undefined && max !== undefined && peak < max;
+    }
+    return false;
+  }
+
+  private parentPidsEvents(): string {
+    return join(dirname(this.dirs[1] ?? this.dirs[0] ?? ''), 'pids.events');
   }
 
   /** Kill every member and wait (up to `ms`) until the kernel has reaped them; true once empty. */
@@ -258,6 +291,15 @@ function counter(file: string, key: string): number {
     return line ? Number(line.slice(key.length + 1)) || 0 : 0;
   } catch {
     return 0;
+  }
+}
+
+function readNumber(file: string): number | undefined {
+  try {
+    const value = Number(readFileSync(file, 'utf8'));
+    return Number.isFinite(value) ? value : undefined; // 'max': no limit
+  } catch {
+    return undefined;
   }
 }
 

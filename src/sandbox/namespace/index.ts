@@ -25,6 +25,7 @@ import {
   rlimitsFor,
   ulimitArgs,
 } from './args.js';
+import { type CgroupTotals, totalLimitNote } from './cgroup-parent.js';
 import { type CgroupLimits, type RunCgroup, RunCgroups } from './cgroups.js';
 import { DROP_NAME, dropProgram, dropRuns } from './drop.js';
 import { EtcCopies, type EtcLease } from './etc.js';
@@ -57,6 +58,8 @@ export interface NamespaceOptions {
   readonly etcCopy?: boolean;
   /** false: a root server drops to the sandbox user with setpriv, not the drop program (drop.ts). */
   readonly drop?: boolean;
+  /** Memory and processes of all runs together (CODEXEC_TOTAL_*): the runs' parent cgroup. */
+  readonly totals?: CgroupTotals;
 }
 
 /**
@@ -230,7 +233,10 @@ export class NamespaceBackend implements SandboxBackend {
   /** Host facts, detected on first use (never at construction: the server must start instantly). */
   setup(): HostSetup {
     if (!this.host) {
-      this.host = detectHost({ cgroups: this.options.cgroups ?? true });
+      this.host = detectHost({
+        cgroups: this.options.cgroups ?? true,
+        ...(this.options.totals && { totals: this.options.totals }),
+      });
       // What servers before this one left of sandboxes they were building when they died.
       const orphans = killOrphanedSandboxes();
       if (orphans > 0) log('info', `killed ${orphans} orphaned sandbox(es) left by a stopped server`);
@@ -364,6 +370,7 @@ export class NamespaceBackend implements SandboxBackend {
     let disposed: Promise<void> | undefined;
     const live = this.live;
     const cgroups = this.cgroups;
+    const totals = this.options.totals;
     return {
       pid,
       stdout,
@@ -390,6 +397,7 @@ export class NamespaceBackend implements SandboxBackend {
       // The run's cgroup holds every process of it (and a cold run's bwrap).
       ...(cgroup && { stop: () => cgroup.stopAll(), holdsStopped: true }),
       limitHit: () => limit ?? cgroup?.limitHit(),
+      limitDetail: (kind) => (totals && cgroup?.hitTotal(kind) ? totalLimitNote(kind, totals) : undefined),
       memoryMb: () => cgroup?.memoryMb(),
       dispose() {
         disposed ??= (async () => {

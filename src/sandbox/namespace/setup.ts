@@ -5,6 +5,7 @@ import { accessSync, constants } from 'node:fs';
 import { homedir, userInfo } from 'node:os';
 import type { Tools } from './args.js';
 import { prepareCgroups } from './cgroup-layout.js';
+import type { CgroupTotals } from './cgroup-parent.js';
 import type { CgroupLayout } from './cgroups.js';
 import { findOnPath, hostSystemMounts, type SystemMount } from './host.js';
 import { seccompArch } from './seccomp.js';
@@ -36,7 +37,16 @@ export interface HostSetup {
   readonly unavailable?: string;
 }
 
-export function detectHost(options: { readonly cgroups: boolean } = { cgroups: true }): HostSetup {
+export interface DetectOptions {
+  readonly cgroups: boolean;
+  /** What all runs together may use (the parent cgroup's limits). */
+  readonly totals?: CgroupTotals;
+}
+
+/** Without settings (tests, tools): bounds a machine's runs could not reach anyway. */
+const UNBOUNDED: CgroupTotals = { memoryMb: 16_777_216, maxProcs: 4_194_304 };
+
+export function detectHost(options: DetectOptions = { cgroups: true }): HostSetup {
   const root = process.getuid?.() === 0;
   const layers: Layer[] = [];
   const bwrap = findOnPath('bwrap');
@@ -78,12 +88,16 @@ export function detectHost(options: { readonly cgroups: boolean } = { cgroups: t
   let cgroups: CgroupLayout | undefined;
   try {
     if (!options.cgroups) throw new Error('disabled by the caller');
-    cgroups = prepareCgroups();
+    const totals = options.totals ?? UNBOUNDED;
+    cgroups = prepareCgroups(totals);
     layers.push({
       name: 'cgroups',
       ok: true,
       required: false,
-      detail: `v${cgroups.version} memory + pids under ${cgroups.memory}`,
+      detail:
+        `v${cgroups.version} memory + pids per run, under ${cgroups.memory}, which bounds all runs ` +
+        `together: ${totals.memoryMb} MB (CODEXEC_TOTAL_MEMORY_MB), ${totals.maxProcs} processes ` +
+        '(CODEXEC_TOTAL_MAX_PROCS)',
     });
   } catch (error) {
     layers.push({
@@ -91,8 +105,10 @@ export function detectHost(options: { readonly cgroups: boolean } = { cgroups: t
       ok: false,
       required: false,
       detail:
-        `no per-run memory/pids cgroup (${(error as Error).message}); falling back to RLIMIT_DATA` +
-        `${root ? ' and RLIMIT_NPROC' : ''} — run as root or with a delegated cgroup v2 subtree`,
+        `cgroups not writable here (${(error as Error).message}): no per-run memory/pids cgroup ` +
+        `(falling back to RLIMIT_DATA${root ? ' and RLIMIT_NPROC' : ''}) and no bound on all runs together ` +
+        '(CODEXEC_TOTAL_MEMORY_MB, CODEXEC_TOTAL_MAX_PROCS are not enforced) — run as root or with a ' +
+        'delegated cgroup v2 subtree',
     });
   }
   const bashPath = findOnPath('bash');

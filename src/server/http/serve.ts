@@ -33,6 +33,7 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
   const principals = options.noAuth ? undefined : loadPrincipals(config);
   const services = createServices(config);
   services.history.startRetention();
+  services.workspaces.start();
   // One McpServer per HTTP request (the SDK's model: 2026 requests are self-contained, 2025 traffic
   // is served statelessly), all over the one set of services.
   const tenants = new Tenants(services.sessions);

@@ -28,9 +28,9 @@ export const executionResultSchema = z.object({
   sandbox_mode: z.string().describe('isolation actually used: namespace, subprocess or docker'),
   warm: z.boolean().describe('true when a pre-started sandboxed interpreter ran it'),
   limit: z
-    .enum(['memory', 'processes', 'cpu', 'file_size'])
+    .enum(['memory', 'processes', 'cpu', 'file_size', 'disk'])
     .optional()
-    .describe('present when a resource limit stopped the run: memory, processes, cpu or file_size'),
+    .describe('present when a resource limit stopped the run: memory, processes, cpu, file_size or disk'),
   ...imageFields,
   ...toolCallsField,
 });

@@ -45,7 +45,7 @@ const outputSchema = z.object({
     .describe('files created or modified, relative to work_dir (caches left out)'),
   artifacts_deleted: z.array(z.string()),
   venv: z.string().nullable().describe('the work_dir/.venv put first on PATH (VIRTUAL_ENV set), or null'),
-  limit: z.enum(['memory', 'processes', 'cpu', 'file_size']).optional(),
+  limit: z.enum(['memory', 'processes', 'cpu', 'file_size', 'disk']).optional(),
 });
 
 export function registerExecuteCommand(server: McpServer, services: Services, gate: Gatekeeper): void {

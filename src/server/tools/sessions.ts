@@ -62,6 +62,10 @@ const sendOutput = z.object({
   artifacts_deleted: z.array(z.string()),
   session_alive: z.boolean().describe('false when the session ended during this send'),
   error: z.string().optional().describe('why the session ended, when it did'),
+  limit: z
+    .enum(['memory', 'processes', 'cpu', 'file_size', 'disk'])
+    .optional()
+    .describe('present when a bound ended the session during this send: disk (its workspace)'),
   ...imageFields,
   ...toolCallsField,
 });
