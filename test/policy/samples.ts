@@ -13,14 +13,56 @@ export const SAMPLES: readonly RuleSample[] = [
   {
     rule: 'rm-rf-root',
     language: 'bash',
-    caught: ['rm -rf /', 'rm -fr /*', 'rm -r -f ~', 'cd x && rm -Rf --no-preserve-root /', 'rm -rf "$HOME"'],
-    passed: ['rm -rf ./build', 'rm -rf /tmp/x', 'rm -f /etc/x', 'rm -rf ~/project/build'],
+    caught: [
+      'rm -rf /',
+      'rm -fr /*',
+      'rm -r -f ~',
+      'cd x && rm -Rf --no-preserve-root /',
+      'rm -rf "$HOME"',
+      // issue #30: spellings bash reads as rm -rf /
+      'r""m -rf /',
+      "$'\\x72\\x6d' -rf /",
+      '\\rm -rf /',
+      'command rm -rf /',
+      'env rm -rf /',
+      'env -i FOO=1 nohup /bin/rm -rf /',
+      '/bin/rm -rf /',
+      './rm -rf /',
+      'rm -rf //',
+      'rm -rf /./',
+      'ls $(rm -rf /)',
+      'f() { "rm" -rf /; }',
+    ],
+    passed: ['rm -rf ./build', 'rm -rf /tmp/x', 'rm -f /etc/x', 'rm -rf ~/project/build', 'grep rm file'],
   },
   {
     rule: 'dd-device',
     language: 'bash',
     caught: ['dd if=/dev/zero of=/dev/sda bs=1M', 'dd if=img.iso of=/dev/nvme0n1'],
-    passed: ['dd if=/dev/zero of=out.bin count=1', 'dd if=/dev/urandom of=/dev/null count=1'],
+    // Every other dd is the dd rule's (see the policy.json test for dd allowed).
+    passed: [],
+  },
+  {
+    rule: 'dd',
+    language: 'bash',
+    caught: [
+      'dd if=/dev/zero of=file',
+      'dd if=/dev/urandom of=/dev/null count=1',
+      "d''d if=a of=b",
+      '/bin/dd',
+    ],
+    passed: ['add file', 'echo odd', 'ddrescue a b'],
+  },
+  {
+    rule: 'find-root-delete',
+    language: 'bash',
+    caught: [
+      'find / -delete',
+      'find // -name "*.log" -delete',
+      'find / -exec rm -f {} +',
+      '\\find / -delete',
+    ],
+    passed: ['find . -name x', 'find . -delete', 'find /tmp/x -delete', 'find / -name x'],
   },
   {
     rule: 'fork-bomb',
@@ -43,8 +85,16 @@ export const SAMPLES: readonly RuleSample[] = [
   {
     rule: 'sudo',
     language: 'bash',
-    caught: ['sudo apt-get install x', 'cd /tmp && sudo rm x', 'if true; then sudo ls; fi'],
-    passed: ['echo "pseudo sudoku"', 'grep sudo /etc/group'],
+    caught: [
+      'sudo apt-get install x',
+      'cd /tmp && sudo rm x',
+      'if true; then sudo ls; fi',
+      "s''udo id",
+      'command sudo id',
+      '/usr/bin/sudo id',
+      'echo `"sudo" id`',
+    ],
+    passed: ['echo "pseudo sudoku"', 'grep sudo /etc/group', 'echo "sudo"'],
   },
   {
     rule: 'su',
