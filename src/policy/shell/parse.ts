@@ -17,8 +17,8 @@ export type ShellParse =
   | { readonly ok: true; readonly commands: readonly SimpleCommand[] }
   | { readonly ok: false; readonly reason: string };
 
-/** Longest text parsed (UTF-16 units, ~1 ms of parsing a KiB): past it a line is unreadable. */
-export const MAX_PARSE_CHARS = 262_144;
+/** Longest text parsed (UTF-16 units): ~0.1 s of event loop on a busy 2-core box; past it, unreadable. */
+export const MAX_PARSE_CHARS = 16_384;
 
 // A command is checked twice in a row (the command lists, then the rules): keep the last parse.
 let last: { text: string; parse: ShellParse } | undefined;
@@ -55,9 +55,16 @@ function parseUncached(text: string): ShellParse {
   try {
     const root = tree.rootNode;
     if (root.hasError) return { ok: false, reason: `bash cannot parse it (${firstError(root)})` };
-    // The search runs inside the WASM module: crossing into JS per node costs more than parsing.
+    // The search runs inside the WASM module, in document order (a node before what it holds):
+    // crossing into JS per node costs more than parsing, so the tree is never walked from JS.
     const nodes = root.descendantsOfType(COMMAND_TYPES);
-    const commands = nodes.flatMap((node) => (node && simpleCommand(node)) || []);
+    const taken = new Set<number>();
+    const commands: SimpleCommand[] = [];
+    for (const node of nodes) {
+      if (!node || taken.has(node.id)) continue;
+      const command = simpleCommand(node, taken);
+      if (command) commands.push(command);
+    }
     return { ok: true, commands };
   } finally {
     tree.delete();
@@ -76,48 +83,53 @@ function firstError(root: Node): string {
   return 'a syntax error';
 }
 
-const ASSIGNMENT_HOLDERS = new Set(['command', 'declaration_command', 'variable_assignments']);
-
-function simpleCommand(node: Node): SimpleCommand | undefined {
+/**
+ * The simple command `node` is, if it is one. `taken` collects the nodes that belong to it (its
+ * assignments; the command a redirected_statement wraps) so the caller does not read them again.
+ */
+function simpleCommand(node: Node, taken: Set<number>, outer?: Node): SimpleCommand | undefined {
   switch (node.type) {
+    case 'redirected_statement': {
+      // `ls > out`: the redirections are the command's. Alone (`> out`) they are a command too.
+      const body = node.childForFieldName('body');
+      if (!body) return build(node, [], [], [], node);
+      if (!COMMAND_TYPES.includes(body.type)) return undefined; // `{ …; } > out`: its commands are found alone
+      taken.add(body.id);
+      return simpleCommand(body, taken, node);
+    }
     case 'command': {
-      const assigns = node.namedChildren.filter((c) => c?.type === 'variable_assignment') as Node[];
+      const assigns = takeAll(node.namedChildren, 'variable_assignment', taken);
       const args = [node.childForFieldName('name'), ...node.childrenForFieldName('argument')];
       const argv = args.filter((a): a is Node => a !== null).map(wordText);
-      return build(node, assigns.map(assignmentText), argv, programArgv(argv));
+      return build(node, assigns.map(assignmentText), argv, programArgv(argv), outer);
     }
     case 'declaration_command':
     case 'unset_command': {
       // declare, export, local, readonly, typeset, unset: a keyword, then names and assignments.
       const words = node.namedChildren.filter((c): c is Node => c !== null && c.type !== 'comment');
+      takeAll(words, 'variable_assignment', taken);
       const argv = [node.child(0)?.text ?? '', ...words.map(assignmentText)];
-      return build(node, [], argv, argv);
+      return build(node, [], argv, argv, outer);
     }
-    case 'variable_assignment':
-    case 'variable_assignments': {
+    default: {
       // Only assignments (`PATH=/tmp`): still a simple command, which later lookups depend on.
-      if (node.parent && ASSIGNMENT_HOLDERS.has(node.parent.type)) return undefined;
-      const assigns = node.type === 'variable_assignment' ? [node] : (node.namedChildren as Node[]);
-      return build(node, assigns.map(assignmentText), [], []);
+      const assigns = node.type === 'variable_assignment' ? [node] : takeAll(node.namedChildren, '', taken);
+      return build(node, assigns.map(assignmentText), [], [], outer);
     }
-    case 'redirected_statement':
-      // Redirections alone (`> file`); with a body they belong to its command (build reads them).
-      return node.childForFieldName('body') ? undefined : build(node, [], [], []);
-    default:
-      return undefined;
   }
 }
 
-function build(node: Node, assigns: string[], argv: string[], program: string[]): SimpleCommand {
-  // `ls > out` is a redirected_statement whose body is the command: its redirections are the command's.
-  const parent = node.parent;
-  const outer =
-    parent?.type === 'redirected_statement' && parent.childForFieldName('body')?.id === node.id
-      ? parent
-      : undefined;
+/** The nodes of `type` (any, if '') among `nodes`, marked as taken. */
+function takeAll(nodes: (Node | null)[], type: string, taken: Set<number>): Node[] {
+  const found = nodes.filter((n): n is Node => n !== null && (type === '' || n.type === type));
+  for (const n of found) taken.add(n.id);
+  return found;
+}
+
+function build(node: Node, assigns: string[], argv: string[], program: string[], outer?: Node) {
   const redirects = [
     ...node.childrenForFieldName('redirect'),
-    ...(outer?.childrenForFieldName('redirect') ?? []),
+    ...(outer && outer !== node ? outer.childrenForFieldName('redirect') : []),
   ]
     .filter((r): r is Node => r !== null)
     .map(redirectText);
