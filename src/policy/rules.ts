@@ -1,5 +1,5 @@
 import { RUNTIME_NAMES } from '../config/index.js';
-import { parseShell } from './shell/index.js';
+import { innerShellCode, parseShell } from './shell/index.js';
 
 export const RULE_ACTIONS = ['deny', 'ask', 'allow'] as const;
 export type RuleAction = (typeof RULE_ACTIONS)[number];
@@ -47,7 +47,8 @@ export const SHELL_LANGUAGES: readonly string[] = ['bash'];
  * strictest matching rule (deny > ask > allow; the first listed among equals), or undefined.
  * Shell code is read twice over: as written, and as each simple command's program line, with
  * quotes, escapes, wrappers and paths taken off (`command /bin/r""m -rf /` reads `rm -rf /`), so
- * one pattern serves both. Code the parser cannot read is checked as written only.
+ * one pattern serves both; code handed to `bash -c` or `eval` is read the same way. Code the
+ * parser cannot read is checked as written only.
  */
 export function checkRules(text: string, language: string, rules: RuleSet): RuleVerdict | undefined {
   const views = [text, ...(SHELL_LANGUAGES.includes(language) ? programLines(text) : [])];
@@ -60,9 +61,14 @@ export function checkRules(text: string, language: string, rules: RuleSet): Rule
   return best && { action: best.action, rule: best.id, description: best.description };
 }
 
-function programLines(text: string): string[] {
+/** Each simple command's program line, and those of code it hands a shell (two levels deep). */
+function programLines(text: string, depth = 0): string[] {
   const parsed = parseShell(text);
-  return parsed.ok ? parsed.commands.map((command) => command.program) : [];
+  if (!parsed.ok) return [];
+  return parsed.commands.flatMap((command) => {
+    const inner = depth < 2 ? innerShellCode(command.argv) : undefined;
+    return [command.program, ...(inner === undefined ? [] : [inner, ...programLines(inner, depth + 1)])];
+  });
 }
 
 /** Languages a rule may name: the runtimes, which is also what `execute_command` checks as bash. */

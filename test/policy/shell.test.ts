@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
   decodeAnsiC,
+  innerShellCode,
   loadShellParser,
   MAX_PARSE_CHARS,
   parseShell,
@@ -48,6 +49,7 @@ describe('parseShell: every simple command of a line', () => {
           raw: `FOO=1 env "/bin/r"m -rf "$HOME" > 'out file'`,
           words: 'FOO=1 env /bin/rm -rf $HOME > out file',
           program: 'rm -rf $HOME > out file',
+          argv: ['rm', '-rf', '$HOME'],
         },
       ],
     });
@@ -102,6 +104,14 @@ describe('the normaliser: quotes, escapes, wrappers and paths', () => {
     expect(programArgv(['env', 'A=1', 'B=2', 'ls', '-l', 'X=3'])).toEqual(['ls', '-l', 'X=3']);
     expect(programArgv(['nohup'])).toEqual([]);
     expect(programArgv(['command', '-v', 'rm'])).toEqual(['rm']);
+  });
+
+  it('finds the code a line hands to a shell: bash -c, sh -ec, eval', () => {
+    expect(innerShellCode(['bash', '-c', 'rm -rf /', 'name'])).toBe('rm -rf /');
+    expect(innerShellCode(['sh', '-ec', 'id'])).toBe('id');
+    expect(innerShellCode(['eval', 'sudo', 'id'])).toBe('sudo id');
+    expect(innerShellCode(['bash', 'script.sh'])).toBeUndefined();
+    expect(innerShellCode(['python', '-c', 'x'])).toBeUndefined();
   });
 
   it('decodes ANSI-C quoting as bash does', () => {

@@ -111,6 +111,7 @@ const ATTACKS: ReadonlyArray<[string, string]> = [
   ['env rm -rf /', 'rm-rf-root'],
   ['/bin/rm -rf /', 'rm-rf-root'],
   ['rm -rf //', 'rm-rf-root'],
+  [`bash -c 'r""m -rf /'`, 'rm-rf-root'],
   ["s''udo id", 'sudo'],
   ['command sudo id', 'sudo'],
   ['find / -delete', 'find-root-delete'],

@@ -3,5 +3,5 @@
 
 export { MAX_PARSE_CHARS, parseShell, type ShellParse, type SimpleCommand } from './parse.js';
 export { loadShellParser } from './parser.js';
-export { commandName, programArgv } from './program.js';
+export { commandName, innerShellCode, programArgv } from './program.js';
 export { decodeAnsiC, unescapeBare, unescapeDoubleQuoted } from './words.js';

@@ -11,6 +11,8 @@ export interface SimpleCommand {
   readonly words: string;
   /** The program that runs and its arguments, wrappers skipped, by basename (`ls -l > out`). */
   readonly program: string;
+  /** `program`'s words, without the redirections (`['ls', '-l']`). */
+  readonly argv: readonly string[];
 }
 
 export type ShellParse =
@@ -20,8 +22,10 @@ export type ShellParse =
 /** Longest text parsed (UTF-16 units): ~0.1 s of event loop on a busy 2-core box; past it, unreadable. */
 export const MAX_PARSE_CHARS = 16_384;
 
-// A command is checked twice in a row (the command lists, then the rules): keep the last parse.
-let last: { text: string; parse: ShellParse } | undefined;
+// A command is checked twice in a row (the command lists, then the rules), with the code of any
+// `bash -c` inside it: keep the last few parses.
+const recent = new Map<string, ShellParse>();
+const RECENT = 4;
 
 /**
  * Every simple command of a bash line or script: those joined by ; && || | & and newlines, and
@@ -30,9 +34,11 @@ let last: { text: string; parse: ShellParse } | undefined;
  * MAX_PARSE_CHARS): the caller decides what an unreadable line means. Needs loadShellParser().
  */
 export function parseShell(text: string): ShellParse {
-  if (last?.text === text) return last.parse;
+  const known = recent.get(text);
+  if (known) return known;
   const parse = parseUncached(text);
-  last = { text, parse };
+  if (recent.size >= RECENT) recent.delete(recent.keys().next().value as string);
+  recent.set(text, parse);
   return parse;
 }
 
@@ -137,6 +143,7 @@ function build(node: Node, assigns: string[], argv: string[], program: string[],
     raw: (outer ?? node).text,
     words: [...assigns, ...argv, ...redirects].join(' '),
     program: [...program, ...redirects].join(' '),
+    argv: program,
   };
 }
 

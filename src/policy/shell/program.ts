@@ -53,3 +53,18 @@ export function programArgv(argv: readonly string[]): string[] {
   if (rest[0] !== undefined) rest[0] = commandName(rest[0]);
   return rest;
 }
+
+const SHELLS = new Set(['sh', 'bash', 'dash', 'ksh', 'zsh']);
+
+/**
+ * The shell code a program line hands to a shell, if it does: `bash -c CODE` (`-ec`, `-xc`, …)
+ * and `eval WORDS…`. The rules read that code too (`bash -c 'r""m -rf /'`); the lists don't:
+ * allowing `bash` allows what it runs.
+ */
+export function innerShellCode(argv: readonly string[]): string | undefined {
+  const [name, ...rest] = argv;
+  if (name === 'eval') return rest.join(' ');
+  if (name === undefined || !SHELLS.has(name)) return undefined;
+  const flag = rest.findIndex((word) => /^-[a-zA-Z]*c[a-zA-Z]*$/.test(word));
+  return flag < 0 ? undefined : rest[flag + 1];
+}
