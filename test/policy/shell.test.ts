@@ -27,6 +27,8 @@ describe('parseShell: every simple command of a line', () => {
     ['{ id; }', ['id']],
     ['if a; then b; else c; fi', ['a', 'b', 'c']],
     ['while a; do b; done; for x in 1; do c; done', ['a', 'b', 'c']],
+    ['for ((i=0; i<3; i++)); do c; done', ['c']],
+    ['PATH=/tmp; A=1 B=2', ['', '']],
     ['case x in y) id;; esac', ['id']],
     ['diff <(id) >(cat)', ['diff <(id) >(cat)', 'id', 'cat']],
     ['f() { id; }', ['id']],

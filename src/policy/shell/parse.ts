@@ -119,6 +119,8 @@ function simpleCommand(node: Node, taken: Set<number>, outer?: Node): SimpleComm
     }
     default: {
       // Only assignments (`PATH=/tmp`): still a simple command, which later lookups depend on.
+      // (Not the arithmetic `i=0` of `for ((i=0; …))`: the parent is asked only for these.)
+      if (node.parent?.type === 'c_style_for_statement') return undefined;
       const assigns = node.type === 'variable_assignment' ? [node] : takeAll(node.namedChildren, '', taken);
       return build(node, assigns.map(assignmentText), [], [], outer);
     }
