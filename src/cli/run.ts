@@ -3,7 +3,7 @@ import { extname } from 'node:path';
 import { text } from 'node:stream/consumers';
 import type { Config } from '../config/index.js';
 import { CodexecError } from '../errors/index.js';
-import { checkCommand, resolveWorkingDir } from '../policy/index.js';
+import { checkCommand, loadShellParser, resolveWorkingDir } from '../policy/index.js';
 import type { Language } from '../runtimes/index.js';
 import { createServices, prepareCommand, runPreparedCommand } from '../server/index.js';
 import { configOrExit } from './config.js';
@@ -77,6 +77,7 @@ async function runCommandLine(config: Config, command: string, options: RunOptio
   const controller = new AbortController();
   process.once('SIGINT', () => controller.abort());
   try {
+    await loadShellParser();
     checkCommand(command, config.command, services.rules);
     const prepared = await prepareCommand(services, {
       command,

@@ -220,10 +220,12 @@ export const settingsSchema = z
       .describe('Absolute dirs an absolute execute_command work_dir may lie in (comma list or JSON array).'),
     CODEXEC_ALLOWED_COMMANDS: commandPatterns
       .optional()
-      .describe('JSON array of regexes; a command must match one from its start (absent: no allowlist).'),
+      .describe(
+        'JSON array of regexes; each simple command of the parsed line must match one from its start (absent: no allowlist).',
+      ),
     CODEXEC_BLOCKED_COMMANDS: commandPatterns
       .optional()
-      .describe('JSON array of regexes; a command matching one from its start is refused.'),
+      .describe('JSON array of regexes; a line whose simple command matches one from its start is refused.'),
     CODEXEC_ENABLED: flag
       .default(true)
       .describe('false registers no tool that runs code; the read-only tools stay.'),

@@ -3,13 +3,15 @@ import type { RuleSpec } from './rules.js';
 // The built-in rules, as data. They catch accidents an AI makes with a shell (wiping `/`, writing
 // to a disk device, a fork bomb), not attackers: the sandbox is the boundary, and a determined
 // program can always spell a command so no regex sees it. Each description names its source.
+// For shell code the engine also matches each simple command as its program line (rules.ts:
+// `\rm`, `r""m`, `$'\x72m'`, `env rm`, `/bin/rm` all read `rm`), so a pattern names the plain form.
 
 /** Where a command starts: line start, after ; & | ( { ` $( or a keyword that runs one. */
 const CMD = String.raw`(?:^|[;&|({\x60]|\$\(|\b(?:then|do|else|exec|xargs|env|time|nohup)\b)\s*`;
-/** A recursive rm whose target is the root, its glob, or the home directory. */
+/** A recursive rm whose target is the root (`/`, `//`, `/./`), its glob, or the home directory. */
 const RM_ROOT =
   String.raw`\brm\s+(?:-{1,2}[\w-]+\s+)*(?:-[a-zA-Z]*[rR][a-zA-Z]*|--recursive)\s+(?:-{1,2}[\w-]+\s+)*` +
-  String.raw`(?:/\*?|~/?\*?|"?\$\{?HOME\}?/?\*?"?)(?=$|[\s;&|'"\x60)])`;
+  String.raw`(?:/[/.]*\*?|~/?\*?|"?\$\{?HOME\}?/?\*?"?)(?=$|[\s;&|'"\x60)])`;
 /** Calls that hand a string to a shell (Python and Node). */
 const PY_SHELL = String.raw`\b(?:os\.(?:system|popen)|subprocess\.\w+)\s*\([^\n]*`;
 const NODE_SHELL = String.raw`\b(?:execSync|execFileSync|spawnSync|exec|execFile|spawn)\s*\([^\n]*`;
@@ -25,10 +27,25 @@ export const BUILTIN_RULES: readonly RuleSpec[] = [
     action: 'deny',
   },
   {
+    // Listed before `dd` so a device write names it, and it still denies when policy.json allows dd.
     id: 'dd-device',
     description: 'dd writing to a device, of=/dev/… (AG2 sanitize_command "dd", MassGen)',
     languages: SHELLS,
     pattern: String.raw`\bdd\b[^\n;|&]*\bof=/dev/(?!null\b|zero\b|stdout\b|stderr\b|fd/)`,
+    action: 'deny',
+  },
+  {
+    id: 'dd',
+    description: 'dd, any use: it writes raw blocks (AG2 sanitize_command "dd"; allow it in policy.json)',
+    languages: SHELLS,
+    pattern: String.raw`\bdd\b`,
+    action: 'deny',
+  },
+  {
+    id: 'find-root-delete',
+    description: 'find from / that deletes: find / -delete, find / -exec rm (codexec, kin of rm -rf /)',
+    languages: SHELLS,
+    pattern: String.raw`${CMD}find\b[^\n;&|]*\s/[/.]*(?=\s)[^\n;&|]*\s(?:-delete\b|-exec(?:dir)?\s+rm\b)`,
     action: 'deny',
   },
   {

@@ -6,7 +6,8 @@ import {
   RuntimeNotAllowedError,
 } from '../errors/index.js';
 import { type CommandLists, checkCommand } from './commands.js';
-import { checkRules, type RuleSet } from './rules.js';
+import { checkRules, type RuleSet, SHELL_LANGUAGES } from './rules.js';
+import { loadShellParser } from './shell/index.js';
 
 /** What the gate needs to know of the server's settings. */
 export interface GatePolicy {
@@ -34,9 +35,16 @@ export type GateDecision =
   | { readonly kind: 'ask'; readonly rule: string | null; readonly reason: string }
   | { readonly kind: 'refuse'; readonly error: CodexecError; readonly rule: string | null };
 
+/** Load what decide() needs for this request: the shell parser (once) for commands and shell code. */
+export async function prepareDecision(request: GateRequest): Promise<void> {
+  if (request.tool === 'execute_command' || SHELL_LANGUAGES.includes(request.language)) {
+    await loadShellParser();
+  }
+}
+
 /**
  * The one decision before anything is created: is the runtime allowed, what do the rules say,
- * does the run need the client's approval. Pure: asking and trust live in the server layer,
+ * does the run need the client's approval. Pure (after prepareDecision): asking and trust live in the server layer,
  * which has the connection. `auto` never asks (ADR 036 `autoApprove: true`), so there an `ask`
  * rule only names itself in the audit; `risky` asks exactly for those; `ask` asks for every run
  * an `allow` rule does not wave through. A `deny` rule refuses in every mode.

@@ -6,7 +6,14 @@ export { BUILTIN_RULES } from './builtin-rules.js';
 export { resolveCommandDir } from './command-dir.js';
 export { type CommandLists, checkCommand, matchesFromStart } from './commands.js';
 export { ENV_ALLOWLIST, sandboxEnv } from './env.js';
-export { decide, type GateDecision, type GatePolicy, type GateRequest, runtimeRefusal } from './gate.js';
+export {
+  decide,
+  type GateDecision,
+  type GatePolicy,
+  type GateRequest,
+  prepareDecision,
+  runtimeRefusal,
+} from './gate.js';
 export { loadRules, policyPath } from './policy-file.js';
 export {
   checkRules,
@@ -26,5 +33,6 @@ export {
   type SecretsSettings,
   type StreamRedactor,
 } from './secrets/index.js';
+export { loadShellParser } from './shell/index.js';
 export { detectVenv, type Venv } from './venv.js';
 export { forbiddenPaths, resolveWorkingDir } from './working-dir.js';

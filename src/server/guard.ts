@@ -6,6 +6,7 @@ import {
   type AuditAttempt,
   decide,
   type GatePolicy,
+  prepareDecision,
   type RuleSet,
 } from '../policy/index.js';
 import { currentPrincipal, log } from '../util/index.js';
@@ -87,6 +88,7 @@ export class Gatekeeper {
     execute: () => Promise<R>,
     facts: (result: R) => RunFacts,
   ): Promise<R | InputRequiredResult> {
+    await prepareDecision(attempt);
     const decision = decide(attempt, this.policy);
     if (decision.kind === 'refuse') {
       await this.audit(attempt, { approved: false, approved_by: null, rule: decision.rule });

@@ -1,9 +1,11 @@
 import { mkdirSync, realpathSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.js';
-import { checkCommand, resolveCommandDir } from '../../src/policy/index.js';
+import { checkCommand, loadShellParser, resolveCommandDir } from '../../src/policy/index.js';
 import { tempDir } from '../helpers/server.js';
+
+beforeAll(() => loadShellParser());
 
 describe('checkCommand', () => {
   const refusal = (command: string, lists: Parameters<typeof checkCommand>[1]) => {

@@ -1,19 +1,21 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   BUILTIN_RULES,
   checkRules,
   compileRule,
   decide,
   loadRules,
+  loadShellParser,
   type RuleSet,
 } from '../../src/policy/index.js';
 import { LANGUAGES } from '../../src/runtimes/index.js';
 import { SAMPLES } from './samples.js';
 
 const builtins: RuleSet = { rules: BUILTIN_RULES.map(compileRule), source: null };
+beforeAll(() => loadShellParser());
 
 describe('built-in rules', () => {
   it('every built-in rule has samples, names its source, and only known languages', () => {

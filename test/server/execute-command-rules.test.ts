@@ -22,12 +22,14 @@ async function ranOrRefused(server: TestServer, command: string) {
   return { isError, value, ran };
 }
 
-/** The marker is touched first, so a list must let `touch …; <command>` through: they match from the start. */
+/** The marker is touched first, so the list allows that `touch`: each simple command must match one pattern. */
 describe('CODEXEC_ALLOWED_COMMANDS (re.match: anchored at the start only)', () => {
   let server: TestServer;
   beforeAll(async () => {
     server = await startServer({
-      env: { CODEXEC_ALLOWED_COMMANDS: JSON.stringify(['touch ran-[0-9a-f]+; (echo|true)\\b.*', 'pwd|ls']) },
+      env: {
+        CODEXEC_ALLOWED_COMMANDS: JSON.stringify(['touch ran-[0-9a-f]+', '(echo|true)\\b.*', 'pwd|ls']),
+      },
     });
   });
   afterAll(() => server.close());
