@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { AuditTrail } from '../audit/index.js';
+import { AuditTrail, KEY_FILE } from '../audit/index.js';
 import { type Bridge, loadMcpConfig, McpBridge } from '../bridge/index.js';
 import { type Config, globalPackageDirs } from '../config/index.js';
 import { Engine } from '../engine/index.js';
@@ -78,7 +78,11 @@ export function createServices(config: Config): Services {
     packages,
     sessions,
     rules: loadRules(config),
-    audit: new AuditTrail({ dir: config.logDir, retentionDays: config.auditRetentionDays }),
+    audit: new AuditTrail({
+      dir: config.logDir,
+      keyFile: join(config.home, KEY_FILE),
+      retentionDays: config.auditRetentionDays,
+    }),
     approvalKey: randomBytes(32),
     secrets,
     bridge: new McpBridge(config.codemode.mcpConfig ? loadMcpConfig(config.codemode.mcpConfig) : new Map(), {
@@ -95,9 +99,9 @@ export async function stopWork(services: Services): Promise<void> {
   await services.bridge.close();
 }
 
-/** Write out what is pending (logs, audit entries) and close the search index. */
+/** Write out what is pending (logs, audit entries and anchor) and close the search index. */
 export async function closeRecords(services: Services): Promise<void> {
   await services.logs.flush();
-  await services.audit.flush();
+  await services.audit.close();
   await services.history.close();
 }
