@@ -1,4 +1,5 @@
-import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { closeSync, openSync, readFileSync, renameSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { ANCHOR_FILE } from './files.js';
@@ -7,10 +8,12 @@ import { hmacHex, hmacMatches } from './key.js';
 // The anchor (`audit-anchor.json`, beside the day files): where the chain starts (after the days
 // retention removed) and, per day, how many entries its file had and the last one's hash, signed
 // with the audit key. A hash chain alone cannot show that its newest entries or files are gone;
-// the anchor can, and cannot be rewritten to match without the key.
+// the anchor can, and cannot be rewritten to match without the key. Two JSON lines: a head of one
+// page (4096 bytes, space-padded: the newest day, the body's sha256, the HMAC), then the body.
 
 const HASH = z.string().regex(/^[0-9a-f]{64}$/);
 const FILE = z.string().regex(/^audit-\d{4}-\d{2}-\d{2}\.jsonl$/);
+const DAY = z.string().regex(/^\d{4}-\d{2}-\d{2}$/);
 
 const daySchema = z.strictObject({
   count: z.number().int().min(1),
@@ -20,12 +23,22 @@ const daySchema = z.strictObject({
 });
 export type AnchorDay = z.infer<typeof daySchema>;
 
-const signedSchema = z.strictObject({
+/** The head: the anchor's first page, rewritten in place (one page is written all or nothing). */
+const headSchema = z.strictObject({
   version: z.literal(2),
+  body_sha256: HASH,
+  /** The newest day and its record; null before the first entry. */
+  day: DAY.nullable(),
+  last: daySchema.nullable(),
+  hmac: HASH,
+});
+
+/** The body, after the first page: replaced whole (rename) when a day starts or retention runs. */
+const bodySchema = z.strictObject({
   start_hash: HASH,
   removed_through: FILE.nullable(),
-  days: z.record(z.string().regex(/^\d{4}-\d{2}-\d{2}$/), daySchema),
-  hmac: HASH,
+  /** Every day but the newest. */
+  days: z.record(DAY, daySchema),
 });
 
 /** Written by retention before anchors were signed: only where the chain starts. */
@@ -43,7 +56,17 @@ export interface Anchor {
 export type AnchorFile =
   | { readonly kind: 'none' }
   | { readonly kind: 'legacy'; readonly anchor: Anchor }
-  | { readonly kind: 'signed'; readonly anchor: Anchor; readonly hmac: string };
+  | {
+      readonly kind: 'signed';
+      readonly anchor: Anchor;
+      /** What the HMAC covers, the HMAC, and the body as on disk (a writer keeps it if unchanged). */
+      readonly signed: string;
+      readonly hmac: string;
+      readonly body: string;
+    };
+
+const PAGE = 4096;
+const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
 
 /** The anchor file of `dir` as it is on disk; throws naming the file when it is not an anchor. */
 export function readAnchorFile(dir: string): AnchorFile {
@@ -54,51 +77,95 @@ export function readAnchorFile(dir: string): AnchorFile {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { kind: 'none' };
     throw error;
   }
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    throw new Error(`${ANCHOR_FILE} is not valid JSON`);
-  }
-  const signed = signedSchema.safeParse(value);
-  if (signed.success) {
-    const { version: _, hmac, ...anchor } = signed.data;
-    return { kind: 'signed', anchor, hmac };
-  }
-  const legacy = legacySchema.safeParse(value);
-  if (legacy.success) {
+  if (text.length < PAGE) {
+    const legacy = legacySchema.safeParse(parseJson(text));
+    if (!legacy.success) throw new Error(`${ANCHOR_FILE} is not a valid anchor`);
     const { removed_through, last_hash } = legacy.data;
     return { kind: 'legacy', anchor: { start_hash: last_hash, removed_through, days: {} } };
   }
-  throw new Error(`${ANCHOR_FILE} is not a valid anchor`);
+  const head = headSchema.safeParse(parseJson(text.slice(0, PAGE)));
+  const bodyText = text.slice(PAGE).replace(/\n$/, '');
+  const body = bodySchema.safeParse(parseJson(bodyText));
+  if (!head.success || !body.success || (head.data.day === null) !== (head.data.last === null)) {
+    throw new Error(`${ANCHOR_FILE} is not a valid anchor`);
+  }
+  if (sha256(bodyText) !== head.data.body_sha256) {
+    throw new Error(`${ANCHOR_FILE}'s days before the newest do not match its head: edited`);
+  }
+  const { day, last, hmac } = head.data;
+  const anchor = { ...body.data, days: { ...body.data.days, ...(day && last && { [day]: last }) } };
+  return { kind: 'signed', anchor, signed: layout(anchor).signed, hmac, body: bodyText };
 }
 
-/** The bytes the HMAC covers: the anchor's JSON in a fixed order, days sorted. */
-function canonical(anchor: Anchor): string {
-  const days: Record<string, AnchorDay> = {};
-  for (const day of Object.keys(anchor.days).sort()) {
-    const { count, last_hash, bytes } = anchor.days[day] as AnchorDay;
-    days[day] = { count, last_hash, bytes };
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new Error(`${ANCHOR_FILE} is not valid JSON`);
   }
-  return JSON.stringify({
-    version: 2,
+}
+
+/**
+ * The anchor as written: the body (every day but the newest) and the head's JSON without its
+ * HMAC (the newest day, and the body's sha256), which is what the HMAC covers.
+ */
+function layout(anchor: Anchor): { readonly body: string; readonly signed: string } {
+  const sorted = Object.keys(anchor.days).sort();
+  const record = (day: string) => {
+    const { count, last_hash, bytes } = anchor.days[day] as AnchorDay;
+    return { count, last_hash, bytes };
+  };
+  const days: Record<string, AnchorDay> = {};
+  for (const day of sorted.slice(0, -1)) days[day] = record(day);
+  const body = JSON.stringify({
     start_hash: anchor.start_hash,
     removed_through: anchor.removed_through,
     days,
   });
+  const newest = sorted.at(-1);
+  const signed = JSON.stringify({
+    version: 2,
+    body_sha256: sha256(body),
+    day: newest ?? null,
+    last: newest === undefined ? null : record(newest),
+  });
+  return { body, signed };
 }
 
-export const anchorSigned = (anchor: Anchor, key: Buffer, hmac: string) =>
-  hmacMatches(key, canonical(anchor), hmac);
+export const anchorSigned = (file: { signed: string; hmac: string }, key: Buffer) =>
+  hmacMatches(key, file.signed, file.hmac);
 
 /**
- * Replace the anchor: written whole to a file of its own, then renamed over it, so a reader or a
- * crash sees the old anchor or the new one, never half of one. No fsync: an anchor that lags its
- * files after a power loss reads as entries past the anchor, which verify accepts.
+ * Write the anchor; `bodyOnDisk` is the body the file holds now (as read or last written under
+ * the lock). The usual change, the newest day's record, rewrites the first page in place: one
+ * page is written all or nothing (a writer killed mid-write leaves the old head or the new), and
+ * an in-place write of an existing page costs ~0.03 ms here, a rename ~0.5-1.7 ms (ext4 writes a
+ * replaced file's data out first). A new body (a new day, retention) is written whole and renamed
+ * into place. No fsync: after a power loss the anchor may lag its files, which verify accepts.
+ * Returns the body now on disk.
  */
-export function writeAnchor(dir: string, anchor: Anchor, key: Buffer): void {
-  const body = canonical(anchor);
+export function writeAnchor(
+  dir: string,
+  anchor: Anchor,
+  key: Buffer,
+  bodyOnDisk: string | undefined,
+): string {
+  const { body, signed } = layout(anchor);
+  const head = `${signed.slice(0, -1)},"hmac":"${hmacHex(key, signed)}"}`;
+  if (head.length >= PAGE) throw new Error(`${ANCHOR_FILE}'s head outgrew its page`);
+  const page = `${head.padEnd(PAGE - 1)}\n`;
+  const path = join(dir, ANCHOR_FILE);
+  if (body === bodyOnDisk) {
+    const fd = openSync(path, 'r+');
+    try {
+      if (writeSync(fd, page, 0) !== PAGE) throw new Error(`short write to ${ANCHOR_FILE}`);
+    } finally {
+      closeSync(fd);
+    }
+    return body;
+  }
   const temp = join(dir, `.${ANCHOR_FILE}.${process.pid}`);
-  writeFileSync(temp, `${body.slice(0, -1)},"hmac":"${hmacHex(key, body)}"}\n`, { mode: 0o600 });
-  renameSync(temp, join(dir, ANCHOR_FILE));
+  writeFileSync(temp, `${page}${body}\n`, { mode: 0o600 });
+  renameSync(temp, path);
+  return body;
 }

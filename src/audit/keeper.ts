@@ -18,8 +18,9 @@ import { countEntries, lastEntryOf } from './tail.js';
 export class AnchorKeeper {
   private anchor: Anchor | undefined;
   private dirty = false;
-  /** The anchor file as this process last read or wrote it (inode, size, times). */
+  /** The anchor file as this process last read or wrote it (inode, size, times), and its body. */
   private seen: string | undefined;
+  private body: string | undefined;
   private refusal: string | undefined;
 
   constructor(
@@ -38,10 +39,11 @@ export class AnchorKeeper {
       const stamp = this.stamp();
       if (stamp !== undefined && stamp === this.seen) return;
       this.anchor = undefined;
+      this.body = undefined;
       this.dirty = false;
       this.seen = stamp;
       const file = readAnchorFile(this.dir);
-      if (file.kind === 'signed' && !anchorSigned(file.anchor, this.key, file.hmac)) {
+      if (file.kind === 'signed' && !anchorSigned(file, this.key)) {
         this.refuse(`${ANCHOR_FILE}'s HMAC does not match (edited, or signed with another key)`);
         return;
       }
@@ -53,6 +55,7 @@ export class AnchorKeeper {
       this.refusal = undefined;
       this.anchor =
         file.kind === 'none' ? { start_hash: GENESIS, removed_through: null, days: {} } : file.anchor;
+      if (file.kind === 'signed') this.body = file.body;
       // A new or unsigned anchor is written at once, before the first signed entry relies on it.
       if (file.kind !== 'signed') this.write();
     } catch (error) {
@@ -108,7 +111,9 @@ export class AnchorKeeper {
 
   private write(): void {
     if (!this.anchor) return;
-    writeAnchor(this.dir, this.anchor, this.key);
+    const onDisk = this.body;
+    this.body = undefined; // unknown until written: after a failed write, the next one is whole
+    this.body = writeAnchor(this.dir, this.anchor, this.key, onDisk);
     this.dirty = false;
     this.seen = this.stamp();
   }

@@ -83,7 +83,7 @@ function verifyOnce(dir: string, keyFile: string): VerifyReport {
   }
   if (anchorFile.kind === 'signed') {
     if (!key) return report({ file: ANCHOR_FILE, line: 1, reason: `signed, but ${keyFile} is missing` });
-    if (!anchorSigned(anchorFile.anchor, key, anchorFile.hmac)) {
+    if (!anchorSigned(anchorFile, key)) {
       return report({
         file: ANCHOR_FILE,
         line: 1,

@@ -59,6 +59,12 @@ function verify(home: string) {
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
+/** The anchor's two JSON lines: the head (one space-padded page: the newest day) and the body. */
+function readAnchor(logs: string) {
+  const [head, body] = readFileSync(join(logs, 'audit-anchor.json'), 'utf8').split('\n');
+  return { head: JSON.parse(head as string), body: JSON.parse(body as string) };
+}
+
 /** `line` with `change` applied and its hash recomputed (its hmac kept: the key is unknown). */
 function rehash(line: string, change: (entry: Record<string, unknown>) => void): Record<string, unknown> {
   const { hash: _, hmac, ...body } = JSON.parse(line);
@@ -132,13 +138,25 @@ describe('codexec audit verify: tampering with the tail', () => {
     const lines = t.lines();
     t.write(lines.slice(0, 2));
     const anchorPath = join(t.logs, 'audit-anchor.json');
-    const anchor = JSON.parse(readFileSync(anchorPath, 'utf8'));
-    const day = anchor.days['2026-11-20'];
-    Object.assign(day, { count: 2, last_hash: JSON.parse(lines[1] as string).hash });
-    writeFileSync(anchorPath, JSON.stringify(anchor));
+    const { head, body } = readAnchor(t.logs);
+    expect(head.day).toBe('2026-11-20');
+    Object.assign(head.last, { count: 2, last_hash: JSON.parse(lines[1] as string).hash });
+    writeFileSync(anchorPath, `${JSON.stringify(head).padEnd(4095)}\n${JSON.stringify(body)}\n`);
     const out = verify(t.home);
     expect(out.code).toBe(1);
     expect(out.stdout).toContain('audit-anchor.json:1: its HMAC does not match');
+    // The days before the newest are covered too (through their sha256 in the signed head).
+    const several = await trail(2, 1);
+    const anchor = readAnchor(several.logs);
+    expect(Object.keys(anchor.body.days)).toEqual(['2026-11-20']);
+    anchor.body.days['2026-11-20'].count = 5;
+    writeFileSync(
+      join(several.logs, 'audit-anchor.json'),
+      `${JSON.stringify(anchor.head).padEnd(4095)}\n${JSON.stringify(anchor.body)}\n`,
+    );
+    expect(verify(several.home).stdout).toContain(
+      "audit-anchor.json: audit-anchor.json's days before the newest",
+    );
     // Removed altogether, or replaced by an unsigned (older) anchor: the signed entries say so.
     unlinkSync(anchorPath);
     expect(verify(t.home).stdout).toContain(
@@ -185,9 +203,9 @@ describe('codexec audit verify: intact trails', () => {
     const out = verify(t.home);
     expect(out).toMatchObject({ code: 0 });
     expect(out.stdout).toContain('audit chain intact: 7 entries in 3 files'); // the 23rd, 24th, 25th (3)
-    const anchor = JSON.parse(readFileSync(join(t.logs, 'audit-anchor.json'), 'utf8'));
-    expect(Object.keys(anchor.days)).toEqual(['2026-11-23', '2026-11-24', '2026-11-25']);
-    expect(anchor.removed_through).toBe('audit-2026-11-22.jsonl');
+    const { head, body } = readAnchor(t.logs);
+    expect([...Object.keys(body.days), head.day]).toEqual(['2026-11-23', '2026-11-24', '2026-11-25']);
+    expect(body.removed_through).toBe('audit-2026-11-22.jsonl');
   });
 
   it('passes what a writer killed before writing the anchor leaves: entries past it, a torn last line', async () => {
