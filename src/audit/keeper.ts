@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { log } from '../util/index.js';
 import { type Anchor, anchorSigned, readAnchorFile, writeAnchor } from './anchor.js';
 import { GENESIS } from './chain.js';
-import { ANCHOR_FILE, dayFile, fileDay, listAuditFiles } from './files.js';
+import { ANCHOR_FILE, dayFile, fileDay, KEY_FILE, listAuditFiles } from './files.js';
 import { countEntries, lastEntryOf } from './tail.js';
 
 /**
@@ -23,9 +23,11 @@ export class AnchorKeeper {
   private body: string | undefined;
   private refusal: string | undefined;
 
+  /** `keyIsNew`: this process made the key, so a trail without an anchor may be an older one's. */
   constructor(
     private readonly dir: string,
     private readonly key: Buffer,
+    private readonly keyIsNew: boolean,
   ) {}
 
   /** The `prev_hash` of a chain with no earlier entry: where the anchor says it starts. */
@@ -47,9 +49,12 @@ export class AnchorKeeper {
         this.refuse(`${ANCHOR_FILE}'s HMAC does not match (edited, or signed with another key)`);
         return;
       }
-      if (file.kind !== 'signed' && this.trailIsSigned()) {
+      // Without a signed anchor, audit files are an older version's (unsigned) only if this process
+      // made the key: else the anchor, and perhaps signed entries, were removed.
+      const hasFiles = listAuditFiles(this.dir).length > 0;
+      if (file.kind !== 'signed' && hasFiles && (!this.keyIsNew || this.trailIsSigned())) {
         const state = file.kind === 'none' ? 'missing' : 'unsigned';
-        this.refuse(`${ANCHOR_FILE} is ${state} though the audit files hold signed entries`);
+        this.refuse(`${ANCHOR_FILE} is ${state} though the trail was signed (${KEY_FILE} exists)`);
         return;
       }
       this.refusal = undefined;

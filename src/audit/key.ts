@@ -22,24 +22,26 @@ export function readKey(path: string): Buffer | undefined {
 }
 
 /**
- * The key at `path`, made first when there is none. It is written whole to a file of its own and
- * then linked into place, which fails if another process got there first: every process ends up
- * with the one key, and none ever reads a half-written one.
+ * The key at `path`, made first when there is none (`created`). It is written whole to a file of
+ * its own and then linked into place, which fails if another process got there first: every
+ * process ends up with the one key, and none ever reads a half-written one.
  */
-export function loadOrCreateKey(path: string): Buffer {
+export function loadOrCreateKey(path: string): { readonly key: Buffer; readonly created: boolean } {
   const existing = readKey(path);
-  if (existing) return existing;
+  if (existing) return { key: existing, created: false };
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   const temp = `${path}.${process.pid}.tmp`;
   writeFileSync(temp, randomBytes(KEY_BYTES), { mode: 0o600, flag: 'w' });
+  let created = true;
   try {
     linkSync(temp, path);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    created = false;
   } finally {
     rmSync(temp, { force: true });
   }
-  return readKey(path) as Buffer;
+  return { key: readKey(path) as Buffer, created };
 }
 
 export const hmacHex = (key: Buffer, text: string) =>

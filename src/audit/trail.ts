@@ -39,7 +39,7 @@ export class AuditTrail implements AuditSink {
   private tip: Tip | undefined;
   private prunedDay = '';
   private dirReady = false;
-  private key: Buffer | undefined;
+  private key: { readonly key: Buffer; readonly created: boolean } | undefined;
   private anchor: AnchorKeeper | undefined;
   private lock: HeldLock | undefined;
 
@@ -74,8 +74,9 @@ export class AuditTrail implements AuditSink {
       this.dirReady = true;
     }
     this.key ??= loadOrCreateKey(this.options.keyFile);
-    this.anchor ??= new AnchorKeeper(dir, this.key);
-    const { key, anchor } = this;
+    this.anchor ??= new AnchorKeeper(dir, this.key.key, this.key.created);
+    const { anchor } = this;
+    const { key } = this.key;
     this.lock ??= new HeldLock(join(dir, LOCK_FILE), {
       onAcquire: () => anchor.load(),
       onRelease: () => anchor.flush(),

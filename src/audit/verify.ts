@@ -92,6 +92,16 @@ function verifyOnce(dir: string, keyFile: string): VerifyReport {
     }
   }
   const anchor = anchorFile.kind === 'none' ? undefined : anchorFile.anchor;
+  // The key is made with the anchor, by the first signed entry: a key beside audit files but no
+  // signed anchor means the anchor (and perhaps the signed entries after older ones) went.
+  if (key && anchorFile.kind !== 'signed' && listAuditFiles(dir).length > 0) {
+    const what = anchorFile.kind === 'none' ? 'missing' : 'unsigned';
+    return report({
+      file: ANCHOR_FILE,
+      line: 0,
+      reason: `${what}, though the trail is signed (${keyFile} exists)`,
+    });
+  }
   const recorded = anchorFile.kind === 'signed' ? anchorFile.anchor.days : {};
   const lastRecorded = Object.keys(recorded).sort().at(-1);
   state.start_hash = state.last_hash = anchor?.start_hash ?? GENESIS;
@@ -169,10 +179,6 @@ function verifyOnce(dir: string, keyFile: string): VerifyReport {
         reason: `${ANCHOR_FILE} records ${record.count} entries for this day, the file holds ${count}: the last were removed or cut`,
       });
     }
-  }
-  if (signedSeen && anchorFile.kind !== 'signed') {
-    const what = anchorFile.kind === 'none' ? 'missing' : 'unsigned';
-    return report({ file: ANCHOR_FILE, line: 0, reason: `${what}, though the trail holds signed entries` });
   }
   return report();
 }

@@ -157,11 +157,13 @@ describe('codexec audit verify: tampering with the tail', () => {
     expect(verify(several.home).stdout).toContain(
       "audit-anchor.json: audit-anchor.json's days before the newest",
     );
-    // Removed altogether, or replaced by an unsigned (older) anchor: the signed entries say so.
+    // Removed altogether: the key says the trail was signed, and the next writer leaves it so.
     unlinkSync(anchorPath);
-    expect(verify(t.home).stdout).toContain(
-      'audit-anchor.json: missing, though the trail holds signed entries',
-    );
+    expect(verify(t.home).stdout).toContain('audit-anchor.json: missing, though the trail is signed');
+    const writer = new AuditTrail({ dir: t.logs, keyFile: join(t.home, 'audit.key'), retentionDays: 365 });
+    await writer.record(attempt(9));
+    await writer.close();
+    expect(verify(t.home).stdout).toContain('audit-anchor.json: missing, though the trail is signed');
   });
 
   it('fails on an entry stripped of its hmac after signed ones', async () => {
