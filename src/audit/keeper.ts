@@ -64,7 +64,7 @@ export class AnchorKeeper {
       // A new or unsigned anchor is written at once, before the first signed entry relies on it.
       if (file.kind !== 'signed') this.write();
     } catch (error) {
-      this.refuse(`cannot read ${ANCHOR_FILE}: ${(error as Error).message}`);
+      this.refuse(`cannot use ${ANCHOR_FILE}: ${(error as Error).message}`);
     }
   }
 
