@@ -1,8 +1,11 @@
 import { createHash } from 'node:crypto';
 import type { AuditAttempt } from '../policy/index.js';
+import { hmacHex } from './key.js';
 
-// The hash chain: each line's `hash` is sha256 over the line's JSON without `hash` (which ends
-// with `prev_hash`), so changing, removing or reordering any entry breaks every link after it.
+// The hash chain: each line's `hash` is sha256 over the line's JSON without `hash` and `hmac`
+// (which ends with `prev_hash`), so changing, removing or reordering any entry breaks every link
+// after it; `hmac` is HMAC-SHA256 of `hash` under the audit key, so a changed entry cannot be
+// re-hashed and re-linked without the key.
 
 /** The `prev_hash` of the very first entry. */
 export const GENESIS = '0'.repeat(64);
@@ -39,7 +42,7 @@ export const FIELDS = [
  */
 const FIELDS_BEFORE_PRINCIPAL = FIELDS.filter((field) => field !== 'principal' && field !== 'tool_calls');
 
-export type AuditEntry = Record<(typeof FIELDS)[number] | 'hash', unknown>;
+export type AuditEntry = Record<(typeof FIELDS)[number] | 'hash' | 'hmac', unknown>;
 
 const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
 
@@ -48,6 +51,7 @@ export function chainLine(
   attempt: AuditAttempt,
   prevHash: string,
   at: Date,
+  key: Buffer,
 ): { readonly line: string; readonly hash: string } {
   const body = {
     type: 'code_execution',
@@ -68,19 +72,32 @@ export function chainLine(
     tool_calls: attempt.tool_calls,
     at: at.toISOString(),
     prev_hash: prevHash,
-  } satisfies Omit<AuditEntry, 'hash'>;
+  } satisfies Omit<AuditEntry, 'hash' | 'hmac'>;
   const unhashed = JSON.stringify(body);
   const hash = sha256(unhashed);
-  return { line: `${JSON.stringify({ ...body, hash })}\n`, hash };
+  return { line: `${JSON.stringify({ ...body, hash, hmac: hmacHex(key, hash) })}\n`, hash };
 }
 
 export type LineCheck =
-  | { readonly ok: true; readonly prevHash: string; readonly hash: string }
+  | {
+      readonly ok: true;
+      readonly prevHash: string;
+      readonly hash: string;
+      /** Absent on entries written before entries were signed. */
+      readonly hmac: string | undefined;
+    }
   | { readonly ok: false; readonly torn: boolean; readonly reason: string };
+
+/** The fields a line may have: signed, unsigned (before HMACs), or from before `principal`. */
+const SHAPES = [
+  [...FIELDS, 'hash', 'hmac'],
+  [...FIELDS, 'hash'],
+  [...FIELDS_BEFORE_PRINCIPAL, 'hash'],
+].map((keys) => keys.join(','));
 
 /**
  * Check one line on its own: well-formed, exactly our fields in our order, and its hash right.
- * Whether it links to the line before is the caller's check.
+ * Whether it links to the line before, and its HMAC, are the caller's checks.
  */
 export function checkLine(text: string): LineCheck {
   let value: unknown;
@@ -94,15 +111,16 @@ export function checkLine(text: string): LineCheck {
   }
   const entry = value as Record<string, unknown>;
   const keys = Object.keys(entry);
-  const expected = [...(keys.includes('principal') ? FIELDS : FIELDS_BEFORE_PRINCIPAL), 'hash'];
-  if (keys.length !== expected.length || keys.some((key, i) => key !== expected[i])) {
+  if (!SHAPES.includes(keys.join(','))) {
     return { ok: false, torn: false, reason: `fields are not the audit entry's (${keys.join(', ')})` };
   }
-  const { hash, ...body } = entry;
+  const { hash, hmac, ...body } = entry;
   if (typeof hash !== 'string' || typeof body.prev_hash !== 'string') {
     return { ok: false, torn: false, reason: 'hash or prev_hash is not a string' };
   }
+  if (hmac !== undefined && typeof hmac !== 'string')
+    return { ok: false, torn: false, reason: 'hmac is not a string' };
   const actual = sha256(JSON.stringify(body));
   if (actual !== hash) return { ok: false, torn: false, reason: 'hash does not match the entry' };
-  return { ok: true, prevHash: body.prev_hash, hash };
+  return { ok: true, prevHash: body.prev_hash, hash, hmac };
 }

@@ -2,15 +2,19 @@ import { closeSync, fstatSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AuditAttempt, AuditSink } from '../policy/index.js';
 import { log } from '../util/index.js';
-import { chainLine, GENESIS } from './chain.js';
-import { auditFileName, LOCK_FILE, listAuditFiles } from './files.js';
+import { chainLine } from './chain.js';
+import { auditFileName, fileDay, LOCK_FILE, listAuditFiles } from './files.js';
+import { AnchorKeeper } from './keeper.js';
+import { loadOrCreateKey } from './key.js';
 import { HeldLock } from './lock.js';
-import { pruneAuditFiles, readAnchorHash } from './retention.js';
-import { lastEntry } from './tail.js';
+import { pruneAuditFiles } from './retention.js';
+import { lastEntry, lastEntryOf } from './tail.js';
 
 export interface AuditTrailOptions {
   /** The log directory; audit files live beside the execution logs. */
   readonly dir: string;
+  /** The audit key (`$CODEXEC_HOME/audit.key`, outside the log directory), made on first use. */
+  readonly keyFile: string;
   /** Audit files older than this many days are removed (the chain stays verifiable). */
   readonly retentionDays: number;
   readonly now?: () => Date;
@@ -24,16 +28,19 @@ interface Tip {
 }
 
 /**
- * The audit trail: one hash-chained JSONL entry per attempt to run code, refused ones too.
- * Appends are serialized in this process and, through a lock file, across the processes that
- * share the directory; each is one write(2) with O_APPEND, made before the attempt's result is
- * returned. A file starts from the previous file's last hash, so the chain runs across days.
+ * The audit trail: one hash-chained, HMAC-signed JSONL entry per attempt to run code, refused
+ * ones too. Appends are serialized in this process and, through a lock file, across the processes
+ * that share the directory; each is one write(2) with O_APPEND, made before the attempt's result
+ * is returned. A file starts from the previous file's last hash, so the chain runs across days;
+ * the anchor (keeper.ts) follows each day's count and last hash.
  */
 export class AuditTrail implements AuditSink {
   private queue: Promise<void> = Promise.resolve();
   private tip: Tip | undefined;
   private prunedDay = '';
   private dirReady = false;
+  private key: { readonly key: Buffer; readonly created: boolean } | undefined;
+  private anchor: AnchorKeeper | undefined;
   private lock: HeldLock | undefined;
 
   constructor(private readonly options: AuditTrailOptions) {}
@@ -52,6 +59,12 @@ export class AuditTrail implements AuditSink {
     return this.queue;
   }
 
+  /** Flush, then let the lock go now: the anchor is written (it would be after 20 ms idle, or at exit). */
+  async close(): Promise<void> {
+    await this.queue;
+    this.lock?.release();
+  }
+
   private async append(attempt: AuditAttempt): Promise<void> {
     const { dir } = this.options;
     const at = this.options.now?.() ?? new Date();
@@ -60,18 +73,26 @@ export class AuditTrail implements AuditSink {
       mkdirSync(dir, { recursive: true, mode: 0o700 });
       this.dirReady = true;
     }
-    this.lock ??= new HeldLock(join(dir, LOCK_FILE));
+    this.key ??= loadOrCreateKey(this.options.keyFile);
+    this.anchor ??= new AnchorKeeper(dir, this.key.key, this.key.created);
+    const { anchor } = this;
+    const { key } = this.key;
+    this.lock ??= new HeldLock(join(dir, LOCK_FILE), {
+      onAcquire: () => anchor.load(),
+      onRelease: () => anchor.flush(),
+    });
     await this.lock.run(() => {
-      this.pruneOnNewDay(file, at);
+      this.pruneOnNewDay(file, at, anchor);
       const fd = openSync(join(dir, file), 'a+', 0o600);
       try {
         const size = fstatSync(fd).size;
-        const prev = this.prevHash(file, fd, size);
-        const { line, hash } = chainLine(attempt, prev.hash, at);
+        const prev = this.prevHash(file, fd, size, anchor);
+        const { line, hash } = chainLine(attempt, prev.hash, at, key);
         const bytes = Buffer.from(prev.torn ? `\n${line}` : line, 'utf8');
         const written = writeSync(fd, bytes);
         if (written !== bytes.length) throw new Error(`short write to ${file}; its last line is torn`);
         this.tip = { file, size: size + written, hash };
+        anchor.appended(fileDay(file), fd, size, written, hash);
       } finally {
         closeSync(fd);
       }
@@ -82,7 +103,12 @@ export class AuditTrail implements AuditSink {
    * The hash to chain to: the cached tip when nothing was appended since (the usual case), else
    * the last whole entry of this file or, for a new file, of the newest earlier one.
    */
-  private prevHash(file: string, fd: number, size: number): { hash: string; torn: boolean } {
+  private prevHash(
+    file: string,
+    fd: number,
+    size: number,
+    anchor: AnchorKeeper,
+  ): { hash: string; torn: boolean } {
     if (this.tip?.file === file && this.tip.size === size) return { hash: this.tip.hash, torn: false };
     if (size > 0) {
       const last = lastEntry(fd, size);
@@ -90,20 +116,15 @@ export class AuditTrail implements AuditSink {
     }
     const earlier = listAuditFiles(this.options.dir).filter((name) => name < file);
     for (const name of earlier.reverse()) {
-      const fdEarlier = openSync(join(this.options.dir, name), 'r');
-      try {
-        const last = lastEntry(fdEarlier, fstatSync(fdEarlier).size);
-        if (last) return { hash: last.hash, torn: size > 0 && last.torn };
-      } finally {
-        closeSync(fdEarlier);
-      }
+      const last = lastEntryOf(this.options.dir, name);
+      if (last) return { hash: last.hash, torn: size > 0 && last.torn };
     }
-    return { hash: readAnchorHash(this.options.dir) ?? GENESIS, torn: size > 0 };
+    return { hash: anchor.startHash, torn: size > 0 };
   }
 
-  private pruneOnNewDay(file: string, at: Date): void {
+  private pruneOnNewDay(file: string, at: Date, anchor: AnchorKeeper): void {
     if (this.prunedDay === file) return;
     this.prunedDay = file;
-    pruneAuditFiles(this.options.dir, this.options.retentionDays, at.getTime());
+    pruneAuditFiles(this.options.dir, this.options.retentionDays, at.getTime(), anchor);
   }
 }

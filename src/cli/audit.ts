@@ -1,18 +1,20 @@
-import { verifyAudit } from '../audit/index.js';
+import { join } from 'node:path';
+import { KEY_FILE, verifyAudit } from '../audit/index.js';
 import { configOrExit } from './config.js';
 
 /**
- * `codexec audit verify`: check the audit chain in the log directory. Exit 0 when it is intact,
- * 1 naming the first line that breaks it.
+ * `codexec audit verify`: check the audit trail in the log directory (chain, HMACs, anchor).
+ * Exit 0 when it is intact, 1 naming the first line (or day file) that breaks it.
  */
 export function auditVerifyCommand(options: { json?: boolean }): void {
-  const { logDir } = configOrExit();
-  const report = verifyAudit(logDir);
+  const { logDir, home } = configOrExit();
+  const report = verifyAudit(logDir, join(home, KEY_FILE));
   if (options.json) {
     process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   } else if (report.bad) {
+    const { file, line, reason } = report.bad;
     process.stdout.write(
-      `audit chain broken at ${report.bad.file}:${report.bad.line}: ${report.bad.reason}\n` +
+      `audit chain broken at ${line > 0 ? `${file}:${line}` : file}: ${reason}\n` +
         `(${report.entries} entries before it verified)\n`,
     );
   } else {
@@ -20,6 +22,12 @@ export function auditVerifyCommand(options: { json?: boolean }): void {
     process.stdout.write(
       `audit chain intact: ${report.entries} entries in ${report.files} files under ${logDir}\n` +
         `last hash ${report.last_hash}\n` +
+        (report.unsigned
+          ? `${report.unsigned} entries unsigned (written before entries carried an hmac)\n`
+          : '') +
+        (report.past_anchor
+          ? `${report.past_anchor} entries past the anchor (a writer's last burst)\n`
+          : '') +
         (torn ? `torn lines skipped (a writer died mid-line): ${torn}\n` : ''),
     );
   }

@@ -2,10 +2,11 @@ import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { text } from 'node:stream/consumers';
 import type { Config } from '../config/index.js';
-import { CodexecError } from '../errors/index.js';
+import { CodexecError, CommandBlockedError } from '../errors/index.js';
 import { checkCommand, loadShellParser, resolveWorkingDir } from '../policy/index.js';
 import type { Language } from '../runtimes/index.js';
 import { createServices, prepareCommand, runPreparedCommand } from '../server/index.js';
+import { auditShellRun } from './audit-run.js';
 import { configOrExit } from './config.js';
 
 interface RunOptions {
@@ -55,13 +56,20 @@ export async function runCommand(
   try {
     const code = file === '-' ? await text(process.stdin) : await readFile(file, 'utf8');
     const workingDir = options.workingDir ? await resolveWorkingDir(options.workingDir, config) : undefined;
-    const result = await services.engine.run(
-      { language, code, timeoutMs: options.timeoutMs, workingDir, args },
-      {
-        signal: controller.signal,
-        onOutput: streamTo(options),
-      },
-    );
+    const attempt = { tool: 'run', language, code } as const;
+    const result = await services.engine
+      .run(
+        { language, code, timeoutMs: options.timeoutMs, workingDir, args },
+        {
+          signal: controller.signal,
+          onOutput: streamTo(options),
+        },
+      )
+      .catch(async (error: unknown) => {
+        await auditShellRun(services, attempt, {});
+        throw error;
+      });
+    await auditShellRun(services, attempt, { result });
     await services.logs.flush();
     report(result, options);
   } catch (error) {
@@ -76,18 +84,31 @@ async function runCommandLine(config: Config, command: string, options: RunOptio
   const services = createServices(config);
   const controller = new AbortController();
   process.once('SIGINT', () => controller.abort());
+  const attempt = { tool: 'run_command', language: 'bash', code: command } as const;
   try {
     await loadShellParser();
-    checkCommand(command, config.command, services.rules);
     const prepared = await prepareCommand(services, {
       command,
       timeoutMs: options.timeoutMs ?? COMMAND_TIMEOUT_MS,
       workDir: options.workingDir,
     });
+    // Bad input (work_dir) is refused above with no entry, as execute_command's is; a refusal
+    // by the rules or command lists is an attempt, and audited.
+    try {
+      checkCommand(command, config.command, services.rules);
+    } catch (error) {
+      if (error instanceof CommandBlockedError)
+        await auditShellRun(services, attempt, { refusedBy: error.pattern || null });
+      throw error;
+    }
     const result = await runPreparedCommand(services, prepared, {
       signal: controller.signal,
       onOutput: streamTo(options),
+    }).catch(async (error: unknown) => {
+      await auditShellRun(services, attempt, {});
+      throw error;
     });
+    await auditShellRun(services, attempt, { result });
     await services.logs.flush();
     report(result, options);
   } catch (error) {

@@ -2,7 +2,8 @@
 // or unanswerable — by the tool layer, after the run (with its result) or at the refusal. The
 // audit trail (src/audit/, a service) is what the server plugs in.
 
-export type ApprovedBy = 'auto' | 'client' | 'trusted_session' | 'policy';
+/** `operator`: `codexec run` from the shell, where no gate asks (whoever runs the CLI ran it). */
+export type ApprovedBy = 'auto' | 'client' | 'trusted_session' | 'policy' | 'operator';
 
 export interface AuditAttempt {
   readonly tool: string; // execute_code, send_to_session, run_script, install_package, …

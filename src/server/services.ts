@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { basename, join } from 'node:path';
-import { AuditTrail } from '../audit/index.js';
+import { AuditTrail, KEY_FILE } from '../audit/index.js';
 import { type Bridge, loadMcpConfig, McpBridge } from '../bridge/index.js';
 import { type Config, globalPackageDirs } from '../config/index.js';
 import { DiskQuota } from '../disk/index.js';
@@ -116,7 +116,11 @@ export function createServices(config: Config): Services {
     packages,
     sessions,
     rules: loadRules(config),
-    audit: new AuditTrail({ dir: config.logDir, retentionDays: config.auditRetentionDays }),
+    audit: new AuditTrail({
+      dir: config.logDir,
+      keyFile: join(config.home, KEY_FILE),
+      retentionDays: config.auditRetentionDays,
+    }),
     slots: new RunSlots({
       running: config.runs.maxConcurrent,
       queued: config.runs.maxQueued,
@@ -154,9 +158,9 @@ export async function stopWork(services: Services): Promise<void> {
   await services.bridge.close();
 }
 
-/** Write out what is pending (logs, audit entries) and close the search index. */
+/** Write out what is pending (logs, audit entries and anchor) and close the search index. */
 export async function closeRecords(services: Services): Promise<void> {
   await services.logs.flush();
-  await services.audit.flush();
+  await services.audit.close();
   await services.history.close();
 }

@@ -198,7 +198,7 @@ describe.each(['namespace', 'subprocess', 'docker'])('code mode (%s sandbox)', (
     ]);
     // And in its audit entry (hashed with the rest).
     const audit = readdirSync(logs)
-      .filter((name) => name.startsWith('audit-'))
+      .filter((name) => /^audit-\d/.test(name))
       .flatMap((name) => readFileSync(join(logs, name), 'utf8').trim().split('\n'))
       .map((line) => JSON.parse(line) as { execution_id: string; tool_calls: unknown });
     expect(audit.find((entry) => entry.execution_id === value.execution_id)?.tool_calls).toEqual([

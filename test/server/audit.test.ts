@@ -20,6 +20,7 @@ interface Entry {
   rule: string | null;
   prev_hash: string;
   hash: string;
+  hmac: string;
 }
 
 function auditEntries(home: string): Entry[] {
@@ -77,6 +78,7 @@ describe.each(ERAS)('audit trail through MCP (%s era)', (era) => {
       expect(entries.at(-1)?.session_id).toBe(sid);
       for (const [i, entry] of entries.entries()) {
         expect(entry.prev_hash).toBe(i === 0 ? '0'.repeat(64) : entries[i - 1]?.hash);
+        expect(entry.hmac).toMatch(/^[0-9a-f]{64}$/);
       }
       const intact = verify(server.home);
       expect(intact.status).toBe(0);
@@ -99,12 +101,18 @@ describe('audit trail tampering', () => {
       await server.client.close();
     }
     expect(verify(home).status).toBe(0);
-    const [file] = readdirSync(join(home, 'logs')).filter((name) => name.startsWith('audit-'));
+    const [file] = readdirSync(join(home, 'logs')).filter((name) => /^audit-\d/.test(name));
     const path = join(home, 'logs', file as string);
-    writeFileSync(path, readFileSync(path, 'utf8').replace('print(2)', 'print(20)'));
+    const original = readFileSync(path, 'utf8');
+    writeFileSync(path, original.replace('print(2)', 'print(20)'));
     const broken = verify(home);
     expect(broken.status).toBe(1);
     expect(broken.stdout).toContain(`${file}:2`);
+    // The server wrote the anchor as it closed: its last entry cannot go unnoticed.
+    writeFileSync(path, `${original.trimEnd().split('\n').slice(0, 2).join('\n')}\n`);
+    const cut = verify(home);
+    expect(cut.status).toBe(1);
+    expect(cut.stdout).toContain(`${file}:3: audit-anchor.json records 3 entries`);
     rmSync(home, { recursive: true, force: true });
   });
 });

@@ -141,7 +141,7 @@ describe('serve --http: execution logs and audit entries belong to their princip
   }, 60_000);
 
   it('audit entries name their principal, and the chain verifies', () => {
-    const file = readdirSync(join(home, 'logs')).find((name) => name.startsWith('audit-'));
+    const file = readdirSync(join(home, 'logs')).find((name) => /^audit-\d/.test(name));
     const entries = readFileSync(join(home, 'logs', file as string), 'utf8')
       .trim()
       .split('\n')
