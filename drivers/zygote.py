@@ -291,6 +291,10 @@ def become_program(run, namespaces):
     os.environ.update(env)
     extra = [entry for entry in env.get("PYTHONPATH", "").split(":") if entry]
     sys.path[1:1] = [os.path.abspath(entry) for entry in extra]
+    # What drivers/mpl/sitecustomize.py does at a cold start: packages after the standard library.
+    for entry in env.get("CODEXEC_PYTHON_PACKAGES", "").split(":"):
+        if entry and entry not in sys.path:
+            sys.path.append(entry)
     import site
 
     site.USER_BASE = None

@@ -12,8 +12,15 @@ export const FIGURES_DIR = '.codexec-figures';
 /** At most this many images per result (figures first). */
 export const MAX_IMAGES = 4;
 
-/** The backend module, bound read-only into Python sandboxes; its folder holds nothing else. */
+/** The backend module, bound read-only into Python sandboxes; its folder is on their PYTHONPATH. */
 export const FIGURE_BACKEND = fileURLToPath(new URL('../../drivers/mpl/codexec_figures.py', import.meta.url));
+/**
+ * Beside it, bound too: puts $CODEXEC_PYTHON_PACKAGES after the standard library (PYTHONPATH would
+ * put installed packages first, where they could shadow it).
+ */
+export const SITE_CUSTOMIZE = join(dirname(FIGURE_BACKEND), 'sitecustomize.py');
+/** The files Python sandboxes bind read-only from that folder. */
+export const PYTHON_SUPPORT_FILES: readonly string[] = [FIGURE_BACKEND, SITE_CUSTOMIZE];
 
 /** One picture of a result. `data` is not enumerable: it never goes into the JSON, only into content. */
 export interface ResultImage {

@@ -14,6 +14,7 @@ export {
   FIGURES_DIR,
   figureEnv,
   MAX_IMAGES,
+  PYTHON_SUPPORT_FILES,
   type ResultImage,
   type SkippedImage,
   sniffImage,

@@ -7,7 +7,7 @@ import { sandboxEnv } from '../policy/index.js';
 import type { InterpreterKind } from '../runtimes/index.js';
 import type { BackendMode, SandboxSpec } from '../sandbox/index.js';
 import { currentPrincipal } from '../util/index.js';
-import { FIGURE_BACKEND, figureEnv } from './images.js';
+import { figureEnv, PYTHON_SUPPORT_FILES } from './images.js';
 
 export interface RunSpecInput {
   readonly config: Config;
@@ -49,7 +49,7 @@ export async function buildRunSpec(input: RunSpecInput): Promise<SandboxSpec> {
     readablePaths: [
       ...input.files,
       ...packages.readable,
-      ...(input.kind === 'python' ? [FIGURE_BACKEND] : []),
+      ...(input.kind === 'python' ? PYTHON_SUPPORT_FILES : []),
     ],
     limits: { ...config.limits, cpuSeconds: cpuBackstop(input.timeoutMs, config.killGraceMs) },
     network: config.network,
@@ -102,7 +102,7 @@ export async function globalPackages(
   if (kind === 'python') {
     const dir = globalPackageDirs(config).python;
     // A stat on the calling thread: the thread pool's round trip costs more than the call.
-    return existsSync(dir) ? { env: { PYTHONPATH: dir }, readable: [dir] } : none;
+    return existsSync(dir) ? { env: { CODEXEC_PYTHON_PACKAGES: dir }, readable: [dir] } : none;
   }
   if (kind === 'node') {
     const dir = globalPackageDirs(config).nodeModules;

@@ -50,6 +50,7 @@ export async function prepareDecision(request: GateRequest): Promise<void> {
  * an `allow` rule does not wave through. A `deny` rule refuses in every mode.
  */
 export function decide(request: GateRequest, policy: GatePolicy): GateDecision {
+  if (request.tool === 'write_file') return decideWrite(request, policy);
   const refused = runtimeRefusal(request.language, policy.allowedRuntimes, request.runtimes);
   if (refused) return { kind: 'refuse', rule: null, error: refused };
   if (request.tool === 'execute_command') {
@@ -77,6 +78,21 @@ export function decide(request: GateRequest, policy: GatePolicy): GateDecision {
   if (verdict?.action === 'allow') return { kind: 'run', approvedBy: 'policy', rule };
   if (policy.approval === 'ask') return { kind: 'ask', rule, reason: 'every run needs approval here' };
   if (policy.approval === 'risky' && verdict?.action === 'ask') {
+    return { kind: 'ask', rule, reason: `policy rule ${verdict.rule}: ${verdict.description}` };
+  }
+  return { kind: 'run', approvedBy: 'auto', rule };
+}
+
+/**
+ * write_file runs nothing, but changes what code will see (a planted `statistics.py` inside an
+ * approved cell, issue #30): it asks as code does — every write under `ask`, one whose content a
+ * rule flags (any action but allow) under `risky` — and is never refused by a rule.
+ */
+function decideWrite(request: GateRequest, policy: GatePolicy): GateDecision {
+  const verdict = checkRules(request.code, request.language, policy.rules);
+  const rule = verdict?.rule ?? null;
+  if (policy.approval === 'ask') return { kind: 'ask', rule, reason: 'every write needs approval here' };
+  if (policy.approval === 'risky' && verdict && verdict.action !== 'allow') {
     return { kind: 'ask', rule, reason: `policy rule ${verdict.rule}: ${verdict.description}` };
   }
   return { kind: 'run', approvedBy: 'auto', rule };

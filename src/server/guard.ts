@@ -23,6 +23,8 @@ export interface Attempt {
   readonly runtimes?: readonly string[];
   /** Code mode: what else the run may do, shown in the approval form (allowed tools, sampling). */
   readonly powers?: string | undefined;
+  /** Whether it takes one of the server's run slots (false: write_file, which runs nothing). */
+  readonly runs?: boolean;
 }
 
 type Verdict = Pick<AuditAttempt, 'approved' | 'approved_by' | 'rule'>;
@@ -121,7 +123,7 @@ export class Gatekeeper {
     const approval = { approved: true, approved_by: approvedBy, rule: decision.rule } as const;
     let result: R;
     try {
-      result = await this.withSlot(attempt.tool, ctx, execute);
+      result = attempt.runs === false ? await execute() : await this.withSlot(attempt.tool, ctx, execute);
     } catch (error) {
       await this.audit(attempt, approval);
       throw error;

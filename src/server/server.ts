@@ -87,7 +87,7 @@ export function createServer(services: Services): McpServer {
   registerSessionTools(server, services, gate);
   registerPackageTools(server, services, gate);
   registerLogTools(server, services);
-  registerFileTools(server, services);
+  registerFileTools(server, services, gate);
   registerHealthTool(server, services);
   registerResources(server, services);
   return server;

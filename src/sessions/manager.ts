@@ -13,7 +13,7 @@ import {
 } from '../codemode/index.js';
 import type { Config } from '../config/index.js';
 import type { DiskQuota } from '../disk/index.js';
-import { FIGURE_BACKEND, figureEnv } from '../engine/index.js';
+import { figureEnv, PYTHON_SUPPORT_FILES } from '../engine/index.js';
 import { InvalidInputError } from '../errors/index.js';
 import type { LogWriter } from '../logs/index.js';
 import type { PackageEnv, PackageLanguage, SessionPackageHost } from '../packages/index.js';
@@ -276,7 +276,7 @@ export class SessionManager implements SessionPackageHost {
       readablePaths: [
         driver.file,
         ...packages.readable,
-        ...(python ? [FIGURE_BACKEND] : []),
+        ...(python ? PYTHON_SUPPORT_FILES : []),
         ...(channel ? CODE_MODE_FILES : []),
       ],
       limits: config.limits,

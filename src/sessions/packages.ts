@@ -24,7 +24,8 @@ export async function sessionPackages(
   const global = await globalPackages(config, interpreter, workspace);
   if (interpreter === 'bash') return global;
   const own = sessionPackageEnv(workspace, interpreter).dir;
-  const variable = interpreter === 'python' ? 'PYTHONPATH' : 'NODE_PATH';
+  // Python's go after the standard library (drivers/mpl/sitecustomize.py), never on PYTHONPATH.
+  const variable = interpreter === 'python' ? 'CODEXEC_PYTHON_PACKAGES' : 'NODE_PATH';
   const dir = interpreter === 'python' ? own : join(own, 'node_modules');
   await mkdir(dir, { recursive: true });
   const env = { ...global.env, [variable]: [dir, global.env[variable]].filter(Boolean).join(':') };

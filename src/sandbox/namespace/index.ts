@@ -479,8 +479,9 @@ function bwrapOptions(
 /**
  * Variables a run's sandbox may set to its own values (most of them paths in its workspace) without
  * a zygote of its own: the forked process takes the whole of the run's environment before the
- * driver starts (drivers/zygote.py), and of these the interpreter reads at start-up only PYTHONPATH,
- * which the zygote then puts on sys.path as the interpreter would have, and HOME, for a user
+ * driver starts (drivers/zygote.py), and of these the interpreter reads at start-up only PYTHONPATH
+ * (and CODEXEC_PYTHON_PACKAGES, through drivers/mpl/sitecustomize.py), which the zygote then puts
+ * on sys.path as the interpreter would have, and HOME, for a user
  * site-packages the zygote never has (its HOME does not exist; site's user dirs are cleared). The
  * matplotlib ones (engine/images.ts figureEnv) are read only once the program imports matplotlib
  * (MPLCONFIGDIR), saves a figure (CODEXEC_FIGURES_DIR) or fontconfig builds its cache
@@ -488,6 +489,7 @@ function bwrapOptions(
  */
 const PER_RUN_ENV: ReadonlySet<string> = new Set([
   'PYTHONPATH',
+  'CODEXEC_PYTHON_PACKAGES',
   'HOME',
   'CODEXEC_FIGURES_DIR',
   'MPLCONFIGDIR',

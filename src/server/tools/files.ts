@@ -11,6 +11,7 @@ import { commandWorkspace } from '../../config/index.js';
 import { CodexecError, ForbiddenPathError, InvalidInputError } from '../../errors/index.js';
 import { at, currentPrincipal, inParentBeneath, openBeneath } from '../../util/index.js';
 import { defineTool } from '../define-tool.js';
+import type { Gatekeeper } from '../guard.js';
 import type { Services } from '../services.js';
 
 const target = {
@@ -60,7 +61,7 @@ export class FileTooLargeError extends CodexecError {
   }
 }
 
-export function registerFileTools(server: McpServer, services: Services): void {
+export function registerFileTools(server: McpServer, services: Services, gate: Gatekeeper): void {
   const limit = services.config.maxFileTransferBytes;
   if (services.config.gate.enabled) {
     defineTool(server, {
@@ -72,7 +73,7 @@ export function registerFileTools(server: McpServer, services: Services): void {
       input: writeInput,
       output: writeOutput,
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
-      handler: async (args) => {
+      handler: async (args, ctx) => {
         const root = workspaceOf(services, args);
         const data =
           args.encoding === 'base64' ? decodeBase64(args.content) : Buffer.from(args.content, 'utf8');
@@ -80,8 +81,25 @@ export function registerFileTools(server: McpServer, services: Services): void {
           throw new FileTooLargeError(
             `content is ${data.length} bytes; the limit is ${limit} (CODEXEC_MAX_FILE_TRANSFER_BYTES)`,
           );
-        await writeConfined(root, args.path, data);
-        return { success: true, path: args.path, bytes: data.length, working_dir: root };
+        // Approval and the audit entry as for code (CODEXEC_APPROVAL): what is asked shows the
+        // path, the size and the first lines.
+        const language =
+          args.session_id !== undefined ? services.sessions.describe(args.session_id).language : 'bash';
+        return gate.run(
+          ctx,
+          {
+            tool: 'write_file',
+            language,
+            code: writeSummary(args.path, data),
+            sessionId: args.session_id ?? null,
+            runs: false,
+          },
+          async () => {
+            await writeConfined(root, args.path, data);
+            return { success: true, path: args.path, bytes: data.length, working_dir: root };
+          },
+          () => ({ execution_id: null, exit_code: null, duration_ms: null, stdout: '' }),
+        );
       },
     });
   }
@@ -128,6 +146,18 @@ function workspaceOf(services: Services, args: { session_id?: string; workspace?
   mkdirSync(workspace, { recursive: true });
   return realpathSync(workspace);
 }
+
+/** What approval and the audit show of a write: path, size, and the first lines when it is text. */
+function writeSummary(path: string, data: Buffer): string {
+  const head = data.subarray(0, SUMMARY_BYTES);
+  const lines = head.includes(0)
+    ? '(binary content)'
+    : new TextDecoder().decode(head).split('\n').slice(0, SUMMARY_LINES).join('\n');
+  return `write ${path} (${data.length} bytes)\n${lines}`;
+}
+
+const SUMMARY_BYTES = 4096;
+const SUMMARY_LINES = 40;
 
 function decodeBase64(content: string): Buffer {
   const compact = content.replace(/\s+/g, '');
