@@ -5,6 +5,7 @@ import {
   collectImages,
   diffSnapshots,
   drain,
+  listArtifacts,
   OutputCollector,
   snapshotDir,
 } from '../engine/index.js';
@@ -248,11 +249,11 @@ export class Session {
     const duration_ms = Date.now() - started;
     const collected = this.collect();
     const diff = diffSnapshots(before, await snapshotDir(cwd));
-    const artifacts = [...diff.created, ...diff.modified];
+    const listed = listArtifacts(diff, config.artifacts, this.options.secrets);
     const pictures = await collectImages({
       workspace: this.options.figuresWorkspace,
       workingDir: cwd,
-      artifacts,
+      artifacts: listed.plain,
       maxBytes: config.maxImageBytes,
     });
     const result: SendResult = {
@@ -264,13 +265,14 @@ export class Session {
       duration_ms,
       timed_out: stopper.timedOut,
       cancelled: stopper.cancelled,
-      artifacts,
-      artifacts_deleted: diff.deleted,
+      artifacts: listed.artifacts,
+      artifacts_deleted: listed.deleted,
+      ...(listed.omitted && { artifacts_omitted: listed.omitted }),
       session_alive: answered,
       ...pictures,
     };
     if (!answered) result.error = this.deathMessage(outcome);
-    this.log(request.code, result, diff, started);
+    this.log(request.code, result, listed.logged, started);
     return result;
   }
 
@@ -292,6 +294,7 @@ export class Session {
       sandbox_mode: this.options.sandboxMode,
       working_dir: this.options.cwd,
       artifacts,
+      ...(result.artifacts_omitted && { artifacts_omitted: result.artifacts_omitted }),
       at: new Date(started).toISOString(),
     });
   }
