@@ -12,11 +12,12 @@ export interface ArtifactBounds {
   readonly maxBytes: number;
 }
 
-/** How many names of each kind a result left out. */
+/** How many names of each kind a result left out; `walk_stopped` when the walk itself was cut. */
 export interface ArtifactsOmitted {
   created: number;
   modified: number;
   deleted: number;
+  walk_stopped?: true;
 }
 
 export interface ArtifactListing {
@@ -36,7 +37,7 @@ export function listArtifacts(
   bounds: ArtifactBounds,
   secrets: SecretsFilter | undefined,
 ): ArtifactListing {
-  if (diff.created.length === 0 && diff.modified.length === 0 && diff.deleted.length === 0)
+  if (diff.created.length + diff.modified.length + diff.deleted.length === 0 && !diff.walkStopped)
     return { artifacts: [], deleted: [], logged: diff, plain: [] };
   let entries = bounds.maxEntries;
   let bytes = bounds.maxBytes;
@@ -64,11 +65,12 @@ export function listArtifacts(
   const deleted = take(diff.deleted, false);
   const logged = { created, modified, deleted };
   const artifacts = modified.length === 0 ? created : [...created, ...modified];
-  if (!full) return { artifacts, deleted, logged, plain };
-  const omitted = {
+  if (!full && !diff.walkStopped) return { artifacts, deleted, logged, plain };
+  const omitted: ArtifactsOmitted = {
     created: diff.created.length - created.length,
     modified: diff.modified.length - modified.length,
     deleted: diff.deleted.length - deleted.length,
+    ...(diff.walkStopped && { walk_stopped: true }),
   };
   return { artifacts, deleted, omitted, logged, plain };
 }

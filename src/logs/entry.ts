@@ -25,7 +25,12 @@ export interface FullEntry {
   artifacts_modified: string[];
   artifacts_deleted: string[];
   /** Present when the run changed more files than its entry lists. */
-  artifacts_omitted?: { created: number; modified: number; deleted: number };
+  artifacts_omitted?: {
+    created: number;
+    modified: number;
+    deleted: number;
+    walk_stopped?: boolean | undefined;
+  };
   sandbox_mode: string | null;
   working_dir: string | null;
   script_name: string | null;

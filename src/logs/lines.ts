@@ -33,7 +33,12 @@ export const executionLineSchema = z
     working_dir: z.string().nullish(),
     artifacts: artifactsSchema.nullish(),
     artifacts_omitted: z
-      .object({ created: z.number().int(), modified: z.number().int(), deleted: z.number().int() })
+      .object({
+        created: z.number().int(),
+        modified: z.number().int(),
+        deleted: z.number().int(),
+        walk_stopped: z.boolean().optional(),
+      })
       .nullish(),
     packages_installed: names.nullish(),
     script_name: z.string().nullish(),

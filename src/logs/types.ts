@@ -21,6 +21,7 @@ export interface ExecutionLogEntry {
     readonly created: number;
     readonly modified: number;
     readonly deleted: number;
+    readonly walk_stopped?: true;
   };
   /** Packages installed for this run (seed field; returned by get_execution_log). */
   readonly packages_installed?: string[];

@@ -8,9 +8,19 @@ export const NAMES_HELP =
   'or bidi controls \\uXXXX; secrets masked as ***';
 
 export const artifactsOmitted = z
-  .object({ created: z.number().int(), modified: z.number().int(), deleted: z.number().int() })
+  .object({
+    created: z.number().int(),
+    modified: z.number().int(),
+    deleted: z.number().int(),
+    walk_stopped: z
+      .boolean()
+      .optional()
+      .describe(
+        'true: the directory walk stopped at its bound (10,000 entries, 12 levels): files past it are not counted',
+      ),
+  })
   .optional()
   .describe(
     'present when the list was cut (CODEXEC_MAX_ARTIFACTS names, CODEXEC_MAX_ARTIFACT_BYTES bytes of names): ' +
-      'how many files of each kind are not listed. A directory walk stops after 10,000 entries or 12 levels.',
+      'how many files of each kind are not listed',
   );

@@ -199,9 +199,10 @@ export interface WalkOptions {
  * at a time (openDirBeneath), so a directory swapped for a symlink mid-walk is skipped, never
  * followed. The consumer answers each directory entry with `true` to walk into it. Synchronous
  * calls (µs each, where the thread pool costs ~0.3 ms a call); an async consumer may await
- * between entries to let the event loop breathe.
+ * between entries to let the event loop breathe. Returns false when a bound stopped it (entries
+ * left unseen, or directories past maxDepth not entered).
  */
-export function* walkBeneath(rootFd: number, options: WalkOptions): Generator<WalkEntry, void, boolean> {
+export function* walkBeneath(rootFd: number, options: WalkOptions): Generator<WalkEntry, boolean, boolean> {
   let seen = 0;
   let level: WalkDir[] = [{ rel: '', path: [] }];
   for (let depth = 0; level.length > 0 && depth <= options.maxDepth; depth++) {
@@ -215,7 +216,7 @@ export function* walkBeneath(rootFd: number, options: WalkOptions): Generator<Wa
       }
       try {
         for (const raw of namesIn(fd)) {
-          if (++seen > options.maxEntries) return;
+          if (++seen > options.maxEntries) return false;
           const stat = lstatSync(at(fd, raw), { throwIfNoEntry: false });
           if (!stat) continue;
           const name = typeof raw === 'string' && !needsShowing(raw) ? raw : shownName(raw);
@@ -229,6 +230,7 @@ export function* walkBeneath(rootFd: number, options: WalkOptions): Generator<Wa
     }
     level = next;
   }
+  return level.length === 0;
 }
 
 /** A directory still to walk: its shown path and the raw names that lead to it. */

@@ -7,15 +7,15 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callTool, startServer, type TestServer } from '../helpers/server.js';
 
-/** 12 nested directories with 250-character names, 3,000 files with 250-character names in the deepest. */
-const ATTACK = `
+/** 12 nested directories with 250-character names, `files` files with 250-character names in the deepest. */
+const attack = (files: number) => `
 import os
 d = "."
 for i in range(12):
     d = os.path.join(d, chr(97 + i) * 250)
 os.makedirs(d)
 fd = os.open(d, os.O_RDONLY)
-for i in range(3000):
+for i in range(${files}):
     os.close(os.open(f"{i:05d}" + "x" * 245, os.O_WRONLY | os.O_CREAT, dir_fd=fd))
 print("made")
 `;
@@ -62,7 +62,7 @@ describe('artifact lists past CODEXEC_MAX_ARTIFACTS / CODEXEC_MAX_ARTIFACT_BYTES
 
   it('the attack as written: a small result naming what was left out; ping answers; the client survives', async () => {
     const { result, slowest } = await underPing(server, () =>
-      callTool<Run>(server.client, 'execute_code', { language: 'python', code: ATTACK }),
+      callTool<Run>(server.client, 'execute_code', { language: 'python', code: attack(3000) }),
     );
     expect(result.isError).toBe(false);
     expect(result.value.stdout).toBe('made\n');
@@ -92,6 +92,16 @@ describe('artifact lists past CODEXEC_MAX_ARTIFACTS / CODEXEC_MAX_ARTIFACT_BYTES
     // The connection is alive and the server serves on.
     const after = await callTool<Run>(server.client, 'execute_code', { language: 'bash', code: 'echo ok' });
     expect(after.value.stdout).toBe('ok\n');
+  }, 180_000);
+
+  it('the attack at full scale (10,000 files): the walk stops at its bound and the result says so', async () => {
+    const { result, slowest } = await underPing(server, () =>
+      callTool<Run>(server.client, 'execute_code', { language: 'python', code: attack(10_000) }),
+    );
+    expect(result.value.stdout).toBe('made\n');
+    expect(result.value.artifacts_omitted).toMatchObject({ modified: 0, deleted: 0, walk_stopped: true });
+    expect(result.text.length).toBeLessThan(200 * 1024);
+    expect(slowest).toBeLessThan(2000);
   }, 180_000);
 
   it('counts past CODEXEC_MAX_ARTIFACTS in execute_command, deleted files too', async () => {

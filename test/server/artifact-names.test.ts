@@ -22,6 +22,7 @@ interface Run {
 }
 
 /** Characters no text the model reads may carry raw: C0, DEL, C1, bidi and other format controls. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it looks for
 const CONTROL = /[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
 
 const MAKES = `
