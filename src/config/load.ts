@@ -34,6 +34,8 @@ export interface Config {
   readonly maxCodeBytes: number;
   /** Largest figure or image file a result carries as image content (CODEXEC_MAX_IMAGE_BYTES). */
   readonly maxImageBytes: number;
+  /** File names a result lists, and their bytes together (CODEXEC_MAX_ARTIFACTS, _ARTIFACT_BYTES). */
+  readonly artifacts: { readonly maxEntries: number; readonly maxBytes: number };
   /** Largest JSON-RPC message a transport reads whole (CODEXEC_MAX_MESSAGE_BYTES). */
   readonly maxMessageBytes: number;
   readonly retentionDays: { readonly success: number; readonly failure: number; readonly session: number };
@@ -180,6 +182,7 @@ export function loadConfig(
     },
     maxCodeBytes: s.CODEXEC_MAX_CODE_BYTES,
     maxImageBytes: s.CODEXEC_MAX_IMAGE_BYTES,
+    artifacts: { maxEntries: s.CODEXEC_MAX_ARTIFACTS, maxBytes: s.CODEXEC_MAX_ARTIFACT_BYTES },
     maxFileTransferBytes: s.CODEXEC_MAX_FILE_TRANSFER_BYTES,
     maxMessageBytes: s.CODEXEC_MAX_MESSAGE_BYTES,
     retentionDays: {

@@ -104,6 +104,16 @@ export const settingsSchema = z
     CODEXEC_MAX_IMAGE_BYTES: int(0, 100_000_000)
       .default(2 * 1024 * 1024)
       .describe('Largest figure or image file returned as MCP image content (0: none).'),
+    CODEXEC_MAX_ARTIFACTS: int(0, 100_000)
+      .default(200)
+      .describe(
+        'File names one result (and its log entry) lists in artifacts and artifacts_deleted together; the rest are counted in artifacts_omitted.',
+      ),
+    CODEXEC_MAX_ARTIFACT_BYTES: int(0, 100_000_000)
+      .default(64 * 1024)
+      .describe(
+        'UTF-8 bytes of the file names one result lists, together; the rest are counted in artifacts_omitted.',
+      ),
     CODEXEC_MAX_MESSAGE_BYTES: int(1024, 500_000_000)
       .default(64 * 1024 * 1024)
       .describe(

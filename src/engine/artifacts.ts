@@ -2,13 +2,18 @@ import { closeSync } from 'node:fs';
 import { openRoot, walkBeneath } from '../util/index.js';
 import { isGenerated } from './generated.js';
 
-/** Relative path (posix separators) → size and mtime, for files only. */
-export type Snapshot = Map<string, { size: number; mtimeMs: number }>;
+/**
+ * Relative path (posix separators, names as shown: util/names) → size and mtime, for files only;
+ * `walkStopped` when a bound of the walk left part of the tree unseen.
+ */
+export type Snapshot = Map<string, { size: number; mtimeMs: number }> & { walkStopped?: true };
 
 export interface ArtifactDiff {
   created: string[];
   modified: string[];
   deleted: string[];
+  /** One of the two walks stopped at a bound: files past it are in no list. */
+  walkStopped?: true;
 }
 
 export interface SnapshotOptions {
@@ -36,13 +41,15 @@ export async function snapshotDir(root: string, options: SnapshotOptions = {}): 
   try {
     const walk = walkBeneath(rootFd, { maxEntries, maxDepth });
     let count = 0;
-    for (let step = walk.next(false); !step.done; ) {
+    let step = walk.next(false);
+    while (!step.done) {
       const { name, rel, stat, depth } = step.value;
       const skip = (depth === 0 && exclude?.has(name)) || isGenerated(name);
       if (!skip && !stat.isDirectory()) snapshot.set(rel, { size: stat.size, mtimeMs: stat.mtimeMs });
       if (++count % YIELD_EVERY === 0) await new Promise((resolve) => setImmediate(resolve));
       step = walk.next(!skip);
     }
+    if (!step.value) snapshot.walkStopped = true;
   } finally {
     closeSync(rootFd);
   }
@@ -62,5 +69,7 @@ export function diffSnapshots(before: Snapshot, after: Snapshot): ArtifactDiff {
     else if (then.size !== now.size || then.mtimeMs !== now.mtimeMs) modified.push(path);
   }
   for (const path of before.keys()) if (!after.has(path)) deleted.push(path);
-  return { created, modified, deleted };
+  return before.walkStopped || after.walkStopped
+    ? { created, modified, deleted, walkStopped: true }
+    : { created, modified, deleted };
 }

@@ -23,6 +23,7 @@ import { type Collected, collect } from './collect.js';
 import { RunDisk } from './disk.js';
 import { driverPath, openScriptFile, SCRIPT_BASENAME, WARM_DRIVERS } from './drivers.js';
 import { collectImages, FIGURES_DIR } from './images.js';
+import { listArtifacts } from './listing.js';
 import { buildRunSpec, namedLimits } from './spec.js';
 import type { ExecutionRequest, ExecutionResult, RunOptions } from './types.js';
 
@@ -211,11 +212,11 @@ export class Engine {
       const diff = diffSnapshots(before, after);
       outcome = disk.settle(outcome, cwd === execDir ? after : undefined);
       keepsFiles ||= diff.created.length > 0 || diff.modified.length > 0;
-      const artifacts = [...diff.created, ...diff.modified];
+      const listed = listArtifacts(diff, config.artifacts, this.deps.secrets);
       const pictures = await collectImages({
         workspace: runtime.interpreter === 'python' ? execDir : undefined,
         workingDir: cwd,
-        artifacts,
+        artifacts: listed.plain,
         maxBytes: config.maxImageBytes,
       });
       const result: ExecutionResult = {
@@ -224,15 +225,16 @@ export class Engine {
         language: request.language,
         ...outcome,
         duration_ms,
-        artifacts,
-        artifacts_deleted: diff.deleted,
+        artifacts: listed.artifacts,
+        artifacts_deleted: listed.deleted,
+        ...(listed.omitted && { artifacts_omitted: listed.omitted }),
         working_dir: cwd,
         sandbox_mode: backend.mode,
         warm: warm !== undefined,
         ...(request.bridge && { tool_calls: request.bridge.calls() }),
         ...pictures,
       };
-      await this.log(request, result, diff);
+      await this.log(request, result, listed.logged);
       return result;
     } finally {
       await channel?.close();
@@ -371,6 +373,7 @@ export class Engine {
       ...(result.limit && { limit: result.limit }),
       ...(result.tool_calls && { tool_calls: result.tool_calls }),
       artifacts: diff,
+      ...(result.artifacts_omitted && { artifacts_omitted: result.artifacts_omitted }),
       executed_at: new Date(Date.now() - result.duration_ms).toISOString(),
     });
   }

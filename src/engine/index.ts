@@ -20,6 +20,12 @@ export {
   sniffImage,
 } from './images.js';
 export { drain } from './kill.js';
+export {
+  type ArtifactBounds,
+  type ArtifactListing,
+  type ArtifactsOmitted,
+  listArtifacts,
+} from './listing.js';
 export { type CollectedOutput, EndMarkFilter, OutputCollector, type OutputLimits } from './output.js';
 export { globalPackages, type PackageAccess } from './spec.js';
 export type { ExecutionRequest, ExecutionResult, OutputStream, RunOptions } from './types.js';

@@ -3,6 +3,7 @@ import type { Sampler } from '../codemode/index.js';
 import type { Language } from '../runtimes/index.js';
 import type { LimitKind } from '../sandbox/index.js';
 import type { ResultImage, SkippedImage } from './images.js';
+import type { ArtifactsOmitted } from './listing.js';
 
 export interface ExecutionRequest {
   readonly language: Language;
@@ -55,6 +56,8 @@ export interface ExecutionResult {
   /** Files created or modified in the working directory, relative to it. */
   artifacts: string[];
   artifacts_deleted: string[];
+  /** Present when names were left out (CODEXEC_MAX_ARTIFACTS / CODEXEC_MAX_ARTIFACT_BYTES): how many. */
+  artifacts_omitted?: ArtifactsOmitted;
   working_dir: string;
   sandbox_mode: string;
   /** true when a pre-started pool process ran it (no interpreter start-up on the request path). */

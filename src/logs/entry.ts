@@ -24,6 +24,13 @@ export interface FullEntry {
   artifacts_created: string[];
   artifacts_modified: string[];
   artifacts_deleted: string[];
+  /** Present when the run changed more files than its entry lists. */
+  artifacts_omitted?: {
+    created: number;
+    modified: number;
+    deleted: number;
+    walk_stopped?: boolean | undefined;
+  };
   sandbox_mode: string | null;
   working_dir: string | null;
   script_name: string | null;
@@ -116,6 +123,7 @@ export function toFullEntry(line: ExecutionLine, indexedLanguage: string | null 
     artifacts_created: line.artifacts?.created ?? [],
     artifacts_modified: line.artifacts?.modified ?? [],
     artifacts_deleted: line.artifacts?.deleted ?? [],
+    ...(line.artifacts_omitted && { artifacts_omitted: line.artifacts_omitted }),
     sandbox_mode: line.sandbox_mode ?? null,
     working_dir: line.working_dir ?? null,
     script_name: line.script_name ?? null,

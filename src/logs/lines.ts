@@ -32,6 +32,14 @@ export const executionLineSchema = z
     sandbox_mode: z.string().nullish(),
     working_dir: z.string().nullish(),
     artifacts: artifactsSchema.nullish(),
+    artifacts_omitted: z
+      .object({
+        created: z.number().int(),
+        modified: z.number().int(),
+        deleted: z.number().int(),
+        walk_stopped: z.boolean().optional(),
+      })
+      .nullish(),
     packages_installed: names.nullish(),
     script_name: z.string().nullish(),
     limit: z.string().nullish(),

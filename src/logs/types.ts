@@ -16,6 +16,13 @@ export interface ExecutionLogEntry {
   readonly sandbox_mode: string;
   readonly working_dir: string;
   readonly artifacts: { readonly created: string[]; readonly modified: string[]; readonly deleted: string[] };
+  /** How many names of each kind the run changed past the listed ones (CODEXEC_MAX_ARTIFACTS, …). */
+  readonly artifacts_omitted?: {
+    readonly created: number;
+    readonly modified: number;
+    readonly deleted: number;
+    readonly walk_stopped?: true;
+  };
   /** Packages installed for this run (seed field; returned by get_execution_log). */
   readonly packages_installed?: string[];
   /** Set by run_script: the saved script this execution ran (searchable, shown by get_execution_log). */

@@ -34,6 +34,7 @@ export interface CommandResult {
   sandbox_mode: string;
   artifacts: string[];
   artifacts_deleted: string[];
+  artifacts_omitted?: ExecutionResult['artifacts_omitted'];
   /** The .venv put first on PATH, or null. */
   venv: string | null;
   limit?: ExecutionResult['limit'];
@@ -83,6 +84,7 @@ export async function runPreparedCommand(
     sandbox_mode: result.sandbox_mode,
     artifacts: result.artifacts,
     artifacts_deleted: result.artifacts_deleted,
+    ...(result.artifacts_omitted && { artifacts_omitted: result.artifacts_omitted }),
     venv: venv?.path ?? null,
     ...(result.limit && { limit: result.limit }),
   };

@@ -12,10 +12,11 @@ import {
 } from '@modelcontextprotocol/server';
 import { commandWorkspace } from '../config/index.js';
 import { CodexecError } from '../errors/index.js';
+import { unshownName } from '../util/index.js';
 import { principalOf } from './define-tool.js';
 import { imageContent } from './images.js';
 import type { Services } from './services.js';
-import { readConfined } from './tools/files.js';
+import { maskedText, readConfined } from './tools/files.js';
 
 // Files in codexec's workspaces as MCP resources (DESIGN §8 "Rich output and files"). Each result's
 // artifacts come back as resource_link blocks; resources/read serves them and any other file of
@@ -71,7 +72,10 @@ export function resourceUri(
 
 /**
  * The resource_link blocks of a result: one per artifact (files created or modified, relative to
- * its working directory), the first MAX_LINKS of them.
+ * its working directory), the first MAX_LINKS of them. The artifacts are names as shown (escaped,
+ * secrets masked: engine/listing.ts): the link's name is that; its URI percent-encodes the name it
+ * stands for (control characters included), masks kept. A name that is not UTF-8 gets no link: no
+ * codexec:// URI reads it back.
  */
 export function artifactLinks(value: {
   readonly execution_id?: string | undefined;
@@ -79,15 +83,20 @@ export function artifactLinks(value: {
 }): ContentBlock[] {
   const id = value.execution_id;
   if (!id) return [];
-  return (value.artifacts ?? []).slice(0, MAX_LINKS).map((path) => {
+  const links: ContentBlock[] = [];
+  for (const shown of (value.artifacts ?? []).slice(0, MAX_LINKS)) {
+    const path = unshownName(shown);
+    if (path === undefined) continue;
+    let uri: string;
+    try {
+      uri = resourceUri('exec', [id], path);
+    } catch {
+      continue; // a lone surrogate: no UTF-8 to percent-encode
+    }
     const mimeType = mimeTypeOf(path);
-    return {
-      type: 'resource_link' as const,
-      uri: resourceUri('exec', [id], path),
-      name: path,
-      ...(mimeType && { mimeType }),
-    };
-  });
+    links.push({ type: 'resource_link' as const, uri, name: shown, ...(mimeType && { mimeType }) });
+  }
+  return links;
 }
 
 /** What follows a run's JSON: its pictures, then links to its files. */
@@ -118,12 +127,8 @@ async function readResource(services: Services, uri: URL, ctx: ServerContext): P
     const data = await readConfined(root, path, services.config.maxFileTransferBytes);
     const mimeType = mimeTypeOf(path);
     const base = { uri: uri.href, ...(mimeType && { mimeType }) };
-    let text: string | undefined;
-    try {
-      text = new TextDecoder('utf-8', { fatal: true }).decode(data);
-    } catch {
-      text = undefined; // not UTF-8: a blob
-    }
+    // Text is masked like run output (secrets filter); not UTF-8: a blob, as it is (files.ts).
+    const text = maskedText(data, services.secrets);
     return {
       contents: [text === undefined ? { ...base, blob: data.toString('base64') } : { ...base, text }],
     };

@@ -5,6 +5,7 @@ import {
   collectImages,
   diffSnapshots,
   drain,
+  listArtifacts,
   OutputCollector,
   snapshotDir,
 } from '../engine/index.js';
@@ -257,11 +258,11 @@ export class Session {
     const duration_ms = Date.now() - started;
     const collected = this.collect();
     const diff = diffSnapshots(before, await snapshotDir(cwd));
-    const artifacts = [...diff.created, ...diff.modified];
+    const listed = listArtifacts(diff, config.artifacts, this.options.secrets);
     const pictures = await collectImages({
       workspace: this.options.figuresWorkspace,
       workingDir: cwd,
-      artifacts,
+      artifacts: listed.plain,
       maxBytes: config.maxImageBytes,
     });
     const result: SendResult = {
@@ -273,8 +274,9 @@ export class Session {
       duration_ms,
       timed_out: stopper.timedOut,
       cancelled: stopper.cancelled,
-      artifacts,
-      artifacts_deleted: diff.deleted,
+      artifacts: listed.artifacts,
+      artifacts_deleted: listed.deleted,
+      ...(listed.omitted && { artifacts_omitted: listed.omitted }),
       session_alive: answered,
       ...pictures,
     };
@@ -283,7 +285,7 @@ export class Session {
       result.limit = 'disk';
       result.stderr += `\n[codexec: ${this.limitNote}; process killed]\n`;
     }
-    this.log(request.code, result, diff, started);
+    this.log(request.code, result, listed.logged, started);
     return result;
   }
 
@@ -305,6 +307,7 @@ export class Session {
       sandbox_mode: this.options.sandboxMode,
       working_dir: this.options.cwd,
       artifacts,
+      ...(result.artifacts_omitted && { artifacts_omitted: result.artifacts_omitted }),
       at: new Date(started).toISOString(),
     });
   }

@@ -1,6 +1,6 @@
 import type { BridgeRun, ToolCallRecord } from '../bridge/index.js';
 import type { Sampler, SamplingLimits } from '../codemode/index.js';
-import type { ResultImage, SkippedImage } from '../engine/index.js';
+import type { ArtifactsOmitted, ResultImage, SkippedImage } from '../engine/index.js';
 import type { Language } from '../runtimes/index.js';
 import type { LimitKind } from '../sandbox/index.js';
 
@@ -55,6 +55,8 @@ export interface SendResult {
   truncated: boolean;
   artifacts: string[];
   artifacts_deleted: string[];
+  /** Present when names were left out (CODEXEC_MAX_ARTIFACTS / CODEXEC_MAX_ARTIFACT_BYTES): how many. */
+  artifacts_omitted?: ArtifactsOmitted;
   /** false when this send ended the session (the process exited or was killed). */
   session_alive: boolean;
   /** Set when the session died: what happened and what to do. */

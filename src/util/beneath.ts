@@ -4,6 +4,8 @@
 // lookup. It starts at the very directory the fd holds (a rename of any path above it changes
 // nothing) and looks up one name; O_NOFOLLOW refuses a symlink there, O_DIRECTORY anything but a
 // directory. One name at a time, never "..": RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS by hand.
+
+import { isUtf8 } from 'node:buffer';
 import {
   closeSync,
   constants,
@@ -16,12 +18,23 @@ import {
 } from 'node:fs';
 import { type FileHandle, open, unlink } from 'node:fs/promises';
 import { ForbiddenPathError } from '../errors/index.js';
+import { needsShowing, quotedPath, shownName } from './names.js';
 
 const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
 
-/** The path that looks `name` up in the directory `dirFd` holds (one component; no follow by itself). */
-export function at(dirFd: number, name?: string): string {
-  return name === undefined ? `/proc/self/fd/${dirFd}` : `/proc/self/fd/${dirFd}/${name}`;
+/** A name as readdir gives it: text, or the raw bytes of a name that is not valid UTF-8. */
+export type RawName = string | Buffer;
+
+/**
+ * The path that looks `name` up in the directory `dirFd` holds (one component; no follow by
+ * itself); a path of bytes for a name that is bytes.
+ */
+export function at(dirFd: number, name?: string): string;
+export function at(dirFd: number, name: RawName): string | Buffer;
+export function at(dirFd: number, name?: RawName): string | Buffer {
+  if (name === undefined) return `/proc/self/fd/${dirFd}`;
+  if (typeof name === 'string') return `/proc/self/fd/${dirFd}/${name}`;
+  return Buffer.concat([Buffer.from(`/proc/self/fd/${dirFd}/`), name]);
 }
 
 /**
@@ -30,11 +43,11 @@ export function at(dirFd: number, name?: string): string {
  */
 export function segmentsOf(path: string): string[] {
   if (path.includes('\0') || path.startsWith('/') || path.startsWith('\\'))
-    throw new ForbiddenPathError(`${JSON.stringify(path)}: the path must be relative to the workspace`);
+    throw new ForbiddenPathError(`${quotedPath(path)}: the path must be relative to the workspace`);
   const segments = path.split(/[/\\]+/).filter((segment) => segment !== '' && segment !== '.');
   if (segments.includes('..'))
-    throw new ForbiddenPathError(`${JSON.stringify(path)}: ".." may not appear in the path`);
-  if (segments.length === 0) throw new ForbiddenPathError(`${JSON.stringify(path)}: names no file`);
+    throw new ForbiddenPathError(`${quotedPath(path)}: ".." may not appear in the path`);
+  if (segments.length === 0) throw new ForbiddenPathError(`${quotedPath(path)}: names no file`);
   return segments;
 }
 
@@ -94,7 +107,7 @@ export function openRoot(root: string): number {
 }
 
 /** Opens directory `name` inside `dirFd`; a symlink or non-directory there throws (ELOOP/ENOTDIR). */
-function openDirAt(dirFd: number, name: string): number {
+function openDirAt(dirFd: number, name: RawName): number {
   return openSync(at(dirFd, name), DIR_FLAGS);
 }
 
@@ -111,7 +124,7 @@ export interface DirWalk {
  * component at a time. A symlink or a non-directory on the way is FORBIDDEN_PATH; a missing one is
  * ENOENT unless `create`. The caller closes the fd it gets (never `rootFd` itself: a new fd).
  */
-export function openDirBeneath(rootFd: number, segments: readonly string[], walk: DirWalk): number {
+export function openDirBeneath(rootFd: number, segments: readonly RawName[], walk: DirWalk): number {
   // The root's own magic link is followed on purpose: that is how an fd is duplicated here.
   let fd = openSync(at(rootFd), constants.O_RDONLY | constants.O_DIRECTORY);
   try {
@@ -127,14 +140,14 @@ export function openDirBeneath(rootFd: number, segments: readonly string[], walk
   }
 }
 
-function openOrCreateDir(fd: number, segment: string, walk: DirWalk): number {
+function openOrCreateDir(fd: number, segment: RawName, walk: DirWalk): number {
   try {
     return openDirAt(fd, segment);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ELOOP' || code === 'ENOTDIR')
       throw new ForbiddenPathError(
-        `${JSON.stringify(walk.shown)}: ${segment} is a symlink or not a directory`,
+        `${quotedPath(walk.shown)}: ${shownName(segment)} is a symlink or not a directory`,
       );
     if (code !== 'ENOENT' || !walk.create) throw error;
   }
@@ -145,7 +158,7 @@ function openOrCreateDir(fd: number, segment: string, walk: DirWalk): number {
   return created;
 }
 
-function mkdirAt(fd: number, segment: string): void {
+function mkdirAt(fd: number, segment: RawName): void {
   try {
     mkdirSync(at(fd, segment), { mode: 0o755 });
   } catch (error) {
@@ -164,8 +177,11 @@ function fchownQuietly(fd: number, owner: { readonly uid: number; readonly gid: 
 export interface WalkEntry {
   /** The directory the entry is in; valid until the walk goes on. */
   readonly dirFd: number;
+  /** The name as shown (util/names: control characters and undecodable bytes escaped). */
   readonly name: string;
-  /** Relative to the root, "/"-separated. */
+  /** The name to look it up by in `dirFd` (`at(dirFd, raw)`). */
+  readonly raw: RawName;
+  /** Relative to the root, "/"-separated, each name as shown (unique: the escaping is reversible). */
   readonly rel: string;
   readonly stat: Stats;
   readonly depth: number;
@@ -183,29 +199,30 @@ export interface WalkOptions {
  * at a time (openDirBeneath), so a directory swapped for a symlink mid-walk is skipped, never
  * followed. The consumer answers each directory entry with `true` to walk into it. Synchronous
  * calls (µs each, where the thread pool costs ~0.3 ms a call); an async consumer may await
- * between entries to let the event loop breathe.
+ * between entries to let the event loop breathe. Returns false when a bound stopped it (entries
+ * left unseen, or directories past maxDepth not entered).
  */
-export function* walkBeneath(rootFd: number, options: WalkOptions): Generator<WalkEntry, void, boolean> {
+export function* walkBeneath(rootFd: number, options: WalkOptions): Generator<WalkEntry, boolean, boolean> {
   let seen = 0;
-  let level: string[] = [''];
+  let level: WalkDir[] = [{ rel: '', path: [] }];
   for (let depth = 0; level.length > 0 && depth <= options.maxDepth; depth++) {
-    const next: string[] = [];
-    for (const rel of level) {
+    const next: WalkDir[] = [];
+    for (const dir of level) {
       let fd: number;
       try {
-        fd = openDirBeneath(rootFd, rel === '' ? [] : rel.split('/'), { shown: rel });
+        fd = openDirBeneath(rootFd, dir.path, { shown: dir.rel });
       } catch {
         continue; // swapped, removed or unreadable since it was listed
       }
       try {
-        const names = safeReaddir(fd).sort();
-        for (const name of names) {
-          if (++seen > options.maxEntries) return;
-          const stat = lstatSync(at(fd, name), { throwIfNoEntry: false });
+        for (const raw of namesIn(fd)) {
+          if (++seen > options.maxEntries) return false;
+          const stat = lstatSync(at(fd, raw), { throwIfNoEntry: false });
           if (!stat) continue;
-          const path = rel === '' ? name : `${rel}/${name}`;
-          const enter = yield { dirFd: fd, name, rel: path, stat, depth };
-          if (enter && stat.isDirectory()) next.push(path);
+          const name = typeof raw === 'string' && !needsShowing(raw) ? raw : shownName(raw);
+          const rel = dir.rel === '' ? name : `${dir.rel}/${name}`;
+          const enter = yield { dirFd: fd, name, raw, rel, stat, depth };
+          if (enter && stat.isDirectory()) next.push({ rel, path: [...dir.path, raw] });
         }
       } finally {
         closeSync(fd);
@@ -213,12 +230,37 @@ export function* walkBeneath(rootFd: number, options: WalkOptions): Generator<Wa
     }
     level = next;
   }
+  return level.length === 0;
 }
 
-function safeReaddir(fd: number): string[] {
+/** A directory still to walk: its shown path and the raw names that lead to it. */
+interface WalkDir {
+  readonly rel: string;
+  readonly path: readonly RawName[];
+}
+
+/**
+ * The names in `fd`, sorted. Names that are not UTF-8 come back from a string readdir with U+FFFD
+ * in them (and name no file): only then is the directory read again as bytes.
+ */
+function namesIn(fd: number): RawName[] {
+  let names: string[];
   try {
-    return readdirSync(at(fd));
+    names = readdirSync(at(fd));
   } catch {
     return [];
   }
+  if (!names.some((name) => name.includes('\uFFFD'))) return names.sort();
+  let raw: Buffer[];
+  try {
+    raw = readdirSync(at(fd), { encoding: 'buffer' });
+  } catch {
+    return [];
+  }
+  const keyed = raw.map((bytes) => {
+    const name: RawName = isUtf8(bytes) ? bytes.toString('utf8') : bytes;
+    return { name, key: typeof name === 'string' ? name : shownName(name) };
+  });
+  keyed.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  return keyed.map((entry) => entry.name);
 }

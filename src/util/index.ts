@@ -9,6 +9,7 @@ export {
   openBeneath,
   openDirBeneath,
   openRoot,
+  type RawName,
   segmentsOf,
   unlinkBeneath,
   type WalkEntry,
@@ -18,6 +19,7 @@ export {
 export { holdsOnly } from './dirs.js';
 export { type IdPrefix, newId } from './ids.js';
 export { type LogLevel, log, setLogLevel } from './log.js';
+export { needsShowing, quotedPath, shownName, unshownName } from './names.js';
 export { expandHome, isWithin } from './paths.js';
 export { asPrincipal, currentPrincipal, LOCAL_PRINCIPAL, principalFolder } from './principal.js';
 export { quietly } from './quietly.js';

@@ -29,10 +29,26 @@ describe('artifact snapshots', () => {
     });
   });
 
-  it('stops at the entry bound', async () => {
+  it('stops at the entry bound, and says so (the diff too)', async () => {
     dir = tempDir();
     for (let i = 0; i < 50; i++) writeFileSync(join(dir, `f${i}`), '');
-    expect((await snapshotDir(dir, { maxEntries: 10 })).size).toBe(10);
+    const cut = await snapshotDir(dir, { maxEntries: 10 });
+    expect(cut.size).toBe(10);
+    expect(cut.walkStopped).toBe(true);
+    const whole = await snapshotDir(dir);
+    expect(whole.walkStopped).toBeUndefined();
+    expect(diffSnapshots(new Map(), cut).walkStopped).toBe(true);
+    expect(diffSnapshots(new Map(), whole).walkStopped).toBeUndefined();
+  });
+
+  it('says so when directories past the depth bound are not entered', async () => {
+    dir = tempDir();
+    mkdirSync(join(dir, 'a/b/c'), { recursive: true });
+    writeFileSync(join(dir, 'a/b/c/deep.txt'), '');
+    const cut = await snapshotDir(dir, { maxDepth: 1 });
+    expect([...cut.keys()]).toEqual([]);
+    expect(cut.walkStopped).toBe(true);
+    expect((await snapshotDir(dir)).walkStopped).toBeUndefined();
   });
 });
 

@@ -67,11 +67,11 @@ export class Lease {
         }
         const walk = walkBeneath(rootFd, { maxEntries: this.maxEntries, maxDepth: MAX_DEPTH });
         for (let step = walk.next(false); !step.done; ) {
-          const { dirFd, name, rel, stat: entry } = step.value;
+          const { dirFd, raw, rel, stat: entry } = step.value;
           // A second hard link may live outside the tree (even /etc): never hand that inode over.
           const single = entry.isDirectory() || entry.nlink === 1;
           if (single && this.lendable(entry.uid)) {
-            lchownSync(at(dirFd, name), this.identity.uid, this.identity.gid);
+            lchownSync(at(dirFd, raw), this.identity.uid, this.identity.gid);
             root.loans.set(rel, { uid: entry.uid, gid: entry.gid });
           }
           step = walk.next(entry.isDirectory());
@@ -108,10 +108,10 @@ export class Lease {
     const walk = walkBeneath(rootFd, { maxEntries: this.maxEntries, maxDepth: MAX_DEPTH });
     let count = 0;
     for (let step = walk.next(false); !step.done; ) {
-      const { dirFd, name, rel, stat } = step.value;
+      const { dirFd, raw, rel, stat } = step.value;
       if (stat.uid === this.identity.uid) {
         const owner = root.loans.get(rel) ?? root;
-        quietly(() => lchownSync(at(dirFd, name), owner.uid, owner.gid));
+        quietly(() => lchownSync(at(dirFd, raw), owner.uid, owner.gid));
       }
       // A big tree: let the event loop run between batches.
       if (++count % YIELD_EVERY === 0) await new Promise((resolve) => setImmediate(resolve));

@@ -2,6 +2,7 @@ import type { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { resolveWorkingDir } from '../../policy/index.js';
 import { LANGUAGES } from '../../runtimes/index.js';
+import { artifactsOmitted, NAMES_HELP } from '../artifacts.js';
 import { codeModeFor, codeModeInput, codeModePowers, toolCallsField } from '../codemode.js';
 import { defineTool } from '../define-tool.js';
 import { type Gatekeeper, runFacts } from '../guard.js';
@@ -22,8 +23,11 @@ export const executionResultSchema = z.object({
   timed_out: z.boolean(),
   cancelled: z.boolean(),
   truncated: z.boolean().describe('true when stdout or stderr was cut to head + tail'),
-  artifacts: z.array(z.string()).describe('files created or modified, relative to working_dir'),
+  artifacts: z
+    .array(z.string())
+    .describe(`files created or modified, relative to working_dir (${NAMES_HELP})`),
   artifacts_deleted: z.array(z.string()),
+  artifacts_omitted: artifactsOmitted,
   working_dir: z.string().describe('absolute directory the code ran in; artifacts live here'),
   sandbox_mode: z.string().describe('isolation actually used: namespace, subprocess or docker'),
   warm: z.boolean().describe('true when a pre-started sandboxed interpreter ran it'),

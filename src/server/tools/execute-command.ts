@@ -1,5 +1,6 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
+import { artifactsOmitted, NAMES_HELP } from '../artifacts.js';
 import { prepareCommand, runPreparedCommand } from '../command.js';
 import { defineTool } from '../define-tool.js';
 import { type Gatekeeper, runFacts } from '../guard.js';
@@ -42,8 +43,9 @@ const outputSchema = z.object({
   sandbox_mode: z.string().describe('isolation actually used: namespace, subprocess or docker'),
   artifacts: z
     .array(z.string())
-    .describe('files created or modified, relative to work_dir (caches left out)'),
+    .describe(`files created or modified, relative to work_dir (caches left out; ${NAMES_HELP})`),
   artifacts_deleted: z.array(z.string()),
+  artifacts_omitted: artifactsOmitted,
   venv: z.string().nullable().describe('the work_dir/.venv put first on PATH (VIRTUAL_ENV set), or null'),
   limit: z.enum(['memory', 'processes', 'cpu', 'file_size', 'disk']).optional(),
 });

@@ -9,7 +9,15 @@ import type { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { commandWorkspace } from '../../config/index.js';
 import { CodexecError, ForbiddenPathError, InvalidInputError } from '../../errors/index.js';
-import { at, currentPrincipal, inParentBeneath, openBeneath } from '../../util/index.js';
+import type { SecretsFilter } from '../../policy/index.js';
+import {
+  at,
+  currentPrincipal,
+  inParentBeneath,
+  openBeneath,
+  quotedPath,
+  shownName,
+} from '../../util/index.js';
 import { defineTool } from '../define-tool.js';
 import type { Gatekeeper } from '../guard.js';
 import type { Services } from '../services.js';
@@ -96,7 +104,7 @@ export function registerFileTools(server: McpServer, services: Services, gate: G
           },
           async () => {
             await writeConfined(root, args.path, data);
-            return { success: true, path: args.path, bytes: data.length, working_dir: root };
+            return { success: true, path: shownName(args.path), bytes: data.length, working_dir: root };
           },
           () => ({ execution_id: null, exit_code: null, duration_ms: null, stdout: '' }),
         );
@@ -115,18 +123,20 @@ export function registerFileTools(server: McpServer, services: Services, gate: G
     handler: async (args) => {
       const root = workspaceOf(services, args);
       const data = await readConfined(root, args.path, limit);
+      // Secrets are masked in text, whichever encoding carries it (base64 is no way around the
+      // filter); bytes that are not UTF-8 go out as they are (see maskedText).
+      const text = maskedText(data, services.secrets);
       let content: string;
-      if (args.encoding === 'base64') content = data.toString('base64');
-      else {
-        try {
-          content = new TextDecoder('utf-8', { fatal: true }).decode(data);
-        } catch {
-          throw new InvalidInputError(`${args.path} is not UTF-8 text; read it with encoding "base64"`);
-        }
-      }
+      if (args.encoding === 'base64')
+        content = text === undefined ? data.toString('base64') : Buffer.from(text).toString('base64');
+      else if (text === undefined)
+        throw new InvalidInputError(
+          `${quotedPath(args.path)} is not UTF-8 text; read it with encoding "base64"`,
+        );
+      else content = text;
       return {
         success: true,
-        path: args.path,
+        path: shownName(args.path),
         bytes: data.length,
         encoding: args.encoding,
         content,
@@ -134,6 +144,21 @@ export function registerFileTools(server: McpServer, services: Services, gate: G
       };
     },
   });
+}
+
+/**
+ * `data` as text with secrets masked (the same filter as run output), or undefined when it is not
+ * UTF-8. Bytes that are not text are not filtered: a mask would corrupt them (a length, an offset,
+ * a checksum) and a secret inside a binary format is rarely stored as the plain characters anyway.
+ */
+export function maskedText(data: Buffer, secrets: SecretsFilter | undefined): string | undefined {
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(data);
+  } catch {
+    return undefined;
+  }
+  return secrets ? secrets.redact(text) : text;
 }
 
 /** The real path of the target workspace: a session's cwd, or the command workspace. */
@@ -183,7 +208,7 @@ export function writeConfined(root: string, path: string, data: Buffer): Promise
       // Only a regular file is replaced: a link, a FIFO or a directory there is refused, as before.
       const existing = await lstat(at(dirFd, name)).catch(() => undefined);
       if (existing && !existing.isFile())
-        throw new ForbiddenPathError(`${JSON.stringify(path)} exists and is not a regular file`);
+        throw new ForbiddenPathError(`${quotedPath(path)} exists and is not a regular file`);
       const temp = `.codexec-write-${randomBytes(8).toString('hex')}`;
       const handle = await open(
         at(dirFd, temp),
@@ -199,7 +224,7 @@ export function writeConfined(root: string, path: string, data: Buffer): Promise
       await rename(at(dirFd, temp), at(dirFd, name)).catch(async (error: NodeJS.ErrnoException) => {
         await unlink(at(dirFd, temp)).catch(() => {});
         if (error.code === 'EISDIR' || error.code === 'ENOTEMPTY' || error.code === 'EEXIST')
-          throw new ForbiddenPathError(`${JSON.stringify(path)} is a directory`);
+          throw new ForbiddenPathError(`${quotedPath(path)} is a directory`);
         throw error;
       });
     },
@@ -223,17 +248,16 @@ export async function readConfined(root: string, path: string, limit: number): P
   try {
     handle = await openBeneath(root, path, constants.O_RDONLY | constants.O_NONBLOCK);
     const stat = await handle.stat();
-    if (!stat.isFile()) throw new ForbiddenPathError(`${JSON.stringify(path)} is not a regular file`);
+    if (!stat.isFile()) throw new ForbiddenPathError(`${quotedPath(path)} is not a regular file`);
     if (stat.size > limit)
       throw new FileTooLargeError(
-        `${path} is ${stat.size} bytes; the limit is ${limit} (CODEXEC_MAX_FILE_TRANSFER_BYTES)`,
+        `${quotedPath(path)} is ${stat.size} bytes; the limit is ${limit} (CODEXEC_MAX_FILE_TRANSFER_BYTES)`,
       );
     return await handle.readFile();
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT')
-      throw new FileNotFoundError(`${JSON.stringify(path)}: no such file in the workspace`);
-    if (code === 'ELOOP') throw new ForbiddenPathError(`${JSON.stringify(path)} is a symlink`);
+    if (code === 'ENOENT') throw new FileNotFoundError(`${quotedPath(path)}: no such file in the workspace`);
+    if (code === 'ELOOP') throw new ForbiddenPathError(`${quotedPath(path)} is a symlink`);
     throw error;
   } finally {
     await handle?.close();

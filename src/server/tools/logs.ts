@@ -2,6 +2,7 @@ import type { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { STATUSES, searchFiltersSchema } from '../../logs/index.js';
 import { currentPrincipal } from '../../util/index.js';
+import { artifactsOmitted } from '../artifacts.js';
 import { defineTool } from '../define-tool.js';
 import type { Services } from '../services.js';
 
@@ -47,6 +48,7 @@ const entryOutput = z.object({
   artifacts_created: names,
   artifacts_modified: names,
   artifacts_deleted: names,
+  artifacts_omitted: artifactsOmitted,
   sandbox_mode: z.string().nullable(),
   working_dir: z.string().nullable(),
   script_name: z.string().nullable().describe('the saved script this run executed, if any'),

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { InvalidInputError } from '../../errors/index.js';
 import { resolveWorkingDir, runtimeRefusal } from '../../policy/index.js';
 import { LANGUAGES } from '../../runtimes/index.js';
+import { artifactsOmitted, NAMES_HELP } from '../artifacts.js';
 import { codeModeInput, sessionSampler, toolCallsField } from '../codemode.js';
 import { defineTool } from '../define-tool.js';
 import { type Gatekeeper, runFacts } from '../guard.js';
@@ -58,8 +59,11 @@ const sendOutput = z.object({
   timed_out: z.boolean(),
   cancelled: z.boolean(),
   truncated: z.boolean(),
-  artifacts: z.array(z.string()).describe('files created or modified by this send, relative to working_dir'),
+  artifacts: z
+    .array(z.string())
+    .describe(`files created or modified by this send, relative to working_dir (${NAMES_HELP})`),
   artifacts_deleted: z.array(z.string()),
+  artifacts_omitted: artifactsOmitted,
   session_alive: z.boolean().describe('false when the session ended during this send'),
   error: z.string().optional().describe('why the session ended, when it did'),
   limit: z
