@@ -124,9 +124,20 @@ export function commandWorkspace(config: Pick<Config, 'home' | 'command'>, princ
   return join(config.home, 'principals', principalFolder(principal), 'workspace');
 }
 
-export function globalPackageDirs(config: Pick<Config, 'envsDir'>) {
-  const node = join(config.envsDir, 'node');
-  return { python: join(config.envsDir, 'python'), node, nodeModules: join(node, 'node_modules') };
+/**
+ * The global package environment of `principal` (install_package without a session): the local
+ * principal's is `$CODEXEC_HOME/envs`; every other one's is its own, beside its command workspace.
+ */
+export function globalPackageDirs(
+  config: Pick<Config, 'envsDir' | 'home'>,
+  principal: string = LOCAL_PRINCIPAL,
+) {
+  const root =
+    principal === LOCAL_PRINCIPAL
+      ? config.envsDir
+      : join(config.home, 'principals', principalFolder(principal), 'envs');
+  const node = join(root, 'node');
+  return { python: join(root, 'python'), node, nodeModules: join(node, 'node_modules') };
 }
 
 type RawSettings = Partial<Record<string, unknown>>;

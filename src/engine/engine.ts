@@ -17,14 +17,14 @@ import {
   NotForkableError,
   type SandboxedProcess,
 } from '../sandbox/index.js';
-import { currentPrincipal, holdsOnly, newId, quietly } from '../util/index.js';
+import { currentPrincipal, holdsOnly, LOCAL_PRINCIPAL, newId, quietly } from '../util/index.js';
 import { type ArtifactDiff, diffSnapshots, type Snapshot, snapshotDir } from './artifacts.js';
 import { type Collected, collect } from './collect.js';
 import { RunDisk } from './disk.js';
 import { driverPath, openScriptFile, SCRIPT_BASENAME, WARM_DRIVERS } from './drivers.js';
 import { collectImages, FIGURES_DIR } from './images.js';
 import { listArtifacts } from './listing.js';
-import { buildRunSpec, namedLimits } from './spec.js';
+import { buildRunSpec, namedLimits, warmFits } from './spec.js';
 import type { ExecutionRequest, ExecutionResult, RunOptions } from './types.js';
 
 /** How long after a run its sandbox is released (killed, cgroup emptied), the result being out. */
@@ -111,7 +111,11 @@ export class Engine {
     }
     // Code mode runs cold: its helpers are loaded as the interpreter starts.
     const warm =
-      request.workingDir || command || request.bridge || typeof prepared !== 'string'
+      request.workingDir ||
+      command ||
+      request.bridge ||
+      typeof prepared !== 'string' ||
+      !warmFits(config, runtime.interpreter, currentPrincipal())
         ? undefined
         : (this.pool.take(runtime.interpreter) ?? (await this.forkWarm(runtime.interpreter)));
     const id = warm?.id ?? newId('exec');
@@ -327,6 +331,7 @@ export class Engine {
     const driver = driverPath(WARM_DRIVERS[kind].file);
     const spec = await buildRunSpec({
       config,
+      principal: LOCAL_PRINCIPAL,
       hostEnv: this.hostEnv,
       kind,
       runtimeEnv: kind === 'python' ? RUNTIMES.python.env : {},

@@ -6,11 +6,13 @@ import { type Config, commandWorkspace, globalPackageDirs } from '../config/inde
 import { sandboxEnv } from '../policy/index.js';
 import type { InterpreterKind } from '../runtimes/index.js';
 import type { BackendMode, SandboxSpec } from '../sandbox/index.js';
-import { currentPrincipal } from '../util/index.js';
+import { currentPrincipal, LOCAL_PRINCIPAL } from '../util/index.js';
 import { figureEnv, PYTHON_SUPPORT_FILES } from './images.js';
 
 export interface RunSpecInput {
   readonly config: Config;
+  /** Whose global packages the run sees; default the request's (a warm process: the local one's). */
+  readonly principal?: string;
   readonly hostEnv: NodeJS.ProcessEnv;
   readonly kind: InterpreterKind;
   /** The runtime's own variables (e.g. PYTHONUNBUFFERED). */
@@ -33,7 +35,7 @@ export interface RunSpecInput {
 /** The SandboxSpec of one run: stripped env, workspace, global packages, limits. */
 export async function buildRunSpec(input: RunSpecInput): Promise<SandboxSpec> {
   const { config, cwd, execDir } = input;
-  const packages = await globalPackages(config, input.kind, execDir);
+  const packages = await globalPackages(config, input.kind, execDir, input.principal);
   const env: Record<string, string> = { ...input.runtimeEnv, ...packages.env };
   // The script lives outside a custom working dir; keep that dir importable as `python -c` would.
   if (input.kind === 'python' && cwd !== execDir)
@@ -89,23 +91,40 @@ export interface PackageAccess {
 }
 
 /**
+ * Whether a warm process (started with the local principal's global packages) shows `principal`
+ * exactly the packages its own run would: the local principal, or neither has any of `kind`.
+ */
+export function warmFits(
+  config: Pick<Config, 'envsDir' | 'home'>,
+  kind: InterpreterKind,
+  principal: string,
+): boolean {
+  if (principal === LOCAL_PRINCIPAL || kind === 'bash') return true;
+  const dirs = (who: string) => globalPackageDirs(config, who);
+  const of = (who: string) => (kind === 'python' ? dirs(who).python : dirs(who).nodeModules);
+  // Stats on the calling thread: µs.
+  return !existsSync(of(principal)) && !existsSync(of(LOCAL_PRINCIPAL));
+}
+
+/**
  * Make the global package environment (install_package without a session) visible to a run:
  * PYTHONPATH for Python; for Node a `node_modules` link in the workspace beside the script, which
  * both `import` and `require` resolve, plus NODE_PATH.
  */
 export async function globalPackages(
-  config: Pick<Config, 'envsDir'>,
+  config: Pick<Config, 'envsDir' | 'home'>,
   kind: InterpreterKind,
   execDir: string,
+  principal: string = currentPrincipal(),
 ): Promise<PackageAccess> {
   const none: PackageAccess = { env: {}, readable: [] };
   if (kind === 'python') {
-    const dir = globalPackageDirs(config).python;
+    const dir = globalPackageDirs(config, principal).python;
     // A stat on the calling thread: the thread pool's round trip costs more than the call.
     return existsSync(dir) ? { env: { CODEXEC_PYTHON_PACKAGES: dir }, readable: [dir] } : none;
   }
   if (kind === 'node') {
-    const dir = globalPackageDirs(config).nodeModules;
+    const dir = globalPackageDirs(config, principal).nodeModules;
     if (!existsSync(dir)) return none;
     await symlink(dir, join(execDir, 'node_modules'), 'dir').catch(() => {});
     return { env: { NODE_PATH: dir }, readable: [dir] };

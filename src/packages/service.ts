@@ -4,6 +4,7 @@ import type { LogWriter } from '../logs/index.js';
 import type { SecretsFilter } from '../policy/index.js';
 import type { Interpreters } from '../runtimes/index.js';
 import type { SandboxBackend } from '../sandbox/index.js';
+import { currentPrincipal, LOCAL_PRINCIPAL } from '../util/index.js';
 import { type InstallResult, type PackageEnv, PackageInstaller } from './installer.js';
 import { type PackageLanguage, parsePackageSpec } from './spec.js';
 
@@ -53,7 +54,7 @@ export class PackageService {
 
   /** The global environment that every run of `language` can import from. */
   globalEnv(language: PackageLanguage): PackageEnv {
-    const dir = globalPackageDirs(this.config)[language];
+    const dir = globalPackageDirs(this.config, currentPrincipal())[language];
     return { language, dir, root: dir, rel: '' };
   }
 
@@ -74,7 +75,8 @@ export class PackageService {
         ...entry,
         at: new Date().toISOString(),
       });
-      if (result.success) await this.onGlobalChange();
+      // Warm processes carry the local principal's packages (engine/spec.ts warmFits).
+      if (result.success && currentPrincipal() === LOCAL_PRINCIPAL) await this.onGlobalChange();
     }
     return { ...result, language: request.language, session_id: request.sessionId ?? null };
   }

@@ -18,6 +18,7 @@ import {
   SubprocessBackend,
 } from '../sandbox/index.js';
 import { SessionManager } from '../sessions/index.js';
+import { currentPrincipal } from '../util/index.js';
 import { PendingApprovals } from './pending-approvals.js';
 import { RunSlots } from './slots.js';
 
@@ -80,8 +81,13 @@ export function createServices(config: Config): Services {
   const sessions = new SessionManager({ config, backends, interpreters, logs, secrets, disk });
   const packageCheck: CheckContext = {
     python: () => interpreters.get('python'),
-    pythonPath: [globalPackageDirs(config).python],
-    nodeModules: [globalPackageDirs(config).nodeModules],
+    // The caller's own global environment (read per check: a principal's request).
+    get pythonPath() {
+      return [globalPackageDirs(config, currentPrincipal()).python];
+    },
+    get nodeModules() {
+      return [globalPackageDirs(config, currentPrincipal()).nodeModules];
+    },
   };
   const packages = new PackageService(
     config,

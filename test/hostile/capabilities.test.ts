@@ -3,10 +3,10 @@
 // zygote), a REPL session — in every language, whether the server runs as root (bwrap privileged,
 // then the drop program) or not (bwrap in a user namespace). In subprocess mode the code keeps
 // the server's own, which this asserts too (docs/security.md says so from this run).
-import { chownSync, mkdirSync } from 'node:fs';
+import { chownSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callTool } from '../helpers/server.js';
+import { callTool, tempDir } from '../helpers/server.js';
 import { DOCKER_MODE, ensureImage } from '../sandbox/container/engine.js';
 import { type Rig, run, startRig } from './probes.js';
 
@@ -45,17 +45,15 @@ describe.each(MODES)('capability sets of the code (%s mode)', (label) => {
         : label === 'docker'
           ? await startRig(DOCKER_MODE)
           : await startRig({ CODEXEC_SANDBOX_MODE: confined ? 'namespace' : 'subprocess' });
-    // A working_dir never gets a warm process: a run there starts cold.
-    coldDir = join(rig.server.home, 'sandbox', 'cold');
-    mkdirSync(coldDir, { recursive: true });
-    if (label === 'namespace (non-root)') {
-      chownSync(join(rig.server.home, 'sandbox'), 65534, 65534);
-      chownSync(coldDir, 65534, 65534);
-    }
+    // A working_dir never gets a warm process: a run there starts cold. (Outside CODEXEC_HOME:
+    // nothing of codexec's own may be a working_dir.)
+    coldDir = tempDir('codexec-cold-');
+    if (label === 'namespace (non-root)') chownSync(coldDir, 65534, 65534);
   });
 
   afterAll(async () => {
     await rig.close();
+    rmSync(coldDir, { recursive: true, force: true });
   });
 
   const expected = (stdout: string) => {

@@ -7,6 +7,7 @@ import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectHttp, type HttpServer, startHttp } from '../helpers/http.js';
 import { callTool, startServer, tempDir } from '../helpers/server.js';
+import { buildWheel } from '../packages/fixtures.js';
 
 const ALICE = 'alice-token-0123456789';
 const BOB = 'bob-token-0123456789ab';
@@ -23,7 +24,11 @@ describe('serve --http: a command workspace per principal', () => {
   beforeAll(async () => {
     const tokens = join(dir, 'tokens.json');
     writeFileSync(tokens, JSON.stringify({ alice: ALICE, bob: BOB }));
-    server = await startHttp({ home, env: { CODEXEC_HTTP_TOKENS: tokens } });
+    buildWheel(dir, 'codexec_alice_pkg', '1.0.0', 21);
+    server = await startHttp({
+      home,
+      env: { CODEXEC_HTTP_TOKENS: tokens, PIP_NO_INDEX: '1', PIP_FIND_LINKS: dir },
+    });
     alice = await connectHttp(server.url, ALICE, 'modern');
     bob = await connectHttp(server.url, BOB, 'legacy');
   }, 60_000);
@@ -77,6 +82,29 @@ describe('serve --http: a command workspace per principal', () => {
     });
     expect(code.value.code).toBe('FORBIDDEN_PATH');
   });
+
+  it("a global install is the installing principal's own: bob's and the stdio user's runs do not see it", async () => {
+    const code = 'import codexec_alice_pkg\nprint(codexec_alice_pkg.VALUE)';
+    const installed = await callTool<Value>(alice, 'install_package', {
+      language: 'python',
+      package: 'codexec-alice-pkg',
+    });
+    expect(installed.value).toMatchObject({ success: true, version: '1.0.0' });
+    for (let i = 0; i < 2; i++) {
+      const mine = await callTool<Value>(alice, 'execute_code', { language: 'python', code });
+      expect(mine.value).toMatchObject({ success: true, stdout: '21\n' });
+      const theirs = await callTool<Value>(bob, 'execute_code', { language: 'python', code });
+      expect(theirs.value.success).toBe(false);
+      expect(theirs.value.stderr).toContain('ModuleNotFoundError');
+    }
+    const session = await callTool<Value>(bob, 'start_session', { language: 'python' });
+    const sent = await callTool<Value>(bob, 'send_to_session', {
+      session_id: session.value.session_id,
+      code,
+    });
+    expect(sent.value.stderr).toContain('ModuleNotFoundError');
+    expect(existsSync(join(home, 'envs', 'python'))).toBe(false);
+  }, 60_000);
 
   it('the stdio user keeps CODEXEC_WORKSPACE, and sees no principal there', async () => {
     const local = await startServer({ home });
