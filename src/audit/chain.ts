@@ -29,6 +29,7 @@ export const FIELDS = [
   'rule',
   'principal',
   'tool_calls',
+  'tool_calls_omitted',
   'at',
   'prev_hash',
 ] as const;
@@ -37,7 +38,11 @@ export const FIELDS = [
  * The fields of entries written before they named their principal and tool calls: still verified
  * as they are.
  */
-const FIELDS_BEFORE_PRINCIPAL = FIELDS.filter((field) => field !== 'principal' && field !== 'tool_calls');
+const FIELDS_BEFORE_PRINCIPAL = FIELDS.filter(
+  (field) => field !== 'principal' && field !== 'tool_calls' && field !== 'tool_calls_omitted',
+);
+/** Entries of runs that left no tool call out (all but a few): without `tool_calls_omitted`. */
+const FIELDS_WITHOUT_OMITTED = FIELDS.filter((field) => field !== 'tool_calls_omitted');
 
 export type AuditEntry = Record<(typeof FIELDS)[number] | 'hash', unknown>;
 
@@ -66,9 +71,10 @@ export function chainLine(
     rule: attempt.rule,
     principal: attempt.principal,
     tool_calls: attempt.tool_calls,
+    ...(attempt.tool_calls_omitted && { tool_calls_omitted: attempt.tool_calls_omitted }),
     at: at.toISOString(),
     prev_hash: prevHash,
-  } satisfies Omit<AuditEntry, 'hash'>;
+  } satisfies Partial<Omit<AuditEntry, 'hash'>>;
   const unhashed = JSON.stringify(body);
   const hash = sha256(unhashed);
   return { line: `${JSON.stringify({ ...body, hash })}\n`, hash };
@@ -94,7 +100,12 @@ export function checkLine(text: string): LineCheck {
   }
   const entry = value as Record<string, unknown>;
   const keys = Object.keys(entry);
-  const expected = [...(keys.includes('principal') ? FIELDS : FIELDS_BEFORE_PRINCIPAL), 'hash'];
+  const fields = !keys.includes('principal')
+    ? FIELDS_BEFORE_PRINCIPAL
+    : keys.includes('tool_calls_omitted')
+      ? FIELDS
+      : FIELDS_WITHOUT_OMITTED;
+  const expected = [...fields, 'hash'];
   if (keys.length !== expected.length || keys.some((key, i) => key !== expected[i])) {
     return { ok: false, torn: false, reason: `fields are not the audit entry's (${keys.join(', ')})` };
   }

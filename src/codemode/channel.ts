@@ -14,6 +14,12 @@ import type { Sampler } from './sampler.js';
 /** The socket's name in the workspace (left out of artifact lists: it is gone before they are made). */
 export const SOCKET_NAME = '.codexec-bridge.sock';
 const MAX_LINE_BYTES = 1024 * 1024;
+/**
+ * Requests one connection may have unanswered; past it the socket is read no more until some are
+ * answered, so code that fires calls without waiting (each refused past the rate limit only after
+ * a pause) blocks in its own writes instead of piling them up here.
+ */
+const MAX_IN_FLIGHT = 64;
 
 const request = z.discriminatedUnion('method', [
   z.object({
@@ -97,6 +103,7 @@ export async function openChannel(run: BridgeRun, dir: string, sampler?: Sampler
 function serve(socket: Socket, run: BridgeRun, expected: Buffer, sampler: () => Sampler | undefined): void {
   let buffered = '';
   let authenticated = false;
+  let inFlight = 0;
   socket.setEncoding('utf8');
   const reply = (message: object) => {
     if (!socket.destroyed) socket.write(`${JSON.stringify(message)}\n`);
@@ -125,7 +132,13 @@ function serve(socket: Socket, run: BridgeRun, expected: Buffer, sampler: () => 
         authenticated = true;
         continue;
       }
-      void handle(line, run, sampler()).then(reply);
+      inFlight += 1;
+      if (inFlight === MAX_IN_FLIGHT) socket.pause();
+      void handle(line, run, sampler()).then((message) => {
+        inFlight -= 1;
+        if (inFlight === MAX_IN_FLIGHT - 1) socket.resume();
+        reply(message);
+      });
     }
   });
   socket.on('error', () => {});

@@ -3,6 +3,7 @@ import { closeSync, mkdirSync, unlinkSync, writeFileSync } from 'node:fs';
 import { rm, rmdir, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { toolCallFields } from '../bridge/index.js';
 import { type Channel, CODE_MODE_FILES, channelEnv, codeModeArgv, openChannel } from '../codemode/index.js';
 import type { Config } from '../config/index.js';
 import { InvalidInputError } from '../errors/index.js';
@@ -219,7 +220,7 @@ export class Engine {
         working_dir: cwd,
         sandbox_mode: backend.mode,
         warm: warm !== undefined,
-        ...(request.bridge && { tool_calls: request.bridge.calls() }),
+        ...toolCallsOf(request),
         ...pictures,
       };
       await this.log(request, result, diff);
@@ -359,10 +360,17 @@ export class Engine {
       working_dir: result.working_dir,
       ...(result.limit && { limit: result.limit }),
       ...(result.tool_calls && { tool_calls: result.tool_calls }),
+      ...(result.tool_calls_omitted && { tool_calls_omitted: result.tool_calls_omitted }),
       artifacts: diff,
       executed_at: new Date(Date.now() - result.duration_ms).toISOString(),
     });
   }
+}
+
+/** The run's tool calls for its result and log entry (none: no code mode, or no call made). */
+function toolCallsOf(request: ExecutionRequest) {
+  const log = request.bridge?.takeCalls();
+  return log ? toolCallFields(log) : {};
 }
 
 /** Code that could not be prepared (a TypeScript syntax error) fails like a run that exited 1. */

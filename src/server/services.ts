@@ -83,6 +83,7 @@ export function createServices(config: Config): Services {
     secrets,
     bridge: new McpBridge(config.codemode.mcpConfig ? loadMcpConfig(config.codemode.mcpConfig) : new Map(), {
       rateLimitPerMinute: config.codemode.rateLimitPerMinute,
+      maxToolCallRecords: config.codemode.maxToolCallRecords,
       cacheFile: join(config.home, 'cache', 'mcp-tools.json'),
     }),
   };

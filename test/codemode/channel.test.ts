@@ -23,7 +23,7 @@ const run: BridgeRun = {
   async schema(name) {
     return { name, server: 's', tool: 't', description: '', inputSchema: {} };
   },
-  calls: () => [],
+  takeCalls: () => undefined,
 };
 
 const channels: Channel[] = [];
