@@ -59,7 +59,9 @@ export function createServices(config: Config): Services {
   );
   // Built once: the secrets are the server's own environment's and the secrets file's at start-up.
   const secrets = createSecretsFilter(config.secrets, process.env);
-  const engine = new Engine({ config, backends, interpreters, logs, secrets });
+  const downstream = config.codemode.mcpConfig ? loadMcpConfig(config.codemode.mcpConfig) : new Map();
+  // Downstream servers configured: every python/node run has discovery, warm ones too.
+  const engine = new Engine({ config, backends, interpreters, logs, secrets, codeMode: downstream.size > 0 });
   const sessions = new SessionManager({ config, backends, interpreters, logs, secrets });
   const packageCheck: CheckContext = {
     python: () => interpreters.get('python'),
@@ -81,7 +83,7 @@ export function createServices(config: Config): Services {
     audit: new AuditTrail({ dir: config.logDir, retentionDays: config.auditRetentionDays }),
     approvalKey: randomBytes(32),
     secrets,
-    bridge: new McpBridge(config.codemode.mcpConfig ? loadMcpConfig(config.codemode.mcpConfig) : new Map(), {
+    bridge: new McpBridge(downstream, {
       rateLimitPerMinute: config.codemode.rateLimitPerMinute,
       maxToolCallRecords: config.codemode.maxToolCallRecords,
       cacheFile: join(config.home, 'cache', 'mcp-tools.json'),

@@ -248,7 +248,7 @@ export class SessionManager implements SessionPackageHost {
     // Python sends return their matplotlib figures (engine/images.ts).
     const python = driver.interpreter === 'python';
     // Code mode: the channel lives in the session's workspace for the session's life.
-    const channel = request.bridge && (await openChannel(request.bridge, workspace));
+    const channel = request.bridge && (await openChannel(workspace, request.bridge));
     const runtimeEnv = {
       ...driver.env,
       ...packages.env,
