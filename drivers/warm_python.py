@@ -7,18 +7,26 @@
 # "<status>\n", so the server need not wait for the interpreter's teardown and the sandbox's exit;
 # then it leaves without finalization once the channel ends (the server's half-close, or its kill
 # of a sandbox it holds stopped: then the teardown comes after the result).
+# Code mode (CODEXEC_BRIDGE_SOCKET and _TOKEN in the environment, taken out of it before the job):
+# its API is put in builtins and as `import codexec` as stand-ins that load codemode/codexec_bridge.py
+# on first use (which connects then), and the program may `await` at its top level.
 import os
 import sys
 
 
-def _run(os=os, sys=sys):
+def _run(os=os, sys=sys, here=os.path.dirname(os.path.abspath(__file__))):
     # Everything the driver needs lives in this frame: the program's __main__ is emptied below.
     def main(script, namespace):
         """Run the program; its exit status as the interpreter would compute it."""
         try:
             with open(script, "rb") as source:
-                code = compile(source.read(), script, "exec")
-            exec(code, namespace)
+                code = compile(source.read(), script, "exec", flags)
+            if code.co_flags & 0x80:  # CO_COROUTINE: a top-level await (code mode)
+                import asyncio
+
+                asyncio.run(eval(code, namespace))
+            else:
+                exec(code, namespace)
             return 0
         except SystemExit as stop:
             return exit_status(stop.code)
@@ -58,7 +66,52 @@ def _run(os=os, sys=sys):
                 status = 120  # as the interpreter does when flushing stdout fails at exit
         return status
 
+    def code_mode(path, token):
+        """Code mode's API as stand-ins: the first use of any loads the real one (codexec_bridge)."""
+        import builtins
+        import types
+
+        loaded = []
+
+        def load():
+            if not loaded:
+                sys.path.insert(0, os.path.join(here, "codemode"))
+                try:
+                    import codexec_bridge
+                finally:
+                    del sys.path[0]
+                codexec_bridge.configure(path, token)
+                codexec_bridge.install()  # the real API replaces the stand-ins where they were put
+                loaded.append(codexec_bridge)
+            return loaded[0]
+
+        def stand_in(name):
+            async def helper(*args, **kwargs):
+                return await getattr(load(), name)(*args, **kwargs)
+
+            helper.__name__ = helper.__qualname__ = name
+            return helper
+
+        class LLM:
+            def __getattr__(self, name):
+                return getattr(load().llm, name)
+
+        api = types.ModuleType("codexec")
+        api.__getattr__ = lambda name: getattr(load(), name)  # BridgeError, once asked for
+        for name in ("call_mcp_tool", "discover_mcp_tools", "search_tools", "get_tool_schema"):
+            setattr(builtins, name, stand_in(name))
+            setattr(api, name, getattr(builtins, name))
+        builtins.llm = api.llm = LLM()
+        sys.modules["codexec"] = api
+
     import fcntl
+
+    bridge = os.environ.pop("CODEXEC_BRIDGE_SOCKET", None), os.environ.pop("CODEXEC_BRIDGE_TOKEN", None)
+    flags = 0
+    if bridge[0] and bridge[1]:
+        code_mode(*bridge)
+        flags = 0x2000  # ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+    del bridge
 
     # The program gets a pristine __main__: none of this driver's names. Cleared now, and the steps
     # after the job rehearsed on dummies: the pages they write to are copied (copy-on-write, in a
@@ -70,7 +123,7 @@ def _run(os=os, sys=sys):
     b"a\0b".split(b"\0")[1].decode("utf-8", "surrogateescape")
     sys.path[0] = sys.path[0] or os.path.dirname("")
     with open(os.devnull, "rb") as source:
-        exec(compile(source.read(), "<warm-up>", "exec"), {})
+        exec(compile(source.read(), "<warm-up>", "exec", flags), {})
     for stream in (sys.stdout, sys.stderr):
         if stream is not None:
             stream.write("")

@@ -2,20 +2,25 @@
 # get_tool_schema and llm (ask, think), talking to codexec's bridge over the run's (or session's)
 # Unix socket (CODEXEC_BRIDGE_SOCKET) with its token (CODEXEC_BRIDGE_TOKEN). install() puts it in
 # builtins and as `import codexec`; run_python.py (one-shot runs) and python_driver.py (sessions)
-# call it.
-import asyncio
+# call it; a warm driver (warm_python.py) loads it on the first use of its stand-ins and passes the
+# socket and token with configure(). asyncio, socket and threading are imported on the first call:
+# a run that never calls pays for none of them.
 import builtins
 import json
 import os
-import socket
 import sys
-import threading
 import types
 
 _path = os.environ.pop("CODEXEC_BRIDGE_SOCKET", None)
 _token = os.environ.pop("CODEXEC_BRIDGE_TOKEN", None)
-_lock = threading.Lock()
+_lock = None
 _state = {"socket": None, "file": None, "id": 0}
+
+
+def configure(path, token):
+    """The channel to use (a warm driver took it from its environment before the program ran)."""
+    global _path, _token
+    _path, _token = path, token
 
 
 class BridgeError(Exception):
@@ -31,6 +36,8 @@ def _request(method, params):
         raise BridgeError("NOT_AVAILABLE", "codexec bridge: this run was started without code mode")
     with _lock:
         if _state["socket"] is None:
+            import socket
+
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             sock.connect(_path)
             _state["socket"] = sock
@@ -50,6 +57,18 @@ def _request(method, params):
     return message["result"]
 
 
+def _in_thread(method, params):
+    """The request on a worker thread, so that the program's event loop keeps turning."""
+    global _lock
+    import asyncio
+
+    if _lock is None:
+        import threading
+
+        _lock = threading.Lock()
+    return asyncio.to_thread(_request, method, params)
+
+
 def _value(name, outcome):
     texts = [item.get("text", "") for item in outcome["content"] if item.get("type") == "text"]
     if outcome.get("isError"):
@@ -65,26 +84,26 @@ def _value(name, outcome):
 
 
 async def call_mcp_tool(name, args=None):
-    return _value(name, await asyncio.to_thread(_request, "call", {"name": name, "args": args or {}}))
+    return _value(name, await _in_thread("call", {"name": name, "args": args or {}}))
 
 
 async def discover_mcp_tools(search=None):
-    return await asyncio.to_thread(_request, "discover", {} if search is None else {"search": search})
+    return await _in_thread("discover", {} if search is None else {"search": search})
 
 
 async def search_tools(query, limit=10):
-    return await asyncio.to_thread(_request, "search", {"query": query, "limit": limit})
+    return await _in_thread("search", {"query": query, "limit": limit})
 
 
 async def get_tool_schema(name):
-    return await asyncio.to_thread(_request, "schema", {"name": name})
+    return await _in_thread("schema", {"name": name})
 
 
 class _LLM:
     """The client's model, through codexec (enable_sampling): a prompt in, its text out."""
 
     async def ask(self, prompt):
-        return await asyncio.to_thread(_request, "sample", {"messages": [{"role": "user", "content": str(prompt)}]})
+        return await _in_thread("sample", {"messages": [{"role": "user", "content": str(prompt)}]})
 
     async def think(self, messages, system_prompt=None, max_tokens=None):
         params = {"messages": messages}
@@ -92,7 +111,7 @@ class _LLM:
             params["systemPrompt"] = system_prompt
         if max_tokens is not None:
             params["maxTokens"] = max_tokens
-        return await asyncio.to_thread(_request, "sample", params)
+        return await _in_thread("sample", params)
 
 
 llm = _LLM()

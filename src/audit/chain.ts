@@ -32,6 +32,7 @@ export const FIELDS = [
   'rule',
   'principal',
   'tool_calls',
+  'tool_calls_omitted',
   'at',
   'prev_hash',
 ] as const;
@@ -40,7 +41,11 @@ export const FIELDS = [
  * The fields of entries written before they named their principal and tool calls: still verified
  * as they are.
  */
-const FIELDS_BEFORE_PRINCIPAL = FIELDS.filter((field) => field !== 'principal' && field !== 'tool_calls');
+const FIELDS_BEFORE_PRINCIPAL = FIELDS.filter(
+  (field) => field !== 'principal' && field !== 'tool_calls' && field !== 'tool_calls_omitted',
+);
+/** Entries of runs that left no tool call out (all but a few): without `tool_calls_omitted`. */
+const FIELDS_WITHOUT_OMITTED = FIELDS.filter((field) => field !== 'tool_calls_omitted');
 
 export type AuditEntry = Record<(typeof FIELDS)[number] | 'hash' | 'hmac', unknown>;
 
@@ -70,9 +75,10 @@ export function chainLine(
     rule: attempt.rule,
     principal: attempt.principal,
     tool_calls: attempt.tool_calls,
+    ...(attempt.tool_calls_omitted && { tool_calls_omitted: attempt.tool_calls_omitted }),
     at: at.toISOString(),
     prev_hash: prevHash,
-  } satisfies Omit<AuditEntry, 'hash' | 'hmac'>;
+  } satisfies Partial<Omit<AuditEntry, 'hash' | 'hmac'>>;
   const unhashed = JSON.stringify(body);
   const hash = sha256(unhashed);
   return { line: `${JSON.stringify({ ...body, hash, hmac: hmacHex(key, hash) })}\n`, hash };
@@ -88,10 +94,14 @@ export type LineCheck =
     }
   | { readonly ok: false; readonly torn: boolean; readonly reason: string };
 
-/** The fields a line may have: signed, unsigned (before HMACs), or from before `principal`. */
+/**
+ * The fields a line may have: signed (with or without `tool_calls_omitted`), unsigned (before
+ * HMACs), or from before `principal`.
+ */
 const SHAPES = [
   [...FIELDS, 'hash', 'hmac'],
-  [...FIELDS, 'hash'],
+  [...FIELDS_WITHOUT_OMITTED, 'hash', 'hmac'],
+  [...FIELDS_WITHOUT_OMITTED, 'hash'],
   [...FIELDS_BEFORE_PRINCIPAL, 'hash'],
 ].map((keys) => keys.join(','));
 

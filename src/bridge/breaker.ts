@@ -34,6 +34,15 @@ export class CircuitBreaker {
     return true;
   }
 
+  /** Failures in a row so far, and how many open the circuit. */
+  get failureCount(): number {
+    return this.failures;
+  }
+
+  get threshold(): number {
+    return this.options.threshold;
+  }
+
   /** Seconds until calls may try again (open circuit). */
   retryInSeconds(): number {
     return Math.ceil((this.options.openMs - (this.now() - (this.openedAt ?? 0))) / 1000);

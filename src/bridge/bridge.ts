@@ -7,13 +7,13 @@ import { SchemaCache } from './cache.js';
 import type { DownstreamSpec } from './config.js';
 import { BridgeError } from './errors.js';
 import { CallQueue, type QueueOptions } from './queue.js';
+import { Run, type RunHost } from './run.js';
 import type {
   Bridge,
   BridgeRun,
   BridgeRunOptions,
   ServerHealth,
   ToolCallOutcome,
-  ToolCallRecord,
   ToolInfo,
 } from './types.js';
 
@@ -25,7 +25,10 @@ interface Downstream {
   readonly breaker: CircuitBreaker;
   client?: Promise<Client> | undefined;
   tools?: ToolInfo[] | undefined;
+  /** Why it could not be reached or listed, last time it could not (until it can again). */
   error?: string | undefined;
+  /** The last failure of any kind (a call's too): the cause an open circuit's refusal names. */
+  lastFailure?: string | undefined;
 }
 
 /** `mcp__<server>__<tool>` ↔ its parts. */
@@ -33,19 +36,10 @@ export function qualifiedName(server: string, tool: string): string {
   return `mcp__${server}__${tool}`;
 }
 
-/** allowed_tools entries are names with `*` wildcards (any characters, none too). */
-export function allows(patterns: readonly string[], name: string): boolean {
-  return patterns.some((pattern) => {
-    const regex = pattern
-      .split('*')
-      .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
-      .join('.*');
-    return new RegExp(`^${regex}$`).test(name);
-  });
-}
-
 export interface McpBridgeOptions {
   readonly rateLimitPerMinute: number;
+  /** CODEXEC_MAX_TOOL_CALL_RECORDS: calls a run's result records in full; the rest are counted. */
+  readonly maxToolCallRecords?: number | undefined;
   /** The on-disk tool cache (cache.ts); none: tools are listed once per process. */
   readonly cacheFile?: string | undefined;
   readonly breaker?: BreakerOptions | undefined;
@@ -58,7 +52,7 @@ export interface McpBridgeOptions {
  * Tool lists come from the first listing, or from the disk cache (fresh, or stale when the server
  * cannot be reached). Each server has its circuit breaker.
  */
-export class McpBridge implements Bridge {
+export class McpBridge implements Bridge, RunHost {
   private readonly servers: Map<string, Downstream>;
   /** A validator per tool, made from its listed input schema on its first call. */
   private readonly validators = new Map<string, StandardSchemaWithJSON<unknown, unknown>>();
@@ -81,7 +75,7 @@ export class McpBridge implements Bridge {
   }
 
   openRun(options: BridgeRunOptions): BridgeRun {
-    return new Run(this, options, this.options.rateLimitPerMinute);
+    return new Run(this, options, this.options.rateLimitPerMinute, this.options.maxToolCallRecords ?? 100);
   }
 
   health(): ServerHealth[] {
@@ -106,7 +100,9 @@ export class McpBridge implements Bridge {
     const lists = await Promise.all(
       [...this.servers.values()].map((server) =>
         this.toolsOf(server).catch((error: Error) => {
-          log('warn', `code mode: ${server.name}: ${error.message}`);
+          // Said once per failure: a loop of calls to a server whose circuit is open says nothing.
+          if (!error.message.startsWith('circuit open'))
+            log('warn', `code mode: ${server.name}: ${error.message}`);
           return [];
         }),
       ),
@@ -115,11 +111,45 @@ export class McpBridge implements Bridge {
   }
 
   async call(name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<ToolCallOutcome> {
-    const tool = (await this.tools()).find((info) => info.name === name);
-    if (!tool) throw new BridgeError('TOOL_NOT_FOUND', `no tool ${name}; discoverMCPTools() lists them`);
+    const tool = await this.schema(name);
     await this.validate(tool, args);
     const server = this.servers.get(tool.server) as Downstream;
     return this.queue.run(name, signal, () => this.callOn(server, tool, args, signal));
+  }
+
+  /**
+   * The tool named `name`. Not listed: a server that could not be listed is named with its
+   * circuit's state and the cause (its tools are unknown, not absent); else TOOL_NOT_FOUND.
+   */
+  async schema(name: string): Promise<ToolInfo> {
+    const tool = (await this.tools()).find((info) => info.name === name);
+    if (tool) return tool;
+    const server = [...this.servers.values()].find(
+      (candidate) => !candidate.tools && name.startsWith(qualifiedName(candidate.name, '')),
+    );
+    if (server?.error !== undefined) throw this.unavailable(server, server.error);
+    throw new BridgeError('TOOL_NOT_FOUND', `no tool ${name}; discoverMCPTools() lists them`);
+  }
+
+  /**
+   * `server "x" is unavailable (circuit …): cause`; CIRCUIT_OPEN (refused without trying) by
+   * default while the circuit is open, else DOWNSTREAM_UNAVAILABLE.
+   */
+  private unavailable(
+    server: Downstream,
+    cause: string,
+    code: 'CIRCUIT_OPEN' | 'DOWNSTREAM_UNAVAILABLE' = server.breaker.state === 'open'
+      ? 'CIRCUIT_OPEN'
+      : 'DOWNSTREAM_UNAVAILABLE',
+  ): BridgeError {
+    const { breaker } = server;
+    const state =
+      breaker.state === 'open'
+        ? `circuit open, retry in ${breaker.retryInSeconds()} s`
+        : breaker.state === 'half-open'
+          ? 'circuit half-open: the next call tries it'
+          : `circuit closed, ${breaker.failureCount} of ${breaker.threshold} failures in a row before it opens`;
+    return new BridgeError(code, `server "${server.name}" is unavailable (${state}): ${cause}`);
   }
 
   private async callOn(
@@ -130,8 +160,14 @@ export class McpBridge implements Bridge {
   ): Promise<ToolCallOutcome> {
     const { name } = tool;
     this.admit(server, name);
+    let client: Client;
     try {
-      const client = await this.client(server);
+      client = await this.client(server);
+    } catch (error) {
+      server.breaker.failed();
+      throw this.unavailable(server, (error as Error).message, 'DOWNSTREAM_UNAVAILABLE');
+    }
+    try {
       const result = await client.callTool({ name: tool.tool, arguments: args }, { signal });
       server.breaker.succeeded();
       return {
@@ -144,17 +180,17 @@ export class McpBridge implements Bridge {
     } catch (error) {
       if (signal.aborted) throw new BridgeError('CALL_ABORTED', `${name}: the run ended before the call did`);
       server.breaker.failed();
-      if (error instanceof BridgeError) throw error;
+      server.lastFailure = (error as Error).message;
       throw new BridgeError('DOWNSTREAM_ERROR', `${name}: ${(error as Error).message}`);
     }
   }
 
   private admit(server: Downstream, name: string): void {
     if (server.breaker.admit()) return;
-    throw new BridgeError(
+    throw this.unavailable(
+      server,
+      `${name}: ${server.lastFailure ?? 'it failed repeatedly'}`,
       'CIRCUIT_OPEN',
-      `${name}: server ${server.name} failed repeatedly; calls to it are refused for ` +
-        `${server.breaker.retryInSeconds()} s more (circuit open)`,
     );
   }
 
@@ -187,8 +223,13 @@ export class McpBridge implements Bridge {
       if (!server.breaker.admit()) throw new Error(`circuit open for ${server.breaker.retryInSeconds()} s`);
       listed = await (await this.client(server)).listTools();
       server.breaker.succeeded();
+      server.error = undefined;
     } catch (error) {
-      if (!(error as Error).message.startsWith('circuit open')) server.breaker.failed();
+      if (!(error as Error).message.startsWith('circuit open')) {
+        server.breaker.failed();
+        server.error = (error as Error).message;
+        server.lastFailure = server.error;
+      }
       if (!cached) throw error;
       log('warn', `code mode: ${server.name}: ${(error as Error).message}; its tools as listed before`);
       return cached.tools; // stale, not kept: the next discovery tries the server again
@@ -214,7 +255,8 @@ export class McpBridge implements Bridge {
       (error: Error) => {
         server.client = undefined; // try again on the next use
         server.error = error.message;
-        throw new BridgeError('DOWNSTREAM_UNAVAILABLE', `server ${server.name}: ${error.message}`);
+        server.lastFailure = error.message;
+        throw error; // its callers count the failure, then say so (unavailable)
       },
     );
     return server.client;
@@ -257,99 +299,4 @@ export class McpBridge implements Bridge {
     }
     return client;
   }
-}
-
-/** One run's view: its allowlist, its rate limit, the record of its calls. */
-class Run implements BridgeRun {
-  private readonly made: ToolCallRecord[] = [];
-  private readonly recent: number[] = [];
-
-  constructor(
-    private readonly bridge: McpBridge,
-    private readonly options: BridgeRunOptions,
-    private readonly perMinute: number,
-  ) {}
-
-  async call(name: string, args: Record<string, unknown>): Promise<ToolCallOutcome> {
-    const started = Date.now();
-    try {
-      if (!allows(this.options.allowedTools, name)) {
-        throw new BridgeError(
-          'TOOL_NOT_ALLOWED',
-          `tool ${name} is not allowed for this run (allowed_tools: ${JSON.stringify(this.options.allowedTools)})`,
-        );
-      }
-      while (this.recent.length > 0 && (this.recent[0] as number) <= started - 60_000) this.recent.shift();
-      if (this.recent.length >= this.perMinute) {
-        throw new BridgeError(
-          'RATE_LIMITED',
-          `${name}: this run made ${this.perMinute} calls within a minute, the limit (CODEXEC_BRIDGE_RATE_LIMIT)`,
-        );
-      }
-      this.recent.push(started);
-      const outcome = await this.bridge.call(name, args, this.options.signal);
-      this.made.push({
-        tool: name,
-        success: outcome.isError !== true,
-        duration_ms: Date.now() - started,
-        ...(outcome.isError === true && { error: textOf(outcome).slice(0, 500) }),
-      });
-      return outcome;
-    } catch (error) {
-      this.made.push({
-        tool: name,
-        success: false,
-        duration_ms: Date.now() - started,
-        error: (error as Error).message,
-      });
-      throw error;
-    }
-  }
-
-  async discover(search?: string): Promise<ToolInfo[]> {
-    const tools = await this.bridge.tools();
-    if (!search) return tools;
-    const terms = search.toLowerCase().split(/\s+/).filter(Boolean);
-    return tools.filter((tool) =>
-      terms.every((term) => `${tool.name} ${tool.description}`.toLowerCase().includes(term)),
-    );
-  }
-
-  async search(query: string, limit = 10): Promise<ToolInfo[]> {
-    const terms = query.toLowerCase().split(/\s+/).filter(Boolean);
-    const scored = (await this.bridge.tools())
-      .map((tool) => {
-        const name = tool.name.toLowerCase();
-        const description = tool.description.toLowerCase();
-        let score = 0;
-        for (const term of terms) {
-          if (tool.tool.toLowerCase() === term) score += 10;
-          else if (name.includes(term)) score += 5;
-          if (description.includes(term)) score += 1;
-        }
-        return { tool, score };
-      })
-      .filter((entry) => entry.score > 0);
-    scored.sort((a, b) => b.score - a.score || a.tool.name.localeCompare(b.tool.name));
-    return scored.slice(0, Math.max(1, limit)).map((entry) => entry.tool);
-  }
-
-  async schema(name: string): Promise<ToolInfo> {
-    const tool = (await this.bridge.tools()).find((info) => info.name === name);
-    if (!tool) throw new BridgeError('TOOL_NOT_FOUND', `no tool ${name}; discoverMCPTools() lists them`);
-    return tool;
-  }
-
-  calls(): ToolCallRecord[] {
-    return [...this.made];
-  }
-}
-
-/** The text items of an outcome, joined. */
-export function textOf(outcome: ToolCallOutcome): string {
-  return outcome.content
-    .map((item) =>
-      (item as { type?: string; text?: string }).type === 'text' ? (item as { text: string }).text : '',
-    )
-    .join('\n');
 }

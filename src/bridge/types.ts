@@ -24,6 +24,20 @@ export interface ToolCallRecord {
   readonly error?: string | undefined;
 }
 
+/** Calls past the first CODEXEC_MAX_TOOL_CALL_RECORDS, counted per tool and outcome. */
+export interface ToolCallCount {
+  /** The tool, or `*` for every tool past the first 100 distinct ones. */
+  readonly tool: string;
+  readonly success: boolean;
+  readonly count: number;
+}
+
+/** A run's calls: the first ones in full, the rest counted. */
+export interface ToolCallLog {
+  readonly calls: ToolCallRecord[];
+  readonly omitted: ToolCallCount[];
+}
+
 /** What a downstream tool answered (its CallToolResult, passed through). */
 export interface ToolCallOutcome {
   readonly content: readonly unknown[];
@@ -34,6 +48,11 @@ export interface ToolCallOutcome {
 export interface BridgeRunOptions {
   /** `allowed_tools`: names with `*` wildcards; empty = no call allowed (discovery still works). */
   readonly allowedTools: readonly string[];
+  /**
+   * The caller asked for code mode (allowed_tools or enable_sampling): its result carries
+   * tool_calls even when no call was made. Otherwise (discovery that every run has) only when one was.
+   */
+  readonly explicit?: boolean | undefined;
   /** Aborted when the run ends (timeout, cancel, session close): pending calls reject at once. */
   readonly signal: AbortSignal;
 }
@@ -50,8 +69,11 @@ export interface BridgeRun {
   /** Ranked by name and description match, best first. */
   search(query: string, limit?: number): Promise<ToolInfo[]>;
   schema(name: string): Promise<ToolInfo>;
-  /** The calls made so far, in order. */
-  calls(): ToolCallRecord[];
+  /**
+   * The calls made since the last take, in order (the first CODEXEC_MAX_TOOL_CALL_RECORDS in full,
+   * the rest counted); undefined when none was made and the run was not `explicit`.
+   */
+  takeCalls(): ToolCallLog | undefined;
 }
 
 export interface ServerHealth {
@@ -65,7 +87,7 @@ export interface ServerHealth {
 }
 
 export interface Bridge {
-  /** Whether any downstream server is configured. */
+  /** Whether any downstream server is configured (then every run of python, node and typescript has discovery). */
   readonly configured: boolean;
   openRun(options: BridgeRunOptions): BridgeRun;
   health(): ServerHealth[];

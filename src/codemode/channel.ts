@@ -14,6 +14,12 @@ import type { Sampler } from './sampler.js';
 /** The socket's name in the workspace (left out of artifact lists: it is gone before they are made). */
 export const SOCKET_NAME = '.codexec-bridge.sock';
 const MAX_LINE_BYTES = 1024 * 1024;
+/**
+ * Requests one connection may have unanswered; past it the socket is read no more until some are
+ * answered, so code that fires calls without waiting (each refused past the rate limit only after
+ * a pause) blocks in its own writes instead of piling them up here.
+ */
+const MAX_IN_FLIGHT = 64;
 
 const request = z.discriminatedUnion('method', [
   z.object({
@@ -57,22 +63,30 @@ export interface Channel {
   /** The socket's path (the same inside the sandbox: the workspace is bound where it is). */
   readonly socketPath: string;
   readonly token: string;
+  /**
+   * The run it serves, when it was opened ahead of it (a warm process's: its socket is bound
+   * while the process waits, off the run's path). Until then requests are refused.
+   */
+  attach(run: BridgeRun, sampler?: Sampler): void;
   /** A session's sends each bring their own sampler (sampling belongs to one request). */
   setSampler(sampler: Sampler | undefined): void;
   close(): Promise<void>;
 }
 
-/** Open the channel of one run (or session) in its workspace `dir`; `sampler` serves llm.*. */
-export async function openChannel(run: BridgeRun, dir: string, sampler?: Sampler): Promise<Channel> {
+/**
+ * Open the channel of one run (or session) in its workspace `dir`; `sampler` serves llm.*. No
+ * `run` yet: the channel of a warm process, attached to its run when one takes it.
+ */
+export async function openChannel(dir: string, run?: BridgeRun, sampler?: Sampler): Promise<Channel> {
   const socketPath = join(dir, SOCKET_NAME);
   const token = randomBytes(32).toString('hex');
   const expected = Buffer.from(token);
   const sockets = new Set<Socket>();
-  let current = sampler;
+  const current: Served = { run, sampler };
   const server: Server = createServer((socket) => {
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
-    serve(socket, run, expected, () => current);
+    serve(socket, expected, current);
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -80,23 +94,38 @@ export async function openChannel(run: BridgeRun, dir: string, sampler?: Sampler
   });
   // The sandbox's uid (not the server's) connects: the token, not the mode, keeps others out.
   chmodSync(socketPath, 0o666);
+  let closed: Promise<void> | undefined;
   return {
     socketPath,
     token,
+    attach(next, nextSampler) {
+      current.run = next;
+      current.sampler = nextSampler;
+    },
     setSampler(next) {
-      current = next;
+      current.sampler = next;
     },
     async close() {
-      for (const socket of sockets) socket.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      rmSync(socketPath, { force: true });
+      if (closed) return closed;
+      closed = new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }).then(() => rmSync(socketPath, { force: true }));
+      return closed;
     },
   };
 }
 
-function serve(socket: Socket, run: BridgeRun, expected: Buffer, sampler: () => Sampler | undefined): void {
+/** What a channel serves now (a session's sampler changes from send to send). */
+interface Served {
+  run: BridgeRun | undefined;
+  sampler: Sampler | undefined;
+}
+
+function serve(socket: Socket, expected: Buffer, current: Served): void {
   let buffered = '';
   let authenticated = false;
+  let inFlight = 0;
   socket.setEncoding('utf8');
   const reply = (message: object) => {
     if (!socket.destroyed) socket.write(`${JSON.stringify(message)}\n`);
@@ -125,7 +154,13 @@ function serve(socket: Socket, run: BridgeRun, expected: Buffer, sampler: () => 
         authenticated = true;
         continue;
       }
-      void handle(line, run, sampler()).then(reply);
+      inFlight += 1;
+      if (inFlight === MAX_IN_FLIGHT) socket.pause();
+      void handle(line, current.run, current.sampler).then((message) => {
+        inFlight -= 1;
+        if (inFlight === MAX_IN_FLIGHT - 1) socket.resume();
+        reply(message);
+      });
     }
   });
   socket.on('error', () => {});
@@ -140,12 +175,20 @@ function tokenOf(line: string): string {
   }
 }
 
-async function handle(line: string, run: BridgeRun, sampler: Sampler | undefined): Promise<object> {
+async function handle(
+  line: string,
+  run: BridgeRun | undefined,
+  sampler: Sampler | undefined,
+): Promise<object> {
   let parsed: z.output<typeof request>;
   try {
     parsed = request.parse(JSON.parse(line));
   } catch {
     return { id: idOf(line), error: { code: 'INVALID_REQUEST', message: 'not a valid bridge request' } };
+  }
+  if (!run) {
+    const message = 'codexec bridge: this run has no code mode (no downstream MCP server for it)';
+    return { id: parsed.id, error: { code: 'NOT_AVAILABLE', message } };
   }
   try {
     switch (parsed.method) {

@@ -87,6 +87,8 @@ export interface Config {
     readonly compact: boolean;
     readonly mcpConfig?: string;
     readonly rateLimitPerMinute: number;
+    /** CODEXEC_MAX_TOOL_CALL_RECORDS: calls recorded in full per run (or send); the rest are counted. */
+    readonly maxToolCallRecords: number;
   };
   /** serve --http: where tokens come from, which browser origins may call, the body and connection limits. */
   readonly http: {
@@ -257,6 +259,7 @@ export function loadConfig(
       compact: s.CODEXEC_TOOLS === 'codemode',
       ...(mcpConfig && { mcpConfig }),
       rateLimitPerMinute: s.CODEXEC_BRIDGE_RATE_LIMIT,
+      maxToolCallRecords: s.CODEXEC_MAX_TOOL_CALL_RECORDS,
     },
     http: {
       ...(s.CODEXEC_HTTP_TOKEN && { token: s.CODEXEC_HTTP_TOKEN }),

@@ -301,7 +301,12 @@ export const settingsSchema = z
       ),
     CODEXEC_BRIDGE_RATE_LIMIT: int(1, 100_000)
       .default(60)
-      .describe('Code mode: downstream tool calls one run may make per minute.'),
+      .describe('Code mode: downstream tool calls one run may make per minute (refused ones count too).'),
+    CODEXEC_MAX_TOOL_CALL_RECORDS: int(0, 100_000)
+      .default(100)
+      .describe(
+        'Code mode: tool calls a result, log entry and audit entry record in full; the rest are counted per tool and outcome.',
+      ),
     LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
   })
   .describe('codexec settings; conflicts between them are reconciled in coherence.ts');

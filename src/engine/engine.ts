@@ -3,7 +3,15 @@ import { closeSync, mkdirSync, unlinkSync, writeFileSync } from 'node:fs';
 import { rm, rmdir, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type Channel, CODE_MODE_FILES, channelEnv, codeModeArgv, openChannel } from '../codemode/index.js';
+import {
+  type Channel,
+  CODE_MODE_FILES,
+  channelEnv,
+  codeModeArgv,
+  NODE_IMPORT,
+  openChannel,
+  SOCKET_NAME,
+} from '../codemode/index.js';
 import type { Config } from '../config/index.js';
 import type { DiskQuota } from '../disk/index.js';
 import { InvalidInputError } from '../errors/index.js';
@@ -11,12 +19,7 @@ import type { LogWriter } from '../logs/index.js';
 import type { SecretsFilter } from '../policy/index.js';
 import { WarmPool, WarmProcess } from '../pool/index.js';
 import { CodeSyntaxError, type InterpreterKind, type Interpreters, RUNTIMES } from '../runtimes/index.js';
-import {
-  type BackendRegistry,
-  END_MARK_BYTES,
-  NotForkableError,
-  type SandboxedProcess,
-} from '../sandbox/index.js';
+import { type BackendRegistry, NotForkableError, type SandboxedProcess } from '../sandbox/index.js';
 import { currentPrincipal, holdsOnly, LOCAL_PRINCIPAL, newId, quietly } from '../util/index.js';
 import { type ArtifactDiff, diffSnapshots, type Snapshot, snapshotDir } from './artifacts.js';
 import { type Collected, collect } from './collect.js';
@@ -24,6 +27,7 @@ import { RunDisk } from './disk.js';
 import { driverPath, openScriptFile, SCRIPT_BASENAME, WARM_DRIVERS } from './drivers.js';
 import { collectImages, FIGURES_DIR } from './images.js';
 import { listArtifacts } from './listing.js';
+import { coldMark, syntaxFailure, toolCallsOf } from './outcomes.js';
 import { buildRunSpec, namedLimits, warmFits } from './spec.js';
 import type { ExecutionRequest, ExecutionResult, RunOptions } from './types.js';
 
@@ -42,6 +46,11 @@ export interface EngineDeps {
   readonly secrets?: SecretsFilter | undefined;
   /** The disk bounds, shared with sessions (a principal's quota spans both). */
   readonly disk: DiskQuota;
+  /**
+   * Code mode for every run (downstream MCP servers are configured): warm python and node
+   * processes wait with the helpers defined (they connect on first use) and their channel bound.
+   */
+  readonly codeMode?: boolean | undefined;
 }
 
 /**
@@ -109,13 +118,13 @@ export class Engine {
     if (request.bridge && runtime.interpreter === 'bash') {
       throw new InvalidInputError('allowed_tools (code mode) is for python, node and typescript code');
     }
-    // Code mode runs cold: its helpers are loaded as the interpreter starts.
+    // Code mode runs warm where the pool's processes have its helpers (codeMode), else cold.
     const warm =
       request.workingDir ||
       command ||
-      request.bridge ||
+      (request.bridge && !this.deps.codeMode) ||
       typeof prepared !== 'string' ||
-      !warmFits(config, runtime.interpreter, currentPrincipal())
+      !warmFits(config, runtime.interpreter, principal)
         ? undefined
         : (this.pool.take(runtime.interpreter) ?? (await this.forkWarm(runtime.interpreter)));
     const id = warm?.id ?? newId('exec');
@@ -129,10 +138,11 @@ export class Engine {
     let proc: SandboxedProcess | undefined;
     let keepsFiles = cwd !== execDir;
     let tidied: Promise<unknown> = Promise.resolve();
-    let channel: Channel | undefined;
+    // A warm process's channel is bound already: the run attaches to it.
+    let channel = warm?.companion as Channel | undefined;
     const disk = new RunDisk(this.deps.disk, execDir, principal);
     try {
-      const exclude = cwd === execDir ? new Set([script, 'node_modules']) : undefined;
+      const exclude = cwd === execDir ? new Set([script, 'node_modules', SOCKET_NAME]) : undefined;
       // A fresh workspace is empty (a warm one holds only the program's file, left out by name).
       const before: Snapshot = cwd === execDir ? new Map() : await snapshotDir(cwd, { exclude });
       const started = Date.now();
@@ -149,7 +159,8 @@ export class Engine {
           warm?.closeScript();
           await writeFile(scriptPath, prepared, { mode: 0o644 });
         }
-        if (request.bridge) channel = await openChannel(request.bridge, execDir, request.sampler);
+        if (request.bridge && channel) channel.attach(request.bridge, request.sampler);
+        else if (request.bridge) channel = await openChannel(execDir, request.bridge, request.sampler);
         // Every warm driver writes its end mark after the program's output; a cold run's sandbox
         // does where it can (SandboxSpec.endMark), else the run ends with its streams.
         const endMark = warm
@@ -208,8 +219,6 @@ export class Engine {
       const duration_ms = Date.now() - started;
       // The script file and the package link are left out of the snapshot: remove them meanwhile.
       quietly(() => unlinkSync(scriptPath));
-      // The socket goes before the workspace is compared (it is no artifact).
-      await channel?.close();
       if (runtime.interpreter === 'node') tidied = unlink(join(execDir, 'node_modules')).catch(() => {});
       const untouched = exclude !== undefined && holdsOnly(cwd, exclude);
       const after: Snapshot = untouched ? new Map() : await snapshotDir(cwd, { exclude });
@@ -235,13 +244,12 @@ export class Engine {
         working_dir: cwd,
         sandbox_mode: backend.mode,
         warm: warm !== undefined,
-        ...(request.bridge && { tool_calls: request.bridge.calls() }),
+        ...toolCallsOf(request),
         ...pictures,
       };
       await this.log(request, result, listed.logged);
       return result;
     } finally {
-      await channel?.close();
       // A warm process taken but never given its job (the run failed before) must not linger.
       if (warm && !launched) await warm.discard();
       // The replacement starts once this result is on its way (without a ready launcher, starting
@@ -251,6 +259,9 @@ export class Engine {
       const cleanup = (async () => {
         await tidied;
         if (!keepsFiles) await release; // the sandbox is gone: nothing can write there any more
+        // The socket (no artifact: left out by name) goes with the workspace, once no code can use
+        // it: its unlink and close would otherwise land before the result is written (~0.08 ms).
+        await channel?.close();
         // matplotlib's config and cache, figures not collected (the run failed before)
         if (runtime.interpreter === 'python')
           await rm(join(execDir, FIGURES_DIR), { recursive: true, force: true }).catch(() => {});
@@ -329,16 +340,19 @@ export class Engine {
     const execDir = join(config.sandboxDir, id);
     mkdirSync(execDir, { recursive: true, mode: 0o700 });
     const driver = driverPath(WARM_DRIVERS[kind].file);
+    // Code mode: the helpers are defined as the driver warms up and connect on first use; the
+    // channel is bound now, off any run's path, and attached to the run that takes the process.
+    const channel = this.deps.codeMode && kind !== 'bash' ? await openChannel(execDir) : undefined;
     const spec = await buildRunSpec({
       config,
       principal: LOCAL_PRINCIPAL,
       hostEnv: this.hostEnv,
       kind,
-      runtimeEnv: kind === 'python' ? RUNTIMES.python.env : {},
-      argv: [interpreter, driver],
+      runtimeEnv: { ...(kind === 'python' ? RUNTIMES.python.env : {}), ...channelEnv(channel) },
+      argv: channel && kind === 'node' ? [interpreter, ...NODE_IMPORT, driver] : [interpreter, driver],
       execDir,
       cwd: execDir,
-      files: [driver, ...WARM_DRIVERS[kind].imports.map(driverPath)],
+      files: [driver, ...WARM_DRIVERS[kind].imports.map(driverPath), ...(channel ? CODE_MODE_FILES : [])],
       timeoutMs: config.maxTimeoutMs,
       control: true,
       confined: backend.mode !== 'subprocess',
@@ -348,9 +362,10 @@ export class Engine {
     try {
       // Under load every ready fork can be taken: waiting for the next costs less than a cold start.
       if (launch.zygote && backend.forksDrivers?.()) await backend.reserveFork?.(launch, FORK_WAIT_MS);
-      return new WarmProcess(id, execDir, backend.spawn(launch), script);
+      return new WarmProcess(id, execDir, backend.spawn(launch), script, channel);
     } catch (error) {
       closeSync(script.fd);
+      await channel?.close();
       await rm(execDir, { recursive: true, force: true });
       throw error;
     }
@@ -377,30 +392,10 @@ export class Engine {
       working_dir: result.working_dir,
       ...(result.limit && { limit: result.limit }),
       ...(result.tool_calls && { tool_calls: result.tool_calls }),
+      ...(result.tool_calls_omitted && { tool_calls_omitted: result.tool_calls_omitted }),
       artifacts: diff,
       ...(result.artifacts_omitted && { artifacts_omitted: result.artifacts_omitted }),
       executed_at: new Date(Date.now() - result.duration_ms).toISOString(),
     });
   }
-}
-
-/** Code that could not be prepared (a TypeScript syntax error) fails like a run that exited 1. */
-function syntaxFailure(error: CodeSyntaxError, secrets: SecretsFilter | undefined): Collected {
-  // The message may quote the code's line: masked like any output.
-  const stderr = `${error.message}\n`;
-  return {
-    stdout: '',
-    stderr: secrets ? secrets.redact(stderr) : stderr,
-    truncated: false,
-    exit_code: 1,
-    timed_out: false,
-    cancelled: false,
-  };
-}
-
-/** A cold run's end mark (SandboxSpec.endMark): END_MARK_BYTES of ASCII. */
-function coldMark(): string {
-  const mark = `\n[codexec-end ${randomUUID().replaceAll('-', '').slice(0, 16)}]\n`;
-  if (mark.length !== END_MARK_BYTES) throw new Error('end mark of the wrong length');
-  return mark;
 }

@@ -1,4 +1,4 @@
-import type { BridgeRun, ToolCallRecord } from '../bridge/index.js';
+import type { BridgeRun, ToolCallCount, ToolCallRecord } from '../bridge/index.js';
 import type { Sampler } from '../codemode/index.js';
 import type { Language } from '../runtimes/index.js';
 import type { LimitKind } from '../sandbox/index.js';
@@ -68,6 +68,8 @@ export interface ExecutionResult {
   images: ResultImage[];
   /** Present when pictures were left out (over CODEXEC_MAX_IMAGE_BYTES, or past the fourth). */
   images_skipped?: SkippedImage[];
-  /** Code mode: the downstream tool calls the code made, in order. */
+  /** Code mode: the downstream tool calls the code made, in order (the first CODEXEC_MAX_TOOL_CALL_RECORDS). */
   tool_calls?: ToolCallRecord[];
+  /** Code mode: the calls past those, counted per tool and outcome (present only when there were some). */
+  tool_calls_omitted?: ToolCallCount[];
 }

@@ -39,6 +39,8 @@ export interface ExecutionLogEntry {
     duration_ms: number;
     error?: string;
   }>;
+  /** Code mode: the calls past those in tool_calls (CODEXEC_MAX_TOOL_CALL_RECORDS), counted. */
+  readonly tool_calls_omitted?: ReadonlyArray<{ tool: string; success: boolean; count: number }>;
   /** Who ran it (serve --http's principal; `local` for stdio): stamped by the LogWriter. */
   readonly principal?: string;
 }

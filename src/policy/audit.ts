@@ -25,6 +25,8 @@ export interface AuditAttempt {
     duration_ms: number;
     error?: string;
   }> | null;
+  // code mode: the calls past those in tool_calls, counted (absent: none were left out)
+  readonly tool_calls_omitted?: ReadonlyArray<{ tool: string; success: boolean; count: number }>;
 }
 
 export interface AuditSink {

@@ -7,6 +7,11 @@ export interface ScriptFile {
   readonly fd: number;
 }
 
+/** Something a warm process holds beside its sandbox (code mode's channel), closed with it. */
+export interface Companion {
+  close(): Promise<void>;
+}
+
 /**
  * A sandboxed interpreter started ahead of time in its own fresh workspace, waiting for one job.
  * Its driver talks on the control channel in lines: "R" once it waits for the job (warmed up),
@@ -27,6 +32,8 @@ export class WarmProcess {
     readonly execDir: string,
     readonly proc: SandboxedProcess,
     private script?: ScriptFile,
+    /** Closed when the process is discarded unused; a run that takes it closes it itself. */
+    readonly companion?: Companion,
     readonly startedAt = Date.now(),
   ) {
     void proc.exited.then(() => {
@@ -129,6 +136,6 @@ export class WarmProcess {
     this.proc.control?.destroy();
     this.proc.kill('SIGKILL');
     await this.proc.exited;
-    await this.proc.dispose();
+    await Promise.all([this.proc.dispose(), this.companion?.close()]);
   }
 }

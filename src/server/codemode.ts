@@ -13,8 +13,8 @@ export const codeModeInput = {
     .optional()
     .describe(
       'Code mode (python, node, typescript): downstream MCP tools the code may call, mcp__<server>__<tool>, ' +
-        '* wildcards. Given (even []), the code gets callMCPTool/discoverMCPTools/searchTools/getToolSchema ' +
-        '(python: await call_mcp_tool, …)',
+        '* wildcards (default: none). Every run has discoverMCPTools/searchTools/getToolSchema and callMCPTool ' +
+        '(python: await discover_mcp_tools(), await call_mcp_tool(name, args), …); a call outside this list raises',
     ),
   enable_sampling: z
     .boolean()
@@ -38,7 +38,7 @@ export const codeModeInput = {
     .describe('tokens the llm.* calls may ask for in all'),
 };
 
-/** `tool_calls` in results that ran code in code mode. */
+/** `tool_calls` (and `tool_calls_omitted`) in results that ran code in code mode. */
 export const toolCallsField = {
   tool_calls: z
     .array(
@@ -50,27 +50,44 @@ export const toolCallsField = {
       }),
     )
     .optional()
-    .describe('code mode: the downstream tool calls the code made, in order'),
+    .describe(
+      'code mode: the downstream tool calls the code made, in order: the first CODEXEC_MAX_TOOL_CALL_RECORDS (100). ' +
+        'Present with allowed_tools or enable_sampling, or when a call was made',
+    ),
+  tool_calls_omitted: z
+    .array(z.object({ tool: z.string(), success: z.boolean(), count: z.number().int() }))
+    .optional()
+    .describe(
+      'code mode: the calls past those in tool_calls, counted per tool and outcome (tool "*": every tool past ' +
+        'the first 100 distinct ones); absent when none was left out',
+    ),
 };
 
 type CodeModeArgs = z.output<z.ZodObject<typeof codeModeInput>>;
 
 /**
- * The run's view of the bridge and its sampler, when the call asked for code mode (undefined
- * otherwise: no socket, no helpers). Both end with `signal`.
+ * The run's view of the bridge and its sampler: when the call asked for code mode, or, for
+ * discovery, whenever downstream servers are configured (python, node, typescript); undefined
+ * otherwise (no socket, no helpers). Both end with `signal`.
  */
 export function codeModeFor(
   server: McpServer,
   services: Services,
-  args: CodeModeArgs,
+  args: CodeModeArgs & { readonly language: string },
   ctx: ServerContext,
   signal: AbortSignal,
 ): { readonly bridge?: BridgeRun; readonly sampler?: Sampler } {
-  if (args.allowed_tools === undefined && !args.enable_sampling) return {};
-  const bridge = services.bridge.openRun({ allowedTools: args.allowed_tools ?? [], signal });
+  const explicit = args.allowed_tools !== undefined || args.enable_sampling;
+  if (!explicit && !discovers(services, args.language)) return {};
+  const bridge = services.bridge.openRun({ allowedTools: args.allowed_tools ?? [], explicit, signal });
   if (!args.enable_sampling) return { bridge };
   const limits = { rounds: args.max_sampling_rounds, tokens: args.max_sampling_tokens };
   return { bridge, sampler: createSampler(ctx, limits, services.secrets, samplingUnavailable(server, ctx)) };
+}
+
+/** Whether a run in `language` gets discovery without asking: downstream servers are configured. */
+export function discovers(services: Services, language: string): boolean {
+  return services.bridge.configured && language !== 'bash';
 }
 
 /** The sampler of one send to a session started with enable_sampling (undefined: it was not). */

@@ -1,5 +1,5 @@
 import type { InputRequiredResult, ServerContext } from '@modelcontextprotocol/server';
-import type { ToolCallRecord } from '../bridge/index.js';
+import type { ToolCallCount, ToolCallRecord } from '../bridge/index.js';
 import { ApprovalDeniedError, ApprovalUnavailableError } from '../errors/index.js';
 import {
   type ApprovedBy,
@@ -37,14 +37,23 @@ export interface RunFacts {
   readonly stdout: string;
   /** Code mode: the downstream tool calls the code made. */
   readonly tool_calls?: readonly ToolCallRecord[] | undefined;
+  /** Code mode: the calls past those, counted per tool and outcome. */
+  readonly tool_calls_omitted?: readonly ToolCallCount[] | undefined;
 }
 
 const SUMMARY_CHARS = 500;
 
 /** What the audit keeps of any run's result (one-shot, send, command: all carry these). */
 export function runFacts(result: RunFacts): RunFacts {
-  const { execution_id, exit_code, duration_ms, stdout, tool_calls } = result;
-  return { execution_id, exit_code, duration_ms, stdout, ...(tool_calls && { tool_calls }) };
+  const { execution_id, exit_code, duration_ms, stdout, tool_calls, tool_calls_omitted } = result;
+  return {
+    execution_id,
+    exit_code,
+    duration_ms,
+    stdout,
+    ...(tool_calls && { tool_calls }),
+    ...(tool_calls_omitted && { tool_calls_omitted }),
+  };
 }
 
 /**
@@ -184,6 +193,7 @@ export class Gatekeeper {
       ...verdict,
       principal: currentPrincipal(),
       tool_calls: facts?.tool_calls ?? null,
+      ...(facts?.tool_calls_omitted && { tool_calls_omitted: facts.tool_calls_omitted }),
     };
     // The run's own result must still reach the client; a broken sink is loud on stderr.
     await this.services.audit.record(entry).catch((error: Error) => log('error', `audit: ${error.message}`));

@@ -56,7 +56,7 @@ export function instructions(config: Config): string {
         : '';
   const codeMode = config.codemode.mcpConfig
     ? ' To use the tools of other MCP servers, give execute_code allowed_tools (e.g. ["mcp__<server>__*"]) and ' +
-      'call them from the code: discoverMCPTools/searchTools find them, callMCPTool calls them (python: await ' +
+      'call them from the code: discoverMCPTools/searchTools find them (in any run), callMCPTool calls them (python: await ' +
       'discover_mcp_tools(), await call_mcp_tool(name, args)).'
     : '';
   return (

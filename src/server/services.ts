@@ -77,7 +77,10 @@ export function createServices(config: Config): Services {
   const secrets = createSecretsFilter(config.secrets, process.env);
   // One account of the disk for runs and sessions: a principal's quota spans both.
   const disk = new DiskQuota(config.disk);
-  const engine = new Engine({ config, backends, interpreters, logs, secrets, disk });
+  const downstream = config.codemode.mcpConfig ? loadMcpConfig(config.codemode.mcpConfig) : new Map();
+  // Downstream servers configured: every python/node run has discovery, warm ones too.
+  const codeMode = downstream.size > 0;
+  const engine = new Engine({ config, backends, interpreters, logs, secrets, disk, codeMode });
   const sessions = new SessionManager({ config, backends, interpreters, logs, secrets, disk });
   const packageCheck: CheckContext = {
     python: () => interpreters.get('python'),
@@ -135,8 +138,9 @@ export function createServices(config: Config): Services {
     pendingApprovals: new PendingApprovals(config.gate.maxPendingApprovals),
     approvalKey: randomBytes(32),
     secrets,
-    bridge: new McpBridge(config.codemode.mcpConfig ? loadMcpConfig(config.codemode.mcpConfig) : new Map(), {
+    bridge: new McpBridge(downstream, {
       rateLimitPerMinute: config.codemode.rateLimitPerMinute,
+      maxToolCallRecords: config.codemode.maxToolCallRecords,
       cacheFile: join(config.home, 'cache', 'mcp-tools.json'),
     }),
   };

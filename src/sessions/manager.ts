@@ -1,6 +1,6 @@
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { BridgeRun, ToolCallRecord } from '../bridge/index.js';
+import { type BridgeRun, toolCallFields } from '../bridge/index.js';
 import {
   type Channel,
   CODE_MODE_DIR,
@@ -69,9 +69,7 @@ export class SessionManager implements SessionPackageHost {
   private readonly bridges = new Map<string, BridgeRun>();
   private readonly channels = new Map<string, Channel>();
   /** The tool calls of each code-mode session's latest send (sends to one session run in order). */
-  private readonly sendCalls = new Map<string, ToolCallRecord[]>();
-  /** How many of its bridge's calls each such session's sends have accounted for so far. */
-  private readonly callsSeen = new Map<string, number>();
+  private readonly sendCalls = new Map<string, ReturnType<typeof toolCallFields>>();
   /** Code mode with sampling: each such session's limits and what its sends used of them. */
   private readonly sampling = new Map<
     string,
@@ -101,13 +99,11 @@ export class SessionManager implements SessionPackageHost {
   }
 
   /** Code mode: the calls a session's send made (those since its previous send), kept for its result. */
-  private newCalls(sessionId: string): ToolCallRecord[] | undefined {
-    const bridge = this.bridges.get(sessionId);
-    if (!bridge) return undefined;
-    const seen = this.callsSeen.get(sessionId) ?? 0;
-    const calls = bridge.calls().slice(seen);
-    this.callsSeen.set(sessionId, seen + calls.length);
-    this.sendCalls.set(sessionId, calls);
+  private newCalls(sessionId: string): ReturnType<typeof toolCallFields> | undefined {
+    const log = this.bridges.get(sessionId)?.takeCalls();
+    const calls = log && toolCallFields(log);
+    if (calls) this.sendCalls.set(sessionId, calls);
+    else this.sendCalls.delete(sessionId);
     return calls;
   }
 
@@ -132,7 +128,7 @@ export class SessionManager implements SessionPackageHost {
       .send(request)
       .then((result) => {
         const calls = this.sendCalls.get(sessionId);
-        return calls ? { ...result, tool_calls: calls } : result;
+        return calls ? { ...result, ...calls } : result;
       })
       .finally(() => {
         this.channels.get(sessionId)?.setSampler(undefined);
@@ -255,7 +251,7 @@ export class SessionManager implements SessionPackageHost {
     // Python sends return their matplotlib figures (engine/images.ts).
     const python = driver.interpreter === 'python';
     // Code mode: the channel lives in the session's workspace for the session's life.
-    const channel = request.bridge && (await openChannel(request.bridge, workspace));
+    const channel = request.bridge && (await openChannel(workspace, request.bridge));
     const runtimeEnv = {
       ...driver.env,
       ...packages.env,
@@ -297,7 +293,7 @@ export class SessionManager implements SessionPackageHost {
         // Code mode: the calls since the send before this one (the bridge keeps them all, in order).
         const calls = this.newCalls(id);
         // Not awaited: the reply should not wait for the disk; LogWriter orders and reports writes.
-        logs.appendSession(id, calls ? { ...entry, tool_calls: calls } : entry).catch(() => {});
+        logs.appendSession(id, calls ? { ...entry, ...calls } : entry).catch(() => {});
       },
       onEnd: (ended, exit) => {
         unwatch();
@@ -357,7 +353,6 @@ export class SessionManager implements SessionPackageHost {
     this.clearIdle(session.id);
     this.bridges.delete(session.id);
     this.sendCalls.delete(session.id);
-    this.callsSeen.delete(session.id);
     this.sampling.delete(session.id);
     await this.channels.get(session.id)?.close();
     this.channels.delete(session.id);

@@ -1,4 +1,4 @@
-import type { BridgeRun, ToolCallRecord } from '../bridge/index.js';
+import type { BridgeRun, ToolCallCount, ToolCallRecord } from '../bridge/index.js';
 import type { Sampler, SamplingLimits } from '../codemode/index.js';
 import type { ArtifactsOmitted, ResultImage, SkippedImage } from '../engine/index.js';
 import type { Language } from '../runtimes/index.js';
@@ -66,8 +66,10 @@ export interface SendResult {
   /** The figures this send made (or left open), then image files it wrote (engine/images.ts). */
   images: ResultImage[];
   images_skipped?: SkippedImage[];
-  /** Code mode: the downstream tool calls this send's code made. */
+  /** Code mode: the downstream tool calls this send's code made (the first CODEXEC_MAX_TOOL_CALL_RECORDS). */
   tool_calls?: ToolCallRecord[];
+  /** Code mode: this send's calls past those, counted per tool and outcome. */
+  tool_calls_omitted?: ToolCallCount[];
 }
 
 export interface CloseResult {

@@ -95,7 +95,7 @@ describe('the circuit breaker', () => {
       content: [{ type: 'text', text: 'back' }],
     });
     expect(bridge.health()[0]?.circuit).toBe('closed');
-    expect(calls.calls().map((call) => call.success)).toEqual([false, false, false, true]);
+    expect(calls.takeCalls()?.calls.map((call) => call.success)).toEqual([false, false, false, true]);
   }, 30_000);
 });
 

@@ -23,7 +23,7 @@ const run: BridgeRun = {
   async schema(name) {
     return { name, server: 's', tool: 't', description: '', inputSchema: {} };
   },
-  calls: () => [],
+  takeCalls: () => undefined,
 };
 
 const channels: Channel[] = [];
@@ -32,7 +32,7 @@ afterAll(async () => {
 });
 
 async function open(): Promise<Channel> {
-  const channel = await openChannel(run, tempDir());
+  const channel = await openChannel(tempDir(), run);
   channels.push(channel);
   return channel;
 }
@@ -123,7 +123,7 @@ describe('the code-mode channel', () => {
   });
 
   it('removes its socket when closed', async () => {
-    const channel = await openChannel(run, tempDir());
+    const channel = await openChannel(tempDir(), run);
     await channel.close();
     const { closed } = await exchange(channel, [JSON.stringify({ token: channel.token })], 1);
     expect(closed).toBe(true);

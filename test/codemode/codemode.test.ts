@@ -168,12 +168,12 @@ describe.each(['namespace', 'subprocess', 'docker'])('code mode (%s sandbox)', (
     expect(value.stdout).toBe('5 RATE_LIMITED\n');
   });
 
-  it('gives no helpers and no socket without allowed_tools; bash is refused code mode', async () => {
+  it('gives discovery without allowed_tools (no token in the environment); bash is refused code mode', async () => {
     const plain = await run(
       'node',
       'console.log(typeof callMCPTool, typeof process.env.CODEXEC_BRIDGE_TOKEN)',
     );
-    expect(plain.value.stdout).toBe('undefined undefined\n');
+    expect(plain.value.stdout).toBe('function undefined\n');
     expect(plain.value.tool_calls).toBeUndefined();
     const bash = await callTool<{ code: string }>(server.client, 'execute_code', {
       language: 'bash',

@@ -4,7 +4,6 @@
 // then the drop program) or not (bwrap in a user namespace). In subprocess mode the code keeps
 // the server's own, which this asserts too (docs/security.md says so from this run).
 import { chownSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callTool, tempDir } from '../helpers/server.js';
 import { DOCKER_MODE, ensureImage } from '../sandbox/container/engine.js';

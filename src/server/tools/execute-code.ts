@@ -72,8 +72,8 @@ export function registerExecuteCode(server: McpServer, services: Services, gate:
       'A failing program is a normal result with success=false; read stderr and fix the code.',
     compactDescription:
       'Run a Python, JavaScript (node), TypeScript or Bash program once in a sandbox; returns stdout, stderr, ' +
-      "exit code, files. With allowed_tools the code can find and call other MCP servers' tools " +
-      '(discoverMCPTools, searchTools, getToolSchema, callMCPTool; python: await call_mcp_tool, …).',
+      "exit code, files. The code can find other MCP servers' tools (discoverMCPTools, searchTools, " +
+      'getToolSchema) and call those in allowed_tools (callMCPTool; python: await call_mcp_tool, …).',
     input: inputSchema,
     advertisedInput: inputSchema.extend({ language: advertisedLanguage(services.config, LANGUAGE_HELP) }),
     output: executionResultSchema,

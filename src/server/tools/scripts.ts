@@ -6,6 +6,7 @@ import { findMissingPackages } from '../../packages/index.js';
 import { resolveWorkingDir } from '../../policy/index.js';
 import { LANGUAGES } from '../../runtimes/index.js';
 import { currentPrincipal } from '../../util/index.js';
+import { discovers } from '../codemode.js';
 import { defineTool } from '../define-tool.js';
 import { type Gatekeeper, runFacts } from '../guard.js';
 import { withProgress } from '../progress.js';
@@ -217,19 +218,29 @@ export function registerScriptTools(server: McpServer, services: Services, gate:
         attempt,
         () =>
           withProgress(ctx, async (options) => {
-            const result = await services.engine.run(
-              {
-                language: metadata.language,
-                code,
-                timeoutMs: args.timeout_ms,
-                workingDir,
-                args: args.args,
-                scriptName: metadata.name,
-              },
-              options,
-            );
-            await scripts.recordRun(args.name, result.success);
-            return result;
+            // Code mode's discovery, where downstream servers are configured (no call allowed).
+            const ended = new AbortController();
+            const bridge = discovers(services, metadata.language)
+              ? services.bridge.openRun({ allowedTools: [], signal: ended.signal })
+              : undefined;
+            try {
+              const result = await services.engine.run(
+                {
+                  language: metadata.language,
+                  code,
+                  timeoutMs: args.timeout_ms,
+                  workingDir,
+                  args: args.args,
+                  scriptName: metadata.name,
+                  bridge,
+                },
+                options,
+              );
+              await scripts.recordRun(args.name, result.success);
+              return result;
+            } finally {
+              ended.abort(new Error('the run ended'));
+            }
           }),
         runFacts,
       );

@@ -4,7 +4,7 @@ import { InvalidInputError } from '../../errors/index.js';
 import { resolveWorkingDir, runtimeRefusal } from '../../policy/index.js';
 import { LANGUAGES } from '../../runtimes/index.js';
 import { artifactsOmitted, NAMES_HELP } from '../artifacts.js';
-import { codeModeInput, sessionSampler, toolCallsField } from '../codemode.js';
+import { codeModeInput, discovers, sessionSampler, toolCallsField } from '../codemode.js';
 import { defineTool } from '../define-tool.js';
 import { type Gatekeeper, runFacts } from '../guard.js';
 import { imageFields } from '../images.js';
@@ -128,19 +128,22 @@ function registerCodeTools(server: McpServer, services: Services, gate: Gatekeep
       const workingDir = args.working_dir ? await resolveWorkingDir(args.working_dir, config) : undefined;
       const refused = runtimeRefusal(args.language, config.gate.allowedRuntimes);
       if (refused) throw refused;
-      const codeMode = args.allowed_tools !== undefined || args.enable_sampling;
-      if (codeMode && args.language === 'bash') {
+      const explicit = args.allowed_tools !== undefined || args.enable_sampling;
+      if (explicit && args.language === 'bash') {
         throw new InvalidInputError(
           'code mode (allowed_tools, enable_sampling) is for python, node and typescript',
         );
       }
       // Code mode: the session's view of the bridge lasts as long as the session.
-      const bridge = codeMode
-        ? services.bridge.openRun({
-            allowedTools: args.allowed_tools ?? [],
-            signal: new AbortController().signal,
-          })
-        : undefined;
+      // Without allowed_tools, for discovery, where downstream servers are configured.
+      const bridge =
+        explicit || discovers(services, args.language)
+          ? services.bridge.openRun({
+              allowedTools: args.allowed_tools ?? [],
+              explicit,
+              signal: new AbortController().signal,
+            })
+          : undefined;
       const sampling = args.enable_sampling
         ? { rounds: args.max_sampling_rounds, tokens: args.max_sampling_tokens }
         : undefined;
