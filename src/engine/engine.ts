@@ -27,7 +27,7 @@ import { RunDisk } from './disk.js';
 import { driverPath, openScriptFile, SCRIPT_BASENAME, WARM_DRIVERS } from './drivers.js';
 import { collectImages, FIGURES_DIR } from './images.js';
 import { listArtifacts } from './listing.js';
-import { coldMark, syntaxFailure, toolCallsOf } from './outcomes.js';
+import { coldMark, executionEntry, syntaxFailure, toolCallsOf } from './outcomes.js';
 import { buildRunSpec, namedLimits, warmFits } from './spec.js';
 import type { ExecutionRequest, ExecutionResult, RunOptions } from './types.js';
 
@@ -372,30 +372,6 @@ export class Engine {
   }
 
   private async log(request: ExecutionRequest, result: ExecutionResult, diff: ArtifactDiff) {
-    await this.deps.logs.appendExecution({
-      type: 'execution',
-      execution_id: result.execution_id,
-      session_id: null,
-      script_name: request.scriptName ?? null,
-      ...(request.tool && { tool: request.tool }),
-      language: result.language,
-      code: request.code,
-      stdin: null,
-      stdout: result.stdout,
-      stderr: result.stderr,
-      exit_code: result.exit_code,
-      timed_out: result.timed_out,
-      cancelled: result.cancelled,
-      duration_ms: result.duration_ms,
-      memory_peak_mb: null,
-      sandbox_mode: result.sandbox_mode,
-      working_dir: result.working_dir,
-      ...(result.limit && { limit: result.limit }),
-      ...(result.tool_calls && { tool_calls: result.tool_calls }),
-      ...(result.tool_calls_omitted && { tool_calls_omitted: result.tool_calls_omitted }),
-      artifacts: diff,
-      ...(result.artifacts_omitted && { artifacts_omitted: result.artifacts_omitted }),
-      executed_at: new Date(Date.now() - result.duration_ms).toISOString(),
-    });
+    await this.deps.logs.appendExecution(executionEntry(request, result, diff));
   }
 }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { closeSync, fstatSync, openSync, readSync, writeSync } from 'node:fs';
 import { type FileHandle, mkdir, open } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -38,7 +39,7 @@ export class LogWriter {
    * call: search and get_execution_log show a principal only its own.
    */
   append(file: string, entry: object): Promise<void> {
-    const text = `${JSON.stringify({ ...entry, principal: currentPrincipal() })}\n`;
+    const text = `${JSON.stringify({ ...boundedCode(entry), principal: currentPrincipal() })}\n`;
     return this.exclusive(async () => {
       this.dirReady ??= mkdir(this.dir, { recursive: true }).catch((error: Error) => {
         this.dirReady = undefined; // retry on the next write
@@ -131,4 +132,22 @@ async function appendLine(path: string, line: Buffer): Promise<void> {
   } finally {
     await handle.close();
   }
+}
+
+/** Code kept in a log entry; beyond it, the start, `code_truncated` and the whole's sha256 (as the audit). */
+export const MAX_LOGGED_CODE_CHARS = 100_000;
+
+/**
+ * An entry whose `code` is over MAX_LOGGED_CODE_CHARS keeps its start (issue #37: 9 MB of code made
+ * ~36 MB of log and index per call); the output beside it is bounded already (CODEXEC_MAX_OUTPUT_CHARS).
+ */
+function boundedCode(entry: object): object {
+  const code = (entry as { code?: unknown }).code;
+  if (typeof code !== 'string' || code.length <= MAX_LOGGED_CODE_CHARS) return entry;
+  return {
+    ...entry,
+    code: code.slice(0, MAX_LOGGED_CODE_CHARS),
+    code_truncated: true,
+    code_sha256: createHash('sha256').update(code, 'utf8').digest('hex'),
+  };
 }

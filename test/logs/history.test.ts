@@ -5,6 +5,7 @@ import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type ExecutionLogEntry, ExecutionLogs, parseSince } from '../../src/logs/index.js';
 import { ftsExpression } from '../../src/logs/search.js';
+import { MAX_LOGGED_CODE_CHARS } from '../../src/logs/writer.js';
 import { tempDir } from '../helpers/server.js';
 import { DAY_MS, oneshot } from './fixtures.js';
 
@@ -76,7 +77,7 @@ describe('ExecutionLogs', () => {
     await history.writer.appendExecution(big('exec_000000000022', '2026-05-06T00:00:02Z'));
     const lines = readFileSync(file, 'utf8').split('\n');
     expect(lines).toHaveLength(4); // 3 lines and the final newline
-    expect(JSON.parse(lines[2] ?? '').code).toHaveLength(codeChars);
+    expect(JSON.parse(lines[2] ?? '').code).toHaveLength(Math.min(codeChars, MAX_LOGGED_CODE_CHARS));
     expect(await ids(history)).toEqual(['exec_000000000022', 'exec_000000000021']);
   });
 

@@ -253,7 +253,11 @@ function commandLine(
   return [...wrapper, ...launcher, ...program];
 }
 
-/** The spec's environment with paths mapped; PATH keeps its entries and gains the image's own. */
+/**
+ * The spec's environment with paths mapped. PATH is the image's, after only those of the spec's
+ * entries that lie in a mount (a work_dir's `.venv/bin`): the host's own layout (its PATH) never
+ * reaches a container (issue #30).
+ */
 function containerEnv(
   env: Readonly<Record<string, string>>,
   map: (path: string) => string,
@@ -263,7 +267,8 @@ function containerEnv(
   for (const [key, value] of Object.entries(env)) {
     mapped[key] = value.startsWith('/') ? value.split(':').map(map).join(':') : value;
   }
-  const path = (mapped.PATH ?? '').split(':').filter(Boolean);
+  const mounted = (env.PATH ?? '').split(':').filter((dir) => dir.startsWith('/') && map(dir) !== dir);
+  const path = mounted.map(map);
   mapped.PATH = [...path, ...imagePath.filter((dir) => !path.includes(dir))].join(':');
   return mapped;
 }

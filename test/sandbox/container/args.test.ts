@@ -18,7 +18,7 @@ const spec: SandboxSpec = {
     HOME: workspace,
     PYTHONPATH: `${join(extra, 'tool.py')}:/nowhere`,
     LANG: 'C.UTF-8',
-    PATH: '/usr/bin',
+    PATH: `${join(workspace, '.venv', 'bin')}:/root/.pyenv/shims:/usr/bin:/opt/host-only/bin`,
   },
   writablePaths: [workspace],
   readablePaths: [join(extra, 'tool.py')],
@@ -75,7 +75,8 @@ describe('buildContainerArgs', () => {
     const env = values(args, '--env');
     expect(env).toContain('HOME=/workspace');
     expect(env).toContain('PYTHONPATH=/opt/codexec/ro/1/tool.py:/nowhere');
-    expect(env).toContain('PATH=/usr/bin:/usr/local/bin');
+    // The host's PATH never reaches the container: only entries in a mount, then the image's.
+    expect(env).toContain('PATH=/workspace/.venv/bin:/usr/local/bin:/usr/bin');
     const program = args.slice(args.indexOf('img') + 1);
     expect(program).toEqual([
       '/bin/bash',
