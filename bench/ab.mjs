@@ -23,7 +23,13 @@ async function start(cli) {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [cli, 'serve'],
-    env: { PATH: process.env.PATH, HOME: home, LANG: 'C.UTF-8', CODEXEC_HOME: home, CODEXEC_SANDBOX_MODE: 'namespace' },
+    env: {
+      PATH: process.env.PATH,
+      HOME: home,
+      LANG: 'C.UTF-8',
+      CODEXEC_HOME: home,
+      CODEXEC_SANDBOX_MODE: 'namespace',
+    },
     stderr: 'ignore',
   });
   const client = new Client({ name: 'bench-ab', version: '1.0.0' });
