@@ -1,7 +1,7 @@
 // This build against another (--base its dist/cli.js, e.g. a worktree of the commit before a change),
 // alternated call by call over MCP stdio and paced as an agent's calls are: a warm one-shot run
 // per language and a session send (python, bash), p50 / p99 of each and the ratio this ÷ base.
-// Usage: node bench/ab.mjs --base /path/to/other/dist/cli.js [--n 150]
+// Usage: node bench/ab.mjs --base /path/to/other/dist/cli.js [--n 150] [--only send]
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -47,6 +47,7 @@ const CASES = [
   ['python send', 'send_to_session', { code: 'print(1)' }, 'python'],
   ['bash send', 'send_to_session', { code: 'echo 1' }, 'bash'],
 ];
+const only = arg('--only');
 const sessions = {};
 for (const [name, client] of Object.entries(servers)) {
   sessions[name] = {};
@@ -56,7 +57,7 @@ for (const [name, client] of Object.entries(servers)) {
   }
 }
 console.log(`this ÷ base, ${N} alternated calls each, ${PACE_MS} ms apart (namespace mode)`);
-for (const [label, tool, args, language] of CASES) {
+for (const [label, tool, args, language] of CASES.filter(([label]) => !only || label.includes(only))) {
   const times = { base: [], this: [] };
   for (let round = -10; round < N; round++) {
     const order = round % 2 === 0 ? ['base', 'this'] : ['this', 'base'];
