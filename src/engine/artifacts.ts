@@ -22,6 +22,12 @@ export interface SnapshotOptions {
   readonly maxDepth?: number;
   /** Top-level names to leave out (the temp script file). */
   readonly exclude?: ReadonlySet<string>;
+  /**
+   * `root` is a workspace codexec made (`exec_*`, `sess_*`), which only the server can rename:
+   * its own entries are read by path (util/beneath WalkOptions.rootPath). Not for a caller's
+   * working_dir, whose parent other runs may be able to change.
+   */
+  readonly ownWorkspace?: boolean;
 }
 
 /**
@@ -39,7 +45,11 @@ export async function snapshotDir(root: string, options: SnapshotOptions = {}): 
     return snapshot; // unreadable or vanished: nothing to report
   }
   try {
-    const walk = walkBeneath(rootFd, { maxEntries, maxDepth });
+    const walk = walkBeneath(rootFd, {
+      maxEntries,
+      maxDepth,
+      ...(options.ownWorkspace && { rootPath: root }),
+    });
     let count = 0;
     let step = walk.next(false);
     while (!step.done) {

@@ -221,7 +221,9 @@ export class Engine {
       quietly(() => unlinkSync(scriptPath));
       if (runtime.interpreter === 'node') tidied = unlink(join(execDir, 'node_modules')).catch(() => {});
       const untouched = exclude !== undefined && holdsOnly(cwd, exclude);
-      const after: Snapshot = untouched ? new Map() : await snapshotDir(cwd, { exclude });
+      const after: Snapshot = untouched
+        ? new Map()
+        : await snapshotDir(cwd, { exclude, ownWorkspace: cwd === execDir });
       const diff = diffSnapshots(before, after);
       outcome = disk.settle(outcome, cwd === execDir ? after : undefined);
       keepsFiles ||= diff.created.length > 0 || diff.modified.length > 0;

@@ -285,6 +285,7 @@ export class SessionManager implements SessionPackageHost {
       language: request.language,
       name: request.name ?? null,
       cwd,
+      workspace,
       ...(python && { figuresWorkspace: workspace }),
       config,
       sandboxMode: backend.mode,

@@ -26,6 +26,8 @@ export interface SessionOptions {
   readonly language: Language;
   readonly name: string | null;
   readonly cwd: string;
+  /** The session's own workspace (`sess_*`), which cwd is unless a working_dir was given. */
+  readonly workspace: string;
   /** The workspace whose figures folder a send's matplotlib figures are saved in (Python). */
   readonly figuresWorkspace?: string | undefined;
   readonly config: Config;
@@ -220,7 +222,8 @@ export class Session {
       this.log(request.code, result, { created: [], modified: [], deleted: [] }, started);
       return result;
     }
-    const before = await snapshotDir(cwd);
+    const ownWorkspace = cwd === this.options.workspace;
+    const before = await snapshotDir(cwd, { ownWorkspace });
     const done = new Promise<DoneMessage>((resolve) => {
       this.waiting = { id: executionId, resolve };
     });
@@ -257,7 +260,7 @@ export class Session {
     this.marks = undefined;
     const duration_ms = Date.now() - started;
     const collected = this.collect();
-    const diff = diffSnapshots(before, await snapshotDir(cwd));
+    const diff = diffSnapshots(before, await snapshotDir(cwd, { ownWorkspace }));
     const listed = listArtifacts(diff, config.artifacts, this.options.secrets);
     const pictures = await collectImages({
       workspace: this.options.figuresWorkspace,

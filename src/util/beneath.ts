@@ -192,6 +192,12 @@ export interface WalkOptions {
   readonly maxEntries: number;
   /** Directories deeper than this are not entered (the root's children are depth 0). */
   readonly maxDepth: number;
+  /**
+   * The root's own path, when nothing but the server can rename it (a workspace: code inside cannot
+   * rename its own mount point, nor see its parent): its entries are then read by path, as fast as
+   * a plain readdir and lstat (a lookup through /proc costs ~3x), and only deeper ones by fds.
+   */
+  readonly rootPath?: string;
 }
 
 /**
@@ -205,55 +211,92 @@ export interface WalkOptions {
 export function* walkBeneath(rootFd: number, options: WalkOptions): Generator<WalkEntry, boolean, boolean> {
   let seen = 0;
   let level: WalkDir[] = [{ rel: '', path: [] }];
-  for (let depth = 0; level.length > 0 && depth <= options.maxDepth; depth++) {
-    const next: WalkDir[] = [];
-    for (const dir of level) {
-      let fd: number;
-      try {
-        fd = openDirBeneath(rootFd, dir.path, { shown: dir.rel });
-      } catch {
-        continue; // swapped, removed or unreadable since it was listed
-      }
-      try {
-        for (const raw of namesIn(fd)) {
-          if (++seen > options.maxEntries) return false;
-          const stat = lstatSync(at(fd, raw), { throwIfNoEntry: false });
-          if (!stat) continue;
-          const name = typeof raw === 'string' && !needsShowing(raw) ? raw : shownName(raw);
-          const rel = dir.rel === '' ? name : `${dir.rel}/${name}`;
-          const enter = yield { dirFd: fd, name, raw, rel, stat, depth };
-          if (enter && stat.isDirectory()) next.push({ rel, path: [...dir.path, raw] });
+  let next: WalkDir[] = [];
+  // Directories to walk next are opened from their parent's fd as they are found (one lookup each),
+  // up to KEPT_FDS held at once; past that, one is reopened from the root when its turn comes.
+  let kept = 0;
+  try {
+    for (let depth = 0; level.length > 0 && depth <= options.maxDepth; depth++) {
+      next = [];
+      for (const dir of level) {
+        const top = dir.path.length === 0;
+        let fd: number;
+        try {
+          fd = top ? rootFd : (dir.fd ?? openDirBeneath(rootFd, dir.path, { shown: dir.rel }));
+        } catch {
+          continue; // swapped, removed or unreadable since it was listed
         }
-      } finally {
-        closeSync(fd);
+        if (dir.fd !== undefined) kept--;
+        dir.fd = undefined;
+        const byPath = top ? options.rootPath : undefined;
+        try {
+          for (const raw of namesIn(byPath ?? at(fd))) {
+            if (++seen > options.maxEntries) return false;
+            const stat = lstatSync(byPath === undefined ? at(fd, raw) : inDir(byPath, raw), {
+              throwIfNoEntry: false,
+            });
+            if (!stat) continue;
+            const name = typeof raw === 'string' && !needsShowing(raw) ? raw : shownName(raw);
+            const rel = dir.rel === '' ? name : `${dir.rel}/${name}`;
+            const enter = yield { dirFd: fd, name, raw, rel, stat, depth };
+            if (!enter || !stat.isDirectory() || depth === options.maxDepth) {
+              if (enter && stat.isDirectory()) next.push({ rel, path: [...dir.path, raw] });
+              continue;
+            }
+            const child: WalkDir = { rel, path: [...dir.path, raw] };
+            if (kept < KEPT_FDS) {
+              try {
+                child.fd = openDirAt(fd, raw);
+                kept++;
+              } catch {
+                continue; // a link or no longer a directory: never entered
+              }
+            }
+            next.push(child);
+          }
+        } finally {
+          if (!top) closeSync(fd);
+        }
       }
+      level = next;
     }
-    level = next;
+    return level.length === 0;
+  } finally {
+    // An early end (a bound, or the consumer stopped): the fds still held are closed.
+    for (const dir of [...level, ...next]) if (dir.fd !== undefined) closeSync(dir.fd);
   }
-  return level.length === 0;
 }
 
-/** A directory still to walk: its shown path and the raw names that lead to it. */
+/** Directory fds a walk holds open at most for the level it will walk next. */
+const KEPT_FDS = 256;
+
+/** `name` in the directory at `dir` (a path of bytes for a name of bytes). */
+function inDir(dir: string, name: RawName): string | Buffer {
+  return typeof name === 'string' ? `${dir}/${name}` : Buffer.concat([Buffer.from(`${dir}/`), name]);
+}
+
+/** A directory still to walk: its shown path, the raw names that lead to it, and its fd if held. */
 interface WalkDir {
   readonly rel: string;
   readonly path: readonly RawName[];
+  fd?: number | undefined;
 }
 
 /**
- * The names in `fd`, sorted. Names that are not UTF-8 come back from a string readdir with U+FFFD
+ * The names in directory `dir` (a path), sorted. Names that are not UTF-8 come back from a string readdir with U+FFFD
  * in them (and name no file): only then is the directory read again as bytes.
  */
-function namesIn(fd: number): RawName[] {
+function namesIn(dir: string): RawName[] {
   let names: string[];
   try {
-    names = readdirSync(at(fd));
+    names = readdirSync(dir);
   } catch {
     return [];
   }
   if (!names.some((name) => name.includes('\uFFFD'))) return names.sort();
   let raw: Buffer[];
   try {
-    raw = readdirSync(at(fd), { encoding: 'buffer' });
+    raw = readdirSync(dir, { encoding: 'buffer' });
   } catch {
     return [];
   }
