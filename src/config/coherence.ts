@@ -13,34 +13,42 @@ export interface Reconciled {
 }
 
 type Name = keyof Settings;
+/** The settings whose value is a number. */
+type NumericName = { [K in Name]: Settings[K] extends number ? K : never }[Name];
 
 /** Make `settings` coherent; `userSet` names the settings given in env or config.json. */
 export function reconcile(settings: Settings, userSet: ReadonlySet<string>): Reconciled {
   const s = { ...settings };
   const warnings: string[] = [];
   const set = (name: Name) => userSet.has(name);
-  reconcileTimeouts(s, set, warnings);
+  reconcileOrder(s, set, warnings, 'CODEXEC_DEFAULT_TIMEOUT_MS', 'CODEXEC_MAX_TIMEOUT_MS');
   reconcileTruncation(s, set, warnings);
-  reconcileHttpTimeouts(s, set, warnings);
+  // Node refuses a request head's time longer than the whole request's (headersTimeout <= requestTimeout).
+  reconcileOrder(s, set, warnings, 'CODEXEC_HTTP_HEADERS_TIMEOUT_MS', 'CODEXEC_HTTP_REQUEST_TIMEOUT_MS');
   return { settings: s, warnings };
 }
 
-function reconcileTimeouts(s: Settings, set: (name: Name) => boolean, warnings: string[]): void {
-  const { CODEXEC_DEFAULT_TIMEOUT_MS: timeout, CODEXEC_MAX_TIMEOUT_MS: max } = s;
-  if (timeout <= max) return;
-  if (set('CODEXEC_DEFAULT_TIMEOUT_MS') && set('CODEXEC_MAX_TIMEOUT_MS')) {
-    throw new ConfigError(`CODEXEC_DEFAULT_TIMEOUT_MS: must not exceed CODEXEC_MAX_TIMEOUT_MS (${max})`);
-  }
-  if (set('CODEXEC_MAX_TIMEOUT_MS')) {
-    s.CODEXEC_DEFAULT_TIMEOUT_MS = max;
-    warnings.push(
-      `CODEXEC_DEFAULT_TIMEOUT_MS lowered from its default ${timeout} to ${max} to fit CODEXEC_MAX_TIMEOUT_MS=${max}`,
-    );
+/**
+ * `low` must not exceed `high`: both set and in conflict stops start-up; else the one left at its
+ * default moves to the other's value, with a warning.
+ */
+function reconcileOrder(
+  s: Settings,
+  set: (name: Name) => boolean,
+  warnings: string[],
+  low: NumericName,
+  high: NumericName,
+): void {
+  const lowValue = s[low];
+  const highValue = s[high];
+  if (lowValue <= highValue) return;
+  if (set(low) && set(high)) throw new ConfigError(`${low}: must not exceed ${high} (${highValue})`);
+  if (set(high)) {
+    s[low] = highValue;
+    warnings.push(`${low} lowered from its default ${lowValue} to ${highValue} to fit ${high}=${highValue}`);
   } else {
-    s.CODEXEC_MAX_TIMEOUT_MS = timeout;
-    warnings.push(
-      `CODEXEC_MAX_TIMEOUT_MS raised from its default ${max} to ${timeout} to fit CODEXEC_DEFAULT_TIMEOUT_MS=${timeout}`,
-    );
+    s[high] = lowValue;
+    warnings.push(`${high} raised from its default ${highValue} to ${lowValue} to fit ${low}=${lowValue}`);
   }
 }
 
@@ -84,26 +92,4 @@ function reconcileTruncation(s: Settings, set: (name: Name) => boolean, warnings
   warnings.push(
     `${moved.join(' and ')} (default${moved.length > 1 ? 's' : ''}) lowered to fit CODEXEC_MAX_OUTPUT_CHARS=${max}`,
   );
-}
-
-/** Node refuses a request head's time longer than the whole request's (headersTimeout <= requestTimeout). */
-function reconcileHttpTimeouts(s: Settings, set: (name: Name) => boolean, warnings: string[]): void {
-  const { CODEXEC_HTTP_HEADERS_TIMEOUT_MS: head, CODEXEC_HTTP_REQUEST_TIMEOUT_MS: whole } = s;
-  if (head <= whole) return;
-  if (set('CODEXEC_HTTP_HEADERS_TIMEOUT_MS') && set('CODEXEC_HTTP_REQUEST_TIMEOUT_MS')) {
-    throw new ConfigError(
-      `CODEXEC_HTTP_HEADERS_TIMEOUT_MS: must not exceed CODEXEC_HTTP_REQUEST_TIMEOUT_MS (${whole})`,
-    );
-  }
-  if (set('CODEXEC_HTTP_REQUEST_TIMEOUT_MS')) {
-    s.CODEXEC_HTTP_HEADERS_TIMEOUT_MS = whole;
-    warnings.push(
-      `CODEXEC_HTTP_HEADERS_TIMEOUT_MS lowered from its default ${head} to ${whole} to fit CODEXEC_HTTP_REQUEST_TIMEOUT_MS=${whole}`,
-    );
-  } else {
-    s.CODEXEC_HTTP_REQUEST_TIMEOUT_MS = head;
-    warnings.push(
-      `CODEXEC_HTTP_REQUEST_TIMEOUT_MS raised from its default ${whole} to ${head} to fit CODEXEC_HTTP_HEADERS_TIMEOUT_MS=${head}`,
-    );
-  }
 }
