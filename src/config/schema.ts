@@ -47,7 +47,7 @@ const commandPatterns = list(false).superRefine((patterns, ctx) => {
   });
 });
 
-export const SANDBOX_MODES = ['auto', 'namespace', 'subprocess', 'docker'] as const;
+export const SANDBOX_MODES = ['auto', 'namespace', 'landlock', 'subprocess', 'docker'] as const;
 export type SandboxMode = (typeof SANDBOX_MODES)[number];
 
 // The approval gate (ADR 036). Runtime names mirror runtimes' LANGUAGES (config sits below

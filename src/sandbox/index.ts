@@ -8,6 +8,7 @@ export {
   findEngine,
 } from './container/index.js';
 export { buildBwrapArgs, findOnPath, type Layer, NamespaceBackend } from './namespace/index.js';
+export { landlockAbi } from './landlock/index.js';
 export { BackendRegistry } from './registry.js';
 export { SubprocessBackend } from './subprocess/index.js';
 export type {

@@ -58,6 +58,14 @@ export class BackendRegistry {
         );
         return new SubprocessBackend();
       }
+      case 'landlock': {
+        const backend = new NamespaceBackend({ ...this.namespace.settings, confine: 'landlock' });
+        const probe = await backend.probe();
+        if (probe.available) return backend;
+        throw new SandboxUnavailableError(
+          `sandbox mode "landlock" is not available here: ${probe.reason}. Run \`codexec doctor\`.`,
+        );
+      }
       case 'docker': {
         if (!this.container) throw new SandboxUnavailableError('sandbox mode "docker" has no settings here');
         const backend = new ContainerBackend(this.container);

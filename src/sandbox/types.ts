@@ -1,6 +1,6 @@
 import type { Duplex, Readable, Writable } from 'node:stream';
 
-export type BackendMode = 'namespace' | 'subprocess' | 'docker';
+export type BackendMode = 'namespace' | 'landlock' | 'subprocess' | 'docker';
 
 /** Everything a backend needs to run one process. Policy builds it; backends only execute it. */
 export interface SandboxSpec {

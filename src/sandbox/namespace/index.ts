@@ -60,6 +60,11 @@ export interface NamespaceOptions {
   readonly drop?: boolean;
   /** Memory and processes of all runs together (CODEXEC_TOTAL_*): the runs' parent cgroup. */
   readonly totals?: CgroupTotals;
+  /**
+   * How a run is confined: 'namespaces' (bubblewrap; sandbox mode namespace) or 'landlock'
+   * (sandbox mode landlock: no namespace, Landlock + seccomp + rlimits + cgroups, src/sandbox/landlock).
+   */
+  readonly confine?: 'namespaces' | 'landlock';
 }
 
 /**
@@ -71,7 +76,6 @@ const OUTSIDE_FORKED_CGROUP = 2;
 const PROBE_MARK = '\n[codexec-end probe00000000000]\n';
 
 export class NamespaceBackend implements SandboxBackend {
-  readonly mode = 'namespace' as const;
   private host: HostSetup | undefined;
   private probed: Promise<Availability> | undefined;
 
@@ -80,6 +84,15 @@ export class NamespaceBackend implements SandboxBackend {
   private exitHook = false;
 
   constructor(private readonly options: NamespaceOptions = {}) {}
+
+  /** The options it was made with (a landlock backend of the same settings takes them). */
+  get settings(): NamespaceOptions {
+    return this.options;
+  }
+
+  get mode(): 'namespace' | 'landlock' {
+    return this.options.confine === 'landlock' ? 'landlock' : 'namespace';
+  }
 
   private cgroups: RunCgroups | undefined;
 
@@ -255,6 +268,7 @@ export class NamespaceBackend implements SandboxBackend {
   }
 
   private async runProbe(): Promise<Availability> {
+    if (this.mode === 'landlock') return { available: false, reason: 'the landlock backend is being built' };
     const host = this.setup();
     if (host.unavailable) return { available: false, reason: host.unavailable };
     const truePath = findOnPath('true') ?? '/bin/true';
