@@ -7,8 +7,8 @@ export {
   type ContainerOptions,
   findEngine,
 } from './container/index.js';
-export { buildBwrapArgs, findOnPath, type Layer, NamespaceBackend } from './namespace/index.js';
 export { landlockAbi } from './landlock/index.js';
+export { buildBwrapArgs, findOnPath, type Layer, NamespaceBackend } from './namespace/index.js';
 export { BackendRegistry } from './registry.js';
 export { SubprocessBackend } from './subprocess/index.js';
 export type {
