@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { Config } from '../config/index.js';
+import { type Config, runRoots } from '../config/index.js';
 import { loadRules, policyPath } from '../policy/index.js';
 import { type InterpreterKind, Interpreters } from '../runtimes/index.js';
 import {
@@ -16,7 +16,7 @@ const KINDS: readonly InterpreterKind[] = ['python', 'node', 'bash'];
 /** Report what works on this machine, layer by layer. Always exits 0: missing layers are information. */
 export async function doctorCommand(): Promise<void> {
   const config = configOrExit();
-  const namespace = new NamespaceBackend({ totals: config.totals });
+  const namespace = new NamespaceBackend({ totals: config.totals, roots: runRoots(config) });
   console.log('codexec doctor');
   console.log(`  configured sandbox mode: ${config.sandboxMode} (CODEXEC_SANDBOX_MODE)`);
   let backend: SandboxBackend | undefined;

@@ -1,7 +1,7 @@
 // Configuration: one zod schema over the environment variables and the optional config file.
 // loadConfig() resolves it once at start-up; everything else receives the Config object.
 
-export { type Config, commandWorkspace, globalPackageDirs, loadConfig } from './load.js';
+export { type Config, commandWorkspace, globalPackageDirs, loadConfig, runRoots } from './load.js';
 export {
   APPROVAL_MODES,
   type ApprovalMode,

@@ -142,6 +142,14 @@ export function globalPackageDirs(
   return { python: join(root, 'python'), node, nodeModules: join(node, 'node_modules') };
 }
 
+/**
+ * codexec's own directories that runs live beneath: CODEXEC_HOME, the workspaces, package
+ * environments and command workspaces (every principal's).
+ */
+export function runRoots(config: Pick<Config, 'sandboxDir' | 'envsDir' | 'home' | 'command'>): string[] {
+  return [config.home, config.sandboxDir, config.envsDir, config.command.workspace];
+}
+
 type RawSettings = Partial<Record<string, unknown>>;
 
 /**

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { basename, join } from 'node:path';
 import { AuditTrail, KEY_FILE } from '../audit/index.js';
 import { type Bridge, loadMcpConfig, McpBridge } from '../bridge/index.js';
-import { type Config, globalPackageDirs } from '../config/index.js';
+import { type Config, globalPackageDirs, runRoots } from '../config/index.js';
 import { DiskQuota } from '../disk/index.js';
 import { Engine } from '../engine/index.js';
 import { ScriptLibrary } from '../library/index.js';
@@ -71,7 +71,11 @@ export function createServices(config: Config): Services {
   });
   const logs = history.writer;
   const interpreters = new Interpreters(config.interpreters);
-  const namespace = new NamespaceBackend({ idleMs: config.pool.idleMs, totals: config.totals });
+  const namespace = new NamespaceBackend({
+    idleMs: config.pool.idleMs,
+    totals: config.totals,
+    roots: runRoots(config),
+  });
   const backends = new BackendRegistry(config.sandboxMode, namespace, config.docker);
   // Built once: the secrets are the server's own environment's and the secrets file's at start-up.
   const secrets = createSecretsFilter(config.secrets, process.env);

@@ -1,10 +1,134 @@
-// Sandbox mode landlock: the namespace backend's runs (cgroups, launchers, zygote), confined
-// without any namespace by Landlock, seccomp and rlimits, applied by our own launcher (confine.ts).
+// Sandbox mode landlock: the namespace backend's runs (cgroups, launchers, zygotes, ownership
+// lending), with no namespace at all. Each program is confined by Landlock (the kernel's best ABI),
+// codexec's seccomp filter and rlimits, applied by our own launcher (confine.ts) from a script the
+// server builds per run (rules.ts), never in the server process. This file holds what the backend
+// keeps per server: the launcher on disk, the kernel's ABI, the system paths every run may read.
+import { spawnSync } from 'node:child_process';
+import { chmodSync, closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { BOUND_ETC, etcEntries, findOnPath, systemMounts } from '../namespace/host.js';
+import type { SandboxSpec } from '../types.js';
+import { confineProgram } from './confine.js';
+import { type Access, abiScript, type Launch, landlockScript, launchScript } from './rules.js';
 
-/**
- * The Landlock ABI this kernel offers (0: none, or Landlock is not enabled), asked once by running
- * the launcher. Placeholder until the launcher lands: 0.
- */
+export { handledFs } from './rules.js';
+
+/** Device files every run may read and write. */
+const DEVICES = ['/dev/null', '/dev/zero', '/dev/full', '/dev/random', '/dev/urandom'];
+
+/** The launcher and the facts of this host, made on first use and kept for the server's life. */
+export class Confiner {
+  private dir: string | undefined;
+  private launcher: string | undefined;
+  private abiFound: number | undefined;
+  private system: { executable: string[]; readable: string[] } | undefined;
+
+  /** The launcher's path, written once per server into a directory of its own (0700). */
+  program(): string {
+    if (this.launcher) return this.launcher;
+    const program = confineProgram();
+    if (!program)
+      throw new Error(`no confine launcher for ${process.arch}: sandbox mode landlock needs x86-64`);
+    this.dir = mkdtempSync(join(tmpdir(), 'codexec-confine-'));
+    const dir = this.dir;
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+    const path = join(dir, 'codexec-confine');
+    writeFileSync(path, program, { mode: 0o500 });
+    chmodSync(path, 0o500);
+    this.launcher = path;
+    return path;
+  }
+
+  /** The kernel's Landlock ABI (0: none, or the launcher cannot run here), asked once. */
+  abi(): number {
+    if (this.abiFound === undefined) {
+      // Its status: the ABI, or an error's number modulo 256 (ENOSYS: 218, EOPNOTSUPP: 161).
+      const status = this.runScript(abiScript());
+      this.abiFound = status >= 1 && status < 64 ? status : 0;
+    }
+    return this.abiFound;
+  }
+
+  private scripts = 0;
+
+  /**
+   * Run a script with the launcher, synchronously, as the server's user: its exit status (its own,
+   * or 126 when a call failed; -1 when the launcher could not run). For probes and one-off setup.
+   */
+  runScript(script: Buffer): number {
+    let program: string;
+    try {
+      program = this.program();
+    } catch {
+      return -1;
+    }
+    const path = join(this.dir as string, `script-${this.scripts++}`);
+    writeFileSync(path, script, { mode: 0o600 });
+    const fd = openSync(path, 'r');
+    try {
+      const truePath = findOnPath('true') ?? '/bin/true';
+      const result = spawnSync(program, [truePath], {
+        stdio: ['ignore', 'ignore', 'ignore', 'ignore', fd],
+        env: {},
+        timeout: 5000,
+      });
+      return result.status ?? -1;
+    } finally {
+      closeSync(fd);
+      rmSync(path, { force: true });
+    }
+  }
+
+  /** Why landlock mode cannot run here, or undefined. */
+  unavailable(): string | undefined {
+    if (process.platform !== 'linux') return 'Landlock is Linux only';
+    if (!confineProgram()) return `no confine launcher for ${process.arch} (x86-64 only)`;
+    if (this.abi() === 0)
+      return (
+        'the kernel offers no Landlock (Linux >= 5.13 with CONFIG_SECURITY_LANDLOCK=y and "landlock" in ' +
+        'its lsm= boot list), or the launcher cannot run from ' +
+        tmpdir()
+      );
+    return undefined;
+  }
+
+  /** What a run may read and write, from its spec and its own temporary directory. */
+  access(spec: SandboxSpec, tmp: string | undefined): Access {
+    this.system ??= systemPaths();
+    return {
+      executable: [...this.system.executable, ...spec.readablePaths],
+      readable: this.system.readable,
+      writable: tmp ? [...spec.writablePaths, tmp] : spec.writablePaths,
+      devices: DEVICES,
+      network: spec.network,
+    };
+  }
+
+  /** A cold run's script: confine, drop, exec the program with the run's environment. */
+  launch(launch: Omit<Launch, 'abi'>): Buffer {
+    return launchScript({ ...launch, abi: this.abi() });
+  }
+
+  /** The Landlock part alone, for a zygote's fork (drivers/zygote.py). */
+  landlockOnly(access: Access): Buffer {
+    return landlockScript(this.abi(), access);
+  }
+}
+
+/** The kernel's Landlock ABI, 0 when there is none (or no launcher for this arch). */
 export function landlockAbi(): number {
-  return 0;
+  shared ??= new Confiner();
+  return shared.abi();
+}
+
+let shared: Confiner | undefined;
+
+/** The system paths of the namespace sandbox, as Landlock rules: read and execute, /etc and /proc read. */
+function systemPaths(): { executable: string[]; readable: string[] } {
+  const executable = systemMounts('/', '/etc')
+    .filter((mount) => mount.kind === 'ro-bind' && mount.path !== '/etc' && !mount.path.startsWith('/etc/'))
+    .map((mount) => mount.path);
+  const etc = [...etcEntries('/'), ...BOUND_ETC].map((name) => `/etc/${name}`);
+  return { executable, readable: [...etc, '/proc'] };
 }

@@ -142,7 +142,10 @@ const limit = (prlimit: string, ulimit: string, unit: number, value: number): Rl
 });
 
 /** The run's rlimits, one table for prlimit's options and bash's ulimit flags. */
-export function rlimitsFor(spec: SandboxSpec, options: BwrapOptions): Rlimit[] {
+export function rlimitsFor(
+  spec: SandboxSpec,
+  options: Pick<BwrapOptions, 'cgroup' | 'identity' | 'cpuSeconds' | 'drop' | 'placeholder'>,
+): Rlimit[] {
   const { memoryMb, maxFileMb } = spec.limits;
   const limits = [
     limit('as', '-v', 1024, ADDRESS_SPACE_BYTES),
@@ -161,7 +164,10 @@ export function rlimitsFor(spec: SandboxSpec, options: BwrapOptions): Rlimit[] {
 }
 
 /** Processes of the run's that are not the code's: the reporting drop program. */
-export function extraProcs(spec: SandboxSpec, options: BwrapOptions): number {
+export function extraProcs(
+  spec: SandboxSpec,
+  options: Pick<BwrapOptions, 'identity' | 'drop' | 'placeholder'>,
+): number {
   return reportsEnd(spec, options) ? 1 : 0;
 }
 

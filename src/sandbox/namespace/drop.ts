@@ -18,6 +18,7 @@
 // stdout and stderr after all the program wrote, the status on REPORT_FD ("N\n", 128+N after
 // signal N, as bwrap reports it), and exits with it.
 import { spawnSync } from 'node:child_process';
+import { staticExecutable } from '../elf.js';
 import { findOnPath } from './host.js';
 
 /** Its name in the sandbox's /etc (the copy, etc.ts): `/etc/codexec-drop [-r] UID GID PROGRAM [ARG]...`. */
@@ -291,40 +292,9 @@ const MESSAGE = 'codexec: could not start the program as the sandbox user: errno
 /** The drop program for `arch` (process.arch), or undefined where there is none (setpriv then). */
 export function dropProgram(arch: string = process.arch): Buffer | undefined {
   if (arch !== 'x64') return undefined;
-  const base = 0x400000;
-  const headers = 64 + 2 * 56; // the ELF header, then a loadable segment and a non-executable stack
-  const code = Buffer.concat([Buffer.from(CODE, 'hex'), Buffer.from(USAGE_TEXT), Buffer.from(MESSAGE)]);
-  const size = headers + code.length;
-  const elf = Buffer.alloc(size);
-  Buffer.from([0x7f, 0x45, 0x4c, 0x46, 2, 1, 1]).copy(elf); // 64-bit, little-endian, System V
-  elf.writeUInt16LE(2, 16); // an executable
-  elf.writeUInt16LE(0x3e, 18); // x86-64
-  elf.writeUInt32LE(1, 20);
-  elf.writeBigUInt64LE(BigInt(base + headers), 24); // the entry point: the code's start
-  elf.writeBigUInt64LE(64n, 32); // the program headers follow this header
-  elf.writeUInt16LE(64, 52);
-  elf.writeUInt16LE(56, 54);
-  elf.writeUInt16LE(2, 56);
-  const segment = (
-    at: number,
-    type: number,
-    flags: number,
-    address: number,
-    length: number,
-    align: number,
-  ) => {
-    elf.writeUInt32LE(type, at);
-    elf.writeUInt32LE(flags, at + 4);
-    elf.writeBigUInt64LE(BigInt(address), at + 16);
-    elf.writeBigUInt64LE(BigInt(address), at + 24);
-    elf.writeBigUInt64LE(BigInt(length), at + 32); // in the file
-    elf.writeBigUInt64LE(BigInt(length), at + 40); // in memory
-    elf.writeBigUInt64LE(BigInt(align), at + 48);
-  };
-  segment(64, 1, 5, base, size, 0x1000); // PT_LOAD, read and execute: the whole file, at base
-  segment(120, 0x6474e551, 6, 0, 0, 16); // PT_GNU_STACK, read and write: no executable stack
-  code.copy(elf, headers);
-  return elf;
+  return staticExecutable(
+    Buffer.concat([Buffer.from(CODE, 'hex'), Buffer.from(USAGE_TEXT), Buffer.from(MESSAGE)]),
+  );
 }
 
 /** Whether the program can drop to these ids (1 to 999999999: parsed as up to 9 digits); else setpriv. */

@@ -2,11 +2,14 @@
 // never host root. Builds the command line with buildBwrapArgs() and spawns it here, only here.
 // Over 400 lines: the ways a run starts (zygote fork, launcher, direct) share the backend's state
 // (host setup, /etc copies, run cgroups, launchers, zygotes); its pieces live in files of their own.
-import { constants } from 'node:os';
+import { chownSync, mkdtempSync, rmSync } from 'node:fs';
+import { constants, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { Duplex, Readable } from 'node:stream';
 import { SandboxUnavailableError } from '../../errors/index.js';
 import { log, settledWithin } from '../../util/index.js';
+import { Confiner } from '../landlock/index.js';
+import { Reach } from '../landlock/reach.js';
 import type {
   Availability,
   Exit,
@@ -32,7 +35,7 @@ import { EtcCopies, type EtcLease } from './etc.js';
 import { type ChildLike, Forker } from './forker.js';
 import { BOUND_ETC, etcEntries, findOnPath, type SystemMount, systemMounts } from './host.js';
 import { LAUNCHER_IDLE_MS, Launchers, type Started, startDirect } from './launcher.js';
-import { identityFor, Lease } from './ownership.js';
+import { identityFor, Lease, NOBODY } from './ownership.js';
 import { descendants, killOrphanedSandboxes, signal } from './process.js';
 import { hostFilter } from './seccomp.js';
 import { detectHost, type HostSetup, type Layer } from './setup.js';
@@ -65,6 +68,11 @@ export interface NamespaceOptions {
    * (sandbox mode landlock: no namespace, Landlock + seccomp + rlimits + cgroups, src/sandbox/landlock).
    */
   readonly confine?: 'namespaces' | 'landlock';
+  /**
+   * Where runs live (the sandbox dir, package environments, command workspaces): a root server's
+   * landlock runs must be able to reach them as the sandbox user, which the probe checks.
+   */
+  readonly roots?: readonly string[];
 }
 
 /**
@@ -83,7 +91,14 @@ export class NamespaceBackend implements SandboxBackend {
   private readonly live = new Set<RunCgroup>();
   private exitHook = false;
 
-  constructor(private readonly options: NamespaceOptions = {}) {}
+  constructor(private readonly options: NamespaceOptions = {}) {
+    this.reach = new Reach(options.roots ?? [], (script) => this.confiner.runScript(script));
+  }
+
+  /** Sandbox mode landlock's launcher and host facts (src/sandbox/landlock). */
+  private readonly confiner = new Confiner();
+  /** What a root server's landlock runs can reach as the sandbox user, and lending search to them. */
+  private readonly reach: Reach;
 
   /** The options it was made with (a landlock backend of the same settings takes them). */
   get settings(): NamespaceOptions {
@@ -167,7 +182,7 @@ export class NamespaceBackend implements SandboxBackend {
       return; // a cold start reports it
     }
     const system = this.systemNow(host);
-    const prepared: Prepared = { cgroup, system, lease, forked: true };
+    const prepared: Prepared = { cgroup, system, lease, alone: true };
     let forking: Promise<ChildLike>;
     try {
       const options = bwrapOptions(host, spec, identity, system, { cgroup: true, launcher: true });
@@ -268,9 +283,12 @@ export class NamespaceBackend implements SandboxBackend {
   }
 
   private async runProbe(): Promise<Availability> {
-    if (this.mode === 'landlock') return { available: false, reason: 'the landlock backend is being built' };
     const host = this.setup();
-    if (host.unavailable) return { available: false, reason: host.unavailable };
+    const missing =
+      this.mode === 'landlock'
+        ? (this.confiner.unavailable() ?? this.unreachableRoot(host))
+        : host.unavailable;
+    if (missing) return { available: false, reason: missing };
     const truePath = findOnPath('true') ?? '/bin/true';
     const proc = this.spawn({
       argv: [truePath],
@@ -304,11 +322,25 @@ export class NamespaceBackend implements SandboxBackend {
     };
   }
 
+  /** A root server's landlock runs: the first root of runs the sandbox user cannot reach, as a sentence. */
+  private unreachableRoot(host: HostSetup): string | undefined {
+    if (!host.root) return undefined;
+    for (const root of this.options.roots ?? []) {
+      const why = this.reach.check(join(root, 'run'), NOBODY);
+      if (why) return why;
+    }
+    return undefined;
+  }
+
   spawn(spec: SandboxSpec): SandboxedProcess {
     const host = this.setup();
-    if (host.unavailable || !host.tools) {
-      throw new SandboxUnavailableError(`namespace sandbox unavailable: ${host.unavailable ?? 'no tools'}`);
-    }
+    const landlock = this.mode === 'landlock';
+    const missing = landlock
+      ? this.confiner.unavailable()
+      : host.tools
+        ? host.unavailable
+        : (host.unavailable ?? 'no tools');
+    if (missing) throw new SandboxUnavailableError(`${this.mode} sandbox unavailable: ${missing}`);
     const reserved = this.reserved.get(spec);
     if (reserved) {
       this.reserved.delete(spec);
@@ -317,50 +349,97 @@ export class NamespaceBackend implements SandboxBackend {
     if (spec.zygote === 'only') throw new NotForkableError();
     const seccomp = hostFilter({ unixSocketsOnly: spec.network === 'none' });
     if (!seccomp)
-      throw new SandboxUnavailableError('namespace sandbox unavailable: no seccomp filter for this arch');
+      throw new SandboxUnavailableError(`${this.mode} sandbox unavailable: no seccomp filter for this arch`);
     const identity = host.root ? identityFor(spec.cwd) : undefined;
+    if (landlock && identity) {
+      for (const path of [spec.cwd, ...spec.writablePaths, ...spec.readablePaths]) {
+        const why = this.reach.check(path, identity);
+        if (why) throw new SandboxUnavailableError(`landlock sandbox: ${why}`);
+      }
+    }
     const lease = identity ? new Lease(identity) : undefined;
     lease?.lend(spec.writablePaths);
-    const system = this.systemNow(host);
-    const report = reportsEnd(spec, {
-      ...(identity && { identity }),
-      ...(system.drop && { drop: system.drop }),
-    });
+    const system = landlock ? { mounts: [] } : this.systemNow(host);
+    const report =
+      !landlock &&
+      reportsEnd(spec, {
+        ...(identity && { identity }),
+        ...(system.drop && { drop: system.drop }),
+      });
     const shape = { stdin: spec.stdin, control: spec.control === true, report };
-    // The reporting drop program is one more process of the run's.
-    const limits = report ? { ...spec.limits, maxProcs: spec.limits.maxProcs + 1 } : spec.limits;
+    // The reporting drop program is one more process of the run's; a landlock run has no bwrap.
+    const maxProcs = report
+      ? spec.limits.maxProcs + 1
+      : landlock
+        ? Math.max(1, spec.limits.maxProcs - OUTSIDE_FORKED_CGROUP)
+        : spec.limits.maxProcs;
+    const limits = { ...spec.limits, maxProcs };
     const ready = host.cgroups ? this.launchers(host)?.take(shape) : undefined;
     let cgroup = ready?.cgroup;
+    let tmp: string | undefined;
     try {
       if (host.cgroups && !cgroup) {
         cgroup = this.newCgroup(host, limits);
       }
+      if (landlock) tmp = runTmp(identity);
     } catch (error) {
       system.etc?.release();
       void lease?.giveBack();
       throw new SandboxUnavailableError(`could not create the run's cgroup: ${(error as Error).message}`);
     }
-    const options = bwrapOptions(host, spec, identity, system, {
-      cgroup: cgroup !== undefined,
-      launcher: ready !== undefined,
-    });
-    const mark = report ? spec.endMark : undefined;
     let started: Started;
     try {
-      const argv = buildBwrapArgs(spec, options);
-      started = ready
-        ? ready.launch(argv, seccomp, limits, ulimitArgs(rlimitsFor(spec, options)), mark)
-        : startDirect(argv, shape, seccomp, cgroup, mark);
+      if (landlock) {
+        const rlimits = rlimitsFor(spec, {
+          cgroup: cgroup !== undefined,
+          ...(identity && { identity }),
+          ...(spec.limits.cpuSeconds !== undefined && { cpuSeconds: spec.limits.cpuSeconds }),
+        });
+        const script = this.confiner.launch({
+          access: this.confiner.access(spec, tmp),
+          seccomp,
+          ...(identity && { identity }),
+          // A launcher sets the rlimits (and kills the run with the server: its cgroup); else the script.
+          dieWithParent: !ready,
+          rlimits: ready ? [] : rlimits,
+          argv: spec.argv,
+          env: tmp ? { ...spec.env, TMPDIR: tmp } : spec.env,
+          cwd: spec.cwd,
+        });
+        // The launcher's own arguments are the program's: it runs them if the script's exec fails.
+        const argv = [this.confiner.program(), ...spec.argv];
+        started = ready
+          ? ready.launch(argv, script, limits, ulimitArgs(rlimits))
+          : startDirect(argv, shape, script, cgroup);
+      } else {
+        const options = bwrapOptions(host, spec, identity, system, {
+          cgroup: cgroup !== undefined,
+          launcher: ready !== undefined,
+        });
+        const mark = report ? spec.endMark : undefined;
+        const argv = buildBwrapArgs(spec, options);
+        started = ready
+          ? ready.launch(argv, seccomp, limits, ulimitArgs(rlimitsFor(spec, options)), mark)
+          : startDirect(argv, shape, seccomp, cgroup, mark);
+      }
     } catch (error) {
       system.etc?.release();
+      if (tmp) rmSync(tmp, { recursive: true, force: true });
       throw error;
     }
-    return this.wrap(started.child, { cgroup, system, lease, forked: false, report });
+    return this.wrap(started.child, {
+      cgroup,
+      system,
+      lease,
+      alone: landlock,
+      report,
+      ...(tmp && { tmp }),
+    });
   }
 
   /** The run of `child` (bwrap, or a zygote's fork of the run's process) and what was made for it. */
   private wrap(child: ChildLike, prepared: Prepared): SandboxedProcess & { running(): boolean } {
-    const { cgroup, forked } = prepared;
+    const { cgroup, alone } = prepared;
     const pid = child.pid;
     let alive = pid !== undefined && child.exitCode === null && child.signalCode === null;
     let limit: LimitKind | undefined;
@@ -397,8 +476,10 @@ export class NamespaceBackend implements SandboxBackend {
       kill(name) {
         if (alive && pid !== undefined) {
           if (name === 'SIGKILL') signal(pid, name);
-          // A forked run's cgroup holds its processes and nothing else.
-          else if (forked && cgroup) for (const member of cgroup.pids()) signal(member, name);
+          // A forked (or landlock) run's cgroup holds its processes and nothing else.
+          else if (alone && cgroup) for (const member of cgroup.pids()) signal(member, name);
+          // A landlock run's first process is the program itself.
+          else if (alone) for (const member of [pid, ...descendants(pid)]) signal(member, name);
           else {
             const members = descendants(pid);
             // bwrap has not cloned the sandbox yet: nothing to be graceful with.
@@ -456,15 +537,21 @@ interface Prepared {
   readonly cgroup: RunCgroup | undefined;
   readonly system: { readonly etc?: EtcLease };
   readonly lease: Lease | undefined;
-  /** Forked by a zygote: the cgroup holds the run's own processes only. */
-  readonly forked: boolean;
+  /**
+   * Forked by a zygote, or confined by landlock: the run's processes are its program's alone (no
+   * bwrap, no sandbox init), in its cgroup if it has one.
+   */
+  readonly alone: boolean;
+  /** The run's own temporary directory (landlock: TMPDIR), removed with it. */
+  readonly tmp?: string;
   /** Its drop program reports the program's end on REPORT_FD (`drop -r`, args.ts reportsEnd). */
   readonly report?: boolean;
 }
 
 async function release(prepared: Prepared, cgroups: RunCgroups | undefined, live: Set<RunCgroup>) {
-  const { cgroup, system, lease } = prepared;
+  const { cgroup, system, lease, tmp } = prepared;
   system.etc?.release();
+  if (tmp) rmSync(tmp, { recursive: true, force: true });
   if (cgroup && !(await cgroups?.release(cgroup))) live.delete(cgroup);
   await lease?.giveBack();
 }
@@ -528,4 +615,11 @@ function zygoteSandbox(
   const bwrap = buildBwrapArgs(sandbox, { ...options, placeholder: true }).slice(0, -placeholder.length);
   const { uid, gid } = identity;
   return { bwrap, placeholder, uid, gid, env: spec.env, cwd: spec.cwd };
+}
+
+/** A landlock run's own temporary directory (its TMPDIR): 0700, the sandbox user's. */
+function runTmp(identity: { readonly uid: number; readonly gid: number } | undefined): string {
+  const dir = mkdtempSync(join(tmpdir(), 'codexec-tmp-'));
+  if (identity) chownSync(dir, identity.uid, identity.gid);
+  return dir;
 }

@@ -1,0 +1,136 @@
+// Whether the sandbox user can reach a path. A root server's landlock runs are uid 65534 on the
+// host's own tree (no namespace binds their paths into a tree of their own): every directory above
+// a path a run uses must let that user search it. Directories of codexec's own (CODEXEC_HOME, the
+// sandbox dir and the other roots runs live beneath) are lent search for that user alone, by a
+// POSIX ACL entry (`user:65534:--x`: no listing, no other user); any other directory that blocks
+// (a CODEXEC_HOME under /root, 0700) refuses the run, naming it and the fix: no mount can lift
+// that without namespaces, and codexec does not change the permissions of the host's directories.
+import { statSync } from 'node:fs';
+import { dirname, relative } from 'node:path';
+import { Script } from './script.js';
+
+interface Identity {
+  readonly uid: number;
+  readonly gid: number;
+}
+
+/** Run `script` with the launcher; its exit status (0: every call succeeded). */
+export type RunScript = (script: Buffer) => number;
+
+const SETXATTR = 188;
+const EXIT_GROUP = 231;
+const XATTR_CREATE = 1;
+// include/uapi/linux/posix_acl_xattr.h and posix_acl.h.
+const ACL_VERSION = 2;
+const ACL_USER_OBJ = 0x01;
+const ACL_USER = 0x02;
+const ACL_GROUP_OBJ = 0x04;
+const ACL_MASK = 0x10;
+const ACL_OTHER = 0x20;
+const ACL_UNDEFINED_ID = 0xffffffff;
+const SEARCH = 1;
+
+export class Reach {
+  /** Directories known searchable by a uid (lent or found so). */
+  private readonly searchable = new Set<string>();
+
+  constructor(
+    /** codexec's own directories: those and everything beneath may be lent search. */
+    private readonly owned: readonly string[],
+    private readonly run: RunScript,
+  ) {}
+
+  /** Why `who` cannot reach `path` (a sentence naming the directory and the fix), or undefined. */
+  check(path: string, who: Identity): string | undefined {
+    for (const dir of above(path)) {
+      const key = `${who.uid}:${dir}`;
+      if (this.searchable.has(key)) continue;
+      let stats: { mode: number; uid: number; gid: number };
+      try {
+        stats = statSync(dir);
+      } catch {
+        return undefined; // gone: the run's own lookup reports it
+      }
+      if (!maySearch(stats, who)) {
+        if (!this.isOwned(dir)) return unreachable(path, dir, who, "is not codexec's to open");
+        if (!this.lend(dir, stats, who))
+          return unreachable(path, dir, who, "is codexec's, but an ACL could not be added to it");
+      }
+      this.searchable.add(key);
+    }
+    return undefined;
+  }
+
+  private isOwned(dir: string): boolean {
+    return this.owned.some((root) => {
+      const inside = relative(root, dir);
+      return inside === '' || (!inside.startsWith('..') && !inside.startsWith('/'));
+    });
+  }
+
+  /** Add `user:<uid>:--x` to the directory's (absent) ACL, keeping what its mode grants. */
+  private lend(dir: string, stats: { mode: number }, who: Identity): boolean {
+    const bits = (shift: number) => (stats.mode >> shift) & 7;
+    const entries: [number, number, number][] = [
+      [ACL_USER_OBJ, bits(6), ACL_UNDEFINED_ID],
+      [ACL_USER, SEARCH, who.uid],
+      [ACL_GROUP_OBJ, bits(3), ACL_UNDEFINED_ID],
+      [ACL_MASK, bits(3) | SEARCH, ACL_UNDEFINED_ID],
+      [ACL_OTHER, bits(0), ACL_UNDEFINED_ID],
+    ];
+    const acl = Buffer.alloc(4 + entries.length * 8);
+    acl.writeUInt32LE(ACL_VERSION, 0);
+    entries.forEach(([tag, perm, id], i) => {
+      acl.writeUInt16LE(tag, 4 + i * 8);
+      acl.writeUInt16LE(perm, 6 + i * 8);
+      acl.writeUInt32LE(id, 8 + i * 8);
+    });
+    const script = new Script();
+    const name = script.string('system.posix_acl_access');
+    // XATTR_CREATE: an ACL someone set already is theirs; it is left as it is (and the run refused).
+    script.call(SETXATTR, [
+      { at: script.string(dir) },
+      { at: name },
+      { at: script.data(acl) },
+      acl.length,
+      XATTR_CREATE,
+    ]);
+    script.call(EXIT_GROUP, [0]);
+    return this.run(script.encode()) === 0 && mayReach(dir, who);
+  }
+}
+
+function above(path: string): string[] {
+  const dirs: string[] = [];
+  for (let dir = dirname(path); ; dir = dirname(dir)) {
+    dirs.unshift(dir);
+    if (dir === dirname(dir)) return dirs;
+  }
+}
+
+/** The classic bits (POSIX ACLs aside). */
+function maySearch(stats: { mode: number; uid: number; gid: number }, who: Identity): boolean {
+  const { mode, uid, gid } = stats;
+  if (uid === who.uid) return (mode & 0o100) !== 0;
+  if (gid === who.gid) return (mode & 0o010) !== 0;
+  return (mode & 0o001) !== 0;
+}
+
+/** After a lend: the mode's group bits are the ACL's mask now, which grants search. */
+function mayReach(dir: string, who: Identity): boolean {
+  try {
+    const stats = statSync(dir);
+    return maySearch(stats, who) || (stats.mode & 0o010) !== 0;
+  } catch {
+    return false;
+  }
+}
+
+function unreachable(path: string, dir: string, who: Identity, why: string): string {
+  return (
+    `the sandbox user (uid ${who.uid}) cannot reach ${path}: ${dir} does not let it search and ${why} ` +
+    "(landlock mode binds nothing: code sees the host's own tree). Put CODEXEC_HOME (or " +
+    'CODEXEC_SANDBOX_DIR, CODEXEC_WORKSPACE) under a directory every user may search, e.g. ' +
+    '/var/lib/codexec, or run codexec as an ordinary user'
+  );
+}
