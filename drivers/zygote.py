@@ -22,6 +22,9 @@
 #   4. When the program's process exits this kills its sandbox, and reports the run's end with its
 #      status as bwrap would (128+N for signal N). Signals for the run are the server's to send (to
 #      its cgroup: the program's processes alone).
+# In sandbox mode landlock a job's sandbox has "landlock" (a confine script's Landlock part, hex:
+# src/sandbox/landlock/confine.ts) instead of "bwrap": no sandbox to build, no namespace to join;
+# the program's process is forked at once and confines itself (run_script) after no_new_privs.
 import sys
 
 # What `python script.py` has imported when the script starts: a program forked from here gets
@@ -146,6 +149,39 @@ def prctl(option, value):
     check(libc.prctl(option, ctypes.c_ulong(value), 0, 0, 0), "prctl %d" % option)
 
 
+libc.syscall.restype = ctypes.c_long
+STORE = 1000  # the confine launcher's pseudo call (src/sandbox/landlock/confine.ts)
+MAY_FAIL = 1 << 12
+
+
+def run_script(script):
+    """Make the calls of a confine script, as the launcher does (never an exec: this process goes on)."""
+    buffer = ctypes.create_string_buffer(script, len(script))
+    base = ctypes.addressof(buffer)
+    (count,) = struct.unpack_from("<Q", buffer, 0)
+    for step in range(count):
+        nr, flags, *args, store = struct.unpack_from("<QQ6QQ", buffer, 8 + 72 * step)
+        values = []
+        for i, value in enumerate(args):
+            mode = (flags >> (2 * i)) & 3
+            if mode == 1:
+                value += base
+            elif mode == 2:
+                (value,) = struct.unpack_from("<Q", buffer, value)
+            values.append(value)
+        if nr == STORE:
+            struct.pack_into("<Q", buffer, values[0] - base, values[1])
+            continue
+        result = libc.syscall(ctypes.c_long(nr), *(ctypes.c_ulong(value) for value in values))
+        if result == -1:
+            error = ctypes.get_errno()
+            if not flags & MAY_FAIL:
+                raise OSError(error, "confine step %d: %s" % (step, os.strerror(error)))
+            result = -error
+        if store != (1 << 64) - 1:
+            struct.pack_into("<q", buffer, store, result)
+
+
 def children_of(pid):
     found = []
     for task in os.listdir("/proc/%d/task" % pid):
@@ -167,6 +203,7 @@ class Run:
     def __init__(self, job):
         self.id = job["id"]
         self.job = job
+        self.landlock = "landlock" in job["sandbox"]
         self.sources = {}  # the run's stdio, connected here, until the program's process has them
         self.bwrap = None
         self.program = None
@@ -181,6 +218,8 @@ def start(job):
     """Connect the run's stdio and start its sandbox; the rest follows when it is complete."""
     run = Run(job)
     run.sources = forker.connect(job)
+    if run.landlock:
+        return run  # no sandbox to build: the program's process is forked at once
     life_r, life_w = os.pipe()  # the placeholder runs until this ends
     said_r, said_w = os.pipe()  # its first output: the sandbox is complete
     # posix_spawn (vfork underneath), not fork: a fork of this interpreter copies its page tables.
@@ -205,6 +244,21 @@ def start(job):
     run.life = life_w
     run.said = said_r
     return run
+
+
+def fork_confined(run):
+    """Sandbox mode landlock: fork the program's process, which confines itself. Its pid."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            become_program(run, [])
+        except BaseException as error:
+            os.write(2, ("codexec zygote: %r\n" % (error,)).encode())
+        os._exit(127)
+    for fd in run.sources.values():
+        os.close(fd)
+    run.sources = {}
+    return pid
 
 
 def fork_program(run, own_pid_ns):
@@ -247,7 +301,7 @@ def become_program(run, namespaces):
     """The program's process: confined as bwrap and a drop confine a cold run, then the driver."""
     job, sandbox = run.job, run.job["sandbox"]
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # bwrap --die-with-parent
-    if os.getppid() != 0:  # the zygote is outside this pid namespace: 0, until it is gone
+    if not run.landlock and os.getppid() != 0:  # the zygote is outside this pid namespace: 0, until it is gone
         os._exit(1)
     signal.set_wakeup_fd(-1)
     for signum in (*FORWARDED, signal.SIGCHLD):
@@ -261,7 +315,8 @@ def become_program(run, namespaces):
             os.write(fd, b"0")  # this process
         finally:
             os.close(fd)
-    check(libc.unshare(CLONE_NEWCGROUP), "unshare cgroup")
+    if not run.landlock:
+        check(libc.unshare(CLONE_NEWCGROUP), "unshare cgroup")
     # setns(2), in order: the mount namespace last (it moves the root).
     for name, flag, fd in namespaces:
         check(libc.setns(fd, flag), "setns %s" % name)
@@ -280,6 +335,8 @@ def become_program(run, namespaces):
     # (as after a cold run's drop) would clear that, so clear it here.
     prctl(PR_SET_DUMPABLE, 1)
     prctl(PR_SET_NO_NEW_PRIVS, 1)
+    if run.landlock:
+        run_script(bytes.fromhex(sandbox["landlock"]))
     program = bytes.fromhex(job["seccomp"])
     if program:
         buffer = ctypes.create_string_buffer(program, len(program))
@@ -328,6 +385,18 @@ def serve():
             run = start(job)
         except Exception as error:
             loop.report({"id": job["id"], "failed": "the sandbox did not start: %r" % (error,)})
+            return
+        if run.landlock:
+            try:
+                run.program = fork_confined(run)
+            except Exception as error:
+                for fd in run.sources.values():
+                    os.close(fd)
+                failed(run, "could not fork: %r" % (error,))
+                return
+            run.sandbox_gone = True  # there is none: the program's end is the run's
+            runs_by_pid[run.program] = run
+            loop.report({"id": run.id, "ready": run.program})
             return
         runs_by_pid[run.bwrap] = run
         loop.watch(run.said, run)

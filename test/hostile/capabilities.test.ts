@@ -1,7 +1,8 @@
 // Hostile code reads its own capability sets (issue #17): in namespace mode all five are empty in
 // every way code starts — a one-shot cold run, a warm one (pre-started, or forked from the
 // zygote), a REPL session — in every language, whether the server runs as root (bwrap privileged,
-// then the drop program) or not (bwrap in a user namespace). In subprocess mode the code keeps
+// then the drop program) or not (bwrap in a user namespace). In landlock mode the same, but for a
+// non-root server's bounding set (see expected()). In subprocess mode the code keeps
 // the server's own, which this asserts too (docs/security.md says so from this run).
 import { chownSync, rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,10 +15,10 @@ const SETS = ['CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb'] as const;
 const EMPTY = Object.fromEntries(SETS.map((name) => [name, '0000000000000000']));
 
 const READ: Record<string, string> = {
-  python: `print("".join(l for l in open("/proc/self/status") if l.startswith("Cap")))`,
+  python: `print("".join(l for l in open("/proc/self/status") if l.startswith(("Cap", "NoNewPrivs"))))`,
   node: `console.log(require("node:fs").readFileSync("/proc/self/status", "utf8"))`,
   typescript: `const status: string = require("node:fs").readFileSync("/proc/self/status", "utf8"); console.log(status)`,
-  bash: 'grep ^Cap /proc/self/status',
+  bash: 'grep -E "^(Cap|NoNewPrivs)" /proc/self/status',
 };
 const LANGUAGES = Object.keys(READ);
 
@@ -28,26 +29,33 @@ function sets(stdout: string): Record<string, string | undefined> {
   return found;
 }
 
-// 'namespace (non-root)': the server itself runs as uid 65534 (bwrap in a user namespace).
-const MODES = ['namespace', ...(root ? ['namespace (non-root)'] : []), 'docker', 'subprocess'] as const;
+// '(non-root)': the server itself runs as uid 65534 (namespace: bwrap in a user namespace).
+const MODES = [
+  'namespace',
+  'landlock',
+  ...(root ? ['namespace (non-root)', 'landlock (non-root)'] : []),
+  'docker',
+  'subprocess',
+] as const;
 
 describe.each(MODES)('capability sets of the code (%s mode)', (label) => {
   const confined = label !== 'subprocess';
+  const mode = label.split(' ')[0] as string;
+  const nonRoot = label.endsWith('(non-root)');
   let rig: Rig;
   let coldDir: string;
 
   beforeAll(async () => {
     if (label === 'docker') ensureImage();
-    rig =
-      label === 'namespace (non-root)'
-        ? await startRig({ CODEXEC_SANDBOX_MODE: 'namespace' }, 65534)
-        : label === 'docker'
-          ? await startRig(DOCKER_MODE)
-          : await startRig({ CODEXEC_SANDBOX_MODE: confined ? 'namespace' : 'subprocess' });
+    rig = nonRoot
+      ? await startRig({ CODEXEC_SANDBOX_MODE: mode }, 65534)
+      : label === 'docker'
+        ? await startRig(DOCKER_MODE)
+        : await startRig({ CODEXEC_SANDBOX_MODE: mode });
     // A working_dir never gets a warm process: a run there starts cold. (Outside CODEXEC_HOME:
     // nothing of codexec's own may be a working_dir.)
     coldDir = tempDir('codexec-cold-');
-    if (label === 'namespace (non-root)') chownSync(coldDir, 65534, 65534);
+    if (nonRoot) chownSync(coldDir, 65534, 65534);
   });
 
   afterAll(async () => {
@@ -56,7 +64,12 @@ describe.each(MODES)('capability sets of the code (%s mode)', (label) => {
   });
 
   const expected = (stdout: string) => {
-    if (confined) expect(sets(stdout)).toEqual(EMPTY);
+    // A non-root server cannot empty a bounding set (that takes CAP_SETPCAP): its landlock runs keep
+    // the server's, and no_new_privs keeps any exec from gaining from it (setuid, file capabilities).
+    if (mode === 'landlock' && nonRoot) {
+      expect({ ...sets(stdout), CapBnd: EMPTY.CapBnd }).toEqual(EMPTY);
+      expect(stdout).toMatch(/^NoNewPrivs:\s*1$/m);
+    } else if (confined) expect(sets(stdout)).toEqual(EMPTY);
     // The server's own sets: as root, everything it has.
     else expect(sets(stdout).CapEff !== EMPTY.CapEff).toBe(root);
   };
@@ -64,7 +77,7 @@ describe.each(MODES)('capability sets of the code (%s mode)', (label) => {
   it.each(LANGUAGES)('%s, one-shot, cold', async (language) => {
     const result = await run(rig, language, READ[language] as string, { working_dir: coldDir });
     expect(result.warm).toBe(false);
-    expect(result.sandbox_mode).toBe(label === 'namespace (non-root)' ? 'namespace' : label);
+    expect(result.sandbox_mode).toBe(mode);
     expected(result.stdout);
   });
 

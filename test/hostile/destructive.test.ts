@@ -1,5 +1,5 @@
 // Hostile code that would hurt the host if it escaped: memory and fork bombs, kill -9 -1, a 4 GB
-// write, mount. ONLY in the confining modes (namespace, docker), each requested explicitly so a
+// write, mount. ONLY in the confining modes (namespace, landlock, docker), each requested explicitly so a
 // missing sandbox fails the suite (SANDBOX_UNAVAILABLE) instead of falling back to subprocess and
 // running these on the host.
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -14,6 +14,7 @@ const root = process.getuid?.() === 0;
 
 const MODES = {
   namespace: { CODEXEC_SANDBOX_MODE: 'namespace', CODEXEC_MEMORY_MB: '256' },
+  landlock: { CODEXEC_SANDBOX_MODE: 'landlock', CODEXEC_MEMORY_MB: '256' },
   docker: { ...DOCKER_MODE, CODEXEC_DOCKER_MEMORY: '256m' },
 } as const;
 

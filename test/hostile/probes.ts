@@ -15,6 +15,8 @@ export interface Rig {
   /** Secret placed in the server's environment and in the planted credentials. */
   readonly canary: string;
   readonly listener: Server;
+  /** An abstract Unix socket of the host's (Linux), answering as the loopback listener does. */
+  readonly abstract: string;
   readonly port: number;
   close(): Promise<void>;
 }
@@ -31,6 +33,9 @@ export async function startRig(env: Record<string, string> = {}, uid?: number): 
   }
   const listener = createServer((socket) => socket.end('hello from the host\n'));
   await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
+  const abstract = `codexec-hostile-${randomBytes(6).toString('hex')}`;
+  const abstractListener = createServer((socket) => socket.end('hello from the host\n'));
+  await new Promise<void>((resolve) => abstractListener.listen(`\0${abstract}`, resolve));
   const address = listener.address();
   const port = typeof address === 'object' && address ? address.port : 0;
   const serverEnv = { HOME: home, CODEXEC_TEST_CANARY: canary, ...env };
@@ -43,10 +48,12 @@ export async function startRig(env: Record<string, string> = {}, uid?: number): 
     home,
     canary,
     listener,
+    abstract,
     port,
     async close() {
       await server.close();
       listener.close();
+      abstractListener.close();
       rmSync(home, { recursive: true, force: true });
     },
   };
@@ -142,6 +149,8 @@ export function probeProgram(rig: Rig, writeTargets: readonly string[], tmpMarke
     nameserver: nameserver(),
     writes: writeTargets,
     tmpMarker,
+    abstract: rig.abstract,
+    server: rig.server.pid,
   };
   return `
 import json, os, socket, sys
@@ -181,13 +190,27 @@ def dns():
     return len(s.recv(512))
 out['dns'] = attempt(dns)
 out['inet_socket'] = attempt(lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM).close())
+def abstract():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(2)
+    # Node binds an abstract name padded with NULs to the whole sun_path (108 bytes).
+    s.connect(('\\0' + cfg['abstract']).ljust(108, '\\0'))
+    return s.recv(100).decode()
+out['abstract_socket'] = attempt(abstract)
+# Signal 0 to the server: only whether a signal could reach it (nothing is sent).
+out['signal_server'] = attempt(lambda: os.kill(cfg['server'], 0))
 def write(path):
     with open(path, 'w') as f:
         f.write('pwned')
     return path
 out['writes'] = {p: attempt(lambda p=p: write(p)) for p in cfg['writes']}
+# The temporary directory programs are told of (TMPDIR: landlock mode's own per run).
+import tempfile
+own_tmp = os.path.join(tempfile.gettempdir(), os.path.basename(cfg['tmpMarker']) + '-own')
 out['tmp_seen_before'] = os.path.exists(cfg['tmpMarker'])
+out['tmpdir_seen_before'] = os.path.exists(own_tmp)
 out['tmp_write'] = attempt(lambda: write(cfg['tmpMarker']))
+out['tmpdir_write'] = attempt(lambda: write(own_tmp))
 out['cap_eff'] = [l.split()[1] for l in open('/proc/self/status') if l.startswith('CapEff')][0]
 out['uid'] = os.getuid()
 fds = {}

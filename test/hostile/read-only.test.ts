@@ -21,20 +21,31 @@ interface Probe {
   loopback: { ok: boolean; value?: string };
   dns: { ok: boolean; error?: string };
   inet_socket: { ok: boolean };
+  abstract_socket: { ok: boolean; error?: string };
+  signal_server: { ok: boolean; error?: string };
   writes: Record<string, { ok: boolean }>;
   tmp_seen_before: boolean;
   tmp_write: { ok: boolean };
+  tmpdir_seen_before: boolean;
+  tmpdir_write: { ok: boolean };
   cap_eff: string;
   uid: number;
   fds: Record<string, string>;
 }
 
-// 'namespace (non-root)': the server itself runs as uid 65534 (bwrap in a user namespace, no
-// cgroups); only where the test runs as root and can switch users.
-const MODES = ['namespace', 'subprocess', 'docker', ...(root ? ['namespace (non-root)'] : [])] as const;
+// '(non-root)': the server itself runs as uid 65534 (namespace: bwrap in a user namespace; both:
+// no cgroups); only where the test runs as root and can switch users.
+const MODES = [
+  'namespace',
+  'landlock',
+  'subprocess',
+  'docker',
+  ...(root ? ['namespace (non-root)', 'landlock (non-root)'] : []),
+] as const;
 
 describe.each(MODES)('hostile read-only probes (%s mode)', (label) => {
-  const mode = label === 'subprocess' ? 'subprocess' : label === 'docker' ? 'docker' : 'namespace';
+  const mode = label.split(' ')[0] as 'namespace' | 'landlock' | 'subprocess' | 'docker';
+  const nonRoot = label.endsWith('(non-root)');
   const confined = mode !== 'subprocess';
   const id = randomBytes(6).toString('hex');
   const tmpMarker = join('/tmp', `codexec-tmp-marker-${id}`);
@@ -49,12 +60,11 @@ describe.each(MODES)('hostile read-only probes (%s mode)', (label) => {
   beforeAll(async () => {
     // namespace: the default mode (auto), which must resolve to namespace on this Linux host.
     if (mode === 'docker') ensureImage();
-    rig =
-      label === 'namespace (non-root)'
-        ? await startRig({ CODEXEC_SANDBOX_MODE: 'namespace' }, 65534)
-        : mode === 'docker'
-          ? await startRig(DOCKER_MODE)
-          : await startRig(confined ? {} : { CODEXEC_SANDBOX_MODE: 'subprocess' });
+    rig = nonRoot
+      ? await startRig({ CODEXEC_SANDBOX_MODE: mode }, 65534)
+      : mode === 'docker'
+        ? await startRig(DOCKER_MODE)
+        : await startRig(mode === 'namespace' ? {} : { CODEXEC_SANDBOX_MODE: mode });
     writeTargets = [
       join(rig.home, `pwned-${id}`),
       join(tmpdir(), `codexec-pwned-${id}`),
@@ -72,7 +82,7 @@ describe.each(MODES)('hostile read-only probes (%s mode)', (label) => {
   });
 
   afterAll(async () => {
-    for (const path of [...writeTargets, tmpMarker]) rmSync(path, { force: true });
+    for (const path of [...writeTargets, tmpMarker, `${tmpMarker}-own`]) rmSync(path, { force: true });
     await rig.close();
   });
 
@@ -111,15 +121,32 @@ describe.each(MODES)('hostile read-only probes (%s mode)', (label) => {
     },
   );
 
+  it(
+    confined ? "cannot reach the host's abstract Unix sockets" : "REACHES the host's abstract Unix sockets",
+    () => {
+      // namespace, docker: another network namespace; landlock: the run's scope (ABI >= 6).
+      expect(first.abstract_socket.ok).toBe(!confined);
+    },
+  );
+
+  it(confined ? 'cannot signal the server' : 'CAN signal the server (as its own uid)', () => {
+    // namespace, docker: another pid namespace; landlock: the run's scope (ABI >= 6), and a root
+    // server's runs are another uid.
+    expect(first.signal_server.ok).toBe(!confined);
+  });
+
   it(confined ? 'writes outside the workspace do not land' : 'writes outside the workspace LAND', () => {
     for (const path of writeTargets)
       expect({ path, landed: existsSync(path) }).toEqual({ path, landed: !confined });
   });
 
   it(confined ? 'has a private /tmp per execution' : 'SHARES the host /tmp between executions', () => {
-    expect(first.tmp_write.ok).toBe(true);
+    // landlock: the host's /tmp is not writable; TMPDIR is a directory of the run's own.
+    expect(first.tmp_write.ok).toBe(mode !== 'landlock');
     expect(second.tmp_seen_before).toBe(!confined);
     expect(existsSync(tmpMarker)).toBe(!confined);
+    expect(first.tmpdir_write.ok).toBe(true);
+    expect(second.tmpdir_seen_before).toBe(!confined);
   });
 
   it(
@@ -157,9 +184,21 @@ describe.each(MODES)('hostile read-only probes (%s mode)', (label) => {
       const result = await run(
         rig,
         'python',
-        `import subprocess\nsubprocess.Popen(['sleep', '${marker}'], start_new_session=True)\nsubprocess.Popen(['sleep', '${marker}'])\nprint('started')`,
+        [
+          'import subprocess',
+          'try:',
+          `    subprocess.Popen(['sleep', '${marker}'], start_new_session=True)`,
+          "    print('new session')",
+          'except PermissionError:',
+          "    print('no new session')",
+          `subprocess.Popen(['sleep', '${marker}'])`,
+          "print('started')",
+        ].join('\n'),
       );
-      expect(result.stdout).toBe('started\n');
+      // A landlock run with neither a cgroup nor a pid namespace is ended through its process
+      // group, which seccomp keeps every process of it in (setsid, setpgid: EPERM).
+      const session = mode === 'landlock' && nonRoot ? 'no new session' : 'new session';
+      expect(result.stdout).toBe(`${session}\nstarted\n`);
       await new Promise((resolve) => setTimeout(resolve, 200));
       const survivors = hostProcessesWith(marker);
       for (const pid of survivors) process.kill(pid, 'SIGKILL');

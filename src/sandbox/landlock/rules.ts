@@ -38,6 +38,7 @@ const O_PATH = 0o10000000;
 const O_CLOEXEC = 0o2000000;
 const PR_SET_NO_NEW_PRIVS = 38;
 const PR_SET_PDEATHSIG = 1;
+const PR_CAPBSET_DROP = 24;
 const SIGKILL = 9;
 const SECCOMP_SET_MODE_FILTER = 1;
 const LANDLOCK_RULE_PATH_BENEATH = 1;
@@ -184,6 +185,9 @@ export function launchScript(launch: Launch): Buffer {
   script.call(NR.seccomp, [SECCOMP_SET_MODE_FILTER, 0, { at: program }]);
   if (launch.identity) {
     const { uid, gid } = launch.identity;
+    // The bounding set, while CAP_SETPCAP lasts: no exec regains a capability (EINVAL past the last).
+    for (let cap = 0; cap < 64; cap++)
+      script.call(NR.prctl, [PR_CAPBSET_DROP, cap, 0, 0, 0], { mayFail: true });
     script.call(NR.setgroups, [0, 0]);
     script.call(NR.setresgid, [gid, gid, gid]);
     script.call(NR.setresuid, [uid, uid, uid]);

@@ -166,28 +166,49 @@ export class NamespaceBackend implements SandboxBackend {
    */
   async reserveFork(spec: SandboxSpec, ms: number): Promise<void> {
     const host = this.setup();
-    if (!host.root || this.reserved.has(spec) || host.unavailable || !host.tools || !host.cgroups) return;
+    const landlock = this.mode === 'landlock';
+    const missing = landlock
+      ? this.confiner.unavailable()
+      : (host.unavailable ?? (host.tools ? undefined : 'no tools'));
+    if (!host.root || this.reserved.has(spec) || missing || !host.cgroups) return;
     const zygote = this.zygoteFor(spec);
     const seccomp = hostFilter({ unixSocketsOnly: spec.network === 'none' });
-    if (!zygote?.usable || !seccomp || !host.cat) return;
+    if (!zygote?.usable || !seccomp || (!landlock && !host.cat)) return;
     const identity = identityFor(spec.cwd);
+    if (landlock && this.unreachable(spec, identity)) return; // a cold start reports it
     const lease = new Lease(identity);
     lease.lend(spec.writablePaths);
     let cgroup: RunCgroup;
+    let tmp: string | undefined;
     try {
       const maxProcs = Math.max(1, spec.limits.maxProcs - OUTSIDE_FORKED_CGROUP);
       cgroup = this.newCgroup(host, { ...spec.limits, maxProcs });
+      if (landlock) tmp = runTmp(identity);
     } catch {
       await lease.giveBack();
       return; // a cold start reports it
     }
-    const system = this.systemNow(host);
-    const prepared: Prepared = { cgroup, system, lease, alone: true };
+    const system = landlock ? { mounts: [] } : this.systemNow(host);
+    const prepared: Prepared = { cgroup, system, lease, alone: true, ...(tmp && { tmp }) };
     let forking: Promise<ChildLike>;
     try {
-      const options = bwrapOptions(host, spec, identity, system, { cgroup: true, launcher: true });
-      const sandbox = zygoteSandbox(spec, options, identity, host.cat);
-      forking = zygote.fork(spec, cgroup, sandbox, seccomp, ulimitArgs(rlimitsFor(spec, options)));
+      const rlimits = { cgroup: true, identity, ...cpu(spec) };
+      if (landlock) {
+        const { uid, gid } = identity;
+        const interpreter = interpreterMount(spec.argv[0] as string, host.privateDirs);
+        const access = this.confiner.access(
+          { ...spec, readablePaths: [interpreter, ...spec.readablePaths] },
+          tmp,
+        );
+        const landlockPart = this.confiner.landlockOnly(access).toString('hex');
+        const env = tmp ? { ...spec.env, TMPDIR: tmp } : spec.env;
+        const sandbox = { landlock: landlockPart, uid, gid, env, cwd: spec.cwd };
+        forking = zygote.fork(spec, cgroup, sandbox, seccomp, ulimitArgs(rlimitsFor(spec, rlimits)));
+      } else {
+        const options = bwrapOptions(host, spec, identity, system, { cgroup: true, launcher: true });
+        const sandbox = zygoteSandbox(spec, options, identity, host.cat as string);
+        forking = zygote.fork(spec, cgroup, sandbox, seccomp, ulimitArgs(rlimitsFor(spec, options)));
+      }
     } catch (error) {
       await release(prepared, this.cgroups, this.live);
       throw error;
@@ -322,6 +343,15 @@ export class NamespaceBackend implements SandboxBackend {
     };
   }
 
+  /** Why the sandbox user of a root server's landlock run cannot reach a path of `spec`, or undefined. */
+  private unreachable(spec: SandboxSpec, identity: { readonly uid: number; readonly gid: number }) {
+    for (const path of [spec.cwd, ...spec.writablePaths, ...spec.readablePaths]) {
+      const why = this.reach.check(path, identity);
+      if (why) return why;
+    }
+    return undefined;
+  }
+
   /** A root server's landlock runs: the first root of runs the sandbox user cannot reach, as a sentence. */
   private unreachableRoot(host: HostSetup): string | undefined {
     if (!host.root) return undefined;
@@ -347,16 +377,14 @@ export class NamespaceBackend implements SandboxBackend {
       return this.wrap(reserved.child, reserved);
     }
     if (spec.zygote === 'only') throw new NotForkableError();
-    const seccomp = hostFilter({ unixSocketsOnly: spec.network === 'none' });
+    // Without a cgroup or a pid namespace, a landlock run is ended through its process group.
+    const sessionFixed = landlock && !host.cgroups;
+    const seccomp = hostFilter({ unixSocketsOnly: spec.network === 'none', sessionFixed });
     if (!seccomp)
       throw new SandboxUnavailableError(`${this.mode} sandbox unavailable: no seccomp filter for this arch`);
     const identity = host.root ? identityFor(spec.cwd) : undefined;
-    if (landlock && identity) {
-      for (const path of [spec.cwd, ...spec.writablePaths, ...spec.readablePaths]) {
-        const why = this.reach.check(path, identity);
-        if (why) throw new SandboxUnavailableError(`landlock sandbox: ${why}`);
-      }
-    }
+    const blocked = landlock && identity ? this.unreachable(spec, identity) : undefined;
+    if (blocked) throw new SandboxUnavailableError(`landlock sandbox: ${blocked}`);
     const lease = identity ? new Lease(identity) : undefined;
     lease?.lend(spec.writablePaths);
     const system = landlock ? { mounts: [] } : this.systemNow(host);
@@ -393,10 +421,19 @@ export class NamespaceBackend implements SandboxBackend {
         const rlimits = rlimitsFor(spec, {
           cgroup: cgroup !== undefined,
           ...(identity && { identity }),
-          ...(spec.limits.cpuSeconds !== undefined && { cpuSeconds: spec.limits.cpuSeconds }),
+          ...cpu(spec),
         });
         const script = this.confiner.launch({
-          access: this.confiner.access(spec, tmp),
+          access: this.confiner.access(
+            {
+              ...spec,
+              readablePaths: [
+                interpreterMount(spec.argv[0] as string, host.privateDirs),
+                ...spec.readablePaths,
+              ],
+            },
+            tmp,
+          ),
           seccomp,
           ...(identity && { identity }),
           // A launcher sets the rlimits (and kills the run with the server: its cgroup); else the script.
@@ -475,7 +512,7 @@ export class NamespaceBackend implements SandboxBackend {
       running: () => alive,
       kill(name) {
         if (alive && pid !== undefined) {
-          if (name === 'SIGKILL') signal(pid, name);
+          if (name === 'SIGKILL') signal(alone && !cgroup ? -pid : pid, name);
           // A forked (or landlock) run's cgroup holds its processes and nothing else.
           else if (alone && cgroup) for (const member of cgroup.pids()) signal(member, name);
           // A landlock run's first process is the program itself.
@@ -497,6 +534,8 @@ export class NamespaceBackend implements SandboxBackend {
       dispose() {
         disposed ??= (async () => {
           if (alive && pid !== undefined) signal(pid, 'SIGKILL');
+          // A landlock run without a cgroup: its process group, which no process of it can leave.
+          if (alone && !cgroup && pid !== undefined) signal(-pid, 'SIGKILL');
           await exited;
           await release(prepared, cgroups, live);
         })();
@@ -622,4 +661,9 @@ function runTmp(identity: { readonly uid: number; readonly gid: number } | undef
   const dir = mkdtempSync(join(tmpdir(), 'codexec-tmp-'));
   if (identity) chownSync(dir, identity.uid, identity.gid);
   return dir;
+}
+
+/** RLIMIT_CPU's value, where the run has one. */
+function cpu(spec: SandboxSpec): { cpuSeconds?: number } {
+  return spec.limits.cpuSeconds !== undefined ? { cpuSeconds: spec.limits.cpuSeconds } : {};
 }

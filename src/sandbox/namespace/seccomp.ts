@@ -20,7 +20,7 @@ const ARCHES: Readonly<Record<SeccompArch, ArchTable>> = {
     auditArch: 0xc000003e,
     x32Bit: 0x40000000,
     nr: {
-      socket: 41, clone: 56, ptrace: 101, syslog: 103, vhangup: 153, pivot_root: 155, chroot: 161,
+      socket: 41, clone: 56, setpgid: 109, setsid: 112, ptrace: 101, syslog: 103, vhangup: 153, pivot_root: 155, chroot: 161,
       acct: 163, mount: 165, umount2: 166, swapon: 167, swapoff: 168, reboot: 169, iopl: 172,
       ioperm: 173, init_module: 175, delete_module: 176, quotactl: 179, kexec_load: 246, add_key: 248,
       request_key: 249, keyctl: 250, unshare: 272, perf_event_open: 298, name_to_handle_at: 303,
@@ -33,7 +33,7 @@ const ARCHES: Readonly<Record<SeccompArch, ArchTable>> = {
   arm64: {
     auditArch: 0xc00000b7,
     nr: {
-      socket: 198, clone: 220, ptrace: 117, syslog: 116, vhangup: 58, pivot_root: 41, chroot: 51,
+      socket: 198, clone: 220, setpgid: 154, setsid: 157, ptrace: 117, syslog: 116, vhangup: 58, pivot_root: 41, chroot: 51,
       acct: 89, mount: 40, umount2: 39, swapon: 224, swapoff: 225, reboot: 142, init_module: 105,
       delete_module: 106, quotactl: 60, kexec_load: 104, add_key: 217, request_key: 218, keyctl: 219,
       unshare: 97, perf_event_open: 241, name_to_handle_at: 264, open_by_handle_at: 265, setns: 268,
@@ -97,6 +97,11 @@ const jump = (code: number, k: number, jt: number, jf: number): Instruction => (
 export interface FilterOptions {
   /** Deny sockets other than AF_UNIX (no network namespace exit even if one appeared). */
   readonly unixSocketsOnly: boolean;
+  /**
+   * Deny setsid and setpgid: every process stays in the run's process group, which is how a run
+   * with neither a pid namespace nor a cgroup (landlock mode, a non-root server) is ended whole.
+   */
+  readonly sessionFixed?: boolean;
 }
 
 /** The filter as instructions (exported for tests, which run it through a tiny BPF interpreter). */
@@ -113,6 +118,9 @@ export function buildFilter(arch: SeccompArch, options: FilterOptions): Instruct
     const nr = table.nr[name];
     if (nr !== undefined) program.push(jump(JEQ, nr, 0, 1), ret(RET.errno(EPERM)));
   }
+  if (options.sessionFixed)
+    for (const name of ['setsid', 'setpgid'])
+      program.push(jump(JEQ, nr(table, name), 0, 1), ret(RET.errno(EPERM)));
   // glibc falls back from clone3 to clone on ENOSYS; clone3 flags live in memory BPF cannot read.
   program.push(jump(JEQ, nr(table, 'clone3'), 0, 1), ret(RET.errno(ENOSYS)));
   if (options.unixSocketsOnly) {
@@ -165,7 +173,7 @@ const cache = new Map<string, Buffer>();
 export function hostFilter(options: FilterOptions): Buffer | undefined {
   const arch = seccompArch();
   if (!arch) return undefined;
-  const key = `${arch}:${options.unixSocketsOnly}`;
+  const key = `${arch}:${options.unixSocketsOnly}:${options.sessionFixed === true}`;
   let encoded = cache.get(key);
   if (!encoded) {
     encoded = encodeFilter(buildFilter(arch, options));

@@ -15,16 +15,23 @@ export const DRIVERS = dirname(SCRIPT);
 const HOME = '/nonexistent';
 
 /** What the zygote needs to build a run's sandbox and confine its process (drivers/zygote.py). */
-export interface ZygoteSandbox {
-  /** bwrap's argv, up to the placeholder the zygote appends. */
-  readonly bwrap: readonly string[];
-  /** The placeholder where the zygote's own cannot run (`cat FILE -`). */
-  readonly placeholder: readonly string[];
+export type ZygoteSandbox = (
+  | {
+      /** bwrap's argv, up to the placeholder the zygote appends. */
+      readonly bwrap: readonly string[];
+      /** The placeholder where the zygote's own cannot run (`cat FILE -`). */
+      readonly placeholder: readonly string[];
+    }
+  | {
+      /** Sandbox mode landlock: the Landlock part of a confine script (hex) the process runs itself. */
+      readonly landlock: string;
+    }
+) & {
   readonly uid: number;
   readonly gid: number;
   readonly env: Readonly<Record<string, string>>;
   readonly cwd: string;
-}
+};
 
 export class Zygote {
   private readonly forker: Forker;
