@@ -4,7 +4,7 @@
 // denial reaches only the server under test (fixtures/sandbox/*.py), never the machine: test files
 // run in parallel, and a machine-wide sysctl would break the others.
 import { spawnSync } from 'node:child_process';
-import { chownSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { baseEnv, CLI, callTool, startServer, type TestServer, tempDir } from '../helpers/server.js';
@@ -43,38 +43,58 @@ function doctor(wrapper: readonly string[], home: string): { status: number | nu
 describe.runIf(root)('auto, a non-root server denied user namespaces (max_user_namespaces=0)', () => {
   let home: string;
   let server: TestServer;
-  let canary: string;
+  let canaries: string[];
 
   beforeAll(async () => {
     home = homeFor(65534);
-    // World-readable, outside anything a landlock run may read: only the sandbox keeps it out.
-    canary = join(tempDir('codexec-auto-canary-'), 'canary.txt');
-    writeFileSync(canary, 'host file\n', { mode: 0o644 });
+    // Files the server's user may read (DAC allows them) outside anything a landlock run may read:
+    // in a world-readable directory of the host's /tmp, and in the server's own home.
+    const outside = tempDir('codexec-auto-canary-');
+    chmodSync(outside, 0o755);
+    canaries = [join(outside, 'canary.txt'), join(home, 'canary.txt')];
+    for (const canary of canaries) writeFileSync(canary, 'host file\n', { mode: 0o644 });
     server = await startServer({ home, wrapper: NO_USERNS, env: { HOME: home } });
   });
 
   afterAll(async () => {
     await server?.close();
     rmSync(home, { recursive: true, force: true });
-    rmSync(join(canary, '..'), { recursive: true, force: true });
+    if (canaries?.[0]) rmSync(join(canaries[0], '..'), { recursive: true, force: true });
+  });
+
+  it("control: outside a sandbox the server's user reads both files", () => {
+    const cat = spawnSync('setpriv', [
+      '--reuid=65534',
+      '--regid=65534',
+      '--clear-groups',
+      'cat',
+      ...canaries,
+    ]);
+    expect(cat.stdout.toString()).toBe('host file\nhost file\n');
   });
 
   it('runs code confined by landlock, and says so', async () => {
     const code = [
       'import os',
       'print(os.getuid())',
-      'try:',
-      `    open(${JSON.stringify(canary)}).read()`,
-      "    print('read the host file')",
-      'except OSError as e:',
-      "    print('denied', e.errno)",
+      `for path in ${JSON.stringify(canaries)}:`,
+      '    try:',
+      '        open(path).read()',
+      "        print('read', path)",
+      '    except OSError as e:',
+      "        print('denied', e.errno)",
     ].join('\n');
     const { isError, value } = await callTool<Run>(server.client, 'execute_code', {
       language: 'python',
       code,
     });
     expect({ isError, error: value.error }).toEqual({ isError: false, error: undefined });
-    expect(value).toMatchObject({ success: true, sandbox_mode: 'landlock', stdout: '65534\ndenied 13\n' });
+    // 13: EACCES, Landlock's answer (the files are readable to the server's user).
+    expect(value).toMatchObject({
+      success: true,
+      sandbox_mode: 'landlock',
+      stdout: '65534\ndenied 13\ndenied 13\n',
+    });
     expect(server.stderr()).toContain('sandbox mode "auto" uses landlock');
     expect(server.stderr()).toContain('user.max_user_namespaces=0');
   });
