@@ -63,36 +63,8 @@ export function diagnoseNamespaces(options: DiagnoseOptions = {}): Diagnosis {
     : existsSync(at('run/.containerenv'))
       ? 'a Podman container (/run/.containerenv)'
       : undefined;
-  const causes: Cause[] = [];
-  if (!root) {
-    if (read('proc/sys/kernel/apparmor_restrict_unprivileged_userns') === '1') {
-      const bwrap = options.bwrap ?? findOnPath('bwrap') ?? '/usr/bin/bwrap';
-      causes.push({
-        id: 'apparmor',
-        cause:
-          'AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns=1, ' +
-          "Ubuntu 23.10 and later): a program without a profile that allows 'userns' gets none",
-        fix:
-          `give bubblewrap a profile: /etc/apparmor.d/bwrap with "abi <abi/4.0>, include <tunables/global> ` +
-          `profile bwrap ${bwrap} flags=(unconfined) { userns, }", then apparmor_parser -r /etc/apparmor.d/bwrap; ` +
-          'or, machine-wide, sysctl -w kernel.apparmor_restrict_unprivileged_userns=0',
-      });
-    }
-    if (read('proc/sys/user/max_user_namespaces') === '0')
-      causes.push({
-        id: 'max_user_namespaces',
-        cause:
-          'user namespaces are switched off: user.max_user_namespaces=0 (in this user namespace: a container or ' +
-          'a parent namespace may have set it)',
-        fix: 'sysctl -w user.max_user_namespaces=15000 (and the same in /etc/sysctl.d/ to keep it), where it was set to 0',
-      });
-    if (read('proc/sys/kernel/unprivileged_userns_clone') === '0')
-      causes.push({
-        id: 'unprivileged_userns_clone',
-        cause: 'the kernel refuses user namespaces to unprivileged users: kernel.unprivileged_userns_clone=0',
-        fix: 'sysctl -w kernel.unprivileged_userns_clone=1 (and the same in /etc/sysctl.d/ to keep it)',
-      });
-  } else if (capEff !== undefined && ((BigInt(`0x${capEff}`) >> CAP_SYS_ADMIN) & 1n) === 0n) {
+  const causes: Cause[] = root ? [] : userNamespaceCauses(read, options.bwrap);
+  if (root && capEff !== undefined && ((BigInt(`0x${capEff}`) >> CAP_SYS_ADMIN) & 1n) === 0n) {
     causes.push({
       id: container ? 'container' : 'cap_sys_admin',
       cause:
@@ -127,10 +99,44 @@ export function diagnoseNamespaces(options: DiagnoseOptions = {}): Diagnosis {
         : {
             id: 'unknown',
             cause: `${attempt?.command} fails here: ${failed}`,
-            fix: `find what denies it (an LSM such as SELinux or AppArmor, a sandbox codexec itself runs in)`,
+            fix: 'find what denies it (an LSM such as SELinux or AppArmor, a sandbox codexec itself runs in)',
           },
     );
   return { root, attempt, causes };
+}
+
+/** What stops a non-root server's user namespaces: the sysctls that switch them off or restrict them. */
+function userNamespaceCauses(read: (path: string) => string | undefined, bwrap: string | undefined): Cause[] {
+  const causes: Cause[] = [];
+  if (read('proc/sys/kernel/apparmor_restrict_unprivileged_userns') === '1') {
+    const path = bwrap ?? findOnPath('bwrap') ?? '/usr/bin/bwrap';
+    causes.push({
+      id: 'apparmor',
+      cause:
+        'AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns=1, ' +
+        "Ubuntu 23.10 and later): a program without a profile that allows 'userns' gets none",
+      fix:
+        'give bubblewrap a profile: /etc/apparmor.d/bwrap with the lines "abi <abi/4.0>,", "include ' +
+        `<tunables/global>" and "profile bwrap ${path} flags=(unconfined) { userns, }", then ` +
+        'apparmor_parser -r /etc/apparmor.d/bwrap; ' +
+        'or, machine-wide, sysctl -w kernel.apparmor_restrict_unprivileged_userns=0',
+    });
+  }
+  if (read('proc/sys/user/max_user_namespaces') === '0')
+    causes.push({
+      id: 'max_user_namespaces',
+      cause:
+        'user namespaces are switched off: user.max_user_namespaces=0 (in this user namespace: a container or ' +
+        'a parent namespace may have set it)',
+      fix: 'sysctl -w user.max_user_namespaces=15000 (and the same in /etc/sysctl.d/ to keep it), where it was set to 0',
+    });
+  if (read('proc/sys/kernel/unprivileged_userns_clone') === '0')
+    causes.push({
+      id: 'unprivileged_userns_clone',
+      cause: 'the kernel refuses user namespaces to unprivileged users: kernel.unprivileged_userns_clone=0',
+      fix: 'sysctl -w kernel.unprivileged_userns_clone=1 (and the same in /etc/sysctl.d/ to keep it)',
+    });
+  return causes;
 }
 
 /** The causes for an error message: "Cause: … Fix: …" each; empty when none was found. */
