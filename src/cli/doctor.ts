@@ -1,46 +1,34 @@
-import { readFileSync } from 'node:fs';
-import { type Config, runRoots } from '../config/index.js';
+import type { Config } from '../config/index.js';
 import { loadRules, policyPath } from '../policy/index.js';
 import { type InterpreterKind, Interpreters } from '../runtimes/index.js';
-import {
-  BackendRegistry,
-  ContainerBackend,
-  findEngine,
-  NamespaceBackend,
-  type SandboxBackend,
-} from '../sandbox/index.js';
+import { ContainerBackend, findEngine, type SandboxBackend } from '../sandbox/index.js';
 import { configOrExit } from './config.js';
+import { landlockLines, line, namespaceLines, sandboxSummary } from './doctor-sandbox.js';
 
 const KINDS: readonly InterpreterKind[] = ['python', 'node', 'bash'];
 
 /** Report what works on this machine, layer by layer. Always exits 0: missing layers are information. */
 export async function doctorCommand(): Promise<void> {
   const config = configOrExit();
-  const namespace = new NamespaceBackend({ totals: config.totals, roots: runRoots(config) });
   console.log('codexec doctor');
   console.log(`  configured sandbox mode: ${config.sandboxMode} (CODEXEC_SANDBOX_MODE)`);
-  let backend: SandboxBackend | undefined;
-  try {
-    backend = await new BackendRegistry(config.sandboxMode, namespace, config.docker).get();
-    console.log(`  mode in use:             ${backend.mode}`);
-  } catch (error) {
-    console.log(`  mode in use:             none — ${(error as Error).message}`);
-  }
+  const facts = await sandboxSummary(config);
   console.log(`  network for code:        ${config.network} (CODEXEC_NETWORK)`);
   gate(config);
   console.log('\nnamespace sandbox layers');
-  for (const layer of namespace.layers()) line(layer.ok, layer.name, layer.detail);
-  userNamespaces();
-  landlock();
-  const probe = await namespace.probe();
+  for (const layer of facts.namespace.layers()) line(layer.ok, layer.name, layer.detail);
+  const probe = await facts.namespace.probe();
+  namespaceLines(facts, probe);
   line(
     probe.available,
     'sandbox run',
     probe.available ? 'a real sandbox started and exited 0' : `${probe.reason}`,
   );
+  const landlock = await landlockLines(facts);
   await containers(config);
   console.log('\ninterpreters');
-  await interpreters(config, probe.available ? namespace : undefined);
+  const sandbox = probe.available ? facts.namespace : landlock.available ? facts.landlock : undefined;
+  await interpreters(config, sandbox);
 }
 
 /** Which gate is active: is code execution on, who approves, which languages, which rules. */
@@ -103,38 +91,6 @@ async function containers(config: Config): Promise<void> {
   );
 }
 
-function line(ok: boolean, name: string, detail: string): void {
-  console.log(`  ${(ok ? 'OK' : 'missing').padEnd(8)} ${name.padEnd(20)} ${detail}`);
-}
-
-function read(path: string): string | undefined {
-  try {
-    return readFileSync(path, 'utf8').trim();
-  } catch {
-    return undefined;
-  }
-}
-
-function userNamespaces(): void {
-  const max = Number(read('/proc/sys/user/max_user_namespaces') ?? '0');
-  const clone = read('/proc/sys/kernel/unprivileged_userns_clone');
-  const ok = max > 0 && clone !== '0';
-  const root = process.getuid?.() === 0;
-  const detail = ok
-    ? `available (max_user_namespaces=${max})${root ? '; as root bwrap needs none: code runs as uid 65534' : ''}`
-    : `disabled (max_user_namespaces=${max}${clone === '0' ? ', unprivileged_userns_clone=0' : ''}); ` +
-      'enable: sysctl -w user.max_user_namespaces=15000 kernel.unprivileged_userns_clone=1';
-  line(ok || root, 'user namespaces', detail);
-}
-
-function landlock(): void {
-  const lsm = read('/sys/kernel/security/lsm');
-  if (lsm === undefined) line(false, 'Landlock', 'unknown (securityfs not mounted); not used by codexec yet');
-  else if (lsm.split(',').includes('landlock'))
-    line(true, 'Landlock', 'enabled in the kernel; not used by codexec yet');
-  else line(false, 'Landlock', `not in the active LSMs (${lsm}); not used by codexec yet`);
-}
-
 /** Each interpreter's real binary, and whether a sandbox can actually run it. */
 async function interpreters(config: Config, sandbox: SandboxBackend | undefined): Promise<void> {
   const resolver = new Interpreters(config.interpreters);
@@ -147,7 +103,7 @@ async function interpreters(config: Config, sandbox: SandboxBackend | undefined)
       continue;
     }
     if (!sandbox) {
-      line(true, kind, `${binary} (namespace sandbox unavailable: not checked inside it)`);
+      line(true, kind, `${binary} (no sandbox starts here: not checked inside one)`);
       continue;
     }
     const result = await versionInSandbox(sandbox, binary);

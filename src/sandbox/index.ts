@@ -7,9 +7,19 @@ export {
   type ContainerOptions,
   findEngine,
 } from './container/index.js';
+export {
+  type Attempt,
+  type Cause,
+  type CauseId,
+  type DiagnoseOptions,
+  type Diagnosis,
+  diagnoseNamespaces,
+  explainCauses,
+  tryNamespaces,
+} from './diagnose.js';
 export { landlockAbi } from './landlock/index.js';
 export { buildBwrapArgs, findOnPath, type Layer, NamespaceBackend } from './namespace/index.js';
-export { BackendRegistry } from './registry.js';
+export { type AutoOptions, BackendRegistry } from './registry.js';
 export { SubprocessBackend } from './subprocess/index.js';
 export type {
   Availability,

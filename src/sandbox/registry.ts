@@ -2,9 +2,20 @@ import type { SandboxMode } from '../config/index.js';
 import { SandboxUnavailableError } from '../errors/index.js';
 import { log } from '../util/index.js';
 import { ContainerBackend, type ContainerOptions } from './container/index.js';
+import { type Diagnosis, diagnoseNamespaces, explainCauses } from './diagnose.js';
+import { landlockAbi } from './landlock/index.js';
 import { NamespaceBackend } from './namespace/index.js';
 import { SubprocessBackend } from './subprocess/index.js';
 import type { SandboxBackend } from './types.js';
+
+/** What `auto` consults besides the namespace backend (tests put fakes here). */
+export interface AutoOptions {
+  /** The landlock backend (default: one with the namespace backend's settings). */
+  readonly landlock?: NamespaceBackend;
+  readonly landlockAbi?: () => number;
+  readonly diagnose?: () => Diagnosis;
+  readonly platform?: NodeJS.Platform;
+}
 
 /**
  * The one place that picks a concrete backend. Resolution is lazy (first execution, not start-up)
@@ -18,7 +29,19 @@ export class BackendRegistry {
     private readonly namespace: NamespaceBackend = new NamespaceBackend(),
     /** Sandbox mode docker's engine and image settings (config.docker). */
     private readonly container?: ContainerOptions,
+    private readonly auto: AutoOptions = {},
   ) {}
+
+  private landlockBackend: NamespaceBackend | undefined;
+  /** Why namespaces fail here, found once (it runs unshare); as cached as the namespace probe. */
+  private diagnosis: Diagnosis | undefined;
+
+  /** The backend of sandbox mode landlock, made once (its probe is cached with it). */
+  get landlock(): NamespaceBackend {
+    this.landlockBackend ??=
+      this.auto.landlock ?? new NamespaceBackend({ ...this.namespace.settings, confine: 'landlock' });
+    return this.landlockBackend;
+  }
 
   get(): Promise<SandboxBackend> {
     this.resolved ??= this.resolve();
@@ -47,21 +70,11 @@ export class BackendRegistry {
             'every layer, or set CODEXEC_SANDBOX_MODE=subprocess to run without isolation.',
         );
       }
-      case 'auto': {
-        const probe = await this.namespace.probe();
-        if (probe.available) return this.namespace;
-        log(
-          'warn',
-          `\n${'!'.repeat(78)}\n  sandbox mode "auto": the namespace sandbox is NOT available (${probe.reason}).\n` +
-            '  Code runs in "subprocess" mode, which does NOT confine files, network or resources.\n' +
-            `  Run \`codexec doctor\` to see how to fix it.\n${'!'.repeat(78)}`,
-        );
-        return new SubprocessBackend();
-      }
+      case 'auto':
+        return this.resolveAuto();
       case 'landlock': {
-        const backend = new NamespaceBackend({ ...this.namespace.settings, confine: 'landlock' });
-        const probe = await backend.probe();
-        if (probe.available) return backend;
+        const probe = await this.landlock.probe();
+        if (probe.available) return this.landlock;
         throw new SandboxUnavailableError(
           `sandbox mode "landlock" is not available here: ${probe.reason}. Run \`codexec doctor\`.`,
         );
@@ -74,5 +87,44 @@ export class BackendRegistry {
         throw new SandboxUnavailableError(`sandbox mode "docker" is not available here: ${probe.reason}`);
       }
     }
+  }
+
+  /**
+   * Namespace if a probe sandbox starts; else landlock if the kernel has it and its probe runs;
+   * else, on Linux, no code runs (subprocess is an explicit choice there, never a silent one).
+   */
+  private async resolveAuto(): Promise<SandboxBackend> {
+    const probe = await this.namespace.probe();
+    if (probe.available) return this.namespace;
+    if ((this.auto.platform ?? process.platform) !== 'linux') {
+      log(
+        'warn',
+        `\n${'!'.repeat(78)}\n  sandbox mode "auto": the namespace sandbox is NOT available (${probe.reason}).\n` +
+          '  Code runs in "subprocess" mode, which does NOT confine files, network or resources.\n' +
+          `  Run \`codexec doctor\` to see how to fix it.\n${'!'.repeat(78)}`,
+      );
+      return new SubprocessBackend();
+    }
+    this.diagnosis ??= (this.auto.diagnose ?? diagnoseNamespaces)();
+    const causes = explainCauses(this.diagnosis.causes);
+    const abi = (this.auto.landlockAbi ?? landlockAbi)();
+    const landlock = abi > 0 ? await this.landlock.probe() : undefined;
+    if (landlock?.available) {
+      log(
+        'warn',
+        `sandbox mode "auto" uses landlock (Landlock ABI ${abi}; no namespaces): the namespace sandbox cannot ` +
+          `start here (${probe.reason}). ${causes || 'Run `codexec doctor` for every layer.'}`,
+      );
+      return this.landlock;
+    }
+    const noLandlock =
+      abi > 0
+        ? `Landlock (ABI ${abi}) could not start a probe either (${landlock?.reason})`
+        : 'this kernel offers no Landlock (ABI 0) to confine code without namespaces';
+    throw new SandboxUnavailableError(
+      `sandbox mode "auto" will not run code here: the namespace sandbox cannot start (${probe.reason}) and ` +
+        `${noLandlock}. ${causes ? `${causes} ` : ''}To run code WITHOUT isolation anyway, set ` +
+        'CODEXEC_SANDBOX_MODE=subprocess explicitly. Run `codexec doctor` for every layer.',
+    );
   }
 }

@@ -24,6 +24,8 @@ export interface StartOptions {
   readonly era?: Era;
   /** Reuse a CODEXEC_HOME (for restart tests); default: a fresh temp dir removed on close. */
   readonly home?: string;
+  /** A program the server runs under: its argv, to which node's is appended (it must exec it). */
+  readonly wrapper?: readonly string[];
   /**
    * Declare form elicitation and answer every elicitation request with this, in both eras (2025:
    * a server→client request; 2026: the client SDK fulfils `input_required` through it).
@@ -61,9 +63,10 @@ export function baseEnv(home: string): Record<string, string> {
 
 export async function startServer(options: StartOptions = {}): Promise<TestServer> {
   const home = options.home ?? tempDir();
+  const [command = process.execPath, ...args] = [...(options.wrapper ?? []), process.execPath, CLI, 'serve'];
   const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [CLI, 'serve'],
+    command,
+    args,
     env: { ...baseEnv(home), ...options.env },
     stderr: 'pipe',
   });

@@ -15,7 +15,7 @@ import {
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { BackendRegistry, NamespaceBackend, type SandboxSpec } from '../../src/sandbox/index.js';
+import { NamespaceBackend, type SandboxSpec } from '../../src/sandbox/index.js';
 import { type CgroupLayout, type RunCgroup, RunCgroups } from '../../src/sandbox/namespace/cgroups.js';
 import { DROP_NAME, dropProgram } from '../../src/sandbox/namespace/drop.js';
 
@@ -288,41 +288,6 @@ function cgroupChildren(): string[] {
       .map((name) => join(dir, name)),
   );
 }
-
-describe('BackendRegistry', () => {
-  class Unavailable extends NamespaceBackend {
-    probes = 0;
-    override async probe() {
-      this.probes++;
-      return { available: false, reason: 'bwrap not found' };
-    }
-  }
-
-  it('probes lazily: constructing the registry starts nothing', () => {
-    const fake = new Unavailable();
-    new BackendRegistry('auto', fake);
-    expect(fake.probes).toBe(0);
-  });
-
-  it('namespace requested but unavailable is SANDBOX_UNAVAILABLE with the reason', async () => {
-    await expect(new BackendRegistry('namespace', new Unavailable()).get()).rejects.toMatchObject({
-      code: 'SANDBOX_UNAVAILABLE',
-      message: expect.stringContaining('bwrap not found'),
-    });
-  });
-
-  it('auto falls back to subprocess when namespace is unavailable, probing once', async () => {
-    const fake = new Unavailable();
-    const registry = new BackendRegistry('auto', fake);
-    expect((await registry.get()).mode).toBe('subprocess');
-    expect((await registry.get()).mode).toBe('subprocess');
-    expect(fake.probes).toBe(1);
-  });
-
-  it('auto picks namespace when it works here', async () => {
-    expect((await new BackendRegistry('auto', backend).get()).mode).toBe('namespace');
-  });
-});
 
 describe('cgroup leftovers', () => {
   it.runIf(backend.setup().cgroups !== undefined)(

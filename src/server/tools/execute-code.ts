@@ -29,7 +29,7 @@ export const executionResultSchema = z.object({
   artifacts_deleted: z.array(z.string()),
   artifacts_omitted: artifactsOmitted,
   working_dir: z.string().describe('absolute directory the code ran in; artifacts live here'),
-  sandbox_mode: z.string().describe('isolation actually used: namespace, subprocess or docker'),
+  sandbox_mode: z.string().describe('isolation actually used: namespace, landlock, subprocess or docker'),
   warm: z.boolean().describe('true when a pre-started sandboxed interpreter ran it'),
   limit: z
     .enum(['memory', 'processes', 'cpu', 'file_size', 'disk'])

@@ -40,7 +40,7 @@ const outputSchema = z.object({
   cancelled: z.boolean(),
   truncated: z.boolean().describe('true when stdout or stderr was cut to head + tail'),
   work_dir: z.string().describe('absolute directory the command ran in'),
-  sandbox_mode: z.string().describe('isolation actually used: namespace, subprocess or docker'),
+  sandbox_mode: z.string().describe('isolation actually used: namespace, landlock, subprocess or docker'),
   artifacts: z
     .array(z.string())
     .describe(`files created or modified, relative to work_dir (caches left out; ${NAMES_HELP})`),
