@@ -40,9 +40,12 @@ export class Reach {
     private readonly run: RunScript,
   ) {}
 
-  /** Why `who` cannot reach `path` (a sentence naming the directory and the fix), or undefined. */
-  check(path: string, who: Identity): string | undefined {
-    for (const dir of above(path)) {
+  /**
+   * Why `who` cannot reach `path` (a sentence naming the directory and the fix), or undefined;
+   * `within`: search `path` itself too (a directory runs live beneath).
+   */
+  check(path: string, who: Identity, within = false): string | undefined {
+    for (const dir of within ? [...above(path), path] : above(path)) {
       const key = `${who.uid}:${dir}`;
       if (this.searchable.has(key)) continue;
       let stats: { mode: number; uid: number; gid: number };

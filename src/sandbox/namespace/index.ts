@@ -10,6 +10,7 @@ import { SandboxUnavailableError } from '../../errors/index.js';
 import { log, settledWithin } from '../../util/index.js';
 import { Confiner } from '../landlock/index.js';
 import { Reach } from '../landlock/reach.js';
+import { processGroupReaper } from '../subprocess/reaper.js';
 import type {
   Availability,
   Exit,
@@ -19,6 +20,7 @@ import type {
   SandboxSpec,
 } from '../types.js';
 import { NotForkableError } from '../types.js';
+import type { Watcher } from '../watcher.js';
 import {
   type BwrapOptions,
   buildBwrapArgs,
@@ -356,7 +358,7 @@ export class NamespaceBackend implements SandboxBackend {
   private unreachableRoot(host: HostSetup): string | undefined {
     if (!host.root) return undefined;
     for (const root of this.options.roots ?? []) {
-      const why = this.reach.check(join(root, 'run'), NOBODY);
+      const why = this.reach.check(root, NOBODY, true);
       if (why) return why;
     }
     return undefined;
@@ -464,7 +466,7 @@ export class NamespaceBackend implements SandboxBackend {
       if (tmp) rmSync(tmp, { recursive: true, force: true });
       throw error;
     }
-    return this.wrap(started.child, {
+    const run = this.wrap(started.child, {
       cgroup,
       system,
       lease,
@@ -472,6 +474,25 @@ export class NamespaceBackend implements SandboxBackend {
       report,
       ...(tmp && { tmp }),
     });
+    return sessionFixed ? this.reaped(run) : run;
+  }
+
+  /** Process groups of landlock runs without a cgroup, killed if the server dies (even by SIGKILL). */
+  private groups: Watcher | undefined;
+
+  private reaped(run: SandboxedProcess): SandboxedProcess {
+    const { pid } = run;
+    if (pid === undefined) return run;
+    this.groups ??= processGroupReaper();
+    const groups = this.groups;
+    groups.watch(pid);
+    return {
+      ...run,
+      async dispose() {
+        await run.dispose();
+        groups.release(pid);
+      },
+    };
   }
 
   /** The run of `child` (bwrap, or a zygote's fork of the run's process) and what was made for it. */
