@@ -57,6 +57,9 @@ const CONFIGS = [
   { name: 'codexec subprocess warm', env: { CODEXEC_SANDBOX_MODE: 'subprocess', CODEXEC_POOL_SIZE: '2' } },
   { name: 'codexec namespace cold', env: { CODEXEC_SANDBOX_MODE: 'namespace', CODEXEC_POOL_SIZE: '0' } },
   { name: 'codexec namespace warm', env: { CODEXEC_SANDBOX_MODE: 'namespace', CODEXEC_POOL_SIZE: '2' } },
+  // No namespace: Landlock + seccomp + rlimits + cgroups (our confine launcher, a zygote's fork).
+  { name: 'codexec landlock cold', env: { CODEXEC_SANDBOX_MODE: 'landlock', CODEXEC_POOL_SIZE: '0' } },
+  { name: 'codexec landlock warm', env: { CODEXEC_SANDBOX_MODE: 'landlock', CODEXEC_POOL_SIZE: '2' } },
   // Containers: latency and sessions only (a container start costs ~0.2 s of CPU: the
   // throughput and compute loops would take minutes and say nothing new).
   ...(ENGINE
