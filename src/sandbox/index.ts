@@ -30,4 +30,4 @@ export type {
   SandboxedProcess,
   SandboxSpec,
 } from './types.js';
-export { END_MARK_BYTES, NotForkableError } from './types.js';
+export { END_MARK_BYTES, NotForkableError, TMP_PREFIX } from './types.js';

@@ -44,6 +44,9 @@ export interface SandboxSpec {
   readonly persistent?: { readonly key: string; readonly mounts: readonly string[] };
 }
 
+/** A landlock run's TMPDIR, inside its workspace: `<workspace>/.codexec-tmp-XXXXXX`. */
+export const TMP_PREFIX = '.codexec-tmp-';
+
 /** The length of SandboxSpec.endMark. */
 export const END_MARK_BYTES = 32;
 

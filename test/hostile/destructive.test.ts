@@ -14,7 +14,7 @@ const root = process.getuid?.() === 0;
 
 const MODES = {
   namespace: { CODEXEC_SANDBOX_MODE: 'namespace', CODEXEC_MEMORY_MB: '256' },
-  landlock: { CODEXEC_SANDBOX_MODE: 'landlock', CODEXEC_MEMORY_MB: '256' },
+  landlock: { CODEXEC_SANDBOX_MODE: 'landlock', CODEXEC_MEMORY_MB: '256', CODEXEC_MAX_WORKSPACE_MB: '160' },
   docker: { ...DOCKER_MODE, CODEXEC_DOCKER_MEMORY: '256m' },
 } as const;
 
@@ -109,6 +109,23 @@ describe.each(Object.keys(MODES) as Array<keyof typeof MODES>)(
       expect(statSync(join(result.working_dir, 'big.bin')).size).toBeLessThanOrEqual(64 * 1024 * 1024);
       await stillAnswering();
     });
+
+    it.runIf(mode === 'landlock')(
+      'a TMPDIR fill counts against the workspace disk bound',
+      async () => {
+        // landlock: no tmpfs of its own; the run's TMPDIR is in its workspace (CODEXEC_MAX_WORKSPACE_MB).
+        const result = await run(
+          rig,
+          'python',
+          'import os, tempfile\nchunk = b"\\1" * (1 << 20)\nfor i in range(64):\n    with open(os.path.join(tempfile.gettempdir(), "fill%d" % i), "wb") as f:\n        for _ in range(32):\n            f.write(chunk)\nprint("filled 2 GB")',
+          { timeout_ms: 20_000 },
+        );
+        expect(result.stdout).not.toContain('filled');
+        expect(result.limit).toBe('disk');
+        await stillAnswering();
+      },
+      30_000,
+    );
 
     it('a 4 GB /tmp fill stays in the sandbox (size-limited tmpfs charged to the run)', async () => {
       const result = await run(

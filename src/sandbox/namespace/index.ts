@@ -19,7 +19,7 @@ import type {
   SandboxedProcess,
   SandboxSpec,
 } from '../types.js';
-import { NotForkableError } from '../types.js';
+import { NotForkableError, TMP_PREFIX } from '../types.js';
 import type { Watcher } from '../watcher.js';
 import {
   type BwrapOptions,
@@ -185,7 +185,7 @@ export class NamespaceBackend implements SandboxBackend {
     try {
       const maxProcs = Math.max(1, spec.limits.maxProcs - OUTSIDE_FORKED_CGROUP);
       cgroup = this.newCgroup(host, { ...spec.limits, maxProcs });
-      if (landlock) tmp = runTmp(identity);
+      if (landlock) tmp = runTmp(spec, identity);
     } catch {
       await lease.giveBack();
       return; // a cold start reports it
@@ -411,7 +411,7 @@ export class NamespaceBackend implements SandboxBackend {
       if (host.cgroups && !cgroup) {
         cgroup = this.newCgroup(host, limits);
       }
-      if (landlock) tmp = runTmp(identity);
+      if (landlock) tmp = runTmp(spec, identity);
     } catch (error) {
       system.etc?.release();
       void lease?.giveBack();
@@ -677,9 +677,16 @@ function zygoteSandbox(
   return { bwrap, placeholder, uid, gid, env: spec.env, cwd: spec.cwd };
 }
 
-/** A landlock run's own temporary directory (its TMPDIR): 0700, the sandbox user's. */
-function runTmp(identity: { readonly uid: number; readonly gid: number } | undefined): string {
-  const dir = mkdtempSync(join(tmpdir(), 'codexec-tmp-'));
+/**
+ * A landlock run's own temporary directory (its TMPDIR): 0700, the sandbox user's, inside its
+ * workspace (where the disk bounds count it; artifact lists leave it out: engine/generated.ts),
+ * else in the host's. Removed with the run.
+ */
+function runTmp(
+  spec: SandboxSpec,
+  identity: { readonly uid: number; readonly gid: number } | undefined,
+): string {
+  const dir = mkdtempSync(join(spec.writablePaths[0] ?? tmpdir(), TMP_PREFIX));
   if (identity) chownSync(dir, identity.uid, identity.gid);
   return dir;
 }
