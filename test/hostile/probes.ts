@@ -1,6 +1,15 @@
 // Shared pieces of the hostile-code suite: a server with planted secrets, and the probe program.
 import { randomBytes } from 'node:crypto';
-import { chownSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,6 +26,8 @@ export interface Rig {
   readonly listener: Server;
   /** An abstract Unix socket of the host's (Linux), answering as the loopback listener does. */
   readonly abstract: string;
+  /** A pathname Unix socket of the host's that every user may connect to (mode 0777, in /tmp). */
+  readonly unixPath: string;
   readonly port: number;
   close(): Promise<void>;
 }
@@ -36,6 +47,10 @@ export async function startRig(env: Record<string, string> = {}, uid?: number): 
   const abstract = `codexec-hostile-${randomBytes(6).toString('hex')}`;
   const abstractListener = createServer((socket) => socket.end('hello from the host\n'));
   await new Promise<void>((resolve) => abstractListener.listen(`\0${abstract}`, resolve));
+  const unixPath = join(tmpdir(), `${abstract}.sock`);
+  const unixListener = createServer((socket) => socket.end('hello from the host\n'));
+  await new Promise<void>((resolve) => unixListener.listen(unixPath, resolve));
+  chmodSync(unixPath, 0o777);
   const address = listener.address();
   const port = typeof address === 'object' && address ? address.port : 0;
   const serverEnv = { HOME: home, CODEXEC_TEST_CANARY: canary, ...env };
@@ -49,11 +64,13 @@ export async function startRig(env: Record<string, string> = {}, uid?: number): 
     canary,
     listener,
     abstract,
+    unixPath,
     port,
     async close() {
       await server.close();
       listener.close();
       abstractListener.close();
+      unixListener.close();
       rmSync(home, { recursive: true, force: true });
     },
   };
@@ -150,6 +167,7 @@ export function probeProgram(rig: Rig, writeTargets: readonly string[], tmpMarke
     writes: writeTargets,
     tmpMarker,
     abstract: rig.abstract,
+    unixPath: rig.unixPath,
     server: rig.server.pid,
   };
   return `
@@ -197,6 +215,14 @@ def abstract():
     s.connect(('\\0' + cfg['abstract']).ljust(108, '\\0'))
     return s.recv(100).decode()
 out['abstract_socket'] = attempt(abstract)
+def unix_path():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(2)
+    s.connect(cfg['unixPath'])
+    return s.recv(100).decode()
+out['unix_socket'] = attempt(unix_path)
+out['sees_server'] = os.path.exists('/proc/%d' % cfg['server'])
+out['stat_secret'] = attempt(lambda: os.stat(cfg['secret']).st_size)
 # Signal 0 to the server: only whether a signal could reach it (nothing is sent).
 out['signal_server'] = attempt(lambda: os.kill(cfg['server'], 0))
 def write(path):

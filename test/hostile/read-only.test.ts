@@ -23,6 +23,9 @@ interface Probe {
   inet_socket: { ok: boolean };
   abstract_socket: { ok: boolean; error?: string };
   signal_server: { ok: boolean; error?: string };
+  unix_socket: { ok: boolean; error?: string };
+  sees_server: boolean;
+  stat_secret: { ok: boolean };
   writes: Record<string, { ok: boolean }>;
   tmp_seen_before: boolean;
   tmp_write: { ok: boolean };
@@ -126,6 +129,37 @@ describe.each(MODES)('hostile read-only probes (%s mode)', (label) => {
     () => {
       // namespace, docker: another network namespace; landlock: the run's scope (ABI >= 6).
       expect(first.abstract_socket.ok).toBe(!confined);
+    },
+  );
+
+  it(
+    mode === 'landlock'
+      ? "CONNECTS to the host's world-writable pathname Unix sockets (no Landlock rule for them, ABI <= 7)"
+      : confined
+        ? "cannot reach the host's pathname Unix sockets (its /tmp is its own)"
+        : "CONNECTS to the host's world-writable pathname Unix sockets",
+    () => {
+      expect(first.unix_socket.ok).toBe(!confined || mode === 'landlock');
+    },
+  );
+
+  it(mode === 'landlock' || !confined ? 'SEES the host’s processes' : 'sees only its own processes', () => {
+    // namespace, docker: a pid namespace of the run's own; landlock has none (it still cannot
+    // read their environment or memory, or signal them: the tests above and below).
+    expect(first.sees_server).toBe(mode === 'landlock' || !confined);
+  });
+
+  it(
+    mode === 'landlock'
+      ? 'can stat (not read) what the sandbox user may search, as Landlock leaves metadata alone'
+      : confined
+        ? 'cannot even stat the user’s files'
+        : 'CAN stat the user’s files',
+    () => {
+      // A root server's landlock runs are uid 65534, which may not search the test's 0700 home; a
+      // non-root server's are its own user, which may.
+      const expected = !confined || (mode === 'landlock' && nonRoot);
+      expect(first.stat_secret.ok).toBe(expected);
     },
   );
 
