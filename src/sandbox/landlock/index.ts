@@ -4,11 +4,12 @@
 // server builds per run (rules.ts), never in the server process. This file holds what the backend
 // keeps per server: the launcher on disk, the kernel's ABI, the system paths every run may read.
 import { spawnSync } from 'node:child_process';
-import { chmodSync, closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { interpreterMount } from '../namespace/args.js';
 import { BOUND_ETC, etcEntries, findOnPath, systemMounts } from '../namespace/host.js';
-import type { SandboxSpec } from '../types.js';
+import { type SandboxSpec, TMP_PREFIX } from '../types.js';
 import { confineProgram } from './confine.js';
 import { type Access, abiScript, type Launch, landlockScript, launchScript } from './rules.js';
 
@@ -93,11 +94,15 @@ export class Confiner {
     return undefined;
   }
 
-  /** What a run may read and write, from its spec and its own temporary directory. */
-  access(spec: SandboxSpec, tmp: string | undefined): Access {
+  /**
+   * What a run may read and write: the system, the interpreter's install (as the namespace sandbox
+   * mounts it: never a private directory's whole), its spec's paths, its own temporary directory.
+   */
+  access(spec: SandboxSpec, tmp: string | undefined, privateDirs: readonly string[]): Access {
     this.system ??= systemPaths();
+    const interpreter = spec.argv[0] ? [interpreterMount(spec.argv[0], privateDirs)] : [];
     return {
-      executable: [...this.system.executable, ...spec.readablePaths],
+      executable: [...this.system.executable, ...interpreter, ...spec.readablePaths],
       readable: this.system.readable,
       writable: tmp ? [...spec.writablePaths, tmp] : spec.writablePaths,
       devices: DEVICES,
@@ -114,6 +119,20 @@ export class Confiner {
   landlockOnly(access: Access): Buffer {
     return landlockScript(this.abi(), access);
   }
+}
+
+/**
+ * A run's own temporary directory (its TMPDIR): 0700, the sandbox user's, inside its workspace
+ * (where the disk bounds count it; artifact lists leave it out: engine/generated.ts), else in the
+ * host's. The backend removes it with the run.
+ */
+export function ownTmp(
+  spec: SandboxSpec,
+  identity: { readonly uid: number; readonly gid: number } | undefined,
+) {
+  const dir = mkdtempSync(join(spec.writablePaths[0] ?? tmpdir(), TMP_PREFIX));
+  if (identity) chownSync(dir, identity.uid, identity.gid);
+  return dir;
 }
 
 /** The kernel's Landlock ABI, 0 when there is none (or no launcher for this arch). */

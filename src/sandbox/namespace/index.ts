@@ -2,13 +2,13 @@
 // never host root. Builds the command line with buildBwrapArgs() and spawns it here, only here.
 // Over 400 lines: the ways a run starts (zygote fork, launcher, direct) share the backend's state
 // (host setup, /etc copies, run cgroups, launchers, zygotes); its pieces live in files of their own.
-import { chownSync, mkdtempSync, rmSync } from 'node:fs';
-import { constants, tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
+import { constants } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { Duplex, Readable } from 'node:stream';
 import { SandboxUnavailableError } from '../../errors/index.js';
 import { log, settledWithin } from '../../util/index.js';
-import { Confiner } from '../landlock/index.js';
+import { Confiner, ownTmp } from '../landlock/index.js';
 import { Reach } from '../landlock/reach.js';
 import { processGroupReaper } from '../subprocess/reaper.js';
 import type {
@@ -19,7 +19,7 @@ import type {
   SandboxedProcess,
   SandboxSpec,
 } from '../types.js';
-import { NotForkableError, TMP_PREFIX } from '../types.js';
+import { NotForkableError } from '../types.js';
 import type { Watcher } from '../watcher.js';
 import {
   type BwrapOptions,
@@ -185,7 +185,7 @@ export class NamespaceBackend implements SandboxBackend {
     try {
       const maxProcs = Math.max(1, spec.limits.maxProcs - OUTSIDE_FORKED_CGROUP);
       cgroup = this.newCgroup(host, { ...spec.limits, maxProcs });
-      if (landlock) tmp = runTmp(spec, identity);
+      if (landlock) tmp = ownTmp(spec, identity);
     } catch {
       await lease.giveBack();
       return; // a cold start reports it
@@ -197,11 +197,7 @@ export class NamespaceBackend implements SandboxBackend {
       const rlimits = { cgroup: true, identity, ...cpu(spec) };
       if (landlock) {
         const { uid, gid } = identity;
-        const interpreter = interpreterMount(spec.argv[0] as string, host.privateDirs);
-        const access = this.confiner.access(
-          { ...spec, readablePaths: [interpreter, ...spec.readablePaths] },
-          tmp,
-        );
+        const access = this.confiner.access(spec, tmp, host.privateDirs);
         const landlockPart = this.confiner.landlockOnly(access).toString('hex');
         const env = tmp ? { ...spec.env, TMPDIR: tmp } : spec.env;
         const sandbox = { landlock: landlockPart, uid, gid, env, cwd: spec.cwd };
@@ -411,7 +407,7 @@ export class NamespaceBackend implements SandboxBackend {
       if (host.cgroups && !cgroup) {
         cgroup = this.newCgroup(host, limits);
       }
-      if (landlock) tmp = runTmp(spec, identity);
+      if (landlock) tmp = ownTmp(spec, identity);
     } catch (error) {
       system.etc?.release();
       void lease?.giveBack();
@@ -426,16 +422,7 @@ export class NamespaceBackend implements SandboxBackend {
           ...cpu(spec),
         });
         const script = this.confiner.launch({
-          access: this.confiner.access(
-            {
-              ...spec,
-              readablePaths: [
-                interpreterMount(spec.argv[0] as string, host.privateDirs),
-                ...spec.readablePaths,
-              ],
-            },
-            tmp,
-          ),
+          access: this.confiner.access(spec, tmp, host.privateDirs),
           seccomp,
           ...(identity && { identity }),
           // A launcher sets the rlimits (and kills the run with the server: its cgroup); else the script.
@@ -611,8 +598,9 @@ interface Prepared {
 async function release(prepared: Prepared, cgroups: RunCgroups | undefined, live: Set<RunCgroup>) {
   const { cgroup, system, lease, tmp } = prepared;
   system.etc?.release();
-  if (tmp) rmSync(tmp, { recursive: true, force: true });
   if (cgroup && !(await cgroups?.release(cgroup))) live.delete(cgroup);
+  // Once its processes are gone (the cgroup drained): none can swap what is removed.
+  if (tmp) rmSync(tmp, { recursive: true, force: true });
   await lease?.giveBack();
 }
 
@@ -675,20 +663,6 @@ function zygoteSandbox(
   const bwrap = buildBwrapArgs(sandbox, { ...options, placeholder: true }).slice(0, -placeholder.length);
   const { uid, gid } = identity;
   return { bwrap, placeholder, uid, gid, env: spec.env, cwd: spec.cwd };
-}
-
-/**
- * A landlock run's own temporary directory (its TMPDIR): 0700, the sandbox user's, inside its
- * workspace (where the disk bounds count it; artifact lists leave it out: engine/generated.ts),
- * else in the host's. Removed with the run.
- */
-function runTmp(
-  spec: SandboxSpec,
-  identity: { readonly uid: number; readonly gid: number } | undefined,
-): string {
-  const dir = mkdtempSync(join(spec.writablePaths[0] ?? tmpdir(), TMP_PREFIX));
-  if (identity) chownSync(dir, identity.uid, identity.gid);
-  return dir;
 }
 
 /** RLIMIT_CPU's value, where the run has one. */
