@@ -236,6 +236,42 @@ describe.each(RUNTIMES)('runtime $name', ({ name, env: DOCKER, missing }) => {
       });
     });
 
+    describe('a fork bomb', () => {
+      let server: TestServer;
+      /** Whether a run starts at all under a pids limit of 64 (gVisor's own host threads count too). */
+      let starts = false;
+      let seesCgroup = false;
+      beforeAll(async () => {
+        server = await startServer({ env: { ...DOCKER, CODEXEC_MAX_PROCS: '64' } });
+        const { value } = await python(server, 'print(open("/proc/self/cgroup").read().strip() != "")');
+        starts = value.success;
+        seesCgroup = value.stdout === 'True\n';
+      });
+      afterAll(() => server?.close());
+      const unsupported =
+        'print(1) does not run under a pids limit of 64 (the runtime’s own host threads count against it)';
+      const bomb = async () => {
+        const { value } = await callTool<Run>(server.client, 'execute_code', {
+          language: 'bash',
+          code: 'bomb() { bomb | bomb & }; bomb; sleep 2; echo after',
+          timeout_ms: 5000,
+        });
+        return value;
+      };
+
+      it('is stopped at the pids limit, reported as limit "processes"; the server keeps answering', async ({
+        skip,
+      }) => {
+        skip(!starts, unsupported);
+        skip(
+          !seesCgroup,
+          'code sees no cgroup of its container (/proc/self/cgroup is empty): no pids counter to read',
+        );
+        expect(await bomb()).toMatchObject({ limit: 'processes' });
+        expect((await python(server, 'print(6 * 7)')).value.stdout).toBe('42\n');
+      });
+    });
+
     it('refuses clearly when the image is missing, naming codexec image build', async () => {
       const server = await startServer({
         env: { ...DOCKER, CODEXEC_DOCKER_IMAGE: 'codexec-no-such-image-here' },
