@@ -52,6 +52,24 @@ function bwrapArgs(argv) {
 const ENGINE = ['podman', 'docker'].find(
   (engine) => spawnSync(engine, ['image', 'inspect', 'codexec-sandbox'], { stdio: 'ignore' }).status === 0,
 );
+// gVisor beside the engine's default runtime, where runsc is installed and the engine knows it
+// (podman takes it from PATH; a docker daemon must list it).
+const RUNSC =
+  ENGINE &&
+  spawnSync('sh', ['-c', 'command -v runsc'], { stdio: 'ignore' }).status === 0 &&
+  (ENGINE === 'podman' ||
+    spawnSync('docker', ['info', '--format', '{{json .Runtimes}}'], { encoding: 'utf8' }).stdout.includes(
+      '"runsc"',
+    ));
+const docker = (kind, runtime) => ({
+  name: `codexec docker${runtime ? '+runsc' : ''} ${kind}`,
+  light: true,
+  env: {
+    CODEXEC_SANDBOX_MODE: 'docker',
+    CODEXEC_POOL_SIZE: kind === 'cold' ? '0' : '2',
+    ...(runtime && { CODEXEC_DOCKER_RUNTIME: runtime }),
+  },
+});
 const CONFIGS = [
   { name: 'codexec subprocess cold', env: { CODEXEC_SANDBOX_MODE: 'subprocess', CODEXEC_POOL_SIZE: '0' } },
   { name: 'codexec subprocess warm', env: { CODEXEC_SANDBOX_MODE: 'subprocess', CODEXEC_POOL_SIZE: '2' } },
@@ -62,27 +80,24 @@ const CONFIGS = [
   { name: 'codexec landlock warm', env: { CODEXEC_SANDBOX_MODE: 'landlock', CODEXEC_POOL_SIZE: '2' } },
   // Containers: latency and sessions only (a container start costs ~0.2 s of CPU: the
   // throughput and compute loops would take minutes and say nothing new).
-  ...(ENGINE
-    ? [
-        {
-          name: 'codexec docker cold',
-          light: true,
-          env: { CODEXEC_SANDBOX_MODE: 'docker', CODEXEC_POOL_SIZE: '0' },
-        },
-        {
-          name: 'codexec docker warm',
-          light: true,
-          env: { CODEXEC_SANDBOX_MODE: 'docker', CODEXEC_POOL_SIZE: '2' },
-        },
-      ]
-    : []),
+  ...(ENGINE ? [docker('cold'), docker('warm')] : []),
+  ...(RUNSC ? [docker('cold', 'runsc'), docker('warm', 'runsc')] : []),
 ];
+/** The engine's options for a runtime: podman's before `run` (runsc's own network too), docker's after. */
+const runtimeOptions = (runtime) => {
+  if (ENGINE === 'docker') return { before: [], after: runtime ? ['--runtime', runtime] : [] };
+  return {
+    before: runtime ? ['--runtime', runtime, '--runtime-flag', 'network=none'] : ['--runtime', 'runc'],
+    after: [],
+  };
+};
 /** A container started by the engine's CLI alone (the seed's way: `docker run` per call). */
-const engineRun = (argv) =>
+const engineRun = (argv, runtime) =>
   spawnWait([
     ENGINE,
-    ...(ENGINE === 'podman' ? ['--runtime', 'runc'] : []),
+    ...runtimeOptions(runtime).before,
     'run',
+    ...runtimeOptions(runtime).after,
     '--rm',
     '--network',
     'none',
@@ -100,6 +115,7 @@ const results = {
   throughput: [],
   paced: [],
   interleaved: [],
+  runtimes: [],
   sessions: [],
   mcp: {},
   memory: {},
@@ -146,6 +162,13 @@ for (const language of Object.keys(INTERPRETERS)) {
   if (ENGINE) {
     const runs = { n: Math.ceil(N / 3) };
     row(`${ENGINE} run alone`, language, await measure(() => engineRun(argv), runs), floor[language]);
+    if (RUNSC)
+      row(
+        `${ENGINE} run alone (runsc)`,
+        language,
+        await measure(() => engineRun(argv, 'runsc'), runs),
+        floor[language],
+      );
   }
   await throughput('bare interpreter', language, () => spawnWait(argv));
   await throughput('bwrap alone', language, () => spawnWait(bwrapArgs(argv)));
@@ -267,6 +290,27 @@ for (const config of CONFIGS) {
   }
 }
 
+// gVisor's cost: each docker row under runsc against the same row under the default runtime.
+const dockerRows = [
+  ...results.rows.map((r) => ({ ...r, how: 'back to back' })),
+  ...results.paced.map((r) => ({ ...r, how: 'paced' })),
+];
+for (const how of ['back to back', 'paced']) {
+  for (const kind of ['cold', 'warm']) {
+    for (const language of Object.keys(INTERPRETERS)) {
+      const find = (scenario) =>
+        dockerRows.find((r) => r.how === how && r.scenario === scenario && r.language === language);
+      const [runc, runsc] = [find(`codexec docker ${kind}`), find(`codexec docker+runsc ${kind}`)];
+      if (!runc || !runsc) continue;
+      const entry = { kind, how, language, runc: runc.p50, runsc: runsc.p50, ratio: runsc.p50 / runc.p50 };
+      results.runtimes.push(entry);
+      console.error(
+        `  docker ${kind} ${how}: runsc ÷ default runtime ${language.padEnd(7)} ${ms(entry.runsc)} / ${ms(entry.runc)} ms  x${entry.ratio.toFixed(2)}`,
+      );
+    }
+  }
+}
+
 // Peer for session sends: a Jupyter kernel (ipykernel, no sandbox) driven over ZMQ.
 const jupyter = spawnSync('/usr/bin/python3', ['bench/peers/jupyter_send.py', String(N)], {
   encoding: 'utf8',
@@ -335,6 +379,23 @@ for (const r of results.interleaved)
   lines.push(
     `| ${r.comparison} | ${r.language} | ${ms(r.codexec.p50)} | ${ms(r.base.p50)} | ${r.ratio.toFixed(2)} |`,
   );
+if (results.runtimes.length > 0) {
+  lines.push(
+    '',
+    "gVisor: docker mode with CODEXEC_DOCKER_RUNTIME=runsc against the engine's default runtime, print(1) p50:",
+    '',
+    '| docker: runsc ÷ default | python (ms) | node (ms) | bash (ms) |',
+    '|---|---|---|---|',
+  );
+  for (const how of ['back to back', 'paced'])
+    for (const kind of ['cold', 'warm']) {
+      const cells = Object.keys(INTERPRETERS).map((language) => {
+        const r = results.runtimes.find((x) => x.how === how && x.kind === kind && x.language === language);
+        return r ? `${ms(r.runsc)} / ${ms(r.runc)} = ×${r.ratio.toFixed(2)}` : '-';
+      });
+      lines.push(`| ${kind}, ${how} | ${cells.join(' | ')} |`);
+    }
+}
 lines.push(
   '',
   '| 50 ms compute | python p50 / p99 (ms) | ×floor | node p50 / p99 (ms) | ×floor | bash p50 / p99 (ms) | ×floor |',

@@ -1,7 +1,13 @@
 import type { Config } from '../config/index.js';
 import { loadRules, policyPath } from '../policy/index.js';
 import { type InterpreterKind, Interpreters } from '../runtimes/index.js';
-import { ContainerBackend, findEngine, type SandboxBackend } from '../sandbox/index.js';
+import {
+  ContainerBackend,
+  type ContainerEngine,
+  describeRuntime,
+  findEngine,
+  type SandboxBackend,
+} from '../sandbox/index.js';
 import { configOrExit } from './config.js';
 import { landlockLines, line, namespaceLines, sandboxSummary } from './doctor-sandbox.js';
 
@@ -60,20 +66,28 @@ function gate(config: Config): void {
   }
 }
 
-/** Sandbox mode docker: the engine that answers, and the image it would run. */
+/** Sandbox mode docker: the engine that answers, the runtime it runs, and the image it would run. */
 async function containers(config: Config): Promise<void> {
   console.log('\ncontainer sandbox (CODEXEC_SANDBOX_MODE=docker)');
+  const asked = config.docker.runtime;
+  let engine: ContainerEngine;
   try {
-    const engine = await findEngine(config.docker.engine);
-    const runtime = engine.global.length > 0 ? ` (${engine.global.join(' ')})` : '';
+    engine = await findEngine(config.docker.engine, asked);
     line(
       true,
       'engine',
-      `${engine.name} ${engine.version} at ${engine.binary}${runtime} (CODEXEC_CONTAINER_ENGINE=${config.docker.engine})`,
+      `${engine.name} ${engine.version} at ${engine.binary} (CODEXEC_CONTAINER_ENGINE=${config.docker.engine})`,
     );
   } catch (error) {
     line(false, 'engine', (error as Error).message);
     return;
+  }
+  try {
+    const used = await describeRuntime(engine);
+    const source = asked ? `CODEXEC_DOCKER_RUNTIME=${asked}` : "the engine's default; CODEXEC_DOCKER_RUNTIME";
+    line(true, 'runtime', `${used} (${source})`);
+  } catch (error) {
+    line(false, 'runtime', `${asked ?? 'default'}: ${(error as Error).message}`);
   }
   const backend = new ContainerBackend(config.docker);
   const probe = await backend.probe();

@@ -65,6 +65,7 @@ export interface Config {
     readonly memory: string;
     readonly cpu: number;
     readonly network: string;
+    readonly runtime?: string;
   };
   readonly logLevel: Settings['LOG_LEVEL'];
   /** The secrets filter: on or off, and the values of CODEXEC_SECRETS_FILE (read at start-up). */
@@ -250,6 +251,7 @@ export function loadConfig(
       memory: s.CODEXEC_DOCKER_MEMORY,
       cpu: s.CODEXEC_DOCKER_CPU,
       network: s.CODEXEC_DOCKER_NETWORK,
+      ...(s.CODEXEC_DOCKER_RUNTIME && { runtime: s.CODEXEC_DOCKER_RUNTIME }),
     },
     logLevel: s.LOG_LEVEL,
     secrets: readSecrets(

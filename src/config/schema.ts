@@ -205,6 +205,14 @@ export const settingsSchema = z
       .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, 'expected a network name such as none, bridge or host')
       .default('none')
       .describe('Network of sandbox containers (none: no network).'),
+    CODEXEC_DOCKER_RUNTIME: z
+      .string()
+      .regex(/^[A-Za-z0-9/][A-Za-z0-9_./-]*$/, 'expected a runtime name such as runsc, or its absolute path')
+      .optional()
+      .describe(
+        'OCI runtime of every sandbox container, e.g. runsc (gVisor): a name the engine knows (docker: its ' +
+          "daemon's runtimes) or, for podman, a path; absent: the engine's default (podman: runc where installed).",
+      ),
     CODEXEC_REDACT_SECRETS: z
       .union([z.boolean(), z.enum(['true', 'false']).transform((value) => value === 'true')])
       .default(true)

@@ -5,6 +5,7 @@ export {
   ContainerBackend,
   type ContainerEngine,
   type ContainerOptions,
+  describeRuntime,
   findEngine,
 } from './container/index.js';
 export {

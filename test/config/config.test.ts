@@ -59,7 +59,18 @@ describe('loadConfig', () => {
     expect(config.logDir).toBe(join(homedir(), 'somewhere'));
   });
 
+  it('takes CODEXEC_DOCKER_RUNTIME from env over config.json, absent by default', () => {
+    home = tempDir();
+    expect(loadConfig({ CODEXEC_HOME: home }).docker.runtime).toBeUndefined();
+    writeFileSync(join(home, 'config.json'), JSON.stringify({ CODEXEC_DOCKER_RUNTIME: 'runsc' }));
+    expect(loadConfig({ CODEXEC_HOME: home }).docker.runtime).toBe('runsc');
+    expect(loadConfig({ CODEXEC_HOME: home, CODEXEC_DOCKER_RUNTIME: '/usr/bin/runsc' }).docker.runtime).toBe(
+      '/usr/bin/runsc',
+    );
+  });
+
   it.each([
+    [{ CODEXEC_DOCKER_RUNTIME: 'runsc --debug' }, /^CODEXEC_DOCKER_RUNTIME: /],
     [{ CODEXEC_MAX_TIMEOUT_MS: 'soon' }, /^CODEXEC_MAX_TIMEOUT_MS: /],
     [{ CODEXEC_SANDBOX_MODE: 'chroot' }, /^CODEXEC_SANDBOX_MODE: /],
     [

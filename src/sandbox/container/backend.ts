@@ -30,6 +30,7 @@ import { inspectImage } from './inspect.js';
 import { PersistentContainers } from './persistent.js';
 import { type Handle, removeContainer, spawnWhenStarted, wrap } from './process.js';
 import { containerReaper, DeferredRemoval, processStart, sweepDeadServers } from './reaper.js';
+import { runtimeArgs } from './runtime.js';
 
 const run = promisify(execFile);
 const LAUNCHER = join(DRIVERS, 'container_control.py');
@@ -38,6 +39,8 @@ const WRAPPER = join(DRIVERS, 'container_init.sh');
 /** CODEXEC_CONTAINER_ENGINE and CODEXEC_DOCKER_* (config.docker). */
 export interface ContainerOptions {
   readonly engine: EngineChoice;
+  /** The OCI runtime of every container (e.g. runsc); absent: the engine's default. */
+  readonly runtime?: string;
   readonly image: string;
   /** `--memory` (and `--memory-swap`: no swap), e.g. 512m. */
   readonly memory: string;
@@ -85,7 +88,7 @@ export class ContainerBackend implements SandboxBackend {
   private async find(): Promise<Availability> {
     let engine: ContainerEngine;
     try {
-      engine = await findEngine(this.options.engine);
+      engine = await findEngine(this.options.engine, this.options.runtime);
     } catch (error) {
       return { available: false, reason: (error as Error).message };
     }
@@ -111,6 +114,10 @@ export class ContainerBackend implements SandboxBackend {
     user: ContainerRun['user'],
   ): ContainerRun {
     const rootless = process.getuid?.() !== 0;
+    const extra = [
+      ...(rootless && engine.name === 'podman' ? ['--userns', 'keep-id'] : []),
+      ...runtimeArgs(engine, this.options.network).run,
+    ];
     return {
       name,
       labels: {
@@ -126,7 +133,7 @@ export class ContainerBackend implements SandboxBackend {
       cpus: this.options.cpu,
       network: this.options.network,
       wrapper: WRAPPER,
-      ...(rootless && engine.name === 'podman' && { extra: ['--userns', 'keep-id'] }),
+      ...(extra.length > 0 && { extra }),
     };
   }
 
@@ -161,14 +168,16 @@ export class ContainerBackend implements SandboxBackend {
     const name = this.newName();
     const workspace = spec.writablePaths[0] ?? spec.cwd;
     const control = spec.control ? listenForDriver(workspace) : undefined;
+    // An installer reaches the registry as the host does (install_package into a session).
+    const network = spec.network === 'host' ? 'host' : this.options.network;
     const args = buildContainerArgs(spec, {
       ...this.runOptions(name, image, engine, user),
-      // An installer reaches the registry as the host does (install_package into a session).
-      ...(spec.network === 'host' && { network: 'host' }),
+      network,
       ...(spec.control && { controlLauncher: LAUNCHER }),
     });
     reaper.watch(name);
-    const child = spawn(engine.binary, [...engine.global, ...args], { stdio: [spec.stdin, 'pipe', 'pipe'] });
+    const cli = [...engine.global, ...runtimeArgs(engine, network).before, ...args];
+    const child = spawn(engine.binary, cli, { stdio: [spec.stdin, 'pipe', 'pipe'] });
     return {
       child,
       control,

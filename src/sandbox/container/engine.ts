@@ -1,10 +1,12 @@
 // Which container engine drives sandbox mode docker: the docker CLI when its daemon answers, else
 // podman (no daemon). Both take the same commands; podman is given runc where it is installed,
-// as crun fails on hosts with hybrid cgroups.
+// as crun fails on hosts with hybrid cgroups, unless CODEXEC_DOCKER_RUNTIME names another runtime
+// (runtime.ts places it on each engine's command line).
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { SandboxUnavailableError } from '../../errors/index.js';
 import { findOnPath } from '../namespace/index.js';
+import { dockerRuntimes, missingRuntime } from './runtime.js';
 
 const run = promisify(execFile);
 
@@ -14,20 +16,25 @@ export type EngineChoice = 'auto' | EngineName;
 export interface ContainerEngine {
   readonly name: EngineName;
   readonly binary: string;
-  /** Options that go before every subcommand (`--runtime runc` for podman where runc exists). */
+  /** Options that go before every subcommand (podman's `--runtime`: the setting's, else runc where it exists). */
   readonly global: readonly string[];
   /** The engine's server version (docker's daemon; podman's own). */
   readonly version: string;
+  /** The OCI runtime asked for (CODEXEC_DOCKER_RUNTIME); absent: the engine's default. */
+  readonly runtime?: string;
 }
 
 /** How long an engine may take to say its version before it counts as not answering. */
 const ANSWER_MS = 5000;
 
-/** The engine to use, or SandboxUnavailableError saying why none can be. */
-export async function findEngine(choice: EngineChoice): Promise<ContainerEngine> {
+/**
+ * The engine to use, or SandboxUnavailableError saying why none can be. With a runtime, an engine
+ * that does not know it does not count (podman says so at `version`; docker's daemon lists its own).
+ */
+export async function findEngine(choice: EngineChoice, runtime?: string): Promise<ContainerEngine> {
   const tried: string[] = [];
   for (const name of choice === 'auto' ? (['docker', 'podman'] as const) : [choice]) {
-    const answer = await tryEngine(name);
+    const answer = await tryEngine(name, runtime);
     if (typeof answer !== 'string') return answer;
     tried.push(answer);
   }
@@ -37,10 +44,11 @@ export async function findEngine(choice: EngineChoice): Promise<ContainerEngine>
   );
 }
 
-async function tryEngine(name: EngineName): Promise<ContainerEngine | string> {
+async function tryEngine(name: EngineName, runtime: string | undefined): Promise<ContainerEngine | string> {
   const binary = findOnPath(name);
   if (!binary) return `${name}: not on PATH`;
-  const global = name === 'podman' && findOnPath('runc') ? ['--runtime', 'runc'] : [];
+  const podmanRuntime = runtime ?? (findOnPath('runc') ? 'runc' : undefined);
+  const global = name === 'podman' && podmanRuntime ? ['--runtime', podmanRuntime] : [];
   // docker: the server's version proves its daemon answers; the client alone runs nothing.
   const format = name === 'docker' ? '{{.Server.Version}}' : '{{.Client.Version}}';
   try {
@@ -49,10 +57,15 @@ async function tryEngine(name: EngineName): Promise<ContainerEngine | string> {
     });
     const version = stdout.trim();
     if (!version) return `${name}: no server version (is its daemon running?)`;
-    return { name, binary, global, version };
+    const engine = { name, binary, global, version, ...(runtime && { runtime }) };
+    if (name === 'docker' && runtime) {
+      const known = await dockerRuntimes(engine);
+      if (!known.includes(runtime)) return `${name}: ${missingRuntime(runtime, known)}`;
+    }
+    return engine;
   } catch (error) {
     const detail =
       (error as { stderr?: string }).stderr?.trim().split('\n').pop() || (error as Error).message;
-    return `${name}: ${detail}`;
+    return `${name}${runtime ? ` (runtime ${runtime}, CODEXEC_DOCKER_RUNTIME)` : ''}: ${detail}`;
   }
 }

@@ -16,3 +16,4 @@ export {
   importArgs,
   importChanges,
 } from './image.js';
+export { describeRuntime, runtimeArgs } from './runtime.js';

@@ -8,6 +8,7 @@ import { DRIVERS } from '../namespace/zygote.js';
 import type { SandboxSpec } from '../types.js';
 import { buildPersistentArgs, type ContainerRun, DRIVERS_INSIDE, type Mount, WORKSPACE } from './args.js';
 import type { ContainerEngine } from './engine.js';
+import { runtimeArgs } from './runtime.js';
 
 /** A persistent container unused this long is removed (the next command starts another). */
 const IDLE_MS = 10 * 60_000;
@@ -80,9 +81,11 @@ export class PersistentContainers {
   }
 
   private start(key: string, mounts: Mount[], name: string, limits: SandboxSpec['limits']): Kept {
+    const run = this.runFor(name);
+    const before = runtimeArgs(this.engine, run.network).before;
     const child = spawn(
       this.engine.binary,
-      [...this.engine.global, ...buildPersistentArgs(mounts, this.runFor(name), limits)],
+      [...this.engine.global, ...before, ...buildPersistentArgs(mounts, run, limits)],
       {
         stdio: ['pipe', 'pipe', 'pipe'],
       },

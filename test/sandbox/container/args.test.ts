@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { buildContainerArgs, type ContainerRun, pathMapper } from '../../../src/sandbox/container/args.js';
 import { limitCounters } from '../../../src/sandbox/container/limits.js';
+import { runtimeArgs } from '../../../src/sandbox/container/runtime.js';
 import type { SandboxSpec } from '../../../src/sandbox/index.js';
 
 const workspace = mkdtempSync(join(tmpdir(), 'codexec-args-'));
@@ -136,5 +137,38 @@ describe('limitCounters', () => {
       '/sys/fs/cgroup/machine.slice/libpod-2.scope/pids.events',
     ]);
     expect(limitCounters('0::/')).toEqual([]);
+  });
+});
+
+describe('runtimeArgs (CODEXEC_DOCKER_RUNTIME)', () => {
+  it('adds nothing without a runtime', () => {
+    expect(runtimeArgs({ name: 'podman' }, 'none')).toEqual({ before: [], run: [] });
+    expect(runtimeArgs({ name: 'docker' }, 'none')).toEqual({ before: [], run: [] });
+  });
+
+  it('gives docker the runtime as an option of run', () => {
+    expect(runtimeArgs({ name: 'docker', runtime: 'runsc' }, 'none')).toEqual({
+      before: [],
+      run: ['--runtime', 'runsc'],
+    });
+  });
+
+  it('gives runsc under podman host sockets to open and its own network none or host', () => {
+    const uds = ['--runtime-flag', 'host-uds=open'];
+    expect(runtimeArgs({ name: 'podman', runtime: '/usr/bin/runsc' }, 'none').before).toEqual([
+      ...uds,
+      '--runtime-flag',
+      'network=none',
+    ]);
+    expect(runtimeArgs({ name: 'podman', runtime: 'runsc' }, 'host').before).toEqual([
+      ...uds,
+      '--runtime-flag',
+      'network=host',
+    ]);
+    expect(runtimeArgs({ name: 'podman', runtime: 'runsc' }, 'bridge').before).toEqual(uds);
+  });
+
+  it('gives another runtime under podman no flags of runsc (engine.ts sets --runtime itself)', () => {
+    expect(runtimeArgs({ name: 'podman', runtime: 'crun' }, 'none')).toEqual({ before: [], run: [] });
   });
 });

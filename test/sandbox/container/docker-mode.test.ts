@@ -1,9 +1,9 @@
-// Sandbox mode docker through the real server, the real engine (podman here) and the real image.
+// Sandbox mode docker through the real server, the real engine (podman here) and the real image,
+// under each OCI runtime of RUNTIMES (the engine's default, and gVisor's runsc where installed).
+// What a runtime does not offer is probed, and the test that needs it is skipped saying so.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callTool, startServer, type TestServer } from '../../helpers/server.js';
-import { containersOf, DOCKER_MODE, ensureImage, eventually, sessionContainersOf } from './engine.js';
-
-const DOCKER = DOCKER_MODE;
+import { containersOf, ensureImage, eventually, RUNTIMES, runtimeOf, sessionContainersOf } from './engine.js';
 
 interface Run {
   success: boolean;
@@ -23,200 +23,267 @@ const python = (server: TestServer, code: string, extra: Record<string, unknown>
 
 beforeAll(() => ensureImage(), 600_000);
 
-describe('sandbox mode docker', () => {
-  let server: TestServer;
-  beforeAll(async () => {
-    server = await startServer({ env: DOCKER });
-  });
-  afterAll(async () => {
-    const pid = server.pid;
-    await server.close();
-    expect(await eventually(() => containersOf(pid).length === 0)).toBe(true);
-  });
-
-  it('runs python, node, typescript and bash, cold then warm, in containers', async () => {
-    const code = {
-      python: 'import os; print("py", os.getcwd())',
-      node: 'console.log("js", process.cwd())',
-      typescript: 'const n: number = 2; console.log("ts", n)',
-      bash: 'echo "sh $PWD"',
-    };
-    const expected = {
-      python: 'py /workspace\n',
-      node: 'js /workspace\n',
-      typescript: 'ts 2\n',
-      bash: 'sh /workspace\n',
-    };
-    for (const [language, source] of Object.entries(code)) {
-      const runs: Run[] = [];
-      for (let i = 0; i < 3; i++) {
-        const { value } = await callTool<Run>(server.client, 'execute_code', { language, code: source });
-        runs.push(value);
-        await new Promise((resolve) => setTimeout(resolve, 400)); // the pool refills
-      }
-      for (const run of runs) {
-        expect(run, language).toMatchObject({ success: true, sandbox_mode: 'docker' });
-        expect(run.stdout).toBe(expected[language as keyof typeof expected]);
-      }
-      expect(
-        runs.some((run) => run.warm),
-        `${language}: a warm container was used`,
-      ).toBe(true);
-    }
-  });
-
-  it('gives the code no network', async () => {
-    const { value } = await python(
-      server,
-      'import os, socket\nprint(sorted(os.listdir("/sys/class/net")))\ns = socket.socket()\ns.settimeout(2)\n' +
-        'try:\n    s.connect(("1.1.1.1", 53)); print("connected")\nexcept OSError as e:\n    print("refused", e.errno)',
-    );
-    expect(value.stdout).toMatch(/^\['lo'\]\nrefused \d+\n$/);
-  });
-
-  it('has a read-only root, a writable workspace and /tmp, and returns what the code wrote', async () => {
-    const { value } = await python(
-      server,
-      'open("out.txt", "w").write("hi")\nopen("/tmp/t", "w").write("t")\n' +
-        'try:\n    open("/usr/x", "w")\nexcept OSError as e:\n    print("usr", e.errno)\n' +
-        'try:\n    open("/x", "w")\nexcept OSError as e:\n    print("root", e.errno)',
-    );
-    expect(value.stdout).toBe('usr 30\nroot 30\n'); // EROFS
-    expect(value.artifacts).toEqual(['out.txt']);
-  });
-
-  it('sees no host files: not the server home, not root’s home, not the host /etc', async () => {
-    const { value } = await python(
-      server,
-      `import os\nprint(os.path.exists(${JSON.stringify(server.home)}), os.path.exists("/etc/shadow"), ` +
-        'len(os.listdir("/root")) if os.access("/root", os.R_OK) else 0, os.path.exists("/work"))',
-    );
-    expect(value.stdout).toBe('False False 0 False\n');
-  });
-
-  it('runs as a non-root user without capabilities or a way to gain them', async () => {
-    const { value } = await python(
-      server,
-      'import os\nprint(os.getuid(), os.getgid())\n' +
-        'for line in open("/proc/self/status"):\n    if line.startswith(("Cap", "NoNewPrivs")): print(line.split()[0], line.split()[1])',
-    );
-    const lines = value.stdout.trim().split('\n');
-    expect(lines[0]).not.toMatch(/^0 /);
-    expect(lines.slice(1)).toEqual([
-      'CapInh: 0000000000000000',
-      'CapPrm: 0000000000000000',
-      'CapEff: 0000000000000000',
-      'CapBnd: 0000000000000000',
-      'CapAmb: 0000000000000000',
-      'NoNewPrivs: 1',
-    ]);
-  });
-
-  it('ends the whole container at the timeout', async () => {
-    const started = Date.now();
-    const { value } = await callTool<Run>(server.client, 'execute_code', {
-      language: 'bash',
-      code: 'sleep 60 & sleep 60; echo never',
-      timeout_ms: 1500,
+describe.each(RUNTIMES)('runtime $name', ({ name, env: DOCKER, missing }) => {
+  if (missing) console.warn(`docker-mode tests under runtime ${name} skipped: ${missing}`);
+  describe.skipIf(missing)('sandbox mode docker', () => {
+    let server: TestServer;
+    beforeAll(async () => {
+      server = await startServer({ env: DOCKER });
     });
-    expect(value).toMatchObject({ success: false, timed_out: true });
-    expect(value.stdout).not.toContain('never');
-    expect(Date.now() - started).toBeLessThan(15_000);
-    // Only pre-started (warm) containers of this server remain: none runs sleep.
-    const { value: check } = await callTool<Run>(server.client, 'execute_code', {
-      language: 'bash',
-      code: 'echo ok',
-    });
-    expect(check.stdout).toBe('ok\n');
-  });
-
-  it('keeps a session’s state in one container and removes it on close', async () => {
-    const { value: started } = await callTool<{ session_id: string; sandbox_mode: string }>(
-      server.client,
-      'start_session',
-      { language: 'python' },
-    );
-    expect(started.sandbox_mode).toBe('docker');
-    expect(sessionContainersOf(server.pid)).toHaveLength(1);
-    const send = (code: string) =>
-      callTool<Run & { session_alive: boolean }>(server.client, 'send_to_session', {
-        session_id: started.session_id,
-        code,
-      });
-    await send('x = 41\nprint("set", flush=True)');
-    const { value } = await send('print("got", x + 1)\nx + 1');
-    expect(value.stdout).toBe('got 42\n42\n');
-    await callTool(server.client, 'close_session', { session_id: started.session_id });
-    expect(await eventually(() => sessionContainersOf(server.pid).length === 0)).toBe(true);
-  });
-});
-
-describe('execute_command in sandbox mode docker', () => {
-  it('runs every command of a connection in one persistent container, removed when the server goes', async () => {
-    const server = await startServer({ env: DOCKER });
-    const { pid } = server;
-    const command = async (line: string, timeout?: number) =>
-      (
-        await callTool<Run & { work_dir: string }>(server.client, 'execute_command', {
-          command: line,
-          ...(timeout && { timeout }),
-        })
-      ).value;
-    try {
-      const first = await command('echo state > /tmp/kept; echo file > made.txt; pwd; id -u');
-      expect(first).toMatchObject({ success: true, sandbox_mode: 'docker', artifacts: ['made.txt'] });
-      expect(first.stdout).toMatch(/^\/workspace\n[1-9]\d*\n$/);
-      const names = containersOf(pid);
-      expect(names).toHaveLength(1);
-      // /tmp is the container's own (not the host's, not a fresh one): the same container ran both.
-      const second = await command('cat /tmp/kept made.txt');
-      expect(second.stdout).toBe('state\nfile\n');
-      const stopped = await command('sleep 60 & sleep 60', 2);
-      expect(stopped).toMatchObject({ success: false, timed_out: true });
-      expect((await command('echo after')).stdout).toBe('after\n');
-      expect(containersOf(pid)).toEqual(names);
-    } finally {
+    afterAll(async () => {
+      const pid = server.pid;
       await server.close();
-    }
-    expect(await eventually(() => containersOf(pid).length === 0)).toBe(true);
-  });
-});
+      expect(await eventually(() => containersOf(pid).length === 0)).toBe(true);
+    });
 
-describe('sandbox mode docker limits', () => {
-  it.each(['cold', 'warm'])(
-    'reports a %s run killed at the container memory limit as limit "memory"',
-    async (kind) => {
-      const server = await startServer({
-        env: { ...DOCKER, CODEXEC_DOCKER_MEMORY: '64m', CODEXEC_POOL_SIZE: kind === 'cold' ? '0' : '1' },
-      });
-      try {
-        if (kind === 'warm') {
-          await python(server, 'print(1)'); // starts the pool
-          await new Promise((resolve) => setTimeout(resolve, 1000));
+    it('runs python, node, typescript and bash, cold then warm, in containers', async () => {
+      const code = {
+        python: 'import os; print("py", os.getcwd())',
+        node: 'console.log("js", process.cwd())',
+        typescript: 'const n: number = 2; console.log("ts", n)',
+        bash: 'echo "sh $PWD"',
+      };
+      const expected = {
+        python: 'py /workspace\n',
+        node: 'js /workspace\n',
+        typescript: 'ts 2\n',
+        bash: 'sh /workspace\n',
+      };
+      for (const [language, source] of Object.entries(code)) {
+        const runs: Run[] = [];
+        for (let i = 0; i < 3; i++) {
+          const { value } = await callTool<Run>(server.client, 'execute_code', { language, code: source });
+          runs.push(value);
+          await new Promise((resolve) => setTimeout(resolve, 400)); // the pool refills
         }
-        const started = Date.now();
-        const { value } = await python(server, 'b = bytearray(400 * 1024 * 1024)\nprint("survived")');
-        expect(value).toMatchObject({ success: false, limit: 'memory', warm: kind === 'warm' });
-        expect(value.stdout).toBe('');
-        // Not the timeout: the run ends with its container.
-        expect(Date.now() - started).toBeLessThan(10_000);
+        for (const run of runs) {
+          expect(run, language).toMatchObject({ success: true, sandbox_mode: 'docker' });
+          expect(run.stdout).toBe(expected[language as keyof typeof expected]);
+        }
+        expect(
+          runs.some((run) => run.warm),
+          `${language}: a warm container was used`,
+        ).toBe(true);
+      }
+    });
+
+    it('runs its containers under the runtime asked for (runc where none is)', async () => {
+      const { value } = await callTool<{ session_id: string }>(server.client, 'start_session', {
+        language: 'bash',
+      });
+      const [container = ''] = sessionContainersOf(server.pid);
+      expect(runtimeOf(container.split(' ')[0] ?? '')).toBe(DOCKER.CODEXEC_DOCKER_RUNTIME ?? 'runc');
+      await callTool(server.client, 'close_session', { session_id: value.session_id });
+    });
+
+    it('gives the code no network', async () => {
+      const { value } = await python(
+        server,
+        'import os, socket\nprint(sorted(os.listdir("/sys/class/net")))\ns = socket.socket()\ns.settimeout(2)\n' +
+          'try:\n    s.connect(("1.1.1.1", 53)); print("connected")\nexcept OSError as e:\n    print("refused", e.errno)',
+      );
+      expect(value.stdout).toMatch(/^\['lo'\]\nrefused \d+\n$/);
+    });
+
+    it('has a read-only root, a writable workspace and /tmp, and returns what the code wrote', async () => {
+      const { value } = await python(
+        server,
+        'open("out.txt", "w").write("hi")\nopen("/tmp/t", "w").write("t")\n' +
+          'try:\n    open("/usr/x", "w")\nexcept OSError as e:\n    print("usr", e.errno)\n' +
+          'try:\n    open("/x", "w")\nexcept OSError as e:\n    print("root", e.errno)\n' +
+          'for line in open("/proc/self/mountinfo"):\n    f = line.split()\n' +
+          '    if f[4] in ("/", "/tmp", "/workspace"): print(f[4], f[5].split(",")[0])',
+      );
+      // EROFS, or (gVisor checks permissions first) EACCES for uid != 0; the mount table says why.
+      expect(value.stdout).toMatch(/^usr (30|13)\nroot (30|13)\n/);
+      expect(value.stdout.split('\n').slice(2).sort().join(' ')).toBe(' / ro /tmp rw /workspace rw');
+      expect(value.artifacts).toEqual(['out.txt']);
+    });
+
+    it('sees no host files: not the server home, not root’s home, not the host /etc', async () => {
+      const { value } = await python(
+        server,
+        `import os\nprint(os.path.exists(${JSON.stringify(server.home)}), os.path.exists("/etc/shadow"), ` +
+          'len(os.listdir("/root")) if os.access("/root", os.R_OK) else 0, os.path.exists("/work"))',
+      );
+      expect(value.stdout).toBe('False False 0 False\n');
+    });
+
+    it('runs as a non-root user without capabilities or a way to gain them', async () => {
+      // no_new_privs by prctl(PR_GET_NO_NEW_PRIVS): gVisor's /proc/self/status has no NoNewPrivs
+      // line (nor CapAmb, a subset of CapPrm).
+      const { value } = await python(
+        server,
+        'import os, ctypes\nprint(os.getuid(), os.getgid())\n' +
+          'for line in open("/proc/self/status"):\n    if line.startswith("Cap"): print(line.split()[0], line.split()[1])\n' +
+          'print("NoNewPrivs:", ctypes.CDLL(None).prctl(39, 0, 0, 0, 0))',
+      );
+      const lines = value.stdout.trim().split('\n');
+      expect(lines[0]).not.toMatch(/^0 /);
+      expect(lines.slice(1).filter((line) => !line.startsWith('CapAmb:'))).toEqual([
+        'CapInh: 0000000000000000',
+        'CapPrm: 0000000000000000',
+        'CapEff: 0000000000000000',
+        'CapBnd: 0000000000000000',
+        'NoNewPrivs: 1',
+      ]);
+    });
+
+    it('ends the whole container at the timeout', async () => {
+      const started = Date.now();
+      const { value } = await callTool<Run>(server.client, 'execute_code', {
+        language: 'bash',
+        code: 'sleep 60 & sleep 60; echo never',
+        timeout_ms: 1500,
+      });
+      expect(value).toMatchObject({ success: false, timed_out: true });
+      expect(value.stdout).not.toContain('never');
+      expect(Date.now() - started).toBeLessThan(15_000);
+      // Only pre-started (warm) containers of this server remain: none runs sleep.
+      const { value: check } = await callTool<Run>(server.client, 'execute_code', {
+        language: 'bash',
+        code: 'echo ok',
+      });
+      expect(check.stdout).toBe('ok\n');
+    });
+
+    it('keeps a session’s state in one container and removes it on close', async () => {
+      const { value: started } = await callTool<{ session_id: string; sandbox_mode: string }>(
+        server.client,
+        'start_session',
+        { language: 'python' },
+      );
+      expect(started.sandbox_mode).toBe('docker');
+      expect(sessionContainersOf(server.pid)).toHaveLength(1);
+      const send = (code: string) =>
+        callTool<Run & { session_alive: boolean }>(server.client, 'send_to_session', {
+          session_id: started.session_id,
+          code,
+        });
+      await send('x = 41\nprint("set", flush=True)');
+      const { value } = await send('print("got", x + 1)\nx + 1');
+      expect(value.stdout).toBe('got 42\n42\n');
+      await callTool(server.client, 'close_session', { session_id: started.session_id });
+      expect(await eventually(() => sessionContainersOf(server.pid).length === 0)).toBe(true);
+    });
+  });
+
+  describe.skipIf(missing)('execute_command in sandbox mode docker', () => {
+    it('runs every command of a connection in one persistent container, removed when the server goes', async () => {
+      const server = await startServer({ env: DOCKER });
+      const { pid } = server;
+      const command = async (line: string, timeout?: number) =>
+        (
+          await callTool<Run & { work_dir: string }>(server.client, 'execute_command', {
+            command: line,
+            ...(timeout && { timeout }),
+          })
+        ).value;
+      try {
+        const first = await command('echo state > /tmp/kept; echo file > made.txt; pwd; id -u');
+        expect(first).toMatchObject({ success: true, sandbox_mode: 'docker', artifacts: ['made.txt'] });
+        expect(first.stdout).toMatch(/^\/workspace\n[1-9]\d*\n$/);
+        const names = containersOf(pid);
+        expect(names).toHaveLength(1);
+        // /tmp is the container's own (not the host's, not a fresh one): the same container ran both.
+        const second = await command('cat /tmp/kept made.txt');
+        expect(second.stdout).toBe('state\nfile\n');
+        const stopped = await command('sleep 60 & sleep 60', 2);
+        expect(stopped).toMatchObject({ success: false, timed_out: true });
+        expect((await command('echo after')).stdout).toBe('after\n');
+        expect(containersOf(pid)).toEqual(names);
       } finally {
         await server.close();
       }
-    },
-  );
-
-  it('refuses clearly when the image is missing, naming codexec image build', async () => {
-    const server = await startServer({
-      env: { ...DOCKER, CODEXEC_DOCKER_IMAGE: 'codexec-no-such-image-here' },
+      expect(await eventually(() => containersOf(pid).length === 0)).toBe(true);
     });
-    try {
-      const { isError, value } = await python(server, 'print(1)');
-      expect(isError).toBe(true);
-      expect(value).toMatchObject({ code: 'SANDBOX_UNAVAILABLE' });
-      expect(String((value as unknown as { error: string }).error)).toContain('codexec image build');
-    } finally {
-      await server.close();
-    }
+  });
+
+  describe.skipIf(missing)('sandbox mode docker limits', () => {
+    describe.each(['cold', 'warm'])('a %s run past the container memory limit', (kind) => {
+      let server: TestServer;
+      /** Whether code sees its container's cgroup (gVisor shows none): the wrapper reads its counters there. */
+      let seesCgroup = false;
+      beforeAll(async () => {
+        server = await startServer({
+          env: { ...DOCKER, CODEXEC_DOCKER_MEMORY: '64m', CODEXEC_POOL_SIZE: kind === 'cold' ? '0' : '1' },
+        });
+        const { value } = await python(server, 'print(open("/proc/self/cgroup").read().strip() != "")');
+        seesCgroup = value.stdout === 'True\n';
+      });
+      afterAll(() => server?.close());
+      const overrun = async () => {
+        if (kind === 'warm') await new Promise((resolve) => setTimeout(resolve, 1000)); // the pool refills
+        const started = Date.now();
+        const { value } = await python(server, 'b = bytearray(400 * 1024 * 1024)\nprint("survived")');
+        expect(value).toMatchObject({ success: false, timed_out: false, warm: kind === 'warm' });
+        expect(value.stdout).toBe('');
+        // Not the timeout: the run ends with its container.
+        expect(Date.now() - started).toBeLessThan(10_000);
+        return value;
+      };
+
+      it('is killed', async () => {
+        expect((await overrun()).exit_code).not.toBe(0);
+      });
+
+      it('is reported as limit "memory"', async ({ skip }) => {
+        skip(
+          !seesCgroup,
+          'code sees no cgroup of its container (/proc/self/cgroup is empty): no OOM counter to read',
+        );
+        expect(await overrun()).toMatchObject({ limit: 'memory' });
+      });
+    });
+
+    describe('a fork bomb', () => {
+      let server: TestServer;
+      /** Whether a run starts at all under a pids limit of 64 (gVisor's own host threads count too). */
+      let starts = false;
+      let seesCgroup = false;
+      beforeAll(async () => {
+        server = await startServer({ env: { ...DOCKER, CODEXEC_MAX_PROCS: '64' } });
+        const { value } = await python(server, 'print(open("/proc/self/cgroup").read().strip() != "")');
+        starts = value.success;
+        seesCgroup = value.stdout === 'True\n';
+      });
+      afterAll(() => server?.close());
+      const unsupported =
+        'print(1) does not run under a pids limit of 64 (the runtime’s own host threads count against it)';
+      const bomb = async () => {
+        const { value } = await callTool<Run>(server.client, 'execute_code', {
+          language: 'bash',
+          code: 'bomb() { bomb | bomb & }; bomb; sleep 2; echo after',
+          timeout_ms: 5000,
+        });
+        return value;
+      };
+
+      it('is stopped at the pids limit, reported as limit "processes"; the server keeps answering', async ({
+        skip,
+      }) => {
+        skip(!starts, unsupported);
+        skip(
+          !seesCgroup,
+          'code sees no cgroup of its container (/proc/self/cgroup is empty): no pids counter to read',
+        );
+        expect(await bomb()).toMatchObject({ limit: 'processes' });
+        expect((await python(server, 'print(6 * 7)')).value.stdout).toBe('42\n');
+      });
+    });
+
+    it('refuses clearly when the image is missing, naming codexec image build', async () => {
+      const server = await startServer({
+        env: { ...DOCKER, CODEXEC_DOCKER_IMAGE: 'codexec-no-such-image-here' },
+      });
+      try {
+        const { isError, value } = await python(server, 'print(1)');
+        expect(isError).toBe(true);
+        expect(value).toMatchObject({ code: 'SANDBOX_UNAVAILABLE' });
+        expect(String((value as unknown as { error: string }).error)).toContain('codexec image build');
+      } finally {
+        await server.close();
+      }
+    });
   });
 });

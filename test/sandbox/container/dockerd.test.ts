@@ -2,14 +2,25 @@
 // its own socket and data root, stopped by its pid; the image built into it from the host. The
 // rest of the docker-mode suite runs on podman; this proves the docker CLI's path end to end.
 // The whole suite runs on docker too: CODEXEC_CONTAINER_ENGINE=docker DOCKER_HOST=unix://… npx vitest run test/sandbox/container test/hostile
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { rmSync } from 'node:fs';
+// The daemon knows gVisor's runsc where it is installed, with the flags sandbox mode docker needs.
+import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI, callTool, startServer, type TestServer, tempDir } from '../../helpers/server.js';
 import { eventually } from './engine.js';
 
 const IMAGE = 'codexec-sandbox-dockerd-test';
+const RUNSC = spawnSync('sh', ['-c', 'command -v runsc'], { encoding: 'utf8' }).stdout.trim();
+/**
+ * runsc as docker mode needs it: a driver opens the control socket in its workspace (host-uds);
+ * and Debian 12's runsc (2022) refuses, with docker as with podman, to copy a container's network
+ * namespace ("cannot run with network enabled in root network namespace"): gVisor's own empty
+ * network instead.
+ */
+const DAEMON_JSON = {
+  runtimes: { runsc: { path: RUNSC, runtimeArgs: ['--host-uds=open', '--network=none'] } },
+};
 
 describe('sandbox mode docker on a docker daemon', () => {
   const dir = tempDir('codexec-dockerd-');
@@ -30,9 +41,12 @@ describe('sandbox mode docker on a docker daemon', () => {
   };
 
   beforeAll(async () => {
+    writeFileSync(join(dir, 'daemon.json'), JSON.stringify(RUNSC ? DAEMON_JSON : {}));
     daemon = spawn(
       'dockerd',
       [
+        '--config-file',
+        join(dir, 'daemon.json'),
         '--data-root',
         join(dir, 'data'),
         '--exec-root',
@@ -142,5 +156,62 @@ describe('sandbox mode docker on a docker daemon', () => {
     process.kill(killed.pid, 'SIGKILL');
     expect(await eventually(() => containersOf(killed.pid).length === 0, 20_000)).toBe(true);
     await killed.close().catch(() => {});
+  });
+
+  it.skipIf(!RUNSC)(
+    'runs under gVisor (CODEXEC_DOCKER_RUNTIME=runsc): warm runs, a session, no network',
+    async () => {
+      const gvisor = await startServer({ env: { ...env, CODEXEC_DOCKER_RUNTIME: 'runsc' } });
+      try {
+        let warm = false;
+        for (let i = 0; i < 3; i++) {
+          const { value } = await callTool<{ stdout: string; warm: boolean }>(gvisor.client, 'execute_code', {
+            language: 'python',
+            code: 'import os, socket\ns = socket.socket()\ns.settimeout(2)\ntry:\n    s.connect(("1.1.1.1", 53)); print("connected")\nexcept OSError:\n    print(os.listdir("/sys/class/net"))',
+          });
+          expect(value.stdout).toBe("['lo']\n");
+          warm ||= value.warm;
+          await new Promise((resolve) => setTimeout(resolve, 400));
+        }
+        expect(warm).toBe(true);
+        await callTool(gvisor.client, 'start_session', { language: 'bash' });
+        // Used warm containers are removed meanwhile (reaper.ts): the running ones, the session's among them.
+        const running = docker('ps', '--filter', `label=codexec.pid=${gvisor.pid}`, '--format', '{{.Names}}')
+          .split('\n')
+          .filter(Boolean);
+        expect(running.length).toBeGreaterThan(0);
+        const runtimes = running.flatMap((name) => {
+          const found = spawnSync('docker', ['inspect', '--format', '{{.HostConfig.Runtime}}', name], {
+            encoding: 'utf8',
+            env: { ...process.env, DOCKER_HOST: host },
+          });
+          return found.status === 0 ? [found.stdout.trim()] : [];
+        });
+        expect(runtimes.length).toBeGreaterThan(0);
+        expect(new Set(runtimes)).toEqual(new Set(['runsc']));
+      } finally {
+        await gvisor.close();
+      }
+    },
+  );
+
+  it('refuses docker mode, naming the fix, when the daemon does not know the runtime', async () => {
+    const unknown = await startServer({ env: { ...env, CODEXEC_DOCKER_RUNTIME: 'codexec-no-such-runtime' } });
+    try {
+      const { isError, value } = await callTool<{ code: string; error: string }>(
+        unknown.client,
+        'execute_code',
+        {
+          language: 'bash',
+          code: 'echo hi',
+        },
+      );
+      expect(isError).toBe(true);
+      expect(value.code).toBe('SANDBOX_UNAVAILABLE');
+      expect(value.error).toContain('does not know the runtime "codexec-no-such-runtime"');
+      expect(value.error).toContain('--add-runtime');
+    } finally {
+      await unknown.close();
+    }
   });
 });

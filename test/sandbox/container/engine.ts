@@ -13,7 +13,32 @@ export const DOCKER_MODE: Record<string, string> = {
   CODEXEC_DOCKER_IMAGE: IMAGE,
   CODEXEC_CONTAINER_ENGINE: ENGINE,
   ...(process.env.DOCKER_HOST && { DOCKER_HOST: process.env.DOCKER_HOST }),
+  ...(process.env.CODEXEC_DOCKER_RUNTIME && { CODEXEC_DOCKER_RUNTIME: process.env.CODEXEC_DOCKER_RUNTIME }),
 };
+
+/** A docker-mode server's settings under one OCI runtime, or why that runtime cannot run here. */
+export interface Runtime {
+  readonly name: string;
+  readonly env: Record<string, string>;
+  readonly missing?: string;
+}
+
+/**
+ * The runtimes the key docker-mode tests run under: the engine's default (or the environment's
+ * CODEXEC_DOCKER_RUNTIME) and gVisor's runsc, where it is installed and the engine knows it.
+ */
+export const RUNTIMES: readonly Runtime[] = [
+  { name: process.env.CODEXEC_DOCKER_RUNTIME ?? 'default', env: DOCKER_MODE },
+  { name: 'runsc', env: { ...DOCKER_MODE, CODEXEC_DOCKER_RUNTIME: 'runsc' }, ...missing('runsc') },
+];
+
+function missing(runtime: string): { missing?: string } {
+  if (spawnSync('sh', ['-c', `command -v ${runtime}`], { stdio: 'ignore' }).status !== 0)
+    return { missing: `${runtime} is not installed (apt-get install ${runtime})` };
+  if (ENGINE !== 'docker') return {};
+  const known = engine('info', '--format', '{{range $name, $_ := .Runtimes}}{{$name}} {{end}}').split(' ');
+  return known.includes(runtime) ? {} : { missing: `the docker daemon does not know ${runtime}` };
+}
 
 /** Run the engine's CLI; its stdout. */
 export function engine(...args: string[]): string {
@@ -33,6 +58,12 @@ export function containersOf(pid: number): string[] {
   return engine('ps', '--all', '--filter', `label=codexec.pid=${pid}`, '--format', '{{.Names}}')
     .split('\n')
     .filter(Boolean);
+}
+
+/** The OCI runtime the engine runs a container with (its name, or the path it was given). */
+export function runtimeOf(name: string): string {
+  const format = ENGINE === 'docker' ? '{{.HostConfig.Runtime}}' : '{{.OCIRuntime}}';
+  return engine('inspect', '--format', format, name).trim();
 }
 
 /** Containers of a server's sessions (those running a session driver, not a warm one). */
