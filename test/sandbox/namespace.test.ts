@@ -18,6 +18,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { BackendRegistry, NamespaceBackend, type SandboxSpec } from '../../src/sandbox/index.js';
 import { type CgroupLayout, type RunCgroup, RunCgroups } from '../../src/sandbox/namespace/cgroups.js';
 import { DROP_NAME, dropProgram } from '../../src/sandbox/namespace/drop.js';
+import { IS_ROOT } from '../helpers/mode.js';
 import { makesCgroups, sandboxBackend } from '../helpers/sandbox.js';
 
 // The backend itself, driven directly (the MCP-level hostile suite is in test/hostile/), in the
@@ -257,6 +258,30 @@ print("mounts", sorted(l.split()[4] for l in open("/proc/self/mountinfo") if l.s
     );
     expect(fits.stdout).toBe('ok\n');
   });
+
+  // An ordinary user's server without cgroups: RLIMIT_NPROC, set inside the sandbox's user
+  // namespace, bounds the run's processes (32 + bwrap's init) and counts none of the user's others.
+  it.runIf(!IS_ROOT && !cgroups && backend.setup().nprocPerUserNamespace)(
+    "bounds a run's processes without cgroups, counting none of the user's others",
+    async () => {
+      const others = Array.from({ length: 40 }, () => spawn('sleep', ['30'], { stdio: 'ignore' }));
+      try {
+        // Forks until refused (EAGAIN); the children wait.
+        const code =
+          'import os, time\nn = 0\ntry:\n    for _ in range(60):\n        if os.fork() == 0:\n' +
+          '            time.sleep(5)\n            os._exit(0)\n        n += 1\nexcept BlockingIOError:\n    pass\nprint(n)';
+        const { exit, stdout } = await output(
+          backend.spawn(spec(workspace(), ['/usr/bin/python3', '-c', code])),
+        );
+        expect(exit.code).toBe(0);
+        // The run's 32 processes: python and 31 children. Counted with the user's 40 others, not
+        // one fork would have been allowed.
+        expect(Number(stdout)).toBe(31);
+      } finally {
+        for (const other of others) other.kill('SIGKILL');
+      }
+    },
+  );
 });
 
 // Launchers wait inside fresh run cgroups: a server without cgroups starts every run directly.

@@ -487,6 +487,7 @@ function bwrapOptions(
     seccomp: true,
     ...(spec.limits.cpuSeconds !== undefined && { cpuSeconds: spec.limits.cpuSeconds }),
     privateDirs: host.privateDirs,
+    nprocPerUserNamespace: host.nprocPerUserNamespace,
   };
 }
 
