@@ -15,7 +15,8 @@ home=$(getent passwd "$user" | cut -d: -f6)
 # The checkout as the user sees it: in place when every directory on the way lets it in, else a
 # copy (a clone under /root, say) in a directory of its own, removed at the end.
 dir=$PWD
-if ! runuser -u "$user" -- test -r package.json -a -x node_modules/.bin -a -r dist/cli.js; then
+# (Absolute paths: a relative one would be resolved from the cwd it inherits, already open.)
+if ! runuser -u "$user" -- test -r "$dir/package.json" -a -x "$dir/node_modules/.bin" -a -r "$dir/dist/cli.js"; then
   dir=$(mktemp -d /tmp/codexec-unprivileged-XXXXXX)
   trap 'rm -rf "$dir"' EXIT
   tar --exclude=./.git -cf - . | tar -xf - -C "$dir"
@@ -30,9 +31,12 @@ fi
 
 # A clean environment: the user's HOME, system paths only (this PATH's python3 may be a shim
 # under /root that the user cannot read), proxies passed on; NODE_EXTRA_CA_CERTS is not (it
-# doubles node's start-up, and nothing here reaches a registry).
+# doubles node's start-up, and nothing here reaches a registry). TMPDIR is in the user's home,
+# where an ordinary user's CODEXEC_HOME is (~/.codexec): the tests' homes and workspaces then lie
+# under a directory every sandbox hides (the server user's home), as they would for that user.
+runuser -u "$user" -- mkdir -p "$home/tmp"
 env=(HOME="$home" USER="$user" LOGNAME="$user" LANG=C.UTF-8 PATH=/usr/local/bin:/usr/bin:/bin
-  CODEXEC_TEST_SANDBOX_MODE="$mode" CI="${CI:-true}")
+  TMPDIR="$home/tmp" CODEXEC_TEST_SANDBOX_MODE="$mode" CI="${CI:-true}")
 for name in http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY; do
   [ -n "${!name:-}" ] && env+=("$name=${!name}")
 done
