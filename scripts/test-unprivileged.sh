@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The server run by an ordinary user: the suites that execute code, run by vitest as a user
 # without root (no cgroup writes, no uid drop; bubblewrap on an unprivileged user namespace).
-# Run as root by .ci/run after `npm test` (dist/ built). Arguments: test files to run instead of
-# the default set. CODEXEC_TEST_SANDBOX_MODE (namespace by default, or landlock) picks the mode.
+# Run as root by .ci/run after `npm test` (dist/ built). Arguments go to vitest: test files run
+# instead of the default set. CODEXEC_TEST_SANDBOX_MODE (namespace by default, or landlock) picks
+# the mode.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 user=${CODEXEC_TEST_USER:-codexec-ci}
@@ -23,8 +24,11 @@ if ! runuser -u "$user" -- test -r "$dir/package.json" -a -x "$dir/node_modules/
   chmod -R a+rX "$dir"
 fi
 
-if [ $# -eq 0 ]; then
-  set -- test/sandbox/*.test.ts test/sessions test/engine \
+# Without a file among the arguments (options only, e.g. --reporter=verbose), the default set.
+files=0
+for arg in "$@"; do [[ $arg == -* ]] || files=1; done
+if [ $files = 0 ]; then
+  set -- "$@" test/sandbox/*.test.ts test/sessions test/engine \
     test/server/execute-code.test.ts test/server/execute-command.test.ts \
     test/server/security.test.ts test/server/limits.test.ts test/server/files.test.ts
 fi
