@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import { SANDBOX_ENV } from './mode.js';
 
 export const CLI = resolve(import.meta.dirname, '../../dist/cli.js');
 
@@ -51,9 +52,17 @@ export function tempDir(prefix = 'codexec-test-'): string {
 const PASSED_ON =
   /^(HOME|LANG|USER|TMPDIR|NODE_EXTRA_CA_CERTS|SSL_CERT_FILE|SSL_CERT_DIR|(HTTPS?|NO)_PROXY|(https?|no)_proxy)$/;
 
-/** A clean environment for the server: no inherited secrets. */
+/**
+ * A clean environment for the server: no inherited secrets. A sandbox mode named by
+ * CODEXEC_TEST_SANDBOX_MODE replaces the default (auto), which would fall back to subprocess
+ * without a word where that mode does not work; a test's own setting still wins.
+ */
 export function baseEnv(home: string): Record<string, string> {
-  const env: Record<string, string> = { CODEXEC_HOME: home, PATH: process.env.PATH ?? '/usr/bin:/bin' };
+  const env: Record<string, string> = {
+    CODEXEC_HOME: home,
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    ...(process.env.CODEXEC_TEST_SANDBOX_MODE && SANDBOX_ENV),
+  };
   for (const name of Object.keys(process.env).filter((key) => PASSED_ON.test(key))) {
     const value = process.env[name];
     if (value !== undefined) env[name] = value;

@@ -2,10 +2,12 @@ import { describe, expect, it } from 'vitest';
 import {
   buildBwrapArgs,
   interpreterMount,
+  nprocInside,
   reportsEnd,
   rlimitsFor,
 } from '../../src/sandbox/namespace/args.js';
 import type { SystemMount } from '../../src/sandbox/namespace/host.js';
+import { kernelAtLeast } from '../../src/sandbox/namespace/setup.js';
 import type { SandboxSpec } from '../../src/sandbox/types.js';
 
 const spec: SandboxSpec = {
@@ -179,6 +181,42 @@ describe('buildBwrapArgs as a regular user', () => {
     });
     expect(withPrlimit).toContain(`--data=${512 * 1024 * 1024}`);
     expect(withPrlimit.some((flag) => flag.startsWith('--nproc='))).toBe(false); // per-uid: not for our own uid
+  });
+
+  it('limits the process count inside the user namespace, where the kernel counts it per namespace', () => {
+    const counted = {
+      ...user,
+      tools: { ...user.tools, prlimit: '/usr/bin/prlimit' },
+      nprocPerUserNamespace: true,
+    };
+    const argv = buildBwrapArgs(spec, counted);
+    // After bwrap has made the namespace, right before the code; bwrap's init is one of its 65.
+    expect(argv.slice(-6)).toEqual(['/usr/bin/prlimit', '--nproc=65', '--', ...spec.argv]);
+    expect(argv.slice(0, argv.indexOf('/usr/bin/bwrap')).some((flag) => flag.startsWith('--nproc='))).toBe(
+      false,
+    );
+    expect(nprocInside(spec, counted)).toBe(65);
+    // Not where a cgroup counts, for a root server (RLIMIT_NPROC of its sandbox uid), in a zygote's
+    // placeholder, on an older kernel, nor with a prlimit the sandbox cannot see.
+    for (const options of [
+      { ...counted, cgroup: true },
+      { ...counted, ...root, cgroup: false },
+      { ...counted, placeholder: true },
+      { ...counted, nprocPerUserNamespace: false },
+      { ...counted, tools: { ...counted.tools, prlimit: '/opt/util-linux/bin/prlimit' } },
+    ])
+      expect(nprocInside(spec, options)).toBeUndefined();
+  });
+
+  it('reads kernel releases: per-namespace process counts came with Linux 5.14', () => {
+    expect(
+      ['6.1.0-13-amd64', '5.14.0-362.el9.x86_64', '6.18.44-fc'].map((v) => kernelAtLeast(v, 5, 14)),
+    ).toEqual([true, true, true]);
+    expect(['5.10.0-28-amd64', '4.18.0-553.el8', 'x'].map((v) => kernelAtLeast(v, 5, 14))).toEqual([
+      false,
+      false,
+      false,
+    ]);
   });
 
   it('refuses an empty argv and dropping privileges without setpriv or the drop program', () => {

@@ -4,7 +4,9 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { Forker } from '../../src/sandbox/namespace/forker.js';
+import { SANDBOX_ENV } from '../helpers/mode.js';
 import { processesUnder } from '../helpers/procs.js';
+import { makesCgroups } from '../helpers/sandbox.js';
 import { callTool, startServer } from '../helpers/server.js';
 
 interface Proc {
@@ -33,9 +35,11 @@ function processes(): Proc[] {
 const forkerOf = (server: number) =>
   processes().find((p) => p.ppid === server && p.argv.some((arg) => arg.endsWith('/drivers/forker.py')));
 
-describe('forker', () => {
+// Launchers live in run cgroups: a server that cannot make them (an ordinary user's, usually)
+// starts every run directly, with no forker.
+describe.runIf(makesCgroups())('forker', () => {
   it('starts the launchers of namespace runs, and dies with a SIGKILLed server', async () => {
-    const server = await startServer({ env: { CODEXEC_SANDBOX_MODE: 'namespace', CODEXEC_POOL_SIZE: '0' } });
+    const server = await startServer({ env: { ...SANDBOX_ENV, CODEXEC_POOL_SIZE: '0' } });
     try {
       for (let i = 0; i < 3; i++) {
         const { value } = await callTool<{ stdout: string }>(server.client, 'execute_code', {

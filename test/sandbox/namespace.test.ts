@@ -18,9 +18,13 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { NamespaceBackend, type SandboxSpec } from '../../src/sandbox/index.js';
 import { type CgroupLayout, type RunCgroup, RunCgroups } from '../../src/sandbox/namespace/cgroups.js';
 import { DROP_NAME, dropProgram } from '../../src/sandbox/namespace/drop.js';
+import { IS_ROOT } from '../helpers/mode.js';
+import { makesCgroups, sandboxBackend } from '../helpers/sandbox.js';
 
-// The backend itself, driven directly (the MCP-level hostile suite is in test/hostile/).
-const backend = new NamespaceBackend();
+// The backend itself, driven directly (the MCP-level hostile suite is in test/hostile/), in the
+// mode under test (test/helpers/mode.ts).
+const backend = sandboxBackend();
+const cgroups = makesCgroups();
 const dirs: string[] = [];
 afterAll(() => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
@@ -66,7 +70,7 @@ describe('NamespaceBackend', () => {
 
   it.each([
     ['forked by the forker (setrlimit)', backend],
-    ['started as bash (ulimit)', new NamespaceBackend({ forker: false })],
+    ['started as bash (ulimit)', sandboxBackend({ forker: false })],
   ])('sets the same rlimits with launchers %s as with prlimit (a direct start)', async (_kind, sandbox) => {
     const dir = workspace();
     const read = async () => {
@@ -173,7 +177,7 @@ describe('NamespaceBackend', () => {
         '/proc/1/cmdline',
       ]);
       expect(dropped.some((arg) => arg.endsWith('/setpriv'))).toBe(false);
-      const withSetpriv = await started(new NamespaceBackend({ drop: false }));
+      const withSetpriv = await started(sandboxBackend({ drop: false }));
       expect(withSetpriv.some((arg) => arg.endsWith('/setpriv'))).toBe(true);
       expect(withSetpriv).not.toContain(`/etc/${DROP_NAME}`);
     },
@@ -182,7 +186,7 @@ describe('NamespaceBackend', () => {
   it.runIf(process.getuid?.() === 0)(
     'as root: every capability set is empty, through the drop program and through setpriv',
     async () => {
-      for (const sandbox of [backend, new NamespaceBackend({ drop: false })]) {
+      for (const sandbox of [backend, sandboxBackend({ drop: false })]) {
         const { exit, stdout } = await output(
           sandbox.spawn(spec(workspace(), ['/bin/grep', '^Cap', '/proc/self/status'])),
         );
@@ -209,7 +213,7 @@ for root, dirs, files in sorted(os.walk("/etc")):
         print(path, oct(mode), what)
 print("mounts", sorted(l.split()[4] for l in open("/proc/self/mountinfo") if l.split()[4].startswith("/etc")))`,
     ];
-    const binds = new NamespaceBackend({ etcCopy: false });
+    const binds = sandboxBackend({ etcCopy: false });
     const copied = await output(backend.spawn(spec(workspace(), probe)));
     const bound = await output(binds.spawn(spec(workspace(), probe)));
     expect(copied.exit.code).toBe(0);
@@ -228,7 +232,7 @@ print("mounts", sorted(l.split()[4] for l in open("/proc/self/mountinfo") if l.s
     expect(JSON.parse((mounts as string).replaceAll("'", '"'))).toEqual(['/etc', ...large]);
   });
 
-  it('reports a memory limit hit and removes every cgroup it created', async () => {
+  it.runIf(cgroups)('reports a memory limit hit and removes every cgroup it created', async () => {
     const before = cgroupChildren();
     const dir = workspace();
     const proc = backend.spawn(spec(dir, ['/usr/bin/python3', '-c', 'b = bytearray(512 * 1024 * 1024)']));
@@ -240,9 +244,48 @@ print("mounts", sorted(l.split()[4] for l in open("/proc/self/mountinfo") if l.s
     const leftovers = cgroupChildren().filter((dir) => !before.includes(dir) && members(dir) === 0);
     expect(leftovers).toEqual([]);
   });
+
+  // Without cgroups (an ordinary user's server) RLIMIT_DATA holds the memory limit instead: the
+  // allocation fails in the program, which ends as it chooses (no kill, so no limit is reported).
+  it.runIf(!cgroups)('holds the memory limit without cgroups (RLIMIT_DATA)', async () => {
+    const dir = workspace();
+    const code = 'b = bytearray(512 * 1024 * 1024)';
+    const { exit, stderr } = await output(backend.spawn(spec(dir, ['/usr/bin/python3', '-c', code])));
+    expect(exit.code).toBe(1);
+    expect(stderr).toMatch(/MemoryError\n$/);
+    const fits = await output(
+      backend.spawn(spec(dir, ['/usr/bin/python3', '-c', 'b = bytearray(64 * 1024 * 1024); print("ok")'])),
+    );
+    expect(fits.stdout).toBe('ok\n');
+  });
+
+  // An ordinary user's server without cgroups: RLIMIT_NPROC, set inside the sandbox's user
+  // namespace, bounds the run's processes (32 + bwrap's init) and counts none of the user's others.
+  it.runIf(!IS_ROOT && !cgroups && backend.setup().nprocPerUserNamespace)(
+    "bounds a run's processes without cgroups, counting none of the user's others",
+    async () => {
+      const others = Array.from({ length: 40 }, () => spawn('sleep', ['30'], { stdio: 'ignore' }));
+      try {
+        // Forks until refused (EAGAIN); the children wait.
+        const code =
+          'import os, time\nn = 0\ntry:\n    for _ in range(60):\n        if os.fork() == 0:\n' +
+          '            time.sleep(5)\n            os._exit(0)\n        n += 1\nexcept BlockingIOError:\n    pass\nprint(n)';
+        const { exit, stdout } = await output(
+          backend.spawn(spec(workspace(), ['/usr/bin/python3', '-c', code])),
+        );
+        expect(exit.code).toBe(0);
+        // The run's 32 processes: python and 31 children. Counted with the user's 40 others, not
+        // one fork would have been allowed.
+        expect(Number(stdout)).toBe(31);
+      } finally {
+        for (const other of others) other.kill('SIGKILL');
+      }
+    },
+  );
 });
 
-describe('pre-started launchers', () => {
+// Launchers wait inside fresh run cgroups: a server without cgroups starts every run directly.
+describe.runIf(cgroups)('pre-started launchers', () => {
   it('runs started from a launcher get the run limits and stay inside the cgroup', async () => {
     const dir = workspace();
     const run = async (code: string) => {

@@ -1,10 +1,11 @@
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SANDBOX_ENV, SANDBOX_MODE, SANDBOX_UID } from '../helpers/mode.js';
 import { callTool, startServer, type TestServer } from '../helpers/server.js';
 
 // CODEXEC_NETWORK=host is the explicit opt-out: the code shares the host's network namespace.
 // (The default, none, is proven unreachable by the hostile suite.)
-describe('namespace mode with CODEXEC_NETWORK=host', () => {
+describe(`${SANDBOX_MODE} mode with CODEXEC_NETWORK=host`, () => {
   let server: TestServer;
   const listener = createServer((socket) => socket.end('hi\n'));
   let port = 0;
@@ -13,7 +14,7 @@ describe('namespace mode with CODEXEC_NETWORK=host', () => {
     await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
     const address = listener.address();
     port = typeof address === 'object' && address ? address.port : 0;
-    server = await startServer({ env: { CODEXEC_SANDBOX_MODE: 'namespace', CODEXEC_NETWORK: 'host' } });
+    server = await startServer({ env: { ...SANDBOX_ENV, CODEXEC_NETWORK: 'host' } });
   });
   afterAll(async () => {
     await server.close();
@@ -25,6 +26,11 @@ describe('namespace mode with CODEXEC_NETWORK=host', () => {
       language: 'python',
       code: `import os, socket\ns = socket.create_connection(("127.0.0.1", ${port}), timeout=2)\nprint(s.recv(10).decode().strip(), os.getuid(), os.path.exists("/root"))`,
     });
-    expect(value).toMatchObject({ success: true, stdout: 'hi 65534 False\n', sandbox_mode: 'namespace' });
+    // The sandbox uid: 65534 under a root server, an ordinary user's own uid under theirs.
+    expect(value).toMatchObject({
+      success: true,
+      stdout: `hi ${SANDBOX_UID} False\n`,
+      sandbox_mode: SANDBOX_MODE,
+    });
   });
 });

@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { identityFor, Lease, NOBODY } from '../../src/sandbox/namespace/ownership.js';
+import { SANDBOX_ENV, SANDBOX_MODE } from '../helpers/mode.js';
 import { callTool, startServer } from '../helpers/server.js';
 
 const dirs: string[] = [];
@@ -63,14 +64,14 @@ describe.runIf(process.getuid?.() === 0)('ownership when the server is root', ()
   it('a root-owned working_dir stays writable for the code and its outputs stay root-owned', async () => {
     const work = dir();
     writeFileSync(join(work, 'in.txt'), 'old');
-    const server = await startServer({ env: { CODEXEC_SANDBOX_MODE: 'namespace' } });
+    const server = await startServer({ env: { ...SANDBOX_ENV } });
     try {
       const { value } = await callTool(server.client, 'execute_code', {
         language: 'python',
         code: 'import os\nopen("in.txt", "w").write("new")\nopen("out.txt", "w").write("made")\nprint(os.getuid())',
         working_dir: work,
       });
-      expect(value).toMatchObject({ success: true, stdout: '65534\n', sandbox_mode: 'namespace' });
+      expect(value).toMatchObject({ success: true, stdout: '65534\n', sandbox_mode: SANDBOX_MODE });
       expect((value as { artifacts: string[] }).artifacts.sort()).toEqual(['in.txt', 'out.txt']);
       for (const name of ['.', 'in.txt', 'out.txt']) expect(statSync(join(work, name)).uid).toBe(0);
     } finally {
@@ -81,7 +82,7 @@ describe.runIf(process.getuid?.() === 0)('ownership when the server is root', ()
   it("a regular user's working_dir runs the code as that user, outputs theirs", async () => {
     const work = dir();
     chownSync(work, 1000, 1000);
-    const server = await startServer({ env: { CODEXEC_SANDBOX_MODE: 'namespace' } });
+    const server = await startServer({ env: { ...SANDBOX_ENV } });
     try {
       const { value } = await callTool(server.client, 'execute_code', {
         language: 'bash',

@@ -9,10 +9,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ExecutionResult } from '../../src/engine/index.js';
-import { NamespaceBackend, type SandboxSpec } from '../../src/sandbox/index.js';
+import type { SandboxSpec } from '../../src/sandbox/index.js';
 import type { RunCgroup } from '../../src/sandbox/namespace/cgroups.js';
 import { Zygote } from '../../src/sandbox/namespace/zygote.js';
+import { SANDBOX_ENV } from '../helpers/mode.js';
 import { processesUnder, processesWith, sleepMarker } from '../helpers/procs.js';
+import { sandboxBackend } from '../helpers/sandbox.js';
 import { callTool, startServer, type TestServer } from '../helpers/server.js';
 
 const root = process.getuid?.() === 0;
@@ -110,8 +112,8 @@ describe.skipIf(!root)('zygote (root namespace server)', () => {
   let server: TestServer;
   let cold: TestServer;
   beforeAll(async () => {
-    server = await startServer({ env: { CODEXEC_SANDBOX_MODE: 'namespace', CODEXEC_POOL_SIZE: '2' } });
-    cold = await startServer({ env: { CODEXEC_SANDBOX_MODE: 'namespace', CODEXEC_POOL_SIZE: '0' } });
+    server = await startServer({ env: { ...SANDBOX_ENV, CODEXEC_POOL_SIZE: '2' } });
+    cold = await startServer({ env: { ...SANDBOX_ENV, CODEXEC_POOL_SIZE: '0' } });
   });
   afterAll(async () => {
     await Promise.all([server.close(), cold.close()]);
@@ -269,7 +271,7 @@ print(zygote.load_placeholder())`,
 
   it('lets its launchers and then itself go when idle, and forks again on the next run', async () => {
     const idle = await startServer({
-      env: { CODEXEC_SANDBOX_MODE: 'namespace', CODEXEC_POOL_SIZE: '2', CODEXEC_POOL_IDLE_MS: '1000' },
+      env: { ...SANDBOX_ENV, CODEXEC_POOL_SIZE: '2', CODEXEC_POOL_IDLE_MS: '1000' },
     });
     try {
       await forkedRun(idle, 'print(1)');
@@ -328,7 +330,7 @@ print(zygote.load_placeholder())`,
   });
 
   it('dies with a SIGKILLed server, with its launchers and their sandboxes', async () => {
-    const doomed = await startServer({ env: { CODEXEC_SANDBOX_MODE: 'namespace', CODEXEC_POOL_SIZE: '2' } });
+    const doomed = await startServer({ env: { ...SANDBOX_ENV, CODEXEC_POOL_SIZE: '2' } });
     try {
       await forkedRun(doomed, 'print(1)');
       const [zygote] = zygotes(doomed.pid);
@@ -346,7 +348,7 @@ print(zygote.load_placeholder())`,
 
 describe.skipIf(!root)('zygote, driven directly', () => {
   // Its zygote and launchers go after 1 s idle (and die with this process anyway).
-  const backend = new NamespaceBackend({ idleMs: 1000 });
+  const backend = sandboxBackend({ idleMs: 1000 });
   const dir = mkdtempSync(join(tmpdir(), 'codexec-zygote-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 

@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SANDBOX_MODE } from '../helpers/mode.js';
 import { callTool, ERAS, startServer, type TestServer, tempDir } from '../helpers/server.js';
 
 interface Result {
@@ -76,7 +77,7 @@ describe('execute_command', () => {
       work_dir: realpathSync(join(server.home, 'workspace')),
     });
     expect(value.execution_id).toMatch(/^exec_[0-9a-f]{12}$/);
-    expect(value.sandbox_mode).toBe('namespace');
+    expect(value.sandbox_mode).toBe(SANDBOX_MODE);
     // seconds out: 0.3 s of sleep is >= 0.3, and the same time as duration_ms
     expect(value.execution_time).toBeGreaterThanOrEqual(0.3);
     expect(value.execution_time).toBeLessThan(30);

@@ -2,6 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SANDBOX_MODE } from '../helpers/mode.js';
 import { processesWith, sleepMarker } from '../helpers/procs.js';
 import { callTool, startServer, type TestServer } from '../helpers/server.js';
 
@@ -63,7 +64,7 @@ describe('execute_code limits', () => {
     try {
       for (const args of [{ working_dir: dir }, {}]) {
         const { value } = await run({ language: 'python', code, timeout_ms: 4000, ...args });
-        expect(value).toMatchObject({ success: true, sandbox_mode: 'namespace' });
+        expect(value).toMatchObject({ success: true, sandbox_mode: SANDBOX_MODE });
         expect(Number(value.stdout)).toBeGreaterThanOrEqual((4 + 0.5) * availableParallelism());
       }
     } finally {

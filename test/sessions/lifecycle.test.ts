@@ -2,6 +2,7 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SANDBOX_MODE } from '../helpers/mode.js';
 import { callTool, ERAS, startServer, type TestServer, tempDir } from '../helpers/server.js';
 import { allGone, processTree, send, start, waitUntil } from './helpers.js';
 
@@ -186,7 +187,7 @@ describe.each(['stdin closed', 'SIGTERM', 'SIGINT'])('server exit (%s)', (how) =
   });
 });
 
-describe.each(['auto', 'subprocess'])('server killed with SIGKILL (sandbox mode %s)', (mode) => {
+describe.each([SANDBOX_MODE, 'subprocess'])('server killed with SIGKILL (sandbox mode %s)', (mode) => {
   it('leaves no idle driver behind: each exits when its control channel closes', async () => {
     const server = await startServer({ env: { CODEXEC_SANDBOX_MODE: mode } });
     const sessions = await Promise.all(LANGUAGES.map((language) => start(server.client, language)));

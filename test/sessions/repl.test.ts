@@ -2,6 +2,7 @@
 import { existsSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SANDBOX_MODE } from '../helpers/mode.js';
 import { callTool, startServer, type TestServer, tempDir } from '../helpers/server.js';
 import { allGone, processTree, send, start, waitUntil } from './helpers.js';
 
@@ -82,8 +83,9 @@ const CASES: Record<string, Cases> = {
   },
 };
 
-// `auto` is the namespace sandbox where this machine allows it; `subprocess` is the seed's light mode.
-const MATRIX = ['auto', 'subprocess'].flatMap((mode) =>
+// The confining mode under test (namespace unless CODEXEC_TEST_SANDBOX_MODE says landlock: never a
+// silent fallback, as `auto` would make) and `subprocess`, the seed's light mode.
+const MATRIX = [SANDBOX_MODE, 'subprocess'].flatMap((mode) =>
   Object.keys(CASES).map((language) => [language, mode]),
 );
 

@@ -61,6 +61,11 @@ export interface BwrapOptions {
    * seccomp), so bwrap runs as root without setpriv, seccomp or any capability kept.
    */
   readonly placeholder?: boolean;
+  /**
+   * This kernel counts RLIMIT_NPROC per user namespace (Linux >= 5.14, setup.ts): an ordinary
+   * user's sandbox then gets its process limit inside its own namespace (nprocInside).
+   */
+  readonly nprocPerUserNamespace?: boolean;
 }
 
 /**
@@ -120,8 +125,25 @@ export function buildBwrapArgs(spec: SandboxSpec, options: BwrapOptions): string
       '--',
     );
   }
+  const nproc = nprocInside(spec, options);
+  if (nproc !== undefined) argv.push(tools.prlimit as string, `--nproc=${nproc}`, '--');
   argv.push(...spec.argv);
   return argv;
+}
+
+/**
+ * RLIMIT_NPROC for the run of a server without root or cgroups, set inside the sandbox. The limit
+ * counts the processes of a uid, which for an ordinary user's sandbox is the user's own: set in
+ * front of bwrap it would count every process of theirs on the host. Set after bwrap has made the
+ * sandbox's user namespace, a kernel that counts per namespace (>= 5.14) counts only the
+ * sandbox's, bwrap's init (pid 1) among them. Without it, a fork bomb met no bound but the timeout.
+ */
+export function nprocInside(spec: SandboxSpec, options: BwrapOptions): number | undefined {
+  const { identity, cgroup, placeholder, nprocPerUserNamespace, tools } = options;
+  if (identity || cgroup || placeholder || !nprocPerUserNamespace) return undefined;
+  // prlimit runs in the sandbox: from a system dir it sees.
+  if (!tools.prlimit || !covered(tools.prlimit, hostPaths(options.system))) return undefined;
+  return spec.limits.maxProcs + 1;
 }
 
 export interface Rlimit {
@@ -221,10 +243,7 @@ function filesystem(
   args.push('--proc', '/proc', '--dev', '/dev');
   args.push('--perms', '1777', '--size', tmpBytes, '--tmpfs', '/tmp');
   args.push('--perms', '1777', '--size', tmpBytes, '--tmpfs', '/dev/shm');
-  const covered = (path: string, roots: readonly string[]) =>
-    roots.some((root) => path === root || path.startsWith(root.endsWith('/') ? root : `${root}/`));
-  // A copy (/etc) covers nothing of the host's tree: only a bind of the same path does.
-  const systemRoots = system.filter((m) => m.kind === 'ro-bind' && !m.source).map((m) => m.path);
+  const systemRoots = hostPaths(system);
   const interpreter = interpreterMount(spec.argv[0] as string, privateDirs);
   const readable = [...(covered(interpreter, systemRoots) ? [] : [interpreter]), ...spec.readablePaths];
   for (const path of readable) {
@@ -234,6 +253,13 @@ function filesystem(
   for (const path of spec.writablePaths) args.push(...parentDir(path), '--bind', path, path);
   return args;
 }
+
+const covered = (path: string, roots: readonly string[]) =>
+  roots.some((root) => path === root || path.startsWith(root.endsWith('/') ? root : `${root}/`));
+
+/** The host paths a sandbox sees at the same place: a copy (/etc) covers nothing of the host's tree. */
+const hostPaths = (system: readonly SystemMount[]) =>
+  system.filter((m) => m.kind === 'ro-bind' && !m.source).map((m) => m.path);
 
 /** bwrap gives a bind's missing parents the source's mode; a 0700 source would hide its own path. */
 function parentDir(path: string): string[] {

@@ -622,6 +622,7 @@ function bwrapOptions(
     seccomp: true,
     ...(spec.limits.cpuSeconds !== undefined && { cpuSeconds: spec.limits.cpuSeconds }),
     privateDirs: host.privateDirs,
+    nprocPerUserNamespace: host.nprocPerUserNamespace,
   };
 }
 

@@ -2,7 +2,7 @@
 // the tools on PATH, the seccomp program, the cgroup layout. `doctor` prints the same facts.
 
 import { accessSync, constants } from 'node:fs';
-import { homedir, userInfo } from 'node:os';
+import { homedir, release, userInfo } from 'node:os';
 import type { Tools } from './args.js';
 import { prepareCgroups } from './cgroup-layout.js';
 import type { CgroupTotals } from './cgroup-parent.js';
@@ -30,6 +30,8 @@ export interface HostSetup {
   readonly python?: string;
   /** The placeholder a zygote's sandbox runs where the zygote cannot run its own (`cat`). */
   readonly cat?: string;
+  /** RLIMIT_NPROC is counted per user namespace (ucounts, Linux >= 5.14): args.ts nprocInside. */
+  readonly nprocPerUserNamespace: boolean;
   /** Home directories of the server's user: never visible in a sandbox. */
   readonly privateDirs: readonly string[];
   readonly layers: readonly Layer[];
@@ -48,6 +50,10 @@ const UNBOUNDED: CgroupTotals = { memoryMb: 16_777_216, maxProcs: 4_194_304 };
 
 export function detectHost(options: DetectOptions = { cgroups: true }): HostSetup {
   const root = process.getuid?.() === 0;
+  const nprocPerUserNamespace = kernelAtLeast(release(), 5, 14);
+  // Without cgroups: RLIMIT_NPROC on the sandbox uid of a root server, or inside an ordinary
+  // user's sandbox where the kernel counts it per user namespace (args.ts nprocInside).
+  const nproc = root || nprocPerUserNamespace;
   const layers: Layer[] = [];
   const bwrap = findOnPath('bwrap');
   layers.push({
@@ -82,7 +88,7 @@ export function detectHost(options: DetectOptions = { cgroups: true }): HostSetu
     ok: prlimit !== undefined,
     required: false,
     detail: prlimit
-      ? `${prlimit}: AS, CPU, FSIZE, NOFILE, CORE=0 (and DATA when no memory cgroup)`
+      ? `${prlimit}: AS, CPU, FSIZE, NOFILE, CORE=0 (and DATA when no memory cgroup${nproc ? ', NPROC when no pids cgroup' : ''})`
       : 'prlimit not found (util-linux); runs have no rlimits — install util-linux',
   });
   let cgroups: CgroupLayout | undefined;
@@ -106,7 +112,7 @@ export function detectHost(options: DetectOptions = { cgroups: true }): HostSetu
       required: false,
       detail:
         `cgroups not writable here (${(error as Error).message}): no per-run memory/pids cgroup ` +
-        `(falling back to RLIMIT_DATA${root ? ' and RLIMIT_NPROC' : ''}) and no bound on all runs together ` +
+        `(falling back to RLIMIT_DATA${nproc ? ' and RLIMIT_NPROC' : ''}) and no bound on all runs together ` +
         '(CODEXEC_TOTAL_MEMORY_MB, CODEXEC_TOTAL_MAX_PROCS are not enforced) — run as root or with a ' +
         'delegated cgroup v2 subtree',
     });
@@ -138,10 +144,19 @@ export function detectHost(options: DetectOptions = { cgroups: true }): HostSetu
     ...(bashPath && { bash: bashPath }),
     ...(pythonPath && { python: pythonPath }),
     ...(root && { cat: findOnPath('cat') ?? '/bin/cat' }),
+    nprocPerUserNamespace,
     privateDirs: [homedir(), ...passwdHome()],
     layers,
     ...(missing && { unavailable: `${missing.name}: ${missing.detail}` }),
   };
+}
+
+/** Whether a kernel release (`6.1.0-13-amd64`) is at least major.minor. */
+export function kernelAtLeast(version: string, major: number, minor: number): boolean {
+  const [have, haveMinor] = version.split(/[.-]/, 2).map(Number);
+  if (have === undefined || haveMinor === undefined || Number.isNaN(have) || Number.isNaN(haveMinor))
+    return false;
+  return have > major || (have === major && haveMinor >= minor);
 }
 
 /** The passwd entry's home, where there is one (an arbitrary container uid may have none). */
