@@ -3,7 +3,7 @@
 # without root (no cgroup writes, no uid drop; bubblewrap on an unprivileged user namespace).
 # Run as root by .ci/run after `npm test` (dist/ built). Arguments go to vitest: test files run
 # instead of the default set. CODEXEC_TEST_SANDBOX_MODE (namespace by default, or landlock) picks
-# the mode.
+# the mode; CODEXEC_TEST_USER=root runs the same set as root (the server then drops code to 65534).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 user=${CODEXEC_TEST_USER:-codexec-ci}
@@ -38,9 +38,13 @@ fi
 # doubles node's start-up, and nothing here reaches a registry). TMPDIR is in the user's home,
 # where an ordinary user's CODEXEC_HOME is (~/.codexec): the tests' homes and workspaces then lie
 # under a directory every sandbox hides (the server user's home), as they would for that user.
-runuser -u "$user" -- mkdir -p "$home/tmp"
+# As root: a directory like /tmp (1777: servers some tests run as other users write there too),
+# as a root server's homes are outside /root (0700: no sandbox user of a landlock run may search
+# it, docs/security.md).
+tmp=$home/tmp
+if [ "$user" = root ]; then tmp=$(mktemp -d /tmp/codexec-root-tests-XXXXXX) && chmod 1777 "$tmp"; else runuser -u "$user" -- mkdir -p "$tmp"; fi
 env=(HOME="$home" USER="$user" LOGNAME="$user" LANG=C.UTF-8 PATH=/usr/local/bin:/usr/bin:/bin
-  TMPDIR="$home/tmp" CODEXEC_TEST_SANDBOX_MODE="$mode" CI="${CI:-true}")
+  TMPDIR="$tmp" CODEXEC_TEST_SANDBOX_MODE="$mode" CI="${CI:-true}")
 for name in http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY; do
   [ -n "${!name:-}" ] && env+=("$name=${!name}")
 done

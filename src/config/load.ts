@@ -144,11 +144,18 @@ export function globalPackageDirs(
 }
 
 /**
- * codexec's own directories that runs live beneath: CODEXEC_HOME, the workspaces, package
- * environments and command workspaces (every principal's).
+ * The directories runs live beneath that are codexec's to open to its sandbox user: CODEXEC_HOME,
+ * the workspaces, package environments and command workspaces (every principal's), and the
+ * directories the operator gave execute_command (CODEXEC_ALLOWED_PATHS).
  */
 export function runRoots(config: Pick<Config, 'sandboxDir' | 'envsDir' | 'home' | 'command'>): string[] {
-  return [config.home, config.sandboxDir, config.envsDir, config.command.workspace];
+  return [
+    config.home,
+    config.sandboxDir,
+    config.envsDir,
+    config.command.workspace,
+    ...config.command.allowedPaths,
+  ];
 }
 
 type RawSettings = Partial<Record<string, unknown>>;

@@ -35,7 +35,7 @@ function homeFor(uid: number): string {
 
 function doctor(wrapper: readonly string[], home: string): { status: number | null; stdout: string } {
   const [command = PYTHON, ...args] = [...wrapper, process.execPath, CLI, 'doctor'];
-  const env = { ...baseEnv(join(home, 'state')), HOME: home };
+  const env = { ...baseEnv(join(home, 'state')), HOME: home, CODEXEC_SANDBOX_MODE: 'auto' };
   const result = spawnSync(command, args, { env, encoding: 'utf8', timeout: 60_000 });
   return { status: result.status, stdout: result.stdout };
 }
@@ -53,7 +53,11 @@ describe.runIf(root)('auto, a non-root server denied user namespaces (max_user_n
     chmodSync(outside, 0o755);
     canaries = [join(outside, 'canary.txt'), join(home, 'canary.txt')];
     for (const canary of canaries) writeFileSync(canary, 'host file\n', { mode: 0o644 });
-    server = await startServer({ home, wrapper: NO_USERNS, env: { HOME: home } });
+    server = await startServer({
+      home,
+      wrapper: NO_USERNS,
+      env: { HOME: home, CODEXEC_SANDBOX_MODE: 'auto' },
+    });
   });
 
   afterAll(async () => {
@@ -122,7 +126,11 @@ describe.runIf(root)('auto, namespaces denied by seccomp and no Landlock: no cod
   afterAll(() => rmSync(home, { recursive: true, force: true }));
 
   it('refuses every run with SANDBOX_UNAVAILABLE naming the cause, the fix and the opt-out', async () => {
-    const server = await startServer({ home: join(home, 'auto'), wrapper: NO_NAMESPACES_NO_LANDLOCK });
+    const server = await startServer({
+      home: join(home, 'auto'),
+      wrapper: NO_NAMESPACES_NO_LANDLOCK,
+      env: { CODEXEC_SANDBOX_MODE: 'auto' },
+    });
     try {
       for (const language of ['python', 'bash']) {
         const { isError, value } = await callTool<Run>(server.client, 'execute_code', {

@@ -12,7 +12,7 @@ import type { ExecutionResult } from '../../src/engine/index.js';
 import type { SandboxSpec } from '../../src/sandbox/index.js';
 import type { RunCgroup } from '../../src/sandbox/namespace/cgroups.js';
 import { Zygote } from '../../src/sandbox/namespace/zygote.js';
-import { SANDBOX_ENV } from '../helpers/mode.js';
+import { SANDBOX_ENV, SANDBOX_MODE } from '../helpers/mode.js';
 import { processesUnder, processesWith, sleepMarker } from '../helpers/procs.js';
 import { sandboxBackend } from '../helpers/sandbox.js';
 import { callTool, startServer, type TestServer } from '../helpers/server.js';
@@ -108,7 +108,8 @@ const childrenRunning = (server: number, script: string) =>
 const zygotes = (server: number) => childrenRunning(server, '/drivers/zygote.py');
 const helpers = (server: number, script: string) => childrenRunning(server, script).length;
 
-describe.skipIf(!root)('zygote (root namespace server)', () => {
+// Namespace mode's zygote (bwrap around a placeholder); landlock mode's forks: landlock.test.ts.
+describe.skipIf(!root || SANDBOX_MODE === 'landlock')('zygote (root namespace server)', () => {
   let server: TestServer;
   let cold: TestServer;
   beforeAll(async () => {
@@ -346,7 +347,7 @@ print(zygote.load_placeholder())`,
   });
 });
 
-describe.skipIf(!root)('zygote, driven directly', () => {
+describe.skipIf(!root || SANDBOX_MODE === 'landlock')('zygote, driven directly', () => {
   // Its zygote and launchers go after 1 s idle (and die with this process anyway).
   const backend = sandboxBackend({ idleMs: 1000 });
   const dir = mkdtempSync(join(tmpdir(), 'codexec-zygote-'));

@@ -52,6 +52,8 @@ export class Confiner {
   }
 
   private scripts = 0;
+  /** Why the launcher could not be written, if it could not. */
+  private problem: string | undefined;
 
   /**
    * Run a script with the launcher, synchronously, as the server's user: its exit status (its own,
@@ -61,7 +63,8 @@ export class Confiner {
     let program: string;
     try {
       program = this.program();
-    } catch {
+    } catch (error) {
+      this.problem = (error as Error).message;
       return -1;
     }
     const path = join(this.dir as string, `script-${this.scripts++}`);
@@ -85,7 +88,10 @@ export class Confiner {
   unavailable(): string | undefined {
     if (process.platform !== 'linux') return 'Landlock is Linux only';
     if (!confineProgram()) return `no confine launcher for ${process.arch} (x86-64 only)`;
-    if (this.abi() === 0)
+    const abi = this.abi();
+    if (this.problem)
+      return `could not write the confine launcher into ${tmpdir()} (TMPDIR): ${this.problem}`;
+    if (abi === 0)
       return (
         'the kernel offers no Landlock (Linux >= 5.13 with CONFIG_SECURITY_LANDLOCK=y and "landlock" in ' +
         'its lsm= boot list), or the launcher cannot run from ' +

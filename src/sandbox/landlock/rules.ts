@@ -14,6 +14,7 @@
 //      connection to an abstract Unix socket outside it when the network is off
 //   7  logging flags (nothing more to deny)
 import { statSync } from 'node:fs';
+import { dirname } from 'node:path';
 import type { Rlimit } from '../namespace/args.js';
 import { type Data, Script } from './script.js';
 
@@ -119,13 +120,19 @@ export function addLandlock(script: Script, abi: number, access: Access): void {
     [access.writable, fs],
     [access.devices, FS.readFile | FS.writeFile | FS.truncate | FS.ioctlDev],
   ];
+  const listable = new Set<string>();
   for (const [paths, rights] of groups)
     for (const path of paths) {
       const directory = isDirectory(path);
       if (directory === undefined) continue;
       const allowed = (directory ? rights : rights & FILE_RIGHTS) & fs;
       if (allowed !== 0n) addRule(script, ruleset, path, allowed);
+      // A file the run may execute (its script, a driver, the figure backend) is found by listing
+      // its directory (Python's import system does), as in the namespace sandbox, which binds it
+      // in a directory of its own: names only, no file beneath is readable by this.
+      if (!directory && rights & FS.execute) listable.add(dirname(path));
     }
+  for (const dir of listable) addRule(script, ruleset, dir, FS.readDir);
   script.call(NR.landlockRestrictSelf, [{ load: ruleset }, 0]);
   script.call(NR.close, [{ load: ruleset }]);
 }

@@ -493,10 +493,14 @@ export class NamespaceBackend implements SandboxBackend {
         alive = false;
         resolve({ code: null, signal: null, spawnError: error });
       });
-      child.once('exit', (code, sig) => {
+      child.once('exit', (exitCode: number | null, sig: NodeJS.Signals | null) => {
         alive = false;
+        // A landlock run's process is the program itself: its signal reported as bwrap reports
+        // its child's (128+N), as every run of this backend ends.
+        const code = sig && alone ? 128 + constants.signals[sig] : exitCode;
+        const signal = sig && alone ? null : sig;
         limit = cgroup?.limitHit() ?? signalLimit(code);
-        resolve({ code, signal: sig, ...(limit && { limit }) });
+        resolve({ code, signal, ...(limit && { limit }) });
       });
     });
     const reported = prepared.report ? statusLine(child.stdio[REPORT_FD] as Readable) : undefined;
