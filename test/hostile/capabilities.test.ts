@@ -7,7 +7,7 @@
 import { chownSync, rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callTool, tempDir } from '../helpers/server.js';
-import { DOCKER_MODE, ensureImage } from '../sandbox/container/engine.js';
+import { DOCKER_MODE, ensureImage, GVISOR, serverRuntime } from '../sandbox/container/engine.js';
 import { type Rig, run, startRig } from './probes.js';
 
 const root = process.getuid?.() === 0;
@@ -35,22 +35,25 @@ const MODES = [
   'landlock',
   ...(root ? ['namespace (non-root)', 'landlock (non-root)'] : []),
   'docker',
+  ...(GVISOR.missing ? [] : ['docker (gVisor)']),
   'subprocess',
 ] as const;
+if (GVISOR.missing) console.warn(`capability sets under gVisor skipped: ${GVISOR.missing}`);
 
 describe.each(MODES)('capability sets of the code (%s mode)', (label) => {
   const confined = label !== 'subprocess';
   const mode = label.split(' ')[0] as string;
   const nonRoot = label.endsWith('(non-root)');
+  const gvisor = label === 'docker (gVisor)';
   let rig: Rig;
   let coldDir: string;
 
   beforeAll(async () => {
-    if (label === 'docker') ensureImage();
+    if (mode === 'docker') ensureImage();
     rig = nonRoot
       ? await startRig({ CODEXEC_SANDBOX_MODE: mode }, 65534)
-      : label === 'docker'
-        ? await startRig(DOCKER_MODE)
+      : mode === 'docker'
+        ? await startRig(gvisor ? GVISOR.env : DOCKER_MODE)
         : await startRig({ CODEXEC_SANDBOX_MODE: mode });
     // A working_dir never gets a warm process: a run there starts cold. (Outside CODEXEC_HOME:
     // nothing of codexec's own may be a working_dir.)
@@ -69,10 +72,18 @@ describe.each(MODES)('capability sets of the code (%s mode)', (label) => {
     if (mode === 'landlock' && nonRoot) {
       expect({ ...sets(stdout), CapBnd: EMPTY.CapBnd }).toEqual(EMPTY);
       expect(stdout).toMatch(/^NoNewPrivs:\s*1$/m);
+    } else if (gvisor) {
+      // gVisor's /proc/self/status has no CapAmb line (it keeps no ambient set); the four it has are empty.
+      expect(sets(stdout)).toEqual({ ...EMPTY, CapAmb: undefined });
+      expect(stdout).not.toMatch(/^CapAmb:/m);
     } else if (confined) expect(sets(stdout)).toEqual(EMPTY);
     // The server's own sets: as root, everything it has.
     else expect(sets(stdout).CapEff !== EMPTY.CapEff).toBe(root);
   };
+
+  it.runIf(gvisor)('runs its containers under gVisor (runsc)', async () => {
+    expect(await serverRuntime(rig.server)).toBe('runsc');
+  });
 
   it.each(LANGUAGES)('%s, one-shot, cold', async (language) => {
     const result = await run(rig, language, READ[language] as string, { working_dir: coldDir });

@@ -1,5 +1,5 @@
 // Hostile code that would hurt the host if it escaped: memory and fork bombs, kill -9 -1, a 4 GB
-// write, mount. ONLY in the confining modes (namespace, landlock, docker), each requested explicitly so a
+// write, mount. ONLY in the confining modes (namespace, landlock, docker, docker under gVisor), each requested explicitly so a
 // missing sandbox fails the suite (SANDBOX_UNAVAILABLE) instead of falling back to subprocess and
 // running these on the host.
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makesCgroups } from '../helpers/sandbox.js';
 import { callTool } from '../helpers/server.js';
-import { DOCKER_MODE, ensureImage } from '../sandbox/container/engine.js';
+import { DOCKER_MODE, ensureImage, GVISOR, serverRuntime } from '../sandbox/container/engine.js';
 import { hostProcessesWith, type Rig, run, startRig } from './probes.js';
 
 const root = process.getuid?.() === 0;
@@ -23,6 +23,7 @@ const MODES = {
   // cgroups: nothing bounds its processes but the timeout there — docs/security.md.)
   landlock: { CODEXEC_SANDBOX_MODE: 'landlock', CODEXEC_MEMORY_MB: '256', CODEXEC_MAX_WORKSPACE_MB: '160' },
   docker: { ...DOCKER_MODE, CODEXEC_DOCKER_MEMORY: '256m' },
+  'docker (gVisor)': { ...GVISOR.env, CODEXEC_DOCKER_MEMORY: '256m' },
 } as const;
 type Column = keyof typeof MODES;
 const COLUMNS: Column[] = [
@@ -30,13 +31,18 @@ const COLUMNS: Column[] = [
   ...(root ? (['namespace (non-root)'] as const) : []),
   'landlock',
   'docker',
+  ...(GVISOR.missing ? [] : (['docker (gVisor)'] as const)),
 ];
+if (GVISOR.missing) console.warn(`hostile destructive probes under gVisor skipped: ${GVISOR.missing}`);
 
 describe.each(COLUMNS)('hostile destructive probes (%s mode)', (column) => {
   const mode = column.split(' ')[0] as 'namespace' | 'landlock' | 'docker';
   // Run cgroups stop and name memory and process limits: root's server makes them, an ordinary
-  // user's (65534, or this test's own user) cannot here.
-  const cgroups = column === 'docker' || (!column.endsWith('(non-root)') && makesCgroups());
+  // user's (65534, or this test's own user) cannot here. Under gVisor the host's cgroups hold
+  // gVisor's own threads and the code sees none: memory kills unnamed, RLIMIT_NPROC refuses forks.
+  const gvisor = column === 'docker (gVisor)';
+  const cgroups =
+    column === 'docker' || (mode !== 'docker' && !column.endsWith('(non-root)') && makesCgroups());
   let rig: Rig;
   beforeAll(async () => {
     if (mode === 'docker') ensureImage();
@@ -49,6 +55,10 @@ describe.each(COLUMNS)('hostile destructive probes (%s mode)', (column) => {
     const result = await run(rig, 'python', 'print(6 * 7)');
     expect(result).toMatchObject({ success: true, stdout: '42\n', sandbox_mode: mode });
   }
+
+  it.runIf(gvisor)('runs its containers under gVisor (runsc)', async () => {
+    expect(await serverRuntime(rig.server)).toBe('runsc');
+  });
 
   it('denies mount and new namespaces, with no capabilities', async () => {
     const result = await run(
@@ -65,6 +75,11 @@ describe.each(COLUMNS)('hostile destructive probes (%s mode)', (column) => {
     const result = await run(rig, 'python', 'b = bytearray(6 * 1024**3)\nprint("allocated", len(b))');
     expect(result.stdout).not.toContain('allocated');
     expect(result.success).toBe(false);
+    if (gvisor) {
+      // The sandbox's memory cgroup kills; the code's cgroup is gVisor's, not one the server reads.
+      expect([result.exit_code, result.limit]).toEqual([137, undefined]);
+      return stillAnswering();
+    }
     if (!cgroups) {
       // RLIMIT_DATA: refused to the program, which ends as it chooses; no cgroup names it.
       expect([result.exit_code, result.limit]).toEqual([1, undefined]);
@@ -108,10 +123,14 @@ describe.each(COLUMNS)('hostile destructive probes (%s mode)', (column) => {
 
   // Without cgroups, RLIMIT_NPROC set inside the sandbox's user namespace (Linux >= 5.14) holds
   // the bomb: forks are refused past CODEXEC_MAX_PROCS, none of the server user's others counted.
+  // gVisor's kernel counts RLIMIT_NPROC per uid in its sandbox (src/sandbox/container/args.ts).
   it.runIf(!cgroups)('refuses forks past CODEXEC_MAX_PROCS without cgroups', async () => {
+    // Under gVisor each child becomes a small sleep: 60 forked copies of Python outgrow the
+    // sandbox's 256 MB there (killed, 137; measured), which is not what this tests.
+    const child = gvisor ? 'os.execv("/bin/sleep", ["sleep", "3"])' : 'time.sleep(3)';
     const code =
       'import os, time\nn = 0\ntry:\n    for _ in range(100):\n        if os.fork() == 0:\n' +
-      '            time.sleep(3)\n            os._exit(0)\n        n += 1\nexcept BlockingIOError:\n    pass\nprint(n)';
+      `            ${child}\n            os._exit(0)\n        n += 1\nexcept BlockingIOError:\n    pass\nprint(n)`;
     const result = await run(rig, 'python', code);
     expect(result.success).toBe(true);
     // 64 processes of the run's, its interpreter among them (and a warm driver's helpers).

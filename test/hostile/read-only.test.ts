@@ -6,7 +6,7 @@ import { existsSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DOCKER_MODE, ensureImage } from '../sandbox/container/engine.js';
+import { DOCKER_MODE, ensureImage, GVISOR, serverRuntime } from '../sandbox/container/engine.js';
 import { hostProcessesWith, probeProgram, type Rig, run, startRig } from './probes.js';
 
 const root = process.getuid?.() === 0;
@@ -43,12 +43,15 @@ const MODES = [
   'landlock',
   'subprocess',
   'docker',
+  ...(GVISOR.missing ? [] : ['docker (gVisor)']),
   ...(root ? ['namespace (non-root)', 'landlock (non-root)'] : []),
 ] as const;
+if (GVISOR.missing) console.warn(`hostile read-only probes under gVisor skipped: ${GVISOR.missing}`);
 
 describe.each(MODES)('hostile read-only probes (%s mode)', (label) => {
   const mode = label.split(' ')[0] as 'namespace' | 'landlock' | 'subprocess' | 'docker';
   const nonRoot = label.endsWith('(non-root)');
+  const gvisor = label === 'docker (gVisor)';
   const confined = mode !== 'subprocess';
   const id = randomBytes(6).toString('hex');
   const tmpMarker = join('/tmp', `codexec-tmp-marker-${id}`);
@@ -66,7 +69,7 @@ describe.each(MODES)('hostile read-only probes (%s mode)', (label) => {
     rig = nonRoot
       ? await startRig({ CODEXEC_SANDBOX_MODE: mode }, 65534)
       : mode === 'docker'
-        ? await startRig(DOCKER_MODE)
+        ? await startRig(gvisor ? GVISOR.env : DOCKER_MODE)
         : await startRig(mode === 'namespace' ? {} : { CODEXEC_SANDBOX_MODE: mode });
     writeTargets = [
       join(rig.home, `pwned-${id}`),
@@ -91,6 +94,10 @@ describe.each(MODES)('hostile read-only probes (%s mode)', (label) => {
 
   it(`runs in ${mode} mode`, () => {
     expect(sandboxMode).toBe(mode);
+  });
+
+  it.runIf(gvisor)('runs its containers under gVisor (runsc)', async () => {
+    expect(await serverRuntime(rig.server)).toBe('runsc');
   });
 
   it(confined ? 'cannot read secrets in the user home' : 'CAN read secrets in the user home', () => {
@@ -205,8 +212,10 @@ describe.each(MODES)('hostile read-only probes (%s mode)', (label) => {
         ([fd, target]) => Number(fd) > 2 && target !== '/dev/null' && !target.startsWith('/proc/'),
       );
       // A warm driver keeps its control channel and its copies of stdout and stderr, close-on-exec.
+      // gVisor names the pipes it was handed by the host host:[N], and a socket socket:[N].
       const driver = (fd: string, target: string) =>
-        ['200', '201', '202'].includes(fd) && /^(socket|pipe):/.test(target);
+        ['200', '201', '202'].includes(fd) &&
+        (gvisor ? /^(host|socket):\[\d+\]$/ : /^(socket|pipe):/).test(target);
       expect(extra.filter(([fd, target]) => !(warm && driver(fd, target)))).toEqual([]);
     }
   });
@@ -215,11 +224,17 @@ describe.each(MODES)('hostile read-only probes (%s mode)', (label) => {
     confined ? 'leaves no background process behind' : 'lets a setsid background process OUTLIVE the run',
     async () => {
       const marker = `${900 + Math.floor(Math.random() * 99)}.${Date.now() % 100000}`;
+      // gVisor's processes are not the host's (its Sentry runs them): one that outlived the run
+      // would write this file into the workspace a second later.
+      const late = gvisor
+        ? ["subprocess.Popen(['bash', '-c', 'sleep 1; echo alive > late'], start_new_session=True)"]
+        : [];
       const result = await run(
         rig,
         'python',
         [
           'import subprocess',
+          ...late,
           'try:',
           `    subprocess.Popen(['sleep', '${marker}'], start_new_session=True)`,
           "    print('new session')",
@@ -238,6 +253,10 @@ describe.each(MODES)('hostile read-only probes (%s mode)', (label) => {
       for (const pid of survivors) process.kill(pid, 'SIGKILL');
       // subprocess mode kills the process group; only the one that left it with setsid survives.
       expect(survivors.length).toBe(confined ? 0 : 1);
+      if (gvisor) {
+        await new Promise((resolve) => setTimeout(resolve, 1500));
+        expect(existsSync(join(result.working_dir, 'late'))).toBe(false);
+      }
     },
   );
 });

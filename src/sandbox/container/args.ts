@@ -37,6 +37,8 @@ export interface ContainerRun {
   readonly memory: string;
   readonly cpus: number;
   readonly network: string;
+  /** The runtime is gVisor's runsc: processes are bounded inside it (processBounds). */
+  readonly gvisor?: boolean;
   /** Extra options: `--userns keep-id` for rootless podman. */
   readonly extra?: readonly string[];
   /** The wrapper between the engine's init and the program (drivers/container_init.sh). */
@@ -120,8 +122,7 @@ function confinement(run: ContainerRun, limits: SandboxSpec['limits']): string[]
     run.memory,
     '--cpus',
     String(run.cpus),
-    '--pids-limit',
-    String(limits.maxProcs),
+    ...processBounds(limits.maxProcs, run.gvisor === true),
     '--read-only',
     '--tmpfs',
     '/tmp:rw,size=100m,mode=1777',
@@ -135,8 +136,6 @@ function confinement(run: ContainerRun, limits: SandboxSpec['limits']): string[]
     '--ulimit',
     'nofile=1024:1024',
     '--ulimit',
-    'nproc=4096:4096',
-    '--ulimit',
     'core=0',
     '--ulimit',
     `fsize=${fileBytes}`,
@@ -145,6 +144,31 @@ function confinement(run: ContainerRun, limits: SandboxSpec['limits']): string[]
     'none',
     ...(run.extra ?? []),
   ];
+}
+
+/**
+ * Host threads a gVisor sandbox may use per process of its code, and its own at rest. On gVisor's
+ * default platform (ptrace) each process of the code is a host stub process, one host thread per
+ * Sentry thread that ever ran it, beside the Sentry's and Gofer's own threads: all in the host
+ * pids cgroup. Measured here (runsc 20221219, 2 CPUs, podman): 47 at rest; a fork bomb held at
+ * 64 processes by RLIMIT_NPROC 895 (14 per process), at 256 5156 (20); 500 sleeps, four busy
+ * loops and 200 Python threads 4109. 32 per process plus 1024 leaves about twice the worst.
+ */
+export const GVISOR_THREADS_PER_PROCESS = 32;
+export const GVISOR_OWN_THREADS = 1024;
+
+/**
+ * `--pids-limit` and RLIMIT_NPROC for CODEXEC_MAX_PROCS. runc: the container's pids cgroup holds
+ * its processes; RLIMIT_NPROC is counted per host uid there (with the host's processes of that
+ * uid), so it only stands far back. gVisor: the host cgroup counts gVisor's threads, not the
+ * code's processes (a bound of CODEXEC_MAX_PROCS there kills the whole sandbox, with no output);
+ * gVisor's kernel counts RLIMIT_NPROC per uid inside the sandbox (threads too, as Linux does),
+ * which holds the code at CODEXEC_MAX_PROCS, and the host cgroup gets room for gVisor's threads.
+ */
+export function processBounds(maxProcs: number, gvisor: boolean): string[] {
+  if (!gvisor) return ['--pids-limit', String(maxProcs), '--ulimit', 'nproc=4096:4096'];
+  const host = GVISOR_OWN_THREADS + GVISOR_THREADS_PER_PROCESS * maxProcs;
+  return ['--pids-limit', String(host), '--ulimit', `nproc=${maxProcs}:${maxProcs}`];
 }
 
 const volumes = (mounts: readonly Mount[]) =>

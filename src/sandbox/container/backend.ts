@@ -30,7 +30,7 @@ import { inspectImage } from './inspect.js';
 import { PersistentContainers } from './persistent.js';
 import { type Handle, removeContainer, spawnWhenStarted, wrap } from './process.js';
 import { containerReaper, DeferredRemoval, processStart, sweepDeadServers } from './reaper.js';
-import { runtimeArgs } from './runtime.js';
+import { isGvisor, runtimeArgs } from './runtime.js';
 
 const run = promisify(execFile);
 const LAUNCHER = join(DRIVERS, 'container_control.py');
@@ -132,6 +132,7 @@ export class ContainerBackend implements SandboxBackend {
       memory: this.options.memory,
       cpus: this.options.cpu,
       network: this.options.network,
+      ...(isGvisor(engine.runtime) && { gvisor: true }),
       wrapper: WRAPPER,
       ...(extra.length > 0 && { extra }),
     };

@@ -23,12 +23,17 @@ export function runtimeArgs(engine: Pick<ContainerEngine, 'name' | 'runtime'>, n
   // server's control socket in its workspace: gVisor lets code open a host socket only when told
   // (as runc does for any socket in a mount). podman hands gVisor a network namespace that runsc
   // cannot copy (it takes it for the root one): with none or host, runsc is told so itself.
-  if (!basename(runtime).startsWith('runsc')) return { before: [], run: [] };
+  if (!isGvisor(runtime)) return { before: [], run: [] };
   const flags = [
     'host-uds=open',
     ...(network === 'none' || network === 'host' ? [`network=${network}`] : []),
   ];
   return { before: flags.flatMap((flag) => ['--runtime-flag', flag]), run: [] };
+}
+
+/** Whether a runtime (CODEXEC_DOCKER_RUNTIME: a path for podman, a daemon's name for docker) is gVisor's runsc. */
+export function isGvisor(runtime: string | undefined): boolean {
+  return runtime !== undefined && basename(runtime).startsWith('runsc');
 }
 
 /** The runtimes a docker daemon knows (`docker info`). */

@@ -65,6 +65,14 @@ describe('buildContainerArgs', () => {
     expect(values(args, '--user')).toEqual(['65534:65534']);
     expect(values(args, '--ulimit')).toContain(`fsize=${8 * 1024 * 1024}`);
     expect(values(args, '--label')).toEqual(['codexec=1', 'codexec.pid=42']);
+    expect(values(args, '--ulimit')).toContain('nproc=4096:4096');
+  });
+
+  it('under gVisor, bounds the code by RLIMIT_NPROC and leaves the host cgroup room for gVisor', () => {
+    const gvisor = buildContainerArgs(spec, { ...run, gvisor: true });
+    expect(values(gvisor, '--ulimit')).toContain('nproc=64:64');
+    expect(values(gvisor, '--ulimit')).not.toContain('nproc=4096:4096');
+    expect(values(gvisor, '--pids-limit')).toEqual([String(1024 + 32 * 64)]);
   });
 
   it('mounts the workspace at /workspace and other paths under /opt/codexec, rewriting every path', () => {

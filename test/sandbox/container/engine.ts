@@ -1,7 +1,7 @@
 // The container engine the docker-mode tests drive (podman here and in CI; docker where its daemon
 // runs) and the image they use, built from the host when missing.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { CLI } from '../../helpers/server.js';
+import { CLI, callTool, type TestServer } from '../../helpers/server.js';
 
 export const IMAGE = process.env.CODEXEC_TEST_IMAGE ?? 'codexec-sandbox';
 /** podman unless CODEXEC_CONTAINER_ENGINE=docker (with DOCKER_HOST naming its daemon, if not the default). */
@@ -31,6 +31,22 @@ export const RUNTIMES: readonly Runtime[] = [
   { name: process.env.CODEXEC_DOCKER_RUNTIME ?? 'default', env: DOCKER_MODE },
   { name: 'runsc', env: { ...DOCKER_MODE, CODEXEC_DOCKER_RUNTIME: 'runsc' }, ...missing('runsc') },
 ];
+
+/** gVisor's entry of RUNTIMES (the hostile suites' `docker (gVisor)` column). */
+export const GVISOR = RUNTIMES[1] as Runtime;
+
+/** The OCI runtime a docker-mode server runs containers with: its session container's, asked of the engine. */
+export async function serverRuntime(server: TestServer): Promise<string> {
+  const { value } = await callTool<{ session_id: string }>(server.client, 'start_session', {
+    language: 'bash',
+  });
+  try {
+    const [container = ''] = sessionContainersOf(server.pid);
+    return runtimeOf(container.split(' ')[0] ?? '');
+  } finally {
+    await callTool(server.client, 'close_session', { session_id: value.session_id });
+  }
+}
 
 function missing(runtime: string): { missing?: string } {
   if (spawnSync('sh', ['-c', `command -v ${runtime}`], { stdio: 'ignore' }).status !== 0)
