@@ -148,13 +148,15 @@ function confinement(run: ContainerRun, limits: SandboxSpec['limits']): string[]
 
 /**
  * Host threads a gVisor sandbox may use per process of its code, and its own at rest. On gVisor's
- * default platform (ptrace) each process of the code is a host stub process, one host thread per
- * Sentry thread that ever ran it, beside the Sentry's and Gofer's own threads: all in the host
- * pids cgroup. Measured here (runsc 20221219, 2 CPUs, podman): 47 at rest; a fork bomb held at
- * 64 processes by RLIMIT_NPROC 895 (14 per process), at 256 5156 (20); 500 sleeps, four busy
- * loops and 200 Python threads 4109. 32 per process plus 1024 leaves about twice the worst.
+ * default platform (ptrace) each process of the code is a host stub process with one host thread
+ * per Sentry thread that ran it, beside the Sentry's and Gofer's own threads: all in the host pids
+ * cgroup, and more the longer many processes run. Measured here (runsc 20221219, 2 CPUs, podman):
+ * 47 at rest; 500 sleeps, four busy loops and 200 Python threads 4109; a fork bomb held by
+ * RLIMIT_NPROC at 64 processes 895 after 15 s, at 256 from 8737 to 9417 in three 27 s runs (up
+ * to 37 per process: a bound of 32 per process was reached). 64 per process plus 1024 leaves
+ * about twice the worst seen; a sandbox at its bound lost its exit status (2) here.
  */
-export const GVISOR_THREADS_PER_PROCESS = 32;
+export const GVISOR_THREADS_PER_PROCESS = 64;
 export const GVISOR_OWN_THREADS = 1024;
 
 /**

@@ -72,7 +72,7 @@ describe('buildContainerArgs', () => {
     const gvisor = buildContainerArgs(spec, { ...run, gvisor: true });
     expect(values(gvisor, '--ulimit')).toContain('nproc=64:64');
     expect(values(gvisor, '--ulimit')).not.toContain('nproc=4096:4096');
-    expect(values(gvisor, '--pids-limit')).toEqual([String(1024 + 32 * 64)]);
+    expect(values(gvisor, '--pids-limit')).toEqual([String(1024 + 64 * 64)]);
   });
 
   it('mounts the workspace at /workspace and other paths under /opt/codexec, rewriting every path', () => {
