@@ -103,7 +103,8 @@ export async function collect(proc: SandboxedProcess, options: CollectOptions): 
       // The driver wrote its end marks before its report. Without them (the program closed the
       // driver's copies of stdout and stderr) only the streams' end tells that all output is in,
       // and stopped processes keep them open: kill now.
-      if (!allIn() && !(await within(marked, MARK_WAIT_MS))) proc.kill('SIGKILL');
+      const wait = proc.relaysOutput ? RELAYED_MARK_WAIT_MS : MARK_WAIT_MS;
+      if (!allIn() && !(await within(marked, wait))) proc.kill('SIGKILL');
     } else proc.kill('SIGKILL');
     await stopping;
     if (allIn()) {
@@ -141,6 +142,12 @@ export async function collect(proc: SandboxedProcess, options: CollectOptions): 
 
 /** How long the end marks may trail the driver's report on a stopped run. */
 const MARK_WAIT_MS = 50;
+/**
+ * The same where output is relayed (a container engine's CLI, and under gVisor its Sentry too):
+ * the marks trail by the relay's latency, which under load passed 50 ms and lost a warm run's
+ * output. Waited in full only by a program that closed its own stdout and stderr.
+ */
+const RELAYED_MARK_WAIT_MS = 1000;
 
 /**
  * An Exit built from the driver's report. Everything the program wrote went out before the report,
