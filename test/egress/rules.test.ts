@@ -1,0 +1,140 @@
+// The egress allowlist's rules (issue #32, CODEXEC_NETWORK=allowlist): parsing, matching, the
+// denied list winning, a call narrowing, and internal addresses a public name resolves to.
+import { describe, expect, it } from 'vitest';
+import { EgressRules, isInternal, matches, parseRules } from '../../src/egress/rules.js';
+
+const rules = (list: string) => parseRules(list, 'CODEXEC_ALLOWED_DOMAINS');
+
+describe('parseRules', () => {
+  it('reads names, wildcards, ports, IP literals; lowercase, no trailing dot', () => {
+    expect(
+      rules(' Registry.NPMJS.org. , *.example.com:8443, 10.0.0.5:8080, [::1]:3000, [2001:db8::1] '),
+    ).toEqual([
+      { host: 'registry.npmjs.org', wildcard: false, text: 'Registry.NPMJS.org.' },
+      { host: 'example.com', wildcard: true, port: 8443, text: '*.example.com:8443' },
+      { host: '10.0.0.5', wildcard: false, port: 8080, text: '10.0.0.5:8080' },
+      { host: '::1', wildcard: false, port: 3000, text: '[::1]:3000' },
+      { host: '2001:db8::1', wildcard: false, text: '[2001:db8::1]' },
+    ]);
+    expect(rules('')).toEqual([]);
+  });
+
+  it.each([
+    ['exa mple.com', 'is not a host name'],
+    ['example.com:http', 'has a port that is not a number'],
+    ['example.com:70000', 'outside 1-65535'],
+    ['*.com', 'wildcard of a top-level domain'],
+    ['*.10.0.0.1', 'wildcard of an IP address'],
+    ['[example.com]', 'not an IPv6 address'],
+    ['-bad.example.com', 'is not a host name'],
+    ['a..b', 'is not a host name'],
+  ])('refuses %s, naming the setting and the entry', (entry, why) => {
+    expect(() => rules(`ok.example, ${entry}`)).toThrow(`CODEXEC_ALLOWED_DOMAINS: "${entry}" `);
+    expect(() => rules(entry)).toThrow(why);
+  });
+});
+
+describe('matches', () => {
+  const rule = (text: string) => {
+    const [parsed] = rules(text);
+    if (!parsed) throw new Error(`no rule in ${text}`);
+    return parsed;
+  };
+  const exact = rule('api.example.com');
+  const wild = rule('*.example.org');
+  const ported = rule('cdn.example.net:8443');
+  it('a rule without a port allows 443 and 80 only', () => {
+    expect(matches(exact, 'api.example.com', 443)).toBe(true);
+    expect(matches(exact, 'api.example.com', 80)).toBe(true);
+    expect(matches(exact, 'api.example.com', 22)).toBe(false);
+    expect(matches(exact, 'x.api.example.com', 443)).toBe(false);
+  });
+  it('a wildcard names what is below it, never the name itself or a look-alike', () => {
+    expect(matches(wild, 'a.example.org', 443)).toBe(true);
+    expect(matches(wild, 'b.a.example.org', 443)).toBe(true);
+    expect(matches(wild, 'example.org', 443)).toBe(false);
+    expect(matches(wild, 'evilexample.org', 443)).toBe(false);
+    expect(matches(wild, 'example.org.evil.com', 443)).toBe(false);
+  });
+  it('a port names that port alone', () => {
+    expect(matches(ported, 'cdn.example.net', 8443)).toBe(true);
+    expect(matches(ported, 'cdn.example.net', 443)).toBe(false);
+  });
+});
+
+describe('EgressRules', () => {
+  const server = new EgressRules(
+    rules('*.example.com, registry.test, 127.0.0.1:5000, internal.test'),
+    rules('secret.example.com'),
+  );
+
+  it('allows what the list names, case and trailing dot aside', () => {
+    expect(server.decide('API.example.com.', 443)).toEqual({ allowed: true, rule: '*.example.com' });
+    expect(server.decide('registry.test', 80)).toEqual({ allowed: true, rule: 'registry.test' });
+  });
+
+  it('refuses what it does not name, saying so', () => {
+    expect(server.decide('other.test', 443)).toMatchObject({ allowed: false });
+    expect(server.decide('other.test', 443).reason).toContain('not on the allowed list');
+    expect(server.decide('registry.test', 22).allowed).toBe(false);
+  });
+
+  it('lets the denied list win', () => {
+    expect(server.decide('secret.example.com', 443)).toMatchObject({
+      allowed: false,
+      rule: 'secret.example.com',
+    });
+    expect(server.decide('a.example.com', 443).allowed).toBe(true);
+  });
+
+  it('a call narrows, never widens; narrowing twice keeps both', () => {
+    const call = server.narrow(rules('a.example.com, elsewhere.test'));
+    expect(call.decide('a.example.com', 443).allowed).toBe(true);
+    expect(call.decide('b.example.com', 443).reason).toContain("not in this call's allowed_domains");
+    // On the call's list but not the server's: still refused.
+    expect(call.decide('elsewhere.test', 443).reason).toContain('not on the allowed list');
+    const twice = call.narrow(rules('b.example.com'));
+    expect(twice.decide('a.example.com', 443).allowed).toBe(false);
+    expect(twice.decide('b.example.com', 443).allowed).toBe(false);
+    // The server's rules are untouched by a call's.
+    expect(server.decide('b.example.com', 443).allowed).toBe(true);
+  });
+
+  it('refuses internal addresses a name resolves to unless that very name is listed', () => {
+    // DNS rebinding: a wildcard-allowed public name answering 127.0.0.1 or 10.x.
+    for (const address of [
+      '127.0.0.1',
+      '10.1.2.3',
+      '192.168.0.9',
+      '169.254.169.254',
+      '::1',
+      'fd00::1',
+      '::ffff:127.0.0.1',
+    ])
+      expect(server.decideAddress('rebind.example.com', 443, address)).toMatchObject({ allowed: false });
+    expect(server.decideAddress('rebind.example.com', 443, '93.184.216.34').allowed).toBe(true);
+    // Listed by name: the operator meant it.
+    expect(server.decideAddress('internal.test', 443, '10.0.0.7').allowed).toBe(true);
+    // An IP literal listed with its port.
+    expect(server.decideAddress('127.0.0.1', 5000, '127.0.0.1').allowed).toBe(true);
+    expect(server.decideAddress('127.0.0.1', 5001, '127.0.0.1').allowed).toBe(false);
+  });
+
+  it('knows internal addresses', () => {
+    expect(
+      [
+        '127.0.0.1',
+        '10.0.0.1',
+        '172.16.5.4',
+        '192.168.1.1',
+        '100.64.0.1',
+        '0.0.0.0',
+        '::',
+        '::1',
+        'fe80::1',
+        'fc00::1',
+      ].every(isInternal),
+    ).toBe(true);
+    expect(['8.8.8.8', '172.32.0.1', '2001:4860::8888', 'example.com'].some(isInternal)).toBe(false);
+  });
+});
