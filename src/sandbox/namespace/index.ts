@@ -1,7 +1,9 @@
 // The namespace backend (Linux default): bubblewrap + seccomp + rlimits + cgroups, network off,
 // never host root. Builds the command line with buildBwrapArgs() and spawns it here, only here.
-// Over 400 lines: the ways a run starts (zygote fork, launcher, direct) share the backend's state
-// (host setup, /etc copies, run cgroups, launchers, zygotes); its pieces live in files of their own.
+// With `confine: 'landlock'` it is sandbox mode landlock: the same runs, each confined by our
+// launcher's script (../landlock) instead of bwrap. Over 400 lines: the ways a run starts (zygote
+// fork, launcher, direct) and the two confinements share the backend's state (host setup, /etc
+// copies, run cgroups, launchers, zygotes); its pieces live in files of their own.
 import { rmSync } from 'node:fs';
 import { constants } from 'node:os';
 import { dirname, join } from 'node:path';
