@@ -17,7 +17,7 @@
 // that fails (without bit 12) writes "step N failed with errno E" to stderr and exits 126; a
 // failed exec of PROGRAM, "errno E" and 127; a malformed script, the usage and 126. The script is
 // the server's, never a caller's: its offsets are not checked against the buffer.
-import { BSS, staticExecutable } from '../elf.js';
+import { staticExecutable } from '../elf.js';
 
 /** Where the launcher reads its script. */
 export const SCRIPT_FD = 4;
@@ -190,6 +190,3 @@ export function confineProgram(arch: string = process.arch): Buffer | undefined 
   const texts = [USAGE_TEXT, STEP_TEXT, ERRNO_TEXT, EXEC_TEXT, NEWLINE].map((text) => Buffer.from(text));
   return staticExecutable(Buffer.concat([Buffer.from(CODE, 'hex'), ...texts]), SCRIPT_BYTES + 48);
 }
-
-/** The address a pointer argument (mode 1) resolves against in the launcher. */
-export const SCRIPT_ADDRESS = BSS;

@@ -13,12 +13,13 @@ import { type SandboxSpec, TMP_PREFIX } from '../types.js';
 import { confineProgram } from './confine.js';
 import { type Access, abiScript, type Launch, landlockScript, launchScript } from './rules.js';
 
-export { handledFs } from './rules.js';
-
 /** Device files every run may read and write. */
 const DEVICES = ['/dev/null', '/dev/zero', '/dev/full', '/dev/random', '/dev/urandom'];
 
-/** The launcher and the facts of this host, made on first use and kept for the server's life. */
+/**
+ * The launcher and the facts of this host, made on first use and kept for the server's life: one
+ * per process (confiner()), whichever backends use it.
+ */
 export class Confiner {
   private dir: string | undefined;
   private launcher: string | undefined;
@@ -141,13 +142,18 @@ export function ownTmp(
   return dir;
 }
 
-/** The kernel's Landlock ABI, 0 when there is none (or no launcher for this arch). */
-export function landlockAbi(): number {
+let shared: Confiner | undefined;
+
+/** This process's Confiner: the launcher is written, and the ABI asked, once. */
+export function confiner(): Confiner {
   shared ??= new Confiner();
-  return shared.abi();
+  return shared;
 }
 
-let shared: Confiner | undefined;
+/** The kernel's Landlock ABI, 0 when there is none (or no launcher for this arch). */
+export function landlockAbi(): number {
+  return confiner().abi();
+}
 
 /** The system paths of the namespace sandbox, as Landlock rules: read and execute, /etc and /proc read. */
 function systemPaths(): { executable: string[]; readable: string[] } {

@@ -66,10 +66,6 @@ export class Script {
     return this.call(STORE, [{ at: { offset: to.offset + bytes } }, value]);
   }
 
-  get length(): number {
-    return this.calls.length;
-  }
-
   /** The script as the launcher reads it. */
   encode(): Buffer {
     if (this.calls.length > MAX_RECORDS)

@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import type { Duplex, Readable } from 'node:stream';
 import { SandboxUnavailableError } from '../../errors/index.js';
 import { log, settledWithin } from '../../util/index.js';
-import { Confiner, ownTmp } from '../landlock/index.js';
+import { confiner, ownTmp } from '../landlock/index.js';
 import { Reach } from '../landlock/reach.js';
 import { processGroupReaper } from '../subprocess/reaper.js';
 import type {
@@ -100,7 +100,7 @@ export class NamespaceBackend implements SandboxBackend {
   }
 
   /** Sandbox mode landlock's launcher and host facts (src/sandbox/landlock). */
-  private readonly confiner = new Confiner();
+  private readonly confiner = confiner();
   /** What a root server's landlock runs can reach as the sandbox user, and lending search to them. */
   private readonly reach: Reach;
 
