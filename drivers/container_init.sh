@@ -4,7 +4,10 @@
 # its own, everything but the engine's init). When the container's
 # memory cgroup counted a new OOM kill of it, or its pids cgroup refused a fork, it names that
 # limit in a note (read and removed by the server): the engines do not all tell (podman on cgroup
-# v1 reports no OOM kill at all). It writes the group's id to a pid file unless that is "-" (the
+# v1 reports no OOM kill at all). In a container of its own ("run": a warm driver tells its
+# cgroups on its channel instead) it first leaves its cgroups beside the note (NOTE.cgroup): a
+# timeout's kill of the container ends this wrapper before it can write the note, and the server
+# then reads the counters itself. It writes the group's id to a pid file unless that is "-" (the
 # server signals a program run by `exec` with it: that CLI cannot).
 # MODE: "run" (a container of its own), "linger" (the same, then it stops itself, so the container
 # stays until the server removes it with others, when idle: a container's teardown costs ~0.1 s
@@ -33,6 +36,11 @@ mode=$1 note=$2 pid_file=$3
 shift 3
 counters
 ooms_before=$ooms refusals_before=$refusals
+if [ "$mode" = run ]; then
+  cgroups=
+  while IFS= read -r line; do cgroups+="${cgroups:+;}$line"; done </proc/self/cgroup
+  printf '%s\n' "$cgroups" >"$note.cgroup"
+fi
 set -m # the program leads a process group of its own, and does not start with SIGINT ignored
 # The shell's own notes (a job "Killed") must not join the program's stderr.
 exec 9>&2 2>/dev/null

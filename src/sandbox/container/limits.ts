@@ -12,7 +12,8 @@ export function limitCounters(header: string): Array<{ file: string; key: string
   const paths = new Map<string, string>();
   for (const line of header.split(';')) {
     const match = /^\d+:([^:]*):(\/.*)$/.exec(line);
-    if (!match?.[2]) continue;
+    // Written in the container (the wrapper's file lies in the workspace): never a path upward.
+    if (!match?.[2] || match[2].split('/').includes('..')) continue;
     for (const controller of (match[1] ?? '').split(',')) paths.set(controller, match[2]);
   }
   const memory = paths.get('memory');

@@ -4,6 +4,7 @@ import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { readFileSync, unlinkSync } from 'node:fs';
 import type { Writable } from 'node:stream';
 import { promisify } from 'node:util';
+import { quietly } from '../../util/index.js';
 import { findOnPath } from '../namespace/index.js';
 import type { Lease } from '../namespace/ownership.js';
 import { ignoreStreamErrors } from '../streams.js';
@@ -41,6 +42,8 @@ export function wrap(handle: Handle, lease: Lease | undefined): SandboxedProcess
   let cliExited = false;
   /** A limit the container's cgroups showed when the server stopped it (its note may not come). */
   let limitAtStop: LimitKind | undefined;
+  /** The container's cgroups: from its driver's channel (a warm run) or the wrapper's file. */
+  const cgroups = () => control?.cgroups() ?? readCgroups(`${handle.limitNote}.cgroup`);
   const exited = new Promise<Exit>((resolve) => {
     child.once('error', (error) => {
       cliExited = true;
@@ -53,6 +56,7 @@ export function wrap(handle: Handle, lease: Lease | undefined): SandboxedProcess
       // The wrapper's note: the cgroup limit that stopped the program (read before the artifacts
       // are). A SIGKILL of ours is no memory limit, whatever the counters say.
       const limit = takeNote(handle.limitNote) ?? limitAtStop;
+      quietly(() => unlinkSync(`${handle.limitNote}.cgroup`));
       const ours = killedByUs && limit === 'memory';
       resolve({ code, signal, ...(limit && !ours && { limit }) });
     });
@@ -69,7 +73,7 @@ export function wrap(handle: Handle, lease: Lease | undefined): SandboxedProcess
     exited,
     insidePath: handle.insidePath,
     relaysOutput: true,
-    limitHit: () => limitHit(control?.cgroups()),
+    limitHit: () => limitHit(cgroups()),
     // A warm driver reports its program's end; its processes end at once without the server
     // (the wrapper kills them all as the driver exits): nothing to stop, no engine call.
     ...(handle.lingers && { stop() {} }),
@@ -77,7 +81,7 @@ export function wrap(handle: Handle, lease: Lease | undefined): SandboxedProcess
       if (cliExited) return;
       // Read while the container is there: a wrapper killed before it could write its note (a
       // timeout's SIGKILL under a fork bomb) says nothing.
-      limitAtStop ??= limitHit(control?.cgroups());
+      limitAtStop ??= limitHit(cgroups());
       if (signal === 'SIGKILL') killedByUs = true;
       handle.signal(signal);
     },
@@ -135,6 +139,15 @@ export async function removeContainer(
     }
     await run(binary, [...args, name]).catch(() => {});
     await Promise.race([gone, new Promise((resolve) => setTimeout(resolve, REMOVE_RETRY_MS))]);
+  }
+}
+
+/** The cgroups a wrapper left beside its note (a container of its own), if it did. */
+function readCgroups(path: string): string | undefined {
+  try {
+    return readFileSync(path, 'utf8').trim() || undefined;
+  } catch {
+    return undefined;
   }
 }
 

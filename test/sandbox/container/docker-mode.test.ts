@@ -238,37 +238,59 @@ describe.each(RUNTIMES)('runtime $name', ({ name, env: DOCKER, missing }) => {
 
     describe('a fork bomb', () => {
       let server: TestServer;
+      /** No warm pool: every run in a container started for it, killed whole at its timeout. */
+      let cold: TestServer;
       /** Whether a run starts at all under a pids limit of 64 (gVisor's own host threads count too). */
       let starts = false;
       let seesCgroup = false;
       beforeAll(async () => {
-        server = await startServer({ env: { ...DOCKER, CODEXEC_MAX_PROCS: '64' } });
+        const env = { ...DOCKER, CODEXEC_MAX_PROCS: '64' };
+        [server, cold] = await Promise.all([
+          startServer({ env }),
+          startServer({ env: { ...env, CODEXEC_POOL_SIZE: '0' } }),
+        ]);
         const { value } = await python(server, 'print(open("/proc/self/cgroup").read().strip() != "")');
         starts = value.success;
         seesCgroup = value.stdout === 'True\n';
       });
-      afterAll(() => server?.close());
+      afterAll(() => Promise.all([server?.close(), cold?.close()]));
       const unsupported =
         'print(1) does not run under a pids limit of 64 (the runtime’s own host threads count against it)';
-      const bomb = async () => {
-        const { value } = await callTool<Run>(server.client, 'execute_code', {
+      /**
+       * `then` runs after the bomb. An endless loop deaf to SIGTERM ends the run at its timeout's
+       * SIGKILL of the whole container, before its wrapper could note the limit: still named.
+       */
+      const bomb = async (on: TestServer, then = 'sleep 2; echo after', before = '') => {
+        const { value } = await callTool<Run>(on.client, 'execute_code', {
           language: 'bash',
-          code: 'bomb() { bomb | bomb & }; bomb; sleep 2; echo after',
+          code: `${before}bomb() { bomb | bomb & }; bomb; ${then}`,
           timeout_ms: 10_000, // room for the bomb to reach the limit on a loaded machine
         });
         return value;
       };
+      const noCounter =
+        'code sees no cgroup of its container (/proc/self/cgroup is empty): no pids counter to read';
 
       it('is stopped at the pids limit, reported as limit "processes"; the server keeps answering', async ({
         skip,
       }) => {
         skip(!starts, unsupported);
-        skip(
-          !seesCgroup,
-          'code sees no cgroup of its container (/proc/self/cgroup is empty): no pids counter to read',
-        );
-        expect(await bomb()).toMatchObject({ limit: 'processes' });
+        skip(!seesCgroup, noCounter);
+        expect(await bomb(server)).toMatchObject({ limit: 'processes' });
         expect((await python(server, 'print(6 * 7)')).value.stdout).toBe('42\n');
+      });
+
+      it('in a cold container killed whole at its timeout, is still reported as limit "processes"', async ({
+        skip,
+      }) => {
+        skip(!starts, unsupported);
+        skip(!seesCgroup, noCounter);
+        expect(await bomb(cold, 'while :; do :; done', "trap '' TERM INT HUP; ")).toMatchObject({
+          warm: false,
+          timed_out: true,
+          limit: 'processes',
+        });
+        expect((await python(cold, 'print(6 * 7)')).value.stdout).toBe('42\n');
       });
     });
 
