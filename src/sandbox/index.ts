@@ -18,6 +18,7 @@ export {
   explainCauses,
   tryNamespaces,
 } from './diagnose.js';
+export { FORWARDER } from './egress.js';
 export { landlockAbi } from './landlock/index.js';
 export { buildBwrapArgs, findOnPath, type Layer, NamespaceBackend } from './namespace/index.js';
 export { type AutoOptions, BackendRegistry } from './registry.js';
@@ -25,6 +26,7 @@ export { SubprocessBackend } from './subprocess/index.js';
 export type {
   Availability,
   BackendMode,
+  EgressEndpoint,
   Exit,
   LimitKind,
   SandboxBackend,

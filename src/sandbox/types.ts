@@ -19,7 +19,15 @@ export interface SandboxSpec {
     /** RLIMIT_CPU, soft = hard, so the kernel SIGKILLs at it (one-shot runs); absent for sessions. */
     readonly cpuSeconds?: number;
   };
-  readonly network: 'none' | 'host';
+  /**
+   * `allowlist`: no route out but the server's egress proxy (src/egress): the sandbox keeps a
+   * network of its own with only loopback (namespace, docker) where a forwarder started before the
+   * program (`egress.socket`) relays to the proxy, or may connect to the proxy's port on the host's
+   * loopback and nothing else (landlock); TCP is the only internet socket it may create.
+   */
+  readonly network: 'none' | 'host' | 'allowlist';
+  /** Where code reaches the egress proxy: set with network `allowlist`. */
+  readonly egress?: EgressEndpoint;
   /** 'pipe' keeps stdin open for drivers; one-shot runs get /dev/null. */
   readonly stdin: 'ignore' | 'pipe';
   /** Open a control channel on the child's fd 3 (session drivers, warm pool). */
@@ -42,6 +50,20 @@ export interface SandboxSpec {
    * (and runs whose paths fall outside the mounts) start one of their own as usual.
    */
   readonly persistent?: { readonly key: string; readonly mounts: readonly string[] };
+}
+
+/** How a sandbox with network `allowlist` reaches the server's egress proxy. */
+export interface EgressEndpoint {
+  /**
+   * The proxy's Unix socket in the run's workspace: a forwarder run before the program
+   * (drivers/egress_forward.py, by `python`) listens on the sandbox's own 127.0.0.1:`port` and
+   * relays there. Absent: `port` is the proxy's own on the host's loopback (landlock mode).
+   */
+  readonly socket?: string;
+  /** The loopback port the proxy variables name. */
+  readonly port: number;
+  /** The Python that runs the forwarder (the engine's python interpreter). */
+  readonly python?: string;
 }
 
 /** A landlock run's TMPDIR, inside its workspace: `<workspace>/.codexec-tmp-XXXXXX`. */

@@ -13,6 +13,8 @@ interface Call {
   nr: number;
   arch: number;
   arg0?: number;
+  arg1?: number;
+  arg2?: number;
 }
 
 function run(program: readonly Instruction[], call: Call): number {
@@ -20,6 +22,8 @@ function run(program: readonly Instruction[], call: Call): number {
   data.writeInt32LE(call.nr, 0);
   data.writeUInt32LE(call.arch, 4);
   data.writeUInt32LE(call.arg0 ?? 0, 16);
+  data.writeUInt32LE(call.arg1 ?? 0, 24);
+  data.writeUInt32LE(call.arg2 ?? 0, 32);
   let a = 0;
   for (let pc = 0; pc < program.length; pc++) {
     const insn = program[pc] as Instruction;
@@ -36,6 +40,9 @@ function run(program: readonly Instruction[], call: Call): number {
       case 0x45:
         pc += (a & insn.k) !== 0 ? insn.jt : insn.jf;
         break;
+      case 0x54:
+        a = (a & insn.k) >>> 0;
+        break;
       case 0x06:
         return insn.k;
       default:
@@ -51,8 +58,8 @@ const I386 = 0x40000003;
 const EPERM = RET.errno(1);
 
 describe('seccomp filter (x86_64)', () => {
-  const online = buildFilter('x64', { unixSocketsOnly: false });
-  const offline = buildFilter('x64', { unixSocketsOnly: true });
+  const online = buildFilter('x64', { sockets: 'any' });
+  const offline = buildFilter('x64', { sockets: 'unix' });
 
   it('allows ordinary syscalls', () => {
     for (const nr of [0, 1, 2, 9, 57, 59, 60, 231]) expect(run(offline, { nr, arch: X64 })).toBe(RET.allow);
@@ -85,6 +92,28 @@ describe('seccomp filter (x86_64)', () => {
     expect(run(online, { nr: 41, arch: X64, arg0: 2 })).toBe(RET.allow);
   });
 
+  it('egress allowlist: AF_UNIX and TCP over IPv4 and IPv6 only (no UDP, raw, packet, netlink or SCTP)', () => {
+    const tcp = buildFilter('x64', { sockets: 'unix+tcp' });
+    const socket = (arg0: number, arg1: number, arg2 = 0) =>
+      run(tcp, { nr: 41, arch: X64, arg0, arg1, arg2 });
+    const CLOEXEC_NONBLOCK = 0o2000000 | 0o4000;
+    expect(socket(1, 1)).toBe(RET.allow); // AF_UNIX stream
+    expect(socket(1, 2)).toBe(RET.allow); // AF_UNIX datagram
+    expect(socket(2, 1)).toBe(RET.allow); // AF_INET stream
+    expect(socket(2, 1, 6)).toBe(RET.allow); // IPPROTO_TCP named
+    expect(socket(10, 1 | CLOEXEC_NONBLOCK)).toBe(RET.allow); // AF_INET6 stream, flags set
+    expect(socket(2, 2)).toBe(RET.errno(13)); // UDP
+    expect(socket(10, 2 | CLOEXEC_NONBLOCK)).toBe(RET.errno(13));
+    expect(socket(2, 3, 1)).toBe(RET.errno(13)); // raw ICMP
+    expect(socket(2, 1, 132)).toBe(RET.errno(13)); // SCTP stream
+    expect(socket(2, 1, 262)).toBe(RET.errno(13)); // MPTCP
+    expect(socket(16, 3)).toBe(RET.errno(13)); // netlink
+    expect(socket(17, 3)).toBe(RET.errno(13)); // packet
+    // The rest of the filter stays as it was.
+    expect(run(tcp, { nr: 56, arch: X64, arg0: 0x40000000 })).toBe(EPERM);
+    expect(run(tcp, { nr: 0, arch: X64 })).toBe(RET.allow);
+  });
+
   it('encodes 8 bytes per instruction with in-range jumps', () => {
     expect(encodeFilter(offline).length).toBe(offline.length * 8);
     const jumps = [...offline.entries()].filter(([, insn]) => (insn.code & 0x07) === 0x05);
@@ -95,7 +124,7 @@ describe('seccomp filter (x86_64)', () => {
 });
 
 describe('seccomp filter (aarch64)', () => {
-  const offline = buildFilter('arm64', { unixSocketsOnly: true });
+  const offline = buildFilter('arm64', { sockets: 'unix' });
 
   it('uses the generic syscall table and kills arm32 compat calls', () => {
     expect(run(offline, { nr: 40, arch: ARM64 })).toBe(EPERM); // mount

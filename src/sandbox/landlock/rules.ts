@@ -93,7 +93,7 @@ export interface Access {
   readonly writable: readonly string[];
   /** Read and write files (never directories): /dev/null and kin. */
   readonly devices: readonly string[];
-  readonly network: 'none' | 'host';
+  readonly network: 'none' | 'host' | 'allowlist';
 }
 
 /**
@@ -105,9 +105,9 @@ export function addLandlock(script: Script, abi: number, access: Access): void {
   const fs = handledFs(abi);
   const attr = Buffer.alloc(24);
   attr.writeBigUInt64LE(fs, 0);
-  if (abi >= 4 && access.network === 'none') attr.writeBigUInt64LE(NET_BIND_TCP | NET_CONNECT_TCP, 8);
+  if (abi >= 4 && access.network !== 'host') attr.writeBigUInt64LE(NET_BIND_TCP | NET_CONNECT_TCP, 8);
   if (abi >= 6)
-    attr.writeBigUInt64LE(SCOPE_SIGNAL | (access.network === 'none' ? SCOPE_ABSTRACT_UNIX_SOCKET : 0n), 16);
+    attr.writeBigUInt64LE(SCOPE_SIGNAL | (access.network !== 'host' ? SCOPE_ABSTRACT_UNIX_SOCKET : 0n), 16);
   const size = abi >= 6 ? 24 : abi >= 4 ? 16 : 8;
   const ruleset = script.slot();
   script.call(NR.landlockCreateRuleset, [{ at: script.data(attr.subarray(0, size)) }, size, 0], {

@@ -1,6 +1,7 @@
 // The sandbox command line, built as data: (prlimit) → bwrap → (drop program or setpriv) → argv.
 // Pure: no I/O, so every flag is unit-tested without spawning anything.
 import { dirname, posix } from 'node:path';
+import { FORWARDER, forwardedArgv, forwards } from '../egress.js';
 import type { SandboxSpec } from '../types.js';
 import { dropsTo } from './drop.js';
 import type { SystemMount } from './host.js';
@@ -127,7 +128,7 @@ export function buildBwrapArgs(spec: SandboxSpec, options: BwrapOptions): string
   }
   const nproc = nprocInside(spec, options);
   if (nproc !== undefined) argv.push(tools.prlimit as string, `--nproc=${nproc}`, '--');
-  argv.push(...spec.argv);
+  argv.push(...(forwards(spec) ? forwardedArgv(spec.argv, spec.egress) : spec.argv));
   return argv;
 }
 
@@ -199,7 +200,8 @@ export function ulimitArgs(limits: readonly Rlimit[]): string[] {
 }
 
 function namespaceFlags(spec: SandboxSpec, privileged: boolean, placeholder: boolean): string[] {
-  const net = spec.network === 'none';
+  // The egress allowlist keeps a network of its own too: only loopback, where its forwarder listens.
+  const net = spec.network !== 'host';
   if (privileged) {
     // bwrap runs as real root: no user namespace (it would map the code back to host root);
     // the drop program (or setpriv) drops to the unprivileged uid instead. Only the capabilities
@@ -244,8 +246,11 @@ function filesystem(
   args.push('--perms', '1777', '--size', tmpBytes, '--tmpfs', '/tmp');
   args.push('--perms', '1777', '--size', tmpBytes, '--tmpfs', '/dev/shm');
   const systemRoots = hostPaths(system);
-  const interpreter = interpreterMount(spec.argv[0] as string, privateDirs);
-  const readable = [...(covered(interpreter, systemRoots) ? [] : [interpreter]), ...spec.readablePaths];
+  const interpreters = [
+    interpreterMount(spec.argv[0] as string, privateDirs),
+    ...(forwards(spec) ? [interpreterMount(spec.egress.python, privateDirs), FORWARDER] : []),
+  ];
+  const readable = [...interpreters.filter((path) => !covered(path, systemRoots)), ...spec.readablePaths];
   for (const path of readable) {
     if (covered(path, spec.writablePaths) || covered(path, systemRoots)) continue;
     args.push(...parentDir(path), '--ro-bind', path, path);

@@ -41,7 +41,7 @@ import { BOUND_ETC, etcEntries, findOnPath, type SystemMount, systemMounts } fro
 import { LAUNCHER_IDLE_MS, Launchers, type Started, startDirect } from './launcher.js';
 import { identityFor, Lease, NOBODY } from './ownership.js';
 import { descendants, killOrphanedSandboxes, signal } from './process.js';
-import { hostFilter } from './seccomp.js';
+import { hostFilter, type SocketPolicy } from './seccomp.js';
 import { detectHost, type HostSetup, type Layer } from './setup.js';
 import { DRIVERS, Zygote, type ZygoteSandbox } from './zygote.js';
 
@@ -176,7 +176,7 @@ export class NamespaceBackend implements SandboxBackend {
       : (host.unavailable ?? (host.tools ? undefined : 'no tools'));
     if (!host.root || this.reserved.has(spec) || missing || !host.cgroups) return;
     const zygote = this.zygoteFor(spec);
-    const seccomp = hostFilter({ unixSocketsOnly: spec.network === 'none' });
+    const seccomp = hostFilter({ sockets: socketPolicy(spec) });
     if (!zygote?.usable || !seccomp || (!landlock && !host.cat)) return;
     const identity = identityFor(spec.cwd);
     if (landlock && this.unreachable(spec, identity)) return; // a cold start reports it
@@ -379,7 +379,7 @@ export class NamespaceBackend implements SandboxBackend {
     if (spec.zygote === 'only') throw new NotForkableError();
     // Without a cgroup or a pid namespace, a landlock run is ended through its process group.
     const sessionFixed = landlock && !host.cgroups;
-    const seccomp = hostFilter({ unixSocketsOnly: spec.network === 'none', sessionFixed });
+    const seccomp = hostFilter({ sockets: socketPolicy(spec), sessionFixed });
     if (!seccomp)
       throw new SandboxUnavailableError(`${this.mode} sandbox unavailable: no seccomp filter for this arch`);
     const identity = host.root ? identityFor(spec.cwd) : undefined;
@@ -675,4 +675,9 @@ function zygoteSandbox(
 /** RLIMIT_CPU's value, where the run has one. */
 function cpu(spec: SandboxSpec): { cpuSeconds?: number } {
   return spec.limits.cpuSeconds !== undefined ? { cpuSeconds: spec.limits.cpuSeconds } : {};
+}
+
+/** The sockets a run's code may create: its network's (seccomp.ts). */
+function socketPolicy(spec: SandboxSpec): SocketPolicy {
+  return spec.network === 'host' ? 'any' : spec.network === 'allowlist' ? 'unix+tcp' : 'unix';
 }

@@ -61,6 +61,12 @@ const CLONE_NEW_ANY =
   0x00020000 /* NEWNS */ | 0x02000000 /* NEWCGROUP */ | 0x04000000 /* NEWUTS */ | 0x08000000 /* NEWIPC */ |
   0x10000000 /* NEWUSER */ | 0x20000000 /* NEWPID */ | 0x40000000; /* NEWNET */
 const AF_UNIX = 1;
+const AF_INET = 2;
+const AF_INET6 = 10;
+const SOCK_STREAM = 1;
+/** socket()'s type without SOCK_NONBLOCK and SOCK_CLOEXEC. */
+const SOCK_TYPE_MASK = 0xf;
+const IPPROTO_TCP = 6;
 const EPERM = 1;
 const EACCES = 13;
 const ENOSYS = 38;
@@ -76,12 +82,15 @@ export const RET = {
 const OFF_NR = 0;
 const OFF_ARCH = 4;
 const OFF_ARG0_LO = 16;
+const OFF_ARG1_LO = 24;
+const OFF_ARG2_LO = 32;
 
 const LD_ABS = 0x20;
 const JEQ = 0x15;
 const JGE = 0x35;
 const JSET = 0x45;
 const RET_K = 0x06;
+const ALU_AND_K = 0x54;
 
 export interface Instruction {
   readonly code: number;
@@ -94,9 +103,16 @@ const ld = (offset: number): Instruction => ({ code: LD_ABS, jt: 0, jf: 0, k: of
 const ret = (k: number): Instruction => ({ code: RET_K, jt: 0, jf: 0, k: k >>> 0 });
 const jump = (code: number, k: number, jt: number, jf: number): Instruction => ({ code, jt, jf, k: k >>> 0 });
 
+/**
+ * Which sockets code may create: `unix` (the network off: no network namespace exit even if one
+ * appeared), `unix+tcp` (the egress allowlist: AF_UNIX and TCP over IPv4/IPv6 only, so no UDP,
+ * DNS, raw or packet socket; where TCP may go is the network namespace's or Landlock's to say),
+ * `any` (the host's network).
+ */
+export type SocketPolicy = 'unix' | 'unix+tcp' | 'any';
+
 export interface FilterOptions {
-  /** Deny sockets other than AF_UNIX (no network namespace exit even if one appeared). */
-  readonly unixSocketsOnly: boolean;
+  readonly sockets: SocketPolicy;
   /**
    * Deny setsid and setpgid: every process stays in the run's process group, which is how a run
    * with neither a pid namespace nor a cgroup (landlock mode, a non-root server) is ended whole.
@@ -123,7 +139,7 @@ export function buildFilter(arch: SeccompArch, options: FilterOptions): Instruct
       program.push(jump(JEQ, nr(table, name), 0, 1), ret(RET.errno(EPERM)));
   // glibc falls back from clone3 to clone on ENOSYS; clone3 flags live in memory BPF cannot read.
   program.push(jump(JEQ, nr(table, 'clone3'), 0, 1), ret(RET.errno(ENOSYS)));
-  if (options.unixSocketsOnly) {
+  if (options.sockets === 'unix') {
     // socket(): allow AF_UNIX, refuse every other family. Falls through to the clone check.
     program.push(
       jump(JEQ, nr(table, 'socket'), 0, 4),
@@ -131,6 +147,24 @@ export function buildFilter(arch: SeccompArch, options: FilterOptions): Instruct
       jump(JEQ, AF_UNIX, 0, 1),
       ret(RET.allow),
       ret(RET.errno(EACCES)),
+    );
+  } else if (options.sockets === 'unix+tcp') {
+    // socket(): AF_UNIX; AF_INET and AF_INET6 of type SOCK_STREAM with protocol 0 or TCP.
+    // biome-ignore format: one instruction per line, jumps counted in the comments
+    program.push(
+      jump(JEQ, nr(table, 'socket'), 0, 12),
+      ld(OFF_ARG0_LO),
+      jump(JEQ, AF_UNIX, 9, 0), //  → allow
+      jump(JEQ, AF_INET, 1, 0), //  → type
+      jump(JEQ, AF_INET6, 0, 6), // → type, else deny
+      ld(OFF_ARG1_LO), //            type:
+      { code: ALU_AND_K, jt: 0, jf: 0, k: SOCK_TYPE_MASK },
+      jump(JEQ, SOCK_STREAM, 0, 3), // else deny
+      ld(OFF_ARG2_LO),
+      jump(JEQ, 0, 2, 0), //        → allow
+      jump(JEQ, IPPROTO_TCP, 1, 0), // → allow, else deny
+      ret(RET.errno(EACCES)), //     deny:
+      ret(RET.allow), //             allow:
     );
   }
   // clone(): plain threads and forks pass, any CLONE_NEW* flag is refused.
@@ -173,7 +207,7 @@ const cache = new Map<string, Buffer>();
 export function hostFilter(options: FilterOptions): Buffer | undefined {
   const arch = seccompArch();
   if (!arch) return undefined;
-  const key = `${arch}:${options.unixSocketsOnly}:${options.sessionFixed === true}`;
+  const key = `${arch}:${options.sockets}:${options.sessionFixed === true}`;
   let encoded = cache.get(key);
   if (!encoded) {
     encoded = encodeFilter(buildFilter(arch, options));

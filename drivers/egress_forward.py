@@ -1,0 +1,170 @@
+# The egress forwarder of CODEXEC_NETWORK=allowlist (src/egress): the first program of a sandbox
+# whose network namespace holds only loopback. It listens on 127.0.0.1:PORT (what the proxy
+# variables name), leaves a process of its own behind that relays every connection there to the
+# server's proxy on the Unix socket SOCKET (bound into the sandbox), and execs the program.
+#
+# The relay is a grandchild in a session of its own: the program keeps its pid (signals and exit
+# status are its own), never reaps or waits for the relay (a shell's bare `wait` would hang), and
+# an interrupt sent to the program's group leaves the network up. It holds none of the program's
+# descriptors (its output pipes close when the program's last holder ends) and ends with the
+# sandbox (its pid namespace, or the container's teardown). One thread, no imports beyond the
+# standard library's smallest: every connection's bytes are buffered up to BUFFER per direction,
+# then reading from its sender pauses.
+#
+# Usage: egress_forward.py SOCKET PORT PROGRAM [ARGS...]
+import os
+import selectors
+import signal
+import socket
+import sys
+
+BUFFER = 256 * 1024
+CHUNK = 64 * 1024
+
+
+class End:
+    """One side of a relayed connection: its socket, what waits to be sent to it, its peer."""
+
+    def __init__(self, sock):
+        self.sock = sock
+        self.out = bytearray()
+        self.peer = None
+        self.reading = True  # until its sender's EOF
+        self.eof_sent = False
+        self.closed = False
+
+
+def events(end):
+    mask = 0
+    if end.reading and len(end.peer.out) < BUFFER:
+        mask |= selectors.EVENT_READ
+    if end.out:
+        mask |= selectors.EVENT_WRITE
+    return mask
+
+
+def update(selector, end):
+    if end.closed:
+        return
+    mask = events(end)
+    key = selector.get_map().get(end.sock)
+    if mask and key is None:
+        selector.register(end.sock, mask, end)
+    elif mask and key.events != mask:
+        selector.modify(end.sock, mask, end)
+    elif not mask and key is not None:
+        selector.unregister(end.sock)
+    # Its peer stopped reading and everything it sent is out: pass the end of stream on.
+    if not end.peer.reading and not end.out and not end.eof_sent:
+        end.eof_sent = True
+        try:
+            end.sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+    if end.eof_sent and end.peer.eof_sent:
+        close(selector, end)
+
+
+def close(selector, end):
+    for side in (end, end.peer):
+        if side.closed:
+            continue
+        side.closed = True
+        if selector.get_map().get(side.sock) is not None:
+            selector.unregister(side.sock)
+        side.sock.close()
+
+
+def accept(selector, listener, path):
+    try:
+        client, _ = listener.accept()
+    except OSError:
+        return
+    upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        upstream.connect(path)
+    except OSError:
+        client.close()
+        upstream.close()
+        return
+    client.setblocking(False)
+    upstream.setblocking(False)
+    a, b = End(client), End(upstream)
+    a.peer, b.peer = b, a
+    update(selector, a)
+    update(selector, b)
+
+
+def step(selector, end, mask):
+    if end.closed:
+        return
+    if mask & selectors.EVENT_READ:
+        try:
+            data = end.sock.recv(CHUNK)
+        except BlockingIOError:
+            data = None
+        except OSError:
+            close(selector, end)
+            return
+        if data == b"":
+            end.reading = False
+        elif data:
+            end.peer.out += data
+    if mask & selectors.EVENT_WRITE and end.out:
+        try:
+            sent = end.sock.send(end.out)
+            del end.out[:sent]
+        except BlockingIOError:
+            pass
+        except OSError:
+            close(selector, end)
+            return
+    update(selector, end)
+    update(selector, end.peer)
+
+
+def relay(listener, path):
+    selector = selectors.DefaultSelector()
+    listener.setblocking(False)
+    selector.register(listener, selectors.EVENT_READ, None)
+    while True:
+        for key, mask in selector.select():
+            if key.data is None:
+                accept(selector, listener, path)
+            else:
+                step(selector, key.data, mask)
+
+
+def detach(keep):
+    """The relay's own descriptors: the listener, and /dev/null for stdio."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.closerange(3, keep)
+    os.closerange(keep + 1, 65536)
+
+
+def main():
+    path, port, argv = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", port))
+    listener.listen(128)
+    child = os.fork()
+    if child == 0:
+        if os.fork() != 0:
+            os._exit(0)
+        os.setsid()
+        for number in (signal.SIGINT, signal.SIGHUP, signal.SIGPIPE):
+            signal.signal(number, signal.SIG_IGN)
+        detach(listener.fileno())
+        try:
+            relay(listener, path)
+        finally:
+            os._exit(0)
+    listener.close()
+    os.waitpid(child, 0)
+    os.execv(argv[0], argv)
+
+
+main()
