@@ -20,6 +20,11 @@ export async function doctorCommand(): Promise<void> {
   console.log(`  configured sandbox mode: ${config.sandboxMode} (CODEXEC_SANDBOX_MODE)`);
   const facts = await sandboxSummary(config);
   console.log(`  network for code:        ${config.network} (CODEXEC_NETWORK)`);
+  if (config.network === 'allowlist') {
+    const list = (rules: readonly { text: string }[]) => rules.map((rule) => rule.text).join(', ') || 'none';
+    console.log(`  hosts code may reach:    ${list(config.egress.allowed)} (CODEXEC_ALLOWED_DOMAINS)`);
+    console.log(`  hosts never reached:     ${list(config.egress.denied)} (CODEXEC_DENIED_DOMAINS)`);
+  }
   gate(config);
   console.log('\nnamespace sandbox layers');
   for (const layer of facts.namespace.layers()) line(layer.ok, layer.name, layer.detail);

@@ -25,6 +25,15 @@ export function reconcile(settings: Settings, userSet: ReadonlySet<string>): Rec
   reconcileTruncation(s, set, warnings);
   // Node refuses a request head's time longer than the whole request's (headersTimeout <= requestTimeout).
   reconcileOrder(s, set, warnings, 'CODEXEC_HTTP_HEADERS_TIMEOUT_MS', 'CODEXEC_HTTP_REQUEST_TIMEOUT_MS');
+  // No proxy confines code that has the host's network (auto's subprocess off Linux: refused per run).
+  if (s.CODEXEC_NETWORK === 'allowlist' && s.CODEXEC_SANDBOX_MODE === 'subprocess')
+    throw new ConfigError(
+      'CODEXEC_NETWORK: allowlist needs a sandbox (CODEXEC_SANDBOX_MODE namespace, landlock, docker or auto); in subprocess mode code has the host network',
+    );
+  if (s.CODEXEC_NETWORK !== 'allowlist')
+    for (const name of ['CODEXEC_ALLOWED_DOMAINS', 'CODEXEC_DENIED_DOMAINS'] as const)
+      if (s[name] !== '')
+        warnings.push(`${name} is ignored: CODEXEC_NETWORK is ${s.CODEXEC_NETWORK}, not allowlist`);
   return { settings: s, warnings };
 }
 

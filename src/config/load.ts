@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir, totalmem } from 'node:os';
 import { join } from 'node:path';
+import { type HostRule, parseRules } from '../egress/rules.js';
 import { ConfigError } from '../errors/index.js';
 import { expandHome, LOCAL_PRINCIPAL, log, principalFolder } from '../util/index.js';
 import { reconcile } from './coherence.js';
@@ -57,7 +58,9 @@ export interface Config {
   readonly totals: { readonly memoryMb: number; readonly maxProcs: number };
   /** Disk: per workspace, per principal (MB), and how long a kept workspace lives (ms). */
   readonly disk: { readonly workspaceMb: number; readonly principalMb: number; readonly retentionMs: number };
-  readonly network: 'none' | 'host';
+  readonly network: 'none' | 'host' | 'allowlist';
+  /** CODEXEC_NETWORK=allowlist: the server's lists (src/egress). */
+  readonly egress: { readonly allowed: readonly HostRule[]; readonly denied: readonly HostRule[] };
   readonly interpreters: { readonly python?: string; readonly node?: string; readonly bash?: string };
   readonly docker: {
     readonly engine: 'auto' | 'docker' | 'podman';
@@ -247,6 +250,10 @@ export function loadConfig(
       retentionMs: Math.round(s.CODEXEC_WORKSPACE_RETENTION_HOURS * 3_600_000),
     },
     network: s.CODEXEC_NETWORK,
+    egress: {
+      allowed: hostRules(s.CODEXEC_ALLOWED_DOMAINS, 'CODEXEC_ALLOWED_DOMAINS'),
+      denied: hostRules(s.CODEXEC_DENIED_DOMAINS, 'CODEXEC_DENIED_DOMAINS'),
+    },
     interpreters: {
       ...(s.CODEXEC_PYTHON && { python: expandHome(s.CODEXEC_PYTHON, home) }),
       ...(s.CODEXEC_NODE && { node: expandHome(s.CODEXEC_NODE, home) }),
@@ -307,6 +314,15 @@ export function loadConfig(
 function defaultTotalMemoryMb(): number {
   const constrained = process.constrainedMemory() || Number.POSITIVE_INFINITY;
   return Math.max(256, Math.floor(Math.min(totalmem(), constrained) / 2 / 1024 / 1024));
+}
+
+/** A host list of the egress allowlist; a malformed entry stops start-up, naming it. */
+function hostRules(list: string, setting: string): HostRule[] {
+  try {
+    return parseRules(list, setting);
+  } catch (error) {
+    throw new ConfigError((error as Error).message);
+  }
 }
 
 /** CODEXEC_TOOLS as names, or undefined for all of them; an unknown name stops start-up. */

@@ -179,7 +179,24 @@ export const settingsSchema = z
       .max(87_600)
       .default(24)
       .describe('Workspaces runs left files in are removed this long after their last change.'),
-    CODEXEC_NETWORK: z.enum(['none', 'host']).default('none').describe('Network for sandboxed code.'),
+    CODEXEC_NETWORK: z
+      .enum(['none', 'host', 'allowlist'])
+      .default('none')
+      .describe(
+        "Network for sandboxed code: none, host, or allowlist (only the hosts of CODEXEC_ALLOWED_DOMAINS, through the server's proxy).",
+      ),
+    CODEXEC_ALLOWED_DOMAINS: z
+      .string()
+      .default('')
+      .describe(
+        'With CODEXEC_NETWORK=allowlist: hosts code may reach (comma list of names, *.name wildcards, IP literals; :port, else 443 and 80).',
+      ),
+    CODEXEC_DENIED_DOMAINS: z
+      .string()
+      .default('')
+      .describe(
+        'With CODEXEC_NETWORK=allowlist: hosts never reached, whatever else allows them (same form).',
+      ),
     CODEXEC_PYTHON: z.string().min(1).optional().describe('Python interpreter (default: python3 on PATH).'),
     CODEXEC_NODE: z.string().min(1).optional().describe('Node interpreter (default: this Node).'),
     CODEXEC_BASH: z.string().min(1).optional().describe('Bash (default: bash on PATH).'),

@@ -14,6 +14,17 @@ import {
 } from '../codemode/index.js';
 import type { Config } from '../config/index.js';
 import type { DiskQuota } from '../disk/index.js';
+import {
+  CONNECTIONS,
+  callRules,
+  deniedOf,
+  EgressRecord,
+  type Lane,
+  loggedConnection,
+  type OpenedLane,
+  openRunLane,
+  PROXY_SOCKET,
+} from '../egress/index.js';
 import { InvalidInputError } from '../errors/index.js';
 import type { LogWriter } from '../logs/index.js';
 import type { SecretsFilter } from '../policy/index.js';
@@ -118,6 +129,11 @@ export class Engine {
     if (request.bridge && runtime.interpreter === 'bash') {
       throw new InvalidInputError('allowed_tools (code mode) is for python, node and typescript code');
     }
+    // The egress allowlist: the connections this run makes through its sandbox's lane.
+    const egress =
+      config.network === 'allowlist' || request.allowedDomains
+        ? new EgressRecord(callRules(config, request.allowedDomains), request.askEgress)
+        : undefined;
     // Code mode runs warm where the pool's processes have its helpers (codeMode), else cold.
     const warm =
       request.workingDir ||
@@ -138,11 +154,15 @@ export class Engine {
     let proc: SandboxedProcess | undefined;
     let keepsFiles = cwd !== execDir;
     let tidied: Promise<unknown> = Promise.resolve();
-    // A warm process's channel is bound already: the run attaches to it.
-    let channel = warm?.companion as Channel | undefined;
+    // A warm process's channel and lane are bound already: the run attaches to them.
+    const held = warm?.companion as Held | undefined;
+    let channel = held?.channel;
+    let lane: Lane | undefined = held?.lane;
+    lane?.use(egress);
     const disk = new RunDisk(this.deps.disk, execDir, principal);
     try {
-      const exclude = cwd === execDir ? new Set([script, 'node_modules', SOCKET_NAME]) : undefined;
+      const exclude =
+        cwd === execDir ? new Set([script, 'node_modules', SOCKET_NAME, PROXY_SOCKET]) : undefined;
       // A fresh workspace is empty (a warm one holds only the program's file, left out by name).
       const before: Snapshot = cwd === execDir ? new Map() : await snapshotDir(cwd, { exclude });
       const started = Date.now();
@@ -172,6 +192,12 @@ export class Engine {
             launched = true;
             return warm.launch(scriptPath, request.args ?? [], endMark);
           });
+        let opened: OpenedLane | undefined;
+        if (!warm && egress) {
+          opened = await openRunLane(execDir, backend.mode, await this.deps.interpreters.get('python'));
+          lane = opened.lane;
+          lane.use(egress);
+        }
         const running =
           warm?.proc ??
           backend.spawn({
@@ -179,7 +205,8 @@ export class Engine {
               config,
               hostEnv: this.hostEnv,
               kind: runtime.interpreter,
-              runtimeEnv: { ...runtime.env, ...request.env, ...channelEnv(channel) },
+              runtimeEnv: { ...runtime.env, ...request.env, ...channelEnv(channel), ...opened?.env },
+              egress: opened?.endpoint,
               argv: command
                 ? [interpreter, '-c', prepared]
                 : channel
@@ -234,6 +261,8 @@ export class Engine {
         artifacts: listed.plain,
         maxBytes: config.maxImageBytes,
       });
+      const connections = egress?.since() ?? [];
+      const denied = deniedOf(connections);
       const result: ExecutionResult = {
         success: outcome.exit_code === 0 && !outcome.timed_out && !outcome.cancelled,
         execution_id: id,
@@ -248,7 +277,9 @@ export class Engine {
         warm: warm !== undefined,
         ...toolCallsOf(request),
         ...pictures,
+        ...(denied && { network_denied: denied }),
       };
+      if (egress) result[CONNECTIONS] = connections.map(loggedConnection);
       await this.log(request, result, listed.logged);
       return result;
     } finally {
@@ -261,9 +292,9 @@ export class Engine {
       const cleanup = (async () => {
         await tidied;
         if (!keepsFiles) await release; // the sandbox is gone: nothing can write there any more
-        // The socket (no artifact: left out by name) goes with the workspace, once no code can use
-        // it: its unlink and close would otherwise land before the result is written (~0.08 ms).
-        await channel?.close();
+        // The sockets (no artifacts: left out by name) go with the workspace, once no code can use
+        // them: their unlink and close would otherwise land before the result is written (~0.08 ms).
+        await Promise.all([channel?.close(), lane?.close()]);
         // matplotlib's config and cache, figures not collected (the run failed before)
         if (runtime.interpreter === 'python')
           await rm(join(execDir, FIGURES_DIR), { recursive: true, force: true }).catch(() => {});
@@ -320,7 +351,10 @@ export class Engine {
    * beats a cold start; undefined where none can be forked (the run then goes cold).
    */
   private async forkWarm(kind: InterpreterKind): Promise<WarmProcess | undefined> {
-    if (!WARM_DRIVERS[kind].forkable || this.deps.config.pool.size === 0) return undefined;
+    // The egress allowlist's forwarder runs before the driver: nothing a zygote could fork.
+    const { config } = this.deps;
+    if (!WARM_DRIVERS[kind].forkable || config.pool.size === 0 || config.network === 'allowlist')
+      return undefined;
     // A backend that never forks drivers: no workspace made and removed again on the run's path.
     if (!(await this.deps.backends.get()).forksDrivers?.()) return undefined;
     try {
@@ -345,12 +379,28 @@ export class Engine {
     // Code mode: the helpers are defined as the driver warms up and connect on first use; the
     // channel is bound now, off any run's path, and attached to the run that takes the process.
     const channel = this.deps.codeMode && kind !== 'bash' ? await openChannel(execDir) : undefined;
+    // The egress allowlist: the lane waits with nobody's rules (all refused) until a run takes it.
+    const opened =
+      config.network === 'allowlist'
+        ? await openRunLane(execDir, backend.mode, await this.deps.interpreters.get('python')).catch(
+            async (error: unknown) => {
+              await channel?.close();
+              await rm(execDir, { recursive: true, force: true });
+              throw error;
+            },
+          )
+        : undefined;
     const spec = await buildRunSpec({
       config,
       principal: LOCAL_PRINCIPAL,
       hostEnv: this.hostEnv,
       kind,
-      runtimeEnv: { ...(kind === 'python' ? RUNTIMES.python.env : {}), ...channelEnv(channel) },
+      runtimeEnv: {
+        ...(kind === 'python' ? RUNTIMES.python.env : {}),
+        ...channelEnv(channel),
+        ...opened?.env,
+      },
+      egress: opened?.endpoint,
       argv: channel && kind === 'node' ? [interpreter, ...NODE_IMPORT, driver] : [interpreter, driver],
       execDir,
       cwd: execDir,
@@ -359,15 +409,16 @@ export class Engine {
       control: true,
       confined: backend.mode !== 'subprocess',
     });
-    const launch = WARM_DRIVERS[kind].forkable ? { ...spec, zygote } : spec;
+    const launch = WARM_DRIVERS[kind].forkable && !opened ? { ...spec, zygote } : spec;
     const script = openScriptFile(execDir, kind);
     try {
       // Under load every ready fork can be taken: waiting for the next costs less than a cold start.
       if (launch.zygote && backend.forksDrivers?.()) await backend.reserveFork?.(launch, FORK_WAIT_MS);
-      return new WarmProcess(id, execDir, backend.spawn(launch), script, channel);
+      const held = channel || opened ? new Held(channel, opened?.lane) : undefined;
+      return new WarmProcess(id, execDir, backend.spawn(launch), script, held);
     } catch (error) {
       closeSync(script.fd);
-      await channel?.close();
+      await Promise.all([channel?.close(), opened?.lane.close()]);
       await rm(execDir, { recursive: true, force: true });
       throw error;
     }
@@ -375,5 +426,17 @@ export class Engine {
 
   private async log(request: ExecutionRequest, result: ExecutionResult, diff: ArtifactDiff) {
     await this.deps.logs.appendExecution(executionEntry(request, result, diff));
+  }
+}
+
+/** What a warm process holds beside its sandbox: code mode's channel, the egress lane. */
+class Held {
+  constructor(
+    readonly channel: Channel | undefined,
+    readonly lane: Lane | undefined,
+  ) {}
+
+  async close(): Promise<void> {
+    await Promise.all([this.channel?.close(), this.lane?.close()]);
   }
 }

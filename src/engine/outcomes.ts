@@ -3,6 +3,7 @@
 // and the run's execution log entry.
 import { randomUUID } from 'node:crypto';
 import { toolCallFields } from '../bridge/index.js';
+import { CONNECTIONS } from '../egress/index.js';
 import type { SecretsFilter } from '../policy/index.js';
 import type { CodeSyntaxError } from '../runtimes/index.js';
 import { END_MARK_BYTES } from '../sandbox/index.js';
@@ -60,6 +61,7 @@ export function executionEntry(request: ExecutionRequest, result: ExecutionResul
     ...(result.limit && { limit: result.limit }),
     ...(result.tool_calls && { tool_calls: result.tool_calls }),
     ...(result.tool_calls_omitted && { tool_calls_omitted: result.tool_calls_omitted }),
+    ...(result[CONNECTIONS] && { network: result[CONNECTIONS] }),
     artifacts: diff,
     ...(result.artifacts_omitted && { artifacts_omitted: result.artifacts_omitted }),
     executed_at: new Date(Date.now() - result.duration_ms).toISOString(),

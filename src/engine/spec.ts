@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { type Config, commandWorkspace, globalPackageDirs } from '../config/index.js';
 import { sandboxEnv } from '../policy/index.js';
 import type { InterpreterKind } from '../runtimes/index.js';
-import type { BackendMode, SandboxSpec } from '../sandbox/index.js';
+import type { BackendMode, EgressEndpoint, SandboxSpec } from '../sandbox/index.js';
 import { currentPrincipal, LOCAL_PRINCIPAL } from '../util/index.js';
 import { figureEnv, PYTHON_SUPPORT_FILES } from './images.js';
 
@@ -30,6 +30,8 @@ export interface RunSpecInput {
   readonly pathPrefix?: readonly string[] | undefined;
   /** execute_command's run: it shares the principal's persistent sandbox where the backend keeps one. */
   readonly command?: boolean;
+  /** The egress allowlist: where the sandbox reaches the proxy (its variables are in runtimeEnv). */
+  readonly egress?: EgressEndpoint | undefined;
 }
 
 /** The SandboxSpec of one run: stripped env, workspace, global packages, limits. */
@@ -55,6 +57,7 @@ export async function buildRunSpec(input: RunSpecInput): Promise<SandboxSpec> {
     ],
     limits: { ...config.limits, cpuSeconds: cpuBackstop(input.timeoutMs, config.killGraceMs) },
     network: config.network,
+    ...(input.egress && { egress: input.egress }),
     stdin: 'ignore',
     ...(input.control && { control: true }),
     ...(input.command && {

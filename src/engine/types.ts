@@ -1,5 +1,6 @@
 import type { BridgeRun, ToolCallCount, ToolCallRecord } from '../bridge/index.js';
 import type { Sampler } from '../codemode/index.js';
+import type { CONNECTIONS, LaneUser, loggedConnection } from '../egress/index.js';
 import type { Language } from '../runtimes/index.js';
 import type { LimitKind } from '../sandbox/index.js';
 import type { ResultImage, SkippedImage } from './images.js';
@@ -30,6 +31,10 @@ export interface ExecutionRequest {
   readonly bridge?: BridgeRun | undefined;
   /** Code mode with enable_sampling: what answers the code's llm.ask / llm.think. */
   readonly sampler?: Sampler | undefined;
+  /** The egress allowlist narrowed for this run (the call's `allowed_domains`): never wider. */
+  readonly allowedDomains?: readonly string[] | undefined;
+  /** The egress allowlist under approval `ask`: asks the client about a host off the list. */
+  readonly askEgress?: LaneUser['ask'] | undefined;
 }
 
 export type OutputStream = 'stdout' | 'stderr';
@@ -72,4 +77,8 @@ export interface ExecutionResult {
   tool_calls?: ToolCallRecord[];
   /** Code mode: the calls past those, counted per tool and outcome (present only when there were some). */
   tool_calls_omitted?: ToolCallCount[];
+  /** The egress allowlist: each host and port the proxy refused the run, once (present when any). */
+  network_denied?: Array<{ host: string; port: number }>;
+  /** The egress allowlist: every connection through the proxy, for the log and audit (never sent). */
+  [CONNECTIONS]?: Array<ReturnType<typeof loggedConnection>>;
 }

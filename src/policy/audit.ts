@@ -27,6 +27,15 @@ export interface AuditAttempt {
   }> | null;
   // code mode: the calls past those in tool_calls, counted (absent: none were left out)
   readonly tool_calls_omitted?: ReadonlyArray<{ tool: string; success: boolean; count: number }>;
+  // the egress allowlist: every connection the run made through the proxy (absent: none, or no allowlist)
+  readonly network?: ReadonlyArray<{
+    host: string;
+    port: number;
+    allowed: boolean;
+    method: string;
+    at: string;
+    reason?: string;
+  }>;
 }
 
 export interface AuditSink {

@@ -1,3 +1,4 @@
+import { CONNECTIONS } from '../egress/index.js';
 import type { ExecutionResult, RunOptions } from '../engine/index.js';
 import { detectVenv, resolveCommandDir, type Venv } from '../policy/index.js';
 import type { Services } from './services.js';
@@ -7,6 +8,8 @@ export interface CommandRequest {
   readonly command: string;
   readonly timeoutMs: number;
   readonly workDir?: string | undefined;
+  /** The call's `allowed_domains` (egress allowlist). */
+  readonly allowedDomains?: readonly string[] | undefined;
 }
 
 /** A command judged runnable: where it runs and with which venv. */
@@ -15,6 +18,7 @@ export interface PreparedCommand {
   readonly timeoutMs: number;
   readonly dir: string;
   readonly venv: Venv | undefined;
+  readonly allowedDomains?: readonly string[] | undefined;
 }
 
 /** The result execute_command returns (MassGen's names first, then ours). */
@@ -38,6 +42,8 @@ export interface CommandResult {
   /** The .venv put first on PATH, or null. */
   venv: string | null;
   limit?: ExecutionResult['limit'];
+  network_denied?: ExecutionResult['network_denied'];
+  [CONNECTIONS]?: ExecutionResult[typeof CONNECTIONS];
 }
 
 /**
@@ -47,7 +53,13 @@ export interface CommandResult {
  */
 export async function prepareCommand(services: Services, request: CommandRequest): Promise<PreparedCommand> {
   const dir = await resolveCommandDir(request.workDir, services.config);
-  return { command: request.command, timeoutMs: request.timeoutMs, dir, venv: detectVenv(dir) };
+  return {
+    command: request.command,
+    timeoutMs: request.timeoutMs,
+    dir,
+    venv: detectVenv(dir),
+    allowedDomains: request.allowedDomains,
+  };
 }
 
 /** Run a prepared command through the engine: `bash -c` in the sandbox, logged like every run. */
@@ -65,6 +77,7 @@ export async function runPreparedCommand(
       timeoutMs: prepared.timeoutMs,
       workingDir: prepared.dir,
       tool: 'execute_command',
+      allowedDomains: prepared.allowedDomains,
       ...(venv && { env: { VIRTUAL_ENV: venv.path }, pathPrefix: [venv.bin] }),
     },
     options,
@@ -87,5 +100,7 @@ export async function runPreparedCommand(
     ...(result.artifacts_omitted && { artifacts_omitted: result.artifacts_omitted }),
     venv: venv?.path ?? null,
     ...(result.limit && { limit: result.limit }),
+    ...(result.network_denied && { network_denied: result.network_denied }),
+    ...(result[CONNECTIONS] && { [CONNECTIONS]: result[CONNECTIONS] }),
   };
 }

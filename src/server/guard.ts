@@ -1,5 +1,6 @@
 import type { InputRequiredResult, ServerContext } from '@modelcontextprotocol/server';
 import type { ToolCallCount, ToolCallRecord } from '../bridge/index.js';
+import { CONNECTIONS, type LoggedConnection } from '../egress/index.js';
 import { ApprovalDeniedError, ApprovalUnavailableError } from '../errors/index.js';
 import {
   type ApprovedBy,
@@ -39,6 +40,8 @@ export interface RunFacts {
   readonly tool_calls?: readonly ToolCallRecord[] | undefined;
   /** Code mode: the calls past those, counted per tool and outcome. */
   readonly tool_calls_omitted?: readonly ToolCallCount[] | undefined;
+  /** The egress allowlist: every connection the run made through the proxy. */
+  readonly [CONNECTIONS]?: readonly LoggedConnection[] | undefined;
 }
 
 const SUMMARY_CHARS = 500;
@@ -53,6 +56,7 @@ export function runFacts(result: RunFacts): RunFacts {
     stdout,
     ...(tool_calls && { tool_calls }),
     ...(tool_calls_omitted && { tool_calls_omitted }),
+    ...(result[CONNECTIONS] && { [CONNECTIONS]: result[CONNECTIONS] }),
   };
 }
 
@@ -194,6 +198,7 @@ export class Gatekeeper {
       principal: currentPrincipal(),
       tool_calls: facts?.tool_calls ?? null,
       ...(facts?.tool_calls_omitted && { tool_calls_omitted: facts.tool_calls_omitted }),
+      ...(facts?.[CONNECTIONS] && { network: facts[CONNECTIONS] }),
     };
     // The run's own result must still reach the client; a broken sink is loud on stderr.
     await this.services.audit.record(entry).catch((error: Error) => log('error', `audit: ${error.message}`));

@@ -13,6 +13,15 @@ import {
 } from '../codemode/index.js';
 import type { Config } from '../config/index.js';
 import type { DiskQuota } from '../disk/index.js';
+import {
+  CONNECTIONS,
+  callRules,
+  deniedOf,
+  EgressRecord,
+  type Lane,
+  loggedConnection,
+  openRunLane,
+} from '../egress/index.js';
 import { figureEnv, PYTHON_SUPPORT_FILES } from '../engine/index.js';
 import { InvalidInputError } from '../errors/index.js';
 import type { LogWriter } from '../logs/index.js';
@@ -75,6 +84,8 @@ export class SessionManager implements SessionPackageHost {
     string,
     { readonly limits: SamplingLimits; readonly used: SamplingUse }
   >();
+  /** The egress allowlist: each session's lane, its record, and where its current send began in it. */
+  private readonly egress = new Map<string, { lane: Lane; record: EgressRecord; mark: number }>();
   private readonly quota: SessionQuota;
   private stopped = false;
 
@@ -124,11 +135,21 @@ export class SessionManager implements SessionPackageHost {
     this.clearIdle(sessionId);
     // This send's llm.* go through this send's own request.
     this.channels.get(sessionId)?.setSampler(request.sampler);
+    const egress = this.egress.get(sessionId);
+    if (egress) egress.mark = egress.record.size;
     return session
       .send(request)
       .then((result) => {
         const calls = this.sendCalls.get(sessionId);
-        return calls ? { ...result, ...calls } : result;
+        const sent: SendResult = calls ? { ...result, ...calls } : result;
+        if (!egress) return sent;
+        const connections = egress.record.since(egress.mark);
+        const denied = deniedOf(connections);
+        return {
+          ...sent,
+          ...(denied && { network_denied: denied }),
+          [CONNECTIONS]: connections.map(loggedConnection),
+        };
       })
       .finally(() => {
         this.channels.get(sessionId)?.setSampler(undefined);
@@ -243,10 +264,24 @@ export class SessionManager implements SessionPackageHost {
       this.deps.interpreters.get(driver.interpreter),
     ]);
     if (backend.mode === 'docker') this.containers = backend;
+    // The egress allowlist: the session's rules (its allowed_domains narrow the server's).
+    const record =
+      config.network === 'allowlist' || request.allowedDomains
+        ? new EgressRecord(callRules(config, request.allowedDomains))
+        : undefined;
     const id = newId('sess');
     const workspace = join(config.sandboxDir, id);
     const cwd = request.workingDir ?? workspace;
     await mkdir(workspace, { recursive: true, mode: 0o700 });
+    const opened =
+      record &&
+      (await openRunLane(workspace, backend.mode, await this.deps.interpreters.get('python')).catch(
+        async (error: unknown) => {
+          await rm(workspace, { recursive: true, force: true });
+          throw error;
+        },
+      ));
+    opened?.lane.use(record);
     const packages = await sessionPackages(config, driver.interpreter, workspace);
     // Python sends return their matplotlib figures (engine/images.ts).
     const python = driver.interpreter === 'python';
@@ -265,7 +300,7 @@ export class SessionManager implements SessionPackageHost {
       cwd,
       env: sandboxEnv(
         this.deps.hostEnv ?? process.env,
-        { ...runtimeEnv, ...channelEnv(channel) },
+        { ...runtimeEnv, ...channelEnv(channel), ...opened?.env },
         backend.mode === 'subprocess' ? undefined : workspace,
       ),
       writablePaths: cwd === workspace ? [workspace] : [workspace, cwd],
@@ -277,6 +312,7 @@ export class SessionManager implements SessionPackageHost {
       ],
       limits: config.limits,
       network: config.network,
+      ...(opened && { egress: opened.endpoint }),
       stdin: 'pipe',
       control: true,
     });
@@ -293,8 +329,10 @@ export class SessionManager implements SessionPackageHost {
       onExecution: (entry) => {
         // Code mode: the calls since the send before this one (the bridge keeps them all, in order).
         const calls = this.newCalls(id);
+        const egress = this.egress.get(id);
+        const network = egress?.record.since(egress.mark).map(loggedConnection);
         // Not awaited: the reply should not wait for the disk; LogWriter orders and reports writes.
-        logs.appendSession(id, calls ? { ...entry, ...calls } : entry).catch(() => {});
+        logs.appendSession(id, { ...entry, ...calls, ...(network && { network }) }).catch(() => {});
       },
       onEnd: (ended, exit) => {
         unwatch();
@@ -310,11 +348,12 @@ export class SessionManager implements SessionPackageHost {
         throw new SessionLimitError('the server is shutting down; no new sessions');
       }
     } catch (error) {
-      await channel?.close();
+      await Promise.all([channel?.close(), opened?.lane.close()]);
       await rm(workspace, { recursive: true, force: true });
       throw error;
     }
     this.sessions.set(id, session);
+    if (opened && record) this.egress.set(id, { lane: opened.lane, record, mark: 0 });
     this.quota.bind(hold, id);
     if (channel && request.bridge) {
       this.channels.set(id, channel);
@@ -355,8 +394,9 @@ export class SessionManager implements SessionPackageHost {
     this.bridges.delete(session.id);
     this.sendCalls.delete(session.id);
     this.sampling.delete(session.id);
-    await this.channels.get(session.id)?.close();
+    await Promise.all([this.channels.get(session.id)?.close(), this.egress.get(session.id)?.lane.close()]);
     this.channels.delete(session.id);
+    this.egress.delete(session.id);
     for (const listener of this.endListeners) listener(session.id);
     const reason: EndReason = session.endReason ?? 'crashed';
     this.ended.set(session.id, session.endDetail);

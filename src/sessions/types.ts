@@ -1,5 +1,6 @@
 import type { BridgeRun, ToolCallCount, ToolCallRecord } from '../bridge/index.js';
 import type { Sampler, SamplingLimits } from '../codemode/index.js';
+import type { CONNECTIONS, LoggedConnection } from '../egress/index.js';
 import type { ArtifactsOmitted, ResultImage, SkippedImage } from '../engine/index.js';
 import type { Language } from '../runtimes/index.js';
 import type { LimitKind } from '../sandbox/index.js';
@@ -16,6 +17,8 @@ export interface StartRequest {
   readonly bridge?: BridgeRun | undefined;
   /** Code mode with enable_sampling: the session's limits, over all its sends. */
   readonly sampling?: SamplingLimits | undefined;
+  /** The egress allowlist narrowed for this session (start_session's `allowed_domains`). */
+  readonly allowedDomains?: readonly string[] | undefined;
 }
 
 export interface SendRequest {
@@ -70,6 +73,10 @@ export interface SendResult {
   tool_calls?: ToolCallRecord[];
   /** Code mode: this send's calls past those, counted per tool and outcome. */
   tool_calls_omitted?: ToolCallCount[];
+  /** The egress allowlist: each host and port the proxy refused this send, once (present when any). */
+  network_denied?: Array<{ host: string; port: number }>;
+  /** The egress allowlist: every connection of this send, for the audit (never sent). */
+  [CONNECTIONS]?: LoggedConnection[];
 }
 
 export interface CloseResult {

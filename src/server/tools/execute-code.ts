@@ -5,6 +5,7 @@ import { LANGUAGES } from '../../runtimes/index.js';
 import { artifactsOmitted, NAMES_HELP } from '../artifacts.js';
 import { codeModeFor, codeModeInput, codeModePowers, toolCallsField } from '../codemode.js';
 import { defineTool } from '../define-tool.js';
+import { egressField, egressInput } from '../egress.js';
 import { type Gatekeeper, runFacts } from '../guard.js';
 import { imageFields } from '../images.js';
 import { withProgress } from '../progress.js';
@@ -37,6 +38,7 @@ export const executionResultSchema = z.object({
     .describe('present when a resource limit stopped the run: memory, processes, cpu, file_size or disk'),
   ...imageFields,
   ...toolCallsField,
+  ...egressField,
 });
 
 const LANGUAGE_HELP = 'python, node (JavaScript, ES module), typescript or bash';
@@ -55,6 +57,7 @@ const inputSchema = z.object({
     .optional()
     .describe('Existing directory to run in (~ allowed). Default: a fresh empty workspace'),
   ...codeModeInput,
+  ...egressInput,
 });
 
 /** What the audit keeps of an execution result. */
@@ -113,7 +116,14 @@ async function runWithProgress(
   try {
     return await withProgress(ctx, (options) =>
       services.engine.run(
-        { language: args.language, code: args.code, timeoutMs: args.timeout_ms, workingDir, ...codeMode },
+        {
+          language: args.language,
+          code: args.code,
+          timeoutMs: args.timeout_ms,
+          workingDir,
+          allowedDomains: args.allowed_domains,
+          ...codeMode,
+        },
         options,
       ),
     );

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { artifactsOmitted, NAMES_HELP } from '../artifacts.js';
 import { prepareCommand, runPreparedCommand } from '../command.js';
 import { defineTool } from '../define-tool.js';
+import { egressField, egressInput } from '../egress.js';
 import { type Gatekeeper, runFacts } from '../guard.js';
 import { withProgress } from '../progress.js';
 import { artifactLinks } from '../resources.js';
@@ -26,6 +27,7 @@ const inputSchema = z.object({
     .string()
     .optional()
     .describe('Directory to run in: relative to the persistent workspace (default: the workspace itself)'),
+  ...egressInput,
 });
 
 const outputSchema = z.object({
@@ -48,6 +50,7 @@ const outputSchema = z.object({
   artifacts_omitted: artifactsOmitted,
   venv: z.string().nullable().describe('the work_dir/.venv put first on PATH (VIRTUAL_ENV set), or null'),
   limit: z.enum(['memory', 'processes', 'cpu', 'file_size', 'disk']).optional(),
+  ...egressField,
 });
 
 export function registerExecuteCommand(server: McpServer, services: Services, gate: Gatekeeper): void {
@@ -72,6 +75,7 @@ export function registerExecuteCommand(server: McpServer, services: Services, ga
         command: args.command,
         timeoutMs: Math.ceil((args.timeout ?? DEFAULT_TIMEOUT_SECONDS) * 1000),
         workDir: args.work_dir,
+        allowedDomains: args.allowed_domains,
       });
       // Bad input (work_dir) is refused above, before anyone is asked; the gate applies the
       // rules and command lists (COMMAND_BLOCKED), approval and the audit entry.

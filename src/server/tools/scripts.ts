@@ -8,6 +8,7 @@ import { LANGUAGES } from '../../runtimes/index.js';
 import { currentPrincipal } from '../../util/index.js';
 import { discovers } from '../codemode.js';
 import { defineTool } from '../define-tool.js';
+import { egressInput } from '../egress.js';
 import { type Gatekeeper, runFacts } from '../guard.js';
 import { withProgress } from '../progress.js';
 import { runContent } from '../resources.js';
@@ -193,6 +194,7 @@ export function registerScriptTools(server: McpServer, services: Services, gate:
         .min(1)
         .optional()
         .describe('Existing directory to run in (default: a fresh workspace)'),
+      ...egressInput,
     }),
     output: executionResultSchema,
     extraContent: runContent,
@@ -232,6 +234,7 @@ export function registerScriptTools(server: McpServer, services: Services, gate:
                   workingDir,
                   args: args.args,
                   scriptName: metadata.name,
+                  allowedDomains: args.allowed_domains,
                   bridge,
                 },
                 options,

@@ -6,6 +6,7 @@ import { LANGUAGES } from '../../runtimes/index.js';
 import { artifactsOmitted, NAMES_HELP } from '../artifacts.js';
 import { codeModeInput, discovers, sessionSampler, toolCallsField } from '../codemode.js';
 import { defineTool } from '../define-tool.js';
+import { egressField, egressInput } from '../egress.js';
 import { type Gatekeeper, runFacts } from '../guard.js';
 import { imageFields } from '../images.js';
 import { withProgress } from '../progress.js';
@@ -25,6 +26,7 @@ const startInput = z.object({
     .optional()
     .describe('Existing directory to work in (~ allowed). Default: a fresh session workspace'),
   ...codeModeInput,
+  ...egressInput,
 });
 const startOutput = z.object({
   success: z.literal(true),
@@ -72,6 +74,7 @@ const sendOutput = z.object({
     .describe('present when a bound ended the session during this send: disk (its workspace)'),
   ...imageFields,
   ...toolCallsField,
+  ...egressField,
 });
 
 const closeOutput = z.object({
@@ -147,7 +150,14 @@ function registerCodeTools(server: McpServer, services: Services, gate: Gatekeep
       const sampling = args.enable_sampling
         ? { rounds: args.max_sampling_rounds, tokens: args.max_sampling_tokens }
         : undefined;
-      return sessions.start({ language: args.language, name: args.name, workingDir, bridge, sampling });
+      return sessions.start({
+        language: args.language,
+        name: args.name,
+        workingDir,
+        bridge,
+        sampling,
+        allowedDomains: args.allowed_domains,
+      });
     },
   });
   defineTool(server, {

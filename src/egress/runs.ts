@@ -1,0 +1,128 @@
+// How runs use the egress proxy of CODEXEC_NETWORK=allowlist: one lane per sandbox (the proxy on a
+// Unix socket in its workspace, which the sandbox's forwarder relays to; in landlock mode a port
+// on the host's loopback, the only one its code may connect to), the variables that point
+// programs at it, the rules of a call, and the record of the connections a run made.
+import { join } from 'node:path';
+import type { Config } from '../config/index.js';
+import { InvalidInputError, SandboxUnavailableError } from '../errors/index.js';
+import type { BackendMode, EgressEndpoint } from '../sandbox/index.js';
+import { type EgressConnection, type Lane, type LaneUser, openLane } from './proxy.js';
+import { EgressRules, parseRules } from './rules.js';
+
+/** The proxy's socket in a workspace: left out of artifacts by name, removed with the lane. */
+export const PROXY_SOCKET = '.codexec-proxy.sock';
+/** The forwarder's port on a sandbox's own loopback (namespace and docker modes). */
+export const FORWARDER_PORT = 3128;
+/** Connections a run records; past them only counted (a loop of requests must not grow memory). */
+const MAX_RECORDED = 200;
+/** Where a result's list of every connection travels: a symbol, so never onto the wire. */
+export const CONNECTIONS = Symbol('egress connections');
+
+export interface OpenedLane {
+  readonly lane: Lane;
+  readonly endpoint: EgressEndpoint;
+  /** The proxy variables for the program's environment. */
+  readonly env: Record<string, string>;
+}
+
+/**
+ * A lane for the sandbox whose workspace is `workspace`, in the form its backend needs; `python`
+ * runs the forwarder (namespace and docker modes).
+ */
+export async function openRunLane(workspace: string, mode: BackendMode, python: string): Promise<OpenedLane> {
+  if (mode === 'subprocess')
+    throw new SandboxUnavailableError(
+      'CODEXEC_NETWORK=allowlist needs a sandbox (namespace, landlock or docker mode): in subprocess mode code has the host network, which no proxy can confine',
+    );
+  if (mode === 'landlock') {
+    const lane = await openLane({ tcp: true });
+    const port = lane.port as number;
+    return { lane, endpoint: { port }, env: proxyEnv(port) };
+  }
+  const socket = join(workspace, PROXY_SOCKET);
+  const lane = await openLane({ socket });
+  return { lane, endpoint: { socket, port: FORWARDER_PORT, python }, env: proxyEnv(FORWARDER_PORT) };
+}
+
+/** The variables programs read their proxy from: curl, Python (urllib, requests, pip), npm, Node ≥ 24. */
+export function proxyEnv(port: number): Record<string, string> {
+  const url = `http://127.0.0.1:${port}`;
+  // A program's own loopback (a server it started) is reached directly.
+  const direct = 'localhost,127.0.0.1,::1';
+  return {
+    HTTP_PROXY: url,
+    HTTPS_PROXY: url,
+    http_proxy: url,
+    https_proxy: url,
+    npm_config_proxy: url,
+    npm_config_https_proxy: url,
+    PIP_PROXY: url,
+    NO_PROXY: direct,
+    no_proxy: direct,
+    NODE_USE_ENV_PROXY: '1',
+  };
+}
+
+/**
+ * The rules of a call: the server's lists, narrowed by the call's `allowed_domains` (never wider).
+ * A list given while the network is not the allowlist is refused: it would allow nothing.
+ */
+export function callRules(config: Pick<Config, 'network' | 'egress'>, allowedDomains?: readonly string[]) {
+  if (allowedDomains !== undefined && config.network !== 'allowlist')
+    throw new InvalidInputError(
+      `allowed_domains needs CODEXEC_NETWORK=allowlist; this server's network is ${config.network}`,
+    );
+  const rules = new EgressRules(config.egress.allowed, config.egress.denied);
+  if (allowedDomains === undefined) return rules;
+  try {
+    return rules.narrow(parseRules(allowedDomains.join(','), 'allowed_domains'));
+  } catch (error) {
+    throw new InvalidInputError((error as Error).message);
+  }
+}
+
+/** What one run (or session) did through its lane: the connections, in order. */
+export class EgressRecord implements LaneUser {
+  private readonly connections: EgressConnection[] = [];
+
+  constructor(
+    readonly rules: EgressRules,
+    readonly ask?: LaneUser['ask'],
+  ) {}
+
+  record(connection: EgressConnection): void {
+    if (this.connections.length < MAX_RECORDED) this.connections.push(connection);
+  }
+
+  /** How many are recorded: a mark for since(). */
+  get size(): number {
+    return this.connections.length;
+  }
+
+  /** The connections from `mark` on (a session's send: those made while it ran). */
+  since(mark = 0): EgressConnection[] {
+    return this.connections.slice(mark);
+  }
+}
+
+/** A result's `network_denied`: each refused host and port once, in order; absent when none. */
+export function deniedOf(
+  connections: readonly EgressConnection[],
+): Array<{ host: string; port: number }> | undefined {
+  const seen = new Set<string>();
+  const denied: Array<{ host: string; port: number }> = [];
+  for (const { host, port, allowed } of connections) {
+    const key = `${host}:${port}`;
+    if (allowed || seen.has(key)) continue;
+    seen.add(key);
+    denied.push({ host, port });
+  }
+  return denied.length > 0 ? denied : undefined;
+}
+
+/** The log's and audit's form of a connection: what was asked, what was decided, why. */
+export type LoggedConnection = ReturnType<typeof loggedConnection>;
+
+export function loggedConnection({ host, port, allowed, reason, method, at }: EgressConnection) {
+  return { host, port, allowed, method, at, ...(reason && { reason }) };
+}

@@ -1,0 +1,25 @@
+// The egress allowlist's fields of the tools that run code (DESIGN §9 "Network egress allowlist").
+import { z } from 'zod';
+
+/** A call's own `allowed_domains`: narrows the server's CODEXEC_ALLOWED_DOMAINS, never widens it. */
+export const egressInput = {
+  allowed_domains: z
+    .array(z.string().min(1).max(255))
+    .max(64)
+    .optional()
+    .describe(
+      'With CODEXEC_NETWORK=allowlist: the hosts this code may reach, a subset of the server list ' +
+        '(names, *.name wildcards, IP literals, optional :port); default: the whole server list',
+    ),
+};
+
+/** `network_denied` in results: where the proxy refused the code. */
+export const egressField = {
+  network_denied: z
+    .array(z.object({ host: z.string(), port: z.number().int() }))
+    .optional()
+    .describe(
+      'CODEXEC_NETWORK=allowlist: each host and port the egress proxy refused this code (not on the list, ' +
+        'denied, or an internal address); present when any was',
+    ),
+};
