@@ -35,6 +35,8 @@ export interface FullEntry {
   working_dir: string | null;
   script_name: string | null;
   limit: string | null;
+  /** The egress allowlist: every connection through the proxy (present when the run made any). */
+  network?: NonNullable<ExecutionLine['network']>;
   guardian_pre_scan: Record<string, unknown> | null;
   guardian_post_scan: Record<string, unknown> | null;
   agent_id: string | null;
@@ -128,6 +130,7 @@ export function toFullEntry(line: ExecutionLine, indexedLanguage: string | null 
     working_dir: line.working_dir ?? null,
     script_name: line.script_name ?? null,
     limit: line.limit ?? null,
+    ...(line.network?.length && { network: line.network }),
     guardian_pre_scan: line.guardian?.pre_scan ?? null,
     guardian_post_scan: line.guardian?.post_scan ?? null,
     agent_id: line.context?.agent_id ?? null,

@@ -43,6 +43,19 @@ export const executionLineSchema = z
     packages_installed: names.nullish(),
     script_name: z.string().nullish(),
     limit: z.string().nullish(),
+    // The egress allowlist: every connection the run made through the proxy.
+    network: z
+      .array(
+        z.object({
+          host: z.string(),
+          port: z.number().int(),
+          allowed: z.boolean(),
+          method: z.string().optional(),
+          at: z.string().optional(),
+          reason: z.string().optional(),
+        }),
+      )
+      .nullish(),
     // Lines written before principals existed are the local operator's.
     principal: z.string().min(1).nullish(),
     guardian: z.object({ pre_scan: scan, post_scan: scan }).partial().nullish(),

@@ -56,6 +56,19 @@ const entryOutput = z.object({
     .string()
     .nullable()
     .describe('the resource limit that stopped the run (memory, processes, cpu, file_size)'),
+  network: z
+    .array(
+      z.object({
+        host: z.string(),
+        port: z.number().int(),
+        allowed: z.boolean(),
+        method: z.string().optional(),
+        at: z.string().optional(),
+        reason: z.string().optional(),
+      }),
+    )
+    .optional()
+    .describe('CODEXEC_NETWORK=allowlist: every connection the code made through the egress proxy'),
   guardian_pre_scan: scan,
   guardian_post_scan: scan,
   agent_id: z.string().nullable(),
