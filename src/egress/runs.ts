@@ -87,7 +87,8 @@ export class EgressRecord implements LaneUser {
 
   constructor(
     readonly rules: EgressRules,
-    readonly ask?: LaneUser['ask'],
+    /** Set per send in a session: the client that can be asked is the current request's. */
+    public ask?: LaneUser['ask'],
   ) {}
 
   record(connection: EgressConnection): void {

@@ -75,7 +75,7 @@ export class ApprovalAsker {
    * nor could route its answer back, so no 2025-era request over HTTP can be asked.
    */
   cannotAsk(ctx: ServerContext): string | undefined {
-    if (ctx.http && !this.modern(ctx)) {
+    if (ctx.http && !this.modernRequest(ctx)) {
       return (
         'over HTTP, 2025-era MCP requests are served statelessly, so the server cannot ask the client ' +
         'for approval (a client speaking MCP 2026-07-28 can be asked)'
@@ -89,7 +89,7 @@ export class ApprovalAsker {
 
   /** Whether the client declared form elicitation: per request (2026 era) or at initialize (2025). */
   private canAsk(ctx: ServerContext): boolean {
-    const capabilities = this.modern(ctx)
+    const capabilities = this.modernRequest(ctx)
       ? (ctx.mcpReq.envelope as Record<string, ClientCapabilities | undefined> | undefined)?.[
           CLIENT_CAPABILITIES_META_KEY
         ]
@@ -102,7 +102,7 @@ export class ApprovalAsker {
 
   async ask(ctx: ServerContext, form: ApprovalForm): Promise<Answer> {
     const params = formParams(form);
-    if (!this.modern(ctx)) return this.askNow(ctx, params);
+    if (!this.modernRequest(ctx)) return this.askNow(ctx, params);
     // Only the 2026 era's ticket binds the answer to the code (a hash of all of it: ~2 ms a MB).
     const fingerprint = fingerprintOf(form);
     const response = inputResponse(ctx.mcpReq.inputResponses, KEY);
@@ -116,6 +116,14 @@ export class ApprovalAsker {
     }
     if (Date.now() - ticket.at > this.timeoutMs) return this.late();
     return read(response.action, response.content);
+  }
+
+  /**
+   * Ask now, while code runs, whether it may reach a host off the egress allowlist: a 2025-era
+   * request's elicitation (a 2026-era call cannot be paused for a round trip: the caller checks).
+   */
+  askHost(ctx: ServerContext, form: HostForm): Promise<Answer> {
+    return this.askNow(ctx, hostFormParams(form));
   }
 
   private async askNow(ctx: ServerContext, params: ElicitRequestFormParams): Promise<Answer> {
@@ -147,7 +155,8 @@ export class ApprovalAsker {
     }
   }
 
-  private modern(ctx: ServerContext): boolean {
+  /** Whether `ctx` is a 2026-era request (answers come back on a retried call, not mid-run). */
+  modernRequest(ctx: ServerContext): boolean {
     return isModernRequest(this.server, ctx);
   }
 }
@@ -188,6 +197,39 @@ function formParams(form: ApprovalForm): ElicitRequestFormParams {
           type: 'string',
           title: 'Decision',
           description: `approve: run it once; deny: do not run it; approve_trust_session: run it and ${trust}`,
+          enum: [...DECISIONS],
+        },
+      },
+      required: ['decision'],
+    },
+  };
+}
+
+/** What the person approving a connection sees: the host a running program asks for. */
+export interface HostForm {
+  readonly tool: string;
+  readonly sessionId: string | null;
+  readonly host: string;
+  readonly port: number;
+}
+
+function hostFormParams(form: HostForm): ElicitRequestFormParams {
+  const target = `${form.host}:${form.port}`;
+  const trust = form.sessionId
+    ? `allow ${target} in session ${form.sessionId} from now on`
+    : `allow ${target} on this connection from now on`;
+  return {
+    mode: 'form',
+    message:
+      `Code running in ${form.tool}${form.sessionId ? ` (session ${form.sessionId})` : ''} asks to connect ` +
+      `to ${target}, which is not on the server's allowed list (CODEXEC_ALLOWED_DOMAINS).`,
+    requestedSchema: {
+      type: 'object',
+      properties: {
+        decision: {
+          type: 'string',
+          title: 'Decision',
+          description: `approve: allow it for this run; deny: refuse it; approve_trust_session: ${trust}`,
           enum: [...DECISIONS],
         },
       },

@@ -1,5 +1,5 @@
 import { CONNECTIONS } from '../egress/index.js';
-import type { ExecutionResult, RunOptions } from '../engine/index.js';
+import type { ExecutionRequest, ExecutionResult, RunOptions } from '../engine/index.js';
 import { detectVenv, resolveCommandDir, type Venv } from '../policy/index.js';
 import type { Services } from './services.js';
 
@@ -67,6 +67,7 @@ export async function runPreparedCommand(
   services: Services,
   prepared: PreparedCommand,
   options: RunOptions = {},
+  askEgress?: ExecutionRequest['askEgress'],
 ): Promise<CommandResult> {
   const { venv } = prepared;
   const result = await services.engine.run(
@@ -78,6 +79,7 @@ export async function runPreparedCommand(
       workingDir: prepared.dir,
       tool: 'execute_command',
       allowedDomains: prepared.allowedDomains,
+      askEgress,
       ...(venv && { env: { VIRTUAL_ENV: venv.path }, pathPrefix: [venv.bin] }),
     },
     options,

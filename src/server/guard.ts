@@ -1,6 +1,6 @@
 import type { InputRequiredResult, ServerContext } from '@modelcontextprotocol/server';
 import type { ToolCallCount, ToolCallRecord } from '../bridge/index.js';
-import { CONNECTIONS, type LoggedConnection } from '../egress/index.js';
+import { CONNECTIONS, type LaneUser, type LoggedConnection } from '../egress/index.js';
 import { ApprovalDeniedError, ApprovalUnavailableError } from '../errors/index.js';
 import {
   type ApprovedBy,
@@ -91,6 +91,32 @@ export class Gatekeeper {
 
   get rules(): RuleSet {
     return this.policy.rules;
+  }
+
+  /**
+   * Under approval `ask` with the egress allowlist: what asks the client, while the code runs,
+   * about a host off the list (each host once per run; "trust" allows it on this connection, or
+   * in this session, from then on). Undefined where nobody can be asked mid-run: the host is
+   * refused as any other. A 2026-era call cannot be paused for a round trip.
+   */
+  egressAsker(ctx: ServerContext, tool: string, sessionId: string | null): LaneUser['ask'] {
+    const { services, asker } = this;
+    if (this.policy.approval !== 'ask' || services.config.network !== 'allowlist') return undefined;
+    if (asker.cannotAsk(ctx) || asker.modernRequest(ctx)) return undefined;
+    const asked = new Map<string, Promise<boolean>>();
+    return (host, port) => {
+      const key = `egress:${sessionId ?? ''}:${host}:${port}`;
+      if (this.trusted.has(key)) return Promise.resolve(true);
+      let answer = asked.get(key);
+      if (!answer) {
+        answer = asker.askHost(ctx, { tool, sessionId, host, port }).then((reply) => {
+          if (reply.kind === 'decided' && reply.decision === 'approve_trust_session') this.trusted.add(key);
+          return reply.kind === 'decided';
+        });
+        asked.set(key, answer);
+      }
+      return answer;
+    };
   }
 
   /**

@@ -136,7 +136,10 @@ export class SessionManager implements SessionPackageHost {
     // This send's llm.* go through this send's own request.
     this.channels.get(sessionId)?.setSampler(request.sampler);
     const egress = this.egress.get(sessionId);
-    if (egress) egress.mark = egress.record.size;
+    if (egress) {
+      egress.mark = egress.record.size;
+      egress.record.ask = request.askEgress;
+    }
     return session
       .send(request)
       .then((result) => {
@@ -153,6 +156,7 @@ export class SessionManager implements SessionPackageHost {
       })
       .finally(() => {
         this.channels.get(sessionId)?.setSampler(undefined);
+        if (egress) egress.record.ask = undefined;
         this.armIdle(session);
       });
   }

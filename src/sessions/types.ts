@@ -1,6 +1,6 @@
 import type { BridgeRun, ToolCallCount, ToolCallRecord } from '../bridge/index.js';
 import type { Sampler, SamplingLimits } from '../codemode/index.js';
-import type { CONNECTIONS, LoggedConnection } from '../egress/index.js';
+import type { CONNECTIONS, LaneUser, LoggedConnection } from '../egress/index.js';
 import type { ArtifactsOmitted, ResultImage, SkippedImage } from '../engine/index.js';
 import type { Language } from '../runtimes/index.js';
 import type { LimitKind } from '../sandbox/index.js';
@@ -29,6 +29,8 @@ export interface SendRequest {
   readonly onOutput?: ((stream: 'stdout' | 'stderr', text: string) => void) | undefined;
   /** Code mode with sampling: what answers this send's llm.* (made from the send's own request). */
   readonly sampler?: Sampler | undefined;
+  /** The egress allowlist under approval `ask`: asks this send's client about a host off the list. */
+  readonly askEgress?: LaneUser['ask'] | undefined;
 }
 
 export interface StartResult {

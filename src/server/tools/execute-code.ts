@@ -1,5 +1,6 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
+import type { ExecutionRequest } from '../../engine/index.js';
 import { resolveWorkingDir } from '../../policy/index.js';
 import { LANGUAGES } from '../../runtimes/index.js';
 import { artifactsOmitted, NAMES_HELP } from '../artifacts.js';
@@ -96,7 +97,11 @@ export function registerExecuteCode(server: McpServer, services: Services, gate:
           sessionId: null,
           powers: codeModePowers(args),
         },
-        () => runWithProgress(server, services, args, ctx, workingDir),
+        () =>
+          runWithProgress(server, services, args, ctx, {
+            workingDir,
+            askEgress: gate.egressAsker(ctx, 'execute_code', null),
+          }),
         runFacts,
       );
     },
@@ -108,7 +113,7 @@ async function runWithProgress(
   services: Services,
   args: z.output<typeof inputSchema>,
   ctx: Parameters<Parameters<typeof defineTool>[1]['handler']>[1],
-  workingDir: string | undefined,
+  { workingDir, askEgress }: Pick<ExecutionRequest, 'workingDir' | 'askEgress'>,
 ) {
   // Code mode: the run's view of the bridge and its sampler, ended (pending calls refused) with it.
   const ended = new AbortController();
@@ -122,6 +127,7 @@ async function runWithProgress(
           timeoutMs: args.timeout_ms,
           workingDir,
           allowedDomains: args.allowed_domains,
+          askEgress,
           ...codeMode,
         },
         options,

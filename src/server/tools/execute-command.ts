@@ -82,7 +82,10 @@ export function registerExecuteCommand(server: McpServer, services: Services, ga
       return gate.run(
         ctx,
         { tool: 'execute_command', language: 'bash', code: args.command, sessionId: null },
-        () => withProgress(ctx, (options) => runPreparedCommand(services, prepared, options)),
+        () =>
+          withProgress(ctx, (options) =>
+            runPreparedCommand(services, prepared, options, gate.egressAsker(ctx, 'execute_command', null)),
+          ),
         runFacts,
       );
     },

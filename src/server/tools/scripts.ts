@@ -235,6 +235,7 @@ export function registerScriptTools(server: McpServer, services: Services, gate:
                   args: args.args,
                   scriptName: metadata.name,
                   allowedDomains: args.allowed_domains,
+                  askEgress: gate.egressAsker(ctx, 'run_script', null),
                   bridge,
                 },
                 options,

@@ -187,6 +187,7 @@ function registerCodeTools(server: McpServer, services: Services, gate: Gatekeep
               code: args.code,
               timeoutMs: args.timeout_ms,
               sampler: sessionSampler(server, services, args.session_id, ctx),
+              askEgress: gate.egressAsker(ctx, 'send_to_session', args.session_id),
               ...options,
             }),
           ),
