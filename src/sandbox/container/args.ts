@@ -8,6 +8,7 @@ import { existsSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { isWithin } from '../../util/index.js';
+import { forwardedArgv, forwards } from '../egress.js';
 import { DRIVERS } from '../namespace/zygote.js';
 import type { SandboxSpec } from '../types.js';
 
@@ -187,6 +188,24 @@ export function lingers(spec: SandboxSpec): boolean {
   return spec.control === true && spec.stdin === 'ignore';
 }
 
+/**
+ * The network of a spec's own container: the host's for an installer (install_package into a
+ * session), `none` for the egress allowlist (only loopback: its forwarder relays to the proxy's
+ * socket in the workspace), else the configured one (CODEXEC_DOCKER_NETWORK).
+ */
+export function containerNetwork(spec: SandboxSpec, configured: string): string {
+  if (spec.network === 'host') return 'host';
+  if (spec.network !== 'allowlist') return configured;
+  // A proxy port on the host's loopback (landlock's way) is out of a container's reach, and so is
+  // a socket outside its mounts.
+  if (!forwards(spec))
+    throw new TypeError('network allowlist in a container needs egress.socket and egress.python');
+  const { socket } = spec.egress;
+  if (!spec.writablePaths.some((path) => isWithin(socket, path)))
+    throw new TypeError(`the egress socket ${socket} is outside the run's writable paths`);
+  return 'none';
+}
+
 /** `run` for one SandboxSpec: its own container, its own mounts. */
 export function buildContainerArgs(spec: SandboxSpec, run: ContainerRun): string[] {
   const mounts = mountsFor(spec);
@@ -234,6 +253,10 @@ export function buildExecArgs(
   mounts: readonly Mount[],
   notes: { readonly limit: string; readonly pidFile: string },
 ): string[] {
+  // One network for every command of the container: a command's forwarder would hold its port
+  // against the next and outlive it (the backend runs an allowlist command in its own container).
+  if (spec.network === 'allowlist')
+    throw new TypeError('an allowlist run cannot go to a persistent container');
   const map = pathMapper(mounts);
   return [
     'exec',
@@ -256,7 +279,12 @@ function processArgs(spec: SandboxSpec, map: (path: string) => string, image: Im
   ];
 }
 
-/** The wrapper, the control launcher when there is a channel, and the program, paths mapped. */
+/**
+ * The wrapper, the egress forwarder when the spec has one, the control launcher when there is a
+ * channel, and the program, paths mapped. The forwarder comes first: its relay, forked before the
+ * launcher connects, never holds the control channel, and the wrapper's last kill (every process of
+ * the container's user) ends it.
+ */
 function commandLine(
   spec: SandboxSpec,
   run: Pick<ContainerRun, 'image' | 'wrapper' | 'controlLauncher'>,
@@ -272,11 +300,13 @@ function commandLine(
     arg.startsWith('file:///') ? pathToFileURL(map(fileURLToPath(arg))).href : map(arg);
   const program = [imageInterpreter(run.image, binary), ...rest.map(mapArg)];
   const wrapper = [run.image.interpreters.bash ?? 'bash', map(run.wrapper), mode, limitNote, pidFile];
-  if (!spec.control) return [...wrapper, ...program];
-  if (!run.controlLauncher) throw new TypeError('a control channel needs the control launcher');
   const python = run.image.interpreters.python ?? 'python3';
-  const launcher = [python, '-I', '-S', map(run.controlLauncher), `${WORKSPACE}/${CONTROL_SOCKET}`];
-  return [...wrapper, ...launcher, ...program];
+  let inner = program;
+  if (spec.control) {
+    if (!run.controlLauncher) throw new TypeError('a control channel needs the control launcher');
+    inner = [python, '-I', '-S', map(run.controlLauncher), `${WORKSPACE}/${CONTROL_SOCKET}`, ...program];
+  }
+  return [...wrapper, ...(forwards(spec) ? forwardedArgv(inner, spec.egress, python, map) : inner)];
 }
 
 /**

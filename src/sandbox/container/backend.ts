@@ -1,6 +1,7 @@
 // Sandbox mode docker: each run is a container started by the docker or podman CLI (args.ts),
 // removed when it ends; drivers get their control channel over a socket (control.ts);
-// execute_command's runs go to a persistent container by `exec` (persistent.ts).
+// execute_command's runs go to a persistent container by `exec` (persistent.ts), except those of
+// the egress allowlist: their forwarder needs a network of their own (a container of their own).
 import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -8,6 +9,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { SandboxUnavailableError } from '../../errors/index.js';
 import { isWithin } from '../../util/index.js';
+import { FORWARDER, forwards } from '../egress.js';
 import { identityFor, Lease } from '../namespace/ownership.js';
 import { DRIVERS } from '../namespace/zygote.js';
 import type { Availability, SandboxBackend, SandboxedProcess, SandboxSpec } from '../types.js';
@@ -17,6 +19,7 @@ import {
   buildContainerArgs,
   buildExecArgs,
   type ContainerRun,
+  containerNetwork,
   type ImageInfo,
   LABEL,
   LIMIT_NOTE,
@@ -146,31 +149,32 @@ export class ContainerBackend implements SandboxBackend {
     const ready = this.ready;
     if (!ready) throw new SandboxUnavailableError('sandbox mode docker: the container engine was not probed');
     if (spec.zygote === 'only') throw new NotForkableError();
+    // Before anything is lent: a spec this backend cannot give its network is refused whole.
+    const network = containerNetwork(spec, this.options.network);
     const uid = process.getuid?.() ?? 0;
     const user = uid === 0 ? identityFor(spec.cwd) : { uid, gid: process.getgid?.() ?? uid };
     const lease = uid === 0 ? new Lease(user) : undefined;
     lease?.lend(spec.writablePaths);
-    const persistent = spec.persistent?.mounts.some((dir) => isWithin(spec.cwd, dir))
-      ? spec.persistent
-      : undefined;
+    // The egress allowlist's forwarder needs a network of the run's own: a persistent container
+    // has one for all its commands (a command's forwarder would hold the proxy's port against the
+    // next, and outlive it), and the proxy's socket lies in the run's workspace, not in its mounts.
+    const persistent =
+      spec.network !== 'allowlist' && spec.persistent?.mounts.some((dir) => isWithin(spec.cwd, dir))
+        ? spec.persistent
+        : undefined;
+    const own = [WRAPPER, ...(spec.control ? [LAUNCHER] : []), ...(forwards(spec) ? [FORWARDER] : [])];
     const handle = persistent
       ? this.execIn(ready, spec, persistent, user)
-      : this.runIn(
-          ready,
-          { ...spec, readablePaths: [...spec.readablePaths, WRAPPER, ...(spec.control ? [LAUNCHER] : [])] },
-          user,
-        );
+      : this.runIn(ready, { ...spec, readablePaths: [...spec.readablePaths, ...own] }, user, network);
     return wrap(handle, lease);
   }
 
   /** A container of its own. */
-  private runIn(ready: Ready, spec: SandboxSpec, user: ContainerRun['user']): Handle {
+  private runIn(ready: Ready, spec: SandboxSpec, user: ContainerRun['user'], network: string): Handle {
     const { engine, image, reaper } = ready;
     const name = this.newName();
     const workspace = spec.writablePaths[0] ?? spec.cwd;
     const control = spec.control ? listenForDriver(workspace) : undefined;
-    // An installer reaches the registry as the host does (install_package into a session).
-    const network = spec.network === 'host' ? 'host' : this.options.network;
     const args = buildContainerArgs(spec, {
       ...this.runOptions(name, image, engine, user),
       network,
