@@ -11,7 +11,14 @@ import { interpreterMount } from '../namespace/args.js';
 import { BOUND_ETC, etcEntries, findOnPath, systemMounts } from '../namespace/host.js';
 import { type SandboxSpec, TMP_PREFIX } from '../types.js';
 import { confineProgram } from './confine.js';
-import { type Access, abiScript, type Launch, landlockScript, launchScript } from './rules.js';
+import {
+  type Access,
+  abiScript,
+  type Launch,
+  landlockScript,
+  launchScript,
+  networkRefusal,
+} from './rules.js';
 
 /** Device files every run may read and write. */
 const DEVICES = ['/dev/null', '/dev/zero', '/dev/full', '/dev/random', '/dev/urandom'];
@@ -101,6 +108,15 @@ export class Confiner {
     return undefined;
   }
 
+  /** Why this host cannot confine `spec`'s network (the egress allowlist), or undefined. */
+  refusal(spec: SandboxSpec): string | undefined {
+    if (spec.network !== 'allowlist') return undefined;
+    // The port would be the forwarder's in a sandbox's own loopback, which a landlock run has not.
+    if (spec.egress?.socket !== undefined)
+      return "the network allowlist reaches the egress proxy at its port on the host's loopback in this mode, not through a Unix socket";
+    return networkRefusal(this.abi(), spec.network, spec.egress?.port);
+  }
+
   /**
    * What a run may read and write: the system, the interpreter's install (as the namespace sandbox
    * mounts it: never a private directory's whole), its spec's paths, its own temporary directory.
@@ -114,6 +130,7 @@ export class Confiner {
       writable: tmp ? [...spec.writablePaths, tmp] : spec.writablePaths,
       devices: DEVICES,
       network: spec.network,
+      ...(spec.network === 'allowlist' && spec.egress && { egressPort: spec.egress.port }),
     };
   }
 

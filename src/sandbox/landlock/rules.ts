@@ -8,13 +8,18 @@
 //      writable paths: at ABI 1, everywhere)
 //   3  TRUNCATE: truncating a file (as writing it)
 //   4  TCP bind and connect (all of them when the network is off; seccomp already refuses every
-//      socket but AF_UNIX then)
+//      socket but AF_UNIX then). With the egress allowlist every bind, and every connect but one
+//      to the proxy's port (a net-port rule: on any address, Landlock has no address rules);
+//      below ABI 4 an allowlist run is refused (nothing could keep its TCP from going anywhere).
+//      Not covered (no right for it up to ABI 7): listen() on an unbound TCP socket, which binds
+//      an ephemeral port on every address without a bind()
 //   5  IOCTL_DEV: ioctl on device files opened in the sandbox (but its /dev/null and kin)
 //   6  scopes: no signal to a process outside the run's domain (the server, other runs), no
-//      connection to an abstract Unix socket outside it when the network is off
+//      connection to an abstract Unix socket outside it unless the network is the host's
 //   7  logging flags (nothing more to deny)
 import { statSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { SandboxUnavailableError } from '../../errors/index.js';
 import type { Rlimit } from '../namespace/args.js';
 import { type Data, Script } from './script.js';
 
@@ -43,6 +48,7 @@ const PR_CAPBSET_DROP = 24;
 const SIGKILL = 9;
 const SECCOMP_SET_MODE_FILTER = 1;
 const LANDLOCK_RULE_PATH_BENEATH = 1;
+const LANDLOCK_RULE_NET_PORT = 2;
 /** RLIMIT_* by prlimit's names for them. */
 const RLIMIT: Readonly<Record<string, number>> = {
   cpu: 0,
@@ -94,6 +100,28 @@ export interface Access {
   /** Read and write files (never directories): /dev/null and kin. */
   readonly devices: readonly string[];
   readonly network: 'none' | 'host' | 'allowlist';
+  /**
+   * With network `allowlist`: the one TCP port code may connect to, the egress proxy's on the
+   * host's loopback (SandboxSpec.egress.port). On any address: a Landlock rule names a port only.
+   */
+  readonly egressPort?: number;
+}
+
+/** Why Landlock at ABI `abi` cannot confine a run's network as asked (a sentence), or undefined. */
+export function networkRefusal(
+  abi: number,
+  network: Access['network'],
+  egressPort: number | undefined,
+): string | undefined {
+  if (network !== 'allowlist') return undefined;
+  if (abi < 4)
+    return (
+      `the network allowlist needs Landlock's TCP rules: this kernel's Landlock ABI ${abi} has none ` +
+      '(it needs ABI 4, Linux 6.7), so nothing would keep code from connecting anywhere'
+    );
+  if (egressPort === undefined || !Number.isInteger(egressPort) || egressPort < 1 || egressPort > 65535)
+    return `the network allowlist needs the egress proxy's TCP port (1-65535), not ${egressPort}`;
+  return undefined;
 }
 
 /**
@@ -102,6 +130,10 @@ export interface Access {
  * they would have allowed stays denied.
  */
 export function addLandlock(script: Script, abi: number, access: Access): void {
+  // The backend refuses such a run before it makes anything; this keeps any other caller from
+  // building a script that would leave TCP unconfined.
+  const refused = networkRefusal(abi, access.network, access.egressPort);
+  if (refused) throw new SandboxUnavailableError(`landlock sandbox unavailable: ${refused}`);
   const fs = handledFs(abi);
   const attr = Buffer.alloc(24);
   attr.writeBigUInt64LE(fs, 0);
@@ -133,6 +165,7 @@ export function addLandlock(script: Script, abi: number, access: Access): void {
       if (!directory && rights & FS.execute) listable.add(dirname(path));
     }
   for (const dir of listable) addRule(script, ruleset, dir, FS.readDir);
+  if (access.network === 'allowlist') addPortRule(script, ruleset, NET_CONNECT_TCP, access.egressPort ?? 0);
   script.call(NR.landlockRestrictSelf, [{ load: ruleset }, 0]);
   script.call(NR.close, [{ load: ruleset }]);
 }
@@ -152,6 +185,15 @@ function addRule(script: Script, ruleset: Data, path: string, allowed: bigint): 
     mayFail: true,
   });
   script.call(NR.close, [{ load: fd }], { mayFail: true });
+}
+
+/** Allow `allowed` (bind or connect) to TCP `port`, on any address; it must take (no mayFail). */
+function addPortRule(script: Script, ruleset: Data, allowed: bigint, port: number): void {
+  // struct landlock_net_port_attr (packed): u64 allowed_access, u64 port.
+  const attr = Buffer.alloc(16);
+  attr.writeBigUInt64LE(allowed, 0);
+  attr.writeBigUInt64LE(BigInt(port), 8);
+  script.call(NR.landlockAddRule, [{ load: ruleset }, LANDLOCK_RULE_NET_PORT, { at: script.data(attr) }, 0]);
 }
 
 /** undefined: gone (no rule). */

@@ -172,7 +172,7 @@ export class NamespaceBackend implements SandboxBackend {
     const host = this.setup();
     const landlock = this.mode === 'landlock';
     const missing = landlock
-      ? this.confiner.unavailable()
+      ? (this.confiner.unavailable() ?? this.confiner.refusal(spec))
       : (host.unavailable ?? (host.tools ? undefined : 'no tools'));
     if (!host.root || this.reserved.has(spec) || missing || !host.cgroups) return;
     const zygote = this.zygoteFor(spec);
@@ -366,7 +366,7 @@ export class NamespaceBackend implements SandboxBackend {
     const host = this.setup();
     const landlock = this.mode === 'landlock';
     const missing = landlock
-      ? this.confiner.unavailable()
+      ? (this.confiner.unavailable() ?? this.confiner.refusal(spec))
       : host.tools
         ? host.unavailable
         : (host.unavailable ?? 'no tools');
