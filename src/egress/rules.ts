@@ -144,7 +144,8 @@ export class EgressRules {
     const deny = this.denied.find((rule) => matches(rule, host, port));
     if (deny) return { allowed: false, rule: deny.text, reason: `denied by ${deny.text}` };
     const allow = this.allowed.find((rule) => matches(rule, host, port));
-    if (!allow) return { allowed: false, reason: `${host}:${port} is not on the allowed list`, askable: true };
+    if (!allow)
+      return { allowed: false, reason: `${host}:${port} is not on the allowed list`, askable: true };
     if (this.narrowings.some((list) => !list.some((rule) => matches(rule, host, port))))
       return {
         allowed: false,
