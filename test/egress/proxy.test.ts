@@ -2,7 +2,7 @@
 // and its TCP port. What the rules refuse is never contacted (each origin counts its accepts).
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { existsSync, mkdtempSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -198,6 +198,21 @@ describe('refusals', () => {
     // Listed as an address, it is reachable.
     lane.use(userOf(`127.0.0.1:${secure.port}`).user);
     expect((await httpsThrough(via(lane), `127.0.0.1:${secure.port}`, '/', pem.cert)).status).toBe(200);
+  });
+
+  it('reads IPv6 literals in brackets and names them without', async () => {
+    const { user, records } = userOf(`[::1]:${web.port}`);
+    const lane = await open('socket', user);
+    const refused = await tunnel(via(lane), `[::1]:${secure.port}`);
+    expect(refused.status).toBe(403);
+    expect(await rest(refused)).toContain(`codexec egress: [::1]:${secure.port} refused`);
+    // Listed: the literal is its own address (the origin listens on IPv4 only: nothing answers).
+    const listed = await tunnel(via(lane), `[::1]:${web.port}`);
+    expect(listed.status).toBe(502);
+    expect(records.map((r) => [r.host, r.port, r.status])).toEqual([
+      ['::1', secure.port, 403],
+      ['::1', web.port, 502],
+    ]);
   });
 
   it('a wildcard never reaches an internal address a name resolves to (DNS rebinding)', async () => {
@@ -398,12 +413,39 @@ describe('ask', () => {
     expect((await tunnel(via(lane), `127.0.0.1:${secure.port}`)).status).toBe(403);
     expect(secure.accepted()).toBe(before);
   });
+  it('holds the connection while asking; a lane closed meanwhile connects nothing', async () => {
+    let asked = () => {};
+    const question = new Promise<void>((resolve) => {
+      asked = resolve;
+    });
+    const { user, records } = userOf('', {
+      ask: () => {
+        asked();
+        return new Promise<boolean>(() => {});
+      },
+    });
+    const lane = await open('socket', user);
+    const before = secure.accepted();
+    const req = tunnel(via(lane), `127.0.0.1:${secure.port}`);
+    await question;
+    await lane.close();
+    await expect(req).rejects.toThrow();
+    expect(secure.accepted()).toBe(before);
+    expect(records).toMatchObject([{ allowed: false, asked: true }]);
+  });
 });
 
 describe('the lane itself', () => {
   it('opens its socket for every uid (0666)', async () => {
     const lane = await open('socket');
     expect(statSync(lane.socket as string).mode & 0o777).toBe(0o666);
+  });
+
+  it('fails to open where a file is already, and leaves that file', async () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'codexec-lane-')), 'egress.sock');
+    writeFileSync(path, 'not a socket');
+    await expect(openLane({ socket: path })).rejects.toThrow(/EADDRINUSE/);
+    expect(readFileSync(path, 'utf8')).toBe('not a socket');
   });
 
   it('passes bytes sent right after the CONNECT header, and a half-close', async () => {
@@ -464,18 +506,20 @@ describe('the lane itself', () => {
     garbage.write(randomBytes(4096));
     garbage.write('\r\n\r\nCONNECT \0\0 HTTP/9\r\n\r\n');
     expect(await said).toMatch(/^HTTP\/1\.1 400 /);
-    const before = secure.open();
-    const t = await tunnel(via(lane), `localhost:${secure.port}`);
+    const before = web.open();
+    const t = await tunnel(via(lane), `localhost:${web.port}`);
     expect(t.status).toBe(200);
-    await until(() => secure.open() === before + 1);
+    await until(() => web.open() === before + 1);
     const gone = readAll(t.socket);
-    t.socket.write('half a TLS hello');
-    // A TCP reset (RST), or a Unix socket closed with bytes unread.
+    // Half a request: the origin waits for the rest, so only the lane's cut can close its side.
+    t.socket.write(`GET / HTTP/1.1\r\nHost: localhost:${web.port}\r\n`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    // A TCP reset (RST): only the lane's cut closes the origin's side. A Unix socket has no reset:
+    // its close reads as an end of stream, passed on.
     if (kind === 'tcp') t.socket.resetAndDestroy();
     else t.socket.destroy();
     await gone;
-    // The lane cut its side to the origin too.
-    await until(() => secure.open() === before);
+    await until(() => web.open() === before);
     const answer = await proxied(via(lane), `http://localhost:${web.port}/`, {
       headers: { host: `localhost:${web.port}` },
     });
