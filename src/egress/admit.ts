@@ -55,6 +55,14 @@ export async function admit(lane: LaneContext, user: LaneUser, target: Target): 
   return { allowed: true, addresses: usable, ...(asked ? { asked } : { rule: decision.rule }) };
 }
 
+/** What a record says of who decided: the rule, or that the user was asked. */
+export function decidedBy(admission: Admission): { rule?: string; asked?: true } {
+  return {
+    ...(admission.rule !== undefined && { rule: admission.rule }),
+    ...(admission.asked && { asked: true as const }),
+  };
+}
+
 /** The user's answer, false when it throws or the lane closes first. */
 async function answer(lane: LaneContext, user: LaneUser, target: Target): Promise<boolean> {
   let closed = () => {};
@@ -115,10 +123,13 @@ function connectOne(lane: LaneContext, address: string, port: number): Promise<S
       socket.destroy();
       reject(error);
     }
+    const closed = () => fail(new Error('the proxy closed'));
     socket.once('error', fail);
+    socket.once('close', closed);
     socket.once('connect', () => {
       clearTimeout(timer);
       socket.off('error', fail);
+      socket.off('close', closed);
       resolve(socket);
     });
   });

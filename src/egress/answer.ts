@@ -43,6 +43,7 @@ export function recorded(user: LaneUser, connection: EgressConnection): boolean 
 
 /** Answers a plain-HTTP request with a short text; a response already under way is cut instead. */
 export function answerPlain(res: ServerResponse, status: number, body: string): void {
+  if (res.destroyed) return;
   if (res.headersSent) {
     res.destroy();
     return;

@@ -5,7 +5,7 @@
 // client's next request is checked anew). One record per request.
 import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { admit, codeOf, dial } from './admit.js';
+import { admit, codeOf, decidedBy, dial } from './admit.js';
 import { answerPlain, recorded, refusal } from './answer.js';
 import { parseAuthority, sameTarget, shown, type Target } from './target.js';
 import type { EgressConnection, LaneContext } from './types.js';
@@ -68,10 +68,7 @@ export async function forward(lane: LaneContext, req: IncomingMessage, res: Serv
   res.once('close', release);
 
   const admission = await admit(lane, user, target);
-  const extra = {
-    ...(admission.rule !== undefined && { rule: admission.rule }),
-    ...(admission.asked && { asked: true as const }),
-  };
+  const extra = decidedBy(admission);
   if (!admission.allowed) return refuse(admission.status, admission.reason, extra);
   let socket: Socket;
   let address: string;
@@ -90,7 +87,13 @@ export async function forward(lane: LaneContext, req: IncomingMessage, res: Serv
     socket.destroy();
     return refuse(500, 'the request could not be recorded');
   }
-  relay(req, res, socket, { method, path, headers: outgoing(req, host) });
+  try {
+    relay(req, res, socket, { method, path, headers: outgoing(req, host) });
+  } catch (error) {
+    // Node's client refuses what its server let in (a path or a header it cannot send).
+    socket.destroy();
+    answerPlain(res, 400, `codexec egress: the request cannot be passed on (${codeOf(error)})\n`);
+  }
 }
 
 /** The request to the origin on `socket`, and its answer back to the client as it comes. */

@@ -3,7 +3,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { admit, codeOf, dial } from './admit.js';
+import { admit, codeOf, decidedBy, dial } from './admit.js';
 import { answerRaw, recorded, refusal } from './answer.js';
 import { parseAuthority, shown } from './target.js';
 import type { EgressConnection, LaneContext } from './types.js';
@@ -43,10 +43,7 @@ export async function tunnel(lane: LaneContext, req: IncomingMessage, client: Du
   client.once('close', release);
 
   const admission = await admit(lane, user, target);
-  const extra = {
-    ...(admission.rule !== undefined && { rule: admission.rule }),
-    ...(admission.asked && { asked: true as const }),
-  };
+  const extra = decidedBy(admission);
   if (!admission.allowed) return refuse(admission.status, admission.reason, extra);
   if (client.destroyed) return refuse(403, 'the client left before the connection was made', extra);
   let upstream: Socket;

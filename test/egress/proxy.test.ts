@@ -43,6 +43,7 @@ beforeAll(async () => {
   other = await startOrigin((_req, res) => res.end('other'));
   const handler = (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) => {
     if (req.url === '/big') return res.end(BIG);
+    if (req.url === '/never') return; // holds the request open
     if (req.url === '/echo') return void req.pipe(res);
     if (req.url === '/redirect') {
       res.writeHead(302, { location: `http://localhost:${other.port}/` });
@@ -463,6 +464,23 @@ describe('the lane itself', () => {
     const text = Buffer.concat(chunks).toString();
     expect(text).toMatch(/^HTTP\/1\.1 200 Connection Established\r\n\r\nHTTP\/1\.1 200 OK\r\n/);
     expect(text.endsWith('hello')).toBe(true);
+  });
+
+  it('a client gone mid-request: the origin side closes too, the lane goes on', async () => {
+    const { user } = userOf(`localhost:${web.port}`);
+    const lane = await open('tcp', user);
+    const before = web.open();
+    const socket = rawSocket(via(lane));
+    const gone = readAll(socket);
+    socket.write(`GET http://localhost:${web.port}/never HTTP/1.1\r\nHost: localhost:${web.port}\r\n\r\n`);
+    await until(() => web.open() === before + 1);
+    socket.resetAndDestroy();
+    await gone;
+    await until(() => web.open() === before);
+    const answer = await proxied(via(lane), `http://localhost:${web.port}/`, {
+      headers: { host: `localhost:${web.port}` },
+    });
+    expect(answer.body.toString()).toBe('hello');
   });
 
   it(`answers 503 beyond ${MAX_OPEN} open tunnels, and takes more once one closes`, async () => {
