@@ -144,7 +144,8 @@ function hostHeader(req: IncomingMessage, target: Target): string | undefined {
 
 /** The request's end-to-end headers as the client wrote them, Host checked, framing node's own. */
 function outgoing(req: IncomingMessage, host: string): string[] {
-  const headers = ['Host', host, ...endToEnd(req.rawHeaders, 'host')];
+  // One request per connection to the origin: each is checked and connected anew, none left idle.
+  const headers = ['Host', host, ...endToEnd(req.rawHeaders, 'host'), 'Connection', 'close'];
   // Node read the chunked body apart; it chunks it again on the way out.
   if (req.headers['transfer-encoding'] !== undefined) headers.push('Transfer-Encoding', 'chunked');
   return headers;

@@ -1,5 +1,5 @@
-// What the egress proxy of CODEXEC_NETWORK=allowlist lets code reach (issue #32; the proxy and its
-// plumbing are still to come): host rules from CODEXEC_ALLOWED_DOMAINS and CODEXEC_DENIED_DOMAINS
+// What the egress proxy of CODEXEC_NETWORK=allowlist lets code reach (issue #32; the proxy is
+// proxy.ts, its plumbing into runs still to come): host rules from CODEXEC_ALLOWED_DOMAINS and CODEXEC_DENIED_DOMAINS
 // (comma lists), a call's own `allowed_domains` (which narrows, never widens), and the addresses a
 // name resolves to, checked by the proxy itself before it connects.
 //

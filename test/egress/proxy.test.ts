@@ -92,6 +92,7 @@ describe.each(['socket', 'tcp'] as const)('a listed target over the lane’s %s'
   it('is reachable over plain HTTP (absolute form), body intact, 1 MB too', async () => {
     const { user, records } = userOf(`localhost:${web.port}`);
     const lane = await open(kind, user);
+    const before = web.open();
     const small = await proxied(via(lane), `http://localhost:${web.port}/`, {
       headers: { host: `localhost:${web.port}` },
     });
@@ -118,6 +119,8 @@ describe.each(['socket', 'tcp'] as const)('a listed target over the lane’s %s'
       method: 'GET',
     });
     expect(records[2]?.method).toBe('POST');
+    // No connection to the origin is left idle behind a request.
+    await until(() => web.open() === before);
     expect(Date.parse(records[0]?.at ?? '')).not.toBeNaN();
   });
 
@@ -275,7 +278,10 @@ describe('refusals', () => {
   it('keeps hop-by-hop headers on this hop and passes the others as written', async () => {
     const { user } = userOf(`localhost:${web.port}`);
     const lane = await open('tcp', user);
+    // A POST: node's client would keep its connection to the origin alive unless told not to.
     const answer = await proxied(via(lane), `http://localhost:${web.port}/headers`, {
+      method: 'POST',
+      body: Buffer.from('a body'),
       headers: {
         host: `localhost:${web.port}`,
         'Proxy-Authorization': 'Basic c2VjcmV0',
@@ -294,6 +300,30 @@ describe('refusals', () => {
     expect(seen).toContain('X-End-To-End');
     expect(seen).toContain('Kept As Is');
     expect(seen.slice(0, 2)).toEqual(['Host', `localhost:${web.port}`]);
+    // One request per connection to the origin (each is checked and connected anew).
+    expect(seen.slice(-2)).toEqual(['Connection', 'close']);
+  });
+
+  it('checks each request on a kept-alive client connection anew', async () => {
+    const { user, records } = userOf(`localhost:${web.port}`);
+    const lane = await open('socket', user);
+    const before = other.accepted();
+    const socket = rawSocket(via(lane));
+    const said = readAll(socket);
+    socket.write(
+      `GET http://localhost:${web.port}/ HTTP/1.1\r\nHost: localhost:${web.port}\r\n\r\n` +
+        `GET http://localhost:${other.port}/ HTTP/1.1\r\nHost: localhost:${other.port}\r\nConnection: close\r\n\r\n`,
+    );
+    const text = await said;
+    expect(text).toMatch(/^HTTP\/1\.1 200 OK\r\n[\s\S]*helloHTTP\/1\.1 403 Forbidden\r\n/);
+    expect(other.accepted()).toBe(before);
+    // Node hands both to the lane at once (answers still go back in order): decided side by side.
+    expect(records.map((r) => [r.port, r.allowed]).sort()).toEqual(
+      [
+        [web.port, true],
+        [other.port, false],
+      ].sort(),
+    );
   });
 
   it('passes a redirect through without following it; the next request is checked anew', async () => {
