@@ -22,6 +22,9 @@ export async function openLane(
   user?: LaneUser,
   options: LaneOptions = {},
 ): Promise<Lane> {
+  const timeout = options.connectTimeout;
+  if (timeout !== undefined && !(Number.isFinite(timeout) && timeout > 0))
+    throw new RangeError(`openLane: connectTimeout must be a positive number of ms, not ${timeout}`);
   const lane = new ProxyLane(user, options);
   await lane.listen(where);
   return lane;
@@ -46,7 +49,7 @@ class ProxyLane implements Lane, LaneContext {
     this.connectTimeout = options.connectTimeout ?? CONNECT_TIMEOUT_MS;
     // No time limit on a whole request (a long upload is not an attack; MAX_OPEN bounds them).
     this.#server = createServer({ requestTimeout: 0 });
-    // Idle connections that never send a request hold descriptors only until headersTimeout.
+    // Client connections, busy or idle (node closes those beyond it at once): descriptors bounded.
     this.#server.maxConnections = 4 * MAX_OPEN;
     this.#server.on('connection', (socket: Socket) => this.track(socket));
     this.#server.on('connect', (req, socket, head) => this.#run(tunnel(this, req, socket, head), socket));

@@ -3,7 +3,10 @@
 import type { Socket } from 'node:net';
 import type { EgressRules } from './rules.js';
 
-/** One CONNECT or one plain-HTTP request, as the lane decided it. */
+/**
+ * One CONNECT or one plain-HTTP request, as the lane decided it. None for what names no target
+ * (a 400: unreadable, origin-form, a malformed host or port) nor while the lane has no user.
+ */
 export interface EgressConnection {
   /** Lowercase, as the client asked (a name or an IP literal, no brackets). */
   readonly host: string;

@@ -3,7 +3,7 @@
 // and clients that speak to a lane over its Unix socket or its TCP port.
 import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import { type AddressInfo, connect as netConnect, type Socket } from 'node:net';
@@ -66,30 +66,32 @@ export interface Pem {
 /** A self-signed certificate for localhost and 127.0.0.1, valid one day. */
 export function selfSigned(): Pem {
   const dir = mkdtempSync(join(tmpdir(), 'codexec-egress-pem-'));
-  const key = join(dir, 'k');
-  const cert = join(dir, 'c');
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-subj',
-      '/CN=localhost',
-      '-addext',
-      'subjectAltName=DNS:localhost,IP:127.0.0.1',
-      '-days',
-      '1',
-      '-keyout',
-      key,
-      '-out',
-      cert,
-    ],
-    { stdio: 'ignore' },
-  );
-  return { key: readFileSync(key), cert: readFileSync(cert) };
+  try {
+    const key = join(dir, 'k');
+    const cert = join(dir, 'c');
+    const subject = ['-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'];
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        ...subject,
+        '-days',
+        '1',
+        '-keyout',
+        key,
+        '-out',
+        cert,
+      ],
+      { stdio: 'ignore' },
+    );
+    return { key: readFileSync(key), cert: readFileSync(cert) };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** Resolves once `check` holds (polled), or rejects after `ms`. */

@@ -2,7 +2,7 @@
 // and its TCP port. What the rules refuse is never contacted (each origin counts its accepts).
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,6 +18,7 @@ import {
   parseRules,
 } from '../../src/egress/index.js';
 import {
+  type Handler,
   httpsThrough,
   type Origin,
   type Pem,
@@ -33,6 +34,7 @@ import {
 } from './clients.js';
 
 const BIG = randomBytes(1 << 20);
+const root = mkdtempSync(join(tmpdir(), 'codexec-egress-'));
 let pem: Pem;
 let web: Origin; // plain HTTP
 let secure: Origin; // HTTPS
@@ -41,7 +43,7 @@ let other: Origin; // plain HTTP, never listed
 beforeAll(async () => {
   pem = selfSigned();
   other = await startOrigin((_req, res) => res.end('other'));
-  const handler = (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) => {
+  const handler: Handler = (req, res) => {
     if (req.url === '/big') return res.end(BIG);
     if (req.url === '/never') return; // holds the request open
     if (req.url === '/echo') return void req.pipe(res);
@@ -59,6 +61,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await Promise.all([web?.close(), secure?.close(), other?.close()]);
+  rmSync(root, { recursive: true, force: true });
 });
 
 const lanes: Lane[] = [];
@@ -69,7 +72,7 @@ afterEach(async () => {
 async function open(kind: 'socket' | 'tcp', user?: LaneUser, options?: LaneOptions): Promise<Lane> {
   const where =
     kind === 'socket'
-      ? { socket: join(mkdtempSync(join(tmpdir(), 'codexec-lane-')), 'egress.sock') }
+      ? { socket: join(mkdtempSync(join(root, 'lane-')), 'egress.sock') }
       : { tcp: true as const };
   const lane = await openLane(where, user, options);
   lanes.push(lane);
@@ -472,8 +475,12 @@ describe('the lane itself', () => {
     expect(statSync(lane.socket as string).mode & 0o777).toBe(0o666);
   });
 
+  it('refuses a connect timeout that is not a positive number', async () => {
+    await expect(openLane({ tcp: true }, undefined, { connectTimeout: 0 })).rejects.toThrow(RangeError);
+  });
+
   it('fails to open where a file is already, and leaves that file', async () => {
-    const path = join(mkdtempSync(join(tmpdir(), 'codexec-lane-')), 'egress.sock');
+    const path = join(mkdtempSync(join(root, 'lane-')), 'egress.sock');
     writeFileSync(path, 'not a socket');
     await expect(openLane({ socket: path })).rejects.toThrow(/EADDRINUSE/);
     expect(readFileSync(path, 'utf8')).toBe('not a socket');
