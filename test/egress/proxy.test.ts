@@ -1,11 +1,12 @@
 // The egress proxy (issue #32): real origins on loopback, real clients over a lane's Unix socket
 // and its TCP port. What the rules refuse is never contacted (each origin counts its accepts).
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   type EgressConnection,
@@ -473,6 +474,26 @@ describe('the lane itself', () => {
   it('opens its socket for every uid (0666)', async () => {
     const lane = await open('socket');
     expect(statSync(lane.socket as string).mode & 0o777).toBe(0o666);
+  });
+
+  // Only root can start a process as another uid; the mode above is checked for everyone.
+  it.skipIf(process.getuid?.() !== 0)('lets uid 65534 (a sandbox user) connect to its socket', async () => {
+    const { user } = userOf(`localhost:${web.port}`);
+    const lane = await open('socket', user);
+    // The directories above it are the test's own (0700): let that uid through them.
+    chmodSync(root, 0o711);
+    chmodSync(dirname(lane.socket as string), 0o711);
+    const script = `const s = require('node:net').connect(process.argv[1]);
+      s.on('error', (e) => { console.log(e.code); });
+      s.on('data', (d) => { console.log(String(d).split('\\r\\n')[0]); s.destroy(); });
+      s.write('CONNECT localhost:${web.port} HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n');`;
+    const child = spawn(process.execPath, ['-e', script, lane.socket as string], { uid: 65534, gid: 65534 });
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+    });
+    await once(child, 'close');
+    expect(out.trim()).toBe('HTTP/1.1 200 Connection Established');
   });
 
   it('refuses a connect timeout that is not a positive number', async () => {
