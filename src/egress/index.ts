@@ -1,6 +1,8 @@
-export type { EgressConnection, Lane, LaneUser } from './proxy.js';
-export { openLane } from './proxy.js';
-export { EgressRules, type HostRule, isInternal, parseRules } from './rules.js';
+// The egress allowlist (issue #32): rules for what code may reach, the proxy lanes through which a
+// sandbox with network `allowlist` reaches it, each connection checked and recorded, and how runs
+// and sessions use them.
+export { MAX_OPEN, openLane } from './proxy.js';
+export { type Decision, EgressRules, type HostRule, isInternal, matches, parseRules } from './rules.js';
 export {
   CONNECTIONS,
   callRules,
@@ -14,3 +16,4 @@ export {
   PROXY_SOCKET,
   proxyEnv,
 } from './runs.js';
+export type { EgressConnection, Lane, LaneOptions, LaneUser, Resolve } from './types.js';

@@ -1,5 +1,5 @@
-// What the egress proxy of CODEXEC_NETWORK=allowlist lets code reach (issue #32; the proxy and its
-// plumbing are still to come): host rules from CODEXEC_ALLOWED_DOMAINS and CODEXEC_DENIED_DOMAINS
+// What the egress proxy of CODEXEC_NETWORK=allowlist lets code reach (issue #32; the proxy is
+// proxy.ts, its plumbing into runs still to come): host rules from CODEXEC_ALLOWED_DOMAINS and CODEXEC_DENIED_DOMAINS
 // (comma lists), a call's own `allowed_domains` (which narrows, never widens), and the addresses a
 // name resolves to, checked by the proxy itself before it connects.
 //
@@ -74,7 +74,9 @@ function parseRule(text: string): HostRule | string {
 export function matches(rule: HostRule, host: string, port: number): boolean {
   const ports = rule.port === undefined ? DEFAULT_PORTS : [rule.port];
   if (!ports.includes(port)) return false;
-  return rule.wildcard ? host.endsWith(`.${rule.host}`) : host === rule.host;
+  // `*.0.0.1` is a name rule: it must not name the address 127.0.0.1 by its text.
+  if (rule.wildcard) return isIP(host) === 0 && host.endsWith(`.${rule.host}`);
+  return host === rule.host;
 }
 
 export interface Decision {
@@ -83,6 +85,11 @@ export interface Decision {
   readonly rule?: string;
   /** Why, in words, when refused. */
   readonly reason?: string;
+  /**
+   * Refused only because the allowed list does not name the target (no denied rule, no call's
+   * list, no internal address): the one refusal a person may be asked to lift.
+   */
+  readonly askable?: true;
 }
 
 /** Addresses that only an exact rule may reach: loopback, private, link-local, shared, unspecified. */
@@ -137,7 +144,8 @@ export class EgressRules {
     const deny = this.denied.find((rule) => matches(rule, host, port));
     if (deny) return { allowed: false, rule: deny.text, reason: `denied by ${deny.text}` };
     const allow = this.allowed.find((rule) => matches(rule, host, port));
-    if (!allow) return { allowed: false, reason: `${host}:${port} is not on the allowed list` };
+    if (!allow)
+      return { allowed: false, reason: `${host}:${port} is not on the allowed list`, askable: true };
     if (this.narrowings.some((list) => !list.some((rule) => matches(rule, host, port))))
       return {
         allowed: false,

@@ -6,8 +6,9 @@ import { join } from 'node:path';
 import type { Config } from '../config/index.js';
 import { InvalidInputError, SandboxUnavailableError } from '../errors/index.js';
 import type { BackendMode, EgressEndpoint } from '../sandbox/index.js';
-import { type EgressConnection, type Lane, type LaneUser, openLane } from './proxy.js';
+import { openLane } from './proxy.js';
 import { EgressRules, parseRules } from './rules.js';
+import type { EgressConnection, Lane, LaneUser } from './types.js';
 
 /** The proxy's socket in a workspace: left out of artifacts by name, removed with the lane. */
 export const PROXY_SOCKET = '.codexec-proxy.sock';

@@ -56,6 +56,10 @@ describe('matches', () => {
     expect(matches(wild, 'evilexample.org', 443)).toBe(false);
     expect(matches(wild, 'example.org.evil.com', 443)).toBe(false);
   });
+  it('a wildcard never names an IP address by its text', () => {
+    expect(matches(rule('*.0.0.1:8080'), '127.0.0.1', 8080)).toBe(false);
+    expect(matches(rule('*.0.0.1:8080'), 'a.0.0.1', 8080)).toBe(true);
+  });
   it('a port names that port alone', () => {
     expect(matches(ported, 'cdn.example.net', 8443)).toBe(true);
     expect(matches(ported, 'cdn.example.net', 443)).toBe(false);
@@ -76,6 +80,11 @@ describe('EgressRules', () => {
   it('refuses what it does not name, saying so', () => {
     expect(server.decide('other.test', 443)).toMatchObject({ allowed: false });
     expect(server.decide('other.test', 443).reason).toContain('not on the allowed list');
+    // Only that refusal may be put to a person.
+    expect(server.decide('other.test', 443).askable).toBe(true);
+    expect(server.decide('secret.example.com', 443).askable).toBeUndefined();
+    expect(server.narrow(rules('registry.test')).decide('a.example.com', 443).askable).toBeUndefined();
+    expect(server.decideAddress('a.example.com', 443, '10.0.0.1').askable).toBeUndefined();
     expect(server.decide('registry.test', 22).allowed).toBe(false);
   });
 

@@ -1,0 +1,173 @@
+// Plain HTTP through the proxy: `GET http://host:port/path` decided like a CONNECT, then sent to
+// the checked address in origin form. The Host header must name the same target (the proxy never
+// lets a client steer an origin's virtual hosts past the rules), hop-by-hop headers stay on this
+// hop, and the answer comes back as the origin gave it: redirects too, never followed here (the
+// client's next request is checked anew). One record per request.
+import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { admit, codeOf, decidedBy, dial } from './admit.js';
+import { answerPlain, recorded, refusal } from './answer.js';
+import { parseAuthority, sameTarget, shown, type Target } from './target.js';
+import type { EgressConnection, LaneContext } from './types.js';
+
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authorization',
+  'proxy-authenticate',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
+
+export async function forward(lane: LaneContext, req: IncomingMessage, res: ServerResponse) {
+  const at = new Date().toISOString();
+  const user = lane.user;
+  const url = req.url ?? '';
+  if (url.startsWith('/') || url === '*')
+    return answerPlain(
+      res,
+      400,
+      'codexec egress: this is a proxy: ask it for http://host/path, or CONNECT host:port\n',
+    );
+  const parts = /^http:\/\/([^/?#]*)([^#]*)$/i.exec(url);
+  const target = parts && parseAuthority(parts[1] as string, 80);
+  if (!parts || !target)
+    return answerPlain(
+      res,
+      400,
+      `codexec egress: not an http://host[:port]/path URL (CONNECT for https): ${JSON.stringify(url)}\n`,
+    );
+  const path = parts[2] === '' ? '/' : parts[2]?.startsWith('?') ? `/${parts[2]}` : (parts[2] as string);
+
+  type Refused = Partial<Pick<EgressConnection, 'rule' | 'asked'>>;
+  let release: (() => void) | undefined;
+  const method = req.method ?? 'GET';
+  const refuse = (status: 403 | 500 | 502 | 503, reason: string, extra: Refused = {}) => {
+    release?.();
+    if (user && status !== 500)
+      recorded(user, {
+        host: target.host,
+        port: target.port,
+        method,
+        at,
+        allowed: false,
+        status,
+        reason,
+        ...extra,
+      });
+    answerPlain(res, status, refusal(shown(target), status, reason));
+  };
+  if (!user) return refuse(403, 'no run is using this proxy now');
+  const host = hostHeader(req, target);
+  if (host === undefined) return refuse(403, 'Host header differs from the request target');
+  release = lane.acquire();
+  if (!release) return refuse(503, 'too many connections open through this proxy');
+  res.once('close', release);
+
+  const admission = await admit(lane, user, target);
+  const extra = decidedBy(admission);
+  if (!admission.allowed) return refuse(admission.status, admission.reason, extra);
+  let socket: Socket;
+  let address: string;
+  try {
+    ({ socket, address } = await dial(lane, admission.addresses, target.port));
+  } catch (error) {
+    return refuse(502, `could not connect (${codeOf(error)})`, extra);
+  }
+  if (res.destroyed) {
+    socket.destroy();
+    return refuse(403, 'the client left before the connection was made', extra);
+  }
+  if (
+    !recorded(user, { host: target.host, port: target.port, method, at, allowed: true, address, ...extra })
+  ) {
+    socket.destroy();
+    return refuse(500, 'the request could not be recorded');
+  }
+  try {
+    relay(req, res, socket, { method, path, headers: outgoing(req, host) });
+  } catch (error) {
+    // Node's client refuses what its server let in (a path or a header it cannot send).
+    socket.destroy();
+    answerPlain(res, 400, `codexec egress: the request cannot be passed on (${codeOf(error)})\n`);
+  }
+}
+
+/** The request to the origin on `socket`, and its answer back to the client as it comes. */
+function relay(
+  req: IncomingMessage,
+  res: ServerResponse,
+  socket: Socket,
+  head: { method: string; path: string; headers: string[] },
+): void {
+  const upstream = httpRequest({ ...head, setHost: false, createConnection: () => socket });
+  upstream.on('error', (error) =>
+    answerPlain(res, 502, `codexec egress: the origin failed (${codeOf(error)})\n`),
+  );
+  upstream.on('response', (answer) => {
+    answer.on('error', () => res.destroy());
+    try {
+      res.sendDate = false;
+      res.writeHead(answer.statusCode ?? 502, answer.statusMessage, endToEnd(answer.rawHeaders));
+    } catch (error) {
+      // Node refuses to send some header the origin sent (an invalid character).
+      answer.destroy();
+      return answerPlain(
+        res,
+        502,
+        `codexec egress: the origin's answer cannot be passed on (${codeOf(error)})\n`,
+      );
+    }
+    answer.pipe(res);
+  });
+  req.on('error', () => upstream.destroy());
+  res.on('close', () => {
+    if (!res.writableFinished) upstream.destroy();
+  });
+  req.pipe(upstream);
+}
+
+/**
+ * The Host header to send: the client's, when it names the target (the port may be left out for
+ * 80), or the URI's authority when it sent none; undefined when it names another (or several).
+ */
+function hostHeader(req: IncomingMessage, target: Target): string | undefined {
+  const given = valuesOf(req.rawHeaders, 'host');
+  if (given.length === 0) return shown(target).replace(/:80$/, '');
+  if (given.length > 1) return undefined;
+  const named = parseAuthority(given[0] as string, 80);
+  return named && sameTarget(named, target) ? (given[0] as string) : undefined;
+}
+
+/** The request's end-to-end headers as the client wrote them, Host checked, framing node's own. */
+function outgoing(req: IncomingMessage, host: string): string[] {
+  // One request per connection to the origin: each is checked and connected anew, none left idle.
+  const headers = ['Host', host, ...endToEnd(req.rawHeaders, 'host'), 'Connection', 'close'];
+  // Node read the chunked body apart; it chunks it again on the way out.
+  if (req.headers['transfer-encoding'] !== undefined) headers.push('Transfer-Encoding', 'chunked');
+  return headers;
+}
+
+/** `raw` (name, value, name, value…) without hop-by-hop headers, those Connection names, nor `also`. */
+function endToEnd(raw: readonly string[], also?: string): string[] {
+  const listed = new Set(
+    valuesOf(raw, 'connection').flatMap((value) => value.split(',').map((name) => name.trim().toLowerCase())),
+  );
+  if (also !== undefined) listed.add(also);
+  const kept: string[] = [];
+  for (let index = 0; index + 1 < raw.length; index += 2) {
+    const name = (raw[index] as string).toLowerCase();
+    if (!HOP_BY_HOP.has(name) && !listed.has(name)) kept.push(raw[index] as string, raw[index + 1] as string);
+  }
+  return kept;
+}
+
+function valuesOf(raw: readonly string[], name: string): string[] {
+  const values: string[] = [];
+  for (let index = 0; index + 1 < raw.length; index += 2)
+    if ((raw[index] as string).toLowerCase() === name) values.push(raw[index + 1] as string);
+  return values;
+}
