@@ -33,6 +33,7 @@ export const FIELDS = [
   'principal',
   'tool_calls',
   'tool_calls_omitted',
+  'network',
   'at',
   'prev_hash',
 ] as const;
@@ -42,10 +43,20 @@ export const FIELDS = [
  * as they are.
  */
 const FIELDS_BEFORE_PRINCIPAL = FIELDS.filter(
-  (field) => field !== 'principal' && field !== 'tool_calls' && field !== 'tool_calls_omitted',
+  (field) =>
+    field !== 'principal' && field !== 'tool_calls' && field !== 'tool_calls_omitted' && field !== 'network',
 );
-/** Entries of runs that left no tool call out (all but a few): without `tool_calls_omitted`. */
-const FIELDS_WITHOUT_OMITTED = FIELDS.filter((field) => field !== 'tool_calls_omitted');
+/**
+ * Fields present only when they say something: `tool_calls_omitted` (a run that left tool calls
+ * out), `network` (a run of the egress allowlist that made connections).
+ */
+const OPTIONAL = ['tool_calls_omitted', 'network'] as const;
+/** FIELDS without each subset of the optional ones (signed entries). */
+const SIGNED_SHAPES = [[], ['tool_calls_omitted'], ['network'], [...OPTIONAL]].map(
+  (left: readonly string[]) => FIELDS.filter((field) => !left.includes(field)),
+);
+/** Entries written before they were signed had neither optional field. */
+const FIELDS_WITHOUT_OPTIONAL = FIELDS.filter((field) => !(OPTIONAL as readonly string[]).includes(field));
 
 export type AuditEntry = Record<(typeof FIELDS)[number] | 'hash' | 'hmac', unknown>;
 
@@ -76,6 +87,7 @@ export function chainLine(
     principal: attempt.principal,
     tool_calls: attempt.tool_calls,
     ...(attempt.tool_calls_omitted && { tool_calls_omitted: attempt.tool_calls_omitted }),
+    ...(attempt.network && { network: attempt.network }),
     at: at.toISOString(),
     prev_hash: prevHash,
   } satisfies Partial<Omit<AuditEntry, 'hash' | 'hmac'>>;
@@ -95,13 +107,12 @@ export type LineCheck =
   | { readonly ok: false; readonly torn: boolean; readonly reason: string };
 
 /**
- * The fields a line may have: signed (with or without `tool_calls_omitted`), unsigned (before
+ * The fields a line may have: signed (with or without each optional field), unsigned (before
  * HMACs), or from before `principal`.
  */
 const SHAPES = [
-  [...FIELDS, 'hash', 'hmac'],
-  [...FIELDS_WITHOUT_OMITTED, 'hash', 'hmac'],
-  [...FIELDS_WITHOUT_OMITTED, 'hash'],
+  ...SIGNED_SHAPES.map((fields) => [...fields, 'hash', 'hmac']),
+  [...FIELDS_WITHOUT_OPTIONAL, 'hash'],
   [...FIELDS_BEFORE_PRINCIPAL, 'hash'],
 ].map((keys) => keys.join(','));
 

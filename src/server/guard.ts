@@ -46,6 +46,13 @@ export interface RunFacts {
 
 const SUMMARY_CHARS = 500;
 
+/** A result without what only the audit keeps (a run's every connection): the client's. */
+function wireOnly<R>(result: R): R {
+  if (typeof result !== 'object' || result === null || !(CONNECTIONS in result)) return result;
+  const { [CONNECTIONS]: _audited, ...wire } = result as R & RunFacts;
+  return wire as R;
+}
+
 /** What the audit keeps of any run's result (one-shot, send, command: all carry these). */
 export function runFacts(result: RunFacts): RunFacts {
   const { execution_id, exit_code, duration_ms, stdout, tool_calls, tool_calls_omitted } = result;
@@ -168,7 +175,7 @@ export class Gatekeeper {
       throw error;
     }
     await this.audit(attempt, approval, facts(result));
-    return result;
+    return wireOnly(result);
   }
 
   /** Ask the client, counted among the server's pending approvals (refused past their bound). */

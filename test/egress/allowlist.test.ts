@@ -1,13 +1,13 @@
 // CODEXEC_NETWORK=allowlist end to end: the real server, real sandboxes (the suite's mode), the
 // egress proxy, and origins on the host's loopback that count who reached them.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { createServer as createHttp, type Server } from 'node:http';
 import { createServer as createHttps } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callTool, startServer, type TestServer, tempDir } from '../helpers/server.js';
+import { baseEnv, CLI, callTool, startServer, type TestServer, tempDir } from '../helpers/server.js';
 
 interface Origin {
   readonly port: number;
@@ -281,6 +281,11 @@ print(json.dumps({
       .map((line) => JSON.parse(line) as { execution_id: string; network?: unknown })
       .find((line) => line.execution_id === run.execution_id);
     expect(audited?.network).toEqual(entry.network);
+    const verify = spawnSync(process.execPath, [CLI, 'audit', 'verify'], {
+      env: baseEnv(server.home),
+      encoding: 'utf8',
+    });
+    expect(verify.status, verify.stdout + verify.stderr).toBe(0);
   });
 });
 
