@@ -7,7 +7,9 @@ import { createServer as createHttps } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SANDBOX_MODE } from '../helpers/mode.js';
 import { baseEnv, CLI, callTool, startServer, type TestServer, tempDir } from '../helpers/server.js';
+import { ensureImage, RUNTIMES } from '../sandbox/container/engine.js';
 
 interface Origin {
   readonly port: number;
@@ -70,139 +72,159 @@ interface Run {
   network_denied?: Array<{ host: string; port: number }>;
 }
 
-describe('network allowlist: code reaches the listed hosts through the proxy, and nothing else', () => {
-  let server: TestServer;
-  let listed: Origin;
-  let unlisted: Origin;
-  let denied: Origin;
-  let secure: Origin;
-  let second: Origin;
-  let cert: string;
-  const dir = tempDir('codexec-egress-');
+/** The suite's mode (namespace or landlock), then docker mode under each runtime. */
+const MODES = [
+  { name: SANDBOX_MODE, env: {} as Record<string, string>, missing: undefined as string | undefined },
+  ...RUNTIMES.map((runtime) => ({ ...runtime, name: `docker (${runtime.name})` })),
+];
 
-  beforeAll(async () => {
-    execFileSync('openssl', [
-      ...['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=localhost'],
-      ...['-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'],
-      ...['-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')],
-    ]);
-    cert = readFileSync(join(dir, 'cert.pem'), 'utf8');
-    const key = readFileSync(join(dir, 'key.pem'), 'utf8');
-    [listed, unlisted, denied, secure, second] = await Promise.all([
-      origin(),
-      origin(),
-      origin(),
-      origin({ key, cert }),
-      origin(undefined, '127.0.0.2'),
-    ]);
-    server = await startServer({
-      env: {
-        CODEXEC_NETWORK: 'allowlist',
-        CODEXEC_ALLOWED_DOMAINS: [
-          `localhost:${listed.port}`,
-          `localhost:${secure.port}`,
-          `localhost:${denied.port}`,
-          `127.0.0.2:${second.port}`,
-        ].join(','),
-        CODEXEC_DENIED_DOMAINS: `localhost:${denied.port}`,
-      },
-    });
-  });
-  afterAll(async () => {
-    await server?.close();
-    for (const each of [listed, unlisted, denied, secure, second]) each?.server.close();
-  });
+describe.each(MODES)(
+  'network allowlist in $name mode: code reaches the listed hosts through the proxy, and nothing else',
+  ({ name, env: mode, missing }) => {
+    if (missing) console.warn(`allowlist tests in ${name} mode skipped: ${missing}`);
+    describe.skipIf(missing)(`${name} mode`, () => {
+      // A docker-mode server needs its image (built from the host when missing: minutes, once).
+      beforeAll(() => {
+        if (mode.CODEXEC_SANDBOX_MODE === 'docker' && !missing) ensureImage();
+      }, 600_000);
+      let server: TestServer;
+      let listed: Origin;
+      let unlisted: Origin;
+      let denied: Origin;
+      let secure: Origin;
+      let second: Origin;
+      let cert: string;
+      const dir = tempDir('codexec-egress-');
 
-  const python = async (code: string, extra: Record<string, unknown> = {}) =>
-    (await callTool<Run>(server.client, 'execute_code', { language: 'python', code: FETCH + code, ...extra }))
-      .value;
-  const fetched = (run: Run) => JSON.parse(run.stdout.trim().split('\n').at(-1) ?? 'null');
+      beforeAll(async () => {
+        execFileSync('openssl', [
+          ...['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=localhost'],
+          ...['-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'],
+          ...['-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')],
+        ]);
+        cert = readFileSync(join(dir, 'cert.pem'), 'utf8');
+        const key = readFileSync(join(dir, 'key.pem'), 'utf8');
+        [listed, unlisted, denied, secure, second] = await Promise.all([
+          origin(),
+          origin(),
+          origin(),
+          origin({ key, cert }),
+          origin(undefined, '127.0.0.2'),
+        ]);
+        server = await startServer({
+          env: {
+            ...mode,
+            CODEXEC_NETWORK: 'allowlist',
+            CODEXEC_ALLOWED_DOMAINS: [
+              `localhost:${listed.port}`,
+              `localhost:${secure.port}`,
+              `localhost:${denied.port}`,
+              `127.0.0.2:${second.port}`,
+            ].join(','),
+            CODEXEC_DENIED_DOMAINS: `localhost:${denied.port}`,
+          },
+        });
+      });
+      afterAll(async () => {
+        await server?.close();
+        for (const each of [listed, unlisted, denied, secure, second]) each?.server.close();
+      });
 
-  it('a listed host: reachable over HTTP (warm and cold runs) and HTTPS, body intact', async () => {
-    const warm = await python(`print(json.dumps(fetch("http://localhost:${listed.port}/hello")))`);
-    expect(fetched(warm)).toEqual([200, `hello from ${listed.port} host=localhost:${listed.port}`]);
-    expect(warm.network_denied).toBeUndefined();
-    // A working_dir makes the run cold: its sandbox starts with the forwarder on the request path.
-    const cold = await python(`print(json.dumps(fetch("http://localhost:${listed.port}/big")))`, {
-      working_dir: tempDir('codexec-egress-cold-'),
-    });
-    expect([cold.warm, fetched(cold)]).toEqual([false, [200, 1 << 20]]);
-    const tls = await python(
-      `print(json.dumps(fetch("https://localhost:${secure.port}/hello", ca=${JSON.stringify(cert)})))`,
-    );
-    expect(fetched(tls)).toEqual([200, `hello from ${secure.port} host=localhost:${secure.port}`]);
-    expect(secure.accepted).toBe(1);
-  });
+      const python = async (code: string, extra: Record<string, unknown> = {}) =>
+        (
+          await callTool<Run>(server.client, 'execute_code', {
+            language: 'python',
+            code: FETCH + code,
+            ...extra,
+          })
+        ).value;
+      const fetched = (run: Run) => JSON.parse(run.stdout.trim().split('\n').at(-1) ?? 'null');
 
-  it('the proxy variables work as set (no_proxy kept): a listed IP literal off the sandbox loopback', async () => {
-    const run = await python(
-      `import urllib.request\nprint(json.dumps(fetch("http://127.0.0.2:${second.port}/hello", via_proxy=False)))`,
-    );
-    expect(fetched(run)).toEqual([200, `hello from ${second.port} host=127.0.0.2:${second.port}`]);
-  });
+      it('a listed host: reachable over HTTP (warm and cold runs) and HTTPS, body intact', async () => {
+        const warm = await python(`print(json.dumps(fetch("http://localhost:${listed.port}/hello")))`);
+        expect(fetched(warm)).toEqual([200, `hello from ${listed.port} host=localhost:${listed.port}`]);
+        expect(warm.network_denied).toBeUndefined();
+        // A working_dir makes the run cold: its sandbox starts with the forwarder on the request path.
+        const cold = await python(`print(json.dumps(fetch("http://localhost:${listed.port}/big")))`, {
+          working_dir: tempDir('codexec-egress-cold-'),
+        });
+        expect([cold.warm, fetched(cold)]).toEqual([false, [200, 1 << 20]]);
+        const tls = await python(
+          `print(json.dumps(fetch("https://localhost:${secure.port}/hello", ca=${JSON.stringify(cert)})))`,
+        );
+        expect(fetched(tls)).toEqual([200, `hello from ${secure.port} host=localhost:${secure.port}`]);
+        expect(secure.accepted).toBe(1);
+      });
 
-  it('an unlisted host: 403 from the proxy, named in network_denied, never contacted', async () => {
-    const run = await python(`print(json.dumps(fetch("http://localhost:${unlisted.port}/hello")))`);
-    const [status, body] = fetched(run);
-    expect(status).toBe(403);
-    expect(body).toContain(`localhost:${unlisted.port}`);
-    expect(run.network_denied).toEqual([{ host: 'localhost', port: unlisted.port }]);
-    const tls = await python(
-      `print(json.dumps(fetch("https://localhost:${unlisted.port}/", ca=${JSON.stringify(cert)})))`,
-    );
-    expect(fetched(tls)[0]).toBe('error'); // the CONNECT's 403 ends the tunnel before TLS
-    expect(tls.network_denied).toEqual([{ host: 'localhost', port: unlisted.port }]);
-    expect(unlisted.accepted).toBe(0);
-  });
+      it('the proxy variables work as set (no_proxy kept): a listed IP literal off the sandbox loopback', async () => {
+        const run = await python(
+          `import urllib.request\nprint(json.dumps(fetch("http://127.0.0.2:${second.port}/hello", via_proxy=False)))`,
+        );
+        expect(fetched(run)).toEqual([200, `hello from ${second.port} host=127.0.0.2:${second.port}`]);
+      });
 
-  it('the denied list wins over the allowed one', async () => {
-    const run = await python(`print(json.dumps(fetch("http://localhost:${denied.port}/hello")))`);
-    expect(fetched(run)[0]).toBe(403);
-    expect(run.network_denied).toEqual([{ host: 'localhost', port: denied.port }]);
-    expect(denied.accepted).toBe(0);
-  });
+      it('an unlisted host: 403 from the proxy, named in network_denied, never contacted', async () => {
+        const run = await python(`print(json.dumps(fetch("http://localhost:${unlisted.port}/hello")))`);
+        const [status, body] = fetched(run);
+        expect(status).toBe(403);
+        expect(body).toContain(`localhost:${unlisted.port}`);
+        expect(run.network_denied).toEqual([{ host: 'localhost', port: unlisted.port }]);
+        const tls = await python(
+          `print(json.dumps(fetch("https://localhost:${unlisted.port}/", ca=${JSON.stringify(cert)})))`,
+        );
+        expect(fetched(tls)[0]).toBe('error'); // the CONNECT's 403 ends the tunnel before TLS
+        expect(tls.network_denied).toEqual([{ host: 'localhost', port: unlisted.port }]);
+        expect(unlisted.accepted).toBe(0);
+      });
 
-  it('an IP literal is not its name: 127.0.0.1 refused where only localhost is listed', async () => {
-    const before = listed.accepted;
-    const run = await python(`print(json.dumps(fetch("http://127.0.0.1:${listed.port}/hello")))`);
-    expect(fetched(run)[0]).toBe(403);
-    expect(run.network_denied).toEqual([{ host: '127.0.0.1', port: listed.port }]);
-    expect(listed.accepted).toBe(before);
-  });
+      it('the denied list wins over the allowed one', async () => {
+        const run = await python(`print(json.dumps(fetch("http://localhost:${denied.port}/hello")))`);
+        expect(fetched(run)[0]).toBe(403);
+        expect(run.network_denied).toEqual([{ host: 'localhost', port: denied.port }]);
+        expect(denied.accepted).toBe(0);
+      });
 
-  it('a redirect from a listed host to an unlisted one is refused at the second connection', async () => {
-    const target = `http://localhost:${unlisted.port}/hello`;
-    const run = await python(
-      `print(json.dumps(fetch("http://localhost:${listed.port}/redirect?to=${encodeURIComponent(target)}")))`,
-    );
-    expect(fetched(run)[0]).toBe(403);
-    expect(run.network_denied).toEqual([{ host: 'localhost', port: unlisted.port }]);
-    expect(unlisted.accepted).toBe(0);
-  });
+      it('an IP literal is not its name: 127.0.0.1 refused where only localhost is listed', async () => {
+        const before = listed.accepted;
+        const run = await python(`print(json.dumps(fetch("http://127.0.0.1:${listed.port}/hello")))`);
+        expect(fetched(run)[0]).toBe(403);
+        expect(run.network_denied).toEqual([{ host: '127.0.0.1', port: listed.port }]);
+        expect(listed.accepted).toBe(before);
+      });
 
-  it('allowed_domains narrows the list for one call, and cannot widen it', async () => {
-    const narrowed = await python(`print(json.dumps(fetch("http://localhost:${listed.port}/hello")))`, {
-      allowed_domains: [`localhost:${secure.port}`],
-    });
-    expect(fetched(narrowed)[0]).toBe(403);
-    expect(narrowed.network_denied).toEqual([{ host: 'localhost', port: listed.port }]);
-    const widened = await python(`print(json.dumps(fetch("http://localhost:${unlisted.port}/hello")))`, {
-      allowed_domains: [`localhost:${unlisted.port}`],
-    });
-    expect(fetched(widened)[0]).toBe(403);
-    expect(unlisted.accepted).toBe(0);
-    const bad = await callTool(server.client, 'execute_code', {
-      language: 'python',
-      code: 'print(1)',
-      allowed_domains: ['*.com'],
-    });
-    expect(bad.isError).toBe(true);
-    expect(bad.text).toContain('allowed_domains');
-  });
+      it('a redirect from a listed host to an unlisted one is refused at the second connection', async () => {
+        const target = `http://localhost:${unlisted.port}/hello`;
+        const run = await python(
+          `print(json.dumps(fetch("http://localhost:${listed.port}/redirect?to=${encodeURIComponent(target)}")))`,
+        );
+        expect(fetched(run)[0]).toBe(403);
+        expect(run.network_denied).toEqual([{ host: 'localhost', port: unlisted.port }]);
+        expect(unlisted.accepted).toBe(0);
+      });
 
-  it('no route around the proxy: direct TCP, UDP, DNS and a public address all fail', async () => {
-    const before = listed.accepted;
-    const run = await python(`
+      it('allowed_domains narrows the list for one call, and cannot widen it', async () => {
+        const narrowed = await python(`print(json.dumps(fetch("http://localhost:${listed.port}/hello")))`, {
+          allowed_domains: [`localhost:${secure.port}`],
+        });
+        expect(fetched(narrowed)[0]).toBe(403);
+        expect(narrowed.network_denied).toEqual([{ host: 'localhost', port: listed.port }]);
+        const widened = await python(`print(json.dumps(fetch("http://localhost:${unlisted.port}/hello")))`, {
+          allowed_domains: [`localhost:${unlisted.port}`],
+        });
+        expect(fetched(widened)[0]).toBe(403);
+        expect(unlisted.accepted).toBe(0);
+        const bad = await callTool(server.client, 'execute_code', {
+          language: 'python',
+          code: 'print(1)',
+          allowed_domains: ['*.com'],
+        });
+        expect(bad.isError).toBe(true);
+        expect(bad.text).toContain('allowed_domains');
+      });
+
+      it('no route around the proxy: direct TCP, UDP, DNS and a public address all fail', async () => {
+        const before = listed.accepted;
+        const run = await python(`
 import socket
 def attempt(step):
     try:
@@ -215,7 +237,7 @@ def tcp(host, port):
     s.close()
 def udp():
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.sendto(b"x", ("127.0.0.1", 53))
+    s.sendto(b"x", ("203.0.113.80", 53))
 def raw():
     socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
 print(json.dumps({
@@ -226,68 +248,70 @@ print(json.dumps({
     "dns": attempt(lambda: socket.getaddrinfo("example.com", 443)),
 }))
 `);
-    const outcome = fetched(run);
-    for (const [what, result] of Object.entries(outcome)) expect(result, what).not.toBe('ok');
-    expect(listed.accepted).toBe(before);
-  });
+        const outcome = fetched(run);
+        for (const [what, result] of Object.entries(outcome)) expect(result, what).not.toBe('ok');
+        expect(listed.accepted).toBe(before);
+      });
 
-  it('execute_command and a session reach the list too; each send reports its own refusals', async () => {
-    const command = await callTool<Run>(server.client, 'execute_command', {
-      command: `curl -s --noproxy '' --max-time 20 http://localhost:${listed.port}/hello; echo; curl -s -o /dev/null -w '%{http_code}' --noproxy '' http://localhost:${unlisted.port}/`,
-    });
-    expect(command.value.stdout).toBe(`hello from ${listed.port} host=localhost:${listed.port}\n403`);
-    expect(command.value.network_denied).toEqual([{ host: 'localhost', port: unlisted.port }]);
+      it('execute_command and a session reach the list too; each send reports its own refusals', async () => {
+        const command = await callTool<Run>(server.client, 'execute_command', {
+          command: `curl -s --noproxy '' --max-time 20 http://localhost:${listed.port}/hello; echo; curl -s -o /dev/null -w '%{http_code}' --noproxy '' http://localhost:${unlisted.port}/`,
+        });
+        expect(command.value.stdout).toBe(`hello from ${listed.port} host=localhost:${listed.port}\n403`);
+        expect(command.value.network_denied).toEqual([{ host: 'localhost', port: unlisted.port }]);
 
-    const started = await callTool<{ session_id: string }>(server.client, 'start_session', {
-      language: 'python',
-    });
-    const session_id = started.value.session_id;
-    try {
-      const send = async (code: string) =>
-        (await callTool<Run>(server.client, 'send_to_session', { session_id, code })).value;
-      await send(FETCH);
-      const first = await send(`print(json.dumps(fetch("http://localhost:${unlisted.port}/hello")))`);
-      expect(fetched(first)[0]).toBe(403);
-      expect(first.network_denied).toEqual([{ host: 'localhost', port: unlisted.port }]);
-      const next = await send(`print(json.dumps(fetch("http://localhost:${listed.port}/hello")))`);
-      expect(fetched(next)[0]).toBe(200);
-      expect(next.network_denied).toBeUndefined();
-    } finally {
-      await callTool(server.client, 'close_session', { session_id });
-    }
-    expect(unlisted.accepted).toBe(0);
-  });
+        const started = await callTool<{ session_id: string }>(server.client, 'start_session', {
+          language: 'python',
+        });
+        const session_id = started.value.session_id;
+        try {
+          const send = async (code: string) =>
+            (await callTool<Run>(server.client, 'send_to_session', { session_id, code })).value;
+          await send(FETCH);
+          const first = await send(`print(json.dumps(fetch("http://localhost:${unlisted.port}/hello")))`);
+          expect(fetched(first)[0]).toBe(403);
+          expect(first.network_denied).toEqual([{ host: 'localhost', port: unlisted.port }]);
+          const next = await send(`print(json.dumps(fetch("http://localhost:${listed.port}/hello")))`);
+          expect(fetched(next)[0]).toBe(200);
+          expect(next.network_denied).toBeUndefined();
+        } finally {
+          await callTool(server.client, 'close_session', { session_id });
+        }
+        expect(unlisted.accepted).toBe(0);
+      });
 
-  it('the execution log and the audit entry hold every connection, allowed and refused, with the reason', async () => {
-    const run = await python(
-      `print(json.dumps(fetch("http://localhost:${listed.port}/hello")))\nprint(json.dumps(fetch("http://localhost:${unlisted.port}/")))`,
-    );
-    const { value: entry } = await callTool<{ network?: unknown[] }>(server.client, 'get_execution_log', {
-      execution_id: run.execution_id,
+      it('the execution log and the audit entry hold every connection, allowed and refused, with the reason', async () => {
+        const run = await python(
+          `print(json.dumps(fetch("http://localhost:${listed.port}/hello")))\nprint(json.dumps(fetch("http://localhost:${unlisted.port}/")))`,
+        );
+        const { value: entry } = await callTool<{ network?: unknown[] }>(server.client, 'get_execution_log', {
+          execution_id: run.execution_id,
+        });
+        expect(entry.network).toEqual([
+          expect.objectContaining({ host: 'localhost', port: listed.port, allowed: true, method: 'GET' }),
+          expect.objectContaining({
+            host: 'localhost',
+            port: unlisted.port,
+            allowed: false,
+            reason: expect.stringContaining('not on the allowed list'),
+          }),
+        ]);
+        const logs = join(server.home, 'logs');
+        const audited = readdirSync(logs)
+          .filter((name) => name.startsWith('audit-'))
+          .flatMap((name) => readFileSync(join(logs, name), 'utf8').trimEnd().split('\n'))
+          .map((line) => JSON.parse(line) as { execution_id: string; network?: unknown })
+          .find((line) => line.execution_id === run.execution_id);
+        expect(audited?.network).toEqual(entry.network);
+        const verify = spawnSync(process.execPath, [CLI, 'audit', 'verify'], {
+          env: baseEnv(server.home),
+          encoding: 'utf8',
+        });
+        expect(verify.status, verify.stdout + verify.stderr).toBe(0);
+      });
     });
-    expect(entry.network).toEqual([
-      expect.objectContaining({ host: 'localhost', port: listed.port, allowed: true, method: 'GET' }),
-      expect.objectContaining({
-        host: 'localhost',
-        port: unlisted.port,
-        allowed: false,
-        reason: expect.stringContaining('not on the allowed list'),
-      }),
-    ]);
-    const logs = join(server.home, 'logs');
-    const audited = readdirSync(logs)
-      .filter((name) => name.startsWith('audit-'))
-      .flatMap((name) => readFileSync(join(logs, name), 'utf8').trimEnd().split('\n'))
-      .map((line) => JSON.parse(line) as { execution_id: string; network?: unknown })
-      .find((line) => line.execution_id === run.execution_id);
-    expect(audited?.network).toEqual(entry.network);
-    const verify = spawnSync(process.execPath, [CLI, 'audit', 'verify'], {
-      env: baseEnv(server.home),
-      encoding: 'utf8',
-    });
-    expect(verify.status, verify.stdout + verify.stderr).toBe(0);
-  });
-});
+  },
+);
 
 describe('network allowlist: settings and calls that cannot be honoured are refused', () => {
   it('allowed_domains on a server whose network is none', async () => {
