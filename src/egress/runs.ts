@@ -107,15 +107,19 @@ export class EgressRecord implements LaneUser {
   }
 }
 
-/** A result's `network_denied`: each refused host and port once, in order; absent when none. */
+/**
+ * A result's `network_denied`: each host and port the rules (or the person asked) refused, once,
+ * in order; absent when none. A target allowed but not answering (502) or a full lane (503) is in
+ * the log, not here: nothing denied it.
+ */
 export function deniedOf(
   connections: readonly EgressConnection[],
 ): Array<{ host: string; port: number }> | undefined {
   const seen = new Set<string>();
   const denied: Array<{ host: string; port: number }> = [];
-  for (const { host, port, allowed } of connections) {
+  for (const { host, port, allowed, status } of connections) {
     const key = `${host}:${port}`;
-    if (allowed || seen.has(key)) continue;
+    if (allowed || status === 502 || status === 503 || seen.has(key)) continue;
     seen.add(key);
     denied.push({ host, port });
   }
@@ -125,6 +129,6 @@ export function deniedOf(
 /** The log's and audit's form of a connection: what was asked, what was decided, why. */
 export type LoggedConnection = ReturnType<typeof loggedConnection>;
 
-export function loggedConnection({ host, port, allowed, reason, method, at }: EgressConnection) {
-  return { host, port, allowed, method, at, ...(reason && { reason }) };
+export function loggedConnection({ host, port, allowed, reason, method, at, asked }: EgressConnection) {
+  return { host, port, allowed, method, at, ...(reason && { reason }), ...(asked && { asked }) };
 }

@@ -53,6 +53,7 @@ export const executionLineSchema = z
           method: z.string().optional(),
           at: z.string().optional(),
           reason: z.string().optional(),
+          asked: z.boolean().optional(),
         }),
       )
       .nullish(),

@@ -35,6 +35,7 @@ export interface AuditAttempt {
     method: string;
     at: string;
     reason?: string;
+    asked?: boolean;
   }>;
 }
 

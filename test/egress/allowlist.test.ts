@@ -83,10 +83,6 @@ describe.each(MODES)(
   ({ name, env: mode, missing }) => {
     if (missing) console.warn(`allowlist tests in ${name} mode skipped: ${missing}`);
     describe.skipIf(missing)(`${name} mode`, () => {
-      // A docker-mode server needs its image (built from the host when missing: minutes, once).
-      beforeAll(() => {
-        if (mode.CODEXEC_SANDBOX_MODE === 'docker' && !missing) ensureImage();
-      }, 600_000);
       let server: TestServer;
       let listed: Origin;
       let unlisted: Origin;
@@ -97,6 +93,8 @@ describe.each(MODES)(
       const dir = tempDir('codexec-egress-');
 
       beforeAll(async () => {
+        // A docker-mode server needs its image (built from the host when missing: minutes, once).
+        if (mode.CODEXEC_SANDBOX_MODE === 'docker') ensureImage();
         execFileSync('openssl', [
           ...['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=localhost'],
           ...['-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'],
@@ -124,7 +122,7 @@ describe.each(MODES)(
             CODEXEC_DENIED_DOMAINS: `localhost:${denied.port}`,
           },
         });
-      });
+      }, 600_000);
       afterAll(async () => {
         await server?.close();
         for (const each of [listed, unlisted, denied, secure, second]) each?.server.close();
@@ -327,5 +325,93 @@ describe('network allowlist: settings and calls that cannot be honoured are refu
     } finally {
       await server.close();
     }
+  });
+});
+
+describe('network allowlist under CODEXEC_APPROVAL=ask: a host off the list asks the client', () => {
+  let server: TestServer;
+  let modern: TestServer;
+  let listed: Origin;
+  let unlisted: Origin;
+  let denied: Origin;
+  /** The host questions the client saw, and what the next ones answer. */
+  const asked: string[] = [];
+  let answer = 'approve';
+  const elicit = ({ message }: { message: string }) => {
+    if (!message.includes('asks to connect'))
+      return { action: 'accept' as const, content: { decision: 'approve' } };
+    asked.push(message);
+    return { action: 'accept' as const, content: { decision: answer } };
+  };
+
+  beforeAll(async () => {
+    [listed, unlisted, denied] = await Promise.all([origin(), origin(), origin()]);
+    const env = {
+      CODEXEC_APPROVAL: 'ask',
+      CODEXEC_NETWORK: 'allowlist',
+      CODEXEC_ALLOWED_DOMAINS: `localhost:${listed.port}`,
+      CODEXEC_DENIED_DOMAINS: `localhost:${denied.port}`,
+    };
+    [server, modern] = await Promise.all([
+      startServer({ env, elicit }),
+      startServer({ env, elicit, era: 'modern' }),
+    ]);
+  });
+  afterAll(async () => {
+    await Promise.all([server?.close(), modern?.close()]);
+    for (const each of [listed, unlisted, denied]) each?.server.close();
+  });
+
+  // An approved name reaches public addresses only (no DNS answer can point it inward): the
+  // loopback origin off the list is asked for by its address.
+  const fetchOn = async (on: TestServer, port: number, host = '127.0.0.1') => {
+    const { value } = await callTool<Run>(on.client, 'execute_code', {
+      language: 'python',
+      code: `${FETCH}print(json.dumps(fetch("http://${host}:${port}/hello")))`,
+    });
+    return { run: value, status: JSON.parse(value.stdout.trim().split('\n').at(-1) ?? 'null')?.[0] };
+  };
+
+  it('approve lets that run through; deny refuses; trust stops the asking on the connection', async () => {
+    answer = 'approve';
+    const approved = await fetchOn(server, unlisted.port);
+    expect([approved.status, approved.run.network_denied]).toEqual([200, undefined]);
+    expect(asked).toHaveLength(1);
+    expect(asked[0]).toContain(`127.0.0.1:${unlisted.port}`);
+    expect(unlisted.accepted).toBe(1);
+    // Approval was for that run: the next one asks again.
+    answer = 'deny';
+    const refused = await fetchOn(server, unlisted.port);
+    expect([refused.status, refused.run.network_denied]).toEqual([
+      403,
+      [{ host: '127.0.0.1', port: unlisted.port }],
+    ]);
+    expect([asked.length, unlisted.accepted]).toEqual([2, 1]);
+    answer = 'approve_trust_session';
+    expect((await fetchOn(server, unlisted.port)).status).toBe(200);
+    expect((await fetchOn(server, unlisted.port)).status).toBe(200);
+    expect(asked).toHaveLength(3);
+    const { value: entry } = await callTool<{ network?: Array<Record<string, unknown>> }>(
+      server.client,
+      'get_execution_log',
+      { execution_id: approved.run.execution_id },
+    );
+    expect(entry.network).toEqual([expect.objectContaining({ allowed: true, asked: true })]);
+  });
+
+  it('never asks for the denied list, nor for a listed host', async () => {
+    const before = asked.length;
+    expect((await fetchOn(server, denied.port, 'localhost')).status).toBe(403);
+    expect((await fetchOn(server, listed.port, 'localhost')).status).toBe(200);
+    expect(asked.length).toBe(before);
+    expect(denied.accepted).toBe(0);
+  });
+
+  it('a 2026-era call cannot be paused mid-run to ask: the host is refused', async () => {
+    const before = asked.length;
+    const { status, run } = await fetchOn(modern, unlisted.port);
+    expect(status).toBe(403);
+    expect(run.network_denied).toEqual([{ host: '127.0.0.1', port: unlisted.port }]);
+    expect(asked.length).toBe(before);
   });
 });

@@ -65,6 +65,7 @@ const entryOutput = z.object({
         method: z.string().optional(),
         at: z.string().optional(),
         reason: z.string().optional(),
+        asked: z.boolean().optional(),
       }),
     )
     .optional()
