@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import type { Config } from '../config/index.js';
 import { InvalidInputError, SandboxUnavailableError } from '../errors/index.js';
 import type { BackendMode, EgressEndpoint } from '../sandbox/index.js';
+import { log } from '../util/index.js';
 import { openLane } from './proxy.js';
 import { EgressRules, parseRules } from './rules.js';
 import type { EgressConnection, Lane, LaneUser } from './types.js';
@@ -16,6 +17,8 @@ export const PROXY_SOCKET = '.codexec-proxy.sock';
 export const FORWARDER_PORT = 3128;
 /** Connections a run records; past them only counted (a loop of requests must not grow memory). */
 const MAX_RECORDED = 200;
+/** Said once per server: landlock mode's allowlist is port-scoped (docs/security.md). */
+let warnedPortScoped = false;
 /** Where a result's list of every connection travels: a symbol, so never onto the wire. */
 export const CONNECTIONS = Symbol('egress connections');
 
@@ -36,6 +39,14 @@ export async function openRunLane(workspace: string, mode: BackendMode, python: 
       'CODEXEC_NETWORK=allowlist needs a sandbox (namespace, landlock or docker mode): in subprocess mode code has the host network, which no proxy can confine',
     );
   if (mode === 'landlock') {
+    if (!warnedPortScoped) {
+      warnedPortScoped = true;
+      log(
+        'warn',
+        "CODEXEC_NETWORK=allowlist in landlock mode: Landlock confines code's TCP to the proxy's port, on any address " +
+          '(a host outside that answers on the same port is reachable); namespace and docker modes confine it to the proxy itself',
+      );
+    }
     const lane = await openLane({ tcp: true });
     const port = lane.port as number;
     return { lane, endpoint: { port }, env: proxyEnv(port) };
