@@ -6,9 +6,10 @@ import { type CommandResult, runCommand } from '../engine/index.js';
 import { SandboxUnavailableError } from '../errors/index.js';
 import { type SecretsFilter, sandboxEnv } from '../policy/index.js';
 import type { Interpreters } from '../runtimes/index.js';
-import { type SandboxBackend, SubprocessBackend } from '../sandbox/index.js';
+import { type SandboxBackend, type SandboxSpec, SubprocessBackend } from '../sandbox/index.js';
 import { listBeneath, openBeneath } from '../util/index.js';
 import { installerEnvAdditions, npmInstallArgv, pipInstallArgv } from './commands.js';
+import { openPackageNetwork } from './network.js';
 import { type NpmConfigAnswer, readNpmConfigFiles } from './npm-config.js';
 import type { PackageLanguage, PackageSpec } from './spec.js';
 import { hasInstallScripts, PLACE_SCRIPT } from './stage.js';
@@ -41,6 +42,8 @@ export interface InstallResult {
   readonly exit_code: number | null;
   readonly timed_out: boolean;
   readonly duration_ms: number;
+  /** CODEXEC_NETWORK=allowlist: hosts the egress proxy refused the package code (network.ts). */
+  readonly network_denied?: Array<{ host: string; port: number }>;
 }
 
 /**
@@ -48,12 +51,17 @@ export interface InstallResult {
  * never run a package's code on the host):
  * 1. on the host, as the operator's own pip / npm would (their config files, caches, CA and proxy
  *    settings), in a fresh empty directory outside every workspace, installing into it: wheels
- *    only (`--only-binary :all:`: building an sdist runs its code) and npm with `--ignore-scripts`;
+ *    only (`--only-binary :all:`: building an sdist runs its code) and npm with `--ignore-scripts`.
+ *    No package code runs in it, so it keeps the operator's network whatever CODEXEC_NETWORK says
+ *    (the egress allowlist confines code, not the operator's own installer);
  * 2. where npm staged packages with install scripts, `npm rebuild` runs those in the code sandbox
- *    (as the sandbox's uid; the network of an install);
+ *    (as the sandbox's uid; the host's network, or under the allowlist a lane of their own:
+ *    network.ts);
  * 3. the result is copied into the environment by a process in the code sandbox (stage.ts), so a
  *    session's directory, which its code controls, is written only by the sandbox's uid.
- * Timeout, bounded output and argv arrays (never a shell for the installers) at every step.
+ * A docker-mode session's installer (its image's pip or npm) runs package code as it installs: it
+ * gets step 2's network. Timeout, bounded output and argv arrays (never a shell for the
+ * installers) at every step.
  * Installs into one environment are serialized.
  */
 export class PackageInstaller {
@@ -98,7 +106,8 @@ export class PackageInstaller {
         if (!config.ok) return failedBeforeStart(pkg, config.output, started);
         argv = npmInstallArgv(npm, out, config.files, pkg.spec);
       }
-      const steps = [await this.step(this.host, argv, stage, processEnv, [stage], [], 'host')];
+      const steps = [await this.step(this.host, argv, stage, processEnv, [stage], [], { network: 'host' })];
+      let denied: InstallResult['network_denied'];
       if (exitedWell(steps) && env.language === 'node' && (await hasInstallScripts(out))) {
         const npm = await this.npm();
         const home = join(stage, 'home');
@@ -108,19 +117,29 @@ export class PackageInstaller {
         // Without npm's hidden lockfile, rebuild reads each package's own scripts (the lockfile
         // keeps the registry's word on which have any).
         await rm(join(out, 'node_modules', '.package-lock.json'), { force: true });
-        steps.push(
-          await this.step(await this.sandbox(), rebuild, out, scriptEnv, [stage], [dirname(npm)], 'host'),
+        const ran = await this.packageStep(
+          await this.sandbox(),
+          rebuild,
+          out,
+          scriptEnv,
+          [stage],
+          [dirname(npm)],
+          stage,
         );
+        steps.push(ran.step);
+        denied = ran.denied;
       }
       if (exitedWell(steps)) {
         // cwd at the root: the copy runs as the uid that has it (a session's), see ownership.ts.
         await mkdir(env.root, { recursive: true }); // the global envs' own; a session's exists
         const place = ['/bin/sh', '-c', PLACE_SCRIPT[env.language], 'sh', out, env.dir];
         steps.push(
-          await this.step(await this.sandbox(), place, env.root, processEnv, [env.root], [out], 'none'),
+          await this.step(await this.sandbox(), place, env.root, processEnv, [env.root], [out], {
+            network: 'none',
+          }),
         );
       }
-      return await this.result(env, pkg, steps, started);
+      return { ...(await this.result(env, pkg, steps, started)), ...(denied && { network_denied: denied }) };
     } finally {
       await rm(stage, { recursive: true, force: true }).catch(() => {});
     }
@@ -147,16 +166,53 @@ export class PackageInstaller {
       if (!config.ok) return failedBeforeStart(pkg, config.output, started);
       argv = npmInstallArgv(npm, env.dir, config.files, pkg.spec);
     }
-    const step = await this.step(
+    // The lane's socket goes in the stage: the session's own lane has the workspace's name.
+    const { step, denied } = await this.packageStep(
       sandbox.backend,
       argv,
       sandbox.workspace,
       processEnv,
       [sandbox.workspace],
       [],
-      'host',
+      stage,
     );
-    return this.result(env, pkg, [step], started);
+    return { ...(await this.result(env, pkg, [step], started)), ...(denied && { network_denied: denied }) };
+  }
+
+  /**
+   * A step that runs package code, on the network of such steps (network.ts): under the allowlist
+   * through a lane of its own whose socket lies in `laneDir` (made writable for the step), closed
+   * when the step ends.
+   */
+  private async packageStep(
+    backend: SandboxBackend,
+    argv: string[],
+    cwd: string,
+    env: Record<string, string>,
+    writablePaths: string[],
+    readablePaths: string[],
+    laneDir: string,
+  ): Promise<{ step: CommandResult; denied: InstallResult['network_denied'] }> {
+    const python = () => this.interpreters.get('python');
+    const network = await openPackageNetwork(this.config, backend.mode, laneDir, python);
+    try {
+      const writable =
+        network.spec.egress?.socket && !writablePaths.includes(laneDir)
+          ? [...writablePaths, laneDir]
+          : writablePaths;
+      const step = await this.step(
+        backend,
+        argv,
+        cwd,
+        network.env(env),
+        writable,
+        readablePaths,
+        network.spec,
+      );
+      return { step, denied: network.denied() };
+    } finally {
+      await network.close();
+    }
   }
 
   private step(
@@ -166,11 +222,21 @@ export class PackageInstaller {
     env: Record<string, string>,
     writablePaths: string[],
     readablePaths: string[],
-    network: 'host' | 'none',
+    { network, egress }: Pick<SandboxSpec, 'network' | 'egress'>,
   ): Promise<CommandResult> {
     return runCommand(
       backend,
-      { argv, cwd, env, writablePaths, readablePaths, limits: this.config.limits, network, stdin: 'ignore' },
+      {
+        argv,
+        cwd,
+        env,
+        writablePaths,
+        readablePaths,
+        limits: this.config.limits,
+        network,
+        ...(egress && { egress }),
+        stdin: 'ignore',
+      },
       {
         timeoutMs: this.config.installTimeoutMs,
         killGraceMs: this.config.killGraceMs,

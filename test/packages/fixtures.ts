@@ -69,7 +69,7 @@ export function selfSignedCert(dir: string): { key: string; cert: string; certPa
 }
 
 export interface LocalRegistry {
-  /** `http(s)://127.0.0.1:<port>` */
+  /** `http(s)://<host>:<port>` (127.0.0.1 unless RegistryContent.host) */
   readonly url: string;
   /** Every request path, in order. */
   readonly requests: string[];
@@ -83,6 +83,8 @@ export interface RegistryContent {
   readonly pypi?: Record<string, { file: string; bytes: Buffer }>;
   /** Serve HTTPS with this key and certificate instead of HTTP. */
   readonly tls?: { readonly key: string; readonly cert: string };
+  /** The loopback address to listen on (default 127.0.0.1; sandboxes' proxy variables skip that one). */
+  readonly host?: string;
 }
 
 /** An npm registry and a PEP 503 "simple" index in one tiny HTTP server on loopback. */
@@ -110,8 +112,9 @@ export async function startRegistry(content: RegistryContent): Promise<LocalRegi
     res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not found"}');
   };
   const server = content.tls ? createTlsServer(content.tls, handler) : createServer(handler);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  url = `${content.tls ? 'https' : 'http'}://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const host = content.host ?? '127.0.0.1';
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
+  url = `${content.tls ? 'https' : 'http'}://${host}:${(server.address() as AddressInfo).port}`;
   for (const wheel of Object.values(content.pypi ?? {})) files.set(`/files/${wheel.file}`, wheel.bytes);
   for (const [name, pkg] of Object.entries(content.npm ?? {})) {
     files.set(`/${name}/-/${name}-${pkg.version}.tgz`, pkg.tarball);

@@ -2,6 +2,7 @@ import type { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { parsePackageSpec } from '../../packages/index.js';
 import { defineTool } from '../define-tool.js';
+import { egressField } from '../egress.js';
 import type { Gatekeeper } from '../guard.js';
 import type { Services } from '../services.js';
 import { packageLanguages } from './languages.js';
@@ -39,6 +40,7 @@ export function registerPackageTools(server: McpServer, services: Services, gate
       exit_code: z.number().int().nullable(),
       timed_out: z.boolean(),
       duration_ms: z.number().int(),
+      ...egressField,
     }),
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     handler: async (args, ctx) => {
