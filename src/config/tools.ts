@@ -5,6 +5,7 @@ export const TOOL_NAMES = [
   'start_session',
   'send_to_session',
   'close_session',
+  'kill_session',
   'list_sessions',
   'save_script',
   'get_script',

@@ -4,6 +4,16 @@ import { transpileTypeScript } from './typescript.js';
 export const LANGUAGES = ['python', 'node', 'typescript', 'bash'] as const;
 export type Language = (typeof LANGUAGES)[number];
 
+/** Other names a caller may give a language (ADR 036); results always carry the language's own. */
+export const LANGUAGE_ALIASES = {
+  py: 'python',
+  nodejs: 'node',
+  js: 'node',
+  ts: 'typescript',
+  shell: 'bash',
+  sh: 'bash',
+} as const satisfies Record<string, Language>;
+
 export interface Runtime {
   readonly language: Language;
   readonly interpreter: InterpreterKind;

@@ -161,9 +161,10 @@ export class SessionManager implements SessionPackageHost {
       });
   }
 
-  async close(sessionId: string): Promise<CloseResult> {
+  /** End a session now (SIGKILL, a send in progress too): `killed` by kill_session, else `closed`. */
+  async close(sessionId: string, reason: 'closed' | 'killed' = 'closed'): Promise<CloseResult> {
     const session = this.get(sessionId);
-    await session.kill('closed');
+    await session.kill(reason);
     return {
       success: true,
       session_id: session.id,
@@ -237,10 +238,15 @@ export class SessionManager implements SessionPackageHost {
     });
   }
 
-  /** The working directory and language of a live session (for installers and tools). */
-  describe(sessionId: string): { language: string; workingDir: string; pid: number } {
+  /** The working directory, language and sandbox of a live session (for installers and tools). */
+  describe(sessionId: string): { language: string; workingDir: string; pid: number; sandboxMode: string } {
     const session = this.get(sessionId);
-    return { language: session.options.language, workingDir: session.options.cwd, pid: session.pid };
+    return {
+      language: session.options.language,
+      workingDir: session.options.cwd,
+      pid: session.pid,
+      sandboxMode: session.options.sandboxMode,
+    };
   }
 
   /** Kill every session and wait until each end is logged and its workspace removed. */

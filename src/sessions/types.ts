@@ -6,7 +6,7 @@ import type { Language } from '../runtimes/index.js';
 import type { LimitKind } from '../sandbox/index.js';
 
 /** Why a session ended, as written to `session_end`. */
-export type EndReason = 'closed' | 'idle_timeout' | 'crashed' | 'server_shutdown' | 'disk_limit';
+export type EndReason = 'closed' | 'killed' | 'idle_timeout' | 'crashed' | 'server_shutdown' | 'disk_limit';
 
 export interface StartRequest {
   readonly language: Language;

@@ -161,6 +161,7 @@ describe.each(ERAS)('CODEXEC_ENABLED and CODEXEC_ALLOWED_RUNTIMES (%s era)', (er
         'get_execution_log',
         'get_script',
         'health',
+        'kill_session',
         'list_scripts',
         'list_sessions',
         'read_file',
@@ -180,14 +181,17 @@ describe.each(ERAS)('CODEXEC_ENABLED and CODEXEC_ALLOWED_RUNTIMES (%s era)', (er
       const tools = new Map((await server.client.listTools()).tools.map((tool) => [tool.name, tool]));
       const languageEnum = (name: string) =>
         (tools.get(name)?.inputSchema.properties?.language as { enum?: string[] } | undefined)?.enum;
-      expect(languageEnum('execute_code')).toEqual(['python']);
-      expect(languageEnum('start_session')).toEqual(['python']);
+      // With its alias (ADR 036), and no alias of a language refused.
+      expect(languageEnum('execute_code')).toEqual(['python', 'py']);
+      expect(languageEnum('start_session')).toEqual(['python', 'py']);
       expect(languageEnum('install_package')).toEqual(['python']);
       expect(server.client.getInstructions()).toContain('runs Python code');
 
       const refused = await callTool(server.client, 'execute_code', { language: 'bash', code: 'echo x' });
       expect(refused).toMatchObject({ isError: true, value: { code: 'RUNTIME_NOT_ALLOWED' } });
       expect(String(refused.value.error)).toContain('CODEXEC_ALLOWED_RUNTIMES=python');
+      const aliased = await callTool(server.client, 'execute_code', { language: 'sh', code: 'echo x' });
+      expect(aliased).toMatchObject({ isError: true, value: { code: 'RUNTIME_NOT_ALLOWED' } });
       const session = await callTool(server.client, 'start_session', { language: 'node' });
       expect(session.value).toMatchObject({ code: 'RUNTIME_NOT_ALLOWED' });
       const install = await callTool(server.client, 'install_package', {

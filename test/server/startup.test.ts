@@ -11,6 +11,7 @@ const SEED_TOOLS = [
   'get_script',
   'health',
   'install_package',
+  'kill_session',
   'list_scripts',
   'list_sessions',
   'read_file',

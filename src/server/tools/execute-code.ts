@@ -1,10 +1,11 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import type { ExecutionRequest } from '../../engine/index.js';
+import { InvalidInputError } from '../../errors/index.js';
 import { resolveWorkingDir } from '../../policy/index.js';
 import { LANGUAGES } from '../../runtimes/index.js';
 import { artifactsOmitted, NAMES_HELP } from '../artifacts.js';
-import { codeModeFor, codeModeInput, codeModePowers, toolCallsField } from '../codemode.js';
+import { codeModeFor, codeModeInput, codeModePowers, sessionSampler, toolCallsField } from '../codemode.js';
 import { defineTool } from '../define-tool.js';
 import { egressField, egressInput } from '../egress.js';
 import { type Gatekeeper, runFacts } from '../guard.js';
@@ -12,7 +13,7 @@ import { imageFields } from '../images.js';
 import { withProgress } from '../progress.js';
 import { runContent } from '../resources.js';
 import type { Services } from '../services.js';
-import { advertisedLanguage } from './languages.js';
+import { advertisedLanguage, languageInput } from './languages.js';
 
 export const executionResultSchema = z.object({
   success: z.boolean().describe('true when the code exited 0 within its time limit'),
@@ -40,11 +41,17 @@ export const executionResultSchema = z.object({
   ...imageFields,
   ...toolCallsField,
   ...egressField,
+  session_id: z.string().optional().describe('with session_id: the session it ran in'),
+  session_alive: z
+    .boolean()
+    .optional()
+    .describe('with session_id: false when the session ended during this run'),
+  error: z.string().optional().describe('with session_id: why the session ended, when it did'),
 });
 
 const LANGUAGE_HELP = 'python, node (JavaScript, ES module), typescript or bash';
 const inputSchema = z.object({
-  language: z.enum(LANGUAGES).describe(LANGUAGE_HELP),
+  language: languageInput.describe(LANGUAGE_HELP),
   code: z.string().min(1, 'code must not be empty').describe('The complete program to run'),
   timeout_ms: z
     .number()
@@ -57,6 +64,12 @@ const inputSchema = z.object({
     .min(1)
     .optional()
     .describe('Existing directory to run in (~ allowed). Default: a fresh empty workspace'),
+  session_id: z
+    .string()
+    .min(1)
+    .max(200)
+    .optional()
+    .describe('Run it in this session (start_session) instead, as send_to_session does: its state is kept'),
   ...codeModeInput,
   ...egressInput,
 });
@@ -84,6 +97,7 @@ export function registerExecuteCode(server: McpServer, services: Services, gate:
     extraContent: runContent,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
     handler: async (args, ctx) => {
+      if (args.session_id !== undefined) return sendInSession(server, services, gate, args, ctx);
       // Bad input is refused before anyone is asked to approve it.
       const workingDir = args.working_dir
         ? await resolveWorkingDir(args.working_dir, services.config)
@@ -106,6 +120,50 @@ export function registerExecuteCode(server: McpServer, services: Services, gate:
       );
     },
   });
+}
+
+/**
+ * ADR 036's `execute_code {session_id}`: the code goes to that session as send_to_session would
+ * send it, and the result is execute_code's shape with the session's fields beside it.
+ */
+async function sendInSession(
+  server: McpServer,
+  services: Services,
+  gate: Gatekeeper,
+  args: z.output<typeof inputSchema>,
+  ctx: Parameters<Parameters<typeof defineTool>[1]['handler']>[1],
+) {
+  const sessionId = args.session_id as string;
+  // What a session fixed when it started cannot be changed by one of its sends.
+  const fixed = [
+    ...(['working_dir', 'allowed_tools', 'allowed_domains'] as const).filter(
+      (name) => args[name] !== undefined,
+    ),
+    ...(args.enable_sampling ? ['enable_sampling'] : []),
+  ];
+  if (fixed.length > 0)
+    throw new InvalidInputError(
+      `${fixed.join(', ')} cannot be given with session_id: a session's are set by start_session`,
+    );
+  const session = services.sessions.describe(sessionId); // SESSION_NOT_FOUND before asking
+  if (session.language !== args.language)
+    throw new InvalidInputError(`session ${sessionId} runs ${session.language}, not ${args.language}`);
+  return gate.run(
+    ctx,
+    { tool: 'execute_code', language: args.language, code: args.code, sessionId },
+    () =>
+      withProgress(ctx, async (options) => {
+        const sent = await services.sessions.send(sessionId, {
+          code: args.code,
+          timeoutMs: args.timeout_ms,
+          sampler: sessionSampler(server, services, sessionId, ctx),
+          askEgress: gate.egressAsker(ctx, 'execute_code', sessionId),
+          ...options,
+        });
+        return { ...sent, working_dir: session.workingDir, sandbox_mode: session.sandboxMode, warm: true };
+      }),
+    runFacts,
+  );
 }
 
 async function runWithProgress(

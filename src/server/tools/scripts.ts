@@ -14,6 +14,7 @@ import { withProgress } from '../progress.js';
 import { runContent } from '../resources.js';
 import type { Services } from '../services.js';
 import { executionResultSchema } from './execute-code.js';
+import { languageInput } from './languages.js';
 
 const name = z
   .string()
@@ -46,7 +47,7 @@ export function registerScriptTools(server: McpServer, services: Services, gate:
     input: z.object({
       name,
       description: z.string().min(1).max(4000).describe('What it does and how to call it'),
-      language: z.enum(LANGUAGES),
+      language: languageInput,
       code: z.string().min(1).describe(`The code (at most ${maxScriptBytes} UTF-8 bytes)`),
       tags: tagList.default([]),
       packages: z
@@ -130,7 +131,7 @@ export function registerScriptTools(server: McpServer, services: Services, gate:
     name: 'list_scripts',
     title: 'List saved scripts',
     description: 'List saved scripts, optionally only one language or one tag.',
-    input: z.object({ language: z.enum(LANGUAGES).optional(), tag: z.string().min(1).optional() }),
+    input: z.object({ language: languageInput.optional(), tag: z.string().min(1).optional() }),
     output: z.object({ scripts: z.array(summary), total_count: z.number().int() }),
     annotations: readOnly,
     handler: async (args) => {

@@ -12,13 +12,13 @@ import { imageFields } from '../images.js';
 import { withProgress } from '../progress.js';
 import { runContent } from '../resources.js';
 import type { Services } from '../services.js';
-import { advertisedLanguage } from './languages.js';
+import { advertisedLanguage, languageInput } from './languages.js';
 
 const sessionId = z.string().min(1).describe('The session id start_session returned (sess_…)');
 
 const LANGUAGE_HELP = 'python, node (JavaScript), typescript or bash';
 const startInput = z.object({
-  language: z.enum(LANGUAGES).describe(LANGUAGE_HELP),
+  language: languageInput.describe(LANGUAGE_HELP),
   name: z.string().min(1).max(200).optional().describe('Optional human-readable name'),
   working_dir: z
     .string()
@@ -209,6 +209,18 @@ function registerReadTools(server: McpServer, services: Services): void {
     output: closeOutput,
     annotations: { ...EFFECTS, openWorldHint: false },
     handler: (args) => sessions.close(args.session_id),
+  });
+  defineTool(server, {
+    name: 'kill_session',
+    title: 'Kill a session now',
+    description:
+      'SIGKILL a session at once, even in the middle of a send (that send returns session_alive=false), with ' +
+      'every process it started, and delete its workspace. For a session that hangs or runs away; ' +
+      'close_session is the usual end. Returns how long it lived and how many sends it ran.',
+    input: z.object({ session_id: sessionId }),
+    output: closeOutput,
+    annotations: { ...EFFECTS, openWorldHint: false },
+    handler: (args) => sessions.close(args.session_id, 'killed'),
   });
   defineTool(server, {
     name: 'list_sessions',
