@@ -26,6 +26,8 @@ export interface ToolDefinition<I extends z.ZodObject, O extends z.ZodObject> {
    * refuses it with RUNTIME_NOT_ALLOWED rather than a bare enum error.
    */
   readonly advertisedInput?: z.ZodObject;
+  /** What CODEXEC_TOOLS=codemode shows instead of `advertisedInput`: the fields a lone tool needs. */
+  readonly compactInput?: z.ZodObject;
   readonly output: O;
   readonly annotations: ToolAnnotations;
   /** Content blocks to send after the JSON text (images, resource links), made from the value. */
@@ -51,7 +53,7 @@ export function defineTool<I extends z.ZodObject, O extends z.ZodObject>(
     {
       title: tool.title,
       description: (compact && tool.compactDescription) || tool.description,
-      inputSchema: passThrough(tool.advertisedInput ?? tool.input),
+      inputSchema: passThrough((compact && tool.compactInput) || tool.advertisedInput || tool.input),
       ...(!compact && { outputSchema: tool.output }),
       annotations: tool.annotations,
     },

@@ -1,5 +1,6 @@
 // The egress allowlist's fields of the tools that run code (DESIGN §9 "Network egress allowlist").
 import { z } from 'zod';
+import type { Config } from '../config/index.js';
 
 /** A call's own `allowed_domains`: narrows the server's CODEXEC_ALLOWED_DOMAINS, never widens it. */
 export const egressInput = {
@@ -12,6 +13,17 @@ export const egressInput = {
         '(names, *.name wildcards, IP literals, optional :port); default: the whole server list',
     ),
 };
+
+/**
+ * A tool's advertised input without `allowed_domains` where the network is not the allowlist (it
+ * would only be refused there): fewer words in every tools/list.
+ */
+export function advertisedEgress<T extends z.ZodObject<typeof egressInput & z.ZodRawShape>>(
+  schema: T,
+  config: Pick<Config, 'network'>,
+): z.ZodObject {
+  return config.network === 'allowlist' ? schema : schema.omit({ allowed_domains: true } as never);
+}
 
 /** `network_denied` in results: where the proxy refused the code. */
 export const egressField = {

@@ -7,7 +7,7 @@ import { LANGUAGES } from '../../runtimes/index.js';
 import { artifactsOmitted, NAMES_HELP } from '../artifacts.js';
 import { codeModeFor, codeModeInput, codeModePowers, sessionSampler, toolCallsField } from '../codemode.js';
 import { defineTool } from '../define-tool.js';
-import { egressField, egressInput } from '../egress.js';
+import { advertisedEgress, egressField, egressInput } from '../egress.js';
 import { type Gatekeeper, runFacts } from '../guard.js';
 import { imageFields } from '../images.js';
 import { withProgress } from '../progress.js';
@@ -92,7 +92,17 @@ export function registerExecuteCode(server: McpServer, services: Services, gate:
       "exit code, files. The code can find other MCP servers' tools (discoverMCPTools, searchTools, " +
       'getToolSchema) and call those in allowed_tools (callMCPTool; python: await call_mcp_tool, …).',
     input: inputSchema,
-    advertisedInput: inputSchema.extend({ language: advertisedLanguage(services.config, LANGUAGE_HELP) }),
+    advertisedInput: advertisedEgress(
+      inputSchema.extend({ language: advertisedLanguage(services.config, LANGUAGE_HELP) }),
+      services.config,
+    ),
+    // Alone (codemode), without sessions to name nor aliases to list.
+    compactInput: advertisedEgress(
+      inputSchema
+        .omit({ session_id: true })
+        .extend({ language: advertisedLanguage(services.config, LANGUAGE_HELP, false) }),
+      services.config,
+    ),
     output: executionResultSchema,
     extraContent: runContent,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { artifactsOmitted, NAMES_HELP } from '../artifacts.js';
 import { prepareCommand, runPreparedCommand } from '../command.js';
 import { defineTool } from '../define-tool.js';
-import { egressField, egressInput } from '../egress.js';
+import { advertisedEgress, egressField, egressInput } from '../egress.js';
 import { type Gatekeeper, runFacts } from '../guard.js';
 import { withProgress } from '../progress.js';
 import { artifactLinks } from '../resources.js';
@@ -67,6 +67,7 @@ export function registerExecuteCommand(server: McpServer, services: Services, ga
       'server blocks are refused with code COMMAND_BLOCKED. For a Python or JavaScript program you have as ' +
       'text, execute_code is simpler.',
     input: inputSchema,
+    advertisedInput: advertisedEgress(inputSchema, services.config),
     output: outputSchema,
     extraContent: artifactLinks,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },

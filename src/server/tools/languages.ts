@@ -21,8 +21,9 @@ export const languageInput = z
  * A `language` field that shows clients only the allowed languages (the gate refuses others), and
  * their aliases.
  */
-export function advertisedLanguage(config: Config, description: string) {
+export function advertisedLanguage(config: Config, description: string, withAliases = true) {
   const allowed = allowedLanguages(config);
+  if (!withAliases) return z.enum(allowed as [Language, ...Language[]]).describe(description);
   const aliases = ALIASES.filter((alias) => allowed.includes(LANGUAGE_ALIASES[alias]));
   return z
     .enum([...allowed, ...aliases] as [string, ...string[]])

@@ -8,7 +8,7 @@ import { LANGUAGES } from '../../runtimes/index.js';
 import { currentPrincipal } from '../../util/index.js';
 import { discovers } from '../codemode.js';
 import { defineTool } from '../define-tool.js';
-import { egressInput } from '../egress.js';
+import { advertisedEgress, egressInput } from '../egress.js';
 import { type Gatekeeper, runFacts } from '../guard.js';
 import { withProgress } from '../progress.js';
 import { runContent } from '../resources.js';
@@ -30,6 +30,17 @@ const summary = z.object({
   last_run_at: z.string().nullable(),
 });
 const readOnly = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
+const runScriptInput = z.object({
+  name,
+  args: z.array(z.string().max(100_000)).max(1000).default([]),
+  timeout_ms: z.number().int().positive().optional(),
+  working_dir: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('Existing directory to run in (default: a fresh workspace)'),
+  ...egressInput,
+});
 
 export function registerScriptTools(server: McpServer, services: Services, gate: Gatekeeper): void {
   // The caller's own library (serve --http: its bearer token's principal); no tool names another.
@@ -186,17 +197,8 @@ export function registerScriptTools(server: McpServer, services: Services, gate:
       'Run a saved script by name, in the same sandbox as execute_code, with args passed as command-line ' +
       'arguments (sys.argv[1:], process.argv.slice(2), $1…). Refuses first if a package the script needs is ' +
       'not installed, naming it. Returns the execute_code result.',
-    input: z.object({
-      name,
-      args: z.array(z.string().max(100_000)).max(1000).default([]),
-      timeout_ms: z.number().int().positive().optional(),
-      working_dir: z
-        .string()
-        .min(1)
-        .optional()
-        .describe('Existing directory to run in (default: a fresh workspace)'),
-      ...egressInput,
-    }),
+    input: runScriptInput,
+    advertisedInput: advertisedEgress(runScriptInput, services.config),
     output: executionResultSchema,
     extraContent: runContent,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },

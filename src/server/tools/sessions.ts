@@ -6,7 +6,7 @@ import { LANGUAGES } from '../../runtimes/index.js';
 import { artifactsOmitted, NAMES_HELP } from '../artifacts.js';
 import { codeModeInput, discovers, sessionSampler, toolCallsField } from '../codemode.js';
 import { defineTool } from '../define-tool.js';
-import { egressField, egressInput } from '../egress.js';
+import { advertisedEgress, egressField, egressInput } from '../egress.js';
 import { type Gatekeeper, runFacts } from '../guard.js';
 import { imageFields } from '../images.js';
 import { withProgress } from '../progress.js';
@@ -123,7 +123,10 @@ function registerCodeTools(server: McpServer, services: Services, gate: Gatekeep
       `for one-off programs. At most ${config.maxSessions} sessions of yours run at once; a session idle for ` +
       `${Math.round(config.sessionIdleTimeoutMs / 60_000)} min is closed. Close it with close_session when done.`,
     input: startInput,
-    advertisedInput: startInput.extend({ language: advertisedLanguage(config, LANGUAGE_HELP) }),
+    advertisedInput: advertisedEgress(
+      startInput.extend({ language: advertisedLanguage(config, LANGUAGE_HELP) }),
+      config,
+    ),
     output: startOutput,
     annotations: EFFECTS,
     handler: async (args) => {
