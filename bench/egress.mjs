@@ -8,7 +8,11 @@
 //     cost); then print(1) with network none against allowlist, warm and cold (working_dir).
 // Prints p50 / p90 per variant and the ratio of p50s to the row's baseline.
 //
+// --base-forwarder FILE adds that forwarder's rows to part 1 (an A/B of a change to the relay:
+// `git show HEAD~1:drivers/egress_forward.py > /tmp/base.py`).
+//
 //   npm run build && node bench/egress.mjs [--n 30] [--proxy-n 100] [--mode namespace|landlock]
+//     [--base-forwarder FILE]
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -25,6 +29,7 @@ const { values } = parseArgs({
     n: { type: 'string', default: process.env.BENCH_N ?? '30' },
     'proxy-n': { type: 'string', default: process.env.BENCH_PROXY_N ?? '100' },
     mode: { type: 'string' },
+    'base-forwarder': { type: 'string' },
   },
 });
 const N = Number(values.n);
@@ -105,7 +110,7 @@ function tunnelled(to, path) {
 }
 
 /** The sandbox's forwarder on a free host port, relaying to `socket`; killed with its namespace. */
-async function startForwarder(socket) {
+async function startForwarder(socket, file = FORWARDER) {
   const python = execFileSync('python3', ['-c', 'import sys; print(sys.executable)'], {
     encoding: 'utf8',
   }).trim();
@@ -120,13 +125,16 @@ async function startForwarder(socket) {
     python,
     '-I',
     '-S',
-    FORWARDER,
+    file,
     socket,
     String(port),
     '/bin/sleep',
     'infinity',
   ];
   const child = spawn('unshare', argv, { stdio: 'ignore' });
+  // unshare ignores SIGTERM while it waits; its death kills its child (pid 1 here), so the relay.
+  const exited = new Promise((done) => child.once('exit', done));
+  const stop = () => child.kill('SIGKILL') && exited;
   for (let tries = 0; ; tries++) {
     const up = await new Promise((done) => {
       const probeSocket = connect(port, '127.0.0.1', () => {
@@ -136,20 +144,24 @@ async function startForwarder(socket) {
       probeSocket.on('error', () => done(false));
     });
     if (up) break;
-    if (tries > 100) throw new Error('the forwarder did not start');
+    if (tries > 100) {
+      await stop();
+      throw new Error('the forwarder did not start');
+    }
     await new Promise((done) => setTimeout(done, 20));
   }
-  // unshare ignores SIGTERM while it waits; its death kills its child (pid 1 here), so the relay.
-  const exited = new Promise((done) => child.once('exit', done));
-  return { to: { host: '127.0.0.1', port }, stop: () => child.kill('SIGKILL') && exited };
+  return { to: { host: '127.0.0.1', port }, stop };
 }
 
 const root = mkdtempSync(join(tmpdir(), 'codexec-bench-egress-'));
 const user = { rules: new EgressRules(parseRules(TARGET, 'bench')), record() {} };
 const unix = await openLane({ socket: join(root, 'lane.sock') }, user);
 const tcp = await openLane({ tcp: true }, user);
-const forwarder = await startForwarder(unix.socket);
+let forwarder;
+let base;
 try {
+  forwarder = await startForwarder(unix.socket);
+  if (values['base-forwarder']) base = await startForwarder(unix.socket, resolve(values['base-forwarder']));
   const toUnix = { socketPath: unix.socket };
   const toTcp = { host: '127.0.0.1', port: tcp.port };
   const variants = (path) => ({
@@ -160,6 +172,10 @@ try {
     'tcp lane, GET': () => absolute(toTcp, path),
     'forwarder→unix, CONNECT': () => tunnelled(forwarder.to, path),
     'forwarder→unix, GET': () => absolute(forwarder.to, path),
+    ...(base && {
+      'base forwarder, CONNECT': () => tunnelled(base.to, path),
+      'base forwarder, GET': () => absolute(base.to, path),
+    }),
   });
   console.log(`proxy alone (client in this process, origin on ${TARGET})`);
   table(
@@ -176,7 +192,7 @@ try {
     32 * MB,
   );
 } finally {
-  await forwarder.stop();
+  await Promise.all([forwarder?.stop(), base?.stop()]);
   await Promise.all([unix.close(), tcp.close()]);
 }
 
