@@ -15,7 +15,7 @@
 //     [--base-forwarder FILE]
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -227,7 +227,10 @@ const servers = {
   host: await startServer({ ...mode, CODEXEC_NETWORK: 'host' }),
   allowlist: await startServer({ ...mode, CODEXEC_NETWORK: 'allowlist', CODEXEC_ALLOWED_DOMAINS: TARGET }),
 };
+// Searchable by the sandbox's user (landlock mode binds nothing: it opens the host's own path).
 const workingDir = mkdtempSync(join(root, 'cold-'));
+chmodSync(root, 0o755);
+chmodSync(workingDir, 0o777);
 const inside = {};
 function run(server, code, { label, size, cold } = {}) {
   return async () => {
