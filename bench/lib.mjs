@@ -90,7 +90,7 @@ export async function interleave(tasks, { n, warmup = 5, gapMs = 0 }) {
 function percentiles(latencies) {
   const sorted = [...latencies].sort((a, b) => a - b);
   const pick = (q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
-  return { n: sorted.length, p50: pick(0.5), p99: pick(0.99) };
+  return { n: sorted.length, p50: pick(0.5), p90: pick(0.9), p99: pick(0.99) };
 }
 
 /** Spawn a command and wait for it to exit (stdout discarded). */

@@ -109,7 +109,8 @@ def step(selector, end, mask):
         if data == b"":
             end.reading = False
         elif data:
-            end.peer.out += data
+            if not relay_now(selector, end, data):
+                return
     if mask & selectors.EVENT_WRITE and end.out:
         try:
             sent = end.sock.send(end.out)
@@ -121,6 +122,25 @@ def step(selector, end, mask):
             return
     update(selector, end)
     update(selector, end.peer)
+
+
+def relay_now(selector, end, data):
+    """`data` from `end` to its peer: sent at once when nothing waits before it (no select round
+    between a read and its write), the rest buffered. False when the peer failed (both closed)."""
+    peer = end.peer
+    if not peer.out:
+        try:
+            sent = peer.sock.send(data)
+        except BlockingIOError:
+            sent = 0
+        except OSError:
+            close(selector, end)
+            return False
+        if sent == len(data):
+            return True
+        data = memoryview(data)[sent:]
+    peer.out += data
+    return True
 
 
 def relay(listener, path):
