@@ -14,6 +14,17 @@ const artifactsSchema = z.union([
   names.transform((created) => ({ created, modified: [] as string[], deleted: [] as string[] })),
 ]);
 
+/** The egress allowlist: one connection a run made through the proxy (its entry's `network`). */
+export const networkConnectionSchema = z.object({
+  host: z.string(),
+  port: z.number().int(),
+  allowed: z.boolean(),
+  method: z.string().optional(),
+  at: z.string().optional(),
+  reason: z.string().optional(),
+  asked: z.boolean().optional(),
+});
+
 export const executionLineSchema = z
   .object({
     type: z.literal('execution'),
@@ -43,20 +54,7 @@ export const executionLineSchema = z
     packages_installed: names.nullish(),
     script_name: z.string().nullish(),
     limit: z.string().nullish(),
-    // The egress allowlist: every connection the run made through the proxy.
-    network: z
-      .array(
-        z.object({
-          host: z.string(),
-          port: z.number().int(),
-          allowed: z.boolean(),
-          method: z.string().optional(),
-          at: z.string().optional(),
-          reason: z.string().optional(),
-          asked: z.boolean().optional(),
-        }),
-      )
-      .nullish(),
+    network: z.array(networkConnectionSchema).nullish(),
     // Lines written before principals existed are the local operator's.
     principal: z.string().min(1).nullish(),
     guardian: z.object({ pre_scan: scan, post_scan: scan }).partial().nullish(),

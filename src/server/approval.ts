@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { isIP } from 'node:net';
 import {
   CLIENT_CAPABILITIES_META_KEY,
   type ClientCapabilities,
@@ -190,18 +191,18 @@ function formParams(form: ApprovalForm): ElicitRequestFormParams {
       `Tool: ${form.tool}\nLanguage: ${form.language}\nSession: ${form.sessionId ?? 'none (one-shot)'}\n` +
       (form.powers ? `The code may also: ${form.powers}\n` : '') +
       `Why you are asked: ${form.reason}\n\n${shown}`,
-    requestedSchema: {
-      type: 'object',
-      properties: {
-        decision: {
-          type: 'string',
-          title: 'Decision',
-          description: `approve: run it once; deny: do not run it; approve_trust_session: run it and ${trust}`,
-          enum: [...DECISIONS],
-        },
-      },
-      required: ['decision'],
-    },
+    requestedSchema: decisionSchema(
+      `approve: run it once; deny: do not run it; approve_trust_session: run it and ${trust}`,
+    ),
+  };
+}
+
+/** The form's one field: a decision among DECISIONS, each explained. */
+function decisionSchema(description: string): ElicitRequestFormParams['requestedSchema'] {
+  return {
+    type: 'object',
+    properties: { decision: { type: 'string', title: 'Decision', description, enum: [...DECISIONS] } },
+    required: ['decision'],
   };
 }
 
@@ -222,19 +223,12 @@ function hostFormParams(form: HostForm): ElicitRequestFormParams {
     mode: 'form',
     message:
       `Code running in ${form.tool}${form.sessionId ? ` (session ${form.sessionId})` : ''} asks to connect ` +
-      `to ${target}, which is not on the server's allowed list (CODEXEC_ALLOWED_DOMAINS).`,
-    requestedSchema: {
-      type: 'object',
-      properties: {
-        decision: {
-          type: 'string',
-          title: 'Decision',
-          description: `approve: allow it for this run; deny: refuse it; approve_trust_session: ${trust}`,
-          enum: [...DECISIONS],
-        },
-      },
-      required: ['decision'],
-    },
+      `to ${target}, which is not on the server's allowed list (CODEXEC_ALLOWED_DOMAINS).` +
+      // No DNS answer may point an approved name inward (ask is before resolution).
+      (isIP(form.host) === 0 ? ' Approved, the name reaches public addresses only.' : ''),
+    requestedSchema: decisionSchema(
+      `approve: allow it for this run; deny: refuse it; approve_trust_session: ${trust}`,
+    ),
   };
 }
 

@@ -1,6 +1,6 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
-import { STATUSES, searchFiltersSchema } from '../../logs/index.js';
+import { networkConnectionSchema, STATUSES, searchFiltersSchema } from '../../logs/index.js';
 import { currentPrincipal } from '../../util/index.js';
 import { artifactsOmitted } from '../artifacts.js';
 import { defineTool } from '../define-tool.js';
@@ -57,17 +57,7 @@ const entryOutput = z.object({
     .nullable()
     .describe('the resource limit that stopped the run (memory, processes, cpu, file_size)'),
   network: z
-    .array(
-      z.object({
-        host: z.string(),
-        port: z.number().int(),
-        allowed: z.boolean(),
-        method: z.string().optional(),
-        at: z.string().optional(),
-        reason: z.string().optional(),
-        asked: z.boolean().optional(),
-      }),
-    )
+    .array(networkConnectionSchema)
     .optional()
     .describe('CODEXEC_NETWORK=allowlist: every connection the code made through the egress proxy'),
   guardian_pre_scan: scan,
