@@ -13,6 +13,6 @@ export {
   searchFiltersSchema,
 } from './filters.js';
 export { ExecutionLogs, type ExecutionLogsOptions } from './history.js';
-export type { RetentionDays, RetentionReport } from './retention.js';
+export type { ExpiredExecution, RetentionDays, RetentionReport } from './retention.js';
 export type { ExecutionLogEntry } from './types.js';
 export { LogWriter, type LogWriterOptions } from './writer.js';

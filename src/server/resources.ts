@@ -15,6 +15,7 @@ import { CodexecError } from '../errors/index.js';
 import { unshownName } from '../util/index.js';
 import { principalOf } from './define-tool.js';
 import { imageContent } from './images.js';
+import { readSavedWhole } from './saved-output.js';
 import type { Services } from './services.js';
 import { maskedText, readConfined } from './tools/files.js';
 
@@ -108,6 +109,19 @@ export function runContent(
 
 /** Register `resources/read` for codexec:// URIs (the resources capability comes with it). */
 export function registerResources(server: McpServer, services: Services): void {
+  // First: the SDK reads through the first template that matches. Both read through readResource.
+  server.registerResource(
+    'saved-output',
+    new ResourceTemplate('codexec://exec/{execution_id}/{stream}', { list: undefined }),
+    {
+      title: "A run's whole stdout or stderr",
+      description:
+        'codexec://exec/<execution_id>/stdout (or /stderr): the output a truncated result left out (its output_saved), ' +
+        'whole, up to CODEXEC_MAX_FILE_TRANSFER_BYTES; larger: page it with read_file {execution_id, path, offset}.',
+      mimeType: 'text/plain',
+    },
+    (uri, _variables, ctx) => readResource(services, uri, ctx),
+  );
   server.registerResource(
     'workspace-file',
     new ResourceTemplate('codexec://{kind}/{+path}', { list: undefined }),
@@ -123,6 +137,8 @@ export function registerResources(server: McpServer, services: Services): void {
 
 async function readResource(services: Services, uri: URL, ctx: ServerContext): Promise<ReadResourceResult> {
   try {
+    const saved = await savedOutputOf(services, uri, principalOf(ctx));
+    if (saved !== undefined) return { contents: [{ uri: uri.href, mimeType: 'text/plain', text: saved }] };
     const { root, path } = await locate(services, uri, principalOf(ctx));
     const data = await readConfined(root, path, services.config.maxFileTransferBytes);
     const mimeType = mimeTypeOf(path);
@@ -135,6 +151,19 @@ async function readResource(services: Services, uri: URL, ctx: ServerContext): P
   } catch (error) {
     throw asProtocolError(uri, error);
   }
+}
+
+/**
+ * codexec://exec/<id>/stdout|stderr of a run that kept that output (outputs/): the whole of it.
+ * Undefined for any other URI, and where nothing was kept: then the name is a file of the run's
+ * working directory, as before (a file named `stdout` there is shadowed only while output is kept).
+ */
+async function savedOutputOf(services: Services, uri: URL, principal: string): Promise<string | undefined> {
+  if (uri.protocol !== 'codexec:' || uri.host !== 'exec') return undefined;
+  const [id, stream, ...more] = uri.pathname.split('/').filter((segment) => segment !== '');
+  if (id === undefined || more.length > 0 || (stream !== 'stdout' && stream !== 'stderr')) return undefined;
+  if (!(await services.outputs.has(principal, id, stream))) return undefined;
+  return readSavedWhole(services, principal, id, stream);
 }
 
 /** The workspace root (real path) and the relative path a codexec:// URI names. */
