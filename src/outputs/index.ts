@@ -9,10 +9,8 @@ export {
   SavedOutputNotFoundError,
   SavedOutputs,
   SavedOutputTooLargeError,
-  type SavedSlice,
   type SavedStreamName,
-  savedUri,
-  sliceText,
   TOTAL_FACTOR,
 } from './saved.js';
+export { type SavedSlice, sliceText } from './slice.js';
 export { characterEnd, SavedStream } from './stream.js';

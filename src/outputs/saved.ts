@@ -3,7 +3,8 @@ import { type FileHandle, open, readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CodexecError, InvalidInputError } from '../errors/index.js';
 import { log, principalFolder } from '../util/index.js';
-import { characterEnd, type SavedInfo, SavedStream } from './stream.js';
+import { type SavedSlice, sliceText } from './slice.js';
+import { type SavedInfo, SavedStream } from './stream.js';
 
 export type SavedStreamName = 'stdout' | 'stderr';
 export const SAVED_STREAMS: readonly SavedStreamName[] = ['stdout', 'stderr'];
@@ -36,14 +37,6 @@ export interface OutputSaved {
   readonly stderr?: SavedInfo;
 }
 
-export interface SavedSlice {
-  readonly total_bytes: number;
-  readonly offset: number;
-  readonly next_offset: number | null;
-  readonly bytes: number;
-  readonly text: string;
-}
-
 /**
  * Output past the truncation cap, kept for paging (DESIGN §9 "Long work and interaction"):
  * `$CODEXEC_HOME/output/<principal folder>/<execution_id>.stdout|.stderr`, 0600 in 0700
@@ -68,12 +61,7 @@ export class SavedOutputs {
   streams(principal: string, executionId: string): Record<SavedStreamName, SavedStream> | undefined {
     if (!this.enabled) return undefined;
     const make = (stream: SavedStreamName) =>
-      new SavedStream(
-        this.pathOf(principal, executionId, stream),
-        savedUri(executionId, stream),
-        this.maxBytes,
-        JSON.stringify({ execution_id: executionId, path: stream, offset: 0 }),
-      );
+      new SavedStream(() => this.pathOf(principal, executionId, stream), executionId, stream, this.maxBytes);
     return { stdout: make('stdout'), stderr: make('stderr') };
   }
 
@@ -132,6 +120,14 @@ export class SavedOutputs {
    * oldest files go first. Run after each run that saved something (one directory listing).
    */
   async trim(principal: string): Promise<void> {
+    try {
+      await this.trimNow(principal);
+    } catch (error) {
+      log('warn', `could not trim the saved output of ${principal}: ${(error as Error).message}`);
+    }
+  }
+
+  private async trimNow(principal: string): Promise<void> {
     const dir = join(this.root, principalFolder(principal));
     const names = await readdir(dir).catch(() => [] as string[]);
     const files = (
@@ -187,49 +183,6 @@ export class SavedOutputs {
       await handle?.close();
     }
   }
-}
-
-/** `codexec://exec/<execution_id>/stdout` (or stderr). */
-export function savedUri(executionId: string, stream: SavedStreamName): string {
-  return `codexec://exec/${executionId}/${stream}`;
-}
-
-/**
- * The characters of bytes [start, start + length) of a stream of `total` bytes, where `data`
- * holds its bytes from `from` (up to 3 before start, up to 7 past the end). A slice never splits a
- * character: one cut by `start` is left to the slice before (start moves on to the next
- * character's first byte), one cut by the end is left to the next slice (the end moves back to
- * its first byte, unless that leaves nothing: then the whole character is in). So `next_offset`
- * follows on exactly, and the texts of slices read one after another add up to the whole output.
- */
-export function sliceText(
-  data: Buffer,
-  from: number,
-  start: number,
-  length: number,
-  total: number,
-): SavedSlice {
-  let first = start - from;
-  while (first < data.length && first < start - from + 3 && ((data[first] as number) & 0xc0) === 0x80)
-    first++;
-  const wanted = Math.min(start - from + length, data.length);
-  let end = characterEnd(data, wanted);
-  if (end <= first) {
-    // One character longer than `length`: take it whole.
-    end = first + 1;
-    while (end < data.length && ((data[end] as number) & 0xc0) === 0x80) end++;
-    end = Math.min(end, data.length);
-  }
-  if (first >= data.length) end = first = data.length;
-  const offset = from + first;
-  const next = from + end;
-  return {
-    total_bytes: total,
-    offset,
-    next_offset: next >= total ? null : next,
-    bytes: end - first,
-    text: data.subarray(first, end).toString('utf8'),
-  };
 }
 
 export type { SavedInfo };

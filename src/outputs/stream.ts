@@ -26,12 +26,19 @@ export class SavedStream {
   private partial = false;
   private failed = false;
 
+  /** Found on the first write: most runs' output fits, and theirs costs nothing more. */
+  private path = '';
+
   constructor(
-    private readonly path: string,
-    readonly uri: string,
+    private readonly locate: () => string,
+    private readonly executionId: string,
+    private readonly stream: 'stdout' | 'stderr',
     private readonly maxBytes: number,
-    private readonly paging: string,
   ) {}
+
+  get uri(): string {
+    return `codexec://exec/${this.executionId}/${this.stream}`;
+  }
 
   write(text: string): void {
     if (this.partial || this.failed) return;
@@ -44,6 +51,7 @@ export class SavedStream {
     if (data.length === 0) return;
     try {
       if (this.fd === undefined) {
+        this.path = this.locate();
         mkdirSync(dirname(this.path), { recursive: true, mode: 0o700 });
         this.fd = openSync(
           this.path,
@@ -66,7 +74,8 @@ export class SavedStream {
     const what = this.partial
       ? `its first ${this.bytes} bytes are saved (CODEXEC_MAX_SAVED_OUTPUT_BYTES)`
       : `all ${this.bytes} bytes are saved`;
-    return `${what}: page them with read_file ${this.paging} or read ${this.uri}`;
+    const paging = JSON.stringify({ execution_id: this.executionId, path: this.stream, offset: 0 });
+    return `${what}: page them with read_file ${paging} or read ${this.uri}`;
   }
 
   /** Close the file; what it kept (undefined: nothing, and no file is left). */
@@ -74,7 +83,7 @@ export class SavedStream {
     if (this.fd !== undefined) quietly(() => closeSync(this.fd as number));
     this.fd = undefined;
     if (this.bytes === 0) {
-      if (this.failed) quietly(() => unlinkSync(this.path));
+      if (this.failed && this.path) quietly(() => unlinkSync(this.path));
       return undefined;
     }
     return { bytes: this.bytes, uri: this.uri, partial: this.partial };

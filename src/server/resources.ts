@@ -25,6 +25,8 @@ import { maskedText, readConfined } from './tools/files.js';
 //   codexec://exec/<execution_id>/<path>   the working directory of that run, send or command
 //   codexec://session/<session_id>/<path>  a live session's working directory
 //   codexec://workspace/<path>             execute_command's persistent workspace
+//   codexec://exec/<execution_id>/stdout   a truncated run's saved output, whole (saved-output.ts);
+//                                          a file of that name is read when none is kept
 // Runs are found through the execution log (and so only by the principal that made them).
 
 /** At most this many resource links per result (the JSON lists every artifact). */

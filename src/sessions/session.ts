@@ -346,12 +346,7 @@ export class Session {
     this.stderr = this.collector();
     const saved = closeSaved(this.saving);
     this.saving = undefined;
-    if (saved) {
-      const principal = currentPrincipal();
-      this.options.outputs
-        ?.trim(principal)
-        .catch((error: Error) => log('warn', `could not trim saved output: ${error.message}`));
-    }
+    if (saved) void this.options.outputs?.trim(currentPrincipal()); // it logs its own failure
     return {
       stdout: out.text,
       stderr: err.text,
