@@ -117,9 +117,10 @@ export class OutputCollector {
     const kept = this.head.slice(0, head);
     const end = tail > 0 ? this.tail.slice(-tail) : '';
     const omitted = this.total - kept.length - end.length;
-    const where = this.spilled && this.sink ? `; ${this.sink.note()}` : '';
+    // The seed's separator stays as it is (clients look for it); where the rest is follows it.
+    const where = this.spilled && this.sink ? `\n[codexec: ${this.sink.note()}]` : '';
     return {
-      text: `${kept}\n\n[... truncated ${omitted} characters${where} ...]\n\n${end}`,
+      text: `${kept}\n\n[... truncated ${omitted} characters ...]${where}\n\n${end}`,
       truncated: true,
       totalChars: this.total,
     };

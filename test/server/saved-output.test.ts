@@ -86,7 +86,12 @@ describe('saved output over stdio', () => {
     expect(big.output_saved).toEqual({
       stdout: { bytes, uri: `codexec://exec/${big.execution_id}/stdout`, partial: false },
     });
-    expect(big.stdout).toContain(`all ${bytes} bytes are saved: page them with read_file`);
+    // The seed's separator, unchanged, then where the rest is.
+    expect(big.stdout).toMatch(
+      new RegExp(
+        `\\[\\.\\.\\. truncated \\d+ characters \\.\\.\\.\\]\\n\\[codexec: all ${bytes} bytes are saved: page them with read_file `,
+      ),
+    );
     expect(big.stdout).toContain(`"execution_id":"${big.execution_id}","path":"stdout"`);
     const [file] = savedFiles(server.home);
     expect(file).toMatch(new RegExp(`${big.execution_id}\\.stdout$`));
