@@ -27,7 +27,7 @@ import {
 } from '../egress/index.js';
 import { InvalidInputError } from '../errors/index.js';
 import type { LogWriter } from '../logs/index.js';
-import type { SavedOutputs } from '../outputs/index.js';
+import { type SavedOutputs, savedBytes } from '../outputs/index.js';
 import type { SecretsFilter } from '../policy/index.js';
 import { WarmPool, WarmProcess } from '../pool/index.js';
 import { CodeSyntaxError, type InterpreterKind, type Interpreters, RUNTIMES } from '../runtimes/index.js';
@@ -249,7 +249,8 @@ export class Engine {
         outcome = syntaxFailure(prepared, this.deps.secrets);
       }
       const duration_ms = Date.now() - started;
-      if (outcome.output_saved) this.background(this.deps.outputs?.trim(principal) ?? Promise.resolve());
+      const saved = outcome.output_saved;
+      if (saved && this.deps.outputs) this.background(this.deps.outputs.trim(principal, savedBytes(saved)));
       // The script file and the package link are left out of the snapshot: remove them meanwhile.
       quietly(() => unlinkSync(scriptPath));
       if (runtime.interpreter === 'node') tidied = unlink(join(execDir, 'node_modules')).catch(() => {});

@@ -10,6 +10,7 @@ export {
   SavedOutputs,
   SavedOutputTooLargeError,
   type SavedStreamName,
+  savedBytes,
   TOTAL_FACTOR,
 } from './saved.js';
 export { type SavedSlice, sliceText } from './slice.js';

@@ -37,6 +37,11 @@ export interface OutputSaved {
   readonly stderr?: SavedInfo;
 }
 
+/** The bytes a run kept, both streams. */
+export function savedBytes(saved: OutputSaved): number {
+  return (saved.stdout?.bytes ?? 0) + (saved.stderr?.bytes ?? 0);
+}
+
 /**
  * Output past the truncation cap, kept for paging (DESIGN §9 "Long work and interaction"):
  * `$CODEXEC_HOME/output/<principal folder>/<execution_id>.stdout|.stderr`, 0600 in 0700
@@ -45,6 +50,8 @@ export interface OutputSaved {
  */
 export class SavedOutputs {
   private readonly root: string;
+  /** Each principal's saved bytes as this process last counted them, plus what it saved since. */
+  private readonly totals = new Map<string, number>();
 
   constructor(
     home: string,
@@ -116,18 +123,28 @@ export class SavedOutputs {
   }
 
   /**
-   * Keep a principal's saved output within TOTAL_FACTOR × CODEXEC_MAX_SAVED_OUTPUT_BYTES: the
-   * oldest files go first. Run after each run that saved something (one directory listing).
+   * Keep a principal's saved output within TOTAL_FACTOR × CODEXEC_MAX_SAVED_OUTPUT_BYTES, the
+   * oldest files going first; called after each run that kept `added` bytes. The directory is
+   * listed only when the running count (from this process's last listing) says the budget may be
+   * passed, not after every run: removals it does not see (retention, another server on the same
+   * home) only make the next listing come sooner.
    */
-  async trim(principal: string): Promise<void> {
+  async trim(principal: string, added: number): Promise<void> {
+    const known = this.totals.get(principal);
+    if (known !== undefined && known + added <= this.budget) {
+      this.totals.set(principal, known + added);
+      return;
+    }
     try {
-      await this.trimNow(principal);
+      this.totals.set(principal, await this.trimNow(principal));
     } catch (error) {
+      this.totals.delete(principal);
       log('warn', `could not trim the saved output of ${principal}: ${(error as Error).message}`);
     }
   }
 
-  private async trimNow(principal: string): Promise<void> {
+  /** List the principal's files, remove the oldest past the budget; the bytes left. */
+  private async trimNow(principal: string): Promise<number> {
     const dir = join(this.root, principalFolder(principal));
     const names = await readdir(dir).catch(() => [] as string[]);
     const files = (
@@ -139,11 +156,10 @@ export class SavedOutputs {
       )
     ).filter((file) => file !== undefined);
     let total = files.reduce((sum, file) => sum + file.size, 0);
-    const budget = TOTAL_FACTOR * this.maxBytes;
-    if (total <= budget) return;
+    if (total <= this.budget) return total;
     files.sort((a, b) => a.mtimeMs - b.mtimeMs);
     for (const file of files) {
-      if (total <= budget) break;
+      if (total <= this.budget) break;
       await rm(join(dir, file.name), { force: true });
       total -= file.size;
     }
@@ -151,6 +167,11 @@ export class SavedOutputs {
       'info',
       `saved output of ${principal} trimmed to ${total} bytes (CODEXEC_MAX_SAVED_OUTPUT_BYTES x ${TOTAL_FACTOR})`,
     );
+    return total;
+  }
+
+  private get budget(): number {
+    return TOTAL_FACTOR * this.maxBytes;
   }
 
   private pathOf(principal: string, executionId: string, stream: SavedStreamName): string {

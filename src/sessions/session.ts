@@ -10,7 +10,7 @@ import {
   OutputCollector,
   snapshotDir,
 } from '../engine/index.js';
-import type { OutputSaved, SavedOutputs, SavedStream } from '../outputs/index.js';
+import { type OutputSaved, type SavedOutputs, type SavedStream, savedBytes } from '../outputs/index.js';
 import type { SecretsFilter } from '../policy/index.js';
 import { CodeSyntaxError, type Language } from '../runtimes/index.js';
 import type { Exit, SandboxedProcess } from '../sandbox/index.js';
@@ -346,7 +346,7 @@ export class Session {
     this.stderr = this.collector();
     const saved = closeSaved(this.saving);
     this.saving = undefined;
-    if (saved) void this.options.outputs?.trim(currentPrincipal()); // it logs its own failure
+    if (saved) void this.options.outputs?.trim(currentPrincipal(), savedBytes(saved)); // logs its own failure
     return {
       stdout: out.text,
       stderr: err.text,

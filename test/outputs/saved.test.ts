@@ -144,10 +144,17 @@ describe('a principal’s total', () => {
     const other = join(root, 'output', principalFolder('bob'));
     mkdirSync(other, { recursive: true });
     writeFileSync(join(other, 'exec_000000000000.stdout'), 'y'.repeat(5000));
-    await store.trim('alice');
+    await store.trim('alice', 100);
     const left = readdirSync(dir).sort();
     expect(left).toHaveLength(16);
     expect(left[0]).toBe('exec_000000000004.stdout');
     expect(readdirSync(other)).toHaveLength(1);
+    // Within the count, no listing (a file added behind its back stays); past it, one.
+    writeFileSync(join(dir, 'exec_100000000000.stdout'), 'x'.repeat(100));
+    await store.trim('alice', 0);
+    expect(readdirSync(dir)).toHaveLength(17);
+    await store.trim('alice', 1);
+    expect(readdirSync(dir)).toHaveLength(16);
+    expect(readdirSync(dir).sort()[0]).toBe('exec_000000000005.stdout');
   });
 });
