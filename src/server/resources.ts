@@ -12,6 +12,7 @@ import {
 } from '@modelcontextprotocol/server';
 import { commandWorkspace } from '../config/index.js';
 import { CodexecError } from '../errors/index.js';
+import { type OutputSaved, SAVED_STREAMS } from '../outputs/index.js';
 import { unshownName } from '../util/index.js';
 import { principalOf } from './define-tool.js';
 import { imageContent } from './images.js';
@@ -83,6 +84,7 @@ export function resourceUri(
 export function artifactLinks(value: {
   readonly execution_id?: string | undefined;
   readonly artifacts?: readonly string[] | undefined;
+  readonly output_saved?: OutputSaved | undefined;
 }): ContentBlock[] {
   const id = value.execution_id;
   if (!id) return [];
@@ -99,7 +101,20 @@ export function artifactLinks(value: {
     const mimeType = mimeTypeOf(path);
     links.push({ type: 'resource_link' as const, uri, name: shown, ...(mimeType && { mimeType }) });
   }
-  return links;
+  return [...links, ...savedLinks(value.output_saved)];
+}
+
+/** A link to each stream a truncated result kept whole (output_saved). */
+function savedLinks(saved: OutputSaved | undefined): ContentBlock[] {
+  if (!saved) return [];
+  return SAVED_STREAMS.flatMap((stream) => {
+    const kept = saved[stream];
+    if (!kept) return [];
+    const name = `${stream} (${kept.partial ? 'its start' : 'whole'}, ${kept.bytes} bytes)`;
+    return [
+      { type: 'resource_link' as const, uri: kept.uri, name, mimeType: 'text/plain', size: kept.bytes },
+    ];
+  });
 }
 
 /** What follows a run's JSON: its pictures, then links to its files. */

@@ -131,6 +131,20 @@ describe('saved output over stdio', () => {
     expect(one.value.next_offset).toBe(byte + 3);
   });
 
+  it('links the saved output after the result', async () => {
+    const result = await server.client.callTool({
+      name: 'execute_code',
+      arguments: { language: 'python', code: 'print("q" * 20000)' },
+    });
+    const id = (result.structuredContent as { execution_id: string }).execution_id;
+    const links = (result.content as Array<{ type: string; uri?: string; size?: number }>).filter(
+      (block) => block.type === 'resource_link',
+    );
+    expect(links).toEqual([
+      expect.objectContaining({ uri: `codexec://exec/${id}/stdout`, size: 20001, mimeType: 'text/plain' }),
+    ]);
+  });
+
   it('returns it whole as the resource codexec://exec/<id>/stdout', async () => {
     const read = await server.client.readResource({ uri: `codexec://exec/${big.execution_id}/stdout` });
     const content = read.contents[0] as { text?: string };
