@@ -59,6 +59,8 @@ describe('OutputCollector with a sink', () => {
     });
     expect(readFileSync(fileOf(root), 'utf8')).toBe(expected);
     expect(statSync(fileOf(root)).mode & 0o777).toBe(0o600);
+    expect(statSync(join(root, 'output')).mode & 0o777).toBe(0o700);
+    expect(statSync(join(root, 'output', principalFolder('local'))).mode & 0o777).toBe(0o700);
     expect(out.text).toContain(`all ${saved?.bytes} bytes are saved`);
   });
 

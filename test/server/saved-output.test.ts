@@ -384,4 +384,23 @@ describe('saved output belongs to its principal (serve --http)', () => {
     );
     await expect(bob.readResource({ uri })).rejects.toThrow(/No execution/);
   });
+
+  it("keeps a session send's output under the sender's principal", async () => {
+    const session = await callTool<{ session_id: string }>(alice, 'start_session', { language: 'python' });
+    const sent = await callTool<Run>(alice, 'send_to_session', {
+      session_id: session.value.session_id,
+      code: BIG,
+      timeout_ms: 60_000,
+    });
+    expect(sent.value.output_saved?.stdout?.partial).toBe(false);
+    const args = { execution_id: sent.value.execution_id, path: 'stdout', offset: 70_000, length: 1000 };
+    const own = await callTool<Slice>(alice, 'read_file', args);
+    expect(own.isError).toBe(false);
+    expect(EXPECTED).toContain(own.value.content);
+    const other = await callTool(bob, 'read_file', args);
+    expect(other.value.code).toBe('NOT_FOUND');
+    const folders = readdirSync(join(server.home, 'output'));
+    expect(folders).toHaveLength(1);
+    expect(folders[0]).toMatch(/^p_alice-/);
+  }, 60_000);
 });
