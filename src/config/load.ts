@@ -75,6 +75,8 @@ export interface Config {
   readonly secrets: { readonly redact: boolean; readonly file?: string; readonly values: readonly string[] };
   /** write_file / read_file: the largest file moved in or out. */
   readonly maxFileTransferBytes: number;
+  /** Bytes of each stream of a truncated run kept on disk for paging (0: none). */
+  readonly maxSavedOutputBytes: number;
   /** execute_command: its persistent workspace, where else a work_dir may be, its command lists. */
   readonly command: {
     readonly workspace: string;
@@ -216,6 +218,7 @@ export function loadConfig(
     maxImageBytes: s.CODEXEC_MAX_IMAGE_BYTES,
     artifacts: { maxEntries: s.CODEXEC_MAX_ARTIFACTS, maxBytes: s.CODEXEC_MAX_ARTIFACT_BYTES },
     maxFileTransferBytes: s.CODEXEC_MAX_FILE_TRANSFER_BYTES,
+    maxSavedOutputBytes: s.CODEXEC_MAX_SAVED_OUTPUT_BYTES,
     maxMessageBytes: s.CODEXEC_MAX_MESSAGE_BYTES,
     retentionDays: {
       success: s.CODEXEC_LOG_RETENTION_DAYS_SUCCESS,

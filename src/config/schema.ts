@@ -242,6 +242,11 @@ export const settingsSchema = z
     CODEXEC_MAX_FILE_TRANSFER_BYTES: int(1, 1_073_741_824)
       .default(5_242_880)
       .describe('Largest file write_file accepts or read_file returns (bytes).'),
+    CODEXEC_MAX_SAVED_OUTPUT_BYTES: int(0, 1_073_741_824)
+      .default(64 * 1024 * 1024)
+      .describe(
+        "Bytes of a run's stdout and of its stderr kept on disk when the result truncates them, paged with read_file {execution_id, path} (0: none kept). A principal keeps at most 16 times this in all; the oldest go first.",
+      ),
     CODEXEC_WORKSPACE: z
       .string()
       .min(1)

@@ -1,4 +1,5 @@
 import { constants } from 'node:os';
+import type { OutputSaved, SavedStream } from '../outputs/index.js';
 import type { SecretsFilter } from '../policy/index.js';
 import type { Exit, LimitKind, SandboxedProcess } from '../sandbox/index.js';
 import { drain, terminate, within } from './kill.js';
@@ -35,6 +36,8 @@ export interface CollectOptions {
   readonly endMark?: string;
   /** Masks secrets in both streams before they are collected or streamed (absent: redaction off). */
   readonly secrets?: SecretsFilter | undefined;
+  /** Where each stream's whole output goes should it outgrow the cap (absent: saving off). */
+  readonly save?: Readonly<Record<OutputStream, SavedStream>> | undefined;
 }
 
 export interface Collected {
@@ -46,6 +49,8 @@ export interface Collected {
   readonly timed_out: boolean;
   readonly cancelled: boolean;
   readonly limit?: LimitKind;
+  /** Where the whole output of a truncated stream is kept (present when any is). */
+  readonly output_saved?: OutputSaved;
 }
 
 /**
@@ -56,6 +61,10 @@ export interface Collected {
 export async function collect(proc: SandboxedProcess, options: CollectOptions): Promise<Collected> {
   const stdout = new OutputCollector(options.output, options.secrets?.stream());
   const stderr = new OutputCollector(options.output, options.secrets?.stream());
+  if (options.save) {
+    stdout.saveTo(options.save.stdout);
+    stderr.saveTo(options.save.stderr);
+  }
   const mark = options.endMark ? Buffer.from(options.endMark) : undefined;
   const filters = mark && { stdout: new EndMarkFilter(mark), stderr: new EndMarkFilter(mark) };
   let bothMarked: () => void = () => {};
@@ -125,6 +134,7 @@ export async function collect(proc: SandboxedProcess, options: CollectOptions): 
     if (timed_out) note(`timed out after ${options.timeoutMs} ms; process killed`);
     const out = stdout.finish();
     const err = stderr.finish();
+    const saved = closeSaved(options.save);
     return {
       stdout: out.text,
       stderr: err.text,
@@ -133,11 +143,21 @@ export async function collect(proc: SandboxedProcess, options: CollectOptions): 
       timed_out,
       cancelled,
       ...(exit.limit && { limit: exit.limit }),
+      ...(saved && { output_saved: saved }),
     };
   } finally {
+    closeSaved(options.save); // on every path (idempotent)
     clearTimeout(timer);
     options.signal?.removeEventListener('abort', onAbort);
   }
+}
+
+/** Close the saved streams; what they kept, undefined when nothing. */
+export function closeSaved(save: CollectOptions['save']): OutputSaved | undefined {
+  if (!save) return undefined;
+  const stdout = save.stdout.close();
+  const stderr = save.stderr.close();
+  return stdout || stderr ? { ...(stdout && { stdout }), ...(stderr && { stderr }) } : undefined;
 }
 
 /** How long the end marks may trail the driver's report on a stopped run. */

@@ -27,6 +27,7 @@ import {
 } from '../egress/index.js';
 import { InvalidInputError } from '../errors/index.js';
 import type { LogWriter } from '../logs/index.js';
+import { type SavedOutputs, savedBytes } from '../outputs/index.js';
 import type { SecretsFilter } from '../policy/index.js';
 import { WarmPool, WarmProcess } from '../pool/index.js';
 import { CodeSyntaxError, type InterpreterKind, type Interpreters, RUNTIMES } from '../runtimes/index.js';
@@ -62,6 +63,8 @@ export interface EngineDeps {
    * processes wait with the helpers defined (they connect on first use) and their channel bound.
    */
   readonly codeMode?: boolean | undefined;
+  /** Keeps the whole output of a run the result truncates (absent: none kept). */
+  readonly outputs?: SavedOutputs | undefined;
 }
 
 /**
@@ -226,6 +229,7 @@ export class Engine {
         disk.start(running);
         // A cold run's sandbox reports its end where it can: else it ends with its streams.
         const reported = !warm && running.reported;
+        const save = this.deps.outputs?.streams(principal, id);
         outcome = await this.track(running, () =>
           collect(running, {
             timeoutMs: this.timeoutMs(request),
@@ -235,6 +239,7 @@ export class Engine {
             signal: options.signal,
             onOutput: options.onOutput,
             secrets: this.deps.secrets,
+            save,
             ...(launch && { launch }),
             ...(reported && { launch: () => reported }),
             ...((warm || reported) && { endMark }),
@@ -244,6 +249,8 @@ export class Engine {
         outcome = syntaxFailure(prepared, this.deps.secrets);
       }
       const duration_ms = Date.now() - started;
+      const saved = outcome.output_saved;
+      if (saved && this.deps.outputs) this.background(this.deps.outputs.trim(principal, savedBytes(saved)));
       // The script file and the package link are left out of the snapshot: remove them meanwhile.
       quietly(() => unlinkSync(scriptPath));
       if (runtime.interpreter === 'node') tidied = unlink(join(execDir, 'node_modules')).catch(() => {});

@@ -2,7 +2,7 @@
 // sandboxed spawn, bounded output, timeout cascade, artifacts, log entry.
 
 export { type ArtifactDiff, diffSnapshots, type Snapshot, snapshotDir } from './artifacts.js';
-export { type Collected, type CollectOptions, collect } from './collect.js';
+export { type Collected, type CollectOptions, closeSaved, collect } from './collect.js';
 export { type CommandOptions, type CommandResult, runCommand } from './command.js';
 export { SCRIPT_BASENAME } from './drivers.js';
 export { Engine, type EngineDeps } from './engine.js';
@@ -26,6 +26,12 @@ export {
   type ArtifactsOmitted,
   listArtifacts,
 } from './listing.js';
-export { type CollectedOutput, EndMarkFilter, OutputCollector, type OutputLimits } from './output.js';
+export {
+  type CollectedOutput,
+  EndMarkFilter,
+  OutputCollector,
+  type OutputLimits,
+  type OutputSink,
+} from './output.js';
 export { globalPackages, type PackageAccess } from './spec.js';
 export type { ExecutionRequest, ExecutionResult, OutputStream, RunOptions } from './types.js';

@@ -14,6 +14,16 @@ export interface CollectedOutput {
 }
 
 /**
+ * Where a stream's whole output goes once it outgrows the cap (outputs/SavedStream): given every
+ * piece, masked, in order, from the first character on — and nothing while the output fits.
+ */
+export interface OutputSink {
+  write(text: string): void;
+  /** The end of the truncation note: where the whole stream is and how to page it. */
+  note(): string;
+}
+
+/**
  * Takes out the end mark a warm driver writes on a stream after the program's last output, so the
  * run can end as soon as both marks are in rather than when every copy of the pipes has closed.
  * A tail that may be the start of a mark split across chunks is held back until the next chunk.
@@ -64,11 +74,22 @@ export class OutputCollector {
   private head = '';
   private tail = '';
   private total = 0;
+  private sink: OutputSink | undefined;
+  /** The sink has had everything so far (the output outgrew the cap). */
+  private spilled = false;
 
   constructor(
     private readonly limits: OutputLimits,
     private readonly redactor?: StreamRedactor,
   ) {}
+
+  /**
+   * Keep the whole stream in `sink` should it outgrow the cap. Only while nothing is lost yet (a
+   * session's output between sends may have outgrown it already: then nothing is kept).
+   */
+  saveTo(sink: OutputSink): void {
+    if (this.total <= this.limits.maxChars) this.sink = sink;
+  }
 
   /** Add a chunk; returns the decoded (and masked) text so callers can stream it on. */
   push(chunk: Buffer): string {
@@ -96,8 +117,10 @@ export class OutputCollector {
     const kept = this.head.slice(0, head);
     const end = tail > 0 ? this.tail.slice(-tail) : '';
     const omitted = this.total - kept.length - end.length;
+    // The seed's separator stays as it is (clients look for it); where the rest is follows it.
+    const where = this.spilled && this.sink ? `\n[codexec: ${this.sink.note()}]` : '';
     return {
-      text: `${kept}\n\n[... truncated ${omitted} characters ...]\n\n${end}`,
+      text: `${kept}\n\n[... truncated ${omitted} characters ...]${where}\n\n${end}`,
       truncated: true,
       totalChars: this.total,
     };
@@ -105,6 +128,12 @@ export class OutputCollector {
 
   private add(text: string): void {
     if (text.length === 0) return;
+    // While the output fits, `head` is all of it: the sink gets it, and the rest, once it does not.
+    if (this.spilled) this.sink?.write(text);
+    else if (this.sink && this.total + text.length > this.limits.maxChars) {
+      this.spilled = true;
+      this.sink.write(this.head + text);
+    }
     this.total += text.length;
     const room = this.limits.maxChars - this.head.length;
     if (room > 0) this.head += text.length <= room ? text : text.slice(0, room);

@@ -1,6 +1,7 @@
 import type { BridgeRun, ToolCallCount, ToolCallRecord } from '../bridge/index.js';
 import type { Sampler } from '../codemode/index.js';
 import type { CONNECTIONS, LaneUser, loggedConnection } from '../egress/index.js';
+import type { OutputSaved } from '../outputs/index.js';
 import type { Language } from '../runtimes/index.js';
 import type { LimitKind } from '../sandbox/index.js';
 import type { ResultImage, SkippedImage } from './images.js';
@@ -58,6 +59,8 @@ export interface ExecutionResult {
   timed_out: boolean;
   cancelled: boolean;
   truncated: boolean;
+  /** Where the whole output of a truncated stream is kept, for paging (present when any is). */
+  output_saved?: OutputSaved;
   /** Files created or modified in the working directory, relative to it. */
   artifacts: string[];
   artifacts_deleted: string[];

@@ -4,7 +4,13 @@ import { isCorruption, removeIndexFiles } from './db.js';
 import type { FullEntry } from './entry.js';
 import { ExecutionNotFoundError } from './errors.js';
 import type { SearchFilters, SearchPage } from './filters.js';
-import { applyRetention, cutoffs, type RetentionDays, type RetentionReport } from './retention.js';
+import {
+  applyRetention,
+  cutoffs,
+  type ExpiredExecution,
+  type RetentionDays,
+  type RetentionReport,
+} from './retention.js';
 import { IndexStore } from './store.js';
 import { LogWriter } from './writer.js';
 
@@ -20,6 +26,8 @@ export interface ExecutionLogsOptions {
   /** The derived index (`$CODEXEC_HOME/index.db`). */
   readonly indexPath: string;
   readonly retentionDays: RetentionDays;
+  /** What else goes when executions' entries expire (their saved output). */
+  readonly onExpired?: (expired: readonly ExpiredExecution[]) => Promise<void>;
 }
 
 /**
@@ -104,6 +112,7 @@ export class ExecutionLogs {
         cutoffs(this.options.retentionDays, now),
         () => this.closed,
       );
+      if (report.expired.length > 0) await this.options.onExpired?.(report.expired);
       if (report.removedEntries > 0 || report.deletedFiles.length > 0) {
         log(
           'info',

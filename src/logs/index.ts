@@ -14,6 +14,6 @@ export {
 } from './filters.js';
 export { ExecutionLogs, type ExecutionLogsOptions } from './history.js';
 export { networkConnectionSchema } from './lines.js';
-export type { RetentionDays, RetentionReport } from './retention.js';
+export type { ExpiredExecution, RetentionDays, RetentionReport } from './retention.js';
 export type { ExecutionLogEntry } from './types.js';
 export { LogWriter, type LogWriterOptions } from './writer.js';

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { LOCAL_PRINCIPAL } from '../util/index.js';
 import { parseLogFileName } from './files.js';
 import { executedAt, parseLine, statusOf } from './lines.js';
 import type { LogWriter } from './writer.js';
@@ -50,6 +51,13 @@ export interface RetentionReport {
   removedEntries: number;
   rewrittenFiles: string[];
   deletedFiles: string[];
+  /** The executions whose entries were removed, for what else goes with them (saved output). */
+  expired: ExpiredExecution[];
+}
+
+export interface ExpiredExecution {
+  readonly executionId: string;
+  readonly principal: string;
 }
 
 /**
@@ -65,7 +73,7 @@ export async function applyRetention(
   cut: Cutoffs,
   shouldStop: () => boolean = () => false,
 ): Promise<RetentionReport> {
-  const report: RetentionReport = { removedEntries: 0, rewrittenFiles: [], deletedFiles: [] };
+  const report: RetentionReport = { removedEntries: 0, rewrittenFiles: [], deletedFiles: [], expired: [] };
   for (const name of index.listLogFiles()) {
     if (shouldStop()) break;
     const kind = parseLogFileName(name)?.kind;
@@ -78,6 +86,7 @@ export async function applyRetention(
     const outcome = await writer.exclusive(() => run(path, cut), `retention of ${name}`);
     if (outcome.removed === 0 && !outcome.deleted) continue;
     report.removedEntries += outcome.removed;
+    report.expired.push(...outcome.expired);
     (outcome.deleted ? report.deletedFiles : report.rewrittenFiles).push(name);
     index.syncFile(name);
   }
@@ -87,6 +96,13 @@ export async function applyRetention(
 interface FileOutcome {
   removed: number;
   deleted: boolean;
+  expired: ExpiredExecution[];
+}
+
+const NOTHING: FileOutcome = { removed: 0, deleted: false, expired: [] };
+
+function expiredOf(entry: { execution_id: string; principal?: string | null | undefined }): ExpiredExecution {
+  return { executionId: entry.execution_id, principal: entry.principal ?? LOCAL_PRINCIPAL };
 }
 
 const ATTEMPTS = 5;
@@ -94,12 +110,13 @@ const ATTEMPTS = 5;
 async function pruneDaily(path: string, cut: Cutoffs): Promise<FileOutcome> {
   for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
     const snapshot = await readStable(path);
-    if (!snapshot) return { removed: 0, deleted: false };
-    const { kept, removed, live } = filterLines(snapshot.text, cut);
-    if (removed === 0) return { removed: 0, deleted: false };
+    if (!snapshot) return NOTHING;
+    const { kept, expired, live } = filterLines(snapshot.text, cut);
+    const removed = expired.length;
+    if (removed === 0) return NOTHING;
     if (!live) {
       await rm(path, { force: true });
-      return { removed, deleted: true };
+      return { removed, deleted: true, expired };
     }
     const temp = `${path}.${process.pid}-${randomBytes(4).toString('hex')}.tmp`;
     await writeFile(temp, kept, { mode: 0o600 });
@@ -107,25 +124,28 @@ async function pruneDaily(path: string, cut: Cutoffs): Promise<FileOutcome> {
     // (A line landing between this check and the rename is the remaining, tiny window.)
     if (await unchanged(path, snapshot)) {
       await rename(temp, path);
-      return { removed, deleted: false };
+      return { removed, deleted: false, expired };
     }
     await rm(temp, { force: true });
   }
-  return { removed: 0, deleted: false };
+  return NOTHING;
 }
 
 /** Keep every line that is not an expired execution (corrupt lines stay while the file lives). */
-function filterLines(text: string, cut: Cutoffs): { kept: string; removed: number; live: boolean } {
+function filterLines(
+  text: string,
+  cut: Cutoffs,
+): { kept: string; expired: ExpiredExecution[]; live: boolean } {
   const lines = text.split('\n');
   const tail = lines.pop() ?? ''; // after the last newline: '' or a line still being written
   const kept: string[] = [];
-  let removed = 0;
+  const expired: ExpiredExecution[] = [];
   let live = tail !== '';
   for (const line of lines) {
     const parsed = parseLine(line);
     if (parsed.kind === 'execution') {
       const entry = parsed.line;
-      const expired = isExpired(
+      const isOld = isExpired(
         {
           session_id: entry.session_id ?? null,
           status: statusOf(entry),
@@ -133,15 +153,15 @@ function filterLines(text: string, cut: Cutoffs): { kept: string; removed: numbe
         },
         cut,
       );
-      if (expired) {
-        removed++;
+      if (isOld) {
+        expired.push(expiredOf(entry));
         continue;
       }
     }
     if (parsed.kind !== 'corrupt') live = true;
     kept.push(`${line}\n`);
   }
-  return { kept: kept.join('') + tail, removed, live };
+  return { kept: kept.join('') + tail, expired, live };
 }
 
 const stamps = z.object({
@@ -154,14 +174,14 @@ const stamps = z.object({
 /** A session file expires as a whole when its newest line is older than the session cutoff. */
 async function pruneSession(path: string, cut: Cutoffs): Promise<FileOutcome> {
   const snapshot = await readStable(path);
-  if (!snapshot) return { removed: 0, deleted: false };
+  if (!snapshot) return NOTHING;
   let newest = Number.NEGATIVE_INFINITY;
-  let executions = 0;
+  const expired: ExpiredExecution[] = [];
   for (const line of snapshot.text.split('\n')) {
     if (line.trim() === '') continue;
-    const kind = parseLine(line).kind;
-    if (kind === 'execution') executions++;
-    if (kind === 'corrupt') continue;
+    const parsed = parseLine(line);
+    if (parsed.kind === 'execution') expired.push(expiredOf(parsed.line));
+    if (parsed.kind === 'corrupt') continue;
     const times = stamps.safeParse(JSON.parse(line));
     if (!times.success) continue;
     for (const value of Object.values(times.data)) {
@@ -170,9 +190,9 @@ async function pruneSession(path: string, cut: Cutoffs): Promise<FileOutcome> {
     }
   }
   if (newest === Number.NEGATIVE_INFINITY) newest = snapshot.mtimeMs;
-  if (newest >= cut.session || !(await unchanged(path, snapshot))) return { removed: 0, deleted: false };
+  if (newest >= cut.session || !(await unchanged(path, snapshot))) return NOTHING;
   await rm(path, { force: true });
-  return { removed: executions, deleted: true };
+  return { removed: expired.length, deleted: true, expired };
 }
 
 interface Snapshot {

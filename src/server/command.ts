@@ -34,6 +34,7 @@ export interface CommandResult {
   timed_out: boolean;
   cancelled: boolean;
   truncated: boolean;
+  output_saved?: ExecutionResult['output_saved'];
   work_dir: string;
   sandbox_mode: string;
   artifacts: string[];
@@ -95,6 +96,7 @@ export async function runPreparedCommand(
     timed_out: result.timed_out,
     cancelled: result.cancelled,
     truncated: result.truncated,
+    ...(result.output_saved && { output_saved: result.output_saved }),
     work_dir: result.working_dir,
     sandbox_mode: result.sandbox_mode,
     artifacts: result.artifacts,

@@ -12,9 +12,11 @@ import {
 } from '@modelcontextprotocol/server';
 import { commandWorkspace } from '../config/index.js';
 import { CodexecError } from '../errors/index.js';
+import { type OutputSaved, SAVED_STREAMS } from '../outputs/index.js';
 import { unshownName } from '../util/index.js';
 import { principalOf } from './define-tool.js';
 import { imageContent } from './images.js';
+import { readSavedWhole } from './saved-output.js';
 import type { Services } from './services.js';
 import { maskedText, readConfined } from './tools/files.js';
 
@@ -24,6 +26,8 @@ import { maskedText, readConfined } from './tools/files.js';
 //   codexec://exec/<execution_id>/<path>   the working directory of that run, send or command
 //   codexec://session/<session_id>/<path>  a live session's working directory
 //   codexec://workspace/<path>             execute_command's persistent workspace
+//   codexec://exec/<execution_id>/stdout   a truncated run's saved output, whole (saved-output.ts);
+//                                          a file of that name is read when none is kept
 // Runs are found through the execution log (and so only by the principal that made them).
 
 /** At most this many resource links per result (the JSON lists every artifact). */
@@ -80,6 +84,7 @@ export function resourceUri(
 export function artifactLinks(value: {
   readonly execution_id?: string | undefined;
   readonly artifacts?: readonly string[] | undefined;
+  readonly output_saved?: OutputSaved | undefined;
 }): ContentBlock[] {
   const id = value.execution_id;
   if (!id) return [];
@@ -96,7 +101,20 @@ export function artifactLinks(value: {
     const mimeType = mimeTypeOf(path);
     links.push({ type: 'resource_link' as const, uri, name: shown, ...(mimeType && { mimeType }) });
   }
-  return links;
+  return [...links, ...savedLinks(value.output_saved)];
+}
+
+/** A link to each stream a truncated result kept whole (output_saved). */
+function savedLinks(saved: OutputSaved | undefined): ContentBlock[] {
+  if (!saved) return [];
+  return SAVED_STREAMS.flatMap((stream) => {
+    const kept = saved[stream];
+    if (!kept) return [];
+    const name = `${stream} (${kept.partial ? 'its start' : 'whole'}, ${kept.bytes} bytes)`;
+    return [
+      { type: 'resource_link' as const, uri: kept.uri, name, mimeType: 'text/plain', size: kept.bytes },
+    ];
+  });
 }
 
 /** What follows a run's JSON: its pictures, then links to its files. */
@@ -108,6 +126,19 @@ export function runContent(
 
 /** Register `resources/read` for codexec:// URIs (the resources capability comes with it). */
 export function registerResources(server: McpServer, services: Services): void {
+  // First: the SDK reads through the first template that matches. Both read through readResource.
+  server.registerResource(
+    'saved-output',
+    new ResourceTemplate('codexec://exec/{execution_id}/{stream}', { list: undefined }),
+    {
+      title: "A run's whole stdout or stderr",
+      description:
+        'codexec://exec/<execution_id>/stdout (or /stderr): the output a truncated result left out (its output_saved), ' +
+        'whole, up to CODEXEC_MAX_FILE_TRANSFER_BYTES; larger: page it with read_file {execution_id, path, offset}.',
+      mimeType: 'text/plain',
+    },
+    (uri, _variables, ctx) => readResource(services, uri, ctx),
+  );
   server.registerResource(
     'workspace-file',
     new ResourceTemplate('codexec://{kind}/{+path}', { list: undefined }),
@@ -123,6 +154,8 @@ export function registerResources(server: McpServer, services: Services): void {
 
 async function readResource(services: Services, uri: URL, ctx: ServerContext): Promise<ReadResourceResult> {
   try {
+    const saved = await savedOutputOf(services, uri, principalOf(ctx));
+    if (saved !== undefined) return { contents: [{ uri: uri.href, mimeType: 'text/plain', text: saved }] };
     const { root, path } = await locate(services, uri, principalOf(ctx));
     const data = await readConfined(root, path, services.config.maxFileTransferBytes);
     const mimeType = mimeTypeOf(path);
@@ -135,6 +168,19 @@ async function readResource(services: Services, uri: URL, ctx: ServerContext): P
   } catch (error) {
     throw asProtocolError(uri, error);
   }
+}
+
+/**
+ * codexec://exec/<id>/stdout|stderr of a run that kept that output (outputs/): the whole of it.
+ * Undefined for any other URI, and where nothing was kept: then the name is a file of the run's
+ * working directory, as before (a file named `stdout` there is shadowed only while output is kept).
+ */
+async function savedOutputOf(services: Services, uri: URL, principal: string): Promise<string | undefined> {
+  if (uri.protocol !== 'codexec:' || uri.host !== 'exec') return undefined;
+  const [id, stream, ...more] = uri.pathname.split('/').filter((segment) => segment !== '');
+  if (id === undefined || more.length > 0 || (stream !== 'stdout' && stream !== 'stderr')) return undefined;
+  if (!(await services.outputs.has(principal, id, stream))) return undefined;
+  return readSavedWhole(services, principal, id, stream);
 }
 
 /** The workspace root (real path) and the relative path a codexec:// URI names. */

@@ -7,6 +7,7 @@ import { DiskQuota } from '../disk/index.js';
 import { Engine } from '../engine/index.js';
 import { ScriptLibrary } from '../library/index.js';
 import { ExecutionLogs, type LogWriter } from '../logs/index.js';
+import { SavedOutputs } from '../outputs/index.js';
 import { type CheckContext, PackageService } from '../packages/index.js';
 import { createSecretsFilter, loadRules, type RuleSet, type SecretsFilter } from '../policy/index.js';
 import { WorkspaceRetention } from '../pool/index.js';
@@ -32,6 +33,8 @@ export interface Services {
   readonly logs: LogWriter;
   /** Search, retrieval and retention over the logs (opens index.db on first use). */
   readonly history: ExecutionLogs;
+  /** Output past the truncation cap, kept for paging (CODEXEC_MAX_SAVED_OUTPUT_BYTES). */
+  readonly outputs: SavedOutputs;
   /** Saved scripts: one library per principal (`scripts.of(principal)`). */
   readonly scripts: ScriptLibrary;
   readonly packageCheck: CheckContext;
@@ -64,10 +67,13 @@ export interface Services {
 }
 
 export function createServices(config: Config): Services {
+  const outputs = new SavedOutputs(config.home, config.maxSavedOutputBytes);
   const history = new ExecutionLogs({
     logDir: config.logDir,
     indexPath: join(config.home, 'index.db'),
     retentionDays: config.retentionDays,
+    // Saved output lives as long as its execution's log entry.
+    onExpired: (expired) => outputs.remove(expired),
   });
   const logs = history.writer;
   const interpreters = new Interpreters(config.interpreters);
@@ -84,8 +90,8 @@ export function createServices(config: Config): Services {
   const downstream = config.codemode.mcpConfig ? loadMcpConfig(config.codemode.mcpConfig) : new Map();
   // Downstream servers configured: every python/node run has discovery, warm ones too.
   const codeMode = downstream.size > 0;
-  const engine = new Engine({ config, backends, interpreters, logs, secrets, disk, codeMode });
-  const sessions = new SessionManager({ config, backends, interpreters, logs, secrets, disk });
+  const engine = new Engine({ config, backends, interpreters, logs, secrets, disk, codeMode, outputs });
+  const sessions = new SessionManager({ config, backends, interpreters, logs, secrets, disk, outputs });
   const packageCheck: CheckContext = {
     python: () => interpreters.get('python'),
     // The caller's own global environment (read per check: a principal's request).
@@ -124,6 +130,7 @@ export function createServices(config: Config): Services {
     workspaces,
     logs,
     history,
+    outputs,
     scripts: new ScriptLibrary(config.scriptsDir, config.scriptLimits),
     packageCheck,
     packages,

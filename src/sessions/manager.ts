@@ -25,6 +25,7 @@ import {
 import { figureEnv, PYTHON_SUPPORT_FILES } from '../engine/index.js';
 import { InvalidInputError } from '../errors/index.js';
 import type { LogWriter } from '../logs/index.js';
+import type { SavedOutputs } from '../outputs/index.js';
 import type { PackageEnv, PackageLanguage, SessionPackageHost } from '../packages/index.js';
 import { type SecretsFilter, sandboxEnv } from '../policy/index.js';
 import type { Interpreters } from '../runtimes/index.js';
@@ -57,6 +58,8 @@ export interface SessionManagerDeps {
   readonly secrets?: SecretsFilter | undefined;
   /** The disk bounds, shared with the engine (a principal's quota spans both). */
   readonly disk: DiskQuota;
+  /** Keeps the whole output of a send the result truncates (absent: none kept). */
+  readonly outputs?: SavedOutputs | undefined;
 }
 
 /** How many ended sessions are remembered, to say why a late send finds nothing. */
@@ -336,6 +339,7 @@ export class SessionManager implements SessionPackageHost {
       config,
       sandboxMode: backend.mode,
       secrets: this.deps.secrets,
+      outputs: this.deps.outputs,
       onExecution: (entry) => {
         // Code mode: the calls since the send before this one (the bridge keeps them all, in order).
         const calls = this.newCalls(id);

@@ -2,6 +2,7 @@ import { constants } from 'node:os';
 import type { Config } from '../config/index.js';
 import {
   type ArtifactDiff,
+  closeSaved,
   collectImages,
   diffSnapshots,
   drain,
@@ -9,10 +10,11 @@ import {
   OutputCollector,
   snapshotDir,
 } from '../engine/index.js';
+import { type OutputSaved, type SavedOutputs, type SavedStream, savedBytes } from '../outputs/index.js';
 import type { SecretsFilter } from '../policy/index.js';
 import { CodeSyntaxError, type Language } from '../runtimes/index.js';
 import type { Exit, SandboxedProcess } from '../sandbox/index.js';
-import { log, newId } from '../util/index.js';
+import { currentPrincipal, log, newId } from '../util/index.js';
 import { SessionNotFoundError, SessionStartError } from './errors.js';
 import { SendMarks } from './marks.js';
 import { prepareCell } from './prepare.js';
@@ -34,6 +36,8 @@ export interface SessionOptions {
   readonly sandboxMode: string;
   /** Masks secrets in the output before results, progress and logs see it. */
   readonly secrets?: SecretsFilter | undefined;
+  /** Keeps the whole output of a send the result truncates (absent: none kept). */
+  readonly outputs?: SavedOutputs | undefined;
   /** Called after each send with its log entry (the seed's session `execution` line). */
   readonly onExecution: (entry: Record<string, unknown>) => void;
   /** Called once, after the process is gone and any running send has returned. */
@@ -62,6 +66,8 @@ export class Session {
   private queue: Promise<unknown> = Promise.resolve();
   private stdout: OutputCollector;
   private stderr: OutputCollector;
+  /** The running send's saved streams (CODEXEC_MAX_SAVED_OUTPUT_BYTES). */
+  private saving: Record<'stdout' | 'stderr', SavedStream> | undefined;
   private readonly decoder = new FrameDecoder();
   private waiting: { readonly id: string; readonly resolve: (done: DoneMessage) => void } | undefined;
   private onReady: ((pid: number) => void) | undefined;
@@ -186,6 +192,8 @@ export class Session {
     try {
       return await this.runCell(request);
     } finally {
+      closeSaved(this.saving); // a send that failed before collecting its output
+      this.saving = undefined;
       this.running = false;
       this.onOutput = undefined;
       if (!this.alive) await this.notifyEnd();
@@ -199,6 +207,12 @@ export class Session {
     this.lastActivityAt = new Date(started);
     this.executionsCount += 1;
     const base = { execution_id: executionId, session_id: this.id, language: this.options.language };
+    const principal = currentPrincipal();
+    this.saving = this.options.outputs?.streams(principal, executionId);
+    if (this.saving) {
+      this.stdout.saveTo(this.saving.stdout);
+      this.stderr.saveTo(this.saving.stderr);
+    }
     let prepared: string;
     try {
       prepared = prepareCell(this.options.language, request.code);
@@ -320,7 +334,7 @@ export class Session {
     return this.marks ? this.marks.push(stream, chunk) : chunk;
   }
 
-  private collect(): { stdout: string; stderr: string; truncated: boolean } {
+  private collect(): { stdout: string; stderr: string; truncated: boolean; output_saved?: OutputSaved } {
     // What the secrets filter held back (a possible secret's start) ends with the send's output.
     const outRest = this.stdout.flush();
     if (outRest) this.onOutput?.('stdout', outRest);
@@ -330,7 +344,15 @@ export class Session {
     const err = this.stderr.finish();
     this.stdout = this.collector();
     this.stderr = this.collector();
-    return { stdout: out.text, stderr: err.text, truncated: out.truncated || err.truncated };
+    const saved = closeSaved(this.saving);
+    this.saving = undefined;
+    if (saved) void this.options.outputs?.trim(currentPrincipal(), savedBytes(saved)); // logs its own failure
+    return {
+      stdout: out.text,
+      stderr: err.text,
+      truncated: out.truncated || err.truncated,
+      ...(saved && { output_saved: saved }),
+    };
   }
 
   private collector(): OutputCollector {

@@ -2,6 +2,7 @@ import type { BridgeRun, ToolCallCount, ToolCallRecord } from '../bridge/index.j
 import type { Sampler, SamplingLimits } from '../codemode/index.js';
 import type { CONNECTIONS, LaneUser, LoggedConnection } from '../egress/index.js';
 import type { ArtifactsOmitted, ResultImage, SkippedImage } from '../engine/index.js';
+import type { OutputSaved } from '../outputs/index.js';
 import type { Language } from '../runtimes/index.js';
 import type { LimitKind } from '../sandbox/index.js';
 
@@ -58,6 +59,8 @@ export interface SendResult {
   timed_out: boolean;
   cancelled: boolean;
   truncated: boolean;
+  /** Where the whole output of a truncated stream is kept, for paging (present when any is). */
+  output_saved?: OutputSaved;
   artifacts: string[];
   artifacts_deleted: string[];
   /** Present when names were left out (CODEXEC_MAX_ARTIFACTS / CODEXEC_MAX_ARTIFACT_BYTES): how many. */

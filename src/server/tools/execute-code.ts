@@ -12,6 +12,7 @@ import { type Gatekeeper, runFacts } from '../guard.js';
 import { imageFields } from '../images.js';
 import { withProgress } from '../progress.js';
 import { runContent } from '../resources.js';
+import { outputSavedField, SAVED_HELP } from '../saved-output.js';
 import type { Services } from '../services.js';
 import { advertisedLanguage, languageInput } from './languages.js';
 
@@ -26,6 +27,7 @@ export const executionResultSchema = z.object({
   timed_out: z.boolean(),
   cancelled: z.boolean(),
   truncated: z.boolean().describe('true when stdout or stderr was cut to head + tail'),
+  ...outputSavedField,
   artifacts: z
     .array(z.string())
     .describe(`files created or modified, relative to working_dir (${NAMES_HELP})`),
@@ -85,7 +87,9 @@ export function registerExecuteCode(server: McpServer, services: Services, gate:
       'Use it for calculations, data parsing, file transformations and quick experiments; for multi-step ' +
       'work that keeps variables between calls, use a session instead. Print what you want to see: only ' +
       'output is returned; matplotlib figures and image files come back as images. Output beyond the server limit (default 10,000 characters per stream) is cut ' +
-      'to its first and last parts. Code runs without API keys or other secrets from the server environment. ' +
+      'to its first and last parts. ' +
+      SAVED_HELP +
+      ' Code runs without API keys or other secrets from the server environment. ' +
       'A failing program is a normal result with success=false; read stderr and fix the code.',
     compactDescription:
       'Run a Python, JavaScript (node), TypeScript or Bash program once in a sandbox; returns stdout, stderr, ' +

@@ -7,6 +7,7 @@ import { advertisedEgress, egressField, egressInput } from '../egress.js';
 import { type Gatekeeper, runFacts } from '../guard.js';
 import { withProgress } from '../progress.js';
 import { artifactLinks } from '../resources.js';
+import { outputSavedField, SAVED_HELP } from '../saved-output.js';
 import type { Services } from '../services.js';
 
 const DEFAULT_TIMEOUT_SECONDS = 60;
@@ -41,6 +42,7 @@ const outputSchema = z.object({
   timed_out: z.boolean(),
   cancelled: z.boolean(),
   truncated: z.boolean().describe('true when stdout or stderr was cut to head + tail'),
+  ...outputSavedField,
   work_dir: z.string().describe('absolute directory the command ran in'),
   sandbox_mode: z.string().describe('isolation actually used: namespace, landlock, subprocess or docker'),
   artifacts: z
@@ -63,7 +65,9 @@ export function registerExecuteCommand(server: McpServer, services: Services, ga
       'operations. A .venv in work_dir is activated automatically (python -m venv .venv, then pip/python ' +
       'use it). No network unless the server allows it; no server secrets; background processes end with ' +
       'the call. timeout is in seconds (default 60). Output beyond the server limit is cut to its first and ' +
-      'last parts. A failing command is a normal result with success=false; read stderr. Commands the ' +
+      'last parts. ' +
+      SAVED_HELP +
+      ' A failing command is a normal result with success=false; read stderr. Commands the ' +
       'server blocks are refused with code COMMAND_BLOCKED. For a Python or JavaScript program you have as ' +
       'text, execute_code is simpler.',
     input: inputSchema,

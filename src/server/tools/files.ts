@@ -9,6 +9,7 @@ import type { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { commandWorkspace } from '../../config/index.js';
 import { CodexecError, ForbiddenPathError, InvalidInputError } from '../../errors/index.js';
+import { EXECUTION_ID } from '../../outputs/index.js';
 import type { SecretsFilter } from '../../policy/index.js';
 import {
   at,
@@ -20,6 +21,7 @@ import {
 } from '../../util/index.js';
 import { defineTool } from '../define-tool.js';
 import type { Gatekeeper } from '../guard.js';
+import { DEFAULT_SLICE_BYTES, readSavedSlice } from '../saved-output.js';
 import type { Services } from '../services.js';
 
 const target = {
@@ -36,7 +38,36 @@ const writeInput = z.object({
   content: z.string().describe('the file content, as text or base64 per encoding'),
   encoding: z.enum(['utf8', 'base64']).default('utf8'),
 });
-const readInput = z.object({ ...target, encoding: z.enum(['utf8', 'base64']).default('utf8') });
+const readInput = z.object({
+  ...target,
+  path: z
+    .string()
+    .min(1)
+    .max(4096)
+    .describe(
+      'relative to the workspace; no "..", no absolute path. With execution_id: "stdout" or "stderr"',
+    ),
+  encoding: z.enum(['utf8', 'base64']).default('utf8'),
+  execution_id: z
+    .string()
+    .regex(EXECUTION_ID, 'expected exec_ + 12 hex, from a result')
+    .optional()
+    .describe("a truncated run's id (its output_saved): read its saved stdout or stderr instead of a file"),
+  offset: z
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe('with execution_id: the byte to start at (default 0); continue from next_offset'),
+  length: z
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .describe(
+      `with execution_id: bytes to read (default ${DEFAULT_SLICE_BYTES}; at most CODEXEC_MAX_FILE_TRANSFER_BYTES)`,
+    ),
+});
 
 const writeOutput = z.object({
   success: z.boolean(),
@@ -50,7 +81,16 @@ const readOutput = z.object({
   bytes: z.number(),
   encoding: z.enum(['utf8', 'base64']),
   content: z.string(),
-  working_dir: z.string(),
+  working_dir: z.string().optional().describe("the workspace read (absent for a run's saved output)"),
+  execution_id: z.string().optional().describe('with execution_id: the run whose output this is'),
+  total_bytes: z.number().int().optional().describe("with execution_id: the saved stream's size"),
+  offset: z.number().int().optional().describe('with execution_id: where this slice starts'),
+  next_offset: z
+    .number()
+    .int()
+    .nullable()
+    .optional()
+    .describe('with execution_id: where the next slice starts; null at the end'),
 });
 
 /** No such file in the workspace. */
@@ -113,14 +153,21 @@ export function registerFileTools(server: McpServer, services: Services, gate: G
   }
   defineTool(server, {
     name: 'read_file',
-    title: 'Read a file from a workspace',
+    title: "Read a file from a workspace, or a run's saved output",
     description:
       'Read a file from a session\'s working directory (session_id) or execute_command\'s workspace (workspace: "command"). ' +
-      'encoding utf8 (default) refuses a file that is not UTF-8 text: use base64 for it.',
+      'encoding utf8 (default) refuses a file that is not UTF-8 text: use base64 for it. ' +
+      'With execution_id instead (a result whose output was truncated: output_saved) and path "stdout" or ' +
+      '"stderr": a slice of that whole output, `length` bytes from `offset` (cut to whole characters), with ' +
+      'total_bytes and next_offset (null at the end).',
     input: readInput,
     output: readOutput,
     annotations: { readOnlyHint: true, openWorldHint: false },
     handler: async (args) => {
+      if (args.execution_id !== undefined)
+        return readSaved(services, { ...args, execution_id: args.execution_id });
+      if (args.offset !== undefined || args.length !== undefined)
+        throw new InvalidInputError("offset and length page a run's saved output: give execution_id");
       const root = workspaceOf(services, args);
       const data = await readConfined(root, args.path, limit);
       // Secrets are masked in text, whichever encoding carries it (base64 is no way around the
@@ -144,6 +191,37 @@ export function registerFileTools(server: McpServer, services: Services, gate: G
       };
     },
   });
+}
+
+/** read_file {execution_id, path: "stdout"|"stderr", offset, length}: a slice of saved output. */
+async function readSaved(
+  services: Services,
+  args: z.output<typeof readInput> & { execution_id: string },
+): Promise<z.input<typeof readOutput>> {
+  if (args.session_id !== undefined || args.workspace !== undefined)
+    throw new InvalidInputError('give execution_id or a workspace (session_id, workspace), not both');
+  if (args.path !== 'stdout' && args.path !== 'stderr')
+    throw new InvalidInputError('with execution_id, path is "stdout" or "stderr"');
+  const slice = await readSavedSlice(
+    services,
+    currentPrincipal(),
+    args.execution_id,
+    args.path,
+    args.offset ?? 0,
+    args.length,
+  );
+  // The file is masked already (as the run's output went by): a slice could cut a secret in two.
+  return {
+    success: true,
+    path: args.path,
+    execution_id: args.execution_id,
+    bytes: slice.bytes,
+    encoding: args.encoding,
+    content: args.encoding === 'base64' ? Buffer.from(slice.text).toString('base64') : slice.text,
+    total_bytes: slice.total_bytes,
+    offset: slice.offset,
+    next_offset: slice.next_offset,
+  };
 }
 
 /**

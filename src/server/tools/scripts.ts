@@ -12,6 +12,7 @@ import { advertisedEgress, egressInput } from '../egress.js';
 import { type Gatekeeper, runFacts } from '../guard.js';
 import { withProgress } from '../progress.js';
 import { runContent } from '../resources.js';
+import { SAVED_HELP } from '../saved-output.js';
 import type { Services } from '../services.js';
 import { executionResultSchema } from './execute-code.js';
 import { languageInput } from './languages.js';
@@ -196,7 +197,8 @@ export function registerScriptTools(server: McpServer, services: Services, gate:
     description:
       'Run a saved script by name, in the same sandbox as execute_code, with args passed as command-line ' +
       'arguments (sys.argv[1:], process.argv.slice(2), $1…). Refuses first if a package the script needs is ' +
-      'not installed, naming it. Returns the execute_code result.',
+      'not installed, naming it. Returns the execute_code result. ' +
+      SAVED_HELP,
     input: runScriptInput,
     advertisedInput: advertisedEgress(runScriptInput, services.config),
     output: executionResultSchema,

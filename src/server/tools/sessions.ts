@@ -11,6 +11,7 @@ import { type Gatekeeper, runFacts } from '../guard.js';
 import { imageFields } from '../images.js';
 import { withProgress } from '../progress.js';
 import { runContent } from '../resources.js';
+import { outputSavedField, SAVED_HELP } from '../saved-output.js';
 import type { Services } from '../services.js';
 import { advertisedLanguage, languageInput } from './languages.js';
 
@@ -60,7 +61,8 @@ const sendOutput = z.object({
   duration_ms: z.number().int(),
   timed_out: z.boolean(),
   cancelled: z.boolean(),
-  truncated: z.boolean(),
+  truncated: z.boolean().describe('true when stdout or stderr was cut to head + tail'),
+  ...outputSavedField,
   artifacts: z
     .array(z.string())
     .describe(`files created or modified by this send, relative to working_dir (${NAMES_HELP})`),
@@ -172,7 +174,8 @@ function registerCodeTools(server: McpServer, services: Services, gate: Gatekeep
       'await works in node/typescript (and python). An error keeps the session and its state. On timeout ' +
       'the code is interrupted (KeyboardInterrupt / SIGINT) and the state is kept; code that ignores the ' +
       'interrupt gets the session killed (session_alive=false). Sends to one session run in order; output ' +
-      'printed by background work between sends shows up in the next send.',
+      'printed by background work between sends shows up in the next send. ' +
+      SAVED_HELP,
     input: sendInput,
     output: sendOutput,
     extraContent: runContent,
