@@ -12,17 +12,29 @@ travels on the control channel, so nothing the code prints can forge a protocol 
 REPL semantics: the cell is parsed with `ast`; everything but a trailing expression is executed,
 the trailing expression is evaluated and shown with sys.displayhook (repr, sets `_`). Top-level
 `await` works. SIGINT raises KeyboardInterrupt only while a cell runs; the namespace survives.
+
+Background processes (start_process): the channel is read by a thread of its own, so "proc_*"
+frames are served while a cell runs; exec frames are queued for the main thread. Each process is
+`bash -c command` in a process group of its own with SIGINT and SIGQUIT ignored (as a
+non-interactive shell does for `cmd &`: a send's interrupt, which reaches every process of the
+sandbox, leaves it running), stdout and stderr on one pipe, in the order written. Out:
+{"type":"proc_started","proc","pid"}, {"type":"proc_output","proc","data":base64},
+{"type":"proc_exit","proc","exit_code","signal"} after its output, {"type":"proc_error","proc","message"}.
 """
 
 import ast
+import base64
 import builtins
 import fcntl
 import io
 import json
 import linecache
 import os
+import queue
 import signal
+import subprocess
 import sys
+import threading
 import traceback
 import types
 
@@ -51,11 +63,83 @@ def read_frame(reader):
     return json.loads(body.decode("utf-8"))
 
 
+WRITE_LOCK = threading.Lock()
+
+
 def write_frame(fd, message):
     body = json.dumps(message).encode("utf-8")
     data = b"%d\n%s" % (len(body), body)
-    while data:
-        data = data[os.write(fd, data):]
+    with WRITE_LOCK:  # the main thread and the process threads share the channel
+        while data:
+            data = data[os.write(fd, data):]
+
+
+class Processes:
+    """The session's background processes, served from the channel's reader thread."""
+
+    def __init__(self, fd):
+        self.fd = fd
+        self.cwd = os.getcwd()
+        self.procs = {}
+
+    def handle(self, message):
+        kind, proc = message.get("type"), message.get("proc")
+        try:
+            if kind == "proc_start":
+                self.start(proc, message["command"])
+            elif kind == "proc_stdin" and proc in self.procs:
+                self.procs[proc][1].put((base64.b64decode(message.get("data", "")), bool(message.get("eof"))))
+            elif kind == "proc_kill" and proc in self.procs:
+                os.killpg(self.procs[proc][0].pid, signal.SIGKILL)
+        except Exception as error:  # never let a process take the channel down
+            write_frame(self.fd, {"type": "proc_error", "proc": proc, "message": str(error)})
+
+    def start(self, proc, command):
+        child = subprocess.Popen(
+            ["bash", "-c", 'trap "" INT QUIT; eval "$1"', "codexec-process", command],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            cwd=self.cwd, start_new_session=True, close_fds=True,
+        )
+        inbox = queue.Queue()
+        self.procs[proc] = (child, inbox)
+        write_frame(self.fd, {"type": "proc_started", "proc": proc, "pid": child.pid})
+        reader = threading.Thread(target=self.relay, args=(proc, child), daemon=True)
+        reader.start()
+        threading.Thread(target=self.feed, args=(child, inbox), daemon=True).start()
+        threading.Thread(target=self.wait, args=(proc, child, reader), daemon=True).start()
+
+    def relay(self, proc, child):
+        out = child.stdout.fileno()
+        while True:
+            try:
+                data = os.read(out, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            write_frame(self.fd, {"type": "proc_output", "proc": proc, "data": base64.b64encode(data).decode()})
+
+    @staticmethod
+    def feed(child, inbox):
+        while True:
+            data, eof = inbox.get()
+            try:
+                if data:
+                    child.stdin.write(data)
+                    child.stdin.flush()
+                if eof:
+                    child.stdin.close()
+                    return
+            except (OSError, ValueError):
+                return  # the process closed its stdin or exited
+
+    def wait(self, proc, child, reader):
+        status = child.wait()
+        # Its output first; a descendant that keeps the pipe open does not hold the exit back long.
+        reader.join(1.0)
+        code, sig = (status, None) if status >= 0 else (None, signal.Signals(-status).name)
+        write_frame(self.fd, {"type": "proc_exit", "proc": proc, "exit_code": code, "signal": sig})
+        self.procs[proc][1].put((b"", True))
 
 
 def flush_std():
@@ -170,6 +254,18 @@ def run_guarded(kernel, code):
         return "interrupted", 130
 
 
+def read_channel(reader, cells, processes):
+    while True:
+        message = read_frame(reader)
+        if message is None:
+            cells.put(None)
+            return
+        if message.get("type") == "exec":
+            cells.put(message)
+        elif str(message.get("type")).startswith("proc_"):
+            processes.handle(message)
+
+
 def main():
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     fd, reader = open_control()
@@ -185,13 +281,13 @@ def main():
     kernel = Kernel()
     # The real stdout and stderr, whatever a cell does to fds 1 and 2: marks go there.
     outputs = [fcntl.fcntl(n, fcntl.F_DUPFD_CLOEXEC, 201) for n in (1, 2)]
+    cells = queue.Queue()
+    threading.Thread(target=read_channel, args=(reader, cells, Processes(fd)), daemon=True).start()
     write_frame(fd, {"type": "ready", "pid": os.getpid(), "version": sys.version.split()[0]})
     while True:
-        message = read_frame(reader)
+        message = cells.get()
         if message is None:
             break
-        if message.get("type") != "exec":
-            continue
         status, exit_code = run_guarded(kernel, message["code"])
         save_figures()
         flush_std()

@@ -1,0 +1,300 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { processesWith, sleepMarker } from '../helpers/procs.js';
+import { callTool, startServer, type TestServer } from '../helpers/server.js';
+
+// Background processes in a session (start_process and the tools after it), over stdio.
+
+interface Info {
+  process_id: string;
+  session_id: string;
+  command: string;
+  pid: number | null;
+  running: boolean;
+  exit_code: number | null;
+  signal: string | null;
+  started_at: string;
+  output_bytes: number;
+}
+interface Page extends Info {
+  output: string;
+  offset: number;
+  next_offset: number;
+  dropped_bytes: number;
+  more: boolean;
+}
+interface Refusal {
+  success: false;
+  code: string;
+  error: string;
+}
+
+const CANARY = 'sk-ant-canary-proc-5151';
+
+/** Poll `read` until `done` says yes (or fail after `ms`). */
+async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, ms = 10_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await read();
+    if (done(value)) return value;
+    if (Date.now() > deadline) throw new Error(`timed out; last: ${JSON.stringify(value)}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+describe('background processes', () => {
+  let server: TestServer;
+  let session: string;
+  const call = <T>(name: string, args: Record<string, unknown>) => callTool<T>(server.client, name, args);
+  const start = (command: string, sessionId = session) =>
+    call<Info>('start_process', { session_id: sessionId, command });
+  const read = (processId: string, offset?: number) =>
+    call<Page>('read_process_output', { process_id: processId, ...(offset !== undefined && { offset }) });
+  const newSession = async (language = 'python') =>
+    (await call<{ session_id: string }>('start_session', { language })).value.session_id;
+
+  beforeAll(async () => {
+    server = await startServer({
+      env: { CODEXEC_MAX_PROCESSES_PER_SESSION: '3', ANTHROPIC_API_KEY: CANARY },
+    });
+    session = await newSession();
+  });
+  afterAll(() => server.close());
+
+  it('keeps a loop running between calls; its output grows by offset', async () => {
+    const started = await start('while true; do echo tick; sleep 0.2; done');
+    expect(started.isError).toBe(false);
+    expect(started.value).toMatchObject({ session_id: session, running: true, exit_code: null });
+    expect(started.value.process_id).toMatch(/^proc_[0-9a-f]{12}$/);
+    const id = started.value.process_id;
+    const first = await until(
+      () => read(id),
+      (page) => page.value.output.split('tick').length > 2,
+    );
+    expect(first.value).toMatchObject({ running: true, offset: 0, dropped_bytes: 0 });
+    expect(first.value.next_offset).toBe(Buffer.byteLength(first.value.output));
+    const later = await until(
+      () => read(id, first.value.next_offset),
+      (page) => page.value.output.includes('tick'),
+    );
+    expect(later.value.offset).toBe(first.value.next_offset);
+    expect(later.value.next_offset).toBeGreaterThan(first.value.next_offset);
+    expect(later.value.output).toMatch(/^(tick\n)+$/);
+    // A send to the session still runs, and the process goes on.
+    const sent = await call<{ stdout: string }>('send_to_session', {
+      session_id: session,
+      code: 'print(6*7)',
+    });
+    expect(sent.value.stdout).toBe('42\n');
+    const killed = await call<Info>('kill_process', { process_id: id });
+    expect(killed.value).toMatchObject({ running: false, exit_code: null, signal: 'SIGKILL' });
+  });
+
+  it("keeps the session's network rules: no socket without a network", async () => {
+    const { value } = await start('exec python3 -m http.server 8000 --bind 127.0.0.1');
+    const end = await until(
+      () => read(value.process_id),
+      (page) => !page.value.running,
+    );
+    expect(end.value.exit_code).toBe(1);
+    expect(end.value.output).toContain('PermissionError');
+  });
+
+  it('serves http from the session workspace while sends go on (network host)', async () => {
+    const own = await startServer({ env: { CODEXEC_NETWORK: 'host' } });
+    try {
+      const run = <T>(name: string, args: Record<string, unknown>) => callTool<T>(own.client, name, args);
+      const id = (await run<{ session_id: string }>('start_session', { language: 'python' })).value
+        .session_id;
+      const port = 20_000 + Math.floor(Math.random() * 20_000);
+      await run('send_to_session', {
+        session_id: id,
+        code: "open('hello.txt','w').write('hi from the workspace')",
+      });
+      const { value } = await run<Info>('start_process', {
+        session_id: id,
+        command: `exec python3 -u -m http.server ${port} --bind 127.0.0.1`,
+      });
+      await until(
+        () => run<Page>('read_process_output', { process_id: value.process_id }),
+        (page) => page.value.output.includes('Serving HTTP'),
+      );
+      const fetched = await run<{ stdout: string }>('send_to_session', {
+        session_id: id,
+        code: `import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:${port}/hello.txt').read().decode())`,
+      });
+      expect(fetched.value.stdout).toBe('hi from the workspace\n');
+      const log = await run<Page>('read_process_output', { process_id: value.process_id });
+      expect(log.value.output).toContain('"GET /hello.txt HTTP/1.1" 200');
+    } finally {
+      await own.close();
+    }
+  });
+
+  it('writes to stdin, and eof ends a process that reads to the end; secrets are masked', async () => {
+    // The secret is made by the shell: the command itself does not carry it.
+    const { value } = await start('cat; echo "done sk-ant-canary-proc-$((5150 + 1))" >&2; exit 3');
+    const wrote = await call<Info & { bytes_written: number }>('write_stdin', {
+      process_id: value.process_id,
+      data: 'first line\n',
+    });
+    expect(wrote.value.bytes_written).toBe(11);
+    await until(
+      () => read(value.process_id),
+      (page) => page.value.output === 'first line\n',
+    );
+    await call('write_stdin', { process_id: value.process_id, data: 'last ', eof: true });
+    const end = await until(
+      () => read(value.process_id),
+      (page) => !page.value.running,
+    );
+    expect(end.value.exit_code).toBe(3);
+    expect(end.value.signal).toBeNull();
+    expect(end.value.output).toMatch(/^first line\nlast done \S+\n$/);
+    expect(end.value.output_bytes).toBe(Buffer.byteLength(end.value.output));
+    expect(end.value.output).not.toContain(CANARY);
+    const late = await call<Refusal>('write_stdin', { process_id: value.process_id, data: 'x' });
+    expect(late.isError).toBe(true);
+    expect(late.value.code).toBe('INVALID_INPUT');
+  });
+
+  it('kill_process ends the whole process group, leaving nothing running', async () => {
+    const marker = sleepMarker();
+    const { value } = await start(`sleep ${marker} & sleep ${marker}; wait`);
+    await until(
+      async () => processesWith(marker).length,
+      (count) => count === 2,
+    );
+    const killed = await call<Info>('kill_process', { process_id: value.process_id });
+    expect(killed.value).toMatchObject({ running: false, signal: 'SIGKILL' });
+    await until(
+      async () => processesWith(marker).length,
+      (count) => count === 0,
+    );
+  });
+
+  it('close_session kills every process of the session', async () => {
+    const other = await newSession();
+    const marker = sleepMarker();
+    const ids: string[] = [];
+    for (const _ of [1, 2]) ids.push((await start(`sleep ${marker}`, other)).value.process_id);
+    await until(
+      async () => processesWith(marker).length,
+      (count) => count === 2,
+    );
+    await call('close_session', { session_id: other });
+    expect(processesWith(marker)).toEqual([]);
+    const listed = await call<{ processes: Info[] }>('list_processes', {});
+    expect(listed.value.processes.map((p) => p.process_id)).not.toContain(ids[0]);
+    const gone = await read(ids[0] as string);
+    expect(gone.isError).toBe(true);
+    expect(gone.value).toMatchObject({ code: 'NOT_FOUND' });
+    expect((gone.value as unknown as Refusal).error).toContain(`its session ${other} ended`);
+  });
+
+  it('lists processes and caps them per session, naming the setting', async () => {
+    const ids = [];
+    for (const n of [1, 2, 3]) ids.push((await start(`sleep 60; echo ${n}`)).value.process_id);
+    const over = await call<Refusal>('start_process', { session_id: session, command: 'true' });
+    expect(over.isError).toBe(true);
+    expect(over.value.code).toBe('LIMIT_REACHED');
+    expect(over.value.error).toContain('CODEXEC_MAX_PROCESSES_PER_SESSION=3');
+    const { value } = await call<{ processes: Info[] }>('list_processes', {});
+    const running = value.processes.filter((p) => p.running);
+    expect(running.map((p) => p.process_id).sort()).toEqual([...ids].sort());
+    expect(running[0]).toMatchObject({ session_id: session, command: 'sleep 60; echo 1' });
+    for (const id of ids) await call('kill_process', { process_id: id });
+    expect((await start('true')).isError).toBe(false);
+  });
+
+  it('refuses bad ids, other languages and write_stdin by session', async () => {
+    for (const [tool, args] of [
+      ['read_process_output', { process_id: 'proc_000000000000' }],
+      ['kill_process', { process_id: 'nope' }],
+      ['write_stdin', { process_id: 'proc_000000000000', data: 'x' }],
+    ] as const) {
+      const { isError, value } = await call<Refusal>(tool, args);
+      expect(isError).toBe(true);
+      expect(value.code).toBe('NOT_FOUND');
+    }
+    const unknown = await call<Refusal>('start_process', {
+      session_id: 'sess_000000000000',
+      command: 'true',
+    });
+    expect(unknown.value.code).toBe('SESSION_NOT_FOUND');
+    const bash = await newSession('bash');
+    const refused = await call<Refusal>('start_process', { session_id: bash, command: 'true' });
+    expect(refused.value.code).toBe('INVALID_INPUT');
+    expect(refused.value.error).toContain('python sessions only');
+    await call('close_session', { session_id: bash });
+    const bySession = await call<Refusal>('write_stdin', { session_id: session, data: 'x' });
+    expect(bySession.value).toMatchObject({ code: 'INVALID_INPUT' });
+    expect(bySession.value.error).toContain('give the process_id');
+  });
+
+  it("outlives a send's timeout (its interrupt), and dies when the session crashes", async () => {
+    const crashing = await newSession();
+    const marker = sleepMarker();
+    const { value } = await start(`sleep ${marker}`, crashing);
+    const slow = await call<{ timed_out: boolean; session_alive: boolean }>('send_to_session', {
+      session_id: crashing,
+      code: 'import time; time.sleep(30)',
+      timeout_ms: 500,
+    });
+    expect(slow.value).toMatchObject({ timed_out: true, session_alive: true });
+    expect((await read(value.process_id)).value.running).toBe(true);
+    expect(processesWith(marker)).toHaveLength(1);
+    const crash = await call<{ session_alive: boolean }>('send_to_session', {
+      session_id: crashing,
+      code: 'import os; os._exit(7)',
+    });
+    expect(crash.value.session_alive).toBe(false);
+    await until(
+      async () => processesWith(marker).length,
+      (count) => count === 0,
+    );
+    expect((await read(value.process_id)).value).toMatchObject({ code: 'NOT_FOUND' });
+  });
+
+  it('keeps the last CODEXEC_MAX_PROCESS_OUTPUT_BYTES of output and says what was dropped', async () => {
+    const own = await startServer({ env: { CODEXEC_MAX_PROCESS_OUTPUT_BYTES: '4096' } });
+    try {
+      const id = (await callTool<{ session_id: string }>(own.client, 'start_session', { language: 'python' }))
+        .value.session_id;
+      const started = await callTool<Info>(own.client, 'start_process', {
+        session_id: id,
+        command: 'for i in $(seq 1 2000); do printf "%05d\\n" $i; done',
+      });
+      const page = await until(
+        () => callTool<Page>(own.client, 'read_process_output', { process_id: started.value.process_id }),
+        (read) => !read.value.running,
+      );
+      expect(page.value.output_bytes).toBe(12_000);
+      expect(page.value).toMatchObject({
+        offset: 12_000 - 4096,
+        dropped_bytes: 12_000 - 4096,
+        next_offset: 12_000,
+      });
+      expect(page.value.output.endsWith('01999\n02000\n')).toBe(true);
+      expect(Buffer.byteLength(page.value.output)).toBe(4096);
+    } finally {
+      await own.close();
+    }
+  });
+
+  it('are gone when the server exits', async () => {
+    const own = await startServer();
+    const marker = sleepMarker();
+    const id = (await callTool<{ session_id: string }>(own.client, 'start_session', { language: 'python' }))
+      .value.session_id;
+    await callTool(own.client, 'start_process', { session_id: id, command: `sleep ${marker}` });
+    await until(
+      async () => processesWith(marker).length,
+      (count) => count === 1,
+    );
+    await own.close();
+    await until(
+      async () => processesWith(marker).length,
+      (count) => count === 0,
+    );
+  });
+});
