@@ -1,6 +1,9 @@
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectHttp, startHttp } from '../helpers/http.js';
 import { processesWith, sleepMarker } from '../helpers/procs.js';
-import { callTool, startServer, type TestServer } from '../helpers/server.js';
+import { callTool, startServer, type TestServer, tempDir } from '../helpers/server.js';
 
 // Background processes in a session (start_process and the tools after it), over stdio.
 
@@ -234,13 +237,15 @@ describe('background processes', () => {
   it("outlives a send's timeout (its interrupt), and dies when the session crashes", async () => {
     const crashing = await newSession();
     const marker = sleepMarker();
-    const { value } = await start(`sleep ${marker}`, crashing);
-    const slow = await call<{ timed_out: boolean; session_alive: boolean }>('send_to_session', {
+    // Started while a cell runs (the driver then handles SIGINT itself) and interrupted with it.
+    const slow = call<{ timed_out: boolean; session_alive: boolean }>('send_to_session', {
       session_id: crashing,
       code: 'import time; time.sleep(30)',
-      timeout_ms: 500,
+      timeout_ms: 1500,
     });
-    expect(slow.value).toMatchObject({ timed_out: true, session_alive: true });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const { value } = await start(`sleep ${marker}`, crashing);
+    expect((await slow).value).toMatchObject({ timed_out: true, session_alive: true });
     expect((await read(value.process_id)).value.running).toBe(true);
     expect(processesWith(marker)).toHaveLength(1);
     const crash = await call<{ session_alive: boolean }>('send_to_session', {
@@ -281,6 +286,68 @@ describe('background processes', () => {
     }
   });
 
+  it('die when their session is idle-killed (reading them counts as activity)', async () => {
+    const own = await startServer({ env: { CODEXEC_SESSION_IDLE_TIMEOUT_MS: '1500' } });
+    try {
+      const marker = sleepMarker();
+      const id = (await callTool<{ session_id: string }>(own.client, 'start_session', { language: 'python' }))
+        .value.session_id;
+      const { value } = await callTool<Info>(own.client, 'start_process', {
+        session_id: id,
+        command: `sleep ${marker}`,
+      });
+      // Reads every 0.5 s keep the session for 2.5 s, past its 1.5 s idle time.
+      for (let i = 0; i < 5; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        const page = await callTool<Page>(own.client, 'read_process_output', {
+          process_id: value.process_id,
+        });
+        expect(page.value.running).toBe(true);
+      }
+      await until(
+        async () => processesWith(marker).length,
+        (count) => count === 0,
+      );
+      const gone = await callTool<Refusal>(own.client, 'read_process_output', {
+        process_id: value.process_id,
+      });
+      expect(gone.value.error).toContain('idle_timeout');
+    } finally {
+      await own.close();
+    }
+  });
+
+  it('in subprocess mode too (no sandbox ends them), close_session and a crash leave nothing', async () => {
+    const own = await startServer({ env: { CODEXEC_SANDBOX_MODE: 'subprocess' } });
+    try {
+      for (const end of ['close', 'crash'] as const) {
+        const marker = sleepMarker();
+        const id = (
+          await callTool<{ session_id: string }>(own.client, 'start_session', { language: 'python' })
+        ).value.session_id;
+        // A group of two: the shell and its child.
+        await callTool(own.client, 'start_process', {
+          session_id: id,
+          command: `sleep ${marker} & sleep ${marker}`,
+        });
+        await until(
+          async () => processesWith(marker).length,
+          (count) => count === 2,
+        );
+        if (end === 'close') await callTool(own.client, 'close_session', { session_id: id });
+        else
+          await callTool(own.client, 'send_to_session', { session_id: id, code: 'import os; os._exit(1)' });
+        await until(
+          async () => processesWith(marker).length,
+          (count) => count === 0,
+          5000,
+        );
+      }
+    } finally {
+      await own.close();
+    }
+  });
+
   it('are gone when the server exits', async () => {
     const own = await startServer();
     const marker = sleepMarker();
@@ -296,5 +363,59 @@ describe('background processes', () => {
       async () => processesWith(marker).length,
       (count) => count === 0,
     );
+  });
+});
+
+describe('serve --http: background processes belong to their principal', () => {
+  it("hides a principal's processes from another, answering as for an unknown id", async () => {
+    const dir = tempDir();
+    const file = join(dir, 'tokens.json');
+    const alice = 'alice-token-0123456789';
+    const bob = 'bob-token-0123456789ab';
+    writeFileSync(file, JSON.stringify({ alice, bob }));
+    const server = await startHttp({ env: { CODEXEC_HTTP_TOKENS: file } });
+    try {
+      const mine = await connectHttp(server.url, alice, 'modern');
+      const other = await connectHttp(server.url, bob, 'legacy');
+      const session = (await callTool<{ session_id: string }>(mine, 'start_session', { language: 'python' }))
+        .value.session_id;
+      const started = await callTool<Info>(mine, 'start_process', { session_id: session, command: 'cat' });
+      const id = started.value.process_id;
+      const unknown = await callTool<Refusal>(other, 'read_process_output', {
+        process_id: 'proc_000000000000',
+      });
+      for (const [tool, args] of [
+        ['read_process_output', { process_id: id }],
+        ['write_stdin', { process_id: id, data: 'x', eof: true }],
+        ['kill_process', { process_id: id }],
+      ] as const) {
+        const refused = await callTool<Refusal>(other, tool, args);
+        expect(refused.isError, tool).toBe(true);
+        expect(refused.value.code, tool).toBe('NOT_FOUND');
+        expect(refused.value.error.replace(id, 'ID')).toBe(
+          unknown.value.error.replace('proc_000000000000', 'ID'),
+        );
+      }
+      const onTheirs = await callTool<Refusal>(other, 'start_process', {
+        session_id: session,
+        command: 'true',
+      });
+      expect(onTheirs.value.code).toBe('SESSION_NOT_FOUND');
+      expect((await callTool<{ processes: Info[] }>(other, 'list_processes', {})).value.processes).toEqual(
+        [],
+      );
+      const listed = await callTool<{ processes: Info[] }>(mine, 'list_processes', {});
+      expect(listed.value.processes.map((p) => [p.process_id, p.running])).toEqual([[id, true]]);
+      await callTool(mine, 'write_stdin', { process_id: id, data: 'still mine\n', eof: true });
+      const read = await until(
+        () => callTool<Page>(mine, 'read_process_output', { process_id: id }),
+        (page) => !page.value.running,
+      );
+      expect(read.value).toMatchObject({ output: 'still mine\n', exit_code: 0 });
+      await Promise.all([mine.close(), other.close()]);
+    } finally {
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
