@@ -22,19 +22,17 @@ sandbox, leaves it running), stdout and stderr on one pipe, in the order written
 {"type":"proc_exit","proc","exit_code","signal"} after its output, {"type":"proc_error","proc","message"}.
 """
 
+import _queue
+import _thread
 import ast
-import base64
 import builtins
 import fcntl
 import io
 import json
 import linecache
 import os
-import queue
 import signal
-import subprocess
 import sys
-import threading
 import traceback
 import types
 
@@ -63,7 +61,7 @@ def read_frame(reader):
     return json.loads(body.decode("utf-8"))
 
 
-WRITE_LOCK = threading.Lock()
+WRITE_LOCK = _thread.allocate_lock()
 
 
 def write_frame(fd, message):
@@ -83,6 +81,8 @@ class Processes:
         self.procs = {}
 
     def handle(self, message):
+        import base64  # here, not at start-up: most sessions never start a process
+
         kind, proc = message.get("type"), message.get("proc")
         try:
             if kind == "proc_start":
@@ -95,29 +95,37 @@ class Processes:
             write_frame(self.fd, {"type": "proc_error", "proc": proc, "message": str(error)})
 
     def start(self, proc, command):
+        import subprocess
+
         child = subprocess.Popen(
             ["bash", "-c", 'trap "" INT QUIT; eval "$1"', "codexec-process", command],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             cwd=self.cwd, start_new_session=True, close_fds=True,
         )
-        inbox = queue.Queue()
+        inbox = _queue.SimpleQueue()
         self.procs[proc] = (child, inbox)
         write_frame(self.fd, {"type": "proc_started", "proc": proc, "pid": child.pid})
-        reader = threading.Thread(target=self.relay, args=(proc, child), daemon=True)
-        reader.start()
-        threading.Thread(target=self.feed, args=(child, inbox), daemon=True).start()
-        threading.Thread(target=self.wait, args=(proc, child, reader), daemon=True).start()
+        relayed = _thread.allocate_lock()
+        relayed.acquire()
+        _thread.start_new_thread(self.relay, (proc, child, relayed))
+        _thread.start_new_thread(self.feed, (child, inbox))
+        _thread.start_new_thread(self.wait, (proc, child, relayed))
 
-    def relay(self, proc, child):
+    def relay(self, proc, child, relayed):
+        import base64
+
         out = child.stdout.fileno()
-        while True:
-            try:
-                data = os.read(out, 65536)
-            except OSError:
-                break
-            if not data:
-                break
-            write_frame(self.fd, {"type": "proc_output", "proc": proc, "data": base64.b64encode(data).decode()})
+        try:
+            while True:
+                try:
+                    data = os.read(out, 65536)
+                except OSError:
+                    break
+                if not data:
+                    break
+                write_frame(self.fd, {"type": "proc_output", "proc": proc, "data": base64.b64encode(data).decode()})
+        finally:
+            relayed.release()
 
     @staticmethod
     def feed(child, inbox):
@@ -133,10 +141,11 @@ class Processes:
             except (OSError, ValueError):
                 return  # the process closed its stdin or exited
 
-    def wait(self, proc, child, reader):
+    def wait(self, proc, child, relayed):
         status = child.wait()
         # Its output first; a descendant that keeps the pipe open does not hold the exit back long.
-        reader.join(1.0)
+        if relayed.acquire(timeout=1.0):
+            relayed.release()
         code, sig = (status, None) if status >= 0 else (None, signal.Signals(-status).name)
         write_frame(self.fd, {"type": "proc_exit", "proc": proc, "exit_code": code, "signal": sig})
         self.procs[proc][1].put((b"", True))
@@ -281,8 +290,8 @@ def main():
     kernel = Kernel()
     # The real stdout and stderr, whatever a cell does to fds 1 and 2: marks go there.
     outputs = [fcntl.fcntl(n, fcntl.F_DUPFD_CLOEXEC, 201) for n in (1, 2)]
-    cells = queue.Queue()
-    threading.Thread(target=read_channel, args=(reader, cells, Processes(fd)), daemon=True).start()
+    cells = _queue.SimpleQueue()
+    _thread.start_new_thread(read_channel, (reader, cells, Processes(fd)))
     write_frame(fd, {"type": "ready", "pid": os.getpid(), "version": sys.version.split()[0]})
     while True:
         message = cells.get()

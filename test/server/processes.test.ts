@@ -219,6 +219,12 @@ describe('background processes', () => {
       expect(isError).toBe(true);
       expect(value.code).toBe('NOT_FOUND');
     }
+    // The gate reads the command as execute_command's (the built-in rule against dd, here).
+    const blocked = await call<Refusal>('start_process', {
+      session_id: session,
+      command: 'true; dd if=/dev/zero of=x',
+    });
+    expect(blocked.value.code).toBe('COMMAND_BLOCKED');
     const unknown = await call<Refusal>('start_process', {
       session_id: 'sess_000000000000',
       command: 'true',
@@ -287,7 +293,7 @@ describe('background processes', () => {
   });
 
   it('die when their session is idle-killed (reading them counts as activity)', async () => {
-    const own = await startServer({ env: { CODEXEC_SESSION_IDLE_TIMEOUT_MS: '1500' } });
+    const own = await startServer({ env: { CODEXEC_SESSION_IDLE_TIMEOUT_MS: '3000' } });
     try {
       const marker = sleepMarker();
       const id = (await callTool<{ session_id: string }>(own.client, 'start_session', { language: 'python' }))
@@ -296,8 +302,8 @@ describe('background processes', () => {
         session_id: id,
         command: `sleep ${marker}`,
       });
-      // Reads every 0.5 s keep the session for 2.5 s, past its 1.5 s idle time.
-      for (let i = 0; i < 5; i++) {
+      // Reads every 0.5 s keep the session for 4 s, past its 3 s idle time.
+      for (let i = 0; i < 8; i++) {
         await new Promise((resolve) => setTimeout(resolve, 500));
         const page = await callTool<Page>(own.client, 'read_process_output', {
           process_id: value.process_id,
