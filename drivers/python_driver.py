@@ -72,6 +72,10 @@ def write_frame(fd, message):
             data = data[os.write(fd, data):]
 
 
+# Output relayed per process and second, at most (README: background processes).
+RELAY_BYTES_PER_SECOND = 2 * 1024 * 1024
+
+
 class Processes:
     """The session's background processes, served from the channel's reader thread."""
 
@@ -114,7 +118,10 @@ class Processes:
     def relay(self, proc, child, relayed):
         import base64
 
+        import time
+
         out = child.stdout.fileno()
+        window, sent = time.monotonic(), 0
         try:
             while True:
                 try:
@@ -124,6 +131,12 @@ class Processes:
                 if not data:
                     break
                 write_frame(self.fd, {"type": "proc_output", "proc": proc, "data": base64.b64encode(data).decode()})
+                # A flood (`yes`) would keep the server busy decoding: past the rate the process
+                # waits on its full pipe, as on a slow terminal.
+                sent += len(data)
+                if sent >= RELAY_BYTES_PER_SECOND:
+                    time.sleep(max(0.0, window + 1 - time.monotonic()))
+                    window, sent = time.monotonic(), 0
         finally:
             relayed.release()
 

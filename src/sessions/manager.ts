@@ -94,7 +94,10 @@ export class SessionManager implements SessionPackageHost {
 
   constructor(private readonly deps: SessionManagerDeps) {
     this.quota = new SessionQuota(deps.config.maxSessions, deps.config.maxSessionsTotal);
-    this.table = new ProcessTable(deps.config, deps.secrets);
+    // Not awaited, as a send's line: LogWriter orders and reports writes.
+    this.table = new ProcessTable(deps.config, deps.secrets, (id, entry) => {
+      deps.logs.appendSession(id, entry).catch(() => {});
+    });
   }
 
   /** Start `command` in the session's sandbox, in the background (processes.ts). */

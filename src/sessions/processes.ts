@@ -60,6 +60,8 @@ export class ProcessTable {
   constructor(
     private readonly config: Config,
     private readonly secrets: SecretsFilter | undefined,
+    /** Writes a line of the session's log (`process_start`, `process_end`). */
+    private readonly record: (sessionId: string, entry: Record<string, unknown>) => void,
   ) {}
 
   async start(session: Session, principal: string, command: string): Promise<ProcessInfo> {
@@ -102,6 +104,7 @@ export class ProcessTable {
       session.control({ type: 'proc_kill', proc: id }); // should it start late
       throw new InvalidInputError(`could not start the process: ${error}`);
     }
+    this.record(session.id, { type: 'process_start', ...entry.info });
     return { ...entry.info };
   }
 
@@ -209,6 +212,16 @@ export class ProcessTable {
       output_bytes: entry.output.end,
     });
     entry.exited.resolve();
+    const { process_id, session_id, exit_code, signal: ended_by, output_bytes } = entry.info;
+    this.record(session_id, {
+      type: 'process_end',
+      process_id,
+      session_id,
+      exit_code,
+      signal: ended_by,
+      output_bytes,
+      at: new Date().toISOString(),
+    });
   }
 
   /** Keep at most `keep` ended processes of a session (their output), dropping the oldest. */

@@ -1,4 +1,4 @@
-import { rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectHttp, startHttp } from '../helpers/http.js';
@@ -192,6 +192,24 @@ describe('background processes', () => {
     expect(gone.isError).toBe(true);
     expect(gone.value).toMatchObject({ code: 'NOT_FOUND' });
     expect((gone.value as unknown as Refusal).error).toContain(`its session ${other} ended`);
+    // The session's log has each process's start and end, before the session's end.
+    const lines = readFileSync(join(server.home, 'logs', `session-${other}.jsonl`), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { type: string; process_id?: string; signal?: string });
+    const kinds = lines.map((line) => `${line.type}${line.process_id ? ` ${line.process_id}` : ''}`);
+    expect(kinds).toEqual([
+      'session_start',
+      `process_start ${ids[0]}`,
+      `process_start ${ids[1]}`,
+      expect.stringMatching(/^process_end proc_/),
+      expect.stringMatching(/^process_end proc_/),
+      'session_end',
+    ]);
+    expect(lines.filter((line) => line.type === 'process_end').map((line) => line.signal)).toEqual([
+      'SIGKILL',
+      'SIGKILL',
+    ]);
   });
 
   it('lists processes and caps them per session, naming the setting', async () => {
@@ -352,6 +370,17 @@ describe('background processes', () => {
     } finally {
       await own.close();
     }
+  });
+
+  it('relays a flood at 2 MiB/s at most, the process waiting on its pipe', async () => {
+    const { value } = await start('yes');
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    const page = await read(value.process_id, 1e12);
+    expect(page.value.running).toBe(true);
+    expect(page.value.output_bytes).toBeGreaterThan(64 * 1024);
+    // Two windows and a chunk at most (plus one for timing): never the ~30 MB/s it could go.
+    expect(page.value.output_bytes).toBeLessThanOrEqual(4 * 2 * 1024 * 1024);
+    await call('kill_process', { process_id: value.process_id });
   });
 
   it('are gone when the server exits', async () => {
