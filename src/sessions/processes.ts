@@ -12,8 +12,9 @@ import type { Session } from './session.js';
 // (`bash -c command`, a process group of its own) when asked on its control channel and relays its
 // output and exit there. So it shares the session's workspace, uid, cgroup (memory, pids), network
 // rules and egress lane, and dies with the session's sandbox. A second sandbox on the host would
-// have none of these, nor the session's files in /tmp. Only the python driver serves it (its
-// channel has a reader thread; the bash and node drivers read it between cells only).
+// have none of these, nor the session's files in /tmp. The python driver serves it from a thread
+// of its own, the node driver from its event loop (held by a cell that blocks the loop); the bash
+// driver reads its channel only between cells, so bash sessions are refused for now.
 //
 // stdout and stderr share one pipe: a server's or watcher's log reads in the order it was written,
 // and one offset pages through it. The server keeps the last CODEXEC_MAX_PROCESS_OUTPUT_BYTES.
@@ -98,7 +99,12 @@ export class ProcessTable {
     };
     this.entries.set(id, entry);
     session.control({ type: 'proc_start', proc: id, command });
-    const error = await within(entry.started.promise, ANSWER_MS, 'the session did not answer');
+    const error = await within(
+      entry.started.promise,
+      ANSWER_MS,
+      `the session did not answer within ${ANSWER_MS} ms (a node session answers between cells and while ` +
+        'a cell awaits; a cell that keeps its event loop busy holds it)',
+    );
     if (error !== undefined) {
       this.entries.delete(id);
       session.control({ type: 'proc_kill', proc: id }); // should it start late
@@ -110,11 +116,11 @@ export class ProcessTable {
 
   /** Refuse a session whose driver does not serve background processes. */
   static assertHost(session: Session): void {
-    if (session.options.language === 'python') return;
+    if (session.options.language !== 'bash') return;
     throw new InvalidInputError(
-      `background processes run in python sessions only for now (the ${session.options.language} ` +
-        'driver does not serve them yet); start one with start_session {language: "python"}: the ' +
-        'command is a shell command (bash -c) whatever the session language',
+      'background processes run in python, node and typescript sessions, not yet in bash ones (the bash ' +
+        'driver reads its channel only between cells); start a python session for them: the command is a ' +
+        'shell command (bash -c) whatever the session language',
     );
   }
 

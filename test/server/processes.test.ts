@@ -251,7 +251,7 @@ describe('background processes', () => {
     const bash = await newSession('bash');
     const refused = await call<Refusal>('start_process', { session_id: bash, command: 'true' });
     expect(refused.value.code).toBe('INVALID_INPUT');
-    expect(refused.value.error).toContain('python sessions only');
+    expect(refused.value.error).toContain('not yet in bash');
     await call('close_session', { session_id: bash });
     const bySession = await call<Refusal>('write_stdin', { session_id: session, data: 'x' });
     expect(bySession.value).toMatchObject({ code: 'INVALID_INPUT' });
@@ -381,6 +381,41 @@ describe('background processes', () => {
     // Two windows and a chunk at most (plus one for timing): never the ~30 MB/s it could go.
     expect(page.value.output_bytes).toBeLessThanOrEqual(4 * 2 * 1024 * 1024);
     await call('kill_process', { process_id: value.process_id });
+  });
+
+  it.each(['node', 'typescript'])('runs in a %s session too, also while a send awaits', async (language) => {
+    const id = await newSession(language);
+    const marker = sleepMarker();
+    const slow = call<{ stdout: string }>('send_to_session', {
+      session_id: id,
+      code: 'await new Promise((resolve) => setTimeout(resolve, 1500)); console.log("slept")',
+    });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const loop = await start(
+      `sleep ${marker} & while true; do echo tick; echo tock >&2; sleep 0.2; done`,
+      id,
+    );
+    expect(loop.isError).toBe(false);
+    const ticks = await until(
+      () => read(loop.value.process_id),
+      (page) => page.value.output.startsWith('tick\ntock\ntick\ntock\n'),
+    );
+    expect(ticks.value.running).toBe(true);
+    expect((await slow).value.stdout).toBe('slept\n');
+    const cat = (await start('cat; exit 4', id)).value.process_id;
+    await call('write_stdin', { process_id: cat, data: 'one\ntwo\n', eof: true });
+    const done = await until(
+      () => read(cat),
+      (page) => !page.value.running,
+    );
+    expect(done.value).toMatchObject({ output: 'one\ntwo\n', exit_code: 4, signal: null });
+    const killed = await call<Info>('kill_process', { process_id: loop.value.process_id });
+    expect(killed.value).toMatchObject({ running: false, signal: 'SIGKILL' });
+    await until(
+      async () => processesWith(marker).length,
+      (count) => count === 0,
+    );
+    await call('close_session', { session_id: id });
   });
 
   it('are gone when the server exits', async () => {
