@@ -418,6 +418,32 @@ describe('background processes', () => {
     await call('close_session', { session_id: id });
   });
 
+  it("counts against the session's memory limit (CODEXEC_MEMORY_MB)", async () => {
+    const own = await startServer({ env: { CODEXEC_MEMORY_MB: '128' } });
+    try {
+      const id = (await callTool<{ session_id: string }>(own.client, 'start_session', { language: 'python' }))
+        .value.session_id;
+      const { value } = await callTool<Info>(own.client, 'start_process', {
+        session_id: id,
+        command: 'exec python3 -c "x = bytearray(400 * 1024 * 1024); print(\'allocated\', flush=True)"',
+      });
+      const end = await until(
+        () => callTool<Page & Refusal>(own.client, 'read_process_output', { process_id: value.process_id }),
+        // Killed by the kernel, or its session ended with it: either way not 400 MB.
+        (page) => page.isError || !page.value.running,
+        20_000,
+      );
+      if (!end.isError) {
+        expect(end.value.output).not.toContain('allocated');
+        expect(end.value.exit_code === null ? end.value.signal : end.value.output).toMatch(
+          /SIGKILL|MemoryError/,
+        );
+      } else expect(end.value.error).toContain('its session');
+    } finally {
+      await own.close();
+    }
+  });
+
   it('are gone when the server exits', async () => {
     const own = await startServer();
     const marker = sleepMarker();
