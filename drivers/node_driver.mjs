@@ -138,6 +138,64 @@ const send = (message) => {
   control.write(Buffer.concat([Buffer.from(`${body.length}\n`), body]));
 };
 
+// Background processes (start_process), as python_driver.py serves them: `bash -c command` in a
+// process group of its own, SIGINT ignored, stdout and stderr on one pipe. Served from the event
+// loop: between cells and while a cell awaits; a cell that keeps the loop busy holds them.
+const RELAY_BYTES_PER_SECOND = 2 * 1024 * 1024;
+const processes = new Map();
+
+function handleProcess(message) {
+  const { type, proc } = message;
+  const child = processes.get(proc);
+  try {
+    if (type === 'proc_start') startProcess(proc, message.command);
+    else if (type === 'proc_stdin' && child) {
+      if (message.data) child.stdin.write(Buffer.from(message.data, 'base64'));
+      if (message.eof) child.stdin.end();
+    } else if (type === 'proc_kill' && child) process.kill(-child.pid, 'SIGKILL');
+  } catch (error) {
+    send({ type: 'proc_error', proc: proc ?? null, message: String(error?.message ?? error) });
+  }
+}
+
+function startProcess(proc, command) {
+  const { spawn } = here('node:child_process'); // here, not at start-up: most sessions start none
+  const child = spawn('bash', ['-c', 'trap "" INT QUIT; exec 2>&1; eval "$1"', 'codexec-process', command], {
+    detached: true,
+    stdio: ['pipe', 'pipe', 'ignore'],
+  });
+  if (child.pid === undefined) {
+    child.once('error', (error) => send({ type: 'proc_error', proc, message: error.message }));
+    return;
+  }
+  processes.set(proc, child);
+  send({ type: 'proc_started', proc, pid: child.pid });
+  child.stdin.on('error', () => {}); // the process closed its stdin or exited
+  let window = Date.now();
+  let sent = 0;
+  child.stdout.on('data', (data) => {
+    send({ type: 'proc_output', proc, data: data.toString('base64') });
+    // A flood would keep the server busy decoding: past the rate the process waits on its pipe.
+    sent += data.length;
+    if (sent < RELAY_BYTES_PER_SECOND) return;
+    child.stdout.pause();
+    setTimeout(
+      () => {
+        window = Date.now();
+        sent = 0;
+        child.stdout.resume();
+      },
+      Math.max(0, window + 1000 - Date.now()),
+    );
+  });
+  const relayed = new Promise((resolve) => child.stdout.once('close', resolve));
+  child.once('exit', (code, signal) => {
+    // Its output first; a descendant that keeps the pipe open does not hold the exit back long.
+    const late = new Promise((resolve) => setTimeout(resolve, 1000));
+    Promise.race([relayed, late]).then(() => send({ type: 'proc_exit', proc, exit_code: code, signal }));
+  });
+}
+
 let buffer = Buffer.alloc(0);
 let queue = Promise.resolve();
 control.on('data', (chunk) => {
@@ -149,6 +207,7 @@ control.on('data', (chunk) => {
     if (buffer.length < newline + 1 + size) return;
     const message = JSON.parse(buffer.subarray(newline + 1, newline + 1 + size).toString('utf8'));
     buffer = buffer.subarray(newline + 1 + size);
+    if (message.type?.startsWith?.('proc_')) handleProcess(message);
     if (message.type !== 'exec') continue;
     queue = queue.then(async () => {
       const outcome = await execute(message.code);

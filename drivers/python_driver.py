@@ -12,8 +12,18 @@ travels on the control channel, so nothing the code prints can forge a protocol 
 REPL semantics: the cell is parsed with `ast`; everything but a trailing expression is executed,
 the trailing expression is evaluated and shown with sys.displayhook (repr, sets `_`). Top-level
 `await` works. SIGINT raises KeyboardInterrupt only while a cell runs; the namespace survives.
+
+Background processes (start_process): the channel is read by a thread of its own, so "proc_*"
+frames are served while a cell runs; exec frames are queued for the main thread. Each process is
+`bash -c command` in a process group of its own with SIGINT and SIGQUIT ignored (as a
+non-interactive shell does for `cmd &`: a send's interrupt, which reaches every process of the
+sandbox, leaves it running), stdout and stderr on one pipe, in the order written. Out:
+{"type":"proc_started","proc","pid"}, {"type":"proc_output","proc","data":base64},
+{"type":"proc_exit","proc","exit_code","signal"} after its output, {"type":"proc_error","proc","message"}.
 """
 
+import _queue
+import _thread
 import ast
 import builtins
 import fcntl
@@ -51,11 +61,107 @@ def read_frame(reader):
     return json.loads(body.decode("utf-8"))
 
 
+WRITE_LOCK = _thread.allocate_lock()
+
+
 def write_frame(fd, message):
     body = json.dumps(message).encode("utf-8")
     data = b"%d\n%s" % (len(body), body)
-    while data:
-        data = data[os.write(fd, data):]
+    with WRITE_LOCK:  # the main thread and the process threads share the channel
+        while data:
+            data = data[os.write(fd, data):]
+
+
+# Output relayed per process and second, at most (README: background processes).
+RELAY_BYTES_PER_SECOND = 2 * 1024 * 1024
+
+
+class Processes:
+    """The session's background processes, served from the channel's reader thread."""
+
+    def __init__(self, fd):
+        self.fd = fd
+        self.cwd = os.getcwd()
+        self.procs = {}
+
+    def handle(self, message):
+        import base64  # here, not at start-up: most sessions never start a process
+
+        kind, proc = message.get("type"), message.get("proc")
+        try:
+            if kind == "proc_start":
+                self.start(proc, message["command"])
+            elif kind == "proc_stdin" and proc in self.procs:
+                self.procs[proc][1].put((base64.b64decode(message.get("data", "")), bool(message.get("eof"))))
+            elif kind == "proc_kill" and proc in self.procs:
+                os.killpg(self.procs[proc][0].pid, signal.SIGKILL)
+        except Exception as error:  # never let a process take the channel down
+            write_frame(self.fd, {"type": "proc_error", "proc": proc, "message": str(error)})
+
+    def start(self, proc, command):
+        import subprocess
+
+        child = subprocess.Popen(
+            ["bash", "-c", 'trap "" INT QUIT; eval "$1"', "codexec-process", command],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            cwd=self.cwd, start_new_session=True, close_fds=True,
+        )
+        inbox = _queue.SimpleQueue()
+        self.procs[proc] = (child, inbox)
+        write_frame(self.fd, {"type": "proc_started", "proc": proc, "pid": child.pid})
+        relayed = _thread.allocate_lock()
+        relayed.acquire()
+        _thread.start_new_thread(self.relay, (proc, child, relayed))
+        _thread.start_new_thread(self.feed, (child, inbox))
+        _thread.start_new_thread(self.wait, (proc, child, relayed))
+
+    def relay(self, proc, child, relayed):
+        import base64
+
+        import time
+
+        out = child.stdout.fileno()
+        window, sent = time.monotonic(), 0
+        try:
+            while True:
+                try:
+                    data = os.read(out, 65536)
+                except OSError:
+                    break
+                if not data:
+                    break
+                write_frame(self.fd, {"type": "proc_output", "proc": proc, "data": base64.b64encode(data).decode()})
+                # A flood (`yes`) would keep the server busy decoding: past the rate the process
+                # waits on its full pipe, as on a slow terminal.
+                sent += len(data)
+                if sent >= RELAY_BYTES_PER_SECOND:
+                    time.sleep(max(0.0, window + 1 - time.monotonic()))
+                    window, sent = time.monotonic(), 0
+        finally:
+            relayed.release()
+
+    @staticmethod
+    def feed(child, inbox):
+        while True:
+            data, eof = inbox.get()
+            try:
+                if data:
+                    child.stdin.write(data)
+                    child.stdin.flush()
+                if eof:
+                    child.stdin.close()
+                    return
+            except (OSError, ValueError):
+                return  # the process closed its stdin or exited
+
+    def wait(self, proc, child, relayed):
+        status = child.wait()
+        # Its output first; a descendant that keeps the pipe open does not hold the exit back long.
+        if relayed.acquire(timeout=1.0):
+            relayed.release()
+        code, sig = (status, None) if status >= 0 else (None, signal.Signals(-status).name)
+        write_frame(self.fd, {"type": "proc_exit", "proc": proc, "exit_code": code, "signal": sig})
+        self.procs[proc][1].put((b"", True))
 
 
 def flush_std():
@@ -170,6 +276,18 @@ def run_guarded(kernel, code):
         return "interrupted", 130
 
 
+def read_channel(reader, cells, processes):
+    while True:
+        message = read_frame(reader)
+        if message is None:
+            cells.put(None)
+            return
+        if message.get("type") == "exec":
+            cells.put(message)
+        elif str(message.get("type")).startswith("proc_"):
+            processes.handle(message)
+
+
 def main():
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     fd, reader = open_control()
@@ -185,13 +303,13 @@ def main():
     kernel = Kernel()
     # The real stdout and stderr, whatever a cell does to fds 1 and 2: marks go there.
     outputs = [fcntl.fcntl(n, fcntl.F_DUPFD_CLOEXEC, 201) for n in (1, 2)]
+    cells = _queue.SimpleQueue()
+    _thread.start_new_thread(read_channel, (reader, cells, Processes(fd)))
     write_frame(fd, {"type": "ready", "pid": os.getpid(), "version": sys.version.split()[0]})
     while True:
-        message = read_frame(reader)
+        message = cells.get()
         if message is None:
             break
-        if message.get("type") != "exec":
-            continue
         status, exit_code = run_guarded(kernel, message["code"])
         save_figures()
         flush_std()

@@ -44,6 +44,8 @@ export interface Config {
   /** Sessions per principal (CODEXEC_MAX_SESSIONS) and for all of them together. */
   readonly maxSessions: number;
   readonly maxSessionsTotal: number;
+  /** Background processes: how many one session may have, and the output kept of each. */
+  readonly processes: { readonly perSession: number; readonly outputBytes: number };
   /** Runs at once server-wide, calls that may wait for one, and for how long. */
   readonly runs: {
     readonly maxConcurrent: number;
@@ -228,6 +230,10 @@ export function loadConfig(
     auditRetentionDays: s.CODEXEC_AUDIT_RETENTION_DAYS,
     maxSessions: s.CODEXEC_MAX_SESSIONS,
     maxSessionsTotal: s.CODEXEC_MAX_SESSIONS_TOTAL ?? 4 * s.CODEXEC_MAX_SESSIONS,
+    processes: {
+      perSession: s.CODEXEC_MAX_PROCESSES_PER_SESSION,
+      outputBytes: s.CODEXEC_MAX_PROCESS_OUTPUT_BYTES,
+    },
     runs: {
       maxConcurrent: s.CODEXEC_MAX_CONCURRENT_RUNS,
       maxQueued: s.CODEXEC_MAX_QUEUED_RUNS,

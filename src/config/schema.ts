@@ -144,6 +144,16 @@ export const settingsSchema = z
     CODEXEC_MAX_SESSIONS_TOTAL: int(1, 100_000)
       .optional()
       .describe('Sessions all principals together may run at once; default 4 x CODEXEC_MAX_SESSIONS.'),
+    CODEXEC_MAX_PROCESSES_PER_SESSION: int(0, 1000)
+      .default(16)
+      .describe(
+        'Background processes (start_process) one session may have at once, running or not yet read; 0: none.',
+      ),
+    CODEXEC_MAX_PROCESS_OUTPUT_BYTES: int(4096, 1 << 30)
+      .default(4 * 1024 * 1024)
+      .describe(
+        'Output kept per background process: its last bytes (read_process_output says what was dropped).',
+      ),
     CODEXEC_MAX_CONCURRENT_RUNS: int(1, 10_000)
       .default(8)
       .describe(

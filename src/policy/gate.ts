@@ -35,9 +35,12 @@ export type GateDecision =
   | { readonly kind: 'ask'; readonly rule: string | null; readonly reason: string }
   | { readonly kind: 'refuse'; readonly error: CodexecError; readonly rule: string | null };
 
+/** Tools whose code is a command line: the command lists (CODEXEC_ALLOWED_COMMANDS…) apply. */
+const COMMAND_TOOLS: readonly string[] = ['execute_command', 'start_process'];
+
 /** Load what decide() needs for this request: the shell parser (once) for commands and shell code. */
 export async function prepareDecision(request: GateRequest): Promise<void> {
-  if (request.tool === 'execute_command' || SHELL_LANGUAGES.includes(request.language)) {
+  if (COMMAND_TOOLS.includes(request.tool) || SHELL_LANGUAGES.includes(request.language)) {
     await loadShellParser();
   }
 }
@@ -53,7 +56,7 @@ export function decide(request: GateRequest, policy: GatePolicy): GateDecision {
   if (request.tool === 'write_file') return decideWrite(request, policy);
   const refused = runtimeRefusal(request.language, policy.allowedRuntimes, request.runtimes);
   if (refused) return { kind: 'refuse', rule: null, error: refused };
-  if (request.tool === 'execute_command') {
+  if (COMMAND_TOOLS.includes(request.tool)) {
     // A command's deny rules and lists refuse with COMMAND_BLOCKED (MassGen's contract).
     try {
       checkCommand(request.code, policy.commands ?? {}, policy.rules);

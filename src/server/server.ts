@@ -13,6 +13,7 @@ import { registerHealthTool } from './tools/health.js';
 import { allowedLanguages } from './tools/languages.js';
 import { registerLogTools } from './tools/logs.js';
 import { registerPackageTools } from './tools/packages.js';
+import { registerProcessTools } from './tools/processes.js';
 import { registerScriptTools } from './tools/scripts.js';
 import { registerSessionTools } from './tools/sessions.js';
 
@@ -85,6 +86,7 @@ export function createServer(services: Services): McpServer {
   if (config.gate.enabled) registerExecuteCommand(server, services, gate);
   registerScriptTools(server, services, gate);
   registerSessionTools(server, services, gate);
+  registerProcessTools(server, services, gate);
   registerPackageTools(server, services, gate);
   registerLogTools(server, services);
   registerFileTools(server, services, gate);

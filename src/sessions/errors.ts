@@ -23,3 +23,11 @@ export class SessionStartError extends CodexecError {
     this.name = 'SessionStartError';
   }
 }
+
+/** No process of the caller's has this id (never existed, another principal's, or forgotten). */
+export class ProcessNotFoundError extends CodexecError {
+  constructor(message: string) {
+    super('NOT_FOUND', message);
+    this.name = 'ProcessNotFoundError';
+  }
+}

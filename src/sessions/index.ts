@@ -2,9 +2,16 @@
 // typescript, bash), code and control on fd 3, sends queued, idle kill, lifecycle logged.
 
 export { DRIVERS, type DriverSpec } from './drivers.js';
-export { SessionLimitError, SessionNotFoundError, SessionStartError } from './errors.js';
+export {
+  ProcessNotFoundError,
+  SessionLimitError,
+  SessionNotFoundError,
+  SessionStartError,
+} from './errors.js';
 export { SessionManager, type SessionManagerDeps } from './manager.js';
 export { prepareCell, redeclarable, rewriteImports } from './prepare.js';
+export type { OutputPage } from './process-output.js';
+export { type ProcessInfo, READ_MAX_BYTES } from './processes.js';
 export { type DriverMessage, type ExecMessage, encodeFrame, FrameDecoder } from './protocol.js';
 export type {
   CloseResult,

@@ -36,6 +36,7 @@ import { DRIVERS } from './drivers.js';
 import { SessionLimitError, SessionNotFoundError } from './errors.js';
 import { treeRssMb } from './memory.js';
 import { sessionPackageEnv, sessionPackages } from './packages.js';
+import { type ProcessInfo, ProcessTable } from './processes.js';
 import { type SessionHold, SessionQuota } from './quota.js';
 import { describeExit, Session } from './session.js';
 import type {
@@ -91,9 +92,59 @@ export class SessionManager implements SessionPackageHost {
   private readonly egress = new Map<string, { lane: Lane; record: EgressRecord; mark: number }>();
   private readonly quota: SessionQuota;
   private stopped = false;
+  /** Background processes of sessions (start_process and the tools after it). */
+  private readonly table: ProcessTable;
 
   constructor(private readonly deps: SessionManagerDeps) {
     this.quota = new SessionQuota(deps.config.maxSessions, deps.config.maxSessionsTotal);
+    // Not awaited, as a send's line: LogWriter orders and reports writes.
+    this.table = new ProcessTable(deps.config, deps.secrets, (id, entry) => {
+      deps.logs.appendSession(id, entry).catch(() => {});
+    });
+  }
+
+  /** Start `command` in the session's sandbox, in the background (processes.ts). */
+  startProcess(sessionId: string, command: string): Promise<ProcessInfo> {
+    const session = this.processHost(sessionId);
+    this.touch(session);
+    return this.table.start(session, currentPrincipal(), command);
+  }
+
+  /** The caller's live session that can run background processes, or the refusal to give. */
+  processHost(sessionId: string): Session {
+    const session = this.get(sessionId);
+    if (this.quota.ownerOf(sessionId) !== currentPrincipal()) throw unknownSession(sessionId);
+    ProcessTable.assertHost(session);
+    return session;
+  }
+
+  readProcess(processId: string, offset: number): ReturnType<ProcessTable['read']> {
+    const principal = currentPrincipal();
+    this.touch(this.table.sessionOf(principal, processId));
+    return this.table.read(principal, processId, offset);
+  }
+
+  writeProcess(processId: string, data: string, eof: boolean): ReturnType<ProcessTable['write']> {
+    const principal = currentPrincipal();
+    this.touch(this.table.sessionOf(principal, processId));
+    return this.table.write(principal, processId, data, eof);
+  }
+
+  killProcess(processId: string): Promise<ProcessInfo> {
+    const principal = currentPrincipal();
+    this.touch(this.table.sessionOf(principal, processId));
+    return this.table.kill(principal, processId);
+  }
+
+  listProcesses(): { processes: ProcessInfo[] } {
+    return { processes: this.table.list(currentPrincipal()) };
+  }
+
+  /** A call about a session's processes is the session's activity: its idle time starts again. */
+  private touch(session: Session): void {
+    if (!this.sessions.has(session.id)) return;
+    session.lastActivityAt = new Date();
+    if (!session.busy) this.armIdle(session);
   }
 
   async start(request: StartRequest): Promise<StartResult> {
@@ -262,10 +313,9 @@ export class SessionManager implements SessionPackageHost {
     const session = this.sessions.get(sessionId);
     if (session?.alive && !session.endReason) return session;
     const ended = this.ended.get(sessionId) ?? session?.endDetail;
+    if (!ended) throw unknownSession(sessionId);
     throw new SessionNotFoundError(
-      ended
-        ? `session ${sessionId} has ended (${ended}); start a new one with start_session`
-        : `no session ${sessionId}; list_sessions shows the running ones, start_session makes one`,
+      `session ${sessionId} has ended (${ended}); start a new one with start_session`,
     );
   }
 
@@ -348,8 +398,10 @@ export class SessionManager implements SessionPackageHost {
         // Not awaited: the reply should not wait for the disk; LogWriter orders and reports writes.
         logs.appendSession(id, { ...entry, ...calls, ...(network && { network }) }).catch(() => {});
       },
+      onProcess: (event) => this.table.onEvent(session, event),
       onEnd: (ended, exit) => {
         unwatch();
+        this.table.sessionEnded(ended, backend.mode === 'subprocess' || backend.mode === 'landlock');
         return this.onEnd(ended, exit, workspace);
       },
     });
@@ -450,4 +502,10 @@ export class SessionManager implements SessionPackageHost {
     clearTimeout(this.idleTimers.get(sessionId));
     this.idleTimers.delete(sessionId);
   }
+}
+
+function unknownSession(sessionId: string): SessionNotFoundError {
+  return new SessionNotFoundError(
+    `no session ${sessionId}; list_sessions shows the running ones, start_session makes one`,
+  );
 }

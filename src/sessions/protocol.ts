@@ -12,7 +12,30 @@ export interface ExecMessage {
   readonly code: string;
 }
 
+/** Server → driver: background processes (start_process and the tools after it; python driver). */
+export type ProcMessage =
+  | { readonly type: 'proc_start'; readonly proc: string; readonly command: string }
+  | { readonly type: 'proc_stdin'; readonly proc: string; readonly data: string; readonly eof: boolean }
+  | { readonly type: 'proc_kill'; readonly proc: string };
+
+const procId = z.string().max(64);
+
+/** Driver → server about a background process; `data` is base64 (output is bytes). */
+export const procEventSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('proc_started'), proc: procId, pid: z.number().int() }),
+  z.object({ type: z.literal('proc_output'), proc: procId, data: z.string() }),
+  z.object({
+    type: z.literal('proc_exit'),
+    proc: procId,
+    exit_code: z.number().int().nullable(),
+    signal: z.string().max(32).nullable(),
+  }),
+  z.object({ type: z.literal('proc_error'), proc: procId.nullable(), message: z.string().max(4096) }),
+]);
+export type ProcEvent = z.infer<typeof procEventSchema>;
+
 export const driverMessageSchema = z.discriminatedUnion('type', [
+  ...procEventSchema.options,
   z.object({ type: z.literal('ready'), pid: z.number().int(), version: z.string().optional() }),
   z.object({
     type: z.literal('done'),
@@ -26,14 +49,18 @@ export const driverMessageSchema = z.discriminatedUnion('type', [
 export type DriverMessage = z.infer<typeof driverMessageSchema>;
 export type DoneMessage = Extract<DriverMessage, { type: 'done' }>;
 
-export function encodeFrame(message: ExecMessage): Buffer {
+export function encodeFrame(message: ExecMessage | ProcMessage): Buffer {
   const body = Buffer.from(
-    JSON.stringify({
-      type: message.type,
-      id: message.id,
-      ...(message.mark && { mark: message.mark }),
-      code: message.code,
-    }),
+    JSON.stringify(
+      message.type === 'exec'
+        ? {
+            type: message.type,
+            id: message.id,
+            ...(message.mark && { mark: message.mark }),
+            code: message.code,
+          }
+        : message,
+    ),
     'utf8',
   );
   return Buffer.concat([Buffer.from(`${body.length}\n`, 'latin1'), body]);

@@ -48,6 +48,11 @@ export class SessionQuota {
     if (!hold.bound) this.give(hold.principal);
   }
 
+  /** The principal a registered session belongs to. */
+  ownerOf(sessionId: string): string | undefined {
+    return this.owners.get(sessionId);
+  }
+
   /** A registered session ended: its count is free again (unknown ids are ignored). */
   end(sessionId: string): void {
     const principal = this.owners.get(sessionId);

@@ -18,7 +18,14 @@ import { currentPrincipal, log, newId } from '../util/index.js';
 import { SessionNotFoundError, SessionStartError } from './errors.js';
 import { SendMarks } from './marks.js';
 import { prepareCell } from './prepare.js';
-import { type DoneMessage, type DriverMessage, encodeFrame, FrameDecoder } from './protocol.js';
+import {
+  type DoneMessage,
+  type DriverMessage,
+  encodeFrame,
+  FrameDecoder,
+  type ProcEvent,
+  type ProcMessage,
+} from './protocol.js';
 
 import { SendStopper } from './stopper.js';
 import type { EndReason, SendRequest, SendResult } from './types.js';
@@ -40,6 +47,8 @@ export interface SessionOptions {
   readonly outputs?: SavedOutputs | undefined;
   /** Called after each send with its log entry (the seed's session `execution` line). */
   readonly onExecution: (entry: Record<string, unknown>) => void;
+  /** What the driver says about the session's background processes (processes.ts). */
+  readonly onProcess?: ((event: ProcEvent) => void) | undefined;
   /** Called once, after the process is gone and any running send has returned. */
   readonly onEnd: (session: Session, exit: Exit) => Promise<void>;
 }
@@ -174,6 +183,11 @@ export class Session {
   stopForLimit(note: string): Promise<void> {
     this.limitNote ??= note;
     return this.kill('disk_limit');
+  }
+
+  /** Ask the driver about a background process; its answers come to options.onProcess. */
+  control(message: ProcMessage): void {
+    if (this.alive) this.proc.control?.write(encodeFrame(message));
   }
 
   /** Kill the whole process group and wait until the end has been handled. */
@@ -386,7 +400,9 @@ export class Session {
     }
     for (const message of messages) {
       if (message.type === 'ready') this.onReady?.(message.pid);
-      else if (message.id === this.waiting?.id) this.waiting.resolve(message);
+      else if (message.type === 'done') {
+        if (message.id === this.waiting?.id) this.waiting.resolve(message);
+      } else this.options.onProcess?.(message);
     }
   }
 

@@ -11,17 +11,22 @@ const SEED_TOOLS = [
   'get_script',
   'health',
   'install_package',
+  'kill_process',
   'kill_session',
+  'list_processes',
   'list_scripts',
   'list_sessions',
   'read_file',
+  'read_process_output',
   'run_script',
   'save_script',
   'search_execution_logs',
   'search_scripts',
   'send_to_session',
+  'start_process',
   'start_session',
   'write_file',
+  'write_stdin',
 ];
 
 describe.each(ERAS)('server start-up (%s era)', (era) => {

@@ -64,6 +64,14 @@ function sessionsFor(manager: SessionManager, owners: SessionOwners, principal: 
       const { sessions } = await manager.list();
       return { sessions: sessions.filter((session) => owners.get(session.session_id) === principal) };
     },
+    processHost(sessionId: string) {
+      own(sessionId);
+      return manager.processHost(sessionId);
+    },
+    startProcess(sessionId: string, command: string) {
+      own(sessionId);
+      return manager.startProcess(sessionId, command);
+    },
     describe(sessionId: string) {
       own(sessionId);
       return manager.describe(sessionId);

@@ -64,7 +64,8 @@ export function registerExecuteCommand(server: McpServer, services: Services, ga
       'calls: run tests ("pytest tests/ -v"), builds ("npm run build"), scripts ("python main.py"), file ' +
       'operations. A .venv in work_dir is activated automatically (python -m venv .venv, then pip/python ' +
       'use it). No network unless the server allows it; no server secrets; background processes end with ' +
-      'the call. timeout is in seconds (default 60). Output beyond the server limit is cut to its first and ' +
+      'the call (for a server or watcher that must keep running, use start_process in a session). ' +
+      'timeout is in seconds (default 60). Output beyond the server limit is cut to its first and ' +
       'last parts. ' +
       SAVED_HELP +
       ' A failing command is a normal result with success=false; read stderr. Commands the ' +

@@ -1,0 +1,160 @@
+import type { McpServer } from '@modelcontextprotocol/server';
+import { z } from 'zod';
+import { InvalidInputError } from '../../errors/index.js';
+import { defineTool } from '../define-tool.js';
+import type { Gatekeeper } from '../guard.js';
+import type { Services } from '../services.js';
+
+// Background processes in a session (DESIGN.md §9 "Long work and interaction"): servers and
+// watchers that keep running between calls, inside the session's sandbox (src/sessions/processes.ts).
+
+const processId = z.string().min(1).describe('The process id start_process returned (proc_…)');
+
+const processFields = {
+  process_id: z.string(),
+  session_id: z.string(),
+  command: z.string(),
+  pid: z.number().int().nullable().describe("its pid in the session's sandbox (its process group)"),
+  running: z.boolean(),
+  exit_code: z.number().int().nullable().describe('null while running, or when a signal ended it'),
+  signal: z
+    .string()
+    .nullable()
+    .describe('the signal that ended it (SIGKILL: kill_process, or its session ended)'),
+  started_at: z.string(),
+  output_bytes: z.number().int().describe('bytes of output it wrote so far (stdout and stderr together)'),
+};
+const processInfo = z.object(processFields);
+
+const readOutput = z.object({
+  ...processFields,
+  output: z.string().describe('stdout and stderr as written, in order, from offset (at most 1 MiB per read)'),
+  offset: z
+    .number()
+    .int()
+    .describe('where output begins: the offset asked for, or the first byte still kept'),
+  next_offset: z.number().int().describe('pass this as offset next time to read only what is new'),
+  dropped_bytes: z
+    .number()
+    .int()
+    .describe('bytes after the offset asked for that are no longer kept (CODEXEC_MAX_PROCESS_OUTPUT_BYTES)'),
+  more: z.boolean().describe('more output is already there past next_offset'),
+});
+
+const READ_ONLY = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
+const EFFECTS = { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false };
+
+/**
+ * start_process runs a command (gated like execute_command): with CODEXEC_ENABLED=false there is
+ * none of these tools, as no process can exist.
+ */
+export function registerProcessTools(server: McpServer, services: Services, gate: Gatekeeper): void {
+  const { sessions, config } = services;
+  if (!config.gate.enabled) return;
+  const cap = config.processes.perSession;
+  defineTool(server, {
+    name: 'start_process',
+    title: 'Start a background process in a session',
+    description:
+      'Start a shell command (bash -c) in the background inside a session, and return at once with its ' +
+      'process_id: for servers (python -m http.server 8000), watchers, builds in watch mode, anything that ' +
+      "must keep running between calls. It runs in the session's sandbox: same files, working directory, " +
+      'limits and network. Read its output with read_process_output, feed its stdin with write_stdin, stop it ' +
+      'with kill_process. For a command that finishes, use execute_command (it waits and returns the ' +
+      'output). Python, node and typescript sessions (not bash yet); the command itself may be anything. At most ' +
+      `${cap} per session; they end with their session.`,
+    input: z.object({
+      session_id: z
+        .string()
+        .min(1)
+        .describe('A python, node or typescript session start_session returned (sess_…)'),
+      command: z.string().min(1, 'command must not be empty').describe('The command line, run by bash -c'),
+    }),
+    output: processInfo,
+    annotations: { ...EFFECTS, openWorldHint: true },
+    handler: async (args, ctx) => {
+      sessions.processHost(args.session_id); // refused before anyone is asked
+      const attempt = {
+        tool: 'start_process',
+        language: 'bash',
+        code: args.command,
+        sessionId: args.session_id,
+      };
+      return gate.run(ctx, attempt, () => sessions.startProcess(args.session_id, args.command), noFacts);
+    },
+  });
+  defineTool(server, {
+    name: 'read_process_output',
+    title: 'Read a background process',
+    description:
+      'Output of a process started by start_process (stdout and stderr together, in the order written) from ' +
+      'offset (default 0), and whether it is still running (exit_code once it ended). Poll with the ' +
+      'next_offset of the previous read to get only new output. Only the last ' +
+      `${Math.round(config.processes.outputBytes / 1024)} KiB are kept; dropped_bytes says what was lost.`,
+    input: z.object({
+      process_id: processId,
+      offset: z.number().int().min(0).optional().describe('Byte offset to read from (default 0)'),
+    }),
+    output: readOutput,
+    annotations: READ_ONLY,
+    handler: async (args) => sessions.readProcess(args.process_id, args.offset ?? 0),
+  });
+  defineTool(server, {
+    name: 'write_stdin',
+    title: 'Write to a background process',
+    description:
+      'Write text to the stdin of a process started by start_process (include the newline a line needs); eof: ' +
+      'true then closes its stdin (a program reading to the end, like cat or sort, finishes). Read the answer ' +
+      'with read_process_output.',
+    input: z.object({
+      process_id: processId.optional(),
+      session_id: z
+        .string()
+        .min(1)
+        .optional()
+        .describe('Not served yet: answering a send that waits for input (give process_id)'),
+      data: z.string().describe('Text to write (UTF-8); may be empty with eof: true'),
+      eof: z.boolean().optional().describe('Close the stdin after writing (default false)'),
+    }),
+    output: processInfo.extend({ bytes_written: z.number().int() }),
+    annotations: EFFECTS,
+    handler: async (args) => {
+      if (args.process_id === undefined) {
+        throw new InvalidInputError(
+          args.session_id === undefined
+            ? 'give the process_id start_process returned'
+            : 'write_stdin with session_id answers a send waiting for input, which this server does not do yet ' +
+                '(a send that reads stdin gets end-of-file); give the process_id of a process start_process started',
+        );
+      }
+      return sessions.writeProcess(args.process_id, args.data, args.eof ?? false);
+    },
+  });
+  defineTool(server, {
+    name: 'kill_process',
+    title: 'Kill a background process',
+    description:
+      'Kill a process started by start_process with SIGKILL, together with every process it started (its ' +
+      'process group); returns its final state. Its output stays readable until its session ends.',
+    input: z.object({ process_id: processId }),
+    output: processInfo,
+    annotations: EFFECTS,
+    handler: (args) => sessions.killProcess(args.process_id),
+  });
+  defineTool(server, {
+    name: 'list_processes',
+    title: 'List background processes',
+    description:
+      'List your processes started by start_process, running or exited, in every live session: id, session, ' +
+      'command, running, exit_code, start time and bytes of output.',
+    input: z.object({}),
+    output: z.object({ processes: z.array(processInfo) }),
+    annotations: READ_ONLY,
+    handler: async () => sessions.listProcesses(),
+  });
+}
+
+/** Starting a process has no result to audit beyond the attempt itself. */
+function noFacts() {
+  return { execution_id: null, exit_code: null, duration_ms: null, stdout: '' };
+}

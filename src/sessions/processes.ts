@@ -1,0 +1,287 @@
+import type { Config } from '../config/index.js';
+import { InvalidInputError } from '../errors/index.js';
+import type { SecretsFilter } from '../policy/index.js';
+import { log, newId } from '../util/index.js';
+import { ProcessNotFoundError, SessionLimitError } from './errors.js';
+import { type OutputPage, ProcessOutput } from './process-output.js';
+import type { ProcEvent } from './protocol.js';
+import type { Session } from './session.js';
+
+// Background processes of sessions (start_process, read_process_output, write_stdin, kill_process,
+// list_processes). A process runs INSIDE its session's sandbox: the session's driver starts it
+// (`bash -c command`, a process group of its own) when asked on its control channel and relays its
+// output and exit there. So it shares the session's workspace, uid, cgroup (memory, pids), network
+// rules and egress lane, and dies with the session's sandbox. A second sandbox on the host would
+// have none of these, nor the session's files in /tmp. The python driver serves it from a thread
+// of its own, the node driver from its event loop (held by a cell that blocks the loop); the bash
+// driver reads its channel only between cells, so bash sessions are refused for now.
+//
+// stdout and stderr share one pipe: a server's or watcher's log reads in the order it was written,
+// and one offset pages through it. The server keeps the last CODEXEC_MAX_PROCESS_OUTPUT_BYTES.
+
+/** What a background process is, for its tools (wire names). */
+export interface ProcessInfo {
+  process_id: string;
+  session_id: string;
+  command: string;
+  /** Its pid in the sandbox (its process group's id); null until started. */
+  pid: number | null;
+  running: boolean;
+  /** null while running, or when it was killed by a signal. */
+  exit_code: number | null;
+  /** The signal that ended it (`SIGKILL` when killed, or ended with its session). */
+  signal: string | null;
+  started_at: string;
+  /** Bytes of output it wrote (masked), all of it, kept or not. */
+  output_bytes: number;
+}
+
+interface Entry {
+  readonly info: ProcessInfo;
+  readonly principal: string;
+  readonly session: Session;
+  readonly output: ProcessOutput;
+  stdinClosed: boolean;
+  /** Resolved when the driver answers proc_start (pid or error) and when the process exits. */
+  started: Deferred<string | undefined>;
+  exited: Deferred<void>;
+}
+
+/** How long the driver gets to answer a start or a kill. */
+const ANSWER_MS = 10_000;
+/** The most one read returns; `more` says there is more. */
+export const READ_MAX_BYTES = 1024 * 1024;
+/** How many ended processes' ids are remembered, to say why a late call finds nothing. */
+const TOMBSTONES = 200;
+
+export class ProcessTable {
+  private readonly entries = new Map<string, Entry>();
+  private readonly ended = new Map<string, string>();
+
+  constructor(
+    private readonly config: Config,
+    private readonly secrets: SecretsFilter | undefined,
+    /** Writes a line of the session's log (`process_start`, `process_end`). */
+    private readonly record: (sessionId: string, entry: Record<string, unknown>) => void,
+  ) {}
+
+  async start(session: Session, principal: string, command: string): Promise<ProcessInfo> {
+    const { perSession } = this.config.processes;
+    ProcessTable.assertHost(session);
+    this.assertSize('command', command);
+    const mine = [...this.entries.values()].filter((entry) => entry.session === session);
+    if (mine.filter((entry) => entry.info.running).length >= perSession) {
+      throw new SessionLimitError(
+        `session ${session.id} already runs ${perSession} background processes, the most one session may ` +
+          `run (CODEXEC_MAX_PROCESSES_PER_SESSION=${perSession}); stop one with kill_process`,
+      );
+    }
+    this.forgetExited(mine, perSession);
+    const id = newId('proc');
+    const entry: Entry = {
+      info: {
+        process_id: id,
+        session_id: session.id,
+        command,
+        pid: null,
+        running: true,
+        exit_code: null,
+        signal: null,
+        started_at: new Date().toISOString(),
+        output_bytes: 0,
+      },
+      principal,
+      session,
+      output: new ProcessOutput(this.config.processes.outputBytes, this.secrets?.stream()),
+      stdinClosed: false,
+      started: deferred(),
+      exited: deferred(),
+    };
+    this.entries.set(id, entry);
+    session.control({ type: 'proc_start', proc: id, command });
+    const error = await within(
+      entry.started.promise,
+      ANSWER_MS,
+      `the session did not answer within ${ANSWER_MS} ms (a node session answers between cells and while ` +
+        'a cell awaits; a cell that keeps its event loop busy holds it)',
+    );
+    if (error !== undefined) {
+      this.entries.delete(id);
+      session.control({ type: 'proc_kill', proc: id }); // should it start late
+      throw new InvalidInputError(`could not start the process: ${error}`);
+    }
+    this.record(session.id, { type: 'process_start', ...entry.info });
+    return { ...entry.info };
+  }
+
+  /** Refuse a session whose driver does not serve background processes. */
+  static assertHost(session: Session): void {
+    if (session.options.language !== 'bash') return;
+    throw new InvalidInputError(
+      'background processes run in python, node and typescript sessions, not yet in bash ones (the bash ' +
+        'driver reads its channel only between cells); start a python session for them: the command is a ' +
+        'shell command (bash -c) whatever the session language',
+    );
+  }
+
+  /** A message of the driver of `session` about one of its processes. */
+  onEvent(session: Session, event: ProcEvent): void {
+    const entry = event.proc === null ? undefined : this.entries.get(event.proc);
+    if (!entry || entry.session !== session) {
+      if (event.type === 'proc_error') log('warn', `session ${session.id}: process error: ${event.message}`);
+      return; // a process forgotten since, or a driver naming another session's: ignored
+    }
+    if (event.type === 'proc_started') {
+      entry.info.pid = event.pid;
+      entry.started.resolve(undefined);
+    } else if (event.type === 'proc_output') {
+      entry.output.push(Buffer.from(event.data, 'base64'));
+      entry.info.output_bytes = entry.output.end;
+    } else if (event.type === 'proc_exit') {
+      this.finish(entry, event.exit_code, event.signal);
+    } else {
+      entry.started.resolve(event.message);
+    }
+  }
+
+  read(principal: string, id: string, offset: number): ProcessInfo & OutputPage {
+    const entry = this.get(principal, id);
+    return { ...entry.info, ...entry.output.read(offset, READ_MAX_BYTES) };
+  }
+
+  write(principal: string, id: string, data: string, eof: boolean): ProcessInfo & { bytes_written: number } {
+    const entry = this.get(principal, id);
+    this.assertSize('data', data);
+    if (!entry.info.running) throw new InvalidInputError(`process ${id} has exited; nothing reads its stdin`);
+    if (entry.stdinClosed) throw new InvalidInputError(`the stdin of process ${id} was closed (eof)`);
+    entry.stdinClosed = eof;
+    entry.session.control({
+      type: 'proc_stdin',
+      proc: id,
+      data: Buffer.from(data, 'utf8').toString('base64'),
+      eof,
+    });
+    return { ...entry.info, bytes_written: Buffer.byteLength(data, 'utf8') };
+  }
+
+  /** SIGKILL the process's group; resolves once the driver reports it gone. */
+  async kill(principal: string, id: string): Promise<ProcessInfo> {
+    const entry = this.get(principal, id);
+    if (entry.info.running) {
+      entry.session.control({ type: 'proc_kill', proc: id });
+      await within(entry.exited.promise, ANSWER_MS, undefined);
+    }
+    return { ...entry.info };
+  }
+
+  list(principal: string): ProcessInfo[] {
+    return [...this.entries.values()]
+      .filter((entry) => entry.principal === principal)
+      .map((entry) => ({ ...entry.info }));
+  }
+
+  /** The session of `id`, for the caller to count the call as the session's activity. */
+  sessionOf(principal: string, id: string): Session {
+    return this.get(principal, id).session;
+  }
+
+  /**
+   * The session is gone, and its sandbox with every process in it. Where the sandbox shares the
+   * server's pid namespace (subprocess, landlock) nothing else ends their process groups: they are
+   * SIGKILLed here (a group with a live member keeps its id, so no other group can have it).
+   */
+  sessionEnded(session: Session, sharesPids: boolean): void {
+    for (const [id, entry] of this.entries) {
+      if (entry.session !== session) continue;
+      if (entry.info.running && sharesPids && entry.info.pid !== null) {
+        try {
+          process.kill(-entry.info.pid, 'SIGKILL');
+        } catch {
+          // ESRCH: the group is gone already
+        }
+      }
+      if (entry.info.running) this.finish(entry, null, 'SIGKILL');
+      entry.started.resolve('the session ended');
+      this.entries.delete(id);
+      this.ended.set(id, `${entry.principal}\0its session ${session.id} ended (${session.endDetail})`);
+      if (this.ended.size > TOMBSTONES) this.ended.delete(this.ended.keys().next().value as string);
+    }
+  }
+
+  private finish(entry: Entry, exitCode: number | null, signal: string | null): void {
+    if (!entry.info.running) return;
+    entry.output.finish();
+    Object.assign(entry.info, {
+      running: false,
+      exit_code: exitCode,
+      signal,
+      output_bytes: entry.output.end,
+    });
+    entry.exited.resolve();
+    const { process_id, session_id, exit_code, signal: ended_by, output_bytes } = entry.info;
+    this.record(session_id, {
+      type: 'process_end',
+      process_id,
+      session_id,
+      exit_code,
+      signal: ended_by,
+      output_bytes,
+      at: new Date().toISOString(),
+    });
+  }
+
+  /** Keep at most `keep` ended processes of a session (their output), dropping the oldest. */
+  private forgetExited(mine: Entry[], keep: number): void {
+    const exited = mine.filter((entry) => !entry.info.running);
+    for (const entry of exited.slice(0, Math.max(0, exited.length - keep + 1))) {
+      this.entries.delete(entry.info.process_id);
+      this.ended.set(entry.info.process_id, `${entry.principal}\0it exited and was forgotten`);
+    }
+  }
+
+  private get(principal: string, id: string): Entry {
+    const entry = this.entries.get(id);
+    if (entry && entry.principal === principal) return entry;
+    const [owner, why] = (this.ended.get(id) ?? '').split('\0');
+    throw new ProcessNotFoundError(
+      owner === principal && why
+        ? `process ${id} is gone: ${why}`
+        : `no process ${id}; list_processes shows yours, start_process starts one`,
+    );
+  }
+
+  private assertSize(what: string, text: string): void {
+    const bytes = Buffer.byteLength(text, 'utf8');
+    if (bytes > this.config.maxCodeBytes)
+      throw new InvalidInputError(
+        `${what} is ${bytes} bytes; the limit is ${this.config.maxCodeBytes} (CODEXEC_MAX_CODE_BYTES)`,
+      );
+  }
+}
+
+interface Deferred<T> {
+  readonly promise: Promise<T>;
+  resolve(value: T): void;
+}
+
+function deferred<T>(): Deferred<T> {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((done) => {
+    resolve = done;
+  });
+  return { promise, resolve };
+}
+
+/** `promise`, or `fallback` after `ms` (the timer never holds the server open). */
+async function within<T>(promise: Promise<T>, ms: number, fallback: T): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<T>((resolve) => {
+    timer = setTimeout(() => resolve(fallback), ms);
+    timer.unref();
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
