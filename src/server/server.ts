@@ -6,6 +6,7 @@ import { selectTools } from './define-tool.js';
 import { Gatekeeper } from './guard.js';
 import { registerResources } from './resources.js';
 import type { Services } from './services.js';
+import { registerTaskMethods, TASKS_EXTENSION } from './tasks.js';
 import { registerExecuteCode } from './tools/execute-code.js';
 import { registerExecuteCommand } from './tools/execute-command.js';
 import { registerFileTools } from './tools/files.js';
@@ -73,7 +74,10 @@ export function createServer(services: Services): McpServer {
   const { config } = services;
   const server = new McpServer(
     { name: 'codexec', version },
-    { capabilities: { tools: {}, resources: {} }, instructions: instructions(config) },
+    {
+      capabilities: { tools: {}, resources: {}, extensions: { [TASKS_EXTENSION]: {} } },
+      instructions: instructions(config),
+    },
   );
   selectTools(server, config.codemode.tools, config.codemode.compact);
   const gate = new Gatekeeper(
@@ -90,5 +94,6 @@ export function createServer(services: Services): McpServer {
   registerFileTools(server, services, gate);
   registerHealthTool(server, services);
   registerResources(server, services);
+  registerTaskMethods(server, services.tasks);
   return server;
 }

@@ -1,0 +1,187 @@
+// MCP Tasks (DESIGN §9 "Long work and interaction"), the 2026-07-28 extension over stdio: a call
+// that declares the extension is answered at once with a task; tasks/get shows the output so far,
+// then the very result the call would have had; tasks/cancel kills the run; a task left working by
+// a killed server reads failed "server restarted" with its partial output; expired tasks go.
+import { rmSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { processesWith, sleepMarker } from '../helpers/procs.js';
+import { type RawServer, startRawServer } from '../helpers/raw.js';
+import { tempDir } from '../helpers/server.js';
+import { OUTPUT_META, overStdio, pollFor, pollUntilDone, type Reply, type Send } from '../helpers/tasks.js';
+
+const outputOf = (reply: Reply) =>
+  ((reply.result?._meta as Record<string, unknown> | undefined)?.[OUTPUT_META] as string | undefined) ?? '';
+
+async function gone(marker: string, ms = 15_000): Promise<number[]> {
+  const until = Date.now() + ms;
+  let left = processesWith(marker);
+  while (left.length > 0 && Date.now() < until) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    left = processesWith(marker);
+  }
+  return left;
+}
+
+describe('MCP Tasks over stdio (2026-07-28)', () => {
+  let server: RawServer;
+  let send: Send;
+
+  beforeAll(async () => {
+    server = startRawServer();
+    await server.discover();
+    send = overStdio(server);
+  });
+  afterAll(() => server.close());
+
+  it('advertises the extension on server/discover', async () => {
+    const reply = await send('server/discover', {});
+    expect(reply.result?.capabilities).toMatchObject({ extensions: { 'io.modelcontextprotocol/tasks': {} } });
+  });
+
+  it('answers at once with a task, shows the output so far, then the result a plain call returns', async () => {
+    const code = 'echo first; sleep 2; echo done';
+    const started = Date.now();
+    const created = await send('tools/call', { name: 'execute_code', arguments: { language: 'bash', code } });
+    expect(Date.now() - started).toBeLessThan(2000); // the run alone takes 2 s
+    expect(created.result).toMatchObject({ resultType: 'task', status: 'working', ttlMs: 3_600_000 });
+    const taskId = created.result?.taskId as string;
+    expect(taskId).toMatch(/^[0-9a-f-]{36}$/);
+
+    const working = await pollFor(send, taskId, (reply) => outputOf(reply).includes('first'));
+    expect(working.result).toMatchObject({ status: 'working', resultType: 'complete' });
+    expect(outputOf(working)).not.toContain('done');
+
+    const done = await pollUntilDone(send, taskId);
+    expect(done.result?.status).toBe('completed');
+    const result = done.result?.result as { structuredContent: Record<string, unknown>; content: unknown[] };
+    expect(result.structuredContent).toMatchObject({ success: true, stdout: 'first\ndone\n', exit_code: 0 });
+    expect(result.content[0]).toEqual({ type: 'text', text: JSON.stringify(result.structuredContent) });
+
+    // Without the extension the same call answers with its result, of the same shape.
+    const plain = await send(
+      'tools/call',
+      { name: 'execute_code', arguments: { language: 'bash', code } },
+      false,
+    );
+    expect(plain.result?.resultType).toBe('complete');
+    const value = plain.result?.structuredContent as Record<string, unknown>;
+    expect(Object.keys(result.structuredContent).sort()).toEqual(Object.keys(value).sort());
+  });
+
+  it('execute_command and send_to_session become tasks too', async () => {
+    const command = await send('tools/call', {
+      name: 'execute_command',
+      arguments: { command: 'echo from-command' },
+    });
+    expect(command.result?.resultType).toBe('task');
+    const done = await pollUntilDone(send, command.result?.taskId as string);
+    expect(done.result?.result).toMatchObject({ structuredContent: { stdout: 'from-command\n' } });
+
+    const session = await send('tools/call', { name: 'start_session', arguments: { language: 'python' } });
+    expect(session.result?.resultType).toBe('complete'); // not a task-capable tool
+    const sessionId = (session.result?.structuredContent as { session_id?: string } | undefined)?.session_id;
+    const sent = await send('tools/call', {
+      name: 'send_to_session',
+      arguments: { session_id: sessionId, code: 'print(6 * 7)' },
+    });
+    expect(sent.result?.resultType).toBe('task');
+    const answered = await pollUntilDone(send, sent.result?.taskId as string);
+    expect(answered.result?.result).toMatchObject({ structuredContent: { stdout: '42\n' } });
+  });
+
+  it('a refusal before the run is answered at once, not as a task', async () => {
+    const created = await send('tools/call', {
+      name: 'send_to_session',
+      arguments: { session_id: 'sess_000000000000', code: 'print(1)' },
+    });
+    expect(created.result).toMatchObject({ isError: true, resultType: 'complete' });
+  });
+
+  it('tasks/cancel kills the run and the task reads cancelled', async () => {
+    const marker = sleepMarker();
+    const created = await send('tools/call', {
+      name: 'execute_code',
+      arguments: { language: 'bash', code: `echo started; sleep ${marker}` },
+    });
+    const taskId = created.result?.taskId as string;
+    await pollFor(send, taskId, (reply) => outputOf(reply).includes('started'));
+    expect(processesWith(marker).length).toBeGreaterThan(0);
+    expect((await send('tasks/cancel', { taskId })).result).toMatchObject({ resultType: 'complete' });
+    const cancelled = await send('tasks/get', { taskId });
+    expect(cancelled.result).toMatchObject({ status: 'cancelled' });
+    expect(outputOf(cancelled)).toContain('started');
+    expect(await gone(marker)).toEqual([]);
+    // The run's own end, after the cancel, leaves the task cancelled.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect((await send('tasks/get', { taskId })).result?.status).toBe('cancelled');
+  });
+
+  it('refuses tasks/get from a client that did not declare the extension, and unknown tasks', async () => {
+    const undeclared = await send('tasks/get', { taskId: 'whatever' }, false);
+    expect(undeclared.error?.code).toBe(-32021);
+    const unknown = await send('tasks/get', { taskId: 'no-such-task' });
+    expect(unknown.error).toMatchObject({ code: -32602, message: expect.stringContaining('not found') });
+    expect((await send('tasks/cancel', { taskId: 'no-such-task' })).error?.code).toBe(-32602);
+  });
+});
+
+describe('MCP Tasks across a server restart', () => {
+  const home = tempDir();
+  const marker = sleepMarker();
+  afterAll(() => {
+    // What the killed server left (its sandbox dies with it; this is a backstop).
+    for (const pid of processesWith(marker)) process.kill(pid, 'SIGKILL');
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  it('an unfinished task reads failed "server restarted" with its partial output', async () => {
+    const first = startRawServer({ CODEXEC_HOME: home });
+    await first.discover();
+    const send = overStdio(first);
+    const created = await send('tools/call', {
+      name: 'execute_code',
+      arguments: { language: 'bash', code: `echo partial; sleep ${marker}` },
+    });
+    const taskId = created.result?.taskId as string;
+    await pollFor(send, taskId, (reply) => outputOf(reply).includes('partial'));
+    first.proc.kill('SIGKILL');
+    await first.exited;
+    await first.close();
+
+    const second = startRawServer({ CODEXEC_HOME: home });
+    try {
+      await second.discover();
+      const reply = await overStdio(second)('tasks/get', { taskId });
+      expect(reply.result).toMatchObject({
+        status: 'failed',
+        statusMessage: 'server restarted',
+        error: { code: -32603, message: 'server restarted' },
+      });
+      expect(outputOf(reply)).toContain('partial');
+      expect(reply.result?.error).toMatchObject({ data: { output: expect.stringContaining('partial') } });
+    } finally {
+      await second.close();
+    }
+  });
+});
+
+describe('MCP Tasks TTL (CODEXEC_TASK_TTL_MS)', () => {
+  it('a finished task is gone once its TTL has passed', async () => {
+    const server = startRawServer({ CODEXEC_TASK_TTL_MS: '1500' });
+    try {
+      await server.discover();
+      const send = overStdio(server);
+      const created = await send('tools/call', {
+        name: 'execute_code',
+        arguments: { language: 'bash', code: 'echo hi' },
+      });
+      expect(created.result?.ttlMs).toBe(1500);
+      const taskId = created.result?.taskId as string;
+      expect((await pollUntilDone(send, taskId)).result?.status).toBe('completed');
+      await new Promise((resolve) => setTimeout(resolve, 1600));
+      expect((await send('tasks/get', { taskId })).error?.code).toBe(-32602);
+    } finally {
+      await server.close();
+    }
+  });
+});
