@@ -7,12 +7,17 @@ import type { RawServer } from './raw.js';
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
 export const OUTPUT_META = 'io.github.codexec/output';
 
-/** The per-request envelope; with `tasks`, the client declares the Tasks extension. */
+/**
+ * The per-request envelope; with `tasks`, the client declares the Tasks extension (and form
+ * elicitation, so that a server asking for approval can ask it).
+ */
 export function envelope(tasks = true): Record<string, unknown> {
   return {
     'io.modelcontextprotocol/protocolVersion': '2026-07-28',
     'io.modelcontextprotocol/clientInfo': { name: 'tasks-test', version: '1' },
-    'io.modelcontextprotocol/clientCapabilities': tasks ? { extensions: { [TASKS_EXTENSION]: {} } } : {},
+    'io.modelcontextprotocol/clientCapabilities': tasks
+      ? { elicitation: { form: {} }, extensions: { [TASKS_EXTENSION]: {} } }
+      : {},
   };
 }
 

@@ -165,6 +165,69 @@ describe('MCP Tasks across a server restart', () => {
   });
 });
 
+describe('MCP Tasks across a shutdown', () => {
+  const home = tempDir();
+  afterAll(() => rmSync(home, { recursive: true, force: true }));
+
+  it('a task running when the server shuts down reads failed "server shut down", its run gone', async () => {
+    const marker = sleepMarker();
+    const first = startRawServer({ CODEXEC_HOME: home });
+    await first.discover();
+    const created = await overStdio(first)('tools/call', {
+      name: 'execute_code',
+      arguments: { language: 'bash', code: `echo before-shutdown; sleep ${marker}` },
+    });
+    const taskId = created.result?.taskId as string;
+    await pollFor(overStdio(first), taskId, (reply) => outputOf(reply).includes('before-shutdown'));
+    await first.close(); // stdin closed: the server shuts down
+    expect(await first.exited).toBe(0);
+    expect(processesWith(marker)).toEqual([]);
+
+    const second = startRawServer({ CODEXEC_HOME: home });
+    try {
+      await second.discover();
+      const reply = await overStdio(second)('tasks/get', { taskId });
+      expect(reply.result).toMatchObject({ status: 'failed', error: { message: 'server shut down' } });
+      expect(outputOf(reply)).toContain('before-shutdown');
+    } finally {
+      await second.close();
+    }
+  });
+});
+
+describe('MCP Tasks under CODEXEC_APPROVAL=ask', () => {
+  it('approval is asked on the call itself (input_required), and the approved run becomes the task', async () => {
+    const server = startRawServer({ CODEXEC_APPROVAL: 'ask' });
+    try {
+      await server.discover();
+      const send = overStdio(server);
+      const call = { name: 'execute_code', arguments: { language: 'bash', code: 'echo approved-run' } };
+      const asked = await send('tools/call', call);
+      expect(asked.result).toMatchObject({ resultType: 'input_required' });
+      expect(asked.result?.inputRequests).toMatchObject({ approval: { method: 'elicitation/create' } });
+      const created = await send('tools/call', {
+        ...call,
+        inputResponses: { approval: { action: 'accept', content: { decision: 'approve' } } },
+        requestState: asked.result?.requestState,
+      });
+      expect(created.result).toMatchObject({ resultType: 'task', status: 'working' });
+      const done = await pollUntilDone(send, created.result?.taskId as string);
+      expect(done.result?.result).toMatchObject({ structuredContent: { stdout: 'approved-run\n' } });
+
+      const denied = await send('tools/call', {
+        ...call,
+        inputResponses: { approval: { action: 'accept', content: { decision: 'deny' } } },
+        requestState: asked.result?.requestState,
+      });
+      // A refusal is the call's answer, never a task.
+      expect(denied.result).toMatchObject({ resultType: 'complete', isError: true });
+      expect(denied.result?.structuredContent).toMatchObject({ code: 'APPROVAL_DENIED' });
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe('MCP Tasks TTL (CODEXEC_TASK_TTL_MS)', () => {
   it('a finished task is gone once its TTL has passed', async () => {
     const server = startRawServer({ CODEXEC_TASK_TTL_MS: '1500' });
