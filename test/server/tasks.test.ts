@@ -68,7 +68,7 @@ describe('MCP Tasks over stdio (2026-07-28)', () => {
     expect(Object.keys(result.structuredContent).sort()).toEqual(Object.keys(value).sort());
   });
 
-  it('execute_command and send_to_session become tasks too', async () => {
+  it('execute_command, send_to_session and run_script become tasks too', async () => {
     const command = await send('tools/call', {
       name: 'execute_command',
       arguments: { command: 'echo from-command' },
@@ -87,6 +87,19 @@ describe('MCP Tasks over stdio (2026-07-28)', () => {
     expect(sent.result?.resultType).toBe('task');
     const answered = await pollUntilDone(send, sent.result?.taskId as string);
     expect(answered.result?.result).toMatchObject({ structuredContent: { stdout: '42\n' } });
+
+    const saved = await send('tools/call', {
+      name: 'save_script',
+      arguments: { name: 'greet', description: 'says hello', language: 'bash', code: 'echo "hello $1"' },
+    });
+    expect(saved.result?.isError).not.toBe(true);
+    const run = await send('tools/call', {
+      name: 'run_script',
+      arguments: { name: 'greet', args: ['tasks'] },
+    });
+    expect(run.result?.resultType).toBe('task');
+    const ran = await pollUntilDone(send, run.result?.taskId as string);
+    expect(ran.result?.result).toMatchObject({ structuredContent: { stdout: 'hello tasks\n' } });
   });
 
   it('a refusal before the run is answered at once, not as a task', async () => {
