@@ -13,7 +13,7 @@ import { InvalidInputError } from '../errors/index.js';
 import type { Tasks } from '../tasks/index.js';
 import { asPrincipal, LOCAL_PRINCIPAL } from '../util/index.js';
 import { errorResult, okResult } from './results.js';
-import { declaresTasks, inTaskScope, isTaskHandle, type TaskHandle, type TaskScope } from './tasks.js';
+import { inTaskScope, isTaskHandle, type TaskHandle, type TaskScope, taskEra } from './tasks.js';
 
 export interface ToolDefinition<I extends z.ZodObject, O extends z.ZodObject> {
   readonly name: string;
@@ -58,7 +58,7 @@ export function defineTool<I extends z.ZodObject, O extends z.ZodObject>(
   const selection = selected.get(server);
   if (selection && !selection.names.has(tool.name)) return;
   const compact = selection?.compact === true;
-  server.registerTool(
+  const registered = server.registerTool(
     tool.name,
     {
       title: tool.title,
@@ -78,8 +78,8 @@ export function defineTool<I extends z.ZodObject, O extends z.ZodObject>(
         return okResult(value as Record<string, unknown>, tool.extraContent?.(value as z.input<O>) ?? []);
       };
       const handle = () => tool.handler(parsed.data, ctx);
-      const scope =
-        tool.tasks && declaresTasks(ctx) ? { tasks: tool.tasks, tool: tool.name, settle } : undefined;
+      const era = tool.tasks && taskEra(ctx);
+      const scope = tool.tasks && era ? { tasks: tool.tasks, tool: tool.name, era, settle } : undefined;
       try {
         return settle({
           value: await asPrincipal(principalOf(ctx), () => (scope ? inTaskScope(scope, handle) : handle())),
@@ -89,6 +89,8 @@ export function defineTool<I extends z.ZodObject, O extends z.ZodObject>(
       }
     },
   );
+  // 2025-11-25 tasks: tools/list says which tools take `task` (the 2026 era drops the field).
+  if (tool.tasks) registered.execution = { taskSupport: 'optional' };
 }
 
 /** The tools a server registers (CODEXEC_TOOLS), when not all: set before any is defined. */

@@ -3,45 +3,65 @@ import {
   type CallToolResult,
   CLIENT_CAPABILITIES_META_KEY,
   type McpServer,
-  MissingRequiredClientCapabilityError,
-  ProtocolError,
-  ProtocolErrorCode,
   type ServerContext,
 } from '@modelcontextprotocol/server';
-import { z } from 'zod';
 import type { TaskRecord, TaskRun, Tasks } from '../tasks/index.js';
 import { currentPrincipal } from '../util/index.js';
-import { principalOf } from './define-tool.js';
 
 /**
- * The MCP Tasks extension (SEP-2663, protocol 2026-07-28): a client that declares it on a request
- * may get a task handle (`resultType: "task"`) instead of the result, and polls `tasks/get`.
- * Codexec answers so whenever a task-capable tool is called with the extension declared; the
- * approval (if any) is settled first, on the call itself (multi round-trip), as the extension
- * asks, so the task starts when the run would have.
+ * MCP Tasks in both eras. 2026-07-28: the Tasks extension (SEP-2663): a client that declares it
+ * on a request may get a task handle (`resultType: "task"`) and polls `tasks/get`. 2025-11-25:
+ * the experimental core tasks: a request with `params.task` gets `{ task }` and uses tasks/get,
+ * tasks/result, tasks/list, tasks/cancel. Either way the gate settles approval first, on the call
+ * itself, so a task starts when its run would have (task-methods.ts answers the polls).
  */
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
-/** Where a task's output so far is carried on tasks/get (the Task shape has no field for it). */
-export const OUTPUT_META_KEY = 'io.github.codexec/output';
-const POLL_INTERVAL_MS = 500;
-/** A working task's statusMessage: the last of its output, for a model reading the task. */
-const STATUS_CHARS = 2000;
+export const POLL_INTERVAL_MS = 500;
 
-/** Whether this request's client declared the Tasks extension (2026 era: per request). */
-export function declaresTasks(ctx: ServerContext): boolean {
+export type TaskEra = 'modern' | 'legacy';
+
+/** A 2025-era request's `params.task`, which the SDK does not hand a tool: read in readTaskParams. */
+const legacyParams = new AsyncLocalStorage<{ readonly ttl?: number }>();
+
+/** Which era's task this request may become, or undefined when it asked for none. */
+export function taskEra(ctx: ServerContext): TaskEra | undefined {
   const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
-  const capabilities = envelope?.[CLIENT_CAPABILITIES_META_KEY] as { extensions?: unknown } | undefined;
+  if (envelope === undefined) return legacyParams.getStore() ? 'legacy' : undefined;
+  const capabilities = envelope[CLIENT_CAPABILITIES_META_KEY] as { extensions?: unknown } | undefined;
   const extensions = capabilities?.extensions as Record<string, unknown> | undefined;
-  return typeof extensions?.[TASKS_EXTENSION] === 'object';
+  return typeof extensions?.[TASKS_EXTENSION] === 'object' ? 'modern' : undefined;
+}
+
+type Handler = (request: { params?: Record<string, unknown> }, ctx: ServerContext) => Promise<unknown>;
+
+/**
+ * The SDK hands a tool callback its arguments only, and has no runtime for 2025-11-25 tasks; the
+ * request's `task` is read around the tools/call handler, through the Server's wrapping hook (for
+ * its subclasses; McpServer makes its own Server). Call before McpServer sets its tools/call
+ * handler: before any tool is registered, on a server made without the `tools` capability.
+ */
+export function readTaskParams(server: McpServer): void {
+  const inner = server.server as unknown as { _wrapHandler(method: string, handler: Handler): Handler };
+  const wrap = inner._wrapHandler.bind(inner);
+  inner._wrapHandler = (method, handler) =>
+    wrap(method, (request, ctx) => {
+      const task = method === 'tools/call' ? request.params?.task : undefined;
+      if (typeof task !== 'object' || task === null) return handler(request, ctx);
+      return legacyParams.run(task as { ttl?: number }, () => handler(request, ctx));
+    });
 }
 
 /** A tool call that may be handed back as a task: set around the handler by defineTool. */
 export interface TaskScope {
   readonly tasks: Tasks;
   readonly tool: string;
+  readonly era: TaskEra;
   /** The tool's result as the client would have had it, from the handler's value or its throw. */
   readonly settle: (outcome: { value: unknown } | { error: unknown }) => CallToolResult;
 }
+
+/** The answer to a call handed back as a task (a CreateTaskResult), in the shape tools/call checks. */
+export type TaskHandle = CallToolResult & { readonly taskId?: string; readonly task?: object };
 
 const scopes = new AsyncLocalStorage<TaskScope>();
 const runs = new AsyncLocalStorage<TaskRun>();
@@ -69,16 +89,11 @@ export function startAsTask(execute: () => Promise<unknown>): TaskHandle | undef
       ),
     ),
   );
-  const task = taskShape(record);
-  const handle = { resultType: 'task' as const, ...task };
+  const task = scope.era === 'modern' ? modernTask(record) : legacyTask(record);
   handles.add(task);
+  const handle = scope.era === 'modern' ? { resultType: 'task', ...task } : { task };
   // content and structuredContent: the SDK's tools/call checks want them on every result.
   return { ...handle, content: [{ type: 'text', text: JSON.stringify(handle) }], structuredContent: task };
-}
-
-/** The answer to a call handed back as a task (CreateTaskResult), in the shape tools/call checks. */
-export interface TaskHandle extends CallToolResult {
-  readonly resultType: 'task';
 }
 
 /** The task a run belongs to, when it runs as one (withProgress reads it). */
@@ -92,45 +107,8 @@ export function isTaskHandle(value: unknown): boolean {
   return typeof value === 'object' && value !== null && handles.has(value);
 }
 
-const taskIdParams = z.object({ taskId: z.string().min(1) });
-
-/** tasks/get, tasks/update and tasks/cancel: a principal reaches its own tasks only. */
-export function registerTaskMethods(server: McpServer, tasks: Tasks): void {
-  server.server.setRequestHandler('tasks/get', { params: taskIdParams }, async (params, ctx) => {
-    requireDeclared(ctx);
-    return detailed(found(tasks.get(params.taskId, principalOf(ctx))));
-  });
-  server.server.setRequestHandler('tasks/cancel', { params: taskIdParams }, async (params, ctx) => {
-    requireDeclared(ctx);
-    if (!tasks.cancel(params.taskId, principalOf(ctx))) found(undefined);
-    return {};
-  });
-  // Codexec's tasks never ask for input (approval comes before the task): nothing is outstanding,
-  // and answers to keys not outstanding are ignored, as the extension says.
-  server.server.setRequestHandler(
-    'tasks/update',
-    { params: taskIdParams.extend({ inputResponses: z.record(z.string(), z.unknown()) }) },
-    async (params, ctx) => {
-      requireDeclared(ctx);
-      found(tasks.get(params.taskId, principalOf(ctx)));
-      return {};
-    },
-  );
-}
-
-function requireDeclared(ctx: ServerContext): void {
-  if (declaresTasks(ctx)) return;
-  throw new MissingRequiredClientCapabilityError({
-    requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } },
-  } as never);
-}
-
-function found(record: TaskRecord | undefined): TaskRecord {
-  if (record) return record;
-  throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'Failed to retrieve task: Task not found');
-}
-
-function taskShape(record: TaskRecord) {
+/** The extension's Task (2026-07-28). */
+export function modernTask(record: TaskRecord) {
   return {
     taskId: record.taskId,
     status: record.status,
@@ -141,29 +119,27 @@ function taskShape(record: TaskRecord) {
   };
 }
 
-/** The DetailedTask of the extension, with the output so far under `_meta` until it completes. */
-function detailed(record: TaskRecord): Record<string, unknown> {
-  const base = taskShape(record);
-  const output = record.output === '' ? {} : { _meta: { [OUTPUT_META_KEY]: record.output } };
-  switch (record.status) {
-    case 'completed':
-      return { ...base, result: record.result ?? {} };
-    case 'failed':
-      return {
-        ...base,
-        statusMessage: record.statusMessage ?? 'failed',
-        error: { ...record.error, data: { output: record.output } },
-        ...output,
-      };
-    case 'cancelled':
-      return { ...base, statusMessage: 'cancelled', ...output };
-    default:
-      return {
-        ...base,
-        statusMessage:
-          record.output === '' ? `${record.tool} is running` : record.output.slice(-STATUS_CHARS),
-        ...(record.status === 'input_required' && { inputRequests: {} }),
-        ...output,
-      };
-  }
+/**
+ * The 2025-11-25 Task: `ttl` and `pollInterval`; a tool result with `isError` reads `failed` there
+ * (the extension reads it `completed`: failed is for protocol errors only).
+ */
+export function legacyTask(record: TaskRecord) {
+  const toolError = record.status === 'completed' && record.result?.isError === true;
+  return {
+    taskId: record.taskId,
+    status: toolError ? ('failed' as const) : record.status,
+    ...(statusMessage(record) !== undefined && { statusMessage: statusMessage(record) }),
+    createdAt: new Date(record.createdMs).toISOString(),
+    lastUpdatedAt: new Date(record.updatedMs).toISOString(),
+    ttl: record.ttlMs,
+    pollInterval: POLL_INTERVAL_MS,
+  };
+}
+
+/** A working task's statusMessage: the last of its output, for a model reading the task. */
+const STATUS_CHARS = 2000;
+export function statusMessage(record: TaskRecord): string | undefined {
+  if (record.status === 'working' || record.status === 'input_required')
+    return record.output === '' ? `${record.tool} is running` : record.output.slice(-STATUS_CHARS);
+  return record.statusMessage ?? undefined;
 }

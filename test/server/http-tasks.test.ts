@@ -4,8 +4,9 @@
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type HttpServer, startHttp } from '../helpers/http.js';
-import { processesWith, sleepMarker } from '../helpers/procs.js';
+import { z } from 'zod';
+import { connectHttp, type HttpServer, startHttp } from '../helpers/http.js';
+import { appeared, processesWith, sleepMarker } from '../helpers/procs.js';
 import { tempDir } from '../helpers/server.js';
 import { OUTPUT_META, overHttp, pollFor, pollUntilDone, type Reply } from '../helpers/tasks.js';
 
@@ -52,6 +53,38 @@ describe('serve --http: MCP Tasks', () => {
     });
   });
 
+  it('2025-11-25 era: a task made by one SDK client is read by a later one, and not by another principal', async () => {
+    const loose = z.looseObject({});
+    const first = await connectHttp(server.url, ALICE, 'legacy');
+    const created = (await first.request(
+      {
+        method: 'tools/call',
+        params: {
+          name: 'execute_code',
+          arguments: { language: 'bash', code: 'sleep 1; echo later' },
+          task: { ttl: 60_000 },
+        },
+      } as never,
+      loose,
+    )) as { task?: { taskId: string; status: string } };
+    expect(created.task?.status).toBe('working');
+    const taskId = created.task?.taskId as string;
+    await first.close();
+
+    const second = await connectHttp(server.url, ALICE, 'legacy');
+    const stranger = await connectHttp(server.url, BOB, 'legacy');
+    try {
+      const result = await second.request({ method: 'tasks/result', params: { taskId } } as never, loose);
+      expect(result).toMatchObject({ structuredContent: { stdout: 'later\n' } });
+      await expect(
+        stranger.request({ method: 'tasks/get', params: { taskId } } as never, loose),
+      ).rejects.toMatchObject({ code: -32602 });
+    } finally {
+      await second.close();
+      await stranger.close();
+    }
+  });
+
   it("another principal's task is not found: not read, not cancelled", async () => {
     const marker = sleepMarker();
     const alice = overHttp(server.url, ALICE);
@@ -66,7 +99,7 @@ describe('serve --http: MCP Tasks', () => {
     expect((await bob('tasks/get', { taskId })).error).toMatchObject({ code: -32602 });
     expect((await bob('tasks/cancel', { taskId })).error).toMatchObject({ code: -32602 });
     expect((await alice('tasks/get', { taskId })).result?.status).toBe('working');
-    expect(processesWith(marker).length).toBeGreaterThan(0);
+    expect((await appeared(marker)).length).toBeGreaterThan(0);
 
     expect((await alice('tasks/cancel', { taskId })).result).toBeDefined();
     expect((await alice('tasks/get', { taskId })).result?.status).toBe('cancelled');

@@ -1,12 +1,14 @@
-// MCP Tasks (DESIGN §9 "Long work and interaction"), the 2026-07-28 extension over stdio: a call
-// that declares the extension is answered at once with a task; tasks/get shows the output so far,
-// then the very result the call would have had; tasks/cancel kills the run; a task left working by
-// a killed server reads failed "server restarted" with its partial output; expired tasks go.
+// MCP Tasks (DESIGN §9 "Long work and interaction") over stdio, the 2026-07-28 extension (raw
+// JSON-RPC: the SDK client rejects its handles) and the 2025-11-25 tasks (the SDK client): a call
+// that asks is answered at once with a task; tasks/get shows the output so far, then the very
+// result the call would have had; tasks/cancel kills the run; a task left working by a killed
+// server reads failed "server restarted" with its partial output; expired tasks go.
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { processesWith, sleepMarker } from '../helpers/procs.js';
+import { z } from 'zod';
+import { appeared, processesWith, sleepMarker } from '../helpers/procs.js';
 import { type RawServer, startRawServer } from '../helpers/raw.js';
-import { tempDir } from '../helpers/server.js';
+import { callTool, startServer, type TestServer, tempDir } from '../helpers/server.js';
 import { OUTPUT_META, overStdio, pollFor, pollUntilDone, type Reply, type Send } from '../helpers/tasks.js';
 
 const outputOf = (reply: Reply) =>
@@ -118,7 +120,7 @@ describe('MCP Tasks over stdio (2026-07-28)', () => {
     });
     const taskId = created.result?.taskId as string;
     await pollFor(send, taskId, (reply) => outputOf(reply).includes('started'));
-    expect(processesWith(marker).length).toBeGreaterThan(0);
+    expect((await appeared(marker)).length).toBeGreaterThan(0);
     expect((await send('tasks/cancel', { taskId })).result).toMatchObject({ resultType: 'complete' });
     const cancelled = await send('tasks/get', { taskId });
     expect(cancelled.result).toMatchObject({ status: 'cancelled' });
@@ -135,6 +137,87 @@ describe('MCP Tasks over stdio (2026-07-28)', () => {
     const unknown = await send('tasks/get', { taskId: 'no-such-task' });
     expect(unknown.error).toMatchObject({ code: -32602, message: expect.stringContaining('not found') });
     expect((await send('tasks/cancel', { taskId: 'no-such-task' })).error?.code).toBe(-32602);
+  });
+});
+
+describe('MCP Tasks over stdio (2025-11-25, the SDK client)', () => {
+  let server: TestServer;
+  const loose = z.looseObject({});
+  const request = (method: string, params: Record<string, unknown>) =>
+    server.client.request({ method, params } as never, loose) as Promise<Record<string, unknown>>;
+
+  beforeAll(async () => {
+    server = await startServer({ era: 'legacy' });
+  });
+  afterAll(() => server.close());
+
+  it('declares tasks, marks the task-capable tools, and answers a task request at once', async () => {
+    expect(server.client.getServerCapabilities()?.tasks).toEqual({
+      list: {},
+      cancel: {},
+      requests: { tools: { call: {} } },
+    });
+    const { tools } = await server.client.listTools();
+    const support = Object.fromEntries(tools.map((tool) => [tool.name, tool.execution?.taskSupport]));
+    expect(support).toMatchObject({
+      execute_code: 'optional',
+      execute_command: 'optional',
+      send_to_session: 'optional',
+      run_script: 'optional',
+      start_session: undefined,
+    });
+
+    const started = Date.now();
+    const created = await request('tools/call', {
+      name: 'execute_code',
+      arguments: { language: 'bash', code: 'echo first; sleep 2; echo done' },
+      task: { ttl: 60_000 },
+    });
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(created.task).toMatchObject({ status: 'working', ttl: 3_600_000, pollInterval: 500 });
+    const taskId = (created.task as { taskId: string }).taskId;
+
+    const until = Date.now() + 15_000;
+    let working = await request('tasks/get', { taskId });
+    while (!String(working.statusMessage).includes('first') && Date.now() < until) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      working = await request('tasks/get', { taskId });
+    }
+    expect(working).toMatchObject({
+      taskId,
+      status: 'working',
+      statusMessage: expect.stringContaining('first'),
+    });
+    const listed = await request('tasks/list', {});
+    expect((listed.tasks as Array<{ taskId: string }>).map((task) => task.taskId)).toContain(taskId);
+
+    // tasks/result waits for the end, then answers what the call would have.
+    const result = await request('tasks/result', { taskId });
+    expect(result).toMatchObject({
+      structuredContent: { success: true, stdout: 'first\ndone\n' },
+      _meta: { 'io.modelcontextprotocol/related-task': { taskId } },
+    });
+    expect(await request('tasks/get', { taskId })).toMatchObject({ status: 'completed' });
+  });
+
+  it('tasks/cancel kills the run and answers the cancelled task; a second cancel is refused', async () => {
+    const marker = sleepMarker();
+    const created = await request('tools/call', {
+      name: 'execute_command',
+      arguments: { command: `echo started; sleep ${marker}` },
+      task: {},
+    });
+    const taskId = (created.task as { taskId: string }).taskId;
+    expect((await appeared(marker)).length).toBeGreaterThan(0);
+    expect(await request('tasks/cancel', { taskId })).toMatchObject({ taskId, status: 'cancelled' });
+    expect(await gone(marker)).toEqual([]);
+    await expect(request('tasks/cancel', { taskId })).rejects.toMatchObject({ code: -32602 });
+    await expect(request('tasks/result', { taskId })).rejects.toThrow(/cancelled/);
+  });
+
+  it('a call without `task` answers as before', async () => {
+    const plain = await callTool(server.client, 'execute_code', { language: 'bash', code: 'echo plain' });
+    expect(plain.value).toMatchObject({ success: true, stdout: 'plain\n' });
   });
 });
 
