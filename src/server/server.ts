@@ -80,7 +80,7 @@ export function createServer(services: Services): McpServer {
         // No `tools` here: given, McpServer would set its tools/call handler in its constructor,
         // before readTaskParams can wrap it; the first registerTool declares tools instead.
         resources: {},
-        // Both eras' tasks: the 2026 extension, the 2025-11-25 capability (each era drops the other's).
+        // Both eras' tasks: the 2026 extension, the 2025-11-25 capability (the 2026 era drops it).
         extensions: { [TASKS_EXTENSION]: {} },
         tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
       },
