@@ -118,6 +118,8 @@ export interface Config {
     readonly maxPendingApprovals: number;
     readonly allowedRuntimes: readonly string[];
   };
+  /** MCP Tasks: how long a task's record is kept from its creation (CODEXEC_TASK_TTL_MS). */
+  readonly taskTtlMs: number;
 }
 
 /**
@@ -306,6 +308,7 @@ export function loadConfig(
       requestTimeoutMs: s.CODEXEC_HTTP_REQUEST_TIMEOUT_MS,
       keepAliveTimeoutMs: s.CODEXEC_HTTP_KEEP_ALIVE_TIMEOUT_MS,
     },
+    taskTtlMs: s.CODEXEC_TASK_TTL_MS,
     gate: {
       enabled: s.CODEXEC_ENABLED,
       approval: s.CODEXEC_APPROVAL,

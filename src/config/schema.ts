@@ -286,6 +286,9 @@ export const settingsSchema = z
     CODEXEC_APPROVAL_TIMEOUT_MS: int(100, 86_400_000)
       .default(120_000)
       .describe('An approval not answered within this time is a denial.'),
+    CODEXEC_TASK_TTL_MS: int(1000, 30 * 86_400_000)
+      .default(3_600_000)
+      .describe('How long a task (MCP Tasks) is kept after it was created: its status, output and result.'),
     CODEXEC_MAX_PENDING_APPROVALS: int(1, 10_000)
       .default(16)
       .describe('Approvals the server waits on at once; past it a call is refused LIMIT_REACHED.'),

@@ -10,8 +10,10 @@ import {
 } from '@modelcontextprotocol/server';
 import type { z } from 'zod';
 import { InvalidInputError } from '../errors/index.js';
+import type { Tasks } from '../tasks/index.js';
 import { asPrincipal, LOCAL_PRINCIPAL } from '../util/index.js';
 import { errorResult, okResult } from './results.js';
+import { inTaskScope, isTaskHandle, type TaskHandle, type TaskScope, taskEra } from './tasks.js';
 
 export interface ToolDefinition<I extends z.ZodObject, O extends z.ZodObject> {
   readonly name: string;
@@ -32,8 +34,16 @@ export interface ToolDefinition<I extends z.ZodObject, O extends z.ZodObject> {
   readonly annotations: ToolAnnotations;
   /** Content blocks to send after the JSON text (images, resource links), made from the value. */
   readonly extraContent?: (value: z.input<O>) => ContentBlock[];
+  /**
+   * MCP Tasks (2026 era): where a call that declares the extension is handed back as a task, once
+   * the gate has approved its run (Gatekeeper.run). Absent: the tool always answers at once.
+   */
+  readonly tasks?: Tasks;
   /** May return an input-required result (2026 era): the client answers and calls again. */
-  readonly handler: (args: z.output<I>, ctx: ServerContext) => Promise<z.input<O> | InputRequiredResult>;
+  readonly handler: (
+    args: z.output<I>,
+    ctx: ServerContext,
+  ) => Promise<z.input<O> | InputRequiredResult | TaskHandle>;
 }
 
 /**
@@ -48,27 +58,39 @@ export function defineTool<I extends z.ZodObject, O extends z.ZodObject>(
   const selection = selected.get(server);
   if (selection && !selection.names.has(tool.name)) return;
   const compact = selection?.compact === true;
-  server.registerTool(
+  const registered = server.registerTool(
     tool.name,
     {
       title: tool.title,
       description: (compact && tool.compactDescription) || tool.description,
       inputSchema: passThrough((compact && tool.compactInput) || tool.advertisedInput || tool.input),
-      ...(!compact && { outputSchema: tool.output }),
+      ...(!compact && { outputSchema: tool.tasks ? admittingTaskHandles(tool.output) : tool.output }),
       annotations: tool.annotations,
     },
     async (raw: unknown, ctx: ServerContext) => {
       const parsed = tool.input.safeParse(raw ?? {});
       if (!parsed.success) return errorResult(new InvalidInputError(describeIssues(parsed.error)));
+      const settle: TaskScope['settle'] = (outcome) => {
+        if ('error' in outcome) return errorResult(outcome.error);
+        const { value } = outcome;
+        if (isInputRequiredResult(value) || isTaskHandle((value as CallToolResult).structuredContent))
+          return value as unknown as CallToolResult;
+        return okResult(value as Record<string, unknown>, tool.extraContent?.(value as z.input<O>) ?? []);
+      };
+      const handle = () => tool.handler(parsed.data, ctx);
+      const era = tool.tasks && taskEra(ctx);
+      const scope = tool.tasks && era ? { tasks: tool.tasks, tool: tool.name, era, settle } : undefined;
       try {
-        const value = await asPrincipal(principalOf(ctx), () => tool.handler(parsed.data, ctx));
-        if (isInputRequiredResult(value)) return value as unknown as CallToolResult;
-        return okResult(value as Record<string, unknown>, tool.extraContent?.(value) ?? []);
+        return settle({
+          value: await asPrincipal(principalOf(ctx), () => (scope ? inTaskScope(scope, handle) : handle())),
+        });
       } catch (error) {
-        return errorResult(error);
+        return settle({ error });
       }
     },
   );
+  // 2025-11-25 tasks: tools/list says which tools take `task` (the 2026 era drops the field).
+  if (tool.tasks) registered.execution = { taskSupport: 'optional' };
 }
 
 /** The tools a server registers (CODEXEC_TOOLS), when not all: set before any is defined. */
@@ -89,6 +111,19 @@ function passThrough(schema: z.ZodObject): StandardSchemaWithJSON<unknown, unkno
       version: 1,
       vendor: 'codexec',
       validate: (value: unknown) => ({ value }),
+      jsonSchema: standard.jsonSchema,
+    },
+  };
+}
+
+/** The tool's output schema, but a task handle's structured content passes (it is no result). */
+function admittingTaskHandles(schema: z.ZodObject): StandardSchemaWithJSON<unknown, unknown> {
+  const standard = schema['~standard'];
+  return {
+    '~standard': {
+      version: 1,
+      vendor: 'codexec',
+      validate: (value: unknown) => (isTaskHandle(value) ? { value } : standard.validate(value)),
       jsonSchema: standard.jsonSchema,
     },
   };

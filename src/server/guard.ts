@@ -13,6 +13,7 @@ import {
 import { currentPrincipal, log } from '../util/index.js';
 import type { Answer, ApprovalAsker, ApprovalForm } from './approval.js';
 import type { Services } from './services.js';
+import { currentTaskRun, startAsTask, type TaskHandle } from './tasks.js';
 
 /** One attempt to run code, as the gate and the audit see it. */
 export interface Attempt {
@@ -135,7 +136,7 @@ export class Gatekeeper {
     attempt: Attempt,
     execute: () => Promise<R>,
     facts: (result: R) => RunFacts,
-  ): Promise<R | InputRequiredResult> {
+  ): Promise<R | InputRequiredResult | TaskHandle> {
     await prepareDecision(attempt);
     const decision = decide(attempt, this.policy);
     if (decision.kind === 'refuse') {
@@ -167,15 +168,22 @@ export class Gatekeeper {
       }
     }
     const approval = { approved: true, approved_by: approvedBy, rule: decision.rule } as const;
-    let result: R;
-    try {
-      result = attempt.runs === false ? await execute() : await this.withSlot(attempt.tool, ctx, execute);
-    } catch (error) {
-      await this.audit(attempt, approval);
-      throw error;
-    }
-    await this.audit(attempt, approval, facts(result));
-    return wireOnly(result);
+    const go = async (): Promise<R> => {
+      // A task's run waits for its slot under the task's signal: the call has been answered.
+      const signal = currentTaskRun()?.signal ?? ctx.mcpReq.signal;
+      let result: R;
+      try {
+        result =
+          attempt.runs === false ? await execute() : await this.withSlot(attempt.tool, signal, execute);
+      } catch (error) {
+        await this.audit(attempt, approval);
+        throw error;
+      }
+      await this.audit(attempt, approval, facts(result));
+      return wireOnly(result);
+    };
+    // MCP Tasks: approved, the run goes on in the background and the call answers with its task.
+    return startAsTask(go) ?? go();
   }
 
   /** Ask the client, counted among the server's pending approvals (refused past their bound). */
@@ -198,9 +206,9 @@ export class Gatekeeper {
    * Run `execute` holding one of the server's run slots (CODEXEC_MAX_CONCURRENT_RUNS): taken after
    * approval, so nobody's answer is awaited while holding one. Free, it is taken without a tick.
    */
-  private async withSlot<R>(tool: string, ctx: ServerContext, execute: () => Promise<R>): Promise<R> {
+  private async withSlot<R>(tool: string, signal: AbortSignal, execute: () => Promise<R>): Promise<R> {
     const { slots } = this.services;
-    let slot = slots.acquire(ctx.mcpReq.signal);
+    let slot = slots.acquire(signal);
     if (typeof slot !== 'function') {
       const asked = Date.now();
       slot = await slot;

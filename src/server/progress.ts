@@ -1,5 +1,6 @@
 import type { ServerContext } from '@modelcontextprotocol/server';
 import type { OutputStream } from '../engine/index.js';
+import { currentTaskRun } from './tasks.js';
 
 const INTERVAL_MS = 100;
 const MAX_PENDING_CHARS = 4000;
@@ -66,6 +67,9 @@ export async function withProgress<T>(
     onOutput?: (stream: OutputStream, text: string) => void;
   }) => Promise<T>,
 ): Promise<T> {
+  // A run handed back as a task: cancelled by tasks/cancel, its output kept in the task record.
+  const run = currentTaskRun();
+  if (run) return task({ signal: run.signal, onOutput: run.onOutput });
   const progress = new ProgressStreamer(ctx);
   try {
     return await task({ signal: ctx.mcpReq.signal, ...(progress.enabled && { onOutput: progress.push }) });

@@ -6,6 +6,8 @@ import { selectTools } from './define-tool.js';
 import { Gatekeeper } from './guard.js';
 import { registerResources } from './resources.js';
 import type { Services } from './services.js';
+import { registerTaskMethods } from './task-methods.js';
+import { readTaskParams, TASKS_EXTENSION } from './tasks.js';
 import { registerExecuteCode } from './tools/execute-code.js';
 import { registerExecuteCommand } from './tools/execute-command.js';
 import { registerFileTools } from './tools/files.js';
@@ -74,8 +76,19 @@ export function createServer(services: Services): McpServer {
   const { config } = services;
   const server = new McpServer(
     { name: 'codexec', version },
-    { capabilities: { tools: {}, resources: {} }, instructions: instructions(config) },
+    {
+      capabilities: {
+        // No `tools` here: given, McpServer would set its tools/call handler in its constructor,
+        // before readTaskParams can wrap it; the first registerTool declares tools instead.
+        resources: {},
+        // Both eras' tasks: the 2026 extension, the 2025-11-25 capability (the 2026 era drops it).
+        extensions: { [TASKS_EXTENSION]: {} },
+        tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
+      },
+      instructions: instructions(config),
+    },
   );
+  readTaskParams(server);
   selectTools(server, config.codemode.tools, config.codemode.compact);
   const gate = new Gatekeeper(
     services,
@@ -92,5 +105,6 @@ export function createServer(services: Services): McpServer {
   registerFileTools(server, services, gate);
   registerHealthTool(server, services);
   registerResources(server, services);
+  registerTaskMethods(server, services.tasks);
   return server;
 }

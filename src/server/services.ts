@@ -19,6 +19,7 @@ import {
   SubprocessBackend,
 } from '../sandbox/index.js';
 import { SessionManager } from '../sessions/index.js';
+import { Tasks } from '../tasks/index.js';
 import { currentPrincipal } from '../util/index.js';
 import { PendingApprovals } from './pending-approvals.js';
 import { RunSlots } from './slots.js';
@@ -57,6 +58,8 @@ export interface Services {
   readonly approvalKey: Uint8Array;
   /** Code mode: the downstream MCP servers of CODEXEC_MCP_CONFIG (none configured: an empty bridge). */
   readonly bridge: Bridge;
+  /** MCP Tasks: work handed back as a task, recorded in tasks.db (opened on first use). */
+  readonly tasks: Tasks;
   /** The secrets filter (CODEXEC_REDACT_SECRETS): undefined when switched off. */
   readonly secrets: SecretsFilter | undefined;
   /**
@@ -148,6 +151,7 @@ export function createServices(config: Config): Services {
     }),
     pendingApprovals: new PendingApprovals(config.gate.maxPendingApprovals),
     approvalKey: randomBytes(32),
+    tasks: new Tasks({ path: join(config.home, 'tasks.db'), ttlMs: config.taskTtlMs }),
     secrets,
     bridge: new McpBridge(downstream, {
       rateLimitPerMinute: config.codemode.rateLimitPerMinute,
@@ -173,6 +177,7 @@ async function installSandbox(
 /** Stop every run and session (each answers as cancelled), and wait until they are gone. */
 export async function stopWork(services: Services): Promise<void> {
   services.slots.close(); // calls waiting for a slot are refused, not started on a stopping engine
+  await services.tasks.shutdown(); // before the engine: a task's end is recorded as a shutdown
   await services.workspaces.stop();
   await services.sessions.shutdown();
   await services.engine.shutdown();
@@ -184,4 +189,5 @@ export async function closeRecords(services: Services): Promise<void> {
   await services.logs.flush();
   await services.audit.close();
   await services.history.close();
+  services.tasks.close();
 }

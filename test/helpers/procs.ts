@@ -49,3 +49,14 @@ function readlinkSafe(path: string): string | undefined {
     return undefined;
   }
 }
+
+/** Host pids of processes with `marker`, once at least one is there (or [] after `ms`). */
+export async function appeared(marker: string, ms = 15_000): Promise<number[]> {
+  const until = Date.now() + ms;
+  let found = processesWith(marker);
+  while (found.length === 0 && Date.now() < until) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    found = processesWith(marker);
+  }
+  return found;
+}

@@ -109,6 +109,7 @@ export function registerExecuteCode(server: McpServer, services: Services, gate:
     ),
     output: executionResultSchema,
     extraContent: runContent,
+    tasks: services.tasks,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
     handler: async (args, ctx) => {
       if (args.session_id !== undefined) return sendInSession(server, services, gate, args, ctx);

@@ -75,6 +75,7 @@ export function registerExecuteCommand(server: McpServer, services: Services, ga
     advertisedInput: advertisedEgress(inputSchema, services.config),
     output: outputSchema,
     extraContent: artifactLinks,
+    tasks: services.tasks,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
     handler: async (args, ctx) => {
       const prepared = await prepareCommand(services, {

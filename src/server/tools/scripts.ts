@@ -202,6 +202,7 @@ export function registerScriptTools(server: McpServer, services: Services, gate:
     input: runScriptInput,
     advertisedInput: advertisedEgress(runScriptInput, services.config),
     output: executionResultSchema,
+    tasks: services.tasks,
     extraContent: runContent,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
     handler: async (args, ctx) => {

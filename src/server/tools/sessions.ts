@@ -179,6 +179,7 @@ function registerCodeTools(server: McpServer, services: Services, gate: Gatekeep
     input: sendInput,
     output: sendOutput,
     extraContent: runContent,
+    tasks: services.tasks,
     annotations: EFFECTS,
     handler: async (args, ctx) => {
       const { language } = sessions.describe(args.session_id); // SESSION_NOT_FOUND before asking

@@ -1,0 +1,137 @@
+import {
+  type McpServer,
+  MissingRequiredClientCapabilityError,
+  ProtocolError,
+  ProtocolErrorCode,
+  RELATED_TASK_META_KEY,
+  type ServerContext,
+} from '@modelcontextprotocol/server';
+import { z } from 'zod';
+import type { TaskRecord, Tasks } from '../tasks/index.js';
+import { principalOf } from './define-tool.js';
+import { legacyTask, modernTask, statusMessage, TASKS_EXTENSION } from './tasks.js';
+
+/** Where a task's output so far is carried (the Task shapes have no field for it). */
+export const OUTPUT_META_KEY = 'io.github.codexec/output';
+/** How often tasks/result looks whether its task has ended. */
+const RESULT_POLL_MS = 100;
+
+const taskIdParams = z.object({ taskId: z.string().min(1) });
+
+/**
+ * The task methods, a principal reaching its own tasks only. Both eras: tasks/get, tasks/cancel.
+ * 2026-07-28 (the extension): tasks/update. 2025-11-25: tasks/result, tasks/list (the SDK answers
+ * these two "method not found" on the 2026 era, which dropped them).
+ */
+export function registerTaskMethods(server: McpServer, tasks: Tasks): void {
+  server.server.setRequestHandler('tasks/get', { params: taskIdParams }, async (params, ctx) => {
+    const isModern = modern(ctx); // before the lookup: a non-declaring client learns nothing
+    const record = found(tasks.get(params.taskId, principalOf(ctx)));
+    return isModern ? detailed(record) : { ...legacyTask(record), ...outputMeta(record) };
+  });
+  server.server.setRequestHandler('tasks/cancel', { params: taskIdParams }, async (params, ctx) => {
+    const principal = principalOf(ctx);
+    if (modern(ctx)) {
+      if (!tasks.cancel(params.taskId, principal)) found(undefined);
+      return {};
+    }
+    const before = found(tasks.get(params.taskId, principal));
+    if (before.status !== 'working' && before.status !== 'input_required')
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidParams,
+        `Cannot cancel task: already ${before.status}`,
+      );
+    tasks.cancel(params.taskId, principal);
+    return legacyTask(found(tasks.get(params.taskId, principal)));
+  });
+  // Codexec's tasks never ask for input (approval comes before the task): nothing is outstanding,
+  // and answers to keys not outstanding are ignored, as the extension says.
+  server.server.setRequestHandler(
+    'tasks/update',
+    { params: taskIdParams.extend({ inputResponses: z.record(z.string(), z.unknown()) }) },
+    async (params, ctx) => {
+      modern(ctx);
+      found(tasks.get(params.taskId, principalOf(ctx)));
+      return {};
+    },
+  );
+  server.server.setRequestHandler('tasks/result', { params: taskIdParams }, async (params, ctx) => {
+    const record = await ended(tasks, params.taskId, principalOf(ctx), ctx.mcpReq.signal);
+    const related = { [RELATED_TASK_META_KEY]: { taskId: record.taskId } };
+    if (record.status === 'completed') {
+      const result = record.result ?? {};
+      return { ...result, _meta: { ...(result._meta as object | undefined), ...related } };
+    }
+    if (record.status === 'failed' && record.error)
+      throw new ProtocolError(record.error.code, record.error.message, { output: record.output });
+    throw new ProtocolError(ProtocolErrorCode.InvalidParams, `task ${record.taskId} was cancelled`);
+  });
+  server.server.setRequestHandler(
+    'tasks/list',
+    { params: z.object({ cursor: z.string().optional() }) },
+    async (_params, ctx) => ({ tasks: tasks.list(principalOf(ctx)).map(legacyTask) }),
+  );
+}
+
+/**
+ * Whether this is a 2026-era request, which must declare the extension (a 2025-era client needs
+ * only the server's tasks capability).
+ */
+function modern(ctx: ServerContext): boolean {
+  const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
+  if (envelope === undefined) return false;
+  const capabilities = envelope['io.modelcontextprotocol/clientCapabilities'] as
+    | { extensions?: Record<string, unknown> }
+    | undefined;
+  if (typeof capabilities?.extensions?.[TASKS_EXTENSION] === 'object') return true;
+  throw new MissingRequiredClientCapabilityError({
+    requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } },
+  } as never);
+}
+
+function found(record: TaskRecord | undefined): TaskRecord {
+  if (record) return record;
+  throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'Failed to retrieve task: Task not found');
+}
+
+/** The task once it has ended (tasks/result waits for it, until the request is cancelled). */
+async function ended(
+  tasks: Tasks,
+  taskId: string,
+  principal: string,
+  signal: AbortSignal,
+): Promise<TaskRecord> {
+  for (;;) {
+    const record = found(tasks.get(taskId, principal));
+    if (record.status !== 'working' && record.status !== 'input_required') return record;
+    if (signal.aborted)
+      throw new ProtocolError(ProtocolErrorCode.InternalError, 'tasks/result was cancelled');
+    await new Promise((resolve) => setTimeout(resolve, RESULT_POLL_MS));
+  }
+}
+
+function outputMeta(record: TaskRecord): { _meta?: Record<string, string> } {
+  return record.output === '' || record.status === 'completed'
+    ? {}
+    : { _meta: { [OUTPUT_META_KEY]: record.output } };
+}
+
+/** The extension's DetailedTask, with the output so far under `_meta` until it completes. */
+function detailed(record: TaskRecord): Record<string, unknown> {
+  const base = { ...modernTask(record), ...outputMeta(record) };
+  const message = statusMessage(record);
+  switch (record.status) {
+    case 'completed':
+      return { ...base, result: record.result ?? {} };
+    case 'failed':
+      return { ...base, statusMessage: message, error: { ...record.error, data: { output: record.output } } };
+    case 'cancelled':
+      return { ...base, statusMessage: 'cancelled' };
+    default:
+      return {
+        ...base,
+        statusMessage: message,
+        ...(record.status === 'input_required' && { inputRequests: {} }),
+      };
+  }
+}
