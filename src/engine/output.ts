@@ -19,8 +19,6 @@ export interface CollectedOutput {
  */
 export interface OutputSink {
   write(text: string): void;
-  /** The end of the truncation note: where the whole stream is and how to page it. */
-  note(): string;
 }
 
 /**
@@ -117,10 +115,10 @@ export class OutputCollector {
     const kept = this.head.slice(0, head);
     const end = tail > 0 ? this.tail.slice(-tail) : '';
     const omitted = this.total - kept.length - end.length;
-    // The seed's separator stays as it is (clients look for it); where the rest is follows it.
-    const where = this.spilled && this.sink ? `\n[codexec: ${this.sink.note()}]` : '';
+    // The seed's format, unchanged (clients look for it): where the rest is kept is the result's
+    // output_saved field.
     return {
-      text: `${kept}\n\n[... truncated ${omitted} characters ...]${where}\n\n${end}`,
+      text: `${kept}\n\n[... truncated ${omitted} characters ...]\n\n${end}`,
       truncated: true,
       totalChars: this.total,
     };

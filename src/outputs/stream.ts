@@ -68,16 +68,6 @@ export class SavedStream {
     }
   }
 
-  /** The end of the truncation note: how much is kept and how to page it. */
-  note(): string {
-    if (this.bytes === 0) return 'the full output could not be saved';
-    const what = this.partial
-      ? `its first ${this.bytes} bytes are saved (CODEXEC_MAX_SAVED_OUTPUT_BYTES)`
-      : `all ${this.bytes} bytes are saved`;
-    const paging = JSON.stringify({ execution_id: this.executionId, path: this.stream, offset: 0 });
-    return `${what}: page them with read_file ${paging} or read ${this.uri}`;
-  }
-
   /** Close the file; what it kept (undefined: nothing, and no file is left). */
   close(): SavedInfo | undefined {
     if (this.fd !== undefined) quietly(() => closeSync(this.fd as number));

@@ -88,7 +88,11 @@ const CASES: ReadonlyArray<readonly [string, string, string]> = [
 ];
 
 /** The per-run workspace differs between runs (tracebacks name the script's path). */
-const normalize = (text: string, dir: string) => text.split(dir).join('<workspace>');
+const normalize = (text: string, dir: string) =>
+  text
+    .split(dir)
+    .join('<workspace>')
+    .replace(/exec_[0-9a-f]{12}/g, '<execution_id>');
 
 describe.each(['namespace', 'subprocess'])('warm runs match cold runs (%s mode)', (mode) => {
   let warm: TestServer;
