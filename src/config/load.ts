@@ -262,8 +262,8 @@ export function loadConfig(
     },
     network: s.CODEXEC_NETWORK,
     egress: {
-      allowed: hostRules(s.CODEXEC_ALLOWED_DOMAINS, 'CODEXEC_ALLOWED_DOMAINS'),
-      denied: hostRules(s.CODEXEC_DENIED_DOMAINS, 'CODEXEC_DENIED_DOMAINS'),
+      allowed: parseRules(s.CODEXEC_ALLOWED_DOMAINS, 'CODEXEC_ALLOWED_DOMAINS', configError),
+      denied: parseRules(s.CODEXEC_DENIED_DOMAINS, 'CODEXEC_DENIED_DOMAINS', configError),
     },
     interpreters: {
       ...(s.CODEXEC_PYTHON && { python: expandHome(s.CODEXEC_PYTHON, home) }),
@@ -328,14 +328,7 @@ function defaultTotalMemoryMb(): number {
   return Math.max(256, Math.floor(Math.min(totalmem(), constrained) / 2 / 1024 / 1024));
 }
 
-/** A host list of the egress allowlist; a malformed entry stops start-up, naming it. */
-function hostRules(list: string, setting: string): HostRule[] {
-  try {
-    return parseRules(list, setting);
-  } catch (error) {
-    throw new ConfigError((error as Error).message);
-  }
-}
+const configError = (message: string) => new ConfigError(message);
 
 /** CODEXEC_TOOLS as names, or undefined for all of them; an unknown name stops start-up. */
 function toolList(value: string): string[] | undefined {

@@ -23,15 +23,22 @@ export interface HostRule {
 const DEFAULT_PORTS: readonly number[] = [443, 80];
 const LABEL = /^(?!-)[a-z0-9_-]{1,63}(?<!-)$/;
 
-/** The rules of a comma list; a malformed entry throws, naming `setting` and the entry. */
-export function parseRules(list: string, setting: string): HostRule[] {
+/**
+ * The rules of a comma list; a malformed entry throws `refusal` of a message naming `setting` and
+ * the entry (the caller's error: a setting's stops start-up, a call's argument is bad input).
+ */
+export function parseRules(
+  list: string,
+  setting: string,
+  refusal: (message: string) => Error = (message) => new RangeError(message),
+): HostRule[] {
   return list
     .split(',')
     .map((entry) => entry.trim())
     .filter((entry) => entry !== '')
     .map((entry) => {
       const rule = parseRule(entry);
-      if (typeof rule === 'string') throw new RangeError(`${setting}: "${entry}" ${rule}`);
+      if (typeof rule === 'string') throw refusal(`${setting}: "${entry}" ${rule}`);
       return rule;
     });
 }

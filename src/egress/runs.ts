@@ -86,11 +86,8 @@ export function callRules(config: Pick<Config, 'network' | 'egress'>, allowedDom
     );
   const rules = new EgressRules(config.egress.allowed, config.egress.denied);
   if (allowedDomains === undefined) return rules;
-  try {
-    return rules.narrow(parseRules(allowedDomains.join(','), 'allowed_domains'));
-  } catch (error) {
-    throw new InvalidInputError((error as Error).message);
-  }
+  const refusal = (message: string) => new InvalidInputError(message);
+  return rules.narrow(parseRules(allowedDomains.join(','), 'allowed_domains', refusal));
 }
 
 /** What one run (or session) did through its lane: the connections, in order. */

@@ -1,3 +1,8 @@
+// The engine: one execution end to end — workspace, a warm or cold sandboxed process (with code
+// mode's channel and the egress allowlist's lane), bounded output, timeouts, artifacts, pictures,
+// log entry, release — and the warm pool it draws from. Over 400 lines: run() is one sequence
+// whose steps share its locals (what was started must be released on every path); its pieces
+// (spec, collect, output, artifacts, images, drivers, outcomes) live in files of their own.
 import { randomUUID } from 'node:crypto';
 import { closeSync, mkdirSync, unlinkSync, writeFileSync } from 'node:fs';
 import { rm, rmdir, unlink, writeFile } from 'node:fs/promises';

@@ -1,3 +1,7 @@
+// The sessions of a server: start (sandbox, packages, code mode's channel, the egress lane), send,
+// close and kill, quotas, idle timers, and the per-session state each of those keeps. Over 400
+// lines: every piece of that state must follow the session's life in one place (onEnd); the
+// session itself, its processes, quotas, disk watch and packages live in files of their own.
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type BridgeRun, toolCallFields } from '../bridge/index.js';

@@ -1,3 +1,7 @@
+// One session: its sandboxed driver, a send (cell) at a time over the control channel, output
+// collected per send, interrupts and kills, background processes' messages, its end. Over 400
+// lines: a send's steps (cell, marks, stopper, artifacts, pictures, log) and the driver's life
+// share the session's state; the protocol, marks, stopper and processes live in files of their own.
 import { constants } from 'node:os';
 import type { Config } from '../config/index.js';
 import {

@@ -194,3 +194,37 @@ describe('loadConfig', () => {
     });
   });
 });
+
+describe('CODEXEC_NETWORK=allowlist settings', () => {
+  const home = tempDir();
+  afterEach(() => rmSync(home, { recursive: true, force: true }));
+
+  it('parses both lists, stops start-up on a malformed entry naming it, and refuses subprocess mode', () => {
+    const config = loadConfig({
+      CODEXEC_HOME: home,
+      CODEXEC_NETWORK: 'allowlist',
+      CODEXEC_ALLOWED_DOMAINS: 'registry.npmjs.org, *.example.com:8443',
+      CODEXEC_DENIED_DOMAINS: 'evil.example.com',
+    });
+    expect(config.egress.allowed.map((rule) => rule.text)).toEqual([
+      'registry.npmjs.org',
+      '*.example.com:8443',
+    ]);
+    expect(config.egress.denied.map((rule) => rule.text)).toEqual(['evil.example.com']);
+    expect(() =>
+      loadConfig({
+        CODEXEC_HOME: home,
+        CODEXEC_NETWORK: 'allowlist',
+        CODEXEC_ALLOWED_DOMAINS: 'ok.example, *.com',
+      }),
+    ).toThrow(/^CODEXEC_ALLOWED_DOMAINS: "\*\.com" is a wildcard of a top-level domain/);
+    expect(() =>
+      loadConfig({ CODEXEC_HOME: home, CODEXEC_NETWORK: 'allowlist', CODEXEC_SANDBOX_MODE: 'subprocess' }),
+    ).toThrow(/CODEXEC_NETWORK: allowlist needs a sandbox/);
+    const warnings: string[] = [];
+    loadConfig({ CODEXEC_HOME: home, CODEXEC_DENIED_DOMAINS: 'x.example' }, (warning) =>
+      warnings.push(warning),
+    );
+    expect(warnings).toEqual([expect.stringContaining('CODEXEC_DENIED_DOMAINS is ignored')]);
+  });
+});
