@@ -41,6 +41,23 @@ export function recorded(user: LaneUser, connection: EgressConnection): boolean 
   }
 }
 
+/** What a refusal adds to its record: the rule that decided, whether the user was asked. */
+export type RefusalDetail = Partial<Pick<EgressConnection, 'rule' | 'asked'>>;
+
+/**
+ * Record a refused request to `target` (CONNECT's or a plain request's), unless nobody uses the
+ * lane or the refusal is the proxy's own failure to record (500).
+ */
+export function recordRefusal(
+  user: LaneUser | undefined,
+  request: Pick<EgressConnection, 'host' | 'port' | 'method' | 'at'>,
+  status: 403 | 500 | 502 | 503,
+  reason: string,
+  detail: RefusalDetail,
+): void {
+  if (user && status !== 500) recorded(user, { ...request, allowed: false, status, reason, ...detail });
+}
+
 /** Answers a plain-HTTP request with a short text; a response already under way is cut instead. */
 export function answerPlain(res: ServerResponse, status: number, body: string): void {
   if (res.destroyed) return;

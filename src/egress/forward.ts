@@ -6,9 +6,9 @@
 import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { admit, codeOf, decidedBy, dial } from './admit.js';
-import { answerPlain, recorded, refusal } from './answer.js';
+import { answerPlain, type RefusalDetail, recorded, recordRefusal, refusal } from './answer.js';
 import { parseAuthority, sameTarget, shown, type Target } from './target.js';
-import type { EgressConnection, LaneContext } from './types.js';
+import type { LaneContext } from './types.js';
 
 const HOP_BY_HOP = new Set([
   'connection',
@@ -42,22 +42,11 @@ export async function forward(lane: LaneContext, req: IncomingMessage, res: Serv
     );
   const path = parts[2] === '' ? '/' : parts[2]?.startsWith('?') ? `/${parts[2]}` : (parts[2] as string);
 
-  type Refused = Partial<Pick<EgressConnection, 'rule' | 'asked'>>;
   let release: (() => void) | undefined;
   const method = req.method ?? 'GET';
-  const refuse = (status: 403 | 500 | 502 | 503, reason: string, extra: Refused = {}) => {
+  const refuse = (status: 403 | 500 | 502 | 503, reason: string, detail: RefusalDetail = {}) => {
     release?.();
-    if (user && status !== 500)
-      recorded(user, {
-        host: target.host,
-        port: target.port,
-        method,
-        at,
-        allowed: false,
-        status,
-        reason,
-        ...extra,
-      });
+    recordRefusal(user, { host: target.host, port: target.port, method, at }, status, reason, detail);
     answerPlain(res, status, refusal(shown(target), status, reason));
   };
   if (!user) return refuse(403, 'no run is using this proxy now');

@@ -4,9 +4,9 @@ import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { admit, codeOf, decidedBy, dial } from './admit.js';
-import { answerRaw, recorded, refusal } from './answer.js';
+import { answerRaw, type RefusalDetail, recorded, recordRefusal, refusal } from './answer.js';
 import { parseAuthority, shown } from './target.js';
-import type { EgressConnection, LaneContext } from './types.js';
+import type { LaneContext } from './types.js';
 
 export async function tunnel(lane: LaneContext, req: IncomingMessage, client: Duplex, head: Buffer) {
   const at = new Date().toISOString();
@@ -20,21 +20,11 @@ export async function tunnel(lane: LaneContext, req: IncomingMessage, client: Du
       400,
       `codexec egress: CONNECT needs host:port, not ${JSON.stringify(req.url)}\n`,
     );
-  type Refused = Partial<Pick<EgressConnection, 'rule' | 'asked'>>;
   let release: (() => void) | undefined;
-  const refuse = (status: 403 | 500 | 502 | 503, reason: string, extra: Refused = {}) => {
+  const refuse = (status: 403 | 500 | 502 | 503, reason: string, detail: RefusalDetail = {}) => {
     release?.();
-    if (user && status !== 500)
-      recorded(user, {
-        host: target.host,
-        port: target.port,
-        method: 'CONNECT',
-        at,
-        allowed: false,
-        status,
-        reason,
-        ...extra,
-      });
+    const request = { host: target.host, port: target.port, method: 'CONNECT', at };
+    recordRefusal(user, request, status, reason, detail);
     answerRaw(client, status, refusal(shown(target), status, reason));
   };
   if (!user) return refuse(403, 'no run is using this proxy now');
