@@ -14,7 +14,7 @@
 exec {__codexec_ctl}<&3
 # The real stdout and stderr, whatever a cell does to fds 1 and 2: marks go there.
 exec {__codexec_out}>&1 {__codexec_err}>&2
-exec 3<&- 0</dev/null
+exec 3<&-
 shopt -s extdebug
 set -o functrace
 
@@ -43,7 +43,8 @@ while LC_ALL=C IFS= read -r -u "$__codexec_ctl" __codexec_len \
   __codexec_interrupted=
   trap - DEBUG
   trap '__codexec_sigint' INT
-  . /dev/stdin <<<"$__codexec_code"
+  # From fd 200, so that the cell's stdin is the session's (code that reads it waits for input).
+  . /dev/fd/200 200<<<"$__codexec_code"
   __codexec_status=$?
   trap - DEBUG
   trap '' INT

@@ -291,10 +291,7 @@ def read_channel(reader, cells, processes):
 def main():
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     fd, reader = open_control()
-    # Code reading stdin gets EOF at once instead of blocking the session.
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
+    # The session's stdin: code reading it waits for input, which the server sees and reports.
     sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
     # Imports resolve from the working directory, as in `python -c`, not from this driver's folder.
     if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):

@@ -186,6 +186,17 @@ export class Gatekeeper {
     return startAsTask(go) ?? go();
   }
 
+  /**
+   * Go on with a run the gate already let through (send_to_session's `input` to the code that
+   * waits for it: data for approved code, as write_stdin's is): no new decision or audit entry,
+   * but a run slot, and a task where the call may become one.
+   */
+  resume<R>(ctx: ServerContext, tool: string, execute: () => Promise<R>): Promise<R> | TaskHandle {
+    const go = () =>
+      this.withSlot(tool, currentTaskRun()?.signal ?? ctx.mcpReq.signal, execute).then(wireOnly);
+    return startAsTask(go) ?? go();
+  }
+
   /** Ask the client, counted among the server's pending approvals (refused past their bound). */
   private async ask(ctx: ServerContext, form: ApprovalForm, refused: Verdict): Promise<Answer> {
     let answered: () => void;

@@ -182,10 +182,11 @@ export class SessionManager implements SessionPackageHost {
   }
 
   send(sessionId: string, request: SendRequest): Promise<SendResult> {
-    const bytes = Buffer.byteLength(request.code, 'utf8');
+    const bytes = Buffer.byteLength(request.code ?? request.input, 'utf8');
     if (bytes > this.deps.config.maxCodeBytes) {
+      const what = request.code !== undefined ? 'code' : 'input';
       throw new InvalidInputError(
-        `code is ${bytes} bytes; the limit is ${this.deps.config.maxCodeBytes} (CODEXEC_MAX_CODE_BYTES)`,
+        `${what} is ${bytes} bytes; the limit is ${this.deps.config.maxCodeBytes} (CODEXEC_MAX_CODE_BYTES)`,
       );
     }
     const session = this.get(sessionId);
@@ -219,6 +220,14 @@ export class SessionManager implements SessionPackageHost {
       });
   }
 
+  /** write_stdin {session_id}: text to the session's stdin, at once, whatever it runs. */
+  writeStdin(sessionId: string, data: string, eof: boolean): { session_id: string; bytes_written: number } {
+    const session = this.get(sessionId);
+    const bytes = Buffer.from(data, 'utf8');
+    session.writeStdin(bytes, eof);
+    return { session_id: session.id, bytes_written: bytes.length };
+  }
+
   /** End a session now (SIGKILL, a send in progress too): `killed` by kill_session, else `closed`. */
   async close(sessionId: string, reason: 'closed' | 'killed' = 'closed'): Promise<CloseResult> {
     const session = this.get(sessionId);
@@ -247,6 +256,7 @@ export class SessionManager implements SessionPackageHost {
           packages_installed: [...session.packagesInstalled],
           working_dir: session.options.cwd,
           busy: session.busy,
+          waiting_for_input: session.waitingForInput,
         })),
     );
     return { sessions };

@@ -14,6 +14,7 @@ import {
   OutputCollector,
   snapshotDir,
 } from '../engine/index.js';
+import { InvalidInputError } from '../errors/index.js';
 import { type OutputSaved, type SavedOutputs, type SavedStream, savedBytes } from '../outputs/index.js';
 import type { SecretsFilter } from '../policy/index.js';
 import { CodeSyntaxError, type Language } from '../runtimes/index.js';
@@ -31,8 +32,28 @@ import {
   type ProcMessage,
 } from './protocol.js';
 
+import { InputWatch, promptOf } from './stdin-wait.js';
 import { SendStopper } from './stopper.js';
 import type { EndReason, SendRequest, SendResult } from './types.js';
+
+/** A cell that has been sent and has not ended: over several sends when it waits for input. */
+interface Cell {
+  readonly code: string;
+  readonly done: Promise<DoneMessage>;
+  readonly before: Awaited<ReturnType<typeof snapshotDir>>;
+  readonly ownWorkspace: boolean;
+  /** A send returned saying the cell waits for input; the next send must answer it. */
+  waitingForInput: boolean;
+}
+
+/** How long output must have been quiet before /proc is asked whether the code waits for input. */
+const QUIET_MS = 100;
+/** How often it is asked then (every LOOK_MS, LONG_LOOK_MS once the send has run LONG_SEND_MS). */
+const LOOK_MS = 150;
+const LONG_LOOK_MS = 500;
+const LONG_SEND_MS = 3000;
+const WAITING = Symbol('waiting for input');
+const NO_CHANGES: ArtifactDiff = { created: [], modified: [], deleted: [] };
 
 export interface SessionOptions {
   readonly id: string;
@@ -88,6 +109,11 @@ export class Session {
   /** The running send's marks, when the process relays its output. */
   private marks: SendMarks | undefined;
   private exit: Exit | undefined;
+  /** The cell sent and not ended (it may span sends: see Cell.waitingForInput). */
+  private cell: Cell | undefined;
+  private readonly inputWatch: InputWatch;
+  private lastOutputAt = 0;
+  private lastStream: 'stdout' | 'stderr' = 'stdout';
   private killedAfterInterrupt = false;
   /** The sentence of the bound (the disk watcher's) that ended the session. */
   private limitNote: string | undefined;
@@ -103,15 +129,17 @@ export class Session {
     });
     this.stdout = this.collector();
     this.stderr = this.collector();
-    proc.stdout.on('data', (chunk: Buffer) => {
-      const text = this.stdout.push(this.unmark('stdout', chunk));
-      if (text) this.onOutput?.('stdout', text);
-    });
-    proc.stderr.on('data', (chunk: Buffer) => {
-      const text = this.stderr.push(this.unmark('stderr', chunk));
-      if (text) this.onOutput?.('stderr', text);
-    });
-    proc.stdin?.end(); // code that reads stdin gets EOF instead of blocking the session
+    this.inputWatch = new InputWatch(proc.pid ?? -1);
+    for (const stream of ['stdout', 'stderr'] as const) {
+      proc[stream].on('data', (chunk: Buffer) => {
+        this.lastOutputAt = Date.now();
+        this.lastStream = stream;
+        const text = this[stream].push(this.unmark(stream, chunk));
+        if (text) this.onOutput?.(stream, text);
+      });
+    }
+    // stdin stays open: code reading it waits for input (a send says so: waiting_for_input).
+    proc.stdin?.on('error', () => {}); // written after the process closed it or exited
     const control = proc.control;
     if (!control) throw new TypeError('session drivers need a control channel');
     control.on('data', (chunk: Buffer) => this.onControl(chunk));
@@ -133,6 +161,20 @@ export class Session {
   }
   get alive(): boolean {
     return this.exit === undefined;
+  }
+  /** A send returned waiting_for_input and nothing has answered it yet. */
+  get waitingForInput(): boolean {
+    return this.cell?.waitingForInput === true;
+  }
+
+  /** write_stdin {session_id}: bytes to the session's stdin whatever runs; `eof` closes it for good. */
+  writeStdin(data: Buffer, eof: boolean): void {
+    const stdin = this.proc.stdin;
+    if (!this.alive || !stdin?.writable) {
+      throw new InvalidInputError(`the stdin of session ${this.id} is closed`);
+    }
+    if (data.length > 0) stdin.write(data);
+    if (eof) stdin.end();
   }
 
   /** Why the session is over, for messages and tombstones ('' while it runs). */
@@ -205,10 +247,23 @@ export class Session {
     if (!this.alive || this.endReason) {
       throw new SessionNotFoundError(`session ${this.id} has ended; start a new one with start_session`);
     }
+    const cell = this.cell;
+    if (request.input !== undefined && !cell?.waitingForInput) {
+      throw new InvalidInputError(
+        `session ${this.id} is not waiting for input (input answers a send that returned ` +
+          'waiting_for_input); to write to its stdin anyway use write_stdin {session_id, data}',
+      );
+    }
+    if (request.input === undefined && cell) {
+      throw new InvalidInputError(
+        `session ${this.id} is waiting for input to the code it runs; answer it with send_to_session ` +
+          '{session_id, input}, or end the session with kill_session',
+      );
+    }
     this.running = true;
     this.onOutput = request.onOutput;
     try {
-      return await this.runCell(request);
+      return cell ? await this.answer(cell, request.input as string, request) : await this.runCell(request);
     } finally {
       closeSaved(this.saving); // a send that failed before collecting its output
       this.saving = undefined;
@@ -219,26 +274,18 @@ export class Session {
   }
 
   private async runCell(request: SendRequest): Promise<SendResult> {
-    const { config, cwd } = this.options;
-    const executionId = newId('exec');
+    const { cwd } = this.options;
+    const code = request.code as string;
+    const executionId = this.beginPart();
     const started = Date.now();
-    this.lastActivityAt = new Date(started);
-    this.executionsCount += 1;
-    const base = { execution_id: executionId, session_id: this.id, language: this.options.language };
-    const principal = currentPrincipal();
-    this.saving = this.options.outputs?.streams(principal, executionId);
-    if (this.saving) {
-      this.stdout.saveTo(this.saving.stdout);
-      this.stderr.saveTo(this.saving.stderr);
-    }
     let prepared: string;
     try {
-      prepared = prepareCell(this.options.language, request.code);
+      prepared = prepareCell(this.options.language, code);
     } catch (error) {
       if (!(error instanceof CodeSyntaxError)) throw error;
       const collected = this.collect();
       const result: SendResult = {
-        ...base,
+        ...this.base(executionId),
         ...collected,
         stderr: `${collected.stderr}${this.options.secrets?.redact(error.message) ?? error.message}\n`,
         success: false,
@@ -251,7 +298,7 @@ export class Session {
         session_alive: true,
         images: [],
       };
-      this.log(request.code, result, { created: [], modified: [], deleted: [] }, started);
+      this.log(code, result, NO_CHANGES, started, null);
       return result;
     }
     const ownWorkspace = cwd === this.options.workspace;
@@ -264,7 +311,49 @@ export class Session {
     this.proc.control?.write(
       encodeFrame({ type: 'exec', id: executionId, ...(marks && { mark: marks.mark }), code: prepared }),
     );
+    this.cell = { code, done, before, ownWorkspace, waitingForInput: false };
+    return this.runPart(request, this.cell, executionId, started, null);
+  }
 
+  /** send_to_session's `input`: written to stdin (with a newline if it has none), then the cell goes on. */
+  private answer(cell: Cell, input: string, request: SendRequest): Promise<SendResult> {
+    const stdin = this.proc.stdin;
+    if (!stdin?.writable) {
+      throw new InvalidInputError(`the stdin of session ${this.id} was closed (write_stdin eof)`);
+    }
+    const executionId = this.beginPart();
+    const started = Date.now();
+    cell.waitingForInput = false;
+    stdin.write(input.endsWith('\n') ? input : `${input}\n`);
+    return this.runPart(request, cell, executionId, started, input);
+  }
+
+  /** A new execution id for one send; its output is saved from here (CODEXEC_MAX_SAVED_OUTPUT_BYTES). */
+  private beginPart(): string {
+    const executionId = newId('exec');
+    this.lastActivityAt = new Date();
+    this.executionsCount += 1;
+    this.saving = this.options.outputs?.streams(currentPrincipal(), executionId);
+    if (this.saving) {
+      this.stdout.saveTo(this.saving.stdout);
+      this.stderr.saveTo(this.saving.stderr);
+    }
+    return executionId;
+  }
+
+  private base(executionId: string) {
+    return { execution_id: executionId, session_id: this.id, language: this.options.language };
+  }
+
+  /** One send's share of a cell: until it ends, the session dies, or it waits for input. */
+  private async runPart(
+    request: SendRequest,
+    cell: Cell,
+    executionId: string,
+    started: number,
+    stdin: string | null,
+  ): Promise<SendResult> {
+    const { config, cwd } = this.options;
     const stopper = new SendStopper(
       this.proc,
       Math.min(request.timeoutMs ?? config.defaultTimeoutMs, config.maxTimeoutMs),
@@ -275,13 +364,18 @@ export class Session {
         this.endReason ??= 'crashed';
       },
     );
-    const outcome: DoneMessage | Exit = await Promise.race([done, this.proc.exited]).finally(() => {
+    const watch = this.watchInput(started, () => stopper.stopped);
+    const outcome = await Promise.race([cell.done, this.proc.exited, watch.waiting]).finally(() => {
       stopper.dispose();
-      this.waiting = undefined;
+      watch.stop();
     });
+    if (outcome === WAITING) return this.waitingResult(cell, executionId, started, stdin);
+    this.cell = undefined;
+    this.waiting = undefined;
     const answered = 'type' in outcome;
     // Output written before `done` is already in the pipes: one turn of the loop reads it.
     // Relayed output may still be on its way: its marks say when it is all in.
+    const { marks } = this;
     if (answered && marks) {
       for (const [stream, rest] of await marks.settle(this.proc.exited)) {
         const text = rest.length > 0 ? this[stream].push(rest) : '';
@@ -292,7 +386,8 @@ export class Session {
     this.marks = undefined;
     const duration_ms = Date.now() - started;
     const collected = this.collect();
-    const diff = diffSnapshots(before, await snapshotDir(cwd, { ownWorkspace }));
+    const { ownWorkspace } = cell;
+    const diff = diffSnapshots(cell.before, await snapshotDir(cwd, { ownWorkspace }));
     const listed = listArtifacts(diff, config.artifacts, this.options.secrets);
     const pictures = await collectImages({
       workspace: this.options.figuresWorkspace,
@@ -301,7 +396,7 @@ export class Session {
       maxBytes: config.maxImageBytes,
     });
     const result: SendResult = {
-      ...base,
+      ...this.base(executionId),
       ...collected,
       stderr: collected.stderr + stopper.note(answered),
       success: answered && outcome.status === 'ok' && !stopper.stopped,
@@ -320,19 +415,80 @@ export class Session {
       result.limit = 'disk';
       result.stderr += `\n[codexec: ${this.limitNote}; process killed]\n`;
     }
-    this.log(request.code, result, listed.logged, started);
+    this.log(cell.code, result, listed.logged, started, stdin);
     return result;
   }
 
+  /** The send's answer while its cell waits for input: the output so far and the prompt. */
+  private waitingResult(cell: Cell, executionId: string, started: number, stdin: string | null): SendResult {
+    cell.waitingForInput = true;
+    const collected = this.collect();
+    const last = this.lastStream === 'stderr' ? collected.stderr : collected.stdout;
+    const result: SendResult = {
+      ...this.base(executionId),
+      ...collected,
+      success: false,
+      exit_code: null,
+      duration_ms: Date.now() - started,
+      timed_out: false,
+      cancelled: false,
+      artifacts: [],
+      artifacts_deleted: [],
+      session_alive: true,
+      images: [],
+      waiting_for_input: true,
+      prompt: promptOf(last),
+    };
+    this.log(cell.code, result, NO_CHANGES, started, stdin);
+    return result;
+  }
+
+  /**
+   * Resolves when the code is seen blocked reading input: looked at in /proc once output has been
+   * quiet a moment, and again a moment later (a read about to be fed does not count). A send that
+   * ends sooner never looks; a stopped one (timeout, cancel) no longer does.
+   */
+  private watchInput(
+    started: number,
+    stopped: () => boolean,
+  ): { waiting: Promise<typeof WAITING>; stop(): void } {
+    let timer: NodeJS.Timeout | undefined;
+    let over = false;
+    const quiet = () => !over && !stopped() && Date.now() - this.lastOutputAt >= QUIET_MS;
+    const waiting = new Promise<typeof WAITING>((resolve) => {
+      const look = async () => {
+        if (quiet() && (await this.inputWatch.waiting())) {
+          await new Promise((wait) => setTimeout(wait, QUIET_MS));
+          if (quiet() && (await this.inputWatch.waiting())) return resolve(WAITING);
+        }
+        if (!over) timer = setTimeout(look, Date.now() - started < LONG_SEND_MS ? LOOK_MS : LONG_LOOK_MS);
+      };
+      timer = setTimeout(look, LOOK_MS);
+    });
+    return {
+      waiting,
+      stop: () => {
+        over = true;
+        clearTimeout(timer);
+      },
+    };
+  }
+
   /** The seed's session `execution` line (plus language, flags, sandbox mode, artifacts). */
-  private log(code: string, result: SendResult, artifacts: ArtifactDiff, started: number): void {
+  private log(
+    code: string,
+    result: SendResult,
+    artifacts: ArtifactDiff,
+    started: number,
+    stdin: string | null,
+  ): void {
     this.options.onExecution({
       type: 'execution',
       execution_id: result.execution_id,
       session_id: this.id,
       language: this.options.language,
       code,
-      stdin: null,
+      stdin,
       stdout: result.stdout,
       stderr: result.stderr,
       exit_code: result.exit_code,
@@ -343,6 +499,7 @@ export class Session {
       working_dir: this.options.cwd,
       artifacts,
       ...(result.artifacts_omitted && { artifacts_omitted: result.artifacts_omitted }),
+      ...(result.waiting_for_input && { waiting_for_input: true, prompt: result.prompt }),
       at: new Date(started).toISOString(),
     });
   }

@@ -22,8 +22,14 @@ export interface StartRequest {
   readonly allowedDomains?: readonly string[] | undefined;
 }
 
-export interface SendRequest {
-  readonly code: string;
+/** A send: code to run, or (send_to_session's `input`) the answer to a cell waiting for input. */
+export type SendRequest = SendOptions &
+  (
+    | { readonly code: string; readonly input?: undefined }
+    | { readonly input: string; readonly code?: undefined }
+  );
+
+export interface SendOptions {
   readonly timeoutMs?: number | undefined;
   readonly signal?: AbortSignal | undefined;
   /** Decoded output as it arrives during this send, for streaming to the client. */
@@ -80,6 +86,13 @@ export interface SendResult {
   tool_calls_omitted?: ToolCallCount[];
   /** The egress allowlist: each host and port the proxy refused this send, once (present when any). */
   network_denied?: Array<{ host: string; port: number }>;
+  /**
+   * The code is blocked reading its input: the send returned without waiting for it to end
+   * (send_to_session's `input` answers). Present (true) only then, with `prompt`.
+   */
+  waiting_for_input?: true;
+  /** The last line of the output before the read: what the program asks. */
+  prompt?: string;
   /** The egress allowlist: every connection of this send, for the audit (never sent). */
   [CONNECTIONS]?: LoggedConnection[];
 }
@@ -103,4 +116,6 @@ export interface SessionInfo {
   packages_installed: string[];
   working_dir: string;
   busy: boolean;
+  /** Its code is blocked reading input (a send returned waiting_for_input). */
+  waiting_for_input: boolean;
 }

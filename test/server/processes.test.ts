@@ -227,7 +227,7 @@ describe('background processes', () => {
     expect((await start('true')).isError).toBe(false);
   });
 
-  it('refuses bad ids, other languages and write_stdin by session', async () => {
+  it('refuses bad ids, other languages, and write_stdin given both a process and a session', async () => {
     for (const [tool, args] of [
       ['read_process_output', { process_id: 'proc_000000000000' }],
       ['kill_process', { process_id: 'nope' }],
@@ -253,9 +253,13 @@ describe('background processes', () => {
     expect(refused.value.code).toBe('INVALID_INPUT');
     expect(refused.value.error).toContain('not yet in bash');
     await call('close_session', { session_id: bash });
-    const bySession = await call<Refusal>('write_stdin', { session_id: session, data: 'x' });
-    expect(bySession.value).toMatchObject({ code: 'INVALID_INPUT' });
-    expect(bySession.value.error).toContain('give the process_id');
+    const both = await call<Refusal>('write_stdin', {
+      session_id: session,
+      process_id: 'proc_000000000000',
+      data: 'x',
+    });
+    expect(both.value).toMatchObject({ code: 'INVALID_INPUT' });
+    expect(both.value.error).toContain('either process_id');
   });
 
   it("outlives a send's timeout (its interrupt), and dies when the session crashes", async () => {

@@ -83,8 +83,9 @@ describe('session limits and listing', () => {
     const big = await send(server.client, session.session_id, "print('z' * 5000)");
     expect(big.value.truncated).toBe(true);
     expect(big.value.stdout).toMatch(/\[\.\.\. truncated \d+ characters \.\.\.\]/);
+    // Reading stdin waits for input (test/sessions/input.test.ts): the send says so at once.
     const stdin = await send(server.client, session.session_id, 'import sys\nsys.stdin.read()');
-    expect(stdin.value).toMatchObject({ success: true, stdout: "''\n" });
+    expect(stdin.value).toMatchObject({ success: false, waiting_for_input: true, session_alive: true });
     await callTool(server.client, 'close_session', { session_id: session.session_id });
   });
 

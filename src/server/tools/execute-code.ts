@@ -14,6 +14,7 @@ import { withProgress } from '../progress.js';
 import { runContent } from '../resources.js';
 import { outputSavedField, SAVED_HELP } from '../saved-output.js';
 import type { Services } from '../services.js';
+import { waitingFields } from '../waiting.js';
 import { advertisedLanguage, languageInput } from './languages.js';
 
 export const executionResultSchema = z.object({
@@ -49,6 +50,7 @@ export const executionResultSchema = z.object({
     .optional()
     .describe('with session_id: false when the session ended during this run'),
   error: z.string().optional().describe('with session_id: why the session ended, when it did'),
+  ...waitingFields,
 });
 
 const LANGUAGE_HELP = 'python, node (JavaScript, ES module), typescript or bash';

@@ -101,33 +101,33 @@ export function registerProcessTools(server: McpServer, services: Services, gate
   });
   defineTool(server, {
     name: 'write_stdin',
-    title: 'Write to a background process',
+    title: 'Write to a background process or a session',
     description:
       'Write text to the stdin of a process started by start_process (include the newline a line needs); eof: ' +
       'true then closes its stdin (a program reading to the end, like cat or sort, finishes). Read the answer ' +
-      'with read_process_output.',
+      "with read_process_output. With session_id instead: to the session's own stdin, at once, whatever it " +
+      'runs (send_to_session {input} is the usual way to answer a send that returned waiting_for_input; eof ' +
+      'there closes the session stdin for good).',
     input: z.object({
       process_id: processId.optional(),
-      session_id: z
-        .string()
-        .min(1)
-        .optional()
-        .describe('Not served yet: answering a send that waits for input (give process_id)'),
+      session_id: z.string().min(1).optional().describe('Instead of process_id: a session (sess_…)'),
       data: z.string().describe('Text to write (UTF-8); may be empty with eof: true'),
       eof: z.boolean().optional().describe('Close the stdin after writing (default false)'),
     }),
-    output: processInfo.extend({ bytes_written: z.number().int() }),
+    output: processInfo
+      .partial()
+      .extend({ session_id: z.string(), bytes_written: z.number().int() })
+      .describe('the process (with process_id), or the session and bytes written (with session_id)'),
     annotations: EFFECTS,
     handler: async (args) => {
-      if (args.process_id === undefined) {
+      if ((args.process_id === undefined) === (args.session_id === undefined)) {
         throw new InvalidInputError(
-          args.session_id === undefined
-            ? 'give the process_id start_process returned'
-            : 'write_stdin with session_id answers a send waiting for input, which this server does not do yet ' +
-                '(a send that reads stdin gets end-of-file); give the process_id of a process start_process started',
+          'give either process_id (a background process) or session_id (a session)',
         );
       }
-      return sessions.writeProcess(args.process_id, args.data, args.eof ?? false);
+      if (args.session_id !== undefined)
+        return sessions.writeStdin(args.session_id, args.data, args.eof ?? false);
+      return sessions.writeProcess(args.process_id as string, args.data, args.eof ?? false);
     },
   });
   defineTool(server, {

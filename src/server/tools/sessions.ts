@@ -13,6 +13,7 @@ import { withProgress } from '../progress.js';
 import { runContent } from '../resources.js';
 import { outputSavedField, SAVED_HELP } from '../saved-output.js';
 import type { Services } from '../services.js';
+import { WAITING_HELP, waitingFields } from '../waiting.js';
 import { advertisedLanguage, languageInput } from './languages.js';
 
 const sessionId = z.string().min(1).describe('The session id start_session returned (sess_…)');
@@ -42,7 +43,14 @@ const startOutput = z.object({
 
 const sendInput = z.object({
   session_id: sessionId,
-  code: z.string().min(1, 'code must not be empty').describe('Code to run in the session'),
+  code: z.string().min(1, 'code must not be empty').optional().describe('Code to run in the session'),
+  input: z
+    .string()
+    .optional()
+    .describe(
+      'Instead of code: the answer to a send that returned waiting_for_input, written to the stdin of the ' +
+        'code waiting (a newline is added unless it ends with one); the send then goes on with that code',
+    ),
   timeout_ms: z
     .number()
     .int()
@@ -77,6 +85,7 @@ const sendOutput = z.object({
   ...imageFields,
   ...toolCallsField,
   ...egressField,
+  ...waitingFields,
 });
 
 const closeOutput = z.object({
@@ -100,6 +109,9 @@ const listOutput = z.object({
       packages_installed: z.array(z.string()),
       working_dir: z.string(),
       busy: z.boolean().describe('a send is running or queued'),
+      waiting_for_input: z
+        .boolean()
+        .describe('its code is blocked reading input: answer with send_to_session {session_id, input}'),
     }),
   ),
 });
@@ -175,6 +187,7 @@ function registerCodeTools(server: McpServer, services: Services, gate: Gatekeep
       'the code is interrupted (KeyboardInterrupt / SIGINT) and the state is kept; code that ignores the ' +
       'interrupt gets the session killed (session_alive=false). Sends to one session run in order; output ' +
       'printed by background work between sends shows up in the next send. ' +
+      WAITING_HELP +
       SAVED_HELP,
     input: sendInput,
     output: sendOutput,
@@ -183,21 +196,31 @@ function registerCodeTools(server: McpServer, services: Services, gate: Gatekeep
     annotations: EFFECTS,
     handler: async (args, ctx) => {
       const { language } = sessions.describe(args.session_id); // SESSION_NOT_FOUND before asking
-      const attempt = { tool: 'send_to_session', language, code: args.code, sessionId: args.session_id };
+      if ((args.code === undefined) === (args.input === undefined)) {
+        throw new InvalidInputError(
+          'give either code (to run) or input (to answer a send waiting for input)',
+        );
+      }
+      const options = {
+        timeoutMs: args.timeout_ms,
+        sampler: sessionSampler(server, services, args.session_id, ctx),
+        askEgress: gate.egressAsker(ctx, 'send_to_session', args.session_id),
+      };
+      if (args.input !== undefined) {
+        // Data for code the gate let run, as write_stdin's is: no new decision, but a run slot.
+        const input = args.input;
+        return gate.resume(ctx, 'send_to_session', () =>
+          withProgress(ctx, (progress) => sessions.send(args.session_id, { input, ...options, ...progress })),
+        );
+      }
+      const code = args.code as string;
+      const attempt = { tool: 'send_to_session', language, code, sessionId: args.session_id };
       return gate.run(
         ctx,
         attempt,
         // Output streams as progress notifications when the client asked for them (progressToken).
         () =>
-          withProgress(ctx, (options) =>
-            sessions.send(args.session_id, {
-              code: args.code,
-              timeoutMs: args.timeout_ms,
-              sampler: sessionSampler(server, services, args.session_id, ctx),
-              askEgress: gate.egressAsker(ctx, 'send_to_session', args.session_id),
-              ...options,
-            }),
-          ),
+          withProgress(ctx, (progress) => sessions.send(args.session_id, { code, ...options, ...progress })),
         runFacts,
       );
     },
