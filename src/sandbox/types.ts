@@ -120,6 +120,11 @@ export interface SandboxedProcess {
    * the parent cgroup of all runs, CODEXEC_TOTAL_*); undefined: the per-run setting.
    */
   limitDetail?(kind: LimitKind): string | undefined;
+  /**
+   * The host pid of the sandbox's first process, whose fd 0 is the run's stdin, where it is not
+   * `pid` (a container's, asked of the engine); undefined where the host cannot see it (gVisor).
+   */
+  processRoot?(): Promise<number | undefined>;
   /** Memory the process (namespace: its whole sandbox) uses now, in MB, when the backend knows. */
   memoryMb?(): number | undefined;
   /**

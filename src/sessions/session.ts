@@ -129,7 +129,7 @@ export class Session {
     });
     this.stdout = this.collector();
     this.stderr = this.collector();
-    this.inputWatch = new InputWatch(proc.pid ?? -1);
+    this.inputWatch = new InputWatch(proc.processRoot ?? (async () => proc.pid));
     for (const stream of ['stdout', 'stderr'] as const) {
       proc[stream].on('data', (chunk: Buffer) => {
         this.lastOutputAt = Date.now();

@@ -39,24 +39,29 @@ const isPtySlave = (rdev: number) => {
 
 /**
  * Looks, on demand, whether any process of a sandbox sleeps waiting for input. `root` is the
- * sandbox's first process on this host (bubblewrap, or the driver itself); its fd 0 is the
- * session's stdin. Anything /proc does not let us read (another architecture, a process gone
+ * sandbox's first process on this host (bubblewrap, the driver itself, a container's first
+ * process); its fd 0 is the session's stdin. Anything /proc does not let us read (another architecture, a process gone
  * meanwhile, no right to look) counts as not waiting: the send then runs to its timeout as before.
  */
 export class InputWatch {
   private input: string | undefined;
+  private root: Promise<number | undefined> | undefined;
   private readonly calls = CALLS[process.arch];
 
-  constructor(private readonly root: number) {}
+  /** `root`: asked once, at the first look (a container's costs an engine call). */
+  constructor(private readonly findRoot: () => Promise<number | undefined>) {}
 
   async waiting(): Promise<boolean> {
-    if (!this.calls || this.root <= 0) return false;
+    if (!this.calls) return false;
+    this.root ??= this.findRoot();
+    const root = await this.root;
+    if (root === undefined || root <= 0) return false;
     try {
-      this.input ??= identity(await stat(`/proc/${this.root}/fd/0`));
+      this.input ??= identity(await stat(`/proc/${root}/fd/0`));
     } catch {
       return false;
     }
-    for (const pid of await descendants(this.root)) {
+    for (const pid of await descendants(root)) {
       for (const tid of await list(`/proc/${pid}/task`)) {
         if (await this.threadWaits(pid, tid)) return true;
       }

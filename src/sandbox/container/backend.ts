@@ -191,6 +191,11 @@ export class ContainerBackend implements SandboxBackend {
       signal(signal) {
         void run(engine.binary, [...engine.global, 'kill', '--signal', signal, name]).catch(() => {});
       },
+      async hostPid() {
+        const inspect = [...engine.global, 'inspect', '--format', '{{.State.Pid}}', name];
+        const pid = Number((await run(engine.binary, inspect).catch(() => ({ stdout: '' }))).stdout);
+        return pid > 0 ? pid : undefined;
+      },
       lingers: lingers(spec),
       async cleanUp(cliExited) {
         // An engine CLI that has exited has removed its container (--rm).

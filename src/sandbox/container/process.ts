@@ -28,6 +28,8 @@ export interface Handle {
   readonly limitNote: string;
   readonly insidePath: (path: string) => string;
   signal(signal: NodeJS.Signals): void;
+  /** The host pid of the container's first process (engine inspect), where it has one. */
+  hostPid?(): Promise<number | undefined>;
   /** Its program's processes end with it: the container then waits, stopped (container_init.sh). */
   readonly lingers?: boolean;
   /** After the CLI has exited or been told to stop: remove what is left. */
@@ -73,6 +75,7 @@ export function wrap(handle: Handle, lease: Lease | undefined): SandboxedProcess
     exited,
     insidePath: handle.insidePath,
     relaysOutput: true,
+    ...(handle.hostPid && { processRoot: handle.hostPid }),
     limitHit: () => limitHit(cgroups()),
     // A warm driver reports its program's end; its processes end at once without the server
     // (the wrapper kills them all as the driver exits): nothing to stop, no engine call.

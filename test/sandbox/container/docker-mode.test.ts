@@ -163,6 +163,24 @@ describe.each(RUNTIMES)('runtime $name', ({ name, env: DOCKER, missing }) => {
       await send('x = 41\nprint("set", flush=True)');
       const { value } = await send('print("got", x + 1)\nx + 1');
       expect(value.stdout).toBe('got 42\n42\n');
+      // Code reading stdin: the send says it waits for input. Under runc the host sees the read
+      // itself; under gVisor, the sentry's wait on the stdin pipe it was handed, which it watches
+      // only while a read of the program waits. A quiet sleep is no such wait.
+      const quiet = await send('import time\ntime.sleep(1)');
+      expect(quiet.value).toMatchObject({ success: true });
+      expect(quiet.value).not.toHaveProperty('waiting_for_input');
+      const asked = await callTool<Run & { waiting_for_input?: boolean; prompt?: string }>(
+        server.client,
+        'send_to_session',
+        { session_id: started.session_id, code: 'y = input("Name? ")', timeout_ms: 10_000 },
+      );
+      expect(asked.value).toMatchObject({ waiting_for_input: true, prompt: 'Name? ' });
+      const answered = await callTool<Run>(server.client, 'send_to_session', {
+        session_id: started.session_id,
+        input: 'Ada',
+      });
+      expect(answered.value).toMatchObject({ success: true });
+      expect((await send('y')).value.stdout).toBe("'Ada'\n");
       await callTool(server.client, 'close_session', { session_id: started.session_id });
       expect(await eventually(() => sessionContainersOf(server.pid).length === 0)).toBe(true);
     });
