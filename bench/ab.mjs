@@ -1,6 +1,6 @@
 // This build against another (--base its dist/cli.js, e.g. a worktree of the commit before a change),
 // alternated call by call over MCP stdio and paced as an agent's calls are: a warm one-shot run
-// per language and a session send (python, bash), p50 / p99 of each and the ratio this ÷ base.
+// per language and a session send (python, bash, node; and a python send of 400 ms), p50 / p99 of each and the ratio this ÷ base.
 // Usage: node bench/ab.mjs --base /path/to/other/dist/cli.js [--n 150] [--only send]
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -46,12 +46,15 @@ const CASES = [
   ['bash warm', 'execute_code', { language: 'bash', code: 'echo 1' }],
   ['python send', 'send_to_session', { code: 'print(1)' }, 'python'],
   ['bash send', 'send_to_session', { code: 'echo 1' }, 'bash'],
+  // Long enough for the look for a read of stdin (src/sessions/stdin-wait.ts) to run twice.
+  ['python send 400 ms', 'send_to_session', { code: 'import time\ntime.sleep(0.4)' }, 'python'],
+  ['node send', 'send_to_session', { code: 'console.log(1)' }, 'node'],
 ];
 const only = arg('--only');
 const sessions = {};
 for (const [name, client] of Object.entries(servers)) {
   sessions[name] = {};
-  for (const language of ['python', 'bash']) {
+  for (const language of ['python', 'bash', 'node']) {
     const started = await client.callTool({ name: 'start_session', arguments: { language } });
     sessions[name][language] = started.structuredContent.session_id;
   }
@@ -78,7 +81,7 @@ for (const [label, tool, args, language] of CASES.filter(([label]) => !only || l
     }),
   );
   console.log(
-    `${label.padEnd(12)} base p50 ${ms(row.base.p50)} p99 ${ms(row.base.p99)} | this p50 ${ms(row.this.p50)} ` +
+    `${label.padEnd(18)} base p50 ${ms(row.base.p50)} p99 ${ms(row.base.p99)} | this p50 ${ms(row.this.p50)} ` +
       `p99 ${ms(row.this.p99)} | ratio p50 ${(row.this.p50 / row.base.p50).toFixed(2)}`,
   );
 }
