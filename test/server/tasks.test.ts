@@ -172,6 +172,7 @@ describe('MCP Tasks over stdio (2025-11-25, the SDK client)', () => {
       execute_command: 'optional',
       send_to_session: 'optional',
       run_script: 'optional',
+      install_package: 'optional',
       start_session: undefined,
     });
 
