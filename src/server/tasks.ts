@@ -147,6 +147,8 @@ export function legacyTask(record: TaskRecord) {
 /** A working task's statusMessage: the last of its output, for a model reading the task. */
 const STATUS_CHARS = 2000;
 export function statusMessage(record: TaskRecord): string | undefined {
+  if (record.status === 'input_required' && record.output === '')
+    return `${record.tool} waits for the answer to ${Object.keys(record.inputRequests).join(', ')}`;
   if (record.status === 'working' || record.status === 'input_required')
     return record.output === '' ? `${record.tool} is running` : record.output.slice(-STATUS_CHARS);
   return record.statusMessage ?? undefined;

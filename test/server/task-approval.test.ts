@@ -62,6 +62,7 @@ describe('approval inside a 2026-era task', () => {
   it('approved through tasks/update: the run happens, the task completes with its result', async () => {
     const taskId = await writing('approved.txt');
     const asking = await send('tasks/get', { taskId });
+    expect(asking.result?.statusMessage).toBe('execute_code waits for the answer to approval');
     expect(asking.result?.inputRequests).toMatchObject({
       approval: {
         method: 'elicitation/create',
