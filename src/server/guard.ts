@@ -134,8 +134,9 @@ export class Gatekeeper {
   }
 
   /**
-   * Run `execute` if the gate lets it: returns its result, or (2026 era) the input-required
-   * result that asks the client first. Refusals throw their coded errors after the audit entry.
+   * Run `execute` if the gate lets it: returns its result, its task's handle (a call that may
+   * become a task), or (2026 era) the input-required result that asks the client first. Refusals
+   * throw their coded errors after the audit entry.
    */
   async run<R>(
     ctx: ServerContext,
