@@ -1,7 +1,10 @@
 import type { SandboxBackend, SandboxSpec } from '../sandbox/index.js';
 import { type Collected, type CollectOptions, collect } from './collect.js';
 
-export type CommandOptions = Pick<CollectOptions, 'timeoutMs' | 'killGraceMs' | 'output' | 'secrets'>;
+export type CommandOptions = Pick<
+  CollectOptions,
+  'timeoutMs' | 'killGraceMs' | 'output' | 'secrets' | 'signal'
+>;
 export type CommandResult = Collected;
 
 /**

@@ -79,9 +79,10 @@ export class PackageInstaller {
     private readonly hostEnv: NodeJS.ProcessEnv = process.env,
   ) {}
 
-  install(env: PackageEnv, pkg: PackageSpec): Promise<InstallResult> {
+  /** `signal` stops the install: its running step is killed (with all it started), none follows. */
+  install(env: PackageEnv, pkg: PackageSpec, signal?: AbortSignal): Promise<InstallResult> {
     const previous = this.queues.get(env.dir) ?? Promise.resolve();
-    const run = previous.then(() => this.run(env, pkg));
+    const run = previous.then(() => this.run(env, pkg, signal));
     this.queues.set(
       env.dir,
       run.catch(() => {}),
@@ -89,12 +90,12 @@ export class PackageInstaller {
     return run;
   }
 
-  private async run(env: PackageEnv, pkg: PackageSpec): Promise<InstallResult> {
+  private async run(env: PackageEnv, pkg: PackageSpec, signal?: AbortSignal): Promise<InstallResult> {
     const started = Date.now();
     await mkdir(join(this.config.home, 'tmp'), { recursive: true, mode: 0o700 });
     const stage = await mkdtemp(join(this.config.home, 'tmp', 'install-'));
     try {
-      if (env.sandbox) return await this.inContainer(env, pkg, started, stage);
+      if (env.sandbox) return await this.inContainer(env, pkg, started, stage, signal);
       const out = join(stage, 'out');
       const processEnv = sandboxEnv(this.hostEnv, installerEnvAdditions(this.hostEnv));
       let argv: string[];
@@ -106,7 +107,9 @@ export class PackageInstaller {
         if (!config.ok) return failedBeforeStart(pkg, config.output, started);
         argv = npmInstallArgv(npm, out, config.files, pkg.spec);
       }
-      const steps = [await this.step(this.host, argv, stage, processEnv, [stage], [], { network: 'host' })];
+      const steps = [
+        await this.step(this.host, argv, stage, processEnv, [stage], [], { network: 'host' }, signal),
+      ];
       let denied: InstallResult['network_denied'];
       if (exitedWell(steps) && env.language === 'node' && (await hasInstallScripts(out))) {
         const npm = await this.npm();
@@ -125,6 +128,7 @@ export class PackageInstaller {
           [stage],
           [dirname(npm)],
           stage,
+          signal,
         );
         steps.push(ran.step);
         denied = ran.denied;
@@ -134,9 +138,16 @@ export class PackageInstaller {
         await mkdir(env.root, { recursive: true }); // the global envs' own; a session's exists
         const place = ['/bin/sh', '-c', PLACE_SCRIPT[env.language], 'sh', out, env.dir];
         steps.push(
-          await this.step(await this.sandbox(), place, env.root, processEnv, [env.root], [out], {
-            network: 'none',
-          }),
+          await this.step(
+            await this.sandbox(),
+            place,
+            env.root,
+            processEnv,
+            [env.root],
+            [out],
+            { network: 'none' },
+            signal,
+          ),
         );
       }
       return { ...(await this.result(env, pkg, steps, started)), ...(denied && { network_denied: denied }) };
@@ -154,6 +165,7 @@ export class PackageInstaller {
     pkg: PackageSpec,
     started: number,
     stage: string,
+    signal: AbortSignal | undefined,
   ): Promise<InstallResult> {
     const sandbox = env.sandbox as NonNullable<PackageEnv['sandbox']>;
     const processEnv = { ...sandboxEnv(this.hostEnv, installerEnvAdditions(this.hostEnv)), HOME: '/tmp' };
@@ -175,6 +187,7 @@ export class PackageInstaller {
       [sandbox.workspace],
       [],
       stage,
+      signal,
     );
     return { ...(await this.result(env, pkg, [step], started)), ...(denied && { network_denied: denied }) };
   }
@@ -192,6 +205,7 @@ export class PackageInstaller {
     writablePaths: string[],
     readablePaths: string[],
     laneDir: string,
+    signal: AbortSignal | undefined,
   ): Promise<{ step: CommandResult; denied: InstallResult['network_denied'] }> {
     const python = () => this.interpreters.get('python');
     const network = await openPackageNetwork(this.config, backend.mode, laneDir, python);
@@ -208,6 +222,7 @@ export class PackageInstaller {
         writable,
         readablePaths,
         network.spec,
+        signal,
       );
       return { step, denied: network.denied() };
     } finally {
@@ -223,6 +238,7 @@ export class PackageInstaller {
     writablePaths: string[],
     readablePaths: string[],
     { network, egress }: Pick<SandboxSpec, 'network' | 'egress'>,
+    signal: AbortSignal | undefined,
   ): Promise<CommandResult> {
     return runCommand(
       backend,
@@ -242,6 +258,7 @@ export class PackageInstaller {
         killGraceMs: this.config.killGraceMs,
         output: this.config.output,
         secrets: this.secrets,
+        signal,
       },
     );
   }

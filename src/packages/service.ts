@@ -22,6 +22,8 @@ export interface InstallRequest {
   readonly language: PackageLanguage;
   readonly package: string;
   readonly sessionId?: string | undefined;
+  /** Stops the install (a cancelled call or task). */
+  readonly signal?: AbortSignal | undefined;
 }
 
 export type InstallOutcome = InstallResult & {
@@ -63,7 +65,7 @@ export class PackageService {
     const env = request.sessionId
       ? this.sessionEnv(request.sessionId, request.language)
       : this.globalEnv(request.language);
-    const result = await this.installer.install(env, spec);
+    const result = await this.installer.install(env, spec, request.signal);
     const entry = { package: spec.name, version: result.version, success: result.success };
     if (request.sessionId) {
       await this.sessions?.recordInstall(request.sessionId, entry);

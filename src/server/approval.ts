@@ -12,6 +12,7 @@ import {
   type ServerContext,
 } from '@modelcontextprotocol/server';
 import { z } from 'zod';
+import type { TaskRun } from '../tasks/index.js';
 
 export const DECISIONS = ['approve', 'deny', 'approve_trust_session'] as const;
 export type Decision = (typeof DECISIONS)[number];
@@ -33,6 +34,9 @@ export type Answer =
   | { readonly kind: 'refused'; readonly why: string }
   /** 2026 era: return this from the handler; the client asks and retries the call. */
   | { readonly kind: 'pending'; readonly result: InputRequiredResult };
+
+/** An answer read from the client (not the 2026-era "ask first" result). */
+export type Reply = Exclude<Answer, { readonly kind: 'pending' }>;
 
 const KEY = 'approval';
 const MAX_SHOWN_CHARS = 8000;
@@ -119,15 +123,48 @@ export class ApprovalAsker {
     return read(response.action, response.content);
   }
 
+  /** Whether a 2026-era call carries an answer to the approval form (a retry after input_required). */
+  carriesAnswer(ctx: ServerContext): boolean {
+    return inputResponse(ctx.mcpReq.inputResponses, KEY).kind !== 'missing';
+  }
+
+  /**
+   * Inside a 2026-era task, which can wait: the form becomes the task's input request (the task
+   * reads input_required until tasks/update answers it); no answer within the timeout is a refusal.
+   */
+  askInTask(run: TaskRun, form: ApprovalForm): Promise<Reply> {
+    return this.askThrough(run, KEY, formParams(form));
+  }
+
+  /** askHost inside a 2026-era task: one request per host, its key `egress:<host>:<port>`. */
+  askHostInTask(run: TaskRun, form: HostForm): Promise<Reply> {
+    return this.askThrough(run, `egress:${form.host}:${form.port}`, hostFormParams(form));
+  }
+
+  private async askThrough(run: TaskRun, key: string, params: ElicitRequestFormParams): Promise<Reply> {
+    const timeout = AbortSignal.timeout(this.timeoutMs);
+    try {
+      const response = inputResponse(
+        { [key]: await run.ask(key, inputRequired.elicit(params), timeout) },
+        key,
+      );
+      if (response.kind !== 'elicit') return { kind: 'refused', why: 'the answer was no elicitation result' };
+      return read(response.action, response.content);
+    } catch (error) {
+      if (timeout.aborted && !run.signal.aborted) return this.late();
+      return { kind: 'refused', why: `the approval request ended unanswered (${(error as Error).message})` };
+    }
+  }
+
   /**
    * Ask now, while code runs, whether it may reach a host off the egress allowlist: a 2025-era
    * request's elicitation (a 2026-era call cannot be paused for a round trip: the caller checks).
    */
-  askHost(ctx: ServerContext, form: HostForm): Promise<Answer> {
+  askHost(ctx: ServerContext, form: HostForm): Promise<Reply> {
     return this.askNow(ctx, hostFormParams(form));
   }
 
-  private async askNow(ctx: ServerContext, params: ElicitRequestFormParams): Promise<Answer> {
+  private async askNow(ctx: ServerContext, params: ElicitRequestFormParams): Promise<Reply> {
     try {
       const result = await ctx.mcpReq.elicitInput(params, {
         timeout: this.timeoutMs,
@@ -140,7 +177,7 @@ export class ApprovalAsker {
     }
   }
 
-  private late(): Answer {
+  private late(): Reply {
     return { kind: 'refused', why: `no answer within ${this.timeoutMs} ms (CODEXEC_APPROVAL_TIMEOUT_MS)` };
   }
 
@@ -162,7 +199,7 @@ export class ApprovalAsker {
   }
 }
 
-function read(action: string, content: Record<string, unknown> | undefined): Answer {
+function read(action: string, content: Record<string, unknown> | undefined): Reply {
   if (action === 'decline') return { kind: 'refused', why: 'the client declined the approval request' };
   if (action !== 'accept') return { kind: 'refused', why: 'the approval request was cancelled' };
   const parsed = answerSchema.safeParse(content ?? {});

@@ -35,8 +35,9 @@ export interface ToolDefinition<I extends z.ZodObject, O extends z.ZodObject> {
   /** Content blocks to send after the JSON text (images, resource links), made from the value. */
   readonly extraContent?: (value: z.input<O>) => ContentBlock[];
   /**
-   * MCP Tasks (2026 era): where a call that declares the extension is handed back as a task, once
-   * the gate has approved its run (Gatekeeper.run). Absent: the tool always answers at once.
+   * MCP Tasks: where a call that asks for one (2026: declares the extension; 2025: `task`) is
+   * handed back as a task, once the gate has approved its run, or, on 2026, at once when it must
+   * ask for approval, which the task then asks (Gatekeeper.run). Absent: the tool answers at once.
    */
   readonly tasks?: Tasks;
   /** May return an input-required result (2026 era): the client answers and calls again. */

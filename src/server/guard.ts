@@ -10,10 +10,11 @@ import {
   prepareDecision,
   type RuleSet,
 } from '../policy/index.js';
+import type { TaskRun } from '../tasks/index.js';
 import { currentPrincipal, log } from '../util/index.js';
-import type { Answer, ApprovalAsker, ApprovalForm } from './approval.js';
+import type { Answer, ApprovalAsker, ApprovalForm, Reply } from './approval.js';
 import type { Services } from './services.js';
-import { currentTaskRun, startAsTask, type TaskHandle } from './tasks.js';
+import { currentTaskRun, startAsTask, type TaskHandle, taskScopeEra } from './tasks.js';
 
 /** One attempt to run code, as the gate and the audit see it. */
 export interface Attempt {
@@ -104,20 +105,25 @@ export class Gatekeeper {
   /**
    * Under approval `ask` with the egress allowlist: what asks the client, while the code runs,
    * about a host off the list (each host once per run; "trust" allows it on this connection, or
-   * in this session, from then on). Undefined where nobody can be asked mid-run: the host is
-   * refused as any other. A 2026-era call cannot be paused for a round trip.
+   * in this session, from then on). A 2025-era call asks with an elicitation; a 2026-era call
+   * cannot be paused for a round trip, but its task can (input_required). Undefined where nobody
+   * can be asked mid-run: the host is refused as any other. Called where the run starts.
    */
   egressAsker(ctx: ServerContext, tool: string, sessionId: string | null): LaneUser['ask'] {
     const { services, asker } = this;
     if (this.policy.approval !== 'ask' || services.config.network !== 'allowlist') return undefined;
-    if (asker.cannotAsk(ctx) || asker.modernRequest(ctx)) return undefined;
+    if (asker.cannotAsk(ctx)) return undefined;
+    const task = asker.modernRequest(ctx) ? currentTaskRun() : undefined;
+    if (asker.modernRequest(ctx) && !task) return undefined;
     const asked = new Map<string, Promise<boolean>>();
     return (host, port) => {
       const key = `egress:${sessionId ?? ''}:${host}:${port}`;
       if (this.trusted.has(key)) return Promise.resolve(true);
       let answer = asked.get(key);
       if (!answer) {
-        answer = asker.askHost(ctx, { tool, sessionId, host, port }).then((reply) => {
+        const form = { tool, sessionId, host, port };
+        const reply = task ? asker.askHostInTask(task, form) : asker.askHost(ctx, form);
+        answer = reply.then((reply) => {
           if (reply.kind === 'decided' && reply.decision === 'approve_trust_session') this.trusted.add(key);
           return reply.kind === 'decided';
         });
@@ -128,8 +134,9 @@ export class Gatekeeper {
   }
 
   /**
-   * Run `execute` if the gate lets it: returns its result, or (2026 era) the input-required
-   * result that asks the client first. Refusals throw their coded errors after the audit entry.
+   * Run `execute` if the gate lets it: returns its result, its task's handle (a call that may
+   * become a task), or (2026 era) the input-required result that asks the client first. Refusals
+   * throw their coded errors after the audit entry.
    */
   async run<R>(
     ctx: ServerContext,
@@ -158,7 +165,14 @@ export class Gatekeeper {
               'owner can set CODEXEC_APPROVAL=auto, or use a client that supports elicitation',
           );
         }
-        const answer = await this.ask(ctx, { ...attempt, reason: decision.reason }, refused);
+        const form = { ...attempt, reason: decision.reason };
+        // 2026 era in a task: the task starts now and asks inside (a retry carrying the answer to
+        // an input_required call is read on the call, as before).
+        if (taskScopeEra() === 'modern' && this.asker.modernRequest(ctx) && !this.asker.carriesAnswer(ctx))
+          return this.approveInTask(form, key, refused, (by) =>
+            this.approvedRun(ctx, attempt, decision.rule, by, execute, facts)(),
+          );
+        const answer = await this.ask(ctx, form, refused);
         if (answer.kind === 'pending') return answer.result;
         if (answer.kind === 'refused') {
           await this.audit(attempt, refused);
@@ -167,8 +181,22 @@ export class Gatekeeper {
         if (answer.decision === 'approve_trust_session') this.trusted.add(key);
       }
     }
-    const approval = { approved: true, approved_by: approvedBy, rule: decision.rule } as const;
-    const go = async (): Promise<R> => {
+    const go = this.approvedRun(ctx, attempt, decision.rule, approvedBy, execute, facts);
+    // MCP Tasks: approved, the run goes on in the background and the call answers with its task.
+    return startAsTask(go) ?? go();
+  }
+
+  /** The run once approved: in a run slot, its audit entry written whatever its outcome. */
+  private approvedRun<R>(
+    ctx: ServerContext,
+    attempt: Attempt,
+    rule: Verdict['rule'],
+    approvedBy: ApprovedBy,
+    execute: () => Promise<R>,
+    facts: (result: R) => RunFacts,
+  ): () => Promise<R> {
+    const approval = { approved: true, approved_by: approvedBy, rule } as const;
+    return async () => {
       // A task's run waits for its slot under the task's signal: the call has been answered.
       const signal = currentTaskRun()?.signal ?? ctx.mcpReq.signal;
       let result: R;
@@ -182,8 +210,41 @@ export class Gatekeeper {
       await this.audit(attempt, approval, facts(result));
       return wireOnly(result);
     };
-    // MCP Tasks: approved, the run goes on in the background and the call answers with its task.
-    return startAsTask(go) ?? go();
+  }
+
+  /**
+   * Start the task at once and ask for approval inside it (input_required until tasks/update
+   * answers). Refused, the task completes with the APPROVAL_DENIED result a plain call gets.
+   */
+  private async approveInTask<R>(
+    form: ApprovalForm,
+    key: string,
+    refused: Verdict,
+    run: (approvedBy: ApprovedBy) => Promise<R>,
+  ): Promise<TaskHandle> {
+    let answered: () => void;
+    try {
+      answered = this.services.pendingApprovals.enter();
+    } catch (error) {
+      await this.audit(form, refused);
+      throw error;
+    }
+    const handle = startAsTask(async () => {
+      let answer: Reply;
+      try {
+        answer = await this.asker.askInTask(currentTaskRun() as TaskRun, form);
+      } finally {
+        answered();
+      }
+      if (answer.kind !== 'decided') {
+        await this.audit(form, refused);
+        throw new ApprovalDeniedError(`not approved: ${answer.why}. Nothing ran`);
+      }
+      if (answer.decision === 'approve_trust_session') this.trusted.add(key);
+      return run('client');
+    });
+    if (!handle) throw new Error('approveInTask outside a task scope'); // the caller checked
+    return handle;
   }
 
   /**

@@ -44,17 +44,14 @@ export function registerTaskMethods(server: McpServer, tasks: Tasks): void {
     tasks.cancel(params.taskId, principal);
     return legacyTask(found(tasks.get(params.taskId, principal)));
   });
-  // Codexec's tasks never ask for input (approval comes before the task): nothing is outstanding,
-  // and answers to keys not outstanding are ignored, as the extension says.
-  server.server.setRequestHandler(
-    'tasks/update',
-    { params: taskIdParams.extend({ inputResponses: z.record(z.string(), z.unknown()) }) },
-    async (params, ctx) => {
-      modern(ctx);
-      found(tasks.get(params.taskId, principalOf(ctx)));
-      return {};
-    },
-  );
+  // Answers to keys not outstanding are ignored, as the extension says; the ack is empty. The SDK
+  // lifts `inputResponses` (reserved on 2026-era requests) into the context, bare results only.
+  server.server.setRequestHandler('tasks/update', { params: taskIdParams }, async (params, ctx) => {
+    modern(ctx);
+    const answers = ctx.mcpReq.inputResponses ?? {};
+    if (!tasks.update(params.taskId, principalOf(ctx), answers)) found(undefined);
+    return {};
+  });
   server.server.setRequestHandler('tasks/result', { params: taskIdParams }, async (params, ctx) => {
     const record = await ended(tasks, params.taskId, principalOf(ctx), ctx.mcpReq.signal);
     const related = { [RELATED_TASK_META_KEY]: { taskId: record.taskId } };
@@ -131,7 +128,7 @@ function detailed(record: TaskRecord): Record<string, unknown> {
       return {
         ...base,
         statusMessage: message,
-        ...(record.status === 'input_required' && { inputRequests: {} }),
+        ...(record.status === 'input_required' && { inputRequests: record.inputRequests }),
       };
   }
 }

@@ -12,8 +12,9 @@ import { currentPrincipal } from '../util/index.js';
  * MCP Tasks in both eras. 2026-07-28: the Tasks extension (SEP-2663): a client that declares it
  * on a request may get a task handle (`resultType: "task"`) and polls `tasks/get`. 2025-11-25:
  * the experimental core tasks: a request with `params.task` gets `{ task }` and uses tasks/get,
- * tasks/result, tasks/list, tasks/cancel. Either way the gate settles approval first, on the call
- * itself, so a task starts when its run would have (task-methods.ts answers the polls).
+ * tasks/result, tasks/list, tasks/cancel. A 2026-era task that needs approval starts at once and
+ * asks inside (input_required, answered by tasks/update); a 2025-era call is asked on the call
+ * itself, its task starting when its run would have (task-methods.ts answers the polls).
  */
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
 export const POLL_INTERVAL_MS = 500;
@@ -89,11 +90,18 @@ export function startAsTask(execute: () => Promise<unknown>): TaskHandle | undef
       ),
     ),
   );
-  const task = scope.era === 'modern' ? modernTask(record) : legacyTask(record);
+  // Re-read: work that asks at once (approval) has made it input_required already.
+  const current = scope.tasks.get(record.taskId, record.principal) ?? record;
+  const task = scope.era === 'modern' ? modernTask(current) : legacyTask(current);
   handles.add(task);
   const handle = scope.era === 'modern' ? { resultType: 'task', ...task } : { task };
   // content and structuredContent: the SDK's tools/call checks want them on every result.
   return { ...handle, content: [{ type: 'text', text: JSON.stringify(handle) }], structuredContent: task };
+}
+
+/** Which era's task this call would become, when it may become one (defineTool's scope). */
+export function taskScopeEra(): TaskEra | undefined {
+  return scopes.getStore()?.era;
 }
 
 /** The task a run belongs to, when it runs as one (withProgress reads it). */
@@ -139,6 +147,8 @@ export function legacyTask(record: TaskRecord) {
 /** A working task's statusMessage: the last of its output, for a model reading the task. */
 const STATUS_CHARS = 2000;
 export function statusMessage(record: TaskRecord): string | undefined {
+  if (record.status === 'input_required' && record.output === '')
+    return `${record.tool} waits for the answer to ${Object.keys(record.inputRequests).join(', ')}`;
   if (record.status === 'working' || record.status === 'input_required')
     return record.output === '' ? `${record.tool} is running` : record.output.slice(-STATUS_CHARS);
   return record.statusMessage ?? undefined;

@@ -20,6 +20,8 @@ export interface TaskRecord {
   /** completed: the tool's CallToolResult; failed: the JSON-RPC error. */
   readonly result: Record<string, unknown> | null;
   readonly error: { code: number; message: string; data?: unknown } | null;
+  /** input_required: the outstanding requests to the client, by key (MRTR's envelope). */
+  readonly inputRequests: Record<string, unknown>;
   readonly createdMs: number;
   readonly updatedMs: number;
   readonly ttlMs: number;
@@ -39,13 +41,19 @@ CREATE TABLE IF NOT EXISTS tasks (
   updated_ms INTEGER NOT NULL,
   ttl_ms INTEGER NOT NULL,
   expires_ms INTEGER NOT NULL,
-  owner_pid INTEGER NOT NULL
+  owner_pid INTEGER NOT NULL,
+  input_requests TEXT,
+  input_responses TEXT
 );
 CREATE INDEX IF NOT EXISTS tasks_principal ON tasks (principal, created_ms);
 CREATE INDEX IF NOT EXISTS tasks_expires ON tasks (expires_ms);
 CREATE INDEX IF NOT EXISTS tasks_unfinished ON tasks (status) WHERE status IN ('working', 'input_required');
 `;
-const SCHEMA_VERSION = 1;
+const SCHEMA_VERSION = 2;
+/** From each version to the next (a home made by an older codexec). */
+const MIGRATIONS: Record<number, string> = {
+  1: 'ALTER TABLE tasks ADD COLUMN input_requests TEXT; ALTER TABLE tasks ADD COLUMN input_responses TEXT;',
+};
 
 const rowSchema = z.object({
   task_id: z.string(),
@@ -59,7 +67,10 @@ const rowSchema = z.object({
   created_ms: z.number(),
   updated_ms: z.number(),
   ttl_ms: z.number(),
+  input_requests: z.string().nullable(),
 });
+const inputMap = z.record(z.string(), z.unknown());
+type InputMap = z.output<typeof inputMap>;
 
 export const RESTARTED = 'server restarted';
 
@@ -91,6 +102,10 @@ export class TaskStore {
       db.pragma('journal_mode = WAL');
       db.pragma('synchronous = NORMAL');
       db.exec(SCHEMA);
+      let version = db.pragma('user_version', { simple: true }) as number;
+      // A table this version made is current; one an older codexec made is migrated.
+      if (version === 0) version = SCHEMA_VERSION;
+      for (; version < SCHEMA_VERSION; version++) db.exec(MIGRATIONS[version] ?? '');
       db.pragma(`user_version = ${SCHEMA_VERSION}`);
     } catch (error) {
       db.close();
@@ -109,7 +124,8 @@ export class TaskStore {
       .pluck()
       .all() as number[];
     const fail = db.prepare(
-      `UPDATE tasks SET status = 'failed', status_message = ?, error = ?, updated_ms = ?
+      `UPDATE tasks SET status = 'failed', status_message = ?, error = ?, updated_ms = ?,
+         input_requests = NULL, input_responses = NULL
        WHERE owner_pid = ? AND status IN ('working', 'input_required')`,
     );
     const error = JSON.stringify({ code: -32603, message: RESTARTED });
@@ -178,11 +194,86 @@ export class TaskStore {
     const changed = db
       .prepare(
         `UPDATE tasks SET status = ?, status_message = ?, result = ?, error = ?,
-           output = COALESCE(?, output), updated_ms = ?
+           output = COALESCE(?, output), updated_ms = ?, input_requests = NULL, input_responses = NULL
          WHERE task_id = ? AND status IN ('working', 'input_required')`,
       )
       .run(end.status, message, result, error, end.output ?? null, Date.now(), taskId);
     return changed.changes > 0;
+  }
+
+  /**
+   * Outstanding request `key` (kept once, whoever asks it again): the task reads input_required
+   * until every one is answered or withdrawn. False when the task has ended.
+   */
+  requestInput(taskId: string, key: string, request: unknown): boolean {
+    return this.changeInput(taskId, (requests) => {
+      requests[key] ??= request;
+    });
+  }
+
+  /** Withdraw request `key` (timed out, or its asker gave up) and any answer to it not yet taken. */
+  withdrawInput(taskId: string, key: string): void {
+    this.changeInput(taskId, (requests, responses) => {
+      delete requests[key];
+      delete responses[key];
+    });
+  }
+
+  /**
+   * tasks/update: keep the answers to outstanding requests for the run to take (takeResponses);
+   * answers to any other key are ignored. False when there is no such task for this principal.
+   */
+  answer(taskId: string, principal: string, answers: InputMap): boolean {
+    if (!this.get(taskId, principal)) return false;
+    this.changeInput(taskId, (requests, responses) => {
+      for (const [key, value] of Object.entries(answers)) {
+        if (!Object.hasOwn(requests, key)) continue;
+        delete requests[key];
+        responses[key] = value;
+      }
+    });
+    return true;
+  }
+
+  /** The answers kept for the run, removed as they are handed over. */
+  takeResponses(taskId: string): InputMap {
+    let taken: InputMap = {};
+    this.changeInput(taskId, (_requests, responses) => {
+      taken = { ...responses };
+      for (const key of Object.keys(responses)) delete responses[key];
+    });
+    return taken;
+  }
+
+  /** Change an unfinished task's requests and answers in one transaction; its status follows. */
+  private changeInput(taskId: string, change: (requests: InputMap, responses: InputMap) => void): boolean {
+    const db = this.open();
+    return db
+      .transaction(() => {
+        const row = db
+          .prepare(
+            `SELECT input_requests, input_responses FROM tasks
+           WHERE task_id = ? AND status IN ('working', 'input_required')`,
+          )
+          .get(taskId) as { input_requests: string | null; input_responses: string | null } | undefined;
+        if (!row) return false;
+        const requests = parseMap(row.input_requests);
+        const responses = parseMap(row.input_responses);
+        change(requests, responses);
+        const waiting = Object.keys(requests).length > 0;
+        db.prepare(
+          `UPDATE tasks SET status = ?, input_requests = ?, input_responses = ?, updated_ms = ?
+         WHERE task_id = ?`,
+        ).run(
+          waiting ? 'input_required' : 'working',
+          waiting ? JSON.stringify(requests) : null,
+          Object.keys(responses).length > 0 ? JSON.stringify(responses) : null,
+          Date.now(),
+          taskId,
+        );
+        return true;
+      })
+      .immediate();
   }
 
   /** Remove finished tasks past their TTL (a running one is kept until it ends). */
@@ -208,10 +299,15 @@ function toRecord(row: z.output<typeof rowSchema>): TaskRecord {
     output: row.output,
     result: row.result === null ? null : (JSON.parse(row.result) as Record<string, unknown>),
     error: row.error === null ? null : (JSON.parse(row.error) as TaskRecord['error']),
+    inputRequests: parseMap(row.input_requests),
     createdMs: row.created_ms,
     updatedMs: row.updated_ms,
     ttlMs: row.ttl_ms,
   };
+}
+
+function parseMap(text: string | null): InputMap {
+  return text === null ? {} : inputMap.parse(JSON.parse(text));
 }
 
 function processAlive(pid: number): boolean {

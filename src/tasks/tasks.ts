@@ -1,4 +1,5 @@
 import { log } from '../util/index.js';
+import { TaskInput } from './input.js';
 import { type TaskRecord, TaskStore } from './store.js';
 
 /** What a run started as a task is handed instead of its request's signal and progress stream. */
@@ -7,6 +8,12 @@ export interface TaskRun {
   /** Aborted by tasks/cancel and at shutdown: the run stops as on a client's cancellation. */
   readonly signal: AbortSignal;
   readonly onOutput: (stream: 'stdout' | 'stderr', text: string) => void;
+  /**
+   * Ask the client `request` (an MRTR input request: an elicitation, say) under `key`: the task
+   * reads input_required until tasks/update answers it, then working again. Resolves with the
+   * answer; rejects when `signal` (a timeout) or the task's own signal aborts first.
+   */
+  readonly ask: (key: string, request: unknown, signal?: AbortSignal) => Promise<unknown>;
 }
 
 export interface TasksOptions {
@@ -36,9 +43,11 @@ interface Live {
 export class Tasks {
   private readonly store: TaskStore;
   private readonly live = new Map<string, Live>();
+  private readonly input: TaskInput;
 
   constructor(private readonly options: TasksOptions) {
     this.store = new TaskStore(options.path);
+    this.input = new TaskInput(this.store, (error) => log('error', `tasks.db: ${error.message}`));
   }
 
   get ttlMs(): number {
@@ -74,7 +83,12 @@ export class Tasks {
       entry.dirty = true;
       entry.timer ??= setTimeout(() => this.flush(taskId), FLUSH_MS);
     };
-    void work({ taskId, signal: controller.signal, onOutput })
+    const ask = (key: string, request: unknown, signal?: AbortSignal) => {
+      if (entry.dirty) this.flush(taskId); // what led to the question is shown with it
+      const stop = signal ? AbortSignal.any([controller.signal, signal]) : controller.signal;
+      return this.input.ask(taskId, key, request, stop);
+    };
+    void work({ taskId, signal: controller.signal, onOutput, ask })
       .then(
         (result) => this.end(taskId, { status: 'completed', result, output: entry.output }),
         (error: Error) => {
@@ -103,6 +117,16 @@ export class Tasks {
   list(principal: string): TaskRecord[] {
     for (const [taskId, entry] of this.live) if (entry.dirty) this.flush(taskId);
     return this.store.list(principal);
+  }
+
+  /**
+   * tasks/update: answers to the task's outstanding requests (others are ignored), handed to its
+   * run. False when there is no such task for this principal.
+   */
+  update(taskId: string, principal: string, answers: Record<string, unknown>): boolean {
+    if (!this.store.answer(taskId, principal, answers)) return false;
+    this.input.deliver(taskId);
+    return true;
   }
 
   /**

@@ -411,7 +411,7 @@ describe('network allowlist under CODEXEC_APPROVAL=ask: a host off the list asks
     expect(denied.accepted).toBe(0);
   });
 
-  it('a 2026-era call cannot be paused mid-run to ask: the host is refused', async () => {
+  it('a 2026-era call outside a task cannot be paused mid-run to ask: the host is refused', async () => {
     const before = asked.length;
     const { status, run } = await fetchOn(modern, unlisted.port);
     expect(status).toBe(403);

@@ -1,6 +1,6 @@
 // MCP Tasks over serve --http (DESIGN §9 "Long work and interaction"): a task outlives the HTTP
 // exchange (and TCP connection) that made it, any later connection of its principal polls and
-// cancels it, and another principal is told it does not exist.
+// cancels it, and another principal is told it does not exist (nor can it answer its approval).
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -107,5 +107,49 @@ describe('serve --http: MCP Tasks', () => {
     while (processesWith(marker).length > 0 && Date.now() < until)
       await new Promise((resolve) => setTimeout(resolve, 100));
     expect(processesWith(marker)).toEqual([]);
+  });
+});
+
+describe('serve --http: approval inside a task (CODEXEC_APPROVAL=ask)', () => {
+  let dir: string;
+  let server: HttpServer;
+
+  beforeAll(async () => {
+    dir = tempDir();
+    const tokens = join(dir, 'tokens.json');
+    writeFileSync(tokens, JSON.stringify({ alice: ALICE, bob: BOB }));
+    server = await startHttp({ env: { CODEXEC_HTTP_TOKENS: tokens, CODEXEC_APPROVAL: 'ask' } });
+  });
+  afterAll(async () => {
+    await server?.stop();
+    rmSync(dir, { recursive: true, force: true });
+    if (server) rmSync(server.home, { recursive: true, force: true });
+  });
+
+  it("another principal's tasks/update does not answer it; the owner's, from another connection, does", async () => {
+    const alice = overHttp(server.url, ALICE);
+    const bob = overHttp(server.url, BOB);
+    const approve = { approval: { action: 'accept', content: { decision: 'approve' } } };
+    const created = await alice('tools/call', {
+      name: 'execute_code',
+      arguments: { language: 'bash', code: 'echo alice-approved' },
+    });
+    expect(created.result).toMatchObject({ resultType: 'task', status: 'input_required' });
+    const taskId = created.result?.taskId as string;
+
+    expect((await bob('tasks/update', { taskId, inputResponses: approve })).error).toMatchObject({
+      code: -32602,
+      message: expect.stringContaining('not found'),
+    });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const still = await alice('tasks/get', { taskId });
+    expect(still.result).toMatchObject({ status: 'input_required', inputRequests: { approval: {} } });
+
+    expect((await alice('tasks/update', { taskId, inputResponses: approve })).error).toBeUndefined();
+    const done = await pollUntilDone(alice, taskId);
+    expect(done.result).toMatchObject({
+      status: 'completed',
+      result: { structuredContent: { success: true, stdout: 'alice-approved\n' } },
+    });
   });
 });

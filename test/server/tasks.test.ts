@@ -9,7 +9,15 @@ import { z } from 'zod';
 import { appeared, processesWith, sleepMarker } from '../helpers/procs.js';
 import { type RawServer, startRawServer } from '../helpers/raw.js';
 import { callTool, startServer, type TestServer, tempDir } from '../helpers/server.js';
-import { OUTPUT_META, overStdio, pollFor, pollUntilDone, type Reply, type Send } from '../helpers/tasks.js';
+import {
+  envelope,
+  OUTPUT_META,
+  overStdio,
+  pollFor,
+  pollUntilDone,
+  type Reply,
+  type Send,
+} from '../helpers/tasks.js';
 
 const outputOf = (reply: Reply) =>
   ((reply.result?._meta as Record<string, unknown> | undefined)?.[OUTPUT_META] as string | undefined) ?? '';
@@ -164,6 +172,7 @@ describe('MCP Tasks over stdio (2025-11-25, the SDK client)', () => {
       execute_command: 'optional',
       send_to_session: 'optional',
       run_script: 'optional',
+      install_package: 'optional',
       start_session: undefined,
     });
 
@@ -292,13 +301,50 @@ describe('MCP Tasks across a shutdown', () => {
 });
 
 describe('MCP Tasks under CODEXEC_APPROVAL=ask', () => {
-  it('approval is asked on the call itself (input_required), and the approved run becomes the task', async () => {
+  it('a call declaring the extension becomes a task at once, asking approval inside it (input_required)', async () => {
     const server = startRawServer({ CODEXEC_APPROVAL: 'ask' });
     try {
       await server.discover();
       const send = overStdio(server);
       const call = { name: 'execute_code', arguments: { language: 'bash', code: 'echo approved-run' } };
-      const asked = await send('tools/call', call);
+      const created = await send('tools/call', call);
+      expect(created.result).toMatchObject({ resultType: 'task', status: 'input_required' });
+      const taskId = created.result?.taskId as string;
+      const asking = await send('tasks/get', { taskId });
+      expect(asking.result).toMatchObject({ status: 'input_required' });
+      expect(asking.result?.inputRequests).toMatchObject({
+        approval: { method: 'elicitation/create', params: { mode: 'form' } },
+      });
+      expect(
+        (
+          await send('tasks/update', {
+            taskId,
+            inputResponses: { approval: { action: 'accept', content: { decision: 'approve' } } },
+          })
+        ).result,
+      ).toMatchObject({});
+      const done = await pollUntilDone(send, taskId);
+      expect(done.result?.result).toMatchObject({ structuredContent: { stdout: 'approved-run\n' } });
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('a retry carrying an MRTR answer is read on the call, as before, and the approved run becomes the task', async () => {
+    const server = startRawServer({ CODEXEC_APPROVAL: 'ask' });
+    try {
+      await server.discover();
+      const send = overStdio(server);
+      const call = { name: 'execute_code', arguments: { language: 'bash', code: 'echo approved-run' } };
+      // Without the extension the call itself asks (input_required), as every 2026-era call did.
+      const elicitationOnly = {
+        ...envelope(false),
+        'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } },
+      };
+      const asked = (await server.request('mrtr-ask', 'tools/call', {
+        ...call,
+        _meta: elicitationOnly,
+      })) as Reply;
       expect(asked.result).toMatchObject({ resultType: 'input_required' });
       expect(asked.result?.inputRequests).toMatchObject({ approval: { method: 'elicitation/create' } });
       const created = await send('tools/call', {
@@ -315,7 +361,7 @@ describe('MCP Tasks under CODEXEC_APPROVAL=ask', () => {
         inputResponses: { approval: { action: 'accept', content: { decision: 'deny' } } },
         requestState: asked.result?.requestState,
       });
-      // A refusal is the call's answer, never a task.
+      // A refusal read on the call is the call's answer, never a task.
       expect(denied.result).toMatchObject({ resultType: 'complete', isError: true });
       expect(denied.result?.structuredContent).toMatchObject({ code: 'APPROVAL_DENIED' });
     } finally {

@@ -5,6 +5,7 @@ import { defineTool } from '../define-tool.js';
 import { egressField } from '../egress.js';
 import type { Gatekeeper } from '../guard.js';
 import type { Services } from '../services.js';
+import { currentTaskRun } from '../tasks.js';
 import { packageLanguages } from './languages.js';
 
 const inputSchema = z.object({
@@ -43,6 +44,7 @@ export function registerPackageTools(server: McpServer, services: Services, gate
       ...egressField,
     }),
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
+    tasks: services.tasks,
     handler: async (args, ctx) => {
       // Refuse a bad spec or an unknown session before anyone is asked to approve it.
       parsePackageSpec(args.language, args.package, services.config.packageBlocklist);
@@ -62,6 +64,8 @@ export function registerPackageTools(server: McpServer, services: Services, gate
             language: args.language,
             package: args.package,
             sessionId: args.session_id,
+            // tasks/cancel (or the client's cancellation of a plain call) stops the installer.
+            signal: currentTaskRun()?.signal ?? ctx.mcpReq.signal,
           }),
         (result) => ({
           execution_id: null,
