@@ -45,6 +45,8 @@ export interface SessionOptions {
   readonly figuresWorkspace?: string | undefined;
   readonly config: Config;
   readonly sandboxMode: string;
+  /** The driver runs on drivers/pty_relay.py's terminal: output relayed, stdout and stderr merged. */
+  readonly pty?: boolean | undefined;
   /** Masks secrets in the output before results, progress and logs see it. */
   readonly secrets?: SecretsFilter | undefined;
   /** Keeps the whole output of a send the result truncates (absent: none kept). */
@@ -259,7 +261,8 @@ export class Session {
     const done = new Promise<DoneMessage>((resolve) => {
       this.waiting = { id: executionId, resolve };
     });
-    const marks = this.proc.relaysOutput ? new SendMarks() : undefined;
+    const { pty } = this.options;
+    const marks = this.proc.relaysOutput || pty ? new SendMarks(pty) : undefined;
     this.marks = marks;
     this.proc.control?.write(
       encodeFrame({ type: 'exec', id: executionId, ...(marks && { mark: marks.mark }), code: prepared }),

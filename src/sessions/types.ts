@@ -20,6 +20,8 @@ export interface StartRequest {
   readonly sampling?: SamplingLimits | undefined;
   /** The egress allowlist narrowed for this session (start_session's `allowed_domains`). */
   readonly allowedDomains?: readonly string[] | undefined;
+  /** bash only: run the driver on a pseudo-terminal (pty.ts); stdout and stderr arrive merged. */
+  readonly pty?: boolean | undefined;
 }
 
 export interface SendRequest {
@@ -103,4 +105,6 @@ export interface SessionInfo {
   packages_installed: string[];
   working_dir: string;
   busy: boolean;
+  /** The session runs on a pseudo-terminal (start_session {pty: true}). */
+  pty: boolean;
 }

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { InvalidInputError } from '../../errors/index.js';
 import { resolveWorkingDir, runtimeRefusal } from '../../policy/index.js';
 import { LANGUAGES } from '../../runtimes/index.js';
+import { assertPtyLanguage } from '../../sessions/index.js';
 import { artifactsOmitted, NAMES_HELP } from '../artifacts.js';
 import { codeModeInput, discovers, sessionSampler, toolCallsField } from '../codemode.js';
 import { defineTool } from '../define-tool.js';
@@ -26,6 +27,13 @@ const startInput = z.object({
     .min(1)
     .optional()
     .describe('Existing directory to work in (~ allowed). Default: a fresh session workspace'),
+  pty: z
+    .boolean()
+    .optional()
+    .describe(
+      'bash only: run the shell on a pseudo-terminal inside the sandbox (tty, stty and programs that ' +
+        'want a terminal work; TERM=dumb, 200x50, no echo). stdout and stderr then arrive merged on stdout. Default false',
+    ),
   ...codeModeInput,
   ...egressInput,
 });
@@ -100,6 +108,7 @@ const listOutput = z.object({
       packages_installed: z.array(z.string()),
       working_dir: z.string(),
       busy: z.boolean().describe('a send is running or queued'),
+      pty: z.boolean().describe('the session runs on a pseudo-terminal (start_session pty: true)'),
     }),
   ),
 });
@@ -123,7 +132,8 @@ function registerCodeTools(server: McpServer, services: Services, gate: Gatekeep
       'variables, imports, functions, loaded data (and for bash the current directory) persist across ' +
       'send_to_session calls. Use it for multi-step work (load, then explore, then plot); use execute_code ' +
       `for one-off programs. At most ${config.maxSessions} sessions of yours run at once; a session idle for ` +
-      `${Math.round(config.sessionIdleTimeoutMs / 60_000)} min is closed. Close it with close_session when done.`,
+      `${Math.round(config.sessionIdleTimeoutMs / 60_000)} min is closed. Close it with close_session when done. ` +
+      'With pty: true a bash session runs on a terminal, and its stdout and stderr arrive merged on stdout.',
     input: startInput,
     advertisedInput: advertisedEgress(
       startInput.extend({ language: advertisedLanguage(config, LANGUAGE_HELP) }),
@@ -136,6 +146,7 @@ function registerCodeTools(server: McpServer, services: Services, gate: Gatekeep
       const workingDir = args.working_dir ? await resolveWorkingDir(args.working_dir, config) : undefined;
       const refused = runtimeRefusal(args.language, config.gate.allowedRuntimes);
       if (refused) throw refused;
+      if (args.pty) assertPtyLanguage(args.language);
       const explicit = args.allowed_tools !== undefined || args.enable_sampling;
       if (explicit && args.language === 'bash') {
         throw new InvalidInputError(
@@ -162,6 +173,7 @@ function registerCodeTools(server: McpServer, services: Services, gate: Gatekeep
         bridge,
         sampling,
         allowedDomains: args.allowed_domains,
+        pty: args.pty,
       });
     },
   });
