@@ -284,14 +284,14 @@ export class Session {
     });
     const answered = 'type' in outcome;
     // Output written before `done` is already in the pipes: one turn of the loop reads it.
-    // Relayed output may still be on its way: its marks say when it is all in.
-    if (answered && marks) {
-      for (const [stream, rest] of await marks.settle(this.proc.exited)) {
-        const text = rest.length > 0 ? this[stream].push(rest) : '';
-        if (text) this.onOutput?.(stream, text);
-      }
-    } else if (answered) await new Promise((resolve) => setImmediate(resolve));
-    else await drain(this.proc, 500);
+    // Relayed output may still be on its way: its marks say when it is all in (and after an exit,
+    // what they held back as a possible mark's start is output too).
+    if (!answered) await drain(this.proc, 500);
+    else if (!marks) await new Promise((resolve) => setImmediate(resolve));
+    for (const [stream, rest] of marks ? await marks.settle(this.proc.exited) : []) {
+      const text = rest.length > 0 ? this[stream].push(rest) : '';
+      if (text) this.onOutput?.(stream, text);
+    }
     this.marks = undefined;
     const duration_ms = Date.now() - started;
     const collected = this.collect();
