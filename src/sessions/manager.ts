@@ -348,12 +348,9 @@ export class SessionManager implements SessionPackageHost {
     const pty =
       request.pty &&
       (await ptyPython(this.deps.interpreters, backend, {
-        cwd: workspace,
+        workspace,
         env: sandboxEnv(this.deps.hostEnv ?? process.env, {}, sandboxed),
-        writablePaths: [workspace],
-        readablePaths: [],
         limits: config.limits,
-        network: 'none',
       }).catch(async (error: unknown) => {
         await rm(workspace, { recursive: true, force: true });
         throw error;

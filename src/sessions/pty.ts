@@ -24,6 +24,13 @@ const PROBE = [
 ].join('\n');
 const PROBE_TIMEOUT_MS = 30_000;
 
+/** Where the probe runs: in the session's workspace, with its environment and limits. */
+export interface ProbeSpec {
+  readonly workspace: string;
+  readonly env: SandboxSpec['env'];
+  readonly limits: SandboxSpec['limits'];
+}
+
 /** The backends whose sandbox has given a terminal once: no probe after that. */
 const probed = new WeakMap<SandboxBackend, Promise<void>>();
 
@@ -47,13 +54,8 @@ export function ptyArgv(mode: BackendMode, python: string, driverArgv: readonly 
 /**
  * Find out, once per backend, whether its sandbox runs `python` and lets it open a terminal (a
  * container image without Python, landlock without /dev/ptmx); INVALID_INPUT saying why if not.
- * `spec` is the session's, without its program.
  */
-function assertPtyAvailable(
-  backend: SandboxBackend,
-  python: string,
-  spec: Omit<SandboxSpec, 'argv' | 'stdin' | 'control'>,
-): Promise<void> {
+function assertPtyAvailable(backend: SandboxBackend, python: string, spec: ProbeSpec): Promise<void> {
   let known = probed.get(backend);
   if (!known) {
     known = probe(backend, python, spec);
@@ -63,12 +65,17 @@ function assertPtyAvailable(
   return known;
 }
 
-async function probe(
-  backend: SandboxBackend,
-  python: string,
-  spec: Omit<SandboxSpec, 'argv' | 'stdin' | 'control'>,
-): Promise<void> {
-  const proc = backend.spawn({ ...spec, argv: [python, '-c', PROBE], stdin: 'ignore', network: 'none' });
+async function probe(backend: SandboxBackend, python: string, spec: ProbeSpec): Promise<void> {
+  const proc = backend.spawn({
+    argv: [python, '-c', PROBE],
+    cwd: spec.workspace,
+    env: spec.env,
+    writablePaths: [spec.workspace],
+    readablePaths: [],
+    limits: spec.limits,
+    network: 'none',
+    stdin: 'ignore',
+  });
   let said = '';
   const hear = (chunk: Buffer) => {
     if (said.length < 4000) said += chunk.toString('utf8');
@@ -94,7 +101,7 @@ async function probe(
 export async function ptyPython(
   interpreters: Interpreters,
   backend: SandboxBackend,
-  spec: Omit<SandboxSpec, 'argv' | 'stdin' | 'control'>,
+  spec: ProbeSpec,
 ): Promise<string> {
   const python = await interpreters.get('python').catch((error: Error) => {
     throw new InvalidInputError(`pty: true needs python3 for its terminal helper: ${error.message}`);
