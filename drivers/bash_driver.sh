@@ -46,7 +46,12 @@ while LC_ALL=C IFS= read -r -u "$__codexec_ctl" __codexec_len \
   printf -v __codexec_code '%b' "$__codexec_code"
   __codexec_interrupted=
   trap - DEBUG
-  trap '__codexec_sigint' INT
+  if [[ -n $__codexec_pty ]]; then
+    # On a terminal bash's own read resumes after a trap; return (a longjmp) ends it, and the cell.
+    trap '__codexec_sigint; [[ ${FUNCNAME[*]} != *source* ]] || return 130' INT
+  else
+    trap '__codexec_sigint' INT
+  fi
   if [[ -n $__codexec_pty ]]; then
     # The cell's stdin stays the terminal: its code comes on an fd of its own.
     exec {__codexec_cell}<<<"$__codexec_code"

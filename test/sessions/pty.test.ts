@@ -127,6 +127,19 @@ describe.each(COLUMNS)('a bash session on a pty (sandbox mode $mode)', ({ mode, 
     expect((await send(server.client, session_id, 'echo "$kept"')).value.stdout).toBe('yes\n');
   });
 
+  it.skipIf(missing)("interrupts bash's own read of the terminal, and a program's", async () => {
+    const { session_id } = await pty();
+    for (const reader of ['read line', 'f() { read -r line; echo never; }; f', 'head -1']) {
+      const stopped = await send(server.client, session_id, `echo before; ${reader}; echo never`, 1500);
+      expect(stopped.value, reader).toMatchObject({
+        timed_out: true,
+        session_alive: true,
+        stdout: 'before\n',
+      });
+    }
+    expect((await send(server.client, session_id, 'echo alive')).value.stdout).toBe('alive\n');
+  });
+
   it.skipIf(missing)('lists the session with pty: true, and another without', async () => {
     const withPty = await pty();
     const plain = await start(server.client, 'bash');
