@@ -113,6 +113,9 @@ describe.each(COLUMNS)('a bash session on a pty (sandbox mode $mode)', ({ mode, 
       expect(set.value).toMatchObject({ success: true, exit_code: 0 });
       const used = await send(server.client, session_id, 'echo "${PWD##*/} $((n + 1))"; hi there');
       expect(used.value.stdout).toBe('sub 42\nhi there\n');
+      // exit ends the shell, the relay passes its status on, and the send says so.
+      const ended = await send(server.client, session_id, 'echo bye; exit 4');
+      expect(ended.value).toMatchObject({ stdout: 'bye\n', exit_code: 4, session_alive: false });
     },
   );
 
