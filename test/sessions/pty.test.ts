@@ -2,6 +2,7 @@
 // the sandbox by drivers/pty_relay.py, in namespace and subprocess mode and (where the engine and
 // an image with python3 are here) docker mode; landlock refuses it (no /dev/ptmx in its rules).
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { processesWith, sleepMarker } from '../helpers/procs.js';
 import { callTool, startServer, type TestServer } from '../helpers/server.js';
@@ -62,6 +63,8 @@ describe.each(COLUMNS)('a bash session on a pty (sandbox mode $mode)', ({ mode, 
       const { value } = await send(server.client, session_id, code);
       expect(value.stdout).toMatch(/^tty\n\/dev\/pts\/\d+\n200 x 50\nTERM=dumb\n$/);
       expect(value.stdout).not.toContain('\r');
+      // A sandbox's /dev/pts is a devpts instance of its own, never the host's terminals.
+      if (mode !== 'subprocess') expect(value.stdout).toContain('\n/dev/pts/0\n');
       if (mode !== 'docker') {
         // The image built from the host has neither tty nor stty; the host has both.
         const terminal = await send(server.client, session_id, 'tty; stty size; stty -a');
@@ -156,6 +159,22 @@ describe.each(COLUMNS)('a bash session on a pty (sandbox mode $mode)', ({ mode, 
     expect(listed.get(plain.session_id)).toBe(false);
     for (const { session_id } of [withPty, plain])
       await callTool(server.client, 'close_session', { session_id });
+  });
+
+  it.skipIf(missing || mode === 'subprocess')("sees no terminal of the host's", async () => {
+    const { session_id } = await pty();
+    // The device numbers of the filesystems mounted at /dev/pts (a bind of the host's shares one).
+    const devpts = (mountinfo: string) =>
+      mountinfo
+        .split('\n')
+        .map((line) => line.split(' '))
+        .filter((fields) => fields[4] === '/dev/pts')
+        .map((fields) => fields[2]);
+    const { value } = await send(server.client, session_id, 'cat /proc/self/mountinfo');
+    const inside = devpts(value.stdout);
+    expect(inside.length).toBeGreaterThan(0);
+    const host = devpts(readFileSync('/proc/self/mountinfo', 'utf8'));
+    for (const device of inside) expect(host).not.toContain(device);
   });
 
   it.skipIf(missing)('leaves no process behind when closed, background jobs included', async () => {
