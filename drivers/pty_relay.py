@@ -60,7 +60,7 @@ def start(program, slave, master):
             signal.signal(sig, signal.SIG_DFL)
         env = dict(os.environ, TERM="dumb", CODEXEC_PTY="1")
         os.execve(program[0], program, env)
-    except BaseException as error:  # noqa: BLE001 - the child must never return into the relay
+    except BaseException as error:  # the child must never return into the relay's code
         os.write(2, f"codexec pty relay: cannot start {program[0]}: {error}\n".encode())
     os._exit(127)
 
@@ -188,6 +188,7 @@ def main(argv):
     if control:
         os.close(3)  # the control channel is the program's: its end must end with the program
     exit_as(relay(started[0], master, wake_r))
+
 
 if __name__ == "__main__":
     main(sys.argv[1:])
