@@ -3,7 +3,8 @@
 # Protocol on fd 3 (moved to a high fd at start-up so scripts may use fd 3 themselves): frames
 # of `<byte length in decimal>\n<UTF-8 JSON>`. In: {"type":"exec","id":"...","mark":"...",
 # "code":"..."} with the keys in that order (the server writes them so; mark is optional: written
-# on stdout and stderr as "\n<mark>\n" after the cell, for a server whose output is relayed). Out: {"type":"ready"} once, then
+# on stdout and stderr as "\n<mark>\n" after the cell, for a server whose output is relayed; once,
+# on stdout, under pty_relay.py, where both are one terminal). Out: {"type":"ready"} once, then
 # {"type":"done","id":...,"status":...,"exit_code":N} after each cell. User output never
 # travels on the control channel.
 #
@@ -14,6 +15,10 @@
 exec {__codexec_ctl}<&3
 # The real stdout and stderr, whatever a cell does to fds 1 and 2: marks go there.
 exec {__codexec_out}>&1 {__codexec_err}>&2
+# Under pty_relay.py (CODEXEC_PTY=1) stdin is the terminal, and stdout and stderr are one stream.
+__codexec_pty=${CODEXEC_PTY-}
+unset CODEXEC_PTY
+# stdin stays the session's: code that reads it waits for input (the server sees it and says so).
 exec 3<&-
 shopt -s extdebug
 set -o functrace
@@ -42,15 +47,18 @@ while LC_ALL=C IFS= read -r -u "$__codexec_ctl" __codexec_len \
   printf -v __codexec_code '%b' "$__codexec_code"
   __codexec_interrupted=
   trap - DEBUG
-  trap '__codexec_sigint' INT
-  # From fd 200, so that the cell's stdin is the session's (code that reads it waits for input).
-  . /dev/fd/200 200<<<"$__codexec_code"
+  # bash's own read of stdin resumes after a trap; return (a longjmp) ends it, and the cell.
+  trap '__codexec_sigint; [[ ${FUNCNAME[*]} != *source* ]] || return 130' INT
+  # The cell's stdin stays the session's: its code comes on an fd of its own.
+  exec {__codexec_cell}<<<"$__codexec_code"
+  . "/dev/fd/$__codexec_cell"
   __codexec_status=$?
+  exec {__codexec_cell}<&-
   trap - DEBUG
   trap '' INT
   if [[ -n $__codexec_mark ]]; then
     printf '\n%s\n' "$__codexec_mark" >&"$__codexec_out" 2>/dev/null
-    printf '\n%s\n' "$__codexec_mark" >&"$__codexec_err" 2>/dev/null
+    [[ -n $__codexec_pty ]] || printf '\n%s\n' "$__codexec_mark" >&"$__codexec_err" 2>/dev/null
   fi
   if [[ -n $__codexec_interrupted ]]; then
     __codexec_send "{\"type\":\"done\",\"id\":\"$__codexec_id\",\"status\":\"interrupted\",\"exit_code\":130}"

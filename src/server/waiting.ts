@@ -15,4 +15,5 @@ export const waitingFields = {
 export const WAITING_HELP =
   'Code that blocks reading stdin (input(), read, a Y/n question) does not hang until the timeout: the send ' +
   'returns waiting_for_input=true with the prompt, and send_to_session {session_id, input} answers it and ' +
-  'goes on with that code (another code send is refused until then; kill_session gives up on it). ';
+  'goes on with that code; send_to_session {session_id, interrupt: true} interrupts it instead (the state is ' +
+  'kept). Another code send is refused until then. ';

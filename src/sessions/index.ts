@@ -13,6 +13,7 @@ export { prepareCell, redeclarable, rewriteImports } from './prepare.js';
 export type { OutputPage } from './process-output.js';
 export { type ProcessInfo, READ_MAX_BYTES } from './processes.js';
 export { type DriverMessage, type ExecMessage, encodeFrame, FrameDecoder } from './protocol.js';
+export { assertPtyLanguage } from './pty.js';
 export type {
   CloseResult,
   EndReason,

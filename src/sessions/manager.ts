@@ -41,6 +41,7 @@ import { SessionLimitError, SessionNotFoundError } from './errors.js';
 import { treeRssMb } from './memory.js';
 import { sessionPackageEnv, sessionPackages } from './packages.js';
 import { type ProcessInfo, ProcessTable } from './processes.js';
+import { assertPtyLanguage, PTY_RELAY, ptyArgv, ptyPython } from './pty.js';
 import { type SessionHold, SessionQuota } from './quota.js';
 import { describeExit, Session } from './session.js';
 import type {
@@ -153,6 +154,7 @@ export class SessionManager implements SessionPackageHost {
 
   async start(request: StartRequest): Promise<StartResult> {
     if (this.stopped) throw new SessionLimitError('the server is shutting down; no new sessions');
+    if (request.pty) assertPtyLanguage(request.language);
     this.deps.disk.assertRoom(currentPrincipal());
     const hold = this.quota.take(currentPrincipal()); // LIMIT_REACHED naming the limit hit
     try {
@@ -182,7 +184,7 @@ export class SessionManager implements SessionPackageHost {
   }
 
   send(sessionId: string, request: SendRequest): Promise<SendResult> {
-    const bytes = Buffer.byteLength(request.code ?? request.input, 'utf8');
+    const bytes = Buffer.byteLength(request.code ?? request.input ?? '', 'utf8');
     if (bytes > this.deps.config.maxCodeBytes) {
       const what = request.code !== undefined ? 'code' : 'input';
       throw new InvalidInputError(
@@ -257,6 +259,7 @@ export class SessionManager implements SessionPackageHost {
           working_dir: session.options.cwd,
           busy: session.busy,
           waiting_for_input: session.waitingForInput,
+          pty: session.options.pty === true,
         })),
     );
     return { sessions };
@@ -350,6 +353,18 @@ export class SessionManager implements SessionPackageHost {
     const workspace = join(config.sandboxDir, id);
     const cwd = request.workingDir ?? workspace;
     await mkdir(workspace, { recursive: true, mode: 0o700 });
+    const sandboxed = backend.mode === 'subprocess' ? undefined : workspace;
+    // A pty session: its sandbox must run the relay and give it a terminal (found out once).
+    const pty =
+      request.pty &&
+      (await ptyPython(this.deps.interpreters, backend, {
+        workspace,
+        env: sandboxEnv(this.deps.hostEnv ?? process.env, {}, sandboxed),
+        limits: config.limits,
+      }).catch(async (error: unknown) => {
+        await rm(workspace, { recursive: true, force: true });
+        throw error;
+      }));
     const opened =
       record &&
       (await openRunLane(workspace, backend.mode, await this.deps.interpreters.get('python')).catch(
@@ -371,18 +386,19 @@ export class SessionManager implements SessionPackageHost {
     };
     if (channel && python)
       runtimeEnv.PYTHONPATH = [runtimeEnv.PYTHONPATH, CODE_MODE_DIR].filter(Boolean).join(':');
-    const argv = driver.argv(interpreter);
+    const argv = pty ? ptyArgv(backend.mode, pty, driver.argv(interpreter)) : driver.argv(interpreter);
     const proc = backend.spawn({
       argv: channel && !python ? [argv[0] as string, ...NODE_IMPORT, ...argv.slice(1)] : argv,
       cwd,
       env: sandboxEnv(
         this.deps.hostEnv ?? process.env,
         { ...runtimeEnv, ...channelEnv(channel), ...opened?.env },
-        backend.mode === 'subprocess' ? undefined : workspace,
+        sandboxed,
       ),
       writablePaths: cwd === workspace ? [workspace] : [workspace, cwd],
       readablePaths: [
         driver.file,
+        ...(pty ? [PTY_RELAY] : []),
         ...packages.readable,
         ...(python ? PYTHON_SUPPORT_FILES : []),
         ...(channel ? CODE_MODE_FILES : []),
@@ -402,6 +418,7 @@ export class SessionManager implements SessionPackageHost {
       ...(python && { figuresWorkspace: workspace }),
       config,
       sandboxMode: backend.mode,
+      pty: Boolean(pty),
       secrets: this.deps.secrets,
       outputs: this.deps.outputs,
       onExecution: (entry) => {
@@ -452,6 +469,7 @@ export class SessionManager implements SessionPackageHost {
       agent_id: null,
       working_dir: cwd,
       sandbox_mode: backend.mode,
+      ...(pty && { pty: true }),
       started_at,
     });
     return {

@@ -8,9 +8,10 @@ type Stream = 'stdout' | 'stderr';
 
 /**
  * The marks of one send to a driver whose output comes through a relay (a container engine's CLI,
- * SandboxedProcess.relaysOutput): `done` may arrive before the output written ahead of it. The
- * driver writes `\n<mark>\n` on stdout and stderr after the cell; once both went by, every byte
- * of the send has been read.
+ * SandboxedProcess.relaysOutput; a pty session's relay): `done` may arrive before the output
+ * written ahead of it. The driver writes `\n<mark>\n` on stdout and stderr after the cell (on
+ * stdout alone when `merged`: a terminal carries both); once they went by, every byte of the send
+ * has been read.
  */
 export class SendMarks {
   readonly mark = `[codexec-end ${randomUUID()}]`;
@@ -20,16 +21,28 @@ export class SendMarks {
     this.seen = resolve;
   });
 
-  constructor() {
+  constructor(private readonly merged = false) {
     const bytes = Buffer.from(`\n${this.mark}\n`);
     this.filters = { stdout: new EndMarkFilter(bytes), stderr: new EndMarkFilter(bytes) };
   }
 
   /** The output in `chunk`, without the mark. */
   push(stream: Stream, chunk: Buffer): Buffer {
+    if (this.merged && stream === 'stderr') return chunk; // the relay's own complaints
     const data = this.filters[stream].push(chunk);
-    if (this.filters.stdout.seen && this.filters.stderr.seen) this.seen();
+    if (this.filters.stdout.seen && (this.merged || this.filters.stderr.seen)) this.seen();
     return data;
+  }
+
+  /**
+   * What is held back as a possible mark's start while the cell waits for input: output, as no
+   * mark comes before the cell ends (the filters go on looking for it).
+   */
+  release(): Array<[Stream, Buffer]> {
+    return [
+      ['stdout', this.filters.stdout.end()],
+      ['stderr', this.filters.stderr.end()],
+    ];
   }
 
   /**
@@ -43,9 +56,6 @@ export class SendMarks {
     });
     await Promise.race([this.bothSeen, exited, waited]);
     clearTimeout(timer);
-    return [
-      ['stdout', this.filters.stdout.end()],
-      ['stderr', this.filters.stderr.end()],
-    ];
+    return this.release();
   }
 }

@@ -66,6 +66,8 @@ export interface SessionOptions {
   readonly figuresWorkspace?: string | undefined;
   readonly config: Config;
   readonly sandboxMode: string;
+  /** The driver runs on drivers/pty_relay.py's terminal: output relayed, stdout and stderr merged. */
+  readonly pty?: boolean | undefined;
   /** Masks secrets in the output before results, progress and logs see it. */
   readonly secrets?: SecretsFilter | undefined;
   /** Keeps the whole output of a send the result truncates (absent: none kept). */
@@ -129,7 +131,8 @@ export class Session {
     });
     this.stdout = this.collector();
     this.stderr = this.collector();
-    this.inputWatch = new InputWatch(proc.processRoot ?? (async () => proc.pid));
+    // On a terminal, a read of it is the wait (the relay always watches the session's stdin).
+    this.inputWatch = new InputWatch(proc.processRoot ?? (async () => proc.pid), options.pty === true);
     for (const stream of ['stdout', 'stderr'] as const) {
       proc[stream].on('data', (chunk: Buffer) => {
         this.lastOutputAt = Date.now();
@@ -248,22 +251,23 @@ export class Session {
       throw new SessionNotFoundError(`session ${this.id} has ended; start a new one with start_session`);
     }
     const cell = this.cell;
-    if (request.input !== undefined && !cell?.waitingForInput) {
+    const answers = request.code === undefined; // input or interrupt
+    if (answers && !cell?.waitingForInput) {
       throw new InvalidInputError(
-        `session ${this.id} is not waiting for input (input answers a send that returned ` +
+        `session ${this.id} is not waiting for input (input and interrupt answer a send that returned ` +
           'waiting_for_input); to write to its stdin anyway use write_stdin {session_id, data}',
       );
     }
-    if (request.input === undefined && cell) {
+    if (!answers && cell) {
       throw new InvalidInputError(
         `session ${this.id} is waiting for input to the code it runs; answer it with send_to_session ` +
-          '{session_id, input}, or end the session with kill_session',
+          '{session_id, input}, interrupt it with {session_id, interrupt: true}, or end the session with kill_session',
       );
     }
     this.running = true;
     this.onOutput = request.onOutput;
     try {
-      return cell ? await this.answer(cell, request.input as string, request) : await this.runCell(request);
+      return cell ? await this.answer(cell, request) : await this.runCell(request);
     } finally {
       closeSaved(this.saving); // a send that failed before collecting its output
       this.saving = undefined;
@@ -306,7 +310,8 @@ export class Session {
     const done = new Promise<DoneMessage>((resolve) => {
       this.waiting = { id: executionId, resolve };
     });
-    const marks = this.proc.relaysOutput ? new SendMarks() : undefined;
+    const { pty } = this.options;
+    const marks = this.proc.relaysOutput || pty ? new SendMarks(pty) : undefined;
     this.marks = marks;
     this.proc.control?.write(
       encodeFrame({ type: 'exec', id: executionId, ...(marks && { mark: marks.mark }), code: prepared }),
@@ -315,16 +320,23 @@ export class Session {
     return this.runPart(request, this.cell, executionId, started, null);
   }
 
-  /** send_to_session's `input`: written to stdin (with a newline if it has none), then the cell goes on. */
-  private answer(cell: Cell, input: string, request: SendRequest): Promise<SendResult> {
+  /**
+   * send_to_session's `input`: written to stdin (with a newline if it has none), then the cell goes
+   * on; its `interrupt`: the cell is interrupted at once, as on a timeout (the state is kept).
+   */
+  private answer(cell: Cell, request: SendRequest): Promise<SendResult> {
     const stdin = this.proc.stdin;
-    if (!stdin?.writable) {
+    const { input } = request;
+    if (input !== undefined && !stdin?.writable) {
       throw new InvalidInputError(`the stdin of session ${this.id} was closed (write_stdin eof)`);
     }
     const executionId = this.beginPart();
     const started = Date.now();
     cell.waitingForInput = false;
-    stdin.write(input.endsWith('\n') ? input : `${input}\n`);
+    if (input === undefined) {
+      return this.runPart({ ...request, signal: AbortSignal.abort() }, cell, executionId, started, null);
+    }
+    stdin?.write(input.endsWith('\n') ? input : `${input}\n`);
     return this.runPart(request, cell, executionId, started, input);
   }
 
@@ -374,15 +386,12 @@ export class Session {
     this.waiting = undefined;
     const answered = 'type' in outcome;
     // Output written before `done` is already in the pipes: one turn of the loop reads it.
-    // Relayed output may still be on its way: its marks say when it is all in.
     const { marks } = this;
-    if (answered && marks) {
-      for (const [stream, rest] of await marks.settle(this.proc.exited)) {
-        const text = rest.length > 0 ? this[stream].push(rest) : '';
-        if (text) this.onOutput?.(stream, text);
-      }
-    } else if (answered) await new Promise((resolve) => setImmediate(resolve));
-    else await drain(this.proc, 500);
+    // Relayed output may still be on its way: its marks say when it is all in (and after an exit,
+    // what they held back as a possible mark's start is output too).
+    if (!answered) await drain(this.proc, 500);
+    else if (!marks) await new Promise((resolve) => setImmediate(resolve));
+    if (marks) this.pushHeld(await marks.settle(this.proc.exited));
     this.marks = undefined;
     const duration_ms = Date.now() - started;
     const collected = this.collect();
@@ -422,6 +431,7 @@ export class Session {
   /** The send's answer while its cell waits for input: the output so far and the prompt. */
   private waitingResult(cell: Cell, executionId: string, started: number, stdin: string | null): SendResult {
     cell.waitingForInput = true;
+    if (this.marks) this.pushHeld(this.marks.release());
     const collected = this.collect();
     const last = this.lastStream === 'stderr' ? collected.stderr : collected.stdout;
     const result: SendResult = {
@@ -502,6 +512,14 @@ export class Session {
       ...(result.waiting_for_input && { waiting_for_input: true, prompt: result.prompt }),
       at: new Date(started).toISOString(),
     });
+  }
+
+  /** Output the marks' filters held back as a possible mark's start, to the collectors. */
+  private pushHeld(held: ReadonlyArray<readonly ['stdout' | 'stderr', Buffer]>): void {
+    for (const [stream, rest] of held) {
+      const text = rest.length > 0 ? this[stream].push(rest) : '';
+      if (text) this.onOutput?.(stream, text);
+    }
   }
 
   /** The output of `chunk` without the running send's mark (relayed output only). */

@@ -1,6 +1,6 @@
 // Whether a session's code is blocked reading its input, seen from /proc: a thread of the
-// session's process tree asleep in a read (or a poll/select/epoll wait) on the session's stdin
-// or on a terminal (a pty session's). No guess from the output: the kernel says where it sleeps.
+// session's process tree asleep in a read (or a poll/select/epoll wait) on the session's stdin,
+// or in a pty session on a terminal (the sandbox's devpts has only its own). No guess from the output: the kernel says where it sleeps.
 import { open, readdir, readFile, stat } from 'node:fs/promises';
 
 /** System call numbers by architecture: reads of one fd, and waits on many. */
@@ -48,8 +48,15 @@ export class InputWatch {
   private root: Promise<number | undefined> | undefined;
   private readonly calls = CALLS[process.arch];
 
-  /** `root`: asked once, at the first look (a container's costs an engine call). */
-  constructor(private readonly findRoot: () => Promise<number | undefined>) {}
+  /**
+   * `findRoot`: asked once, at the first look (a container's costs an engine call). `terminal`: a
+   * pty session's, whose input is its terminal (the relay in front of it always waits on the
+   * session's stdin: that is no wait of the code's).
+   */
+  constructor(
+    private readonly findRoot: () => Promise<number | undefined>,
+    private readonly terminal = false,
+  ) {}
 
   async waiting(): Promise<boolean> {
     if (!this.calls) return false;
@@ -84,11 +91,12 @@ export class InputWatch {
     return false;
   }
 
-  /** Whether the process's `fd` is the session's stdin or a terminal. */
+  /** Whether the process's `fd` is the session's input: its stdin, or (pty) a terminal. */
   private async isInput(pid: number, fd: number): Promise<boolean> {
     try {
       const target = await stat(`/proc/${pid}/fd/${fd}`);
-      return identity(target) === this.input || (target.isCharacterDevice() && isPtySlave(target.rdev));
+      if (this.terminal) return target.isCharacterDevice() && isPtySlave(target.rdev);
+      return identity(target) === this.input;
     } catch {
       return false;
     }

@@ -20,13 +20,19 @@ export interface StartRequest {
   readonly sampling?: SamplingLimits | undefined;
   /** The egress allowlist narrowed for this session (start_session's `allowed_domains`). */
   readonly allowedDomains?: readonly string[] | undefined;
+  /** bash only: run the driver on a pseudo-terminal (pty.ts); stdout and stderr arrive merged. */
+  readonly pty?: boolean | undefined;
 }
 
-/** A send: code to run, or (send_to_session's `input`) the answer to a cell waiting for input. */
+/**
+ * A send: code to run; or, to a cell waiting for input (send_to_session's `input`, `interrupt`),
+ * the answer or an interrupt.
+ */
 export type SendRequest = SendOptions &
   (
-    | { readonly code: string; readonly input?: undefined }
-    | { readonly input: string; readonly code?: undefined }
+    | { readonly code: string; readonly input?: undefined; readonly interrupt?: undefined }
+    | { readonly input: string; readonly code?: undefined; readonly interrupt?: undefined }
+    | { readonly interrupt: true; readonly code?: undefined; readonly input?: undefined }
   );
 
 export interface SendOptions {
@@ -118,4 +124,6 @@ export interface SessionInfo {
   busy: boolean;
   /** Its code is blocked reading input (a send returned waiting_for_input). */
   waiting_for_input: boolean;
+  /** The session runs on a pseudo-terminal (start_session {pty: true}). */
+  pty: boolean;
 }

@@ -85,8 +85,8 @@ describe('network allowlist: a 2026-era task asks for a host off the list', () =
     await send('tasks/update', { taskId, inputResponses: { [key]: decision(answer) } });
     const done = await pollUntilDone(send, taskId, 60_000);
     expect(done.result?.status).toBe('completed');
-    return (done.result?.result as { structuredContent: { stdout: string; network_denied?: unknown } })
-      .structuredContent;
+    const result = done.result?.result as { structuredContent: { stdout: string; network_denied?: unknown } };
+    return result.structuredContent;
   }
   it('approved: the run reaches the host', async () => {
     before = unlisted.accepted;

@@ -16,7 +16,7 @@ interface Waiting extends SendValue {
 describe('sends that wait for input', () => {
   let server: TestServer;
   beforeAll(async () => {
-    server = await startServer();
+    server = await startServer({ env: { CODEXEC_MAX_SESSIONS: '20' } });
   });
   afterAll(async () => {
     await server?.close();
@@ -140,6 +140,30 @@ describe('sends that wait for input', () => {
     expect(pids.length).toBeGreaterThan(0);
     expect((await callTool(server.client, 'kill_session', { session_id })).isError).toBe(false);
     expect(await allGone(pids)).toBe(true);
+  });
+
+  it('interrupt: true stops the code that waits (python, bash, node) and the session keeps its state', async () => {
+    for (const [language, setup, reader, check] of [
+      ['python', 'kept = 7', 'input("Name? ")', 'kept'],
+      ['bash', 'kept=7', 'read -r line', 'echo $kept'],
+      [
+        'node',
+        'var kept = 7',
+        "await (await import('node:readline/promises')).createInterface({ input: process.stdin }).question('?')",
+        'kept',
+      ],
+    ] as const) {
+      const { session_id } = await start(server.client, language);
+      await send(session_id, { code: setup });
+      expect(await send(session_id, { code: reader }), language).toMatchObject({ waiting_for_input: true });
+      const stopped = await callTool<Waiting>(server.client, 'send_to_session', {
+        session_id,
+        interrupt: true,
+      });
+      expect(stopped.value, language).toMatchObject({ cancelled: true, session_alive: true });
+      expect(stopped.value.waiting_for_input, language).toBeUndefined();
+      expect((await send(session_id, { code: check })).stdout, language).toBe('7\n');
+    }
   });
 
   it('write_stdin {session_id} feeds the stdin ahead of the read, and eof closes it for good', async () => {

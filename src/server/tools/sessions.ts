@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { InvalidInputError } from '../../errors/index.js';
 import { resolveWorkingDir, runtimeRefusal } from '../../policy/index.js';
 import { LANGUAGES } from '../../runtimes/index.js';
+import { assertPtyLanguage } from '../../sessions/index.js';
 import { artifactsOmitted, NAMES_HELP } from '../artifacts.js';
 import { codeModeInput, discovers, sessionSampler, toolCallsField } from '../codemode.js';
 import { defineTool } from '../define-tool.js';
@@ -27,6 +28,13 @@ const startInput = z.object({
     .min(1)
     .optional()
     .describe('Existing directory to work in (~ allowed). Default: a fresh session workspace'),
+  pty: z
+    .boolean()
+    .optional()
+    .describe(
+      'bash only: run the shell on a pseudo-terminal inside the sandbox (tty, stty and programs that ' +
+        'want a terminal work; TERM=dumb, 200x50, no echo). stdout and stderr then arrive merged on stdout. Default false',
+    ),
   ...codeModeInput,
   ...egressInput,
 });
@@ -50,6 +58,13 @@ const sendInput = z.object({
     .describe(
       'Instead of code: the answer to a send that returned waiting_for_input, written to the stdin of the ' +
         'code waiting (a newline is added unless it ends with one); the send then goes on with that code',
+    ),
+  interrupt: z
+    .literal(true)
+    .optional()
+    .describe(
+      'Instead of code or input: interrupt the code a send left waiting_for_input (SIGINT, as on a ' +
+        'timeout); the session keeps its state',
     ),
   timeout_ms: z
     .number()
@@ -112,6 +127,7 @@ const listOutput = z.object({
       waiting_for_input: z
         .boolean()
         .describe('its code is blocked reading input: answer with send_to_session {session_id, input}'),
+      pty: z.boolean().describe('the session runs on a pseudo-terminal (start_session pty: true)'),
     }),
   ),
 });
@@ -135,7 +151,8 @@ function registerCodeTools(server: McpServer, services: Services, gate: Gatekeep
       'variables, imports, functions, loaded data (and for bash the current directory) persist across ' +
       'send_to_session calls. Use it for multi-step work (load, then explore, then plot); use execute_code ' +
       `for one-off programs. At most ${config.maxSessions} sessions of yours run at once; a session idle for ` +
-      `${Math.round(config.sessionIdleTimeoutMs / 60_000)} min is closed. Close it with close_session when done.`,
+      `${Math.round(config.sessionIdleTimeoutMs / 60_000)} min is closed. Close it with close_session when done. ` +
+      'With pty: true a bash session runs on a terminal, and its stdout and stderr arrive merged on stdout.',
     input: startInput,
     advertisedInput: advertisedEgress(
       startInput.extend({ language: advertisedLanguage(config, LANGUAGE_HELP) }),
@@ -148,6 +165,7 @@ function registerCodeTools(server: McpServer, services: Services, gate: Gatekeep
       const workingDir = args.working_dir ? await resolveWorkingDir(args.working_dir, config) : undefined;
       const refused = runtimeRefusal(args.language, config.gate.allowedRuntimes);
       if (refused) throw refused;
+      if (args.pty) assertPtyLanguage(args.language);
       const explicit = args.allowed_tools !== undefined || args.enable_sampling;
       if (explicit && args.language === 'bash') {
         throw new InvalidInputError(
@@ -174,6 +192,7 @@ function registerCodeTools(server: McpServer, services: Services, gate: Gatekeep
         bridge,
         sampling,
         allowedDomains: args.allowed_domains,
+        pty: args.pty,
       });
     },
   });
@@ -196,9 +215,10 @@ function registerCodeTools(server: McpServer, services: Services, gate: Gatekeep
     annotations: EFFECTS,
     handler: async (args, ctx) => {
       const { language } = sessions.describe(args.session_id); // SESSION_NOT_FOUND before asking
-      if ((args.code === undefined) === (args.input === undefined)) {
+      const given = [args.code, args.input, args.interrupt].filter((value) => value !== undefined).length;
+      if (given !== 1) {
         throw new InvalidInputError(
-          'give either code (to run) or input (to answer a send waiting for input)',
+          'give one of code (to run), input (to answer a send waiting for input) or interrupt: true',
         );
       }
       const options = {
@@ -206,11 +226,14 @@ function registerCodeTools(server: McpServer, services: Services, gate: Gatekeep
         sampler: sessionSampler(server, services, args.session_id, ctx),
         askEgress: gate.egressAsker(ctx, 'send_to_session', args.session_id),
       };
-      if (args.input !== undefined) {
-        // Data for code the gate let run, as write_stdin's is: no new decision, but a run slot.
-        const input = args.input;
+      if (args.code === undefined) {
+        // Data for code the gate let run (as write_stdin's is), or its interrupt: no new decision,
+        // but a run slot.
+        const answer = args.input !== undefined ? { input: args.input } : { interrupt: true as const };
         return gate.resume(ctx, 'send_to_session', () =>
-          withProgress(ctx, (progress) => sessions.send(args.session_id, { input, ...options, ...progress })),
+          withProgress(ctx, (progress) =>
+            sessions.send(args.session_id, { ...answer, ...options, ...progress }),
+          ),
         );
       }
       const code = args.code as string;
