@@ -1,7 +1,8 @@
 # codexec's pseudo-terminal for a bash session (start_session {pty: true}), run inside the sandbox
 # so the terminal is the sandbox's own (a helper in the server would put it outside).
 #
-# Usage: pty_relay.py [--forward-signals] -- PROGRAM [ARGS...]
+# Usage: pty_relay.py [--forward-signals] [--terminal-fds MASTER,SLAVE] -- PROGRAM [ARGS...]
+# (--terminal-fds: a terminal handed over, where the sandbox lets this relay open none: landlock's.)
 #
 # Starts PROGRAM (the bash driver) in a session of its own with a new pty's slave as its
 # controlling terminal on stdin, stdout and stderr; fd 3 (the control channel) passes through
@@ -30,8 +31,9 @@ CHUNK = 65536
 RELAYED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
-def open_terminal():
-    master, slave = os.openpty()
+def open_terminal(handed):
+    # Handed over (landlock's sandbox opens none: the launcher did, before confining), or our own.
+    master, slave = handed or os.openpty()
     attrs = termios.tcgetattr(slave)
     attrs[1] &= ~(termios.ONLCR | termios.OCRNL)  # oflag
     attrs[3] &= ~(termios.ECHO | termios.ECHOE | termios.ECHOK | termios.ECHONL)  # lflag
@@ -165,14 +167,18 @@ def main(argv):
     forward = argv[:1] == ["--forward-signals"]
     if forward:
         argv = argv[1:]
-    if argv[:1] != ["--"] or len(argv) < 2:
-        sys.exit("usage: pty_relay.py [--forward-signals] -- PROGRAM [ARGS...]")
+    handed = None
+    if argv[:1] == ["--terminal-fds"] and len(argv) > 1:
+        handed = tuple(int(fd) for fd in argv[1].split(","))
+        argv = argv[2:]
+    if argv[:1] != ["--"] or len(argv) < 2 or (handed and len(handed) != 2):
+        sys.exit("usage: pty_relay.py [--forward-signals] [--terminal-fds MASTER,SLAVE] -- PROGRAM [ARGS...]")
     try:
         os.fstat(3)
         control = True
     except OSError:
         control = False
-    master, slave = open_terminal()
+    master, slave = open_terminal(handed)
     # Handlers before the fork (the child resets them): no exit or signal may come unseen.
     wake_r, wake_w = os.pipe()
     for fd in (wake_r, wake_w):

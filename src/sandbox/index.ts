@@ -33,4 +33,4 @@ export type {
   SandboxedProcess,
   SandboxSpec,
 } from './types.js';
-export { END_MARK_BYTES, NotForkableError, TMP_PREFIX } from './types.js';
+export { END_MARK_BYTES, NotForkableError, TERMINAL_FDS, TMP_PREFIX } from './types.js';

@@ -33,6 +33,12 @@ export interface SandboxSpec {
   /** Open a control channel on the child's fd 3 (session drivers, warm pool). */
   readonly control?: boolean;
   /**
+   * A pty session's: where the sandbox lets no program open a terminal (landlock), the backend
+   * hands the program one on TERMINAL_FDS, opened before confinement; elsewhere it is ignored
+   * (drivers/pty_relay.py opens its own, on the sandbox's devpts).
+   */
+  readonly terminal?: boolean;
+  /**
    * argv is `[python, drivers/warm_python.py]`: a backend may instead fork the driver from a
    * pre-initialised interpreter of the same path (the namespace backend's zygote, as root).
    * 'only': fork it or throw NotForkableError (the caller then runs cold).
@@ -169,3 +175,6 @@ export class NotForkableError extends Error {
     this.name = 'NotForkableError';
   }
 }
+
+/** Where a backend hands over a terminal (SandboxSpec.terminal): its master and its slave. */
+export const TERMINAL_FDS = { master: 10, slave: 11 } as const;

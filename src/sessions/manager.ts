@@ -35,6 +35,7 @@ import { type SecretsFilter, sandboxEnv } from '../policy/index.js';
 import type { Interpreters } from '../runtimes/index.js';
 import type { BackendRegistry, Exit, SandboxBackend } from '../sandbox/index.js';
 import { currentPrincipal, log, newId } from '../util/index.js';
+import { BASH_HOST_FILES, bashHostPython, hostArgv } from './bash-host.js';
 import { watchSessionDisk } from './disk.js';
 import { DRIVERS } from './drivers.js';
 import { SessionLimitError, SessionNotFoundError } from './errors.js';
@@ -386,7 +387,10 @@ export class SessionManager implements SessionPackageHost {
     };
     if (channel && python)
       runtimeEnv.PYTHONPATH = [runtimeEnv.PYTHONPATH, CODE_MODE_DIR].filter(Boolean).join(':');
-    const argv = pty ? ptyArgv(backend.mode, pty, driver.argv(interpreter)) : driver.argv(interpreter);
+    const driverArgv = pty ? ptyArgv(backend.mode, pty, driver.argv(interpreter)) : driver.argv(interpreter);
+    // bash: its background processes are served by a host in front of the driver (bash-host.ts).
+    const host = request.language === 'bash' ? await bashHostPython(this.deps.interpreters) : undefined;
+    const argv = host ? hostArgv(host, driverArgv) : driverArgv;
     const proc = backend.spawn({
       argv: channel && !python ? [argv[0] as string, ...NODE_IMPORT, ...argv.slice(1)] : argv,
       cwd,
@@ -399,6 +403,7 @@ export class SessionManager implements SessionPackageHost {
       readablePaths: [
         driver.file,
         ...(pty ? [PTY_RELAY] : []),
+        ...(host ? BASH_HOST_FILES : []),
         ...packages.readable,
         ...(python ? PYTHON_SUPPORT_FILES : []),
         ...(channel ? CODE_MODE_FILES : []),
@@ -408,6 +413,7 @@ export class SessionManager implements SessionPackageHost {
       ...(opened && { egress: opened.endpoint }),
       stdin: 'pipe',
       control: true,
+      ...(pty && { terminal: true }),
     });
     const session = new Session(proc, {
       id,
@@ -419,6 +425,7 @@ export class SessionManager implements SessionPackageHost {
       config,
       sandboxMode: backend.mode,
       pty: Boolean(pty),
+      hostsProcesses: request.language !== 'bash' || host !== undefined,
       secrets: this.deps.secrets,
       outputs: this.deps.outputs,
       onExecution: (entry) => {

@@ -13,8 +13,8 @@ import type { Session } from './session.js';
 // output and exit there. So it shares the session's workspace, uid, cgroup (memory, pids), network
 // rules and egress lane, and dies with the session's sandbox. A second sandbox on the host would
 // have none of these, nor the session's files in /tmp. The python driver serves it from a thread
-// of its own, the node driver from its event loop (held by a cell that blocks the loop); the bash
-// driver reads its channel only between cells, so bash sessions are refused for now.
+// of its own, the node driver from its event loop (held by a cell that blocks the loop); a bash
+// session's by its host in front of the driver, with the Python driver's code (bash-host.ts).
 //
 // stdout and stderr share one pipe: a server's or watcher's log reads in the order it was written,
 // and one offset pages through it. The server keeps the last CODEXEC_MAX_PROCESS_OUTPUT_BYTES.
@@ -116,11 +116,11 @@ export class ProcessTable {
 
   /** Refuse a session whose driver does not serve background processes. */
   static assertHost(session: Session): void {
-    if (session.options.language !== 'bash') return;
+    if (session.options.hostsProcesses !== false) return;
     throw new InvalidInputError(
-      'background processes run in python, node and typescript sessions, not yet in bash ones (the bash ' +
-        'driver reads its channel only between cells); start a python session for them: the command is a ' +
-        'shell command (bash -c) whatever the session language',
+      `session ${session.id} cannot run background processes: its sandbox has no python3 for the bash ` +
+        "session's host (drivers/bash_host.py); start a python session for them: the command is a shell " +
+        'command (bash -c) whatever the session language',
     );
   }
 

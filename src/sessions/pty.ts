@@ -4,6 +4,8 @@ import { fileURLToPath } from 'node:url';
 import { InvalidInputError } from '../errors/index.js';
 import type { Interpreters, Language } from '../runtimes/index.js';
 import type { BackendMode, SandboxBackend, SandboxSpec } from '../sandbox/index.js';
+// From the leaf module: sandbox/index.js may still be loading here (it reaches sessions/ itself).
+import { TERMINAL_FDS } from '../sandbox/types.js';
 
 /** The relay; the sandbox must be able to read it. */
 export const PTY_RELAY = fileURLToPath(new URL('../../drivers/pty_relay.py', import.meta.url));
@@ -14,11 +16,18 @@ export const PTY_RELAY = fileURLToPath(new URL('../../drivers/pty_relay.py', imp
  */
 const GROUP_SIGNALLED: ReadonlySet<BackendMode> = new Set(['subprocess', 'docker']);
 
-/** What the probe runs: Python with its pty modules, and a terminal the sandbox lets it open. */
+/**
+ * Modes whose sandbox lets no program open a terminal: the backend hands one over, opened before
+ * confinement (SandboxSpec.terminal), on TERMINAL_FDS.
+ */
+const HANDED: ReadonlySet<BackendMode> = new Set(['landlock']);
+const handedFds = `${TERMINAL_FDS.master},${TERMINAL_FDS.slave}`;
+
+/** What the probe runs: Python with its pty modules, and a terminal (its own, or the one handed over). */
 const PROBE = [
   'import os, sys, termios',
   'try:',
-  '    termios.tcgetattr(os.openpty()[1])',
+  '    termios.tcgetattr(int(sys.argv[1]) if len(sys.argv) > 1 else os.openpty()[1])',
   'except OSError as error:',
   "    sys.exit(f'cannot open a pseudo-terminal: {error}')",
 ].join('\n');
@@ -46,14 +55,15 @@ export function ptyArgv(mode: BackendMode, python: string, driverArgv: readonly 
     python,
     PTY_RELAY,
     ...(GROUP_SIGNALLED.has(mode) ? ['--forward-signals'] : []),
+    ...(HANDED.has(mode) ? ['--terminal-fds', handedFds] : []),
     '--',
     ...driverArgv,
   ];
 }
 
 /**
- * Find out, once per backend, whether its sandbox runs `python` and lets it open a terminal (a
- * container image without Python, landlock without /dev/ptmx); INVALID_INPUT saying why if not.
+ * Find out, once per backend, whether its sandbox runs `python` and gives it a terminal (a
+ * container image without Python has none); INVALID_INPUT saying why if not.
  */
 function assertPtyAvailable(backend: SandboxBackend, python: string, spec: ProbeSpec): Promise<void> {
   let known = probed.get(backend);
@@ -66,8 +76,10 @@ function assertPtyAvailable(backend: SandboxBackend, python: string, spec: Probe
 }
 
 async function probe(backend: SandboxBackend, python: string, spec: ProbeSpec): Promise<void> {
+  const handed = HANDED.has(backend.mode);
   const proc = backend.spawn({
-    argv: [python, '-c', PROBE],
+    argv: [python, '-c', PROBE, ...(handed ? [String(TERMINAL_FDS.slave)] : [])],
+    ...(handed && { terminal: true }),
     cwd: spec.workspace,
     env: spec.env,
     writablePaths: [spec.workspace],

@@ -68,6 +68,8 @@ export interface SessionOptions {
   readonly sandboxMode: string;
   /** The driver runs on drivers/pty_relay.py's terminal: output relayed, stdout and stderr merged. */
   readonly pty?: boolean | undefined;
+  /** Its driver serves background processes (start_process): a bash one needs its host. */
+  readonly hostsProcesses?: boolean | undefined;
   /** Masks secrets in the output before results, progress and logs see it. */
   readonly secrets?: SecretsFilter | undefined;
   /** Keeps the whole output of a send the result truncates (absent: none kept). */

@@ -303,10 +303,21 @@ print(zygote.load_placeholder())`,
   it("reaps a program's process at once when its sandbox is killed (not left to the host's init)", async () => {
     await forkedRun(server, 'pass');
     const [zygote] = zygotes(server.pid);
+    // A process listed may be gone when it is looked at (the pool replaces its drivers): '' then.
+    const gone = <T>(read: () => T, otherwise: T) => {
+      try {
+        return read();
+      } catch {
+        return otherwise;
+      }
+    };
     const childrenOf = (pid: number) =>
-      readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
-    const cmdline = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-    const nsPid = (pid: number) => readlinkSync(`/proc/${pid}/ns/pid`);
+      gone(() => readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8'), '')
+        .split(' ')
+        .filter(Boolean)
+        .map(Number);
+    const cmdline = (pid: number) => gone(() => readFileSync(`/proc/${pid}/cmdline`, 'utf8'), '');
+    const nsPid = (pid: number) => gone(() => readlinkSync(`/proc/${pid}/ns/pid`), `gone ${pid}`);
     // A waiting pool driver, and its sandbox: the bwrap whose child (the pid 1) shares its pid
     // namespace. The zygote's children are both.
     const found = () => {

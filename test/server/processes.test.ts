@@ -227,7 +227,7 @@ describe('background processes', () => {
     expect((await start('true')).isError).toBe(false);
   });
 
-  it('refuses bad ids, other languages, and write_stdin given both a process and a session', async () => {
+  it('refuses bad ids, and write_stdin given both a process and a session', async () => {
     for (const [tool, args] of [
       ['read_process_output', { process_id: 'proc_000000000000' }],
       ['kill_process', { process_id: 'nope' }],
@@ -248,11 +248,6 @@ describe('background processes', () => {
       command: 'true',
     });
     expect(unknown.value.code).toBe('SESSION_NOT_FOUND');
-    const bash = await newSession('bash');
-    const refused = await call<Refusal>('start_process', { session_id: bash, command: 'true' });
-    expect(refused.value.code).toBe('INVALID_INPUT');
-    expect(refused.value.error).toContain('not yet in bash');
-    await call('close_session', { session_id: bash });
     const both = await call<Refusal>('write_stdin', {
       session_id: session,
       process_id: 'proc_000000000000',
@@ -420,6 +415,57 @@ describe('background processes', () => {
       (count) => count === 0,
     );
     await call('close_session', { session_id: id });
+  });
+
+  it("runs in a bash session while a cell runs, in the shell's current directory; on a pty too", async () => {
+    const id = await newSession('bash');
+    await call('send_to_session', { session_id: id, code: 'mkdir -p sub && cd sub' });
+    const marker = sleepMarker();
+    const slow = call<{ stdout: string }>('send_to_session', {
+      session_id: id,
+      code: 'sleep 1.5; echo slept',
+    });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const loop = await start(`pwd; sleep ${marker} & while true; do echo tick; sleep 0.2; done`, id);
+    expect(loop.isError).toBe(false);
+    const ticks = await until(
+      () => read(loop.value.process_id),
+      (page) => page.value.output.includes('tick\ntick\n'),
+    );
+    expect(ticks.value.output).toMatch(/\/sub\ntick\n/);
+    // Started while the cell ran, not after it.
+    expect((await slow).value.stdout).toBe('slept\n');
+    const cat = (await start('cat; exit 4', id)).value.process_id;
+    await call('write_stdin', { process_id: cat, data: 'one\n', eof: true });
+    const done = await until(
+      () => read(cat),
+      (page) => !page.value.running,
+    );
+    expect(done.value).toMatchObject({ output: 'one\n', exit_code: 4 });
+    // A send's interrupt leaves the process running, as a shell's `cmd &` does.
+    const stopped = await call<{ timed_out: boolean }>('send_to_session', {
+      session_id: id,
+      code: 'sleep 30',
+      timeout_ms: 500,
+    });
+    expect(stopped.value.timed_out).toBe(true);
+    expect((await read(loop.value.process_id)).value.running).toBe(true);
+    await call('close_session', { session_id: id });
+    await until(
+      async () => processesWith(marker).length,
+      (count) => count === 0,
+    );
+
+    const pty = (
+      await callTool<{ session_id: string }>(server.client, 'start_session', { language: 'bash', pty: true })
+    ).value.session_id;
+    const echo = (await start('echo from-pty; [ -t 0 ] || echo no-terminal', pty)).value.process_id;
+    const echoed = await until(
+      () => read(echo),
+      (page) => !page.value.running,
+    );
+    expect(echoed.value).toMatchObject({ output: 'from-pty\nno-terminal\n', exit_code: 0 });
+    await call('close_session', { session_id: pty });
   });
 
   it("counts against the session's memory limit (CODEXEC_MEMORY_MB)", async () => {

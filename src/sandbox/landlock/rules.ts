@@ -21,11 +21,14 @@ import { statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { SandboxUnavailableError } from '../../errors/index.js';
 import type { Rlimit } from '../namespace/args.js';
+import { TERMINAL_FDS } from '../types.js';
 import { type Data, Script } from './script.js';
 
 // x86-64 system call numbers.
 const NR = {
   close: 3,
+  ioctl: 16,
+  dup3: 292,
   execve: 59,
   chdir: 80,
   setresuid: 117,
@@ -41,6 +44,10 @@ const NR = {
 } as const;
 const AT_FDCWD = -100;
 const O_PATH = 0o10000000;
+const O_RDWR = 2;
+const O_NOCTTY = 0o400;
+const TIOCSPTLCK = 0x40045431;
+const TIOCGPTPEER = 0x5441;
 const O_CLOEXEC = 0o2000000;
 const PR_SET_NO_NEW_PRIVS = 38;
 const PR_SET_PDEATHSIG = 1;
@@ -219,12 +226,35 @@ export interface Launch {
   readonly argv: readonly string[];
   readonly env: Readonly<Record<string, string>>;
   readonly cwd: string;
+  /** Hand the program a pseudo-terminal on TERMINAL_FDS (SandboxSpec.terminal). */
+  readonly terminal?: boolean;
+}
+
+/**
+ * A pseudo-terminal opened before the rules, which grant no /dev/ptmx (the host's /dev/pts holds
+ * other terminals): the master on TERMINAL_FDS.master, its slave on TERMINAL_FDS.slave, got from
+ * the master (TIOCGPTPEER) and never by a path. Opened before the drop and the seccomp filter, the
+ * two are the program's whole reach into /dev/pts.
+ */
+function addTerminal(script: Script): void {
+  const master = script.slot();
+  const slave = script.slot();
+  script.call(NR.openat, [AT_FDCWD, { at: script.string('/dev/ptmx') }, O_RDWR | O_NOCTTY], {
+    store: master,
+  });
+  script.call(NR.ioctl, [{ load: master }, TIOCSPTLCK, { at: script.data(4) }]); // unlock: *arg = 0
+  script.call(NR.ioctl, [{ load: master }, TIOCGPTPEER, O_RDWR | O_NOCTTY], { store: slave });
+  script.call(NR.dup3, [{ load: master }, TERMINAL_FDS.master, 0]);
+  script.call(NR.dup3, [{ load: slave }, TERMINAL_FDS.slave, 0]);
+  script.call(NR.close, [{ load: master }]);
+  script.call(NR.close, [{ load: slave }]);
 }
 
 /** The whole script of a cold run's launcher: it ends in the program. */
 export function launchScript(launch: Launch): Buffer {
   const script = new Script();
   script.call(NR.prctl, [PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0]);
+  if (launch.terminal) addTerminal(script);
   addLandlock(script, launch.abi, launch.access);
   // struct sock_fprog: u16 len, then (aligned) the filter's address.
   const fprog = Buffer.alloc(16);

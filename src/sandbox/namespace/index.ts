@@ -433,6 +433,7 @@ export class NamespaceBackend implements SandboxBackend {
           argv: spec.argv,
           env: tmp ? { ...spec.env, TMPDIR: tmp } : spec.env,
           cwd: spec.cwd,
+          ...(spec.terminal && { terminal: true }),
         });
         // The launcher's own arguments are the program's: it runs them if the script's exec fails.
         const argv = [this.confiner.program(), ...spec.argv];

@@ -61,13 +61,10 @@ export function registerProcessTools(server: McpServer, services: Services, gate
       "must keep running between calls. It runs in the session's sandbox: same files, working directory, " +
       'limits and network. Read its output with read_process_output, feed its stdin with write_stdin, stop it ' +
       'with kill_process. For a command that finishes, use execute_command (it waits and returns the ' +
-      'output). Python, node and typescript sessions (not bash yet); the command itself may be anything. At most ' +
+      'output). Any session language; the command itself may be anything. At most ' +
       `${cap} per session; they end with their session.`,
     input: z.object({
-      session_id: z
-        .string()
-        .min(1)
-        .describe('A python, node or typescript session start_session returned (sess_…)'),
+      session_id: z.string().min(1).describe('A session start_session returned (sess_…)'),
       command: z.string().min(1, 'command must not be empty').describe('The command line, run by bash -c'),
     }),
     output: processInfo,

@@ -1,0 +1,25 @@
+// A bash session's background processes: drivers/bash_host.py sits between the server and the
+// bash driver (which reads its channel only between cells) and serves them with the Python
+// driver's code, while cells run too.
+import { fileURLToPath } from 'node:url';
+import type { Interpreters } from '../runtimes/index.js';
+
+export const BASH_HOST = fileURLToPath(new URL('../../drivers/bash_host.py', import.meta.url));
+/** The host imports the Python driver's process code. */
+export const BASH_HOST_FILES = [
+  BASH_HOST,
+  fileURLToPath(new URL('../../drivers/python_driver.py', import.meta.url)),
+];
+
+/**
+ * The python3 that runs the host, or undefined where the sandbox has none (a container image
+ * without Python): the bash driver then runs alone, and its session has no background processes.
+ */
+export function bashHostPython(interpreters: Interpreters): Promise<string | undefined> {
+  return interpreters.get('python').catch(() => undefined);
+}
+
+/** The host's command line around the driver's (or the pty relay's). */
+export function hostArgv(python: string, argv: readonly string[]): string[] {
+  return [python, BASH_HOST, ...argv];
+}
