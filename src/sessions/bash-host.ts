@@ -19,7 +19,7 @@ export function bashHostPython(interpreters: Interpreters): Promise<string | und
   return interpreters.get('python').catch(() => undefined);
 }
 
-/** The host's command line around the driver's (or the pty relay's). */
+/** The host's command line around the driver's (or the pty relay's); -S: no site, ~7 ms sooner. */
 export function hostArgv(python: string, argv: readonly string[]): string[] {
-  return [python, BASH_HOST, ...argv];
+  return [python, '-S', BASH_HOST, ...argv];
 }
