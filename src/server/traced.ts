@@ -6,6 +6,7 @@ import {
 } from '@modelcontextprotocol/server';
 import { outcomeOf } from '../metrics/index.js';
 import { inCall, now, type OpenCall, type Tracing } from '../traces/index.js';
+import { log } from '../util/index.js';
 import { principalOf } from './define-tool.js';
 import { isTaskHandle } from './tasks.js';
 
@@ -32,7 +33,14 @@ export function traceToolCalls(server: McpServer, tracing: Tracing): void {
               return result;
             } finally {
               call.open = false;
-              tracing.record(finished(call, request.params ?? {}, ctx, result as CallToolResult | undefined));
+              // The call's answer must still reach the client: a span that cannot be made is said on stderr.
+              try {
+                tracing.record(
+                  finished(call, request.params ?? {}, ctx, result as CallToolResult | undefined),
+                );
+              } catch (error) {
+                log('warn', `traces: ${(error as Error).message}`);
+              }
             }
           },
     );

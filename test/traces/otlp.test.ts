@@ -84,8 +84,14 @@ describe('traces over OTLP/HTTP', () => {
 
   afterAll(() => receiver.close());
 
-  it('stdio: a span per execute_code call, with its attributes and its run as a child', async () => {
-    const server = await startServer({ env: otel() });
+  it('stdio: a span per execute_code call, with its attributes, its approval wait and its run as children', async () => {
+    const server = await startServer({
+      env: { ...otel(), CODEXEC_APPROVAL: 'ask' },
+      elicit: async () => {
+        await new Promise((resolve) => setTimeout(resolve, 200)); // the user reads the form
+        return { action: 'accept', content: { decision: 'approve' } };
+      },
+    });
     const run = await callTool<{ execution_id: string; sandbox_mode: string }>(
       server.client,
       'execute_code',
@@ -106,27 +112,45 @@ describe('traces over OTLP/HTTP', () => {
     expect(attribute(call.span, 'codexec.principal')).toBe('local');
     expect(attribute(call.span, 'codexec.outcome')).toBe('ok');
     expect(attribute(call.span, 'codexec.sandbox_mode')).toBe(run.value.sandbox_mode);
+    expect(children.map((child) => child.name).sort()).toEqual(['approval wait', 'run']);
+    const waited = children.find((child) => child.name === 'approval wait');
     const phase = children.find((child) => child.name === 'run');
     expect(phase?.traceId).toBe(call.span.traceId);
-    expect(BigInt(phase?.startTimeUnixNano ?? 0)).toBeGreaterThanOrEqual(BigInt(call.span.startTimeUnixNano));
-    expect(BigInt(phase?.endTimeUnixNano ?? 0)).toBeLessThanOrEqual(BigInt(call.span.endTimeUnixNano));
+    const nanos = (value: string | undefined) => BigInt(value ?? 0);
+    expect(nanos(waited?.endTimeUnixNano) - nanos(waited?.startTimeUnixNano)).toBeGreaterThanOrEqual(
+      150_000_000n,
+    );
+    expect(nanos(waited?.startTimeUnixNano)).toBeGreaterThanOrEqual(nanos(call.span.startTimeUnixNano));
+    expect(nanos(phase?.startTimeUnixNano)).toBeGreaterThanOrEqual(nanos(waited?.endTimeUnixNano));
+    expect(nanos(phase?.endTimeUnixNano)).toBeLessThanOrEqual(nanos(call.span.endTimeUnixNano));
     expect(receiver.paths.every((path) => path.startsWith('POST /v1/traces application/json'))).toBe(true);
   }, 60_000);
 
-  it('serve --http: the span names the principal and a timed-out run’s outcome', async () => {
+  it('serve --http: the span names the principal, a timed-out run’s outcome, and a wait for a run slot', async () => {
     const token = 'traces-token-0123456789';
-    const server = await startHttp({ env: { ...otel(), CODEXEC_HTTP_TOKEN: token } });
+    const server = await startHttp({
+      env: { ...otel(), CODEXEC_HTTP_TOKEN: token, CODEXEC_MAX_CONCURRENT_RUNS: '1' },
+    });
     const client = await connectHttp(server.url, token, 'modern');
-    const run = await callTool<{ execution_id: string }>(client, 'execute_code', {
+    const slow = callTool<{ execution_id: string }>(client, 'execute_code', {
       language: 'python',
       code: 'import time\ntime.sleep(30)',
-      timeout_ms: 300,
+      timeout_ms: 500,
     });
+    await new Promise((resolve) => setTimeout(resolve, 150)); // the slow one holds the only slot
+    const queued = await callTool<{ execution_id: string }>(client, 'execute_code', {
+      language: 'python',
+      code: 'print(1)',
+    });
+    const run = await slow;
     await client.close();
     await server.stop();
     const { call } = callSpans(receiver, run.value.execution_id);
     expect(call?.span.name).toBe('tools/call execute_code');
     expect(call && attribute(call.span, 'codexec.principal')).toBe('default');
     expect(call && attribute(call.span, 'codexec.outcome')).toBe('timeout');
+    const waiting = callSpans(receiver, queued.value.execution_id);
+    expect(waiting.call && attribute(waiting.call.span, 'codexec.outcome')).toBe('ok');
+    expect(waiting.children.map((child) => child.name).sort()).toEqual(['run', 'slot wait']);
   }, 60_000);
 });
