@@ -2,7 +2,7 @@
 // built from the commit before them (the baseline, built here from `git archive` into a temp dir)
 // against this build, and this build with OTEL_EXPORTER_OTLP_ENDPOINT set: servers started in
 // turn, ROUNDS times, each measured 1.5 s after it listens. (2) The per-run cost of the hooks, in
-// process: the gate's metrics.runEnded (a label-series lookup, a counter inc, a histogram observe)
+// process: the gate's metrics.runEnded (a label-series lookup, a count, a histogram observe)
 // and phase() with tracing off, each against an empty call measured in the same loop.
 // Run `npm run build` first. Usage: node bench/metrics.mjs [--quick] [--base <commit>]
 import { execFileSync, spawn } from 'node:child_process';

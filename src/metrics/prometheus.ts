@@ -14,9 +14,14 @@ interface RunResult {
   readonly tool_calls_omitted?: ReadonlyArray<{ readonly success: boolean; readonly count: number }>;
 }
 
-/** The label children of one (tool, language, mode, outcome): looked up once, then reused per run. */
+/**
+ * One (tool, language, mode, outcome), found by a Map lookup per run. Its count is a plain number
+ * handed to prom-client at each scrape (collect): prom-client's own inc hashes the labels every
+ * time (~0.4 µs). The histogram's observe cannot be deferred so (it needs every value).
+ */
 interface RunSeries {
-  readonly count: { inc(): void };
+  readonly labels: Readonly<Record<'tool' | 'language' | 'sandbox_mode' | 'outcome', string>>;
+  pending: number;
   readonly seconds: { observe(value: number): void };
 }
 
@@ -24,11 +29,19 @@ export function createPrometheusMetrics(): PrometheusMetrics {
   const register = new Registry();
   collectDefaultMetrics({ register });
   const registers = [register];
-  const runs = new Counter({
+  const series = new Map<string, RunSeries>();
+  new Counter({
     name: 'codexec_runs_total',
     help: 'Runs the gate let through, by tool, language, sandbox mode and outcome',
     labelNames: ['tool', 'language', 'sandbox_mode', 'outcome'] as const,
     registers,
+    collect() {
+      for (const run of series.values()) {
+        if (run.pending === 0) continue;
+        this.inc(run.labels, run.pending);
+        run.pending = 0;
+      }
+    },
   });
   const seconds = new Histogram({
     name: 'codexec_run_duration_seconds',
@@ -37,11 +50,18 @@ export function createPrometheusMetrics(): PrometheusMetrics {
     buckets: RUN_BUCKETS,
     registers,
   });
-  const warm = new Counter({
+  const pool = { hit: 0, miss: 0 };
+  new Counter({
     name: 'codexec_warm_pool_runs_total',
     help: 'One-shot runs by whether a pre-started pool process ran them (hit) or a cold start (miss)',
     labelNames: ['result'] as const,
     registers,
+    collect() {
+      for (const result of ['hit', 'miss'] as const) {
+        this.inc({ result }, pool[result]); // 0 too: both series show from the first scrape
+        pool[result] = 0;
+      }
+    },
   });
   const approvals = new Counter({
     name: 'codexec_approvals_total',
@@ -67,36 +87,36 @@ export function createPrometheusMetrics(): PrometheusMetrics {
     labelNames: ['success'] as const,
     registers,
   });
-  const series = new Map<string, RunSeries>();
   const seriesOf = (tool: string, language: string, mode: string, outcome: Outcome): RunSeries => {
     const key = `${tool}\0${language}\0${mode}\0${outcome}`;
     let found = series.get(key);
     if (!found) {
       found = {
-        count: runs.labels(tool, language, mode, outcome),
+        labels: { tool, language, sandbox_mode: mode, outcome },
+        pending: 0,
         seconds: seconds.labels(tool, language, mode),
       };
       series.set(key, found);
     }
     return found;
   };
-  const hits = warm.labels('hit');
-  const misses = warm.labels('miss');
   const gauges = (sources: MetricSources) => registerGauges(register, sources);
   return {
     runEnded(tool, language, result, wallMs) {
       const fields = (typeof result === 'object' && result !== null ? result : {}) as RunResult;
       const mode = typeof fields.sandbox_mode === 'string' ? fields.sandbox_mode : 'none';
       const run = seriesOf(tool, language, mode, outcomeOf(result));
-      run.count.inc();
+      run.pending += 1;
       run.seconds.observe((typeof fields.duration_ms === 'number' ? fields.duration_ms : wallMs) / 1000);
-      if (typeof fields.warm === 'boolean' && fields.session_id === undefined)
-        (fields.warm ? hits : misses).inc();
+      if (typeof fields.warm === 'boolean' && fields.session_id === undefined) {
+        if (fields.warm) pool.hit += 1;
+        else pool.miss += 1;
+      }
       if (fields.tool_calls) countCalls(bridgeCalls, fields);
     },
     runFailed(tool, language, wallMs) {
       const run = seriesOf(tool, language, 'none', 'failed');
-      run.count.inc();
+      run.pending += 1;
       run.seconds.observe(wallMs / 1000);
     },
     approvalAsked: () => approvals.inc({ result: 'asked' }),

@@ -26,7 +26,8 @@ export interface HttpOptions {
 
 /**
  * Serve MCP over Streamable HTTP at /mcp (both eras, the SDK's createMcpHandler), /healthz and
- * /metrics (Prometheus text), until SIGTERM/SIGINT. One set of services (engine, pool, sessions, logs) for every client.
+ * /metrics (Prometheus text), until SIGTERM/SIGINT. One set of services (engine, pool, sessions,
+ * logs, metrics) for every client.
  */
 export async function serveHttp(config: Config, options: HttpOptions): Promise<void> {
   const loopback = isLoopback(options.host);
