@@ -190,6 +190,9 @@ async function installSandbox(
 
 /** Stop every run and session (each answers as cancelled), and wait until they are gone. */
 export async function stopWork(services: Services): Promise<void> {
+  // The spans of calls answered already leave now, while the runs stop: a stop that outlasts the
+  // client's patience (it kills the server) must not take them with it.
+  services.tracing?.flush().catch((error: Error) => log('warn', `traces: ${error.message}`));
   services.slots.close(); // calls waiting for a slot are refused, not started on a stopping engine
   await services.tasks.shutdown(); // before the engine: a task's end is recorded as a shutdown
   await services.workspaces.stop();

@@ -4,9 +4,10 @@ import type { FinishedCall } from './calls.js';
 
 export { type FinishedCall, inCall, now, type OpenCall, type Phase, phase } from './calls.js';
 
-/** Where finished calls go as spans; shutdown() sends what is still batched. */
+/** Where finished calls go as spans; flush() sends what is batched now, shutdown() the rest. */
 export interface Tracing {
   record(call: FinishedCall): void;
+  flush(): Promise<void>;
   shutdown(): Promise<void>;
 }
 

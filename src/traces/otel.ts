@@ -38,6 +38,10 @@ export class OtelTracing implements Tracing {
     span.end(call.end);
   }
 
+  flush(): Promise<void> {
+    return this.provider.forceFlush();
+  }
+
   shutdown(): Promise<void> {
     return this.provider.shutdown(); // flushes the batch first
   }

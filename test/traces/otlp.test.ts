@@ -102,7 +102,7 @@ describe('traces over OTLP/HTTP', () => {
     );
     await server.close(); // the batch is flushed at shutdown
     const { call, children } = callSpans(receiver, run.value.execution_id);
-    expect(call, JSON.stringify(receiver.paths)).toBeDefined();
+    expect(call, `${JSON.stringify(receiver.paths)} ${server.stderr()}`).toBeDefined();
     if (!call) return;
     expect(call.service).toBe('codexec-under-test');
     expect(call.span.name).toBe('tools/call execute_code');
