@@ -109,6 +109,8 @@ export interface Config {
     readonly headersTimeoutMs: number;
     readonly requestTimeoutMs: number;
     readonly keepAliveTimeoutMs: number;
+    /** CODEXEC_METRICS_PUBLIC: GET /metrics without a token. */
+    readonly metricsPublic: boolean;
   };
   /** The approval gate: is code execution on, who approves, which languages (ADR 036). */
   readonly gate: {
@@ -307,6 +309,7 @@ export function loadConfig(
       headersTimeoutMs: s.CODEXEC_HTTP_HEADERS_TIMEOUT_MS,
       requestTimeoutMs: s.CODEXEC_HTTP_REQUEST_TIMEOUT_MS,
       keepAliveTimeoutMs: s.CODEXEC_HTTP_KEEP_ALIVE_TIMEOUT_MS,
+      metricsPublic: s.CODEXEC_METRICS_PUBLIC,
     },
     taskTtlMs: s.CODEXEC_TASK_TTL_MS,
     gate: {

@@ -327,6 +327,11 @@ export const settingsSchema = z
     CODEXEC_HTTP_KEEP_ALIVE_TIMEOUT_MS: int(100, 600_000)
       .default(5_000)
       .describe('serve --http: an idle connection between requests is closed after this time.'),
+    CODEXEC_METRICS_PUBLIC: flag
+      .default(false)
+      .describe(
+        'serve --http: true serves GET /metrics without a bearer token (for a scraper on a trusted network).',
+      ),
     CODEXEC_MCP_CONFIG: z
       .string()
       .min(1)

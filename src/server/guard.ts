@@ -11,6 +11,7 @@ import {
   type RuleSet,
 } from '../policy/index.js';
 import type { TaskRun } from '../tasks/index.js';
+import { phase } from '../traces/index.js';
 import { currentPrincipal, log } from '../util/index.js';
 import type { Answer, ApprovalAsker, ApprovalForm, Reply } from './approval.js';
 import type { Services } from './services.js';
@@ -174,6 +175,7 @@ export class Gatekeeper {
           );
         const answer = await this.ask(ctx, form, refused);
         if (answer.kind === 'pending') return answer.result;
+        this.services.metrics.approvalAnswered(answer.kind === 'decided');
         if (answer.kind === 'refused') {
           await this.audit(attempt, refused);
           throw new ApprovalDeniedError(`not approved: ${answer.why}. Nothing ran`);
@@ -199,14 +201,20 @@ export class Gatekeeper {
     return async () => {
       // A task's run waits for its slot under the task's signal: the call has been answered.
       const signal = currentTaskRun()?.signal ?? ctx.mcpReq.signal;
+      const { metrics } = this.services;
+      const started = performance.now();
       let result: R;
       try {
         result =
           attempt.runs === false ? await execute() : await this.withSlot(attempt.tool, signal, execute);
       } catch (error) {
+        if (attempt.runs !== false)
+          metrics.runFailed(attempt.tool, attempt.language, performance.now() - started);
         await this.audit(attempt, approval);
         throw error;
       }
+      if (attempt.runs !== false)
+        metrics.runEnded(attempt.tool, attempt.language, result, performance.now() - started);
       await this.audit(attempt, approval, facts(result));
       return wireOnly(result);
     };
@@ -231,11 +239,13 @@ export class Gatekeeper {
     }
     const handle = startAsTask(async () => {
       let answer: Reply;
+      this.services.metrics.approvalAsked();
       try {
         answer = await this.asker.askInTask(currentTaskRun() as TaskRun, form);
       } finally {
         answered();
       }
+      this.services.metrics.approvalAnswered(answer.kind === 'decided');
       if (answer.kind !== 'decided') {
         await this.audit(form, refused);
         throw new ApprovalDeniedError(`not approved: ${answer.why}. Nothing ran`);
@@ -267,9 +277,13 @@ export class Gatekeeper {
       await this.audit(form, refused);
       throw error;
     }
+    // A 2026-era retry carries the answer to a form asked before: not asked twice.
+    if (!this.asker.carriesAnswer(ctx)) this.services.metrics.approvalAsked();
+    const waited = phase('approval wait');
     try {
       return await this.asker.ask(ctx, form);
     } finally {
+      waited?.();
       answered();
     }
   }
@@ -283,16 +297,24 @@ export class Gatekeeper {
     let slot = slots.acquire(signal);
     if (typeof slot !== 'function') {
       const asked = Date.now();
-      slot = await slot;
+      const waited = phase('slot wait');
+      try {
+        slot = await slot;
+      } finally {
+        waited?.();
+      }
       const { max } = slots.status();
+      this.services.metrics.slotWaited(Date.now() - asked);
       log(
         'info',
         `${tool} waited ${Date.now() - asked} ms for a run slot (CODEXEC_MAX_CONCURRENT_RUNS=${max})`,
       );
     }
+    const ran = phase('run');
     try {
       return await execute();
     } finally {
+      ran?.();
       slot();
     }
   }

@@ -18,6 +18,7 @@ import { registerPackageTools } from './tools/packages.js';
 import { registerProcessTools } from './tools/processes.js';
 import { registerScriptTools } from './tools/scripts.js';
 import { registerSessionTools } from './tools/sessions.js';
+import { traceToolCalls } from './traced.js';
 
 const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
 export const VERSION = version;
@@ -89,6 +90,7 @@ export function createServer(services: Services): McpServer {
     },
   );
   readTaskParams(server);
+  if (services.tracing) traceToolCalls(server, services.tracing);
   selectTools(server, config.codemode.tools, config.codemode.compact);
   const gate = new Gatekeeper(
     services,

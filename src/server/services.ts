@@ -7,6 +7,7 @@ import { DiskQuota } from '../disk/index.js';
 import { Engine } from '../engine/index.js';
 import { ScriptLibrary } from '../library/index.js';
 import { ExecutionLogs, type LogWriter } from '../logs/index.js';
+import { type Metrics, NO_METRICS } from '../metrics/index.js';
 import { SavedOutputs } from '../outputs/index.js';
 import { type CheckContext, PackageService } from '../packages/index.js';
 import { createSecretsFilter, loadRules, type RuleSet, type SecretsFilter } from '../policy/index.js';
@@ -20,7 +21,8 @@ import {
 } from '../sandbox/index.js';
 import { SessionManager } from '../sessions/index.js';
 import { Tasks } from '../tasks/index.js';
-import { currentPrincipal } from '../util/index.js';
+import type { Tracing } from '../traces/index.js';
+import { currentPrincipal, log } from '../util/index.js';
 import { PendingApprovals } from './pending-approvals.js';
 import { RunSlots } from './slots.js';
 
@@ -67,9 +69,19 @@ export interface Services {
    * --http sets one per principal. Absent: each instance (stdio: the connection) has its own.
    */
   readonly trusted?: Set<string>;
+  /** Runs, approvals and waits as they happen: serve --http's registry, else NO_METRICS. */
+  readonly metrics: Metrics;
+  /** OTEL_EXPORTER_OTLP_ENDPOINT set: a span per tool call (absent: nothing traced). */
+  readonly tracing?: Tracing | undefined;
 }
 
-export function createServices(config: Config): Services {
+/** What the server made before its services, when it made them (metrics, tracing). */
+export interface Observers {
+  readonly metrics?: Metrics;
+  readonly tracing?: Tracing | undefined;
+}
+
+export function createServices(config: Config, observers: Observers = {}): Services {
   const outputs = new SavedOutputs(config.home, config.maxSavedOutputBytes);
   const history = new ExecutionLogs({
     logDir: config.logDir,
@@ -153,6 +165,8 @@ export function createServices(config: Config): Services {
     approvalKey: randomBytes(32),
     tasks: new Tasks({ path: join(config.home, 'tasks.db'), ttlMs: config.taskTtlMs }),
     secrets,
+    metrics: observers.metrics ?? NO_METRICS,
+    tracing: observers.tracing,
     bridge: new McpBridge(downstream, {
       rateLimitPerMinute: config.codemode.rateLimitPerMinute,
       maxToolCallRecords: config.codemode.maxToolCallRecords,
@@ -176,6 +190,9 @@ async function installSandbox(
 
 /** Stop every run and session (each answers as cancelled), and wait until they are gone. */
 export async function stopWork(services: Services): Promise<void> {
+  // The spans of calls answered already leave now, while the runs stop: a stop that outlasts the
+  // client's patience (it kills the server) must not take them with it.
+  services.tracing?.flush().catch((error: Error) => log('warn', `traces: ${error.message}`));
   services.slots.close(); // calls waiting for a slot are refused, not started on a stopping engine
   await services.tasks.shutdown(); // before the engine: a task's end is recorded as a shutdown
   await services.workspaces.stop();
@@ -190,4 +207,6 @@ export async function closeRecords(services: Services): Promise<void> {
   await services.audit.close();
   await services.history.close();
   services.tasks.close();
+  // Spans still batched go out now (a collector that does not answer costs its export timeout).
+  await services.tracing?.shutdown().catch((error: Error) => log('warn', `traces: ${error.message}`));
 }

@@ -1,7 +1,8 @@
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import type { Config } from '../config/index.js';
+import { startTracing } from '../traces/index.js';
 import { log } from '../util/index.js';
-import { createServer } from './server.js';
+import { createServer, VERSION } from './server.js';
 import { closeRecords, createServices, stopWork } from './services.js';
 import { FramedStdioTransport } from './transport/index.js';
 
@@ -11,9 +12,10 @@ const SHUTDOWN_DEADLINE_MS = 10_000;
  * Serve MCP on stdin/stdout until the client closes stdin or a signal arrives. Start-up does no
  * I/O beyond reading config: clients spawn throwaway copies just to probe.
  */
-export function serve(config: Config): Promise<void> {
+export async function serve(config: Config): Promise<void> {
   warnIfMessagesTooSmall(config);
-  const services = createServices(config);
+  const tracing = await startTracing(process.env, VERSION);
+  const services = createServices(config, { tracing });
   services.history.startRetention(); // unref'd timers only: no I/O until they fire
   services.workspaces.start();
   let closing = false;

@@ -243,6 +243,13 @@ export class SessionManager implements SessionPackageHost {
     };
   }
 
+  /** Live sessions of every principal (the metrics' gauge). */
+  liveCount(): number {
+    let live = 0;
+    for (const session of this.sessions.values()) if (session.alive && !session.endReason) live++;
+    return live;
+  }
+
   async list(): Promise<{ sessions: SessionInfo[] }> {
     const sessions = await Promise.all(
       [...this.sessions.values()]

@@ -3,12 +3,15 @@ import type { AddressInfo } from 'node:net';
 import { createMcpHandler } from '@modelcontextprotocol/server';
 import type { Config } from '../../config/index.js';
 import { ConfigError } from '../../errors/index.js';
+import { loadMetrics, type PrometheusMetrics, setQuotaSink } from '../../metrics/index.js';
+import { startTracing } from '../../traces/index.js';
 import { log } from '../../util/index.js';
-import { createServer } from '../server.js';
+import { createServer, VERSION } from '../server.js';
 import { closeRecords, createServices, stopWork } from '../services.js';
 import { loadPrincipals, type Principals } from './auth.js';
 import { boundConnections } from './connections.js';
 import { checkHost, checkOrigins, isLoopback, type Refusal, type RequestHead } from './guards.js';
+import { answerMetrics, metricSources } from './metrics.js';
 import { BodyTooLarge, readBody, sendWebResponse, toWebRequest } from './node.js';
 import { Tenants } from './owned.js';
 
@@ -22,8 +25,9 @@ export interface HttpOptions {
 }
 
 /**
- * Serve MCP over Streamable HTTP at /mcp (both eras, the SDK's createMcpHandler) and /healthz,
- * until SIGTERM/SIGINT. One set of services (engine, pool, sessions, logs) for every client.
+ * Serve MCP over Streamable HTTP at /mcp (both eras, the SDK's createMcpHandler), /healthz and
+ * /metrics (Prometheus text), until SIGTERM/SIGINT. One set of services (engine, pool, sessions,
+ * logs, metrics) for every client.
  */
 export async function serveHttp(config: Config, options: HttpOptions): Promise<void> {
   const loopback = isLoopback(options.host);
@@ -31,7 +35,10 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
     throw new ConfigError(`--no-auth is only allowed on a loopback host, not ${options.host}`);
   }
   const principals = options.noAuth ? undefined : loadPrincipals(config);
-  const services = createServices(config);
+  const metrics = await loadMetrics();
+  const services = createServices(config, { metrics, tracing: await startTracing(process.env, VERSION) });
+  metrics.watch(metricSources(services));
+  setQuotaSink(metrics);
   services.history.startRetention();
   services.workspaces.start();
   // One McpServer per HTTP request (the SDK's model: 2026 requests are self-contained, 2025 traffic
@@ -57,11 +64,13 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
     },
     (req, res) => {
       if (bounds.refused(req.socket)) return; // answered 503 already, and closing
-      void route(req, res, { config, principals, loopback, handler, inFlight }).catch((error: Error) => {
-        log('warn', `http: ${error.message}`);
-        if (!res.headersSent) refuse(res, { status: 500, message: 'internal error' });
-        else res.end();
-      });
+      void route(req, res, { config, principals, loopback, handler, inFlight, metrics }).catch(
+        (error: Error) => {
+          log('warn', `http: ${error.message}`);
+          if (!res.headersSent) refuse(res, { status: 500, message: 'internal error' });
+          else res.end();
+        },
+      );
     },
   );
   http.keepAliveTimeout = limits.keepAliveTimeoutMs;
@@ -123,7 +132,14 @@ interface RouteContext {
   readonly loopback: boolean;
   readonly handler: ReturnType<typeof createMcpHandler>;
   readonly inFlight: Set<AbortController>;
+  readonly metrics: PrometheusMetrics;
 }
+
+const UNAUTHORIZED: Refusal = {
+  status: 401,
+  message: 'missing or wrong bearer token (Authorization: Bearer <token>)',
+  headers: { 'www-authenticate': 'Bearer realm="codexec"' },
+};
 
 async function route(req: IncomingMessage, res: ServerResponse, ctx: RouteContext): Promise<void> {
   const head: RequestHead = {
@@ -141,6 +157,7 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: RouteContex
     res.end(JSON.stringify({ status: 'ok' }));
     return;
   }
+  if (path === '/metrics') return metricsRoute(req, res, head, ctx);
   if (path !== '/mcp') return refuse(res, { status: 404, message: 'not found: MCP is served at /mcp' });
   const controller = new AbortController();
   res.once('close', () => {
@@ -150,13 +167,7 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: RouteContex
   const refused = checkOrigins(head, ctx.loopback, ctx.config.http.allowedOrigins);
   if (refused) return refuse(res, refused);
   const principal = ctx.principals ? ctx.principals.identify(req.headers.authorization ?? null) : 'local';
-  if (principal === undefined) {
-    return refuse(res, {
-      status: 401,
-      message: 'missing or wrong bearer token (Authorization: Bearer <token>)',
-      headers: { 'www-authenticate': 'Bearer realm="codexec"' },
-    });
-  }
+  if (principal === undefined) return refuse(res, UNAUTHORIZED);
   let body: Buffer | undefined;
   if (req.method === 'POST') {
     try {
@@ -178,6 +189,17 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: RouteContex
   } finally {
     ctx.inFlight.delete(controller);
   }
+}
+
+/** GET /metrics: the Origin rules and tokens of /mcp, unless CODEXEC_METRICS_PUBLIC=true. */
+function metricsRoute(req: IncomingMessage, res: ServerResponse, head: RequestHead, ctx: RouteContext) {
+  if (req.method !== 'GET' && req.method !== 'HEAD') return refuse(res, { status: 405, message: 'use GET' });
+  const refused = checkOrigins(head, ctx.loopback, ctx.config.http.allowedOrigins);
+  if (refused) return refuse(res, refused);
+  const open = ctx.config.http.metricsPublic || !ctx.principals;
+  if (!open && ctx.principals?.identify(req.headers.authorization ?? null) === undefined)
+    return refuse(res, UNAUTHORIZED);
+  return answerMetrics(req, res, ctx.metrics);
 }
 
 /** A refusal in JSON-RPC error shape, so MCP clients can show the sentence. */

@@ -1,0 +1,72 @@
+// Zero cost when unset: without OTEL_EXPORTER_OTLP_ENDPOINT no OpenTelemetry module is loaded, and
+// over stdio not even prom-client. Read from the ESM loader itself: a resolve hook (node --import)
+// logs every module URL the server resolves.
+import { readFileSync, rmSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { startHttp } from '../helpers/http.js';
+import { callTool, startServer, tempDir } from '../helpers/server.js';
+
+const HOOK = resolve(import.meta.dirname, '../fixtures/module-log.mjs');
+
+function logged(path: string): string[] {
+  return readFileSync(path, 'utf8').trim().split('\n');
+}
+
+function logEnv(dir: string) {
+  const path = join(dir, 'modules.log');
+  return { path, env: { NODE_OPTIONS: `--import=${HOOK}`, CODEXEC_TEST_MODULE_LOG: path } };
+}
+
+describe('OpenTelemetry and prom-client are loaded only when used', () => {
+  it('stdio without OTEL_EXPORTER_OTLP_ENDPOINT: neither, through a whole run', async () => {
+    const dir = tempDir();
+    const { path, env } = logEnv(dir);
+    const server = await startServer({ env });
+    try {
+      const run = await callTool(server.client, 'execute_code', { language: 'python', code: 'print(1)' });
+      expect(run.value.stdout).toBe('1\n');
+    } finally {
+      await server.close();
+    }
+    const modules = logged(path);
+    expect(modules.some((url) => url.endsWith('/dist/cli.js'))).toBe(true); // the hook saw the server
+    expect(modules.some((url) => url.endsWith('/dist/server/guard.js'))).toBe(true);
+    expect(
+      modules.filter((url) =>
+        /@opentelemetry|prom-client|traces\/otel\.js|metrics\/prometheus\.js/.test(url),
+      ),
+    ).toEqual([]);
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(server.home, { recursive: true, force: true });
+  }, 60_000);
+
+  it('serve --http without it: prom-client, no OpenTelemetry', async () => {
+    const dir = tempDir();
+    const { path, env } = logEnv(dir);
+    const server = await startHttp({ env: { ...env, CODEXEC_METRICS_PUBLIC: 'true' } });
+    try {
+      expect((await fetch(new URL('/metrics', server.url))).status).toBe(200);
+    } finally {
+      await server.stop();
+    }
+    const modules = logged(path);
+    expect(modules.some((url) => url.includes('/prom-client/'))).toBe(true);
+    expect(modules.filter((url) => /@opentelemetry|traces\/otel\.js/.test(url))).toEqual([]);
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(server.home, { recursive: true, force: true });
+  }, 60_000);
+
+  it('stdio with it set: the OpenTelemetry SDK and exporter are loaded', async () => {
+    const dir = tempDir();
+    const { path, env } = logEnv(dir);
+    // Nothing listens there: no span is made (no call), so nothing is sent.
+    const server = await startServer({ env: { ...env, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' } });
+    await server.close();
+    const modules = logged(path);
+    expect(modules.some((url) => url.includes('/@opentelemetry/sdk-trace-node/'))).toBe(true);
+    expect(modules.some((url) => url.includes('/@opentelemetry/exporter-trace-otlp-http/'))).toBe(true);
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(server.home, { recursive: true, force: true });
+  }, 60_000);
+});
