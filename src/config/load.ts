@@ -5,6 +5,7 @@ import { type HostRule, parseRules } from '../egress/rules.js';
 import { ConfigError } from '../errors/index.js';
 import { expandHome, LOCAL_PRINCIPAL, log, principalFolder } from '../util/index.js';
 import { reconcile } from './coherence.js';
+import { type QuotaTable, readQuotas } from './quotas.js';
 import {
   type ApprovalMode,
   type SandboxMode,
@@ -118,6 +119,8 @@ export interface Config {
     readonly maxPendingApprovals: number;
     readonly allowedRuntimes: readonly string[];
   };
+  /** CODEXEC_QUOTAS: the file and its table (principal or `*` → quotas); undefined: none. */
+  readonly quotas?: { readonly file: string; readonly table: QuotaTable };
   /** MCP Tasks: how long a task's record is kept from its creation (CODEXEC_TASK_TTL_MS). */
   readonly taskTtlMs: number;
 }
@@ -309,6 +312,7 @@ export function loadConfig(
       keepAliveTimeoutMs: s.CODEXEC_HTTP_KEEP_ALIVE_TIMEOUT_MS,
     },
     taskTtlMs: s.CODEXEC_TASK_TTL_MS,
+    ...(s.CODEXEC_QUOTAS && { quotas: quotasFrom(expandHome(s.CODEXEC_QUOTAS, home)) }),
     gate: {
       enabled: s.CODEXEC_ENABLED,
       approval: s.CODEXEC_APPROVAL,
@@ -374,6 +378,10 @@ function readConfigFile(path: string): RawSettings {
   const unknown = Object.keys(value).filter((key) => !(SETTING_NAMES as string[]).includes(key));
   if (unknown.length > 0) throw new ConfigError(`${path}: unknown setting ${unknown.join(', ')}`);
   return value as RawSettings;
+}
+
+function quotasFrom(file: string): NonNullable<Config['quotas']> {
+  return { file, table: readQuotas(file) };
 }
 
 /** The secrets file's values (one per line, trimmed, blank lines ignored), read only when redacting. */
