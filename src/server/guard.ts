@@ -11,7 +11,7 @@ import {
   type RuleSet,
 } from '../policy/index.js';
 import type { TaskRun } from '../tasks/index.js';
-import { currentPrincipal, log } from '../util/index.js';
+import { type CpuMeter, currentPrincipal, log, withCpuMeter } from '../util/index.js';
 import type { Answer, ApprovalAsker, ApprovalForm, Reply } from './approval.js';
 import type { Services } from './services.js';
 import { currentTaskRun, startAsTask, type TaskHandle, taskScopeEra } from './tasks.js';
@@ -277,9 +277,14 @@ export class Gatekeeper {
   /**
    * Run `execute` holding one of the server's run slots (CODEXEC_MAX_CONCURRENT_RUNS): taken after
    * approval, so nobody's answer is awaited while holding one. Free, it is taken without a tick.
+   * The principal's quotas (CODEXEC_QUOTAS) are asked first (a refusal never waits for a slot),
+   * then admit the run once it has its slot: it counts as running until it ends, when the CPU its
+   * processes used is charged to the principal's day.
    */
   private async withSlot<R>(tool: string, signal: AbortSignal, execute: () => Promise<R>): Promise<R> {
-    const { slots } = this.services;
+    const { slots, quotas } = this.services;
+    const principal = currentPrincipal();
+    quotas?.check(principal);
     let slot = slots.acquire(signal);
     if (typeof slot !== 'function') {
       const asked = Date.now();
@@ -290,9 +295,18 @@ export class Gatekeeper {
         `${tool} waited ${Date.now() - asked} ms for a run slot (CODEXEC_MAX_CONCURRENT_RUNS=${max})`,
       );
     }
+    let hold: ReturnType<NonNullable<typeof quotas>['admit']> | undefined;
     try {
-      return await execute();
+      hold = quotas?.admit(principal);
+    } catch (error) {
+      slot();
+      throw error;
+    }
+    const meter: CpuMeter = { usec: 0 };
+    try {
+      return await (hold ? withCpuMeter(meter, execute) : execute());
     } finally {
+      hold?.end(meter.usec);
       slot();
     }
   }
