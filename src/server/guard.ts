@@ -1,7 +1,7 @@
 import type { InputRequiredResult, ServerContext } from '@modelcontextprotocol/server';
 import type { ToolCallCount, ToolCallRecord } from '../bridge/index.js';
 import { CONNECTIONS, type LaneUser, type LoggedConnection } from '../egress/index.js';
-import { ApprovalDeniedError, ApprovalUnavailableError } from '../errors/index.js';
+import { ApprovalDeniedError, ApprovalUnavailableError, QuotaExceededError } from '../errors/index.js';
 import {
   type ApprovedBy,
   type AuditAttempt,
@@ -204,7 +204,12 @@ export class Gatekeeper {
         result =
           attempt.runs === false ? await execute() : await this.withSlot(attempt.tool, signal, execute);
       } catch (error) {
-        await this.audit(attempt, approval);
+        // A quota's refusal (CODEXEC_QUOTAS) ran nothing: recorded as refused, the limit as its rule.
+        const quota = error instanceof QuotaExceededError;
+        await this.audit(
+          attempt,
+          quota ? { approved: false, approved_by: null, rule: `quota:${error.limit}` } : approval,
+        );
         throw error;
       }
       await this.audit(attempt, approval, facts(result));

@@ -1,12 +1,21 @@
 // CODEXEC_QUOTAS over stdio (the local principal), through the real server: concurrent runs,
 // sessions, runs per minute, CPU seconds per UTC day (kept across a restart), and a bad file.
 import { spawnSync } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { IS_ROOT } from '../helpers/mode.js';
 import { baseEnv, CLI, callTool, startServer, type TestServer, tempDir } from '../helpers/server.js';
 import { type QuotaRefusal, quotasFile, roomInMinute } from './helpers.js';
+
+/** The audit trail's entries (logs/audit-<day>.jsonl). */
+function auditEntries(home: string): Array<Record<string, unknown>> {
+  const dir = join(home, 'logs');
+  return readdirSync(dir)
+    .filter((name) => /^audit-\d{4}-\d{2}-\d{2}\.jsonl$/.test(name))
+    .flatMap((name) => readFileSync(join(dir, name), 'utf8').trimEnd().split('\n'))
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+}
 
 const bash = (server: TestServer, code: string) =>
   callTool<QuotaRefusal & { stdout?: string }>(server.client, 'execute_code', { language: 'bash', code });
@@ -34,6 +43,11 @@ describe('CODEXEC_QUOTAS over stdio', () => {
     });
     expect(second.value.error).toContain('max_concurrent_runs=1');
     expect(second.value.retry_after_ms).toBeUndefined();
+    // The audit records the refusal as such, with the limit as its rule.
+    const refused = auditEntries(server.home).filter((entry) => entry.input_code === 'echo second');
+    expect(refused).toMatchObject([
+      { approved: false, approved_by: null, rule: 'quota:max_concurrent_runs' },
+    ]);
     expect((await first).value.stdout).toBe('slow\n');
     // Its slot is free again once the first ended.
     expect((await bash(server, 'echo again')).value.stdout).toBe('again\n');
