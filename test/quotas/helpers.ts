@@ -1,5 +1,5 @@
 // Shared by the quota suites: a quotas file in a temp dir, and the shape of a refusal.
-import { writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { tempDir } from '../helpers/server.js';
@@ -13,11 +13,20 @@ export interface QuotaRefusal {
   readonly retry_after_ms?: number;
 }
 
-/** Write `quotas` as a CODEXEC_QUOTAS file; returns its path. */
+const dirs: string[] = [];
+
+/** Write `quotas` as a CODEXEC_QUOTAS file; returns its path (removeQuotaFiles removes it). */
 export function quotasFile(quotas: unknown): string {
-  const path = join(tempDir('codexec-quotas-'), 'quotas.json');
+  const dir = tempDir('codexec-quotas-');
+  dirs.push(dir);
+  const path = join(dir, 'quotas.json');
   writeFileSync(path, typeof quotas === 'string' ? quotas : JSON.stringify(quotas));
   return path;
+}
+
+/** Remove every file quotasFile wrote (a suite's afterAll). */
+export function removeQuotaFiles(): void {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 }
 
 /**

@@ -6,7 +6,7 @@ import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectHttp, type HttpServer, startHttp } from '../helpers/http.js';
 import { callTool, tempDir } from '../helpers/server.js';
-import { type QuotaRefusal, quotasFile, roomInMinute } from './helpers.js';
+import { type QuotaRefusal, quotasFile, removeQuotaFiles, roomInMinute } from './helpers.js';
 
 const ALICE = 'alice-token-0123456789abcdef';
 const BOB = 'bob-token-0123456789abcdef01';
@@ -27,6 +27,7 @@ describe('CODEXEC_QUOTAS per principal over HTTP', () => {
   afterAll(async () => {
     await server?.stop();
     rmSync(dir, { recursive: true, force: true });
+    removeQuotaFiles();
   });
 
   const run = (client: Client, text: string) =>

@@ -6,7 +6,9 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { IS_ROOT } from '../helpers/mode.js';
 import { baseEnv, CLI, callTool, startServer, type TestServer, tempDir } from '../helpers/server.js';
-import { type QuotaRefusal, quotasFile, roomInMinute } from './helpers.js';
+import { type QuotaRefusal, quotasFile, removeQuotaFiles, roomInMinute } from './helpers.js';
+
+afterAll(removeQuotaFiles);
 
 /** The audit trail's entries (logs/audit-<day>.jsonl). */
 function auditEntries(home: string): Array<Record<string, unknown>> {

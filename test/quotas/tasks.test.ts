@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RawServer, startRawServer } from '../helpers/raw.js';
 import { overStdio, pollUntilDone, type Send } from '../helpers/tasks.js';
-import { quotasFile } from './helpers.js';
+import { quotasFile, removeQuotaFiles } from './helpers.js';
 
 describe('a task under max_concurrent_runs', () => {
   let server: RawServer;
@@ -13,7 +13,10 @@ describe('a task under max_concurrent_runs', () => {
     await server.discover();
     send = overStdio(server);
   });
-  afterAll(() => server.close());
+  afterAll(async () => {
+    await server.close();
+    removeQuotaFiles();
+  });
 
   const plain = async (code: string) => {
     const reply = await send(
