@@ -312,7 +312,7 @@ export function loadConfig(
       keepAliveTimeoutMs: s.CODEXEC_HTTP_KEEP_ALIVE_TIMEOUT_MS,
     },
     taskTtlMs: s.CODEXEC_TASK_TTL_MS,
-    ...(s.CODEXEC_QUOTAS && { quotas: quotasFrom(expandHome(s.CODEXEC_QUOTAS, home)) }),
+    ...(s.CODEXEC_QUOTAS && { quotas: readQuotas(expandHome(s.CODEXEC_QUOTAS, home)) }),
     gate: {
       enabled: s.CODEXEC_ENABLED,
       approval: s.CODEXEC_APPROVAL,
@@ -378,10 +378,6 @@ function readConfigFile(path: string): RawSettings {
   const unknown = Object.keys(value).filter((key) => !(SETTING_NAMES as string[]).includes(key));
   if (unknown.length > 0) throw new ConfigError(`${path}: unknown setting ${unknown.join(', ')}`);
   return value as RawSettings;
-}
-
-function quotasFrom(file: string): NonNullable<Config['quotas']> {
-  return { file, table: readQuotas(file) };
 }
 
 /** The secrets file's values (one per line, trimmed, blank lines ignored), read only when redacting. */

@@ -26,7 +26,7 @@ export type Quota = z.infer<typeof quotaSchema>;
 export type QuotaTable = Readonly<Record<string, Quota>>;
 
 /** CODEXEC_QUOTAS: read and validated at start-up; a bad file stops it naming the file and field. */
-export function readQuotas(path: string): QuotaTable {
+export function readQuotas(path: string): { readonly file: string; readonly table: QuotaTable } {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
@@ -51,5 +51,5 @@ export function readQuotas(path: string): QuotaTable {
         '"cpu_seconds_per_day": N}})',
     );
   }
-  return parsed.data;
+  return { file: path, table: parsed.data };
 }
