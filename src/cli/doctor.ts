@@ -26,6 +26,7 @@ export async function doctorCommand(): Promise<void> {
     console.log(`  hosts never reached:     ${list(config.egress.denied)} (CODEXEC_DENIED_DOMAINS)`);
   }
   gate(config);
+  quotas(config);
   console.log('\nnamespace sandbox layers');
   for (const layer of facts.namespace.layers()) line(layer.ok, layer.name, layer.detail);
   const probe = await facts.namespace.probe();
@@ -68,6 +69,21 @@ function gate(config: Config): void {
     );
   } catch (error) {
     line(false, 'policy rules', `${(error as Error).message} — codexec serve will not start`);
+  }
+}
+
+/** CODEXEC_QUOTAS: each principal's (and `*`'s) quotas as the file gives them. */
+function quotas(config: Config): void {
+  console.log('\nquotas');
+  if (!config.quotas) {
+    console.log('  none (CODEXEC_QUOTAS not set)');
+    return;
+  }
+  console.log(`  from:                    ${config.quotas.file} (CODEXEC_QUOTAS)`);
+  for (const [principal, quota] of Object.entries(config.quotas.table)) {
+    const fields = Object.entries(quota).map(([name, value]) => `${name}=${value}`);
+    const who = principal === '*' ? '* (everyone else)' : principal;
+    console.log(`  ${`${who}:`.padEnd(24)} ${fields.join(', ') || 'no limits'}`);
   }
 }
 

@@ -2,6 +2,7 @@
 // loadConfig() resolves it once at start-up; everything else receives the Config object.
 
 export { type Config, commandWorkspace, globalPackageDirs, loadConfig, runRoots } from './load.js';
+export type { Quota, QuotaTable } from './quotas.js';
 export {
   APPROVAL_MODES,
   type ApprovalMode,

@@ -5,6 +5,7 @@ import { type HostRule, parseRules } from '../egress/rules.js';
 import { ConfigError } from '../errors/index.js';
 import { expandHome, LOCAL_PRINCIPAL, log, principalFolder } from '../util/index.js';
 import { reconcile } from './coherence.js';
+import { type QuotaTable, readQuotas } from './quotas.js';
 import {
   type ApprovalMode,
   type SandboxMode,
@@ -120,6 +121,8 @@ export interface Config {
     readonly maxPendingApprovals: number;
     readonly allowedRuntimes: readonly string[];
   };
+  /** CODEXEC_QUOTAS: the file and its table (principal or `*` → quotas); undefined: none. */
+  readonly quotas?: { readonly file: string; readonly table: QuotaTable };
   /** MCP Tasks: how long a task's record is kept from its creation (CODEXEC_TASK_TTL_MS). */
   readonly taskTtlMs: number;
 }
@@ -312,6 +315,7 @@ export function loadConfig(
       metricsPublic: s.CODEXEC_METRICS_PUBLIC,
     },
     taskTtlMs: s.CODEXEC_TASK_TTL_MS,
+    ...(s.CODEXEC_QUOTAS && { quotas: readQuotas(expandHome(s.CODEXEC_QUOTAS, home)) }),
     gate: {
       enabled: s.CODEXEC_ENABLED,
       approval: s.CODEXEC_APPROVAL,

@@ -305,6 +305,13 @@ export const settingsSchema = z
       .min(1)
       .optional()
       .describe('serve --http: a JSON file {"<principal>": "<token>"}; wins over CODEXEC_HTTP_TOKEN.'),
+    CODEXEC_QUOTAS: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        'A JSON file of per-principal quotas {"<principal>|*": {max_concurrent_runs, max_sessions, runs_per_minute, cpu_seconds_per_day}}; unset: no quotas.',
+      ),
     CODEXEC_HTTP_ALLOWED_ORIGINS: list(true)
       .optional()
       .describe('serve --http: origins (e.g. https://app.example.com) a browser request may come from.'),

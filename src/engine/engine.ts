@@ -37,7 +37,15 @@ import type { SecretsFilter } from '../policy/index.js';
 import { WarmPool, WarmProcess } from '../pool/index.js';
 import { CodeSyntaxError, type InterpreterKind, type Interpreters, RUNTIMES } from '../runtimes/index.js';
 import { type BackendRegistry, NotForkableError, type SandboxedProcess } from '../sandbox/index.js';
-import { currentPrincipal, holdsOnly, LOCAL_PRINCIPAL, newId, quietly } from '../util/index.js';
+import {
+  chargeCpu,
+  cpuBetween,
+  currentPrincipal,
+  holdsOnly,
+  LOCAL_PRINCIPAL,
+  newId,
+  quietly,
+} from '../util/index.js';
 import { type ArtifactDiff, diffSnapshots, type Snapshot, snapshotDir } from './artifacts.js';
 import { type Collected, collect } from './collect.js';
 import { RunDisk } from './disk.js';
@@ -231,6 +239,8 @@ export class Engine {
             endMark,
           });
         proc = running;
+        // Cumulative (a warm process's start-up, a reused cgroup's earlier runs): this run's share.
+        const cpuBefore = running.cpuUsec?.();
         disk.start(running);
         // A cold run's sandbox reports its end where it can: else it ends with its streams.
         const reported = !warm && running.reported;
@@ -250,6 +260,8 @@ export class Engine {
             ...((warm || reported) && { endMark }),
           }),
         );
+        // Its processes are stopped or gone (collect), their cgroup not yet released: CODEXEC_QUOTAS.
+        chargeCpu(cpuBetween(cpuBefore, running.cpuUsec?.()));
       } else {
         outcome = syntaxFailure(prepared, this.deps.secrets);
       }

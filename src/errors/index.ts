@@ -7,6 +7,7 @@ export type ErrorCode =
   | 'NOT_FOUND'
   | 'SESSION_NOT_FOUND'
   | 'LIMIT_REACHED'
+  | 'QUOTA_EXCEEDED'
   | 'BLOCKED_BY_POLICY'
   | 'COMMAND_BLOCKED'
   | 'PACKAGES_MISSING'
@@ -99,6 +100,33 @@ export class ApprovalUnavailableError extends CodexecError {
   constructor(message: string) {
     super('APPROVAL_UNAVAILABLE', message);
     this.name = 'ApprovalUnavailableError';
+  }
+}
+
+/** Which of a principal's quotas (CODEXEC_QUOTAS) a refused call hit. */
+export type QuotaLimit = 'max_concurrent_runs' | 'max_sessions' | 'runs_per_minute' | 'cpu_seconds_per_day';
+
+/**
+ * A principal's own quota (CODEXEC_QUOTAS) is used up: nothing ran. `retryAfterMs`: when the
+ * limit frees (per-minute and per-day limits); absent where it frees when a run or session ends.
+ */
+export class QuotaExceededError extends CodexecError {
+  constructor(
+    message: string,
+    readonly limit: QuotaLimit,
+    readonly retryAfterMs?: number,
+  ) {
+    super('QUOTA_EXCEEDED', message);
+    this.name = 'QuotaExceededError';
+  }
+
+  /** What the tool result carries besides the sentence and the code. */
+  fields(): { limit: QuotaLimit; setting: 'CODEXEC_QUOTAS'; retry_after_ms?: number } {
+    return {
+      limit: this.limit,
+      setting: 'CODEXEC_QUOTAS',
+      ...(this.retryAfterMs !== undefined && { retry_after_ms: this.retryAfterMs }),
+    };
   }
 }
 

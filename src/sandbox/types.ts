@@ -131,6 +131,11 @@ export interface SandboxedProcess {
    * `pid` (a container's, asked of the engine); undefined where the host cannot see it (gVisor).
    */
   processRoot?(): Promise<number | undefined>;
+  /**
+   * CPU time the run's processes used so far, in µs, cumulative over the life of what counts it (a
+   * reused cgroup's count goes on: take a difference); undefined where the backend cannot tell.
+   */
+  cpuUsec?(): number | undefined;
   /** Memory the process (namespace: its whole sandbox) uses now, in MB, when the backend knows. */
   memoryMb?(): number | undefined;
   /**

@@ -1,7 +1,7 @@
 import type { InputRequiredResult, ServerContext } from '@modelcontextprotocol/server';
 import type { ToolCallCount, ToolCallRecord } from '../bridge/index.js';
 import { CONNECTIONS, type LaneUser, type LoggedConnection } from '../egress/index.js';
-import { ApprovalDeniedError, ApprovalUnavailableError } from '../errors/index.js';
+import { ApprovalDeniedError, ApprovalUnavailableError, QuotaExceededError } from '../errors/index.js';
 import {
   type ApprovedBy,
   type AuditAttempt,
@@ -12,7 +12,7 @@ import {
 } from '../policy/index.js';
 import type { TaskRun } from '../tasks/index.js';
 import { phase } from '../traces/index.js';
-import { currentPrincipal, log } from '../util/index.js';
+import { type CpuMeter, currentPrincipal, log, withCpuMeter } from '../util/index.js';
 import type { Answer, ApprovalAsker, ApprovalForm, Reply } from './approval.js';
 import type { Services } from './services.js';
 import { currentTaskRun, startAsTask, type TaskHandle, taskScopeEra } from './tasks.js';
@@ -208,9 +208,14 @@ export class Gatekeeper {
         result =
           attempt.runs === false ? await execute() : await this.withSlot(attempt.tool, signal, execute);
       } catch (error) {
-        if (attempt.runs !== false)
+        // A quota's refusal (CODEXEC_QUOTAS) ran nothing: recorded as refused, the limit as its rule.
+        const quota = error instanceof QuotaExceededError;
+        if (attempt.runs !== false && !quota)
           metrics.runFailed(attempt.tool, attempt.language, performance.now() - started);
-        await this.audit(attempt, approval);
+        await this.audit(
+          attempt,
+          quota ? { approved: false, approved_by: null, rule: `quota:${error.limit}` } : approval,
+        );
         throw error;
       }
       if (attempt.runs !== false)
@@ -291,9 +296,14 @@ export class Gatekeeper {
   /**
    * Run `execute` holding one of the server's run slots (CODEXEC_MAX_CONCURRENT_RUNS): taken after
    * approval, so nobody's answer is awaited while holding one. Free, it is taken without a tick.
+   * The principal's quotas (CODEXEC_QUOTAS) are asked first (a refusal never waits for a slot),
+   * then admit the run once it has its slot: it counts as running until it ends, when the CPU its
+   * processes used is charged to the principal's day.
    */
   private async withSlot<R>(tool: string, signal: AbortSignal, execute: () => Promise<R>): Promise<R> {
-    const { slots } = this.services;
+    const { slots, quotas } = this.services;
+    const principal = currentPrincipal();
+    quotas?.check(principal);
     let slot = slots.acquire(signal);
     if (typeof slot !== 'function') {
       const asked = Date.now();
@@ -310,11 +320,20 @@ export class Gatekeeper {
         `${tool} waited ${Date.now() - asked} ms for a run slot (CODEXEC_MAX_CONCURRENT_RUNS=${max})`,
       );
     }
+    let hold: ReturnType<NonNullable<typeof quotas>['admit']> | undefined;
+    try {
+      hold = quotas?.admit(principal);
+    } catch (error) {
+      slot();
+      throw error;
+    }
+    const meter: CpuMeter = { usec: 0 };
     const ran = phase('run');
     try {
-      return await execute();
+      return await (hold ? withCpuMeter(meter, execute) : execute());
     } finally {
       ran?.();
+      hold?.end(meter.usec);
       slot();
     }
   }

@@ -1,5 +1,5 @@
 import type { CallToolResult, ContentBlock } from '@modelcontextprotocol/server';
-import { type CodexecError, toCodexecError } from '../errors/index.js';
+import { type CodexecError, QuotaExceededError, toCodexecError } from '../errors/index.js';
 import { log } from '../util/index.js';
 
 /**
@@ -18,7 +18,12 @@ export function errorResult(error: unknown): CallToolResult {
   const failure: CodexecError = toCodexecError(error);
   if (failure.code === 'INTERNAL')
     log('error', `${failure.message}\n${(failure.cause as Error)?.stack ?? ''}`);
-  const value = { success: false, error: failure.message, code: failure.code };
+  const value = {
+    success: false,
+    error: failure.message,
+    code: failure.code,
+    ...(failure instanceof QuotaExceededError && failure.fields()),
+  };
   return {
     content: [{ type: 'text', text: JSON.stringify(value) }],
     structuredContent: value,

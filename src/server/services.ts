@@ -12,6 +12,7 @@ import { SavedOutputs } from '../outputs/index.js';
 import { type CheckContext, PackageService } from '../packages/index.js';
 import { createSecretsFilter, loadRules, type RuleSet, type SecretsFilter } from '../policy/index.js';
 import { WorkspaceRetention } from '../pool/index.js';
+import { createQuotas, type Quotas } from '../quotas/index.js';
 import { Interpreters } from '../runtimes/index.js';
 import {
   BackendRegistry,
@@ -54,6 +55,8 @@ export interface Services {
   readonly audit: AuditTrail;
   /** CODEXEC_MAX_CONCURRENT_RUNS: the slots every tool that runs code holds while it runs. */
   readonly slots: RunSlots;
+  /** CODEXEC_QUOTAS: per-principal quotas of runs and sessions (undefined: none configured). */
+  readonly quotas: Quotas | undefined;
   /** CODEXEC_MAX_PENDING_APPROVALS: approvals waiting for an answer, all connections together. */
   readonly pendingApprovals: PendingApprovals;
   /** Signs approval tickets (2026 era): one key per server process, whatever serves the request. */
@@ -106,7 +109,17 @@ export function createServices(config: Config, observers: Observers = {}): Servi
   // Downstream servers configured: every python/node run has discovery, warm ones too.
   const codeMode = downstream.size > 0;
   const engine = new Engine({ config, backends, interpreters, logs, secrets, disk, codeMode, outputs });
-  const sessions = new SessionManager({ config, backends, interpreters, logs, secrets, disk, outputs });
+  const quotas = createQuotas(config);
+  const sessions = new SessionManager({
+    config,
+    backends,
+    interpreters,
+    logs,
+    secrets,
+    disk,
+    outputs,
+    quotas,
+  });
   const packageCheck: CheckContext = {
     python: () => interpreters.get('python'),
     // The caller's own global environment (read per check: a principal's request).
@@ -150,6 +163,7 @@ export function createServices(config: Config, observers: Observers = {}): Servi
     packageCheck,
     packages,
     sessions,
+    quotas,
     rules: loadRules(config),
     audit: new AuditTrail({
       dir: config.logDir,

@@ -32,6 +32,7 @@ import type { LogWriter } from '../logs/index.js';
 import type { SavedOutputs } from '../outputs/index.js';
 import type { PackageEnv, PackageLanguage, SessionPackageHost } from '../packages/index.js';
 import { type SecretsFilter, sandboxEnv } from '../policy/index.js';
+import type { Quotas } from '../quotas/index.js';
 import type { Interpreters } from '../runtimes/index.js';
 import type { BackendRegistry, Exit, SandboxBackend } from '../sandbox/index.js';
 import { currentPrincipal, log, newId } from '../util/index.js';
@@ -67,6 +68,8 @@ export interface SessionManagerDeps {
   readonly disk: DiskQuota;
   /** Keeps the whole output of a send the result truncates (absent: none kept). */
   readonly outputs?: SavedOutputs | undefined;
+  /** CODEXEC_QUOTAS: a principal's max_sessions, over CODEXEC_MAX_SESSIONS (absent: none). */
+  readonly quotas?: Quotas | undefined;
 }
 
 /** How many ended sessions are remembered, to say why a late send finds nothing. */
@@ -157,6 +160,7 @@ export class SessionManager implements SessionPackageHost {
     if (this.stopped) throw new SessionLimitError('the server is shutting down; no new sessions');
     if (request.pty) assertPtyLanguage(request.language);
     this.deps.disk.assertRoom(currentPrincipal());
+    this.deps.quotas?.assertSessionRoom(currentPrincipal(), this.quota.heldBy(currentPrincipal()));
     const hold = this.quota.take(currentPrincipal()); // LIMIT_REACHED naming the limit hit
     try {
       return await this.spawn(request, hold);

@@ -37,6 +37,11 @@ export class SessionQuota {
     return { principal, bound: false };
   }
 
+  /** Sessions of `principal` counted now (starting or live). */
+  heldBy(principal: string): number {
+    return this.held.get(principal) ?? 0;
+  }
+
   /** The session `hold` was taken for is registered as `sessionId`: its end frees the count. */
   bind(hold: SessionHold, sessionId: string): void {
     hold.bound = true;

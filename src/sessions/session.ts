@@ -19,7 +19,7 @@ import { type OutputSaved, type SavedOutputs, type SavedStream, savedBytes } fro
 import type { SecretsFilter } from '../policy/index.js';
 import { CodeSyntaxError, type Language } from '../runtimes/index.js';
 import type { Exit, SandboxedProcess } from '../sandbox/index.js';
-import { currentPrincipal, log, newId } from '../util/index.js';
+import { chargeCpu, cpuBetween, currentPrincipal, log, newId } from '../util/index.js';
 import { SessionNotFoundError, SessionStartError } from './errors.js';
 import { SendMarks } from './marks.js';
 import { prepareCell } from './prepare.js';
@@ -268,9 +268,12 @@ export class Session {
     }
     this.running = true;
     this.onOutput = request.onOutput;
+    // The session's cgroup counts its whole life: a send is charged what was used while it ran.
+    const cpuBefore = this.proc.cpuUsec?.();
     try {
       return cell ? await this.answer(cell, request) : await this.runCell(request);
     } finally {
+      chargeCpu(cpuBetween(cpuBefore, this.proc.cpuUsec?.()));
       closeSaved(this.saving); // a send that failed before collecting its output
       this.saving = undefined;
       this.running = false;

@@ -40,7 +40,8 @@ export function findCgroups(mountinfo: string, selfCgroup: string, v2Controllers
   };
   const memory = v1('memory');
   const pids = v1('pids');
-  if (memory && pids) return { version: 1, memory, pids } satisfies CgroupLayout;
+  const cpu = v1('cpuacct');
+  if (memory && pids) return { version: 1, memory, pids, ...(cpu && { cpu }) } satisfies CgroupLayout;
   const unified = mounts.find((m) => m.type === 'cgroup2');
   const path = paths.get('');
   if (unified && path !== undefined) {
@@ -90,7 +91,7 @@ export function prepareCgroups(totals: CgroupTotals): CgroupLayout {
 function sweepStale(layout: CgroupLayout): void {
   const stale: string[] = [];
   const parents: string[] = [];
-  for (const dir of new Set([layout.memory, layout.pids])) {
+  for (const dir of new Set([layout.memory, layout.pids, ...(layout.cpu ? [layout.cpu] : [])])) {
     for (const name of children(dir)) {
       const run = /^codexec-run-(\d+)-/.exec(name)?.[1];
       if (run !== undefined && !alive(Number(run))) stale.push(join(dir, name));

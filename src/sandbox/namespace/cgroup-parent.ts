@@ -48,7 +48,12 @@ export function totalLimitWrites(layout: CgroupLayout, totals: CgroupTotals): Li
 /** The layout of the parent of `server`'s runs (`codexec-runs-<pid>` in each hierarchy). */
 export function runsParentLayout(server: CgroupLayout, pid = process.pid): CgroupLayout {
   const name = `codexec-runs-${pid}`;
-  return { version: server.version, memory: join(server.memory, name), pids: join(server.pids, name) };
+  return {
+    version: server.version,
+    memory: join(server.memory, name),
+    pids: join(server.pids, name),
+    ...(server.cpu && { cpu: join(server.cpu, name) }),
+  };
 }
 
 /**
@@ -57,7 +62,7 @@ export function runsParentLayout(server: CgroupLayout, pid = process.pid): Cgrou
  */
 export function createRunsParent(server: CgroupLayout, totals: CgroupTotals): CgroupLayout {
   const parent = runsParentLayout(server);
-  const dirs = [...new Set([parent.memory, parent.pids])];
+  const dirs = [...new Set([parent.memory, parent.pids])]; // cpuacct apart: withCpu
   const made: string[] = [];
   try {
     for (const dir of dirs) {
@@ -81,6 +86,22 @@ export function createRunsParent(server: CgroupLayout, totals: CgroupTotals): Cg
     throw error;
   }
   if (made.length > 0) process.once('exit', () => removeRunsParent(dirs));
+  return withCpu(parent);
+}
+
+/**
+ * v1: the runs' parent in the cpuacct hierarchy too (for CODEXEC_QUOTAS' CPU seconds), where it can
+ * be made; else runs go without it (no CPU counted), as they always did.
+ */
+function withCpu(parent: CgroupLayout): CgroupLayout {
+  const { cpu, ...rest } = parent;
+  if (parent.version !== 1 || cpu === undefined) return rest;
+  try {
+    mkdirSync(cpu);
+    process.once('exit', () => removeRunsParent([cpu]));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') return rest;
+  }
   return parent;
 }
 

@@ -21,6 +21,8 @@ export interface CgroupLayout {
   readonly version: 1 | 2;
   readonly memory: string;
   readonly pids: string;
+  /** v1: the cpuacct hierarchy's directory, where it is mounted (v2: cpu.stat is in every cgroup). */
+  readonly cpu?: string;
 }
 
 export interface CgroupLimits {
@@ -118,6 +120,20 @@ export class RunCgroup {
     } catch {
       return undefined;
     }
+  }
+
+  /**
+   * CPU time the cgroup's processes used since it was made, in µs (cumulative: a reused cgroup's
+   * count goes on, so callers take a difference); undefined where nothing counts it.
+   */
+  cpuUsec(): number | undefined {
+    if (this.layout.version === 2) {
+      const usec = counter(join(this.dirs[0] ?? '', 'cpu.stat'), 'usage_usec');
+      return usec > 0 ? usec : undefined;
+    }
+    const cpu = this.layout.cpu && this.dirs[2];
+    const ns = cpu ? readNumber(join(cpu, 'cpuacct.usage')) : undefined;
+    return ns === undefined ? undefined : Math.round(ns / 1000);
   }
 
   /** Which cgroup limit stopped something in this run, if any. */
@@ -266,8 +282,11 @@ export class RunCgroups {
 export function createRunCgroup(layout: CgroupLayout, limits: CgroupLimits): RunCgroup {
   // The server's pid in the name lets a later server remove what a crashed one left behind.
   const name = `codexec-run-${process.pid}-${randomBytes(4).toString('hex')}`;
+  // v1: memory, pids, then cpuacct where it is mounted (cpuUsec reads dirs[2]).
   const dirs =
-    layout.version === 1 ? [join(layout.memory, name), join(layout.pids, name)] : [join(layout.memory, name)];
+    layout.version === 1
+      ? [join(layout.memory, name), join(layout.pids, name), ...(layout.cpu ? [join(layout.cpu, name)] : [])]
+      : [join(layout.memory, name)];
   const made: string[] = [];
   try {
     for (const dir of dirs) {

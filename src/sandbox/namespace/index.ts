@@ -546,6 +546,7 @@ export class NamespaceBackend implements SandboxBackend {
       limitHit: () => limit ?? cgroup?.limitHit(),
       limitDetail: (kind) => (totals && cgroup?.hitTotal(kind) ? totalLimitNote(kind, totals) : undefined),
       memoryMb: () => cgroup?.memoryMb(),
+      cpuUsec: () => cgroup?.cpuUsec(),
       dispose() {
         disposed ??= (async () => {
           if (alive && pid !== undefined) signal(pid, 'SIGKILL');
