@@ -305,6 +305,11 @@ export const settingsSchema = z
       .min(1)
       .optional()
       .describe('serve --http: a JSON file {"<principal>": "<token>"}; wins over CODEXEC_HTTP_TOKEN.'),
+    CODEXEC_HTTP_ADMINS: list(true)
+      .optional()
+      .describe(
+        "serve --http: principals (comma-separated names from the token file) whose dashboard shows every principal's runs and sessions.",
+      ),
     CODEXEC_HTTP_ALLOWED_ORIGINS: list(true)
       .optional()
       .describe('serve --http: origins (e.g. https://app.example.com) a browser request may come from.'),

@@ -200,9 +200,15 @@ export class Gatekeeper {
       // A task's run waits for its slot under the task's signal: the call has been answered.
       const signal = currentTaskRun()?.signal ?? ctx.mcpReq.signal;
       let result: R;
+      // serve --http: the dashboard's feed sees the run (and, through withProgress, its output).
+      const feed = this.services.feed;
+      const tracked =
+        feed && attempt.runs !== false
+          ? () => feed.track(attempt, currentPrincipal(), execute, facts)
+          : execute;
       try {
         result =
-          attempt.runs === false ? await execute() : await this.withSlot(attempt.tool, signal, execute);
+          attempt.runs === false ? await execute() : await this.withSlot(attempt.tool, signal, tracked);
       } catch (error) {
         await this.audit(attempt, approval);
         throw error;

@@ -21,6 +21,7 @@ import {
 import { SessionManager } from '../sessions/index.js';
 import { Tasks } from '../tasks/index.js';
 import { currentPrincipal } from '../util/index.js';
+import type { RunFeed } from './feed.js';
 import { PendingApprovals } from './pending-approvals.js';
 import { RunSlots } from './slots.js';
 
@@ -67,6 +68,8 @@ export interface Services {
    * --http sets one per principal. Absent: each instance (stdio: the connection) has its own.
    */
   readonly trusted?: Set<string>;
+  /** serve --http: the runs in progress and recent ones, for the dashboard (stdio has none). */
+  readonly feed?: RunFeed;
 }
 
 export function createServices(config: Config): Services {
