@@ -4,13 +4,33 @@ import { createMcpHandler } from '@modelcontextprotocol/server';
 import type { Config } from '../../config/index.js';
 import { ConfigError } from '../../errors/index.js';
 import { log } from '../../util/index.js';
+import { RunFeed } from '../feed.js';
 import { createServer } from '../server.js';
-import { closeRecords, createServices, stopWork } from '../services.js';
+import { closeRecords, createServices, type Services, stopWork } from '../services.js';
 import { loadPrincipals, type Principals } from './auth.js';
 import { boundConnections } from './connections.js';
 import { checkHost, checkOrigins, isLoopback, type Refusal, type RequestHead } from './guards.js';
 import { BodyTooLarge, readBody, sendWebResponse, toWebRequest } from './node.js';
 import { Tenants } from './owned.js';
+
+/** What the dashboard's server side is handed when first loaded (src/web imports only types here). */
+export interface DashboardDeps {
+  readonly services: Services & { readonly feed: RunFeed };
+  readonly tenants: Tenants;
+  /** CODEXEC_HTTP_ADMINS: principals that see everyone's runs and sessions. */
+  readonly admins: readonly string[];
+}
+
+export interface Dashboard {
+  serveAsset(req: IncomingMessage, res: ServerResponse, path: string): Promise<void>;
+  serveApi(req: IncomingMessage, res: ServerResponse, path: string, principal: string): Promise<void>;
+}
+
+function isDashboardPath(path: string): 'asset' | 'api' | undefined {
+  if (path === '/' || path.startsWith('/assets/')) return 'asset';
+  if (path.startsWith('/api/')) return 'api';
+  return undefined;
+}
 
 const SHUTDOWN_DEADLINE_MS = 10_000;
 
@@ -31,7 +51,8 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
     throw new ConfigError(`--no-auth is only allowed on a loopback host, not ${options.host}`);
   }
   const principals = options.noAuth ? undefined : loadPrincipals(config);
-  const services = createServices(config);
+  // The feed is the dashboard's only part loaded before anyone opens it: a map and a set.
+  const services = { ...createServices(config), feed: new RunFeed() };
   services.history.startRetention();
   services.workspaces.start();
   // One McpServer per HTTP request (the SDK's model: 2026 requests are self-contained, 2025 traffic
@@ -45,6 +66,7 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
     },
   );
   const inFlight = new Set<AbortController>();
+  const dashboard = lazyDashboard({ services, tenants, admins: config.http.admins });
   const limits = config.http;
   const http = createHttpServer(
     {
@@ -57,11 +79,13 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
     },
     (req, res) => {
       if (bounds.refused(req.socket)) return; // answered 503 already, and closing
-      void route(req, res, { config, principals, loopback, handler, inFlight }).catch((error: Error) => {
-        log('warn', `http: ${error.message}`);
-        if (!res.headersSent) refuse(res, { status: 500, message: 'internal error' });
-        else res.end();
-      });
+      void route(req, res, { config, principals, loopback, handler, inFlight, dashboard }).catch(
+        (error: Error) => {
+          log('warn', `http: ${error.message}`);
+          if (!res.headersSent) refuse(res, { status: 500, message: 'internal error' });
+          else res.end();
+        },
+      );
     },
   );
   http.keepAliveTimeout = limits.keepAliveTimeoutMs;
@@ -123,6 +147,19 @@ interface RouteContext {
   readonly loopback: boolean;
   readonly handler: ReturnType<typeof createMcpHandler>;
   readonly inFlight: Set<AbortController>;
+  readonly dashboard: () => Promise<Dashboard>;
+}
+
+/**
+ * The dashboard's server side and its files are read on the first request for them: a server
+ * nobody opens the dashboard of keeps its memory (DESIGN §9: idle RSS within 10 MB).
+ */
+function lazyDashboard(deps: DashboardDeps): () => Promise<Dashboard> {
+  let loaded: Promise<Dashboard> | undefined;
+  return () => {
+    loaded ??= import('../../web/index.js').then(({ createDashboard }) => createDashboard(deps));
+    return loaded;
+  };
 }
 
 async function route(req: IncomingMessage, res: ServerResponse, ctx: RouteContext): Promise<void> {
@@ -133,7 +170,7 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: RouteContex
   };
   const badHost = checkHost(head);
   if (badHost) return refuse(res, badHost);
-  const path = (req.url ?? '/').split('?')[0];
+  const path = (req.url ?? '/').split('?')[0] ?? '/';
   if (path === '/healthz') {
     if (req.method !== 'GET' && req.method !== 'HEAD')
       return refuse(res, { status: 405, message: 'use GET' });
@@ -141,14 +178,14 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: RouteContex
     res.end(JSON.stringify({ status: 'ok' }));
     return;
   }
-  if (path !== '/mcp') return refuse(res, { status: 404, message: 'not found: MCP is served at /mcp' });
-  const controller = new AbortController();
-  res.once('close', () => {
-    if (!res.writableFinished) controller.abort(); // the client went away: cancel its exchange only
-  });
+  const page = isDashboardPath(path);
+  if (path !== '/mcp' && !page)
+    return refuse(res, { status: 404, message: 'not found: MCP is served at /mcp' });
   // Origin and Host first: a rebinding page must learn nothing, not even that a token is wanted.
   const refused = checkOrigins(head, ctx.loopback, ctx.config.http.allowedOrigins);
   if (refused) return refuse(res, refused);
+  // The page and its files are public (they hold no data); every /api call needs a token.
+  if (page === 'asset') return (await ctx.dashboard()).serveAsset(req, res, path);
   const principal = ctx.principals ? ctx.principals.identify(req.headers.authorization ?? null) : 'local';
   if (principal === undefined) {
     return refuse(res, {
@@ -157,6 +194,11 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: RouteContex
       headers: { 'www-authenticate': 'Bearer realm="codexec"' },
     });
   }
+  if (page === 'api') return (await ctx.dashboard()).serveApi(req, res, path, principal);
+  const controller = new AbortController();
+  res.once('close', () => {
+    if (!res.writableFinished) controller.abort(); // the client went away: cancel its exchange only
+  });
   let body: Buffer | undefined;
   if (req.method === 'POST') {
     try {
