@@ -4,6 +4,7 @@ import { searchFiltersSchema } from '../logs/index.js';
 import type { DashboardDeps } from '../server/http/index.js';
 import { healthReport } from '../server/index.js';
 import type { SessionInfo } from '../sessions/index.js';
+import { recentAudit, verifyTrail } from './audit.js';
 import { streamEvents } from './events.js';
 
 /** One API call: who asks, whether they see everyone's, and the services as they may see them. */
@@ -38,6 +39,11 @@ export async function serveApi(
     if (req.method === 'POST' && action?.[1] && action[2]) {
       return json(res, 200, await closeSession(call, decodeURIComponent(action[1]), action[2]));
     }
+    if (req.method === 'POST' && path === '/api/audit/verify') {
+      // The report counts every principal's entries: an admin's to ask for.
+      if (!call.admin) return json(res, 403, problem('FORBIDDEN', 'audit verify is for CODEXEC_HTTP_ADMINS'));
+      return json(res, 200, verifyTrail(deps.services.config));
+    }
     if (req.method !== 'GET')
       return json(res, 405, problem('INVALID_INPUT', 'use GET (POST for close/kill)'));
     switch (path) {
@@ -49,6 +55,10 @@ export async function serveApi(
         return json(res, 200, { sessions: await sessions(call) });
       case '/api/logs':
         return json(res, 200, await searchLogs(call));
+      case '/api/audit':
+        return json(res, 200, {
+          entries: recentAudit(deps.services.config, call.admin ? undefined : principal),
+        });
       case '/api/health':
         return json(res, 200, await healthReport(scoped(call)));
       default:

@@ -28,6 +28,9 @@ export async function shoot(page: Page, name: string): Promise<void> {
 }
 
 /** Open one of the dashboard's views by its button. */
-export async function openView(page: Page, label: 'Live runs' | 'Sessions' | 'Log search' | 'Health') {
+export async function openView(
+  page: Page,
+  label: 'Live runs' | 'Sessions' | 'Log search' | 'Audit' | 'Health',
+) {
   await page.click(`nav button:text-is("${label}")`);
 }

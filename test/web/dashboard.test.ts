@@ -1,7 +1,7 @@
 // The dashboard of serve --http (issue #34) in a real browser: sign-in, a run's output streaming
 // into the page before the run ends, principals' isolation (an admin sees all), closing a
 // session, log search. Prints the page's weight and paint timings.
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import type { Client } from '@modelcontextprotocol/client';
@@ -83,7 +83,9 @@ describe('serve --http: the dashboard', () => {
     expect(result.value.stdout).toBe('first-line-7f3\nsecond-line-9c1\n');
     expect(seenAfter).toBeLessThan(endedAfter);
     await page.locator('article.run[data-status=done] pre', { hasText: 'second-line-9c1' }).waitFor();
-    console.log(`dashboard: first line in the page after ${seenAfter} ms; the run answered after ${endedAfter} ms`);
+    console.log(
+      `dashboard: first line in the page after ${seenAfter} ms; the run answered after ${endedAfter} ms`,
+    );
     await shoot(page, 'run-done');
     await page.close();
   }, 40_000);
@@ -136,7 +138,10 @@ describe('serve --http: the dashboard', () => {
     await row.waitFor({ state: 'detached' });
     const listed = await callTool<{ sessions: { session_id: string }[] }>(alice, 'list_sessions', {});
     expect(listed.value.sessions.map((session) => session.session_id)).not.toContain(id);
-    const sent = await callTool<{ code?: string }>(alice, 'send_to_session', { session_id: id, code: 'print(1)' });
+    const sent = await callTool<{ code?: string }>(alice, 'send_to_session', {
+      session_id: id,
+      code: 'print(1)',
+    });
     expect(sent.isError).toBe(true);
     await page.close();
   }, 40_000);
@@ -186,11 +191,12 @@ describe('serve --http: the dashboard', () => {
     const page = await browser.newPage();
     await page.goto(base);
     await page.waitForSelector('input[name=token]');
-    const timing = await page.evaluate(() => {
-      const nav = performance.getEntriesByType('navigation')[0] as PerformanceNavigationTiming;
-      const paint = Object.fromEntries(performance.getEntriesByType('paint').map((e) => [e.name, e.startTime]));
-      return { domContentLoaded: nav.domContentLoadedEventEnd, ...paint };
-    });
+    // A string: the test's types are Node's, the expression runs in the page.
+    const timing = (await page.evaluate(`(() => {
+      const nav = performance.getEntriesByType('navigation')[0];
+      const paint = performance.getEntriesByType('paint').map((entry) => [entry.name, entry.startTime]);
+      return { domContentLoaded: nav.domContentLoadedEventEnd, ...Object.fromEntries(paint) };
+    })()`)) as { domContentLoaded: number };
     console.log(
       `dashboard page weight: ${sizes.map((s) => `${s.name} ${s.bytes} B (${s.gzipped} gz)`).join(', ')}; ` +
         `total ${total} B, ${gzipped} B gzipped; timing (ms) ${JSON.stringify(timing)}`,
@@ -199,4 +205,39 @@ describe('serve --http: the dashboard', () => {
     expect(timing.domContentLoaded).toBeGreaterThan(0);
     await page.close();
   }, 30_000);
+
+  // Last: it breaks the audit chain on purpose.
+  it("shows a principal its own audit entries, an admin everyone's and the chain's verification", async () => {
+    const alice = await client(ALICE);
+    const bob = await client(BOB);
+    await callTool(alice, 'execute_code', { language: 'bash', code: 'echo audited-alice' });
+    await callTool(bob, 'execute_code', { language: 'bash', code: 'echo audited-bob' });
+    const bobPage = await signedIn(browser, base, BOB);
+    await openView(bobPage, 'Audit');
+    await bobPage.locator('tr[data-audit]', { hasText: 'audited-bob' }).waitFor();
+    expect(await bobPage.textContent('main')).not.toContain('audited-alice');
+    expect(await bobPage.$('text=Verify the chain')).toBeNull();
+    const verifyAsBob = await fetch(new URL('/api/audit/verify', base), {
+      method: 'POST',
+      headers: { authorization: `Bearer ${BOB}` },
+    });
+    expect(verifyAsBob.status).toBe(403);
+
+    const carolPage = await signedIn(browser, base, CAROL);
+    await openView(carolPage, 'Audit');
+    await carolPage.locator('tr[data-audit]', { hasText: 'audited-alice' }).waitFor();
+    await carolPage.locator('tr[data-audit]', { hasText: 'audited-bob' }).waitFor();
+    await carolPage.click('text=Verify the chain');
+    await carolPage.locator('[data-verified=ok]', { hasText: 'Chain intact' }).waitFor();
+    await shoot(carolPage, 'audit-verified');
+    // One character changed in an entry: the page says where the chain breaks.
+    const logs = join(server.home, 'logs');
+    const file = join(logs, readdirSync(logs).find((name) => /^audit-.*\.jsonl$/.test(name)) ?? '');
+    writeFileSync(file, readFileSync(file, 'utf8').replace('audited-alice', 'audited-alicE'));
+    await carolPage.click('text=Verify the chain');
+    await carolPage.locator('[data-verified=broken]').waitFor();
+    expect(await carolPage.textContent('[data-verified=broken]')).toContain('audit-');
+    await shoot(carolPage, 'audit-broken');
+    await Promise.all([bobPage.close(), carolPage.close()]);
+  }, 40_000);
 });

@@ -2,6 +2,7 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, api, token } from './api.js';
+import { Audit } from './audit.js';
 import { Health } from './health.js';
 import { Logs } from './logs.js';
 import { Runs } from './runs.js';
@@ -12,7 +13,13 @@ interface Me {
   readonly admin: boolean;
 }
 
-const VIEWS = { runs: 'Live runs', sessions: 'Sessions', logs: 'Log search', health: 'Health' } as const;
+const VIEWS = {
+  runs: 'Live runs',
+  sessions: 'Sessions',
+  logs: 'Log search',
+  audit: 'Audit',
+  health: 'Health',
+} as const;
 type View = keyof typeof VIEWS;
 
 function App() {
@@ -102,6 +109,7 @@ function Shell({ me, onOut }: { me: Me; onOut: () => void }) {
         {view === 'runs' && <Runs admin={me.admin} />}
         {view === 'sessions' && <Sessions admin={me.admin} />}
         {view === 'logs' && <Logs />}
+        {view === 'audit' && <Audit admin={me.admin} />}
         {view === 'health' && <Health />}
       </main>
     </div>
