@@ -306,6 +306,10 @@ export const settingsSchema = z
       .optional()
       .describe('serve --http: a JSON file {"<principal>": "<token>"}; wins over CODEXEC_HTTP_TOKEN.'),
     CODEXEC_HTTP_ADMINS: list(true)
+      .refine(
+        (names) => names.every((name) => /^[A-Za-z0-9._-]{1,64}$/.test(name)),
+        'principal names are 1-64 of A-Z a-z 0-9 . _ - (as in CODEXEC_HTTP_TOKENS), comma-separated',
+      )
       .optional()
       .describe(
         "serve --http: principals (comma-separated names from the token file) whose dashboard shows every principal's runs and sessions.",
