@@ -104,6 +104,8 @@ export interface Config {
     readonly token?: string;
     readonly tokensFile?: string;
     readonly allowedOrigins: readonly string[];
+    /** CODEXEC_HTTP_ADMINS: principals that see everyone's runs and sessions in the dashboard. */
+    readonly admins: readonly string[];
     readonly maxBodyBytes: number;
     /** Connections open at once, and how long a request head, a whole request and an idle connection may take. */
     readonly maxConnections: number;
@@ -307,6 +309,7 @@ export function loadConfig(
       allowedOrigins: (s.CODEXEC_HTTP_ALLOWED_ORIGINS ?? []).map((origin) =>
         origin.replace(/\/+$/, '').toLowerCase(),
       ),
+      admins: s.CODEXEC_HTTP_ADMINS ?? [],
       maxBodyBytes: s.CODEXEC_HTTP_MAX_BODY_BYTES ?? s.CODEXEC_MAX_MESSAGE_BYTES,
       maxConnections: s.CODEXEC_HTTP_MAX_CONNECTIONS,
       headersTimeoutMs: s.CODEXEC_HTTP_HEADERS_TIMEOUT_MS,

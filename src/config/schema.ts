@@ -312,6 +312,15 @@ export const settingsSchema = z
       .describe(
         'A JSON file of per-principal quotas {"<principal>|*": {max_concurrent_runs, max_sessions, runs_per_minute, cpu_seconds_per_day}}; unset: no quotas.',
       ),
+    CODEXEC_HTTP_ADMINS: list(true)
+      .refine(
+        (names) => names.every((name) => /^[A-Za-z0-9._-]{1,64}$/.test(name)),
+        'principal names are 1-64 of A-Z a-z 0-9 . _ - (as in CODEXEC_HTTP_TOKENS), comma-separated',
+      )
+      .optional()
+      .describe(
+        "serve --http: principals (comma-separated names from the token file) whose dashboard shows every principal's runs and sessions.",
+      ),
     CODEXEC_HTTP_ALLOWED_ORIGINS: list(true)
       .optional()
       .describe('serve --http: origins (e.g. https://app.example.com) a browser request may come from.'),

@@ -204,9 +204,15 @@ export class Gatekeeper {
       const { metrics } = this.services;
       const started = performance.now();
       let result: R;
+      // serve --http: the dashboard's feed sees the run (and, through withProgress, its output).
+      const feed = this.services.feed;
+      const tracked =
+        feed && attempt.runs !== false
+          ? () => feed.track(attempt, currentPrincipal(), execute, facts)
+          : execute;
       try {
         result =
-          attempt.runs === false ? await execute() : await this.withSlot(attempt.tool, signal, execute);
+          attempt.runs === false ? await execute() : await this.withSlot(attempt.tool, signal, tracked);
       } catch (error) {
         // A quota's refusal (CODEXEC_QUOTAS) ran nothing: recorded as refused, the limit as its rule.
         const quota = error instanceof QuotaExceededError;

@@ -1,5 +1,6 @@
 import type { ServerContext } from '@modelcontextprotocol/server';
 import type { OutputStream } from '../engine/index.js';
+import { RunFeed } from './feed.js';
 import { currentTaskRun } from './tasks.js';
 
 const INTERVAL_MS = 100;
@@ -68,12 +69,27 @@ export async function withProgress<T>(
   }) => Promise<T>,
 ): Promise<T> {
   // A run handed back as a task: cancelled by tasks/cancel, its output kept in the task record.
+  // serve --http's dashboard: a tracked run's output goes to the feed as well.
+  const watched = RunFeed.currentOutput();
   const run = currentTaskRun();
-  if (run) return task({ signal: run.signal, onOutput: run.onOutput });
+  if (run) return task({ signal: run.signal, onOutput: tee(run.onOutput, watched) });
   const progress = new ProgressStreamer(ctx);
   try {
-    return await task({ signal: ctx.mcpReq.signal, ...(progress.enabled && { onOutput: progress.push }) });
+    return await task({
+      signal: ctx.mcpReq.signal,
+      onOutput: tee(progress.enabled ? progress.push : undefined, watched),
+    });
   } finally {
     await progress.flush();
   }
+}
+
+type OnOutput = (stream: OutputStream, text: string) => void;
+
+function tee(first: OnOutput | undefined, second: OnOutput | undefined): OnOutput | undefined {
+  if (!first || !second) return first ?? second;
+  return (stream, text) => {
+    first(stream, text);
+    second(stream, text);
+  };
 }

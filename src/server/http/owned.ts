@@ -23,6 +23,11 @@ export class Tenants {
     return this.owners.size;
   }
 
+  /** The principal that started a live session (the dashboard shows it to admins). */
+  ownerOf(sessionId: string): string | undefined {
+    return this.owners.get(sessionId);
+  }
+
   /**
    * The services as one principal sees them: the same engine, pool and session manager as
    * everyone, but only its own REPL sessions and its own trust. Another principal's session id is

@@ -6,14 +6,34 @@ import { ConfigError } from '../../errors/index.js';
 import { loadMetrics, type PrometheusMetrics, setQuotaSink } from '../../metrics/index.js';
 import { startTracing } from '../../traces/index.js';
 import { log } from '../../util/index.js';
+import { RunFeed } from '../feed.js';
 import { createServer, VERSION } from '../server.js';
-import { closeRecords, createServices, stopWork } from '../services.js';
+import { closeRecords, createServices, type Services, stopWork } from '../services.js';
 import { loadPrincipals, type Principals } from './auth.js';
 import { boundConnections } from './connections.js';
 import { checkHost, checkOrigins, isLoopback, type Refusal, type RequestHead } from './guards.js';
 import { answerMetrics, metricSources } from './metrics.js';
 import { BodyTooLarge, readBody, sendWebResponse, toWebRequest } from './node.js';
 import { Tenants } from './owned.js';
+
+/** What the dashboard's server side is handed when first loaded (src/web imports only types here). */
+export interface DashboardDeps {
+  readonly services: Services & { readonly feed: RunFeed };
+  readonly tenants: Tenants;
+  /** CODEXEC_HTTP_ADMINS: principals that see everyone's runs and sessions. */
+  readonly admins: readonly string[];
+}
+
+export interface Dashboard {
+  serveAsset(req: IncomingMessage, res: ServerResponse, path: string): Promise<void>;
+  serveApi(req: IncomingMessage, res: ServerResponse, path: string, principal: string): Promise<void>;
+}
+
+function isDashboardPath(path: string): 'asset' | 'api' | undefined {
+  if (path === '/' || path.startsWith('/assets/')) return 'asset';
+  if (path.startsWith('/api/')) return 'api';
+  return undefined;
+}
 
 const SHUTDOWN_DEADLINE_MS = 10_000;
 
@@ -36,7 +56,11 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
   }
   const principals = options.noAuth ? undefined : loadPrincipals(config);
   const metrics = await loadMetrics();
-  const services = createServices(config, { metrics, tracing: await startTracing(process.env, VERSION) });
+  // The feed is the dashboard's only part loaded before anyone opens it: a map and a set.
+  const services = {
+    ...createServices(config, { metrics, tracing: await startTracing(process.env, VERSION) }),
+    feed: new RunFeed(),
+  };
   metrics.watch(metricSources(services));
   setQuotaSink(metrics);
   services.history.startRetention();
@@ -52,6 +76,7 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
     },
   );
   const inFlight = new Set<AbortController>();
+  const dashboard = lazyDashboard({ services, tenants, admins: config.http.admins });
   const limits = config.http;
   const http = createHttpServer(
     {
@@ -64,7 +89,7 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
     },
     (req, res) => {
       if (bounds.refused(req.socket)) return; // answered 503 already, and closing
-      void route(req, res, { config, principals, loopback, handler, inFlight, metrics }).catch(
+      void route(req, res, { config, principals, loopback, handler, inFlight, metrics, dashboard }).catch(
         (error: Error) => {
           log('warn', `http: ${error.message}`);
           if (!res.headersSent) refuse(res, { status: 500, message: 'internal error' });
@@ -133,6 +158,19 @@ interface RouteContext {
   readonly handler: ReturnType<typeof createMcpHandler>;
   readonly inFlight: Set<AbortController>;
   readonly metrics: PrometheusMetrics;
+  readonly dashboard: () => Promise<Dashboard>;
+}
+
+/**
+ * The dashboard's server side and its files are read on the first request for them: a server
+ * nobody opens the dashboard of keeps its memory (DESIGN §9: idle RSS within 10 MB).
+ */
+function lazyDashboard(deps: DashboardDeps): () => Promise<Dashboard> {
+  let loaded: Promise<Dashboard> | undefined;
+  return () => {
+    loaded ??= import('../../web/index.js').then(({ createDashboard }) => createDashboard(deps));
+    return loaded;
+  };
 }
 
 const UNAUTHORIZED: Refusal = {
@@ -149,7 +187,7 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: RouteContex
   };
   const badHost = checkHost(head);
   if (badHost) return refuse(res, badHost);
-  const path = (req.url ?? '/').split('?')[0];
+  const path = (req.url ?? '/').split('?')[0] ?? '/';
   if (path === '/healthz') {
     if (req.method !== 'GET' && req.method !== 'HEAD')
       return refuse(res, { status: 405, message: 'use GET' });
@@ -158,16 +196,21 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: RouteContex
     return;
   }
   if (path === '/metrics') return metricsRoute(req, res, head, ctx);
-  if (path !== '/mcp') return refuse(res, { status: 404, message: 'not found: MCP is served at /mcp' });
+  const page = isDashboardPath(path);
+  if (path !== '/mcp' && !page)
+    return refuse(res, { status: 404, message: 'not found: MCP is served at /mcp' });
+  // Origin and Host first: a rebinding page must learn nothing, not even that a token is wanted.
+  const refused = checkOrigins(head, ctx.loopback, ctx.config.http.allowedOrigins);
+  if (refused) return refuse(res, refused);
+  // The page and its files are public (they hold no data); every /api call needs a token.
+  if (page === 'asset') return (await ctx.dashboard()).serveAsset(req, res, path);
+  const principal = ctx.principals ? ctx.principals.identify(req.headers.authorization ?? null) : 'local';
+  if (principal === undefined) return refuse(res, UNAUTHORIZED);
+  if (page === 'api') return (await ctx.dashboard()).serveApi(req, res, path, principal);
   const controller = new AbortController();
   res.once('close', () => {
     if (!res.writableFinished) controller.abort(); // the client went away: cancel its exchange only
   });
-  // Origin and Host first: a rebinding page must learn nothing, not even that a token is wanted.
-  const refused = checkOrigins(head, ctx.loopback, ctx.config.http.allowedOrigins);
-  if (refused) return refuse(res, refused);
-  const principal = ctx.principals ? ctx.principals.identify(req.headers.authorization ?? null) : 'local';
-  if (principal === undefined) return refuse(res, UNAUTHORIZED);
   let body: Buffer | undefined;
   if (req.method === 'POST') {
     try {

@@ -48,15 +48,20 @@ export function registerHealthTool(server: McpServer, services: Services): void 
     input: z.object({}),
     output,
     annotations: { readOnlyHint: true, openWorldHint: false },
-    handler: async () => ({
-      status: 'ok' as const,
-      uptime_s: Math.round((Date.now() - startedAt) / 1000),
-      sandbox_mode: services.config.sandboxMode,
-      pool: services.engine.poolStatus(),
-      sessions: (await services.sessions.list()).sessions.length,
-      runs: services.slots.status(),
-      pending_approvals: services.pendingApprovals.count,
-      downstream: services.bridge.health(),
-    }),
+    handler: () => healthReport(services),
   });
+}
+
+/** What `health` reports (the dashboard's health view shows the same). */
+export async function healthReport(services: Services): Promise<z.output<typeof output>> {
+  return {
+    status: 'ok' as const,
+    uptime_s: Math.round((Date.now() - startedAt) / 1000),
+    sandbox_mode: services.config.sandboxMode,
+    pool: services.engine.poolStatus(),
+    sessions: (await services.sessions.list()).sessions.length,
+    runs: services.slots.status(),
+    pending_approvals: services.pendingApprovals.count,
+    downstream: services.bridge.health(),
+  };
 }

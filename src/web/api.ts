@@ -1,0 +1,115 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { CodexecError } from '../errors/index.js';
+import { searchFiltersSchema } from '../logs/index.js';
+import type { DashboardDeps } from '../server/http/index.js';
+import { healthReport } from '../server/index.js';
+import type { SessionInfo } from '../sessions/index.js';
+import { recentAudit, verifyTrail } from './audit.js';
+import { streamEvents } from './events.js';
+
+/** One API call: who asks, whether they see everyone's, and the services as they may see them. */
+interface Call {
+  readonly deps: DashboardDeps;
+  readonly principal: string;
+  readonly admin: boolean;
+  readonly url: URL;
+}
+
+const SESSION_ACTION = /^\/api\/sessions\/([^/]+)\/(close|kill)$/;
+
+/**
+ * The page's JSON API. Each answer is scoped to the caller's principal, through the same views
+ * the MCP tools use (Tenants' sessions, the logs' principal filter); CODEXEC_HTTP_ADMINS see all.
+ */
+export async function serveApi(
+  deps: DashboardDeps,
+  req: IncomingMessage,
+  res: ServerResponse,
+  path: string,
+  principal: string,
+): Promise<void> {
+  const call: Call = {
+    deps,
+    principal,
+    admin: deps.admins.includes(principal),
+    url: new URL(req.url ?? '/', 'http://dashboard'),
+  };
+  try {
+    const action = SESSION_ACTION.exec(path);
+    if (req.method === 'POST' && action?.[1] && action[2]) {
+      return json(res, 200, await closeSession(call, decodeURIComponent(action[1]), action[2]));
+    }
+    if (req.method === 'POST' && path === '/api/audit/verify') {
+      // The report counts every principal's entries: an admin's to ask for.
+      if (!call.admin) return json(res, 403, problem('FORBIDDEN', 'audit verify is for CODEXEC_HTTP_ADMINS'));
+      return json(res, 200, verifyTrail(deps.services.config));
+    }
+    if (req.method !== 'GET')
+      return json(res, 405, problem('INVALID_INPUT', 'use GET (POST for close/kill)'));
+    switch (path) {
+      case '/api/me':
+        return json(res, 200, { principal, admin: call.admin });
+      case '/api/events':
+        return streamEvents(req, res, deps.services.feed, call.admin ? undefined : principal);
+      case '/api/sessions':
+        return json(res, 200, { sessions: await sessions(call) });
+      case '/api/logs':
+        return json(res, 200, await searchLogs(call));
+      case '/api/audit':
+        return json(res, 200, {
+          entries: recentAudit(deps.services.config, call.admin ? undefined : principal),
+        });
+      case '/api/health':
+        return json(res, 200, await healthReport(scoped(call)));
+      default:
+        return json(res, 404, problem('NOT_FOUND', `no API at ${path}`));
+    }
+  } catch (error) {
+    if (!(error instanceof CodexecError)) throw error;
+    const status = error.code === 'INVALID_INPUT' ? 400 : error.code.endsWith('NOT_FOUND') ? 404 : 409;
+    return json(res, status, problem(error.code, error.message));
+  }
+}
+
+function scoped(call: Call) {
+  return call.deps.tenants.servicesFor(call.deps.services, call.principal);
+}
+
+async function sessions(call: Call): Promise<(SessionInfo & { principal: string | null })[]> {
+  const { tenants, services } = call.deps;
+  const manager = call.admin ? services.sessions : scoped(call).sessions;
+  const { sessions } = await manager.list();
+  return sessions.map((session) => ({ ...session, principal: tenants.ownerOf(session.session_id) ?? null }));
+}
+
+async function closeSession(call: Call, sessionId: string, how: string) {
+  // Another principal's session is SESSION_NOT_FOUND, as over MCP; an admin's manager is the shared one.
+  const manager = call.admin ? call.deps.services.sessions : scoped(call).sessions;
+  return manager.close(sessionId, how === 'kill' ? 'killed' : 'closed');
+}
+
+async function searchLogs(call: Call) {
+  const params = Object.fromEntries(
+    [...call.url.searchParams].filter(([, value]) => value !== '').map(([name, value]) => [name, value]),
+  );
+  const parsed = searchFiltersSchema.safeParse({
+    ...params,
+    ...(params.limit !== undefined && { limit: Number(params.limit) }),
+  });
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    return Promise.reject(
+      new CodexecError('INVALID_INPUT', `${issue?.path.join('.') || 'query'}: ${issue?.message}`),
+    );
+  }
+  return call.deps.services.history.search(parsed.data, call.admin ? undefined : call.principal);
+}
+
+function problem(code: string, message: string) {
+  return { error: { code, message } };
+}
+
+function json(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+  res.end(JSON.stringify(body));
+}

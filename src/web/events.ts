@@ -1,0 +1,39 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { FeedEvent, RunFeed } from '../server/index.js';
+
+/** A watcher further behind than this is cut off; its page reconnects and starts from a snapshot. */
+const MAX_BUFFERED_BYTES = 1_000_000;
+const HEARTBEAT_MS = 15_000;
+
+/**
+ * Server-Sent Events of the run feed: first a `snapshot` (the runs `principal` may see, with
+ * their output so far), then every `run` and `output` event as it happens. undefined: an admin.
+ */
+export function streamEvents(
+  req: IncomingMessage,
+  res: ServerResponse,
+  feed: RunFeed,
+  principal: string | undefined,
+): void {
+  res.writeHead(200, {
+    'content-type': 'text/event-stream',
+    'cache-control': 'no-store',
+    'x-accel-buffering': 'no',
+  });
+  const send = (type: string, data: unknown) => {
+    if (res.writableLength > MAX_BUFFERED_BYTES) {
+      res.destroy(); // a slow page costs bounded memory: it reconnects and gets a snapshot
+      return;
+    }
+    res.write(`event: ${type}\ndata: ${JSON.stringify(data)}\n\n`);
+  };
+  send('snapshot', { runs: feed.list(principal) });
+  const stop = feed.watch(principal, (event: FeedEvent) => send(event.type, event));
+  const heartbeat = setInterval(() => res.write(': ping\n\n'), HEARTBEAT_MS);
+  const end = () => {
+    clearInterval(heartbeat);
+    stop();
+  };
+  req.once('close', end);
+  res.once('close', end);
+}

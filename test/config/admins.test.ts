@@ -1,0 +1,26 @@
+// CODEXEC_HTTP_ADMINS: the principals whose dashboard sees every principal's runs and sessions.
+import { rmSync } from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/index.js';
+import { tempDir } from '../helpers/server.js';
+
+describe('CODEXEC_HTTP_ADMINS', () => {
+  const homes: string[] = [];
+  const load = (env: Record<string, string>) => {
+    const home = tempDir();
+    homes.push(home);
+    return loadConfig({ CODEXEC_HOME: home, ...env });
+  };
+  afterEach(() => {
+    for (const home of homes.splice(0)) rmSync(home, { recursive: true, force: true });
+  });
+
+  it('is a comma list of principal names, none by default', () => {
+    expect(load({}).http.admins).toEqual([]);
+    expect(load({ CODEXEC_HTTP_ADMINS: ' carol, ops.team ,' }).http.admins).toEqual(['carol', 'ops.team']);
+  });
+
+  it('refuses a name no token file could hold, naming the setting', () => {
+    expect(() => load({ CODEXEC_HTTP_ADMINS: 'carol,bad name' })).toThrow(/CODEXEC_HTTP_ADMINS/);
+  });
+});
