@@ -328,7 +328,7 @@ try {
   );
 }
 
-// The table, as the README shows it.
+// The table, as docs/performance.md shows it.
 const lines = [];
 lines.push(
   `Machine: ${results.machine.cpus} cores (${results.machine.model}), ${results.machine.memGb} GiB; ${N} runs per cell; ratios are p50 against the bare interpreter measured in the same run.`,

@@ -72,7 +72,7 @@ def write_frame(fd, message):
             data = data[os.write(fd, data):]
 
 
-# Output relayed per process and second, at most (README: background processes).
+# Output relayed per process and second, at most (docs/tools.md: background processes).
 RELAY_BYTES_PER_SECOND = 2 * 1024 * 1024
 
 

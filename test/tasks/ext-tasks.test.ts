@@ -1,5 +1,5 @@
 // The official Tasks client (@modelcontextprotocol/ext-tasks) against codexec over stdio, in the
-// 2025-11-25 era its minimal form speaks: the README's client-side example, run for real.
+// 2025-11-25 era its minimal form speaks: docs/tools.md's client-side example, run for real.
 import { createTaskSessionFromClient, resultFromTaskOutcome } from '@modelcontextprotocol/ext-tasks/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
