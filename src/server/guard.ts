@@ -241,13 +241,7 @@ export class Gatekeeper {
     refused: Verdict,
     run: (approvedBy: ApprovedBy) => Promise<R>,
   ): Promise<TaskHandle> {
-    let answered: () => void;
-    try {
-      answered = this.services.pendingApprovals.enter();
-    } catch (error) {
-      await this.audit(form, refused);
-      throw error;
-    }
+    const answered = await this.enterPending(form, refused);
     const handle = startAsTask(async () => {
       let answer: Reply;
       this.services.metrics.approvalAsked();
@@ -279,15 +273,19 @@ export class Gatekeeper {
     return startAsTask(go) ?? go();
   }
 
-  /** Ask the client, counted among the server's pending approvals (refused past their bound). */
-  private async ask(ctx: ServerContext, form: ApprovalForm, refused: Verdict): Promise<Answer> {
-    let answered: () => void;
+  /** One more pending approval (its release returned), or the audited refusal past their bound. */
+  private async enterPending(form: ApprovalForm, refused: Verdict): Promise<() => void> {
     try {
-      answered = this.services.pendingApprovals.enter();
+      return this.services.pendingApprovals.enter();
     } catch (error) {
       await this.audit(form, refused);
       throw error;
     }
+  }
+
+  /** Ask the client, counted among the server's pending approvals (refused past their bound). */
+  private async ask(ctx: ServerContext, form: ApprovalForm, refused: Verdict): Promise<Answer> {
+    const answered = await this.enterPending(form, refused);
     // A 2026-era retry carries the answer to a form asked before: not asked twice.
     if (!this.asker.carriesAnswer(ctx)) this.services.metrics.approvalAsked();
     const waited = phase('approval wait');

@@ -292,21 +292,9 @@ export class Session {
       prepared = prepareCell(this.options.language, code);
     } catch (error) {
       if (!(error instanceof CodeSyntaxError)) throw error;
-      const collected = this.collect();
-      const result: SendResult = {
-        ...this.base(executionId),
-        ...collected,
-        stderr: `${collected.stderr}${this.options.secrets?.redact(error.message) ?? error.message}\n`,
-        success: false,
-        exit_code: 1,
-        duration_ms: Date.now() - started,
-        timed_out: false,
-        cancelled: false,
-        artifacts: [],
-        artifacts_deleted: [],
-        session_alive: true,
-        images: [],
-      };
+      const result = this.unrun(executionId, started);
+      result.stderr += `${this.options.secrets?.redact(error.message) ?? error.message}\n`;
+      result.exit_code = 1;
       this.log(code, result, NO_CHANGES, started, null);
       return result;
     }
@@ -360,6 +348,23 @@ export class Session {
 
   private base(executionId: string) {
     return { execution_id: executionId, session_id: this.id, language: this.options.language };
+  }
+
+  /** A send that ran no cell to its end (a syntax error, a wait for input): its output so far. */
+  private unrun(executionId: string, started: number): SendResult {
+    return {
+      ...this.base(executionId),
+      ...this.collect(),
+      success: false,
+      exit_code: null,
+      duration_ms: Date.now() - started,
+      timed_out: false,
+      cancelled: false,
+      artifacts: [],
+      artifacts_deleted: [],
+      session_alive: true,
+      images: [],
+    };
   }
 
   /** One send's share of a cell: until it ends, the session dies, or it waits for input. */
@@ -437,23 +442,9 @@ export class Session {
   private waitingResult(cell: Cell, executionId: string, started: number, stdin: string | null): SendResult {
     cell.waitingForInput = true;
     if (this.marks) this.pushHeld(this.marks.release());
-    const collected = this.collect();
-    const last = this.lastStream === 'stderr' ? collected.stderr : collected.stdout;
-    const result: SendResult = {
-      ...this.base(executionId),
-      ...collected,
-      success: false,
-      exit_code: null,
-      duration_ms: Date.now() - started,
-      timed_out: false,
-      cancelled: false,
-      artifacts: [],
-      artifacts_deleted: [],
-      session_alive: true,
-      images: [],
-      waiting_for_input: true,
-      prompt: promptOf(last),
-    };
+    const result = this.unrun(executionId, started);
+    result.waiting_for_input = true;
+    result.prompt = promptOf(this.lastStream === 'stderr' ? result.stderr : result.stdout);
     this.log(cell.code, result, NO_CHANGES, started, stdin);
     return result;
   }
