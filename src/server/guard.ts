@@ -13,7 +13,9 @@ import {
 import type { TaskRun } from '../tasks/index.js';
 import { phase } from '../traces/index.js';
 import { type CpuMeter, currentPrincipal, log, withCpuMeter } from '../util/index.js';
-import type { Answer, ApprovalAsker, ApprovalForm, Reply } from './approval.js';
+import type { Answer, ApprovalAsker, ApprovalForm } from './approval.js';
+import type { ApprovalQueue } from './approval-queue.js';
+import { type Answered, firstAnswer } from './approver.js';
 import type { Services } from './services.js';
 import { currentTaskRun, startAsTask, type TaskHandle, taskScopeEra } from './tasks.js';
 
@@ -159,7 +161,10 @@ export class Gatekeeper {
       } else {
         const refused = { approved: false, approved_by: null, rule: decision.rule } as const;
         const unavailable = this.asker.cannotAsk(ctx);
-        if (unavailable) {
+        // CODEXEC_APPROVER: the dashboard's queue (serve --http) may answer, the client too (both).
+        const queue = this.services.config.gate.approver !== 'client' ? this.services.approvals : undefined;
+        const askClient = !unavailable && this.services.config.gate.approver !== 'dashboard';
+        if (unavailable && !queue) {
           await this.audit(attempt, refused);
           throw new ApprovalUnavailableError(
             `this run needs approval (${decision.reason}), but ${unavailable}. Nothing ran. The server ` +
@@ -170,10 +175,15 @@ export class Gatekeeper {
         // 2026 era in a task: the task starts now and asks inside (a retry carrying the answer to
         // an input_required call is read on the call, as before).
         if (taskScopeEra() === 'modern' && this.asker.modernRequest(ctx) && !this.asker.carriesAnswer(ctx))
-          return this.approveInTask(form, key, refused, (by) =>
+          return this.approveInTask(form, key, refused, askClient, (by) =>
             this.approvedRun(ctx, attempt, decision.rule, by, execute, facts)(),
           );
-        const answer = await this.ask(ctx, form, refused);
+        // A plain call asks the client when it can (a 2026-era one answers input_required at once,
+        // so only its client can answer); else it waits here for the dashboard.
+        const answer: Answer & { readonly by?: 'dashboard' } =
+          askClient || !queue
+            ? await this.ask(ctx, form, refused)
+            : await this.askDashboard(ctx.mcpReq.signal, form, refused);
         if (answer.kind === 'pending') return answer.result;
         this.services.metrics.approvalAnswered(answer.kind === 'decided');
         if (answer.kind === 'refused') {
@@ -181,6 +191,7 @@ export class Gatekeeper {
           throw new ApprovalDeniedError(`not approved: ${answer.why}. Nothing ran`);
         }
         if (answer.decision === 'approve_trust_session') this.trusted.add(key);
+        if (answer.by) approvedBy = answer.by;
       }
     }
     const go = this.approvedRun(ctx, attempt, decision.rule, approvedBy, execute, facts);
@@ -239,6 +250,7 @@ export class Gatekeeper {
     form: ApprovalForm,
     key: string,
     refused: Verdict,
+    askClient: boolean,
     run: (approvedBy: ApprovedBy) => Promise<R>,
   ): Promise<TaskHandle> {
     let answered: () => void;
@@ -248,21 +260,29 @@ export class Gatekeeper {
       await this.audit(form, refused);
       throw error;
     }
+    const { approvals, config } = this.services;
+    const queue = config.gate.approver !== 'client' ? approvals : undefined;
+    const principal = currentPrincipal();
     const handle = startAsTask(async () => {
-      let answer: Reply;
+      let answer: Answered;
       this.services.metrics.approvalAsked();
+      const task = currentTaskRun() as TaskRun;
+      const client = (withdraw?: AbortSignal) => this.asker.askInTask(task, form, withdraw);
       try {
-        answer = await this.asker.askInTask(currentTaskRun() as TaskRun, form);
+        answer = queue
+          ? await firstAnswer(queue, principal, form, task.signal, askClient ? client : undefined)
+          : { reply: await client(), by: 'client' };
       } finally {
         answered();
       }
-      this.services.metrics.approvalAnswered(answer.kind === 'decided');
-      if (answer.kind !== 'decided') {
+      const { reply } = answer;
+      this.services.metrics.approvalAnswered(reply.kind === 'decided');
+      if (reply.kind !== 'decided') {
         await this.audit(form, refused);
-        throw new ApprovalDeniedError(`not approved: ${answer.why}. Nothing ran`);
+        throw new ApprovalDeniedError(`not approved: ${reply.why}. Nothing ran`);
       }
-      if (answer.decision === 'approve_trust_session') this.trusted.add(key);
-      return run('client');
+      if (reply.decision === 'approve_trust_session') this.trusted.add(key);
+      return run(answer.by);
     });
     if (!handle) throw new Error('approveInTask outside a task scope'); // the caller checked
     return handle;
@@ -280,7 +300,21 @@ export class Gatekeeper {
   }
 
   /** Ask the client, counted among the server's pending approvals (refused past their bound). */
-  private async ask(ctx: ServerContext, form: ApprovalForm, refused: Verdict): Promise<Answer> {
+  private ask(ctx: ServerContext, form: ApprovalForm, refused: Verdict): Promise<Answer> {
+    // A 2026-era retry carries the answer to a form asked before: not asked twice.
+    return this.waitFor(form, refused, !this.asker.carriesAnswer(ctx), () => this.asker.ask(ctx, form));
+  }
+
+  /** Wait for the dashboard's queue to answer (CODEXEC_APPROVER=dashboard, or a client that cannot). */
+  private askDashboard(signal: AbortSignal, form: ApprovalForm, refused: Verdict) {
+    const queue = this.services.approvals as ApprovalQueue; // the caller checked
+    return this.waitFor(form, refused, true, async () => {
+      const { reply } = await firstAnswer(queue, currentPrincipal(), form, signal);
+      return { ...reply, by: 'dashboard' as const };
+    });
+  }
+
+  private async waitFor<A>(form: ApprovalForm, refused: Verdict, asked: boolean, ask: () => Promise<A>) {
     let answered: () => void;
     try {
       answered = this.services.pendingApprovals.enter();
@@ -288,11 +322,10 @@ export class Gatekeeper {
       await this.audit(form, refused);
       throw error;
     }
-    // A 2026-era retry carries the answer to a form asked before: not asked twice.
-    if (!this.asker.carriesAnswer(ctx)) this.services.metrics.approvalAsked();
+    if (asked) this.services.metrics.approvalAsked();
     const waited = phase('approval wait');
     try {
-      return await this.asker.ask(ctx, form);
+      return await ask();
     } finally {
       waited?.();
       answered();
