@@ -12,9 +12,11 @@ type Decision = 'approve' | 'deny' | 'approve_trust_session';
 export function Approvals({
   admin,
   approvals,
+  connected,
 }: {
   admin: boolean;
   approvals: ReadonlyMap<string, Approval>;
+  connected: boolean;
 }) {
   const [error, setError] = useState('');
   const [busy, setBusy] = useState<string | null>(null);
@@ -32,7 +34,9 @@ export function Approvals({
   const list = [...approvals.values()].sort((a, b) => a.asked_at - b.asked_at);
   return (
     <section>
-      <h2>Approvals</h2>
+      <h2>
+        Approvals <span class={connected ? 'live on' : 'live'}>{connected ? 'live' : 'reconnecting'}</span>
+      </h2>
       {error && (
         <p class="error" role="alert">
           {error}

@@ -123,7 +123,9 @@ function Shell({ me, onOut }: { me: Me; onOut: () => void }) {
       </header>
       <main>
         {view === 'runs' && <Runs admin={me.admin} runs={feed.runs} connected={feed.connected} />}
-        {view === 'approvals' && <Approvals admin={me.admin} approvals={feed.approvals} />}
+        {view === 'approvals' && (
+          <Approvals admin={me.admin} approvals={feed.approvals} connected={feed.connected} />
+        )}
         {view === 'sessions' && <Sessions admin={me.admin} />}
         {view === 'logs' && <Logs />}
         {view === 'audit' && <Audit admin={me.admin} />}
