@@ -1,6 +1,5 @@
 import type { InputRequiredResult, ServerContext } from '@modelcontextprotocol/server';
-import type { ToolCallCount, ToolCallRecord } from '../bridge/index.js';
-import { CONNECTIONS, type LaneUser, type LoggedConnection } from '../egress/index.js';
+import { CONNECTIONS, type LaneUser } from '../egress/index.js';
 import { ApprovalDeniedError, ApprovalUnavailableError, QuotaExceededError } from '../errors/index.js';
 import {
   type ApprovedBy,
@@ -16,6 +15,7 @@ import { type CpuMeter, currentPrincipal, log, withCpuMeter } from '../util/inde
 import type { Answer, ApprovalAsker, ApprovalForm } from './approval.js';
 import type { ApprovalQueue } from './approval-queue.js';
 import { type Answered, firstAnswer } from './approver.js';
+import { type RunFacts, wireOnly } from './run-facts.js';
 import type { Services } from './services.js';
 import { currentTaskRun, startAsTask, type TaskHandle, taskScopeEra } from './tasks.js';
 
@@ -33,44 +33,11 @@ export interface Attempt {
   readonly runs?: boolean;
 }
 
+export { type RunFacts, runFacts } from './run-facts.js';
+
 type Verdict = Pick<AuditAttempt, 'approved' | 'approved_by' | 'rule'>;
 
-/** What the audit keeps of a finished run. */
-export interface RunFacts {
-  readonly execution_id: string | null;
-  readonly exit_code: number | null;
-  readonly duration_ms: number | null;
-  readonly stdout: string;
-  /** Code mode: the downstream tool calls the code made. */
-  readonly tool_calls?: readonly ToolCallRecord[] | undefined;
-  /** Code mode: the calls past those, counted per tool and outcome. */
-  readonly tool_calls_omitted?: readonly ToolCallCount[] | undefined;
-  /** The egress allowlist: every connection the run made through the proxy. */
-  readonly [CONNECTIONS]?: readonly LoggedConnection[] | undefined;
-}
-
 const SUMMARY_CHARS = 500;
-
-/** A result without what only the audit keeps (a run's every connection): the client's. */
-function wireOnly<R>(result: R): R {
-  if (typeof result !== 'object' || result === null || !(CONNECTIONS in result)) return result;
-  const { [CONNECTIONS]: _audited, ...wire } = result as R & RunFacts;
-  return wire as R;
-}
-
-/** What the audit keeps of any run's result (one-shot, send, command: all carry these). */
-export function runFacts(result: RunFacts): RunFacts {
-  const { execution_id, exit_code, duration_ms, stdout, tool_calls, tool_calls_omitted } = result;
-  return {
-    execution_id,
-    exit_code,
-    duration_ms,
-    stdout,
-    ...(tool_calls && { tool_calls }),
-    ...(tool_calls_omitted && { tool_calls_omitted }),
-    ...(result[CONNECTIONS] && { [CONNECTIONS]: result[CONNECTIONS] }),
-  };
-}
 
 /**
  * The gate as one MCP connection sees it: the pure decision (policy), then, when it asks, the
@@ -161,8 +128,7 @@ export class Gatekeeper {
       } else {
         const refused = { approved: false, approved_by: null, rule: decision.rule } as const;
         const unavailable = this.asker.cannotAsk(ctx);
-        // CODEXEC_APPROVER: the dashboard's queue (serve --http) may answer, the client too (both).
-        const queue = this.services.config.gate.approver !== 'client' ? this.services.approvals : undefined;
+        const queue = this.queue;
         const askClient = !unavailable && this.services.config.gate.approver !== 'dashboard';
         if (unavailable && !queue) {
           await this.audit(attempt, refused);
@@ -260,8 +226,7 @@ export class Gatekeeper {
       await this.audit(form, refused);
       throw error;
     }
-    const { approvals, config } = this.services;
-    const queue = config.gate.approver !== 'client' ? approvals : undefined;
+    const queue = this.queue;
     const principal = currentPrincipal();
     const handle = startAsTask(async () => {
       let answer: Answered;
@@ -307,13 +272,19 @@ export class Gatekeeper {
 
   /** Wait for the dashboard's queue to answer (CODEXEC_APPROVER=dashboard, or a client that cannot). */
   private askDashboard(signal: AbortSignal, form: ApprovalForm, refused: Verdict) {
-    const queue = this.services.approvals as ApprovalQueue; // the caller checked
-    return this.waitFor(form, refused, true, async () => {
-      const { reply } = await firstAnswer(queue, currentPrincipal(), form, signal);
-      return { ...reply, by: 'dashboard' as const };
-    });
+    const queue = this.queue as ApprovalQueue; // the caller checked
+    return this.waitFor(form, refused, true, async () => ({
+      ...(await queue.ask(currentPrincipal(), form, signal)),
+      by: 'dashboard' as const,
+    }));
   }
 
+  /** CODEXEC_APPROVER=dashboard or both: serve --http's queue, which answers too (stdio: none). */
+  private get queue(): ApprovalQueue | undefined {
+    return this.services.config.gate.approver === 'client' ? undefined : this.services.approvals;
+  }
+
+  /** Run `ask` counted among the pending approvals (refused LIMIT_REACHED past their bound). */
   private async waitFor<A>(form: ApprovalForm, refused: Verdict, asked: boolean, ask: () => Promise<A>) {
     let answered: () => void;
     try {
