@@ -6,6 +6,7 @@ export type { Quota, QuotaTable } from './quotas.js';
 export {
   APPROVAL_MODES,
   type ApprovalMode,
+  type Approver,
   RUNTIME_NAMES,
   SANDBOX_MODES,
   type SandboxMode,

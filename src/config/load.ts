@@ -8,6 +8,7 @@ import { reconcile } from './coherence.js';
 import { type QuotaTable, readQuotas } from './quotas.js';
 import {
   type ApprovalMode,
+  type Approver,
   type SandboxMode,
   SETTING_NAMES,
   type Settings,
@@ -15,7 +16,7 @@ import {
 } from './schema.js';
 import { CODEMODE_TOOLS, TOOL_NAMES } from './tools.js';
 
-export type { ApprovalMode, SandboxMode };
+export type { ApprovalMode, Approver, SandboxMode };
 
 /** The resolved configuration every module reads. Paths are absolute. */
 export interface Config {
@@ -119,6 +120,8 @@ export interface Config {
   readonly gate: {
     readonly enabled: boolean;
     readonly approval: ApprovalMode;
+    /** CODEXEC_APPROVER: who answers (dashboard and both: serve --http only). */
+    readonly approver: Approver;
     readonly approvalTimeoutMs: number;
     readonly maxPendingApprovals: number;
     readonly allowedRuntimes: readonly string[];
@@ -322,6 +325,7 @@ export function loadConfig(
     gate: {
       enabled: s.CODEXEC_ENABLED,
       approval: s.CODEXEC_APPROVAL,
+      approver: s.CODEXEC_APPROVER,
       approvalTimeoutMs: s.CODEXEC_APPROVAL_TIMEOUT_MS,
       maxPendingApprovals: s.CODEXEC_MAX_PENDING_APPROVALS,
       allowedRuntimes: s.CODEXEC_ALLOWED_RUNTIMES,

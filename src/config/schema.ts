@@ -54,6 +54,9 @@ export type SandboxMode = (typeof SANDBOX_MODES)[number];
 // runtimes, so it cannot import them; test/policy/settings.test.ts keeps the two equal).
 export const APPROVAL_MODES = ['auto', 'ask', 'risky'] as const;
 export type ApprovalMode = (typeof APPROVAL_MODES)[number];
+/** Who is asked when the gate asks: the MCP client, serve --http's dashboard, or both at once. */
+export const APPROVERS = ['client', 'dashboard', 'both'] as const;
+export type Approver = (typeof APPROVERS)[number];
 export const RUNTIME_NAMES = ['python', 'node', 'typescript', 'bash'] as const;
 const flag = z
   .union([z.boolean(), z.enum(['true', 'false', '1', '0'])])
@@ -283,6 +286,12 @@ export const settingsSchema = z
       .enum(APPROVAL_MODES)
       .default('auto')
       .describe('auto: never ask; ask: every run asks the client; risky: only runs a rule marks ask.'),
+    CODEXEC_APPROVER: z
+      .enum(APPROVERS)
+      .default('client')
+      .describe(
+        'Who answers approvals: client (elicitation), dashboard (serve --http page; calls wait), or both (first answer wins).',
+      ),
     CODEXEC_APPROVAL_TIMEOUT_MS: int(100, 86_400_000)
       .default(120_000)
       .describe('An approval not answered within this time is a denial.'),

@@ -2,8 +2,11 @@
 // or unanswerable — by the tool layer, after the run (with its result) or at the refusal. The
 // audit trail (src/audit/, a service) is what the server plugs in.
 
-/** `operator`: `codexec run` from the shell, where no gate asks (whoever runs the CLI ran it). */
-export type ApprovedBy = 'auto' | 'client' | 'trusted_session' | 'policy' | 'operator';
+/**
+ * `operator`: `codexec run` from the shell, where no gate asks (whoever runs the CLI ran it).
+ * `dashboard`: answered in serve --http's approval queue (CODEXEC_APPROVER), not by the client.
+ */
+export type ApprovedBy = 'auto' | 'client' | 'trusted_session' | 'policy' | 'operator' | 'dashboard';
 
 export interface AuditAttempt {
   readonly tool: string; // execute_code, send_to_session, run_script, install_package, …

@@ -132,8 +132,8 @@ export class ApprovalAsker {
    * Inside a 2026-era task, which can wait: the form becomes the task's input request (the task
    * reads input_required until tasks/update answers it); no answer within the timeout is a refusal.
    */
-  askInTask(run: TaskRun, form: ApprovalForm): Promise<Reply> {
-    return this.askThrough(run, KEY, formParams(form));
+  askInTask(run: TaskRun, form: ApprovalForm, withdraw?: AbortSignal): Promise<Reply> {
+    return this.askThrough(run, KEY, formParams(form), withdraw);
   }
 
   /** askHost inside a 2026-era task: one request per host, its key `egress:<host>:<port>`. */
@@ -141,13 +141,17 @@ export class ApprovalAsker {
     return this.askThrough(run, `egress:${form.host}:${form.port}`, hostFormParams(form));
   }
 
-  private async askThrough(run: TaskRun, key: string, params: ElicitRequestFormParams): Promise<Reply> {
+  /** `withdraw`: takes the request back (CODEXEC_APPROVER=both: the dashboard answered first). */
+  private async askThrough(
+    run: TaskRun,
+    key: string,
+    params: ElicitRequestFormParams,
+    withdraw?: AbortSignal,
+  ): Promise<Reply> {
     const timeout = AbortSignal.timeout(this.timeoutMs);
+    const stop = withdraw ? AbortSignal.any([timeout, withdraw]) : timeout;
     try {
-      const response = inputResponse(
-        { [key]: await run.ask(key, inputRequired.elicit(params), timeout) },
-        key,
-      );
+      const response = inputResponse({ [key]: await run.ask(key, inputRequired.elicit(params), stop) }, key);
       if (response.kind !== 'elicit') return { kind: 'refused', why: 'the answer was no elicitation result' };
       return read(response.action, response.content);
     } catch (error) {

@@ -1,6 +1,5 @@
 import type { InputRequiredResult, ServerContext } from '@modelcontextprotocol/server';
-import type { ToolCallCount, ToolCallRecord } from '../bridge/index.js';
-import { CONNECTIONS, type LaneUser, type LoggedConnection } from '../egress/index.js';
+import { CONNECTIONS, type LaneUser } from '../egress/index.js';
 import { ApprovalDeniedError, ApprovalUnavailableError, QuotaExceededError } from '../errors/index.js';
 import {
   type ApprovedBy,
@@ -13,7 +12,10 @@ import {
 import type { TaskRun } from '../tasks/index.js';
 import { phase } from '../traces/index.js';
 import { type CpuMeter, currentPrincipal, log, withCpuMeter } from '../util/index.js';
-import type { Answer, ApprovalAsker, ApprovalForm, Reply } from './approval.js';
+import type { Answer, ApprovalAsker, ApprovalForm } from './approval.js';
+import type { ApprovalQueue } from './approval-queue.js';
+import { type Answered, firstAnswer } from './approver.js';
+import { type RunFacts, wireOnly } from './run-facts.js';
 import type { Services } from './services.js';
 import { currentTaskRun, startAsTask, type TaskHandle, taskScopeEra } from './tasks.js';
 
@@ -31,44 +33,11 @@ export interface Attempt {
   readonly runs?: boolean;
 }
 
+export { type RunFacts, runFacts } from './run-facts.js';
+
 type Verdict = Pick<AuditAttempt, 'approved' | 'approved_by' | 'rule'>;
 
-/** What the audit keeps of a finished run. */
-export interface RunFacts {
-  readonly execution_id: string | null;
-  readonly exit_code: number | null;
-  readonly duration_ms: number | null;
-  readonly stdout: string;
-  /** Code mode: the downstream tool calls the code made. */
-  readonly tool_calls?: readonly ToolCallRecord[] | undefined;
-  /** Code mode: the calls past those, counted per tool and outcome. */
-  readonly tool_calls_omitted?: readonly ToolCallCount[] | undefined;
-  /** The egress allowlist: every connection the run made through the proxy. */
-  readonly [CONNECTIONS]?: readonly LoggedConnection[] | undefined;
-}
-
 const SUMMARY_CHARS = 500;
-
-/** A result without what only the audit keeps (a run's every connection): the client's. */
-function wireOnly<R>(result: R): R {
-  if (typeof result !== 'object' || result === null || !(CONNECTIONS in result)) return result;
-  const { [CONNECTIONS]: _audited, ...wire } = result as R & RunFacts;
-  return wire as R;
-}
-
-/** What the audit keeps of any run's result (one-shot, send, command: all carry these). */
-export function runFacts(result: RunFacts): RunFacts {
-  const { execution_id, exit_code, duration_ms, stdout, tool_calls, tool_calls_omitted } = result;
-  return {
-    execution_id,
-    exit_code,
-    duration_ms,
-    stdout,
-    ...(tool_calls && { tool_calls }),
-    ...(tool_calls_omitted && { tool_calls_omitted }),
-    ...(result[CONNECTIONS] && { [CONNECTIONS]: result[CONNECTIONS] }),
-  };
-}
 
 /**
  * The gate as one MCP connection sees it: the pure decision (policy), then, when it asks, the
@@ -159,7 +128,9 @@ export class Gatekeeper {
       } else {
         const refused = { approved: false, approved_by: null, rule: decision.rule } as const;
         const unavailable = this.asker.cannotAsk(ctx);
-        if (unavailable) {
+        const queue = this.queue;
+        const askClient = !unavailable && this.services.config.gate.approver !== 'dashboard';
+        if (unavailable && !queue) {
           await this.audit(attempt, refused);
           throw new ApprovalUnavailableError(
             `this run needs approval (${decision.reason}), but ${unavailable}. Nothing ran. The server ` +
@@ -170,10 +141,15 @@ export class Gatekeeper {
         // 2026 era in a task: the task starts now and asks inside (a retry carrying the answer to
         // an input_required call is read on the call, as before).
         if (taskScopeEra() === 'modern' && this.asker.modernRequest(ctx) && !this.asker.carriesAnswer(ctx))
-          return this.approveInTask(form, key, refused, (by) =>
+          return this.approveInTask(form, key, refused, askClient, (by) =>
             this.approvedRun(ctx, attempt, decision.rule, by, execute, facts)(),
           );
-        const answer = await this.ask(ctx, form, refused);
+        // A plain call asks the client when it can (a 2026-era one answers input_required at once,
+        // so only its client can answer); else it waits here for the dashboard.
+        const answer: Answer & { readonly by?: 'dashboard' } =
+          askClient || !queue
+            ? await this.ask(ctx, form, refused)
+            : await this.askDashboard(ctx.mcpReq.signal, form, refused);
         if (answer.kind === 'pending') return answer.result;
         this.services.metrics.approvalAnswered(answer.kind === 'decided');
         if (answer.kind === 'refused') {
@@ -181,6 +157,7 @@ export class Gatekeeper {
           throw new ApprovalDeniedError(`not approved: ${answer.why}. Nothing ran`);
         }
         if (answer.decision === 'approve_trust_session') this.trusted.add(key);
+        if (answer.by) approvedBy = answer.by;
       }
     }
     const go = this.approvedRun(ctx, attempt, decision.rule, approvedBy, execute, facts);
@@ -239,24 +216,32 @@ export class Gatekeeper {
     form: ApprovalForm,
     key: string,
     refused: Verdict,
+    askClient: boolean,
     run: (approvedBy: ApprovedBy) => Promise<R>,
   ): Promise<TaskHandle> {
     const answered = await this.enterPending(form, refused);
+    const queue = this.queue;
+    const principal = currentPrincipal();
     const handle = startAsTask(async () => {
-      let answer: Reply;
+      let answer: Answered;
       this.services.metrics.approvalAsked();
+      const task = currentTaskRun() as TaskRun;
+      const client = (withdraw?: AbortSignal) => this.asker.askInTask(task, form, withdraw);
       try {
-        answer = await this.asker.askInTask(currentTaskRun() as TaskRun, form);
+        answer = queue
+          ? await firstAnswer(queue, principal, form, task.signal, askClient ? client : undefined)
+          : { reply: await client(), by: 'client' };
       } finally {
         answered();
       }
-      this.services.metrics.approvalAnswered(answer.kind === 'decided');
-      if (answer.kind !== 'decided') {
+      const { reply } = answer;
+      this.services.metrics.approvalAnswered(reply.kind === 'decided');
+      if (reply.kind !== 'decided') {
         await this.audit(form, refused);
-        throw new ApprovalDeniedError(`not approved: ${answer.why}. Nothing ran`);
+        throw new ApprovalDeniedError(`not approved: ${reply.why}. Nothing ran`);
       }
-      if (answer.decision === 'approve_trust_session') this.trusted.add(key);
-      return run('client');
+      if (reply.decision === 'approve_trust_session') this.trusted.add(key);
+      return run(answer.by);
     });
     if (!handle) throw new Error('approveInTask outside a task scope'); // the caller checked
     return handle;
@@ -284,13 +269,32 @@ export class Gatekeeper {
   }
 
   /** Ask the client, counted among the server's pending approvals (refused past their bound). */
-  private async ask(ctx: ServerContext, form: ApprovalForm, refused: Verdict): Promise<Answer> {
-    const answered = await this.enterPending(form, refused);
+  private ask(ctx: ServerContext, form: ApprovalForm, refused: Verdict): Promise<Answer> {
     // A 2026-era retry carries the answer to a form asked before: not asked twice.
-    if (!this.asker.carriesAnswer(ctx)) this.services.metrics.approvalAsked();
+    return this.waitFor(form, refused, !this.asker.carriesAnswer(ctx), () => this.asker.ask(ctx, form));
+  }
+
+  /** Wait for the dashboard's queue to answer (CODEXEC_APPROVER=dashboard, or a client that cannot). */
+  private askDashboard(signal: AbortSignal, form: ApprovalForm, refused: Verdict) {
+    const queue = this.queue as ApprovalQueue; // the caller checked
+    return this.waitFor(form, refused, true, async () => ({
+      ...(await queue.ask(currentPrincipal(), form, signal)),
+      by: 'dashboard' as const,
+    }));
+  }
+
+  /** CODEXEC_APPROVER=dashboard or both: serve --http's queue, which answers too (stdio: none). */
+  private get queue(): ApprovalQueue | undefined {
+    return this.services.config.gate.approver === 'client' ? undefined : this.services.approvals;
+  }
+
+  /** Run `ask` counted among the pending approvals (refused LIMIT_REACHED past their bound). */
+  private async waitFor<A>(form: ApprovalForm, refused: Verdict, asked: boolean, ask: () => Promise<A>) {
+    const answered = await this.enterPending(form, refused);
+    if (asked) this.services.metrics.approvalAsked();
     const waited = phase('approval wait');
     try {
-      return await this.asker.ask(ctx, form);
+      return await ask();
     } finally {
       waited?.();
       answered();

@@ -24,6 +24,7 @@ import { SessionManager } from '../sessions/index.js';
 import { Tasks } from '../tasks/index.js';
 import type { Tracing } from '../traces/index.js';
 import { currentPrincipal, log } from '../util/index.js';
+import type { ApprovalQueue } from './approval-queue.js';
 import type { RunFeed } from './feed.js';
 import { PendingApprovals } from './pending-approvals.js';
 import { RunSlots } from './slots.js';
@@ -79,6 +80,8 @@ export interface Services {
   readonly tracing?: Tracing | undefined;
   /** serve --http: the runs in progress and recent ones, for the dashboard (stdio has none). */
   readonly feed?: RunFeed;
+  /** serve --http: approvals waiting for the dashboard (CODEXEC_APPROVER=dashboard or both). */
+  readonly approvals?: ApprovalQueue;
 }
 
 /** What the server made before its services, when it made them (metrics, tracing). */

@@ -1,5 +1,6 @@
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import type { Config } from '../config/index.js';
+import { ConfigError } from '../errors/index.js';
 import { startTracing } from '../traces/index.js';
 import { log } from '../util/index.js';
 import { createServer, VERSION } from './server.js';
@@ -13,6 +14,14 @@ const SHUTDOWN_DEADLINE_MS = 10_000;
  * I/O beyond reading config: clients spawn throwaway copies just to probe.
  */
 export async function serve(config: Config): Promise<void> {
+  // Refused, not downgraded to `client`: the operator chose who answers approvals, and quietly
+  // letting the client (the model's side) answer instead would hand that decision elsewhere.
+  if (config.gate.approver !== 'client') {
+    throw new ConfigError(
+      `CODEXEC_APPROVER=${config.gate.approver} needs serve --http (the dashboard answers approvals); ` +
+        'over stdio only the client can be asked: set CODEXEC_APPROVER=client or serve --http',
+    );
+  }
   warnIfMessagesTooSmall(config);
   const tracing = await startTracing(process.env, VERSION);
   const services = createServices(config, { tracing });

@@ -2,8 +2,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { CodexecError } from '../errors/index.js';
 import { searchFiltersSchema } from '../logs/index.js';
 import type { DashboardDeps } from '../server/http/index.js';
-import { healthReport } from '../server/index.js';
+import { type Decision, healthReport } from '../server/index.js';
 import type { SessionInfo } from '../sessions/index.js';
+import { log } from '../util/index.js';
 import { recentAudit, verifyTrail } from './audit.js';
 import { streamEvents } from './events.js';
 
@@ -16,6 +17,7 @@ interface Call {
 }
 
 const SESSION_ACTION = /^\/api\/sessions\/([^/]+)\/(close|kill)$/;
+const APPROVAL_DECISION = /^\/api\/approvals\/([^/]+)\/(approve|deny|approve_trust_session)$/;
 
 /**
  * The page's JSON API. Each answer is scoped to the caller's principal, through the same views
@@ -39,18 +41,26 @@ export async function serveApi(
     if (req.method === 'POST' && action?.[1] && action[2]) {
       return json(res, 200, await closeSession(call, decodeURIComponent(action[1]), action[2]));
     }
+    const decided = APPROVAL_DECISION.exec(path);
+    if (req.method === 'POST' && decided?.[1] && decided[2]) {
+      return json(res, 200, decide(call, decodeURIComponent(decided[1]), decided[2] as Decision));
+    }
     if (req.method === 'POST' && path === '/api/audit/verify') {
       // The report counts every principal's entries: an admin's to ask for.
       if (!call.admin) return json(res, 403, problem('FORBIDDEN', 'audit verify is for CODEXEC_HTTP_ADMINS'));
       return json(res, 200, verifyTrail(deps.services.config));
     }
     if (req.method !== 'GET')
-      return json(res, 405, problem('INVALID_INPUT', 'use GET (POST for close/kill)'));
+      return json(res, 405, problem('INVALID_INPUT', 'use GET (POST for close/kill and decisions)'));
     switch (path) {
       case '/api/me':
         return json(res, 200, { principal, admin: call.admin });
       case '/api/events':
-        return streamEvents(req, res, deps.services.feed, call.admin ? undefined : principal);
+        return streamEvents(req, res, deps.services, call.admin ? undefined : principal);
+      case '/api/approvals':
+        return json(res, 200, {
+          approvals: deps.services.approvals.list(call.admin ? undefined : principal),
+        });
       case '/api/sessions':
         return json(res, 200, { sessions: await sessions(call) });
       case '/api/logs':
@@ -86,6 +96,14 @@ async function closeSession(call: Call, sessionId: string, how: string) {
   // Another principal's session is SESSION_NOT_FOUND, as over MCP; an admin's manager is the shared one.
   const manager = call.admin ? call.deps.services.sessions : scoped(call).sessions;
   return manager.close(sessionId, how === 'kill' ? 'killed' : 'closed');
+}
+
+/** Answer a waiting approval as the gate's client would; an admin may answer anyone's. */
+function decide(call: Call, id: string, decision: Decision) {
+  const approval = call.deps.services.approvals.decide(id, decision, call.admin ? undefined : call.principal);
+  // The audit entry says `dashboard`; the log says who, when it was an admin for someone else.
+  log('info', `approval ${id} (${approval.principal}'s ${approval.tool}): ${decision} by ${call.principal}`);
+  return { id, decision };
 }
 
 async function searchLogs(call: Call) {

@@ -1,18 +1,19 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { FeedEvent, RunFeed } from '../server/index.js';
+import type { ApprovalEvent, ApprovalQueue, FeedEvent, RunFeed } from '../server/index.js';
 
 /** A watcher further behind than this is cut off; its page reconnects and starts from a snapshot. */
 const MAX_BUFFERED_BYTES = 1_000_000;
 const HEARTBEAT_MS = 15_000;
 
 /**
- * Server-Sent Events of the run feed: first a `snapshot` (the runs `principal` may see, with
- * their output so far), then every `run` and `output` event as it happens. undefined: an admin.
+ * Server-Sent Events of the run feed and the approval queue: first a `snapshot` (the runs
+ * `principal` may see, with their output so far, and the approvals waiting), then every `run`,
+ * `output`, `approval` and `approval_gone` event as it happens. undefined: an admin.
  */
 export function streamEvents(
   req: IncomingMessage,
   res: ServerResponse,
-  feed: RunFeed,
+  { feed, approvals }: { readonly feed: RunFeed; readonly approvals: ApprovalQueue },
   principal: string | undefined,
 ): void {
   res.writeHead(200, {
@@ -27,8 +28,14 @@ export function streamEvents(
     }
     res.write(`event: ${type}\ndata: ${JSON.stringify(data)}\n\n`);
   };
-  send('snapshot', { runs: feed.list(principal) });
-  const stop = feed.watch(principal, (event: FeedEvent) => send(event.type, event));
+  send('snapshot', { runs: feed.list(principal), approvals: approvals.list(principal) });
+  const unwatch = [
+    feed.watch(principal, (event: FeedEvent) => send(event.type, event)),
+    approvals.watch(principal, (event: ApprovalEvent) => send(event.type, event)),
+  ];
+  const stop = () => {
+    for (const off of unwatch) off();
+  };
   const heartbeat = setInterval(() => res.write(': ping\n\n'), HEARTBEAT_MS);
   const end = () => {
     clearInterval(heartbeat);

@@ -76,7 +76,7 @@ describe('serve --http: /api/events', () => {
 
     await expect.poll(() => alice.text()).toMatch(/"status":"done"/);
     await Promise.all([alice.stop(), bob.stop()]);
-    expect(bob.text()).toBe('event: snapshot\ndata: {"runs":[]}\n\n');
+    expect(bob.text()).toBe('event: snapshot\ndata: {"runs":[],"approvals":[]}\n\n');
   }, 30_000);
 
   it('kills a session through the API, for its principal only', async () => {

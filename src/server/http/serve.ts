@@ -6,6 +6,7 @@ import { ConfigError } from '../../errors/index.js';
 import { loadMetrics, type PrometheusMetrics, setQuotaSink } from '../../metrics/index.js';
 import { startTracing } from '../../traces/index.js';
 import { log } from '../../util/index.js';
+import { ApprovalQueue } from '../approval-queue.js';
 import { RunFeed } from '../feed.js';
 import { createServer, VERSION } from '../server.js';
 import { closeRecords, createServices, type Services, stopWork } from '../services.js';
@@ -18,7 +19,7 @@ import { Tenants } from './owned.js';
 
 /** What the dashboard's server side is handed when first loaded (src/web imports only types here). */
 export interface DashboardDeps {
-  readonly services: Services & { readonly feed: RunFeed };
+  readonly services: Services & { readonly feed: RunFeed; readonly approvals: ApprovalQueue };
   readonly tenants: Tenants;
   /** CODEXEC_HTTP_ADMINS: principals that see everyone's runs and sessions. */
   readonly admins: readonly string[];
@@ -60,6 +61,7 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
   const services = {
     ...createServices(config, { metrics, tracing: await startTracing(process.env, VERSION) }),
     feed: new RunFeed(),
+    approvals: new ApprovalQueue(config.gate.approvalTimeoutMs),
   };
   metrics.watch(metricSources(services));
   setQuotaSink(metrics);

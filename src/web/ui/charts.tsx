@@ -1,4 +1,4 @@
-import type { Run } from './runs.js';
+import type { Run } from './feed.js';
 
 const MINUTES = 15;
 const WIDTH = 300;

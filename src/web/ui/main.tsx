@@ -2,7 +2,9 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, api, token } from './api.js';
+import { Approvals } from './approvals.js';
 import { Audit } from './audit.js';
+import { useFeed } from './feed.js';
 import { Health } from './health.js';
 import { Logs } from './logs.js';
 import { Runs } from './runs.js';
@@ -15,6 +17,7 @@ interface Me {
 
 const VIEWS = {
   runs: 'Live runs',
+  approvals: 'Approvals',
   sessions: 'Sessions',
   logs: 'Log search',
   audit: 'Audit',
@@ -86,14 +89,27 @@ function SignIn({ onIn }: { onIn: (me: Me) => void }) {
 
 function Shell({ me, onOut }: { me: Me; onOut: () => void }) {
   const [view, setView] = useState<View>('runs');
+  const feed = useFeed();
+  const pending = feed.approvals.size;
   return (
     <div class="shell">
       <header>
         <strong>codexec</strong>
         <nav>
           {(Object.keys(VIEWS) as View[]).map((name) => (
-            <button type="button" key={name} class={name === view ? 'on' : ''} onClick={() => setView(name)}>
+            <button
+              type="button"
+              key={name}
+              data-view={name}
+              class={name === view ? 'on' : ''}
+              onClick={() => setView(name)}
+            >
               {VIEWS[name]}
+              {name === 'approvals' && pending > 0 && (
+                <span class="badge" data-pending={pending}>
+                  {pending}
+                </span>
+              )}
             </button>
           ))}
         </nav>
@@ -106,7 +122,10 @@ function Shell({ me, onOut }: { me: Me; onOut: () => void }) {
         </button>
       </header>
       <main>
-        {view === 'runs' && <Runs admin={me.admin} />}
+        {view === 'runs' && <Runs admin={me.admin} runs={feed.runs} connected={feed.connected} />}
+        {view === 'approvals' && (
+          <Approvals admin={me.admin} approvals={feed.approvals} connected={feed.connected} />
+        )}
         {view === 'sessions' && <Sessions admin={me.admin} />}
         {view === 'logs' && <Logs />}
         {view === 'audit' && <Audit admin={me.admin} />}
