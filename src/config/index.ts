@@ -1,7 +1,8 @@
 // Configuration: one zod schema over the environment variables and the optional config file.
 // loadConfig() resolves it once at start-up; everything else receives the Config object.
 
-export { type Config, commandWorkspace, globalPackageDirs, loadConfig, runRoots } from './load.js';
+export { type Config, loadConfig } from './load.js';
+export { commandWorkspace, globalPackageDirs, runRoots } from './paths.js';
 export type { Quota, QuotaTable } from './quotas.js';
 export {
   APPROVAL_MODES,

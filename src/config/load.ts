@@ -3,7 +3,7 @@ import { homedir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { type HostRule, parseRules } from '../egress/rules.js';
 import { ConfigError } from '../errors/index.js';
-import { expandHome, LOCAL_PRINCIPAL, log, principalFolder } from '../util/index.js';
+import { expandHome, log } from '../util/index.js';
 import { reconcile } from './coherence.js';
 import { type QuotaTable, readQuotas } from './quotas.js';
 import {
@@ -130,51 +130,6 @@ export interface Config {
   readonly quotas?: { readonly file: string; readonly table: QuotaTable };
   /** MCP Tasks: how long a task's record is kept from its creation (CODEXEC_TASK_TTL_MS). */
   readonly taskTtlMs: number;
-}
-
-/**
- * Where the global package environment lives (install_package without a session): pip
- * `--target` dir for Python, npm `--prefix` for Node, whose packages land in `nodeModules`.
- */
-/**
- * execute_command's persistent workspace of `principal` (DESIGN §9): the local principal (stdio,
- * the CLI) keeps CODEXEC_WORKSPACE; every other one has its own in `$CODEXEC_HOME/principals/`,
- * beside (never inside) the local one, so no principal's workspace holds another's.
- */
-export function commandWorkspace(config: Pick<Config, 'home' | 'command'>, principal: string): string {
-  if (principal === LOCAL_PRINCIPAL) return config.command.workspace;
-  return join(config.home, 'principals', principalFolder(principal), 'workspace');
-}
-
-/**
- * The global package environment of `principal` (install_package without a session): the local
- * principal's is `$CODEXEC_HOME/envs`; every other one's is its own, beside its command workspace.
- */
-export function globalPackageDirs(
-  config: Pick<Config, 'envsDir' | 'home'>,
-  principal: string = LOCAL_PRINCIPAL,
-) {
-  const root =
-    principal === LOCAL_PRINCIPAL
-      ? config.envsDir
-      : join(config.home, 'principals', principalFolder(principal), 'envs');
-  const node = join(root, 'node');
-  return { python: join(root, 'python'), node, nodeModules: join(node, 'node_modules') };
-}
-
-/**
- * The directories runs live beneath that are codexec's to open to its sandbox user: CODEXEC_HOME,
- * the workspaces, package environments and command workspaces (every principal's), and the
- * directories the operator gave execute_command (CODEXEC_ALLOWED_PATHS).
- */
-export function runRoots(config: Pick<Config, 'sandboxDir' | 'envsDir' | 'home' | 'command'>): string[] {
-  return [
-    config.home,
-    config.sandboxDir,
-    config.envsDir,
-    config.command.workspace,
-    ...config.command.allowedPaths,
-  ];
 }
 
 type RawSettings = Partial<Record<string, unknown>>;
