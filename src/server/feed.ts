@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { OutputStream } from '../engine/index.js';
+import { type Outcome, outcomeOf } from '../metrics/index.js';
 
 /** Output kept per run: the tail, so a page opened mid-run sees the latest lines. */
 const MAX_OUTPUT_CHARS = 16_000;
@@ -20,6 +21,13 @@ export interface LiveRun {
   status: 'running' | 'done' | 'failed';
   exit_code: number | null;
   execution_id: string | null;
+  /**
+   * How it ended, as the metrics' `outcome` label says it ('failed': it threw, no result), or
+   * 'waiting' (a send that returned waiting_for_input: not a failure); null while it runs.
+   */
+  outcome: Outcome | 'waiting' | null;
+  /** With outcome 'limit': the result's `limit` (memory, processes, cpu, file_size, disk). */
+  limit: string | null;
   output: string;
 }
 
@@ -72,6 +80,8 @@ export class RunFeed {
       status: 'running',
       exit_code: null,
       execution_id: null,
+      outcome: null,
+      limit: null,
       output: '',
     };
     this.runs.set(run.id, run);
@@ -80,10 +90,14 @@ export class RunFeed {
     try {
       const result = await live.run({ feed: this, run }, execute);
       const { execution_id, exit_code } = facts(result);
-      Object.assign(run, { execution_id, exit_code, status: exit_code === 0 ? 'done' : 'failed' });
+      const { outcome, limit } = ending(result);
+      // A send waiting for input asks a question (exit_code null): not a failure, here as in the chart.
+      const status = exit_code === 0 || outcome === 'waiting' ? 'done' : 'failed';
+      Object.assign(run, { execution_id, exit_code, status, outcome, limit });
       return result;
     } catch (error) {
       run.status = 'failed';
+      run.outcome = 'failed';
       throw error;
     } finally {
       run.ended_at = Date.now();
@@ -138,6 +152,18 @@ export class RunFeed {
     if (!current) return undefined;
     return (stream, text) => current.feed.output(current.run, stream, text);
   }
+}
+
+/** A result's outcome (outcomeOf: one classifier for metrics and the page) and its limit. */
+function ending(result: unknown): Pick<LiveRun, 'outcome' | 'limit'> {
+  const fields = (typeof result === 'object' && result !== null ? result : {}) as {
+    waiting_for_input?: unknown;
+    limit?: unknown;
+  };
+  // outcomeOf reads a waiting send's success: false as an error; it is a question, not a failure.
+  if (fields.waiting_for_input === true) return { outcome: 'waiting', limit: null };
+  const outcome = outcomeOf(result);
+  return { outcome, limit: outcome === 'limit' ? String(fields.limit) : null };
 }
 
 function visible(run: LiveRun, principal: string | undefined): boolean {

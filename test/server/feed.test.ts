@@ -53,7 +53,43 @@ describe('RunFeed', () => {
     await expect(
       feed.track(label('boom'), 'alice', () => Promise.reject(new Error('boom')), facts(0)),
     ).rejects.toThrow('boom');
-    expect(feed.list('alice')[0]).toMatchObject({ status: 'failed' });
+    expect(feed.list('alice')[0]).toMatchObject({ status: 'failed', outcome: 'failed', limit: null });
     expect(feed.list('alice')[0]?.ended_at).not.toBeNull();
+  });
+
+  it("gives each ended run its result's outcome (the metrics' outcomeOf); waiting for input is none", async () => {
+    const feed = new RunFeed();
+    const results = [
+      { success: true, exit_code: 0 },
+      { success: false, exit_code: 3 },
+      { success: false, exit_code: null, timed_out: true },
+      { success: false, exit_code: null, cancelled: true },
+      { success: false, exit_code: 137, limit: 'memory' },
+      { success: false, exit_code: null, waiting_for_input: true },
+    ];
+    for (const result of results) {
+      await feed.track(
+        label('run'),
+        'alice',
+        async () => result,
+        (ran) => ({
+          execution_id: null,
+          exit_code: ran.exit_code,
+        }),
+      );
+    }
+    expect(
+      feed
+        .list('alice')
+        .reverse()
+        .map((run) => [run.outcome, run.limit, run.status]),
+    ).toEqual([
+      ['ok', null, 'done'],
+      ['error', null, 'failed'],
+      ['timeout', null, 'failed'],
+      ['cancelled', null, 'failed'],
+      ['limit', 'memory', 'failed'],
+      ['waiting', null, 'done'],
+    ]);
   });
 });

@@ -1,3 +1,4 @@
+import { Failures } from './failures.js';
 import type { Run } from './feed.js';
 
 const MINUTES = 15;
@@ -5,8 +6,8 @@ const WIDTH = 300;
 const HEIGHT = 60;
 
 /**
- * Runs per minute over the last 15 minutes and p50/p99 duration, from the runs the feed holds
- * (the last 100): plain SVG, no chart library.
+ * Runs per minute over the last 15 minutes, p50/p99 duration and failures by cause, from the runs
+ * the page holds (the feed's last 100 at load, and each since): plain SVG, no chart library.
  */
 export function Charts({ runs }: { runs: readonly Run[] }) {
   const now = Date.now();
@@ -50,6 +51,7 @@ export function Charts({ runs }: { runs: readonly Run[] }) {
         <dt>runs</dt>
         <dd>{durations.length}</dd>
       </dl>
+      <Failures runs={runs} />
     </div>
   );
 }

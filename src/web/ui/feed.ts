@@ -16,6 +16,10 @@ export interface Run {
   status: 'running' | 'done' | 'failed';
   exit_code: number | null;
   execution_id: string | null;
+  /** metrics' outcome (ok, error, timeout, cancelled, limit, failed) or 'waiting'; null while running. */
+  outcome: string | null;
+  /** With outcome 'limit': which (memory, processes, cpu, file_size, disk). */
+  limit: string | null;
   output: string;
 }
 
