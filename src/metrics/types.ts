@@ -1,5 +1,5 @@
 /** How a run ended, as the `outcome` label says it. */
-export type Outcome = 'ok' | 'error' | 'timeout' | 'cancelled' | 'limit' | 'failed';
+export type Outcome = 'ok' | 'error' | 'timeout' | 'cancelled' | 'limit' | 'waiting' | 'failed';
 
 /** The fields of a run's result (one-shot, send, command: all carry them) that decide its outcome. */
 interface OutcomeFields {
@@ -8,15 +8,18 @@ interface OutcomeFields {
   readonly timed_out?: unknown;
   readonly cancelled?: unknown;
   readonly limit?: unknown;
+  readonly waiting_for_input?: unknown;
 }
 
 /**
- * A result's outcome: stopped (timeout, cancelled, a resource limit) before failed (success false
- * or a non-zero exit), else ok. A result without those fields (write_file, start_session) is ok.
+ * A result's outcome: a session send that returned waiting_for_input asked a question (no
+ * failure); stopped (timeout, cancelled, a resource limit) before failed (success false or a
+ * non-zero exit), else ok. A result without those fields (write_file, start_session) is ok.
  */
 export function outcomeOf(result: unknown): Outcome {
   if (typeof result !== 'object' || result === null) return 'ok';
   const fields = result as OutcomeFields;
+  if (fields.waiting_for_input === true) return 'waiting';
   if (fields.timed_out === true) return 'timeout';
   if (fields.cancelled === true) return 'cancelled';
   if (fields.limit !== undefined) return 'limit';

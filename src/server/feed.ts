@@ -25,7 +25,7 @@ export interface LiveRun {
    * How it ended, as the metrics' `outcome` label says it ('failed': it threw, no result), or
    * 'waiting' (a send that returned waiting_for_input: not a failure); null while it runs.
    */
-  outcome: Outcome | 'waiting' | null;
+  outcome: Outcome | null;
   /** With outcome 'limit': the result's `limit` (memory, processes, cpu, file_size, disk). */
   limit: string | null;
   output: string;
@@ -156,12 +156,7 @@ export class RunFeed {
 
 /** A result's outcome (outcomeOf: one classifier for metrics and the page) and its limit. */
 function ending(result: unknown): Pick<LiveRun, 'outcome' | 'limit'> {
-  const fields = (typeof result === 'object' && result !== null ? result : {}) as {
-    waiting_for_input?: unknown;
-    limit?: unknown;
-  };
-  // outcomeOf reads a waiting send's success: false as an error; it is a question, not a failure.
-  if (fields.waiting_for_input === true) return { outcome: 'waiting', limit: null };
+  const fields = (typeof result === 'object' && result !== null ? result : {}) as { limit?: unknown };
   const outcome = outcomeOf(result);
   return { outcome, limit: outcome === 'limit' ? String(fields.limit) : null };
 }

@@ -111,6 +111,26 @@ describe('GET /metrics', () => {
     );
   }, 60_000);
 
+  it('labels a send whose code waits for input "waiting", not an error', async () => {
+    const waiting = { tool: 'send_to_session', language: 'python', outcome: 'waiting' };
+    const before = await scrape(server.url, TOKEN);
+    const { value } = await callTool<{ session_id: string }>(client, 'start_session', { language: 'python' });
+    const asked = await callTool<{ waiting_for_input?: boolean }>(client, 'send_to_session', {
+      session_id: value.session_id,
+      code: 'input("? ")',
+    });
+    expect(asked.value.waiting_for_input).toBe(true);
+    const after = await scrape(server.url, TOKEN);
+    expect(
+      sampleValue(after, 'codexec_runs_total', waiting) - sampleValue(before, 'codexec_runs_total', waiting),
+    ).toBe(1);
+    const errors = { ...waiting, outcome: 'error' };
+    expect(sampleValue(after, 'codexec_runs_total', errors)).toBe(
+      sampleValue(before, 'codexec_runs_total', errors),
+    );
+    await callTool(client, 'kill_session', { session_id: value.session_id });
+  }, 60_000);
+
   it('shows live sessions as a gauge', async () => {
     const started = await callTool<{ session_id: string }>(client, 'start_session', { language: 'bash' });
     expect(sampleValue(await scrape(server.url, TOKEN), 'codexec_sessions')).toBe(1);
