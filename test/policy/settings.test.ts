@@ -19,6 +19,7 @@ describe('gate settings', () => {
       enabled: true,
       approval: 'auto',
       approvalTimeoutMs: 120_000,
+      approver: 'client',
       maxPendingApprovals: 16,
       allowedRuntimes: ['python', 'node', 'typescript', 'bash'],
     });
