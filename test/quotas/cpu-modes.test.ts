@@ -37,7 +37,10 @@ describe.each(MODES)('cpu_seconds_per_day in %s mode without cgroups', (mode) =>
     JSON.parse(readFileSync(join(home as string, 'quota-usage.json'), 'utf8')).cpu_usec.local as number;
 
   const refusedNext = async (s: TestServer) => {
-    const next = await callTool<QuotaRefusal>(s.client, 'execute_code', { language: 'bash', code: 'echo no' });
+    const next = await callTool<QuotaRefusal>(s.client, 'execute_code', {
+      language: 'bash',
+      code: 'echo no',
+    });
     expect(next.value).toMatchObject({ code: 'QUOTA_EXCEEDED', limit: 'cpu_seconds_per_day' });
   };
 
