@@ -61,7 +61,9 @@ export function wrap(handle: Handle, lease: Lease | undefined): SandboxedProcess
   // Sampled only under a meter (CODEXEC_QUOTAS' cpu_seconds_per_day): a run without one pays nothing.
   // A warm driver's or a session's container is there until the server removes it: read at the end.
   const fresh = !!handle.ownContainer && !control;
-  const cpu = new ContainerCpu(cgroups, fresh, fresh && metering(), SAMPLE_MS);
+  const host = hostCgroups(handle);
+  host(); // under a meter (a session started by a principal with a CPU budget), asked at once
+  const cpu = new ContainerCpu(() => host() ?? cgroups(), fresh, fresh && metering(), SAMPLE_MS);
   const exited = new Promise<Exit>((resolve) => {
     child.once('error', (error) => {
       cliExited = true;
@@ -164,6 +166,27 @@ export async function removeContainer(
     await run(binary, [...args, name]).catch(() => {});
     await Promise.race([gone, new Promise((resolve) => setTimeout(resolve, REMOVE_RETRY_MS))]);
   }
+}
+
+/**
+ * The container's cgroups as the host names them (/proc/<pid>/cgroup of its first process, found
+ * by an engine call): asked when first wanted under a meter, again until the container is there.
+ * gVisor shows its programs no host cgroup, and the host's word is not the program's (which may
+ * write the note).
+ */
+function hostCgroups(handle: Handle): () => string | undefined {
+  let header: string | undefined;
+  let asked = false;
+  return () => {
+    if (!asked && handle.hostPid && metering()) {
+      asked = true;
+      void handle.hostPid().then((pid) => {
+        header = pid ? readCgroups(`/proc/${pid}/cgroup`)?.split('\n').join(';') : undefined;
+        asked = header !== undefined; // not created yet: asked again at the next reading
+      });
+    }
+    return header;
+  };
 }
 
 /** The cgroups a wrapper left beside its note (a container of its own), if it did. */
