@@ -107,7 +107,7 @@ export class TreeCpu {
  * Start counting what `proc` uses from now on; call the result once, at the end, for the µs used
  * (undefined: nothing counts it). Its cgroup's counter where it has one; else, when what runs now
  * is metered (a principal with a CPU budget), its process tree, where `pid` is the sandbox's first
- * process (not a container engine's CLI: processRoot() is set there).
+ * process (not a container engine's CLI, which relays the output).
  */
 export function countCpu(proc: SandboxedProcess): () => number | undefined {
   const before = proc.cpuUsec?.();
@@ -115,8 +115,8 @@ export function countCpu(proc: SandboxedProcess): () => number | undefined {
   if (!metering()) return () => undefined;
   // A counter the backend finds only later (a gVisor container's host cgroup, asked of the engine):
   // from its first reading on, what the run used before it is not counted.
-  if (proc.processRoot && proc.cpuUsec) return sampled(proc.cpuUsec.bind(proc));
-  if (proc.pid === undefined || proc.processRoot) return () => undefined;
+  if (proc.relaysOutput && proc.cpuUsec) return sampled(proc.cpuUsec.bind(proc));
+  if (proc.pid === undefined || proc.relaysOutput) return () => undefined;
   const tree = new TreeCpu(proc.pid);
   return () => tree.stop();
 }
