@@ -1,5 +1,5 @@
-import type { SandboxBackend, SandboxSpec } from '../sandbox/index.js';
-import { chargeCpu, cpuBetween } from '../util/index.js';
+import { countCpu, type SandboxBackend, type SandboxSpec } from '../sandbox/index.js';
+import { chargeCpu } from '../util/index.js';
 import { type Collected, type CollectOptions, collect } from './collect.js';
 
 export type CommandOptions = Pick<
@@ -18,12 +18,12 @@ export async function runCommand(
   options: CommandOptions,
 ): Promise<CommandResult> {
   const proc = backend.spawn(spec);
-  const cpuBefore = proc.cpuUsec?.();
+  const used = countCpu(proc);
   try {
     return await collect(proc, options);
   } finally {
     // An install under a gated call is charged to its principal's day (CODEXEC_QUOTAS).
-    chargeCpu(cpuBetween(cpuBefore, proc.cpuUsec?.()));
+    chargeCpu(used());
     await proc.dispose();
   }
 }

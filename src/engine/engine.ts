@@ -36,16 +36,8 @@ import { type SavedOutputs, savedBytes } from '../outputs/index.js';
 import type { SecretsFilter } from '../policy/index.js';
 import { WarmPool, WarmProcess } from '../pool/index.js';
 import { CodeSyntaxError, type InterpreterKind, type Interpreters, RUNTIMES } from '../runtimes/index.js';
-import { type BackendRegistry, NotForkableError, type SandboxedProcess } from '../sandbox/index.js';
-import {
-  chargeCpu,
-  cpuBetween,
-  currentPrincipal,
-  holdsOnly,
-  LOCAL_PRINCIPAL,
-  newId,
-  quietly,
-} from '../util/index.js';
+import { type BackendRegistry, countCpu, NotForkableError, type SandboxedProcess } from '../sandbox/index.js';
+import { chargeCpu, currentPrincipal, holdsOnly, LOCAL_PRINCIPAL, newId, quietly } from '../util/index.js';
 import { type ArtifactDiff, diffSnapshots, type Snapshot, snapshotDir } from './artifacts.js';
 import { type Collected, collect } from './collect.js';
 import { RunDisk } from './disk.js';
@@ -239,29 +231,32 @@ export class Engine {
             endMark,
           });
         proc = running;
-        // Cumulative (a warm process's start-up, a reused cgroup's earlier runs): this run's share.
-        const cpuBefore = running.cpuUsec?.();
+        // From now on (a warm process's start-up, a reused cgroup's earlier runs are not this run's).
+        const used = countCpu(running);
         disk.start(running);
         // A cold run's sandbox reports its end where it can: else it ends with its streams.
         const reported = !warm && running.reported;
         const save = this.deps.outputs?.streams(principal, id);
-        outcome = await this.track(running, () =>
-          collect(running, {
-            timeoutMs: this.timeoutMs(request),
-            killGraceMs: config.killGraceMs,
-            output: config.output,
-            limits: namedLimits(config, backend.mode),
-            signal: options.signal,
-            onOutput: options.onOutput,
-            secrets: this.deps.secrets,
-            save,
-            ...(launch && { launch }),
-            ...(reported && { launch: () => reported }),
-            ...((warm || reported) && { endMark }),
-          }),
-        );
-        // Its processes are stopped or gone (collect), their cgroup not yet released: CODEXEC_QUOTAS.
-        chargeCpu(cpuBetween(cpuBefore, running.cpuUsec?.()));
+        try {
+          outcome = await this.track(running, () =>
+            collect(running, {
+              timeoutMs: this.timeoutMs(request),
+              killGraceMs: config.killGraceMs,
+              output: config.output,
+              limits: namedLimits(config, backend.mode),
+              signal: options.signal,
+              onOutput: options.onOutput,
+              secrets: this.deps.secrets,
+              save,
+              ...(launch && { launch }),
+              ...(reported && { launch: () => reported }),
+              ...((warm || reported) && { endMark }),
+            }),
+          );
+        } finally {
+          // Its processes are stopped or gone (collect), their cgroup not yet released: CODEXEC_QUOTAS.
+          chargeCpu(used());
+        }
       } else {
         outcome = syntaxFailure(prepared, this.deps.secrets);
       }

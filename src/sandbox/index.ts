@@ -23,6 +23,7 @@ export { landlockAbi } from './landlock/index.js';
 export { buildBwrapArgs, findOnPath, type Layer, NamespaceBackend } from './namespace/index.js';
 export { type AutoOptions, BackendRegistry } from './registry.js';
 export { SubprocessBackend } from './subprocess/index.js';
+export { countCpu } from './tree-cpu.js';
 export type {
   Availability,
   BackendMode,

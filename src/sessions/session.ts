@@ -18,8 +18,8 @@ import { InvalidInputError } from '../errors/index.js';
 import { type OutputSaved, type SavedOutputs, type SavedStream, savedBytes } from '../outputs/index.js';
 import type { SecretsFilter } from '../policy/index.js';
 import { CodeSyntaxError, type Language } from '../runtimes/index.js';
-import type { Exit, SandboxedProcess } from '../sandbox/index.js';
-import { chargeCpu, cpuBetween, currentPrincipal, log, newId } from '../util/index.js';
+import { countCpu, type Exit, type SandboxedProcess } from '../sandbox/index.js';
+import { chargeCpu, currentPrincipal, log, newId } from '../util/index.js';
 import { SessionNotFoundError, SessionStartError } from './errors.js';
 import { SendMarks } from './marks.js';
 import { prepareCell } from './prepare.js';
@@ -269,11 +269,11 @@ export class Session {
     this.running = true;
     this.onOutput = request.onOutput;
     // The session's cgroup counts its whole life: a send is charged what was used while it ran.
-    const cpuBefore = this.proc.cpuUsec?.();
+    const used = countCpu(this.proc);
     try {
       return cell ? await this.answer(cell, request) : await this.runCell(request);
     } finally {
-      chargeCpu(cpuBetween(cpuBefore, this.proc.cpuUsec?.()));
+      chargeCpu(used());
       closeSaved(this.saving); // a send that failed before collecting its output
       this.saving = undefined;
       this.running = false;

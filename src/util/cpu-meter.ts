@@ -16,6 +16,11 @@ export function withCpuMeter<T>(meter: CpuMeter, task: () => T): T {
   return current.run(meter, task);
 }
 
+/** Whether what runs now is metered: a backend that must sample to count CPU does so only then. */
+export function metering(): boolean {
+  return current.getStore() !== undefined;
+}
+
 /** Charge `usec` of CPU to the enclosing meter, if any (negative or unknown amounts are ignored). */
 export function chargeCpu(usec: number | undefined): void {
   const meter = current.getStore();

@@ -16,7 +16,7 @@ export {
   type WalkOptions,
   walkBeneath,
 } from './beneath.js';
-export { type CpuMeter, chargeCpu, cpuBetween, withCpuMeter } from './cpu-meter.js';
+export { type CpuMeter, chargeCpu, cpuBetween, metering, withCpuMeter } from './cpu-meter.js';
 export { holdsOnly } from './dirs.js';
 export { type IdPrefix, newId } from './ids.js';
 export { type LogLevel, log, setLogLevel } from './log.js';

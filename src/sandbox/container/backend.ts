@@ -186,6 +186,7 @@ export class ContainerBackend implements SandboxBackend {
     return {
       child,
       control,
+      ownContainer: true,
       limitNote: join(workspace, LIMIT_NOTE),
       insidePath: pathMapper(mountsFor(spec)),
       signal(signal) {

@@ -5,10 +5,14 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { LimitKind } from '../types.js';
 
-const ROOT = '/sys/fs/cgroup';
+export const ROOT = '/sys/fs/cgroup';
 
-/** The counters to read for `header` (/proc/self/cgroup lines joined by ";"). */
-export function limitCounters(header: string): Array<{ file: string; key: string; limit: LimitKind }> {
+/**
+ * The host directories of `header`'s cgroups (/proc/self/cgroup lines joined by ";"), by controller
+ * ('' for v2's unified one). cgroup v2 seen from a private cgroup namespace is "/": left out, as
+ * there is nothing on the host to read then.
+ */
+export function cgroupPaths(header: string): Map<string, string> {
   const paths = new Map<string, string>();
   for (const line of header.split(';')) {
     const match = /^\d+:([^:]*):(\/.*)$/.exec(line);
@@ -16,10 +20,16 @@ export function limitCounters(header: string): Array<{ file: string; key: string
     if (!match?.[2] || match[2].split('/').includes('..')) continue;
     for (const controller of (match[1] ?? '').split(',')) paths.set(controller, match[2]);
   }
+  if (paths.get('') === '/') paths.delete('');
+  return paths;
+}
+
+/** The counters to read for `header` (/proc/self/cgroup lines joined by ";"). */
+export function limitCounters(header: string): Array<{ file: string; key: string; limit: LimitKind }> {
+  const paths = cgroupPaths(header);
   const memory = paths.get('memory');
   const pids = paths.get('pids');
-  // cgroup v2 seen from a private cgroup namespace is "/": nothing on the host to read then.
-  const unified = paths.get('') !== '/' ? paths.get('') : undefined;
+  const unified = paths.get('');
   return [
     ...(memory
       ? [

@@ -4,12 +4,14 @@ import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { readFileSync, unlinkSync } from 'node:fs';
 import type { Writable } from 'node:stream';
 import { promisify } from 'node:util';
-import { quietly } from '../../util/index.js';
+import { metering, quietly } from '../../util/index.js';
 import { findOnPath } from '../namespace/index.js';
 import type { Lease } from '../namespace/ownership.js';
 import { ignoreStreamErrors } from '../streams.js';
+import { SAMPLE_MS } from '../tree-cpu.js';
 import type { Exit, LimitKind, SandboxedProcess, SandboxSpec } from '../types.js';
 import type { ControlListener } from './control.js';
+import { ContainerCpu } from './cpu.js';
 import type { ContainerEngine } from './engine.js';
 import { limitHit } from './limits.js';
 import { removeArgv } from './reaper.js';
@@ -24,6 +26,8 @@ const REMOVE_GIVE_UP_MS = 30_000;
 export interface Handle {
   readonly child: ChildProcess;
   readonly control: ControlListener | undefined;
+  /** A container of its own (`run`), not a command in a persistent one (`exec`). */
+  readonly ownContainer?: boolean;
   /** Host path of the wrapper's OOM note. */
   readonly limitNote: string;
   readonly insidePath: (path: string) => string;
@@ -44,16 +48,32 @@ export function wrap(handle: Handle, lease: Lease | undefined): SandboxedProcess
   let cliExited = false;
   /** A limit the container's cgroups showed when the server stopped it (its note may not come). */
   let limitAtStop: LimitKind | undefined;
-  /** The container's cgroups: from its driver's channel (a warm run) or the wrapper's file. */
-  const cgroups = () => control?.cgroups() ?? readCgroups(`${handle.limitNote}.cgroup`);
+  /**
+   * The container's cgroups: from its driver's channel (a warm run) or the wrapper's file, kept
+   * once read (the file lies in the workspace, which the program may write).
+   */
+  let noted: string | undefined;
+  const cgroups = () => {
+    if (control) return control.cgroups();
+    noted ??= readCgroups(`${handle.limitNote}.cgroup`);
+    return noted;
+  };
+  // Sampled only under a meter (CODEXEC_QUOTAS' cpu_seconds_per_day): a run without one pays nothing.
+  // A warm driver's or a session's container is there until the server removes it: read at the end.
+  const fresh = !!handle.ownContainer && !control;
+  const host = hostCgroups(handle);
+  host(); // under a meter (a session started by a principal with a CPU budget), asked at once
+  const cpu = new ContainerCpu(() => host() ?? cgroups(), fresh, fresh && metering(), SAMPLE_MS);
   const exited = new Promise<Exit>((resolve) => {
     child.once('error', (error) => {
       cliExited = true;
+      cpu.end();
       control?.close();
       resolve({ code: null, signal: null, spawnError: error });
     });
     child.once('exit', (code, signal) => {
       cliExited = true;
+      cpu.end();
       control?.close();
       // The wrapper's note: the cgroup limit that stopped the program (read before the artifacts
       // are). A SIGKILL of ours is no memory limit, whatever the counters say.
@@ -77,6 +97,7 @@ export function wrap(handle: Handle, lease: Lease | undefined): SandboxedProcess
     relaysOutput: true,
     ...(handle.hostPid && { processRoot: handle.hostPid }),
     limitHit: () => limitHit(cgroups()),
+    cpuUsec: () => cpu.read(),
     // A warm driver reports its program's end; its processes end at once without the server
     // (the wrapper kills them all as the driver exits): nothing to stop, no engine call.
     ...(handle.lingers && { stop() {} }),
@@ -85,11 +106,13 @@ export function wrap(handle: Handle, lease: Lease | undefined): SandboxedProcess
       // Read while the container is there: a wrapper killed before it could write its note (a
       // timeout's SIGKILL under a fork bomb) says nothing.
       limitAtStop ??= limitHit(cgroups());
+      cpu.read();
       if (signal === 'SIGKILL') killedByUs = true;
       handle.signal(signal);
     },
     dispose() {
       disposed ??= (async () => {
+        cpu.end();
         control?.close();
         await handle.cleanUp(() => cliExited);
         await lease?.giveBack();
@@ -143,6 +166,27 @@ export async function removeContainer(
     await run(binary, [...args, name]).catch(() => {});
     await Promise.race([gone, new Promise((resolve) => setTimeout(resolve, REMOVE_RETRY_MS))]);
   }
+}
+
+/**
+ * The container's cgroups as the host names them (/proc/<pid>/cgroup of its first process, found
+ * by an engine call): asked when first wanted under a meter, again until the container is there.
+ * gVisor shows its programs no host cgroup, and the host's word is not the program's (which may
+ * write the note).
+ */
+function hostCgroups(handle: Handle): () => string | undefined {
+  let header: string | undefined;
+  let asked = false;
+  return () => {
+    if (!asked && handle.hostPid && metering()) {
+      asked = true;
+      void handle.hostPid().then((pid) => {
+        header = pid ? readCgroups(`/proc/${pid}/cgroup`)?.split('\n').join(';') : undefined;
+        asked = header !== undefined; // not created yet: asked again at the next reading
+      });
+    }
+    return header;
+  };
 }
 
 /** The cgroups a wrapper left beside its note (a container of its own), if it did. */
