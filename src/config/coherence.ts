@@ -34,6 +34,13 @@ export function reconcile(settings: Settings, userSet: ReadonlySet<string>): Rec
     for (const name of ['CODEXEC_ALLOWED_DOMAINS', 'CODEXEC_DENIED_DOMAINS'] as const)
       if (s[name] !== '')
         warnings.push(`${name} is ignored: CODEXEC_NETWORK is ${s.CODEXEC_NETWORK}, not allowlist`);
+  // Replicas must verify each other's approval tickets and calls: one key, from a shared file.
+  if (s.CODEXEC_STORE !== 'sqlite' && !s.CODEXEC_APPROVAL_KEY_FILE)
+    throw new ConfigError(
+      'CODEXEC_APPROVAL_KEY_FILE: required with a postgres CODEXEC_STORE (every replica reads the same key; make one with `head -c 32 /dev/urandom > approval.key`)',
+    );
+  if (s.CODEXEC_STORE === 'sqlite' && s.CODEXEC_ADVERTISE_URL)
+    warnings.push('CODEXEC_ADVERTISE_URL is ignored: CODEXEC_STORE is sqlite (no replicas)');
   return { settings: s, warnings };
 }
 

@@ -130,6 +130,15 @@ export interface Config {
   readonly quotas?: { readonly file: string; readonly table: QuotaTable };
   /** MCP Tasks: how long a task's record is kept from its creation (CODEXEC_TASK_TTL_MS). */
   readonly taskTtlMs: number;
+  /**
+   * CODEXEC_STORE: where shared state lives. `sqlite`: files under CODEXEC_HOME (one server or
+   * several on one home); `postgres`: replicas share one database (DESIGN §9 "Scale-out").
+   */
+  readonly store: { readonly kind: 'sqlite' } | { readonly kind: 'postgres'; readonly url: string };
+  /** CODEXEC_APPROVAL_KEY_FILE: the shared key (else a random one per process). */
+  readonly approvalKeyFile?: string;
+  /** CODEXEC_ADVERTISE_URL: how other replicas reach this one (serve --http, postgres store). */
+  readonly advertiseUrl?: string;
 }
 
 type RawSettings = Partial<Record<string, unknown>>;
@@ -276,6 +285,9 @@ export function loadConfig(
       metricsPublic: s.CODEXEC_METRICS_PUBLIC,
     },
     taskTtlMs: s.CODEXEC_TASK_TTL_MS,
+    store: s.CODEXEC_STORE === 'sqlite' ? { kind: 'sqlite' } : { kind: 'postgres', url: s.CODEXEC_STORE },
+    ...(s.CODEXEC_APPROVAL_KEY_FILE && { approvalKeyFile: expandHome(s.CODEXEC_APPROVAL_KEY_FILE, home) }),
+    ...(s.CODEXEC_ADVERTISE_URL && { advertiseUrl: s.CODEXEC_ADVERTISE_URL.replace(/\/+$/, '') }),
     ...(s.CODEXEC_QUOTAS && { quotas: readQuotas(expandHome(s.CODEXEC_QUOTAS, home)) }),
     gate: {
       enabled: s.CODEXEC_ENABLED,

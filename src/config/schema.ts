@@ -380,6 +380,32 @@ export const settingsSchema = z
       .describe(
         'Code mode: tool calls a result, log entry and audit entry record in full; the rest are counted per tool and outcome.',
       ),
+    CODEXEC_STORE: z
+      .string()
+      .trim()
+      .default('sqlite')
+      .refine(
+        (value) => value === 'sqlite' || /^postgres(ql)?:\/\//.test(value),
+        'sqlite (the default: files under CODEXEC_HOME) or a postgres://user:password@host:port/db URL',
+      )
+      .describe(
+        'Where shared state lives: sqlite (files under CODEXEC_HOME) or postgres://… (replicas share logs, sessions, tasks, scripts, audit).',
+      ),
+    CODEXEC_APPROVAL_KEY_FILE: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        'A file of 32+ random bytes: the key that signs approval tickets and calls between replicas (required with a postgres store).',
+      ),
+    CODEXEC_ADVERTISE_URL: z
+      .string()
+      .url()
+      .refine((value) => /^https?:\/\//.test(value), 'an http:// or https:// URL')
+      .optional()
+      .describe(
+        'serve --http with a postgres store: the URL other replicas reach this one at; default http://<bind host>:<port>.',
+      ),
     LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
   })
   .describe('codexec settings; conflicts between them are reconciled in coherence.ts');

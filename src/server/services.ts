@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { basename, join } from 'node:path';
 import { AuditTrail, KEY_FILE } from '../audit/index.js';
 import { type Bridge, loadMcpConfig, McpBridge } from '../bridge/index.js';
@@ -21,6 +20,7 @@ import {
   SubprocessBackend,
 } from '../sandbox/index.js';
 import { SessionManager } from '../sessions/index.js';
+import { loadApprovalKey, Postgres } from '../store/index.js';
 import { Tasks } from '../tasks/index.js';
 import type { Tracing } from '../traces/index.js';
 import { currentPrincipal, log } from '../util/index.js';
@@ -61,8 +61,13 @@ export interface Services {
   readonly quotas: Quotas | undefined;
   /** CODEXEC_MAX_PENDING_APPROVALS: approvals waiting for an answer, all connections together. */
   readonly pendingApprovals: PendingApprovals;
-  /** Signs approval tickets (2026 era): one key per server process, whatever serves the request. */
+  /**
+   * Signs approval tickets (2026 era), whatever serves the request: CODEXEC_APPROVAL_KEY_FILE's
+   * (every replica verifies what another minted), else one random key per server process.
+   */
   readonly approvalKey: Uint8Array;
+  /** CODEXEC_STORE=postgres://…: the shared database (connects on first use); sqlite: undefined. */
+  readonly store?: Postgres;
   /** Code mode: the downstream MCP servers of CODEXEC_MCP_CONFIG (none configured: an empty bridge). */
   readonly bridge: Bridge;
   /** MCP Tasks: work handed back as a task, recorded in tasks.db (opened on first use). */
@@ -91,6 +96,7 @@ export interface Observers {
 }
 
 export function createServices(config: Config, observers: Observers = {}): Services {
+  const store = config.store.kind === 'postgres' ? new Postgres(config.store.url) : undefined;
   const outputs = new SavedOutputs(config.home, config.maxSavedOutputBytes);
   const history = new ExecutionLogs({
     logDir: config.logDir,
@@ -182,7 +188,8 @@ export function createServices(config: Config, observers: Observers = {}): Servi
       waitMs: config.runs.queueTimeoutMs,
     }),
     pendingApprovals: new PendingApprovals(config.gate.maxPendingApprovals),
-    approvalKey: randomBytes(32),
+    approvalKey: loadApprovalKey(config.approvalKeyFile),
+    ...(store && { store }),
     tasks: new Tasks({ path: join(config.home, 'tasks.db'), ttlMs: config.taskTtlMs }),
     secrets,
     metrics: observers.metrics ?? NO_METRICS,
@@ -227,6 +234,7 @@ export async function closeRecords(services: Services): Promise<void> {
   await services.audit.close();
   await services.history.close();
   services.tasks.close();
+  await services.store?.close();
   // Spans still batched go out now (a collector that does not answer costs its export timeout).
   await services.tracing?.shutdown().catch((error: Error) => log('warn', `traces: ${error.message}`));
 }
