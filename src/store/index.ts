@@ -2,3 +2,4 @@
 // migrations, and the key replicas share. Each component keeps its own tables and migrations.
 export { deriveKey, loadApprovalKey } from './key.js';
 export { Postgres, type Queryable, redactUrl } from './postgres.js';
+export { DEAD_AFTER_MS, HEARTBEAT_MS, ReplicaRegistry, type ReplicaRow, replicaId } from './replicas.js';

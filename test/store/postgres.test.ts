@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Postgres } from '../../src/store/index.js';
+import { Postgres, ReplicaRegistry, replicaId } from '../../src/store/index.js';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
 
 let cluster: TestPostgres;
@@ -46,6 +46,26 @@ describe('Postgres store', () => {
   it('fails a query, not the process, when the database cannot be reached', async () => {
     const pg = new Postgres('postgres://codexec@127.0.0.1:1/none');
     await expect(pg.query('SELECT 1')).rejects.toThrow();
+    await pg.close();
+  });
+});
+
+describe('ReplicaRegistry', () => {
+  it('lists live replicas, and one that left is dead at once', async () => {
+    const url = await cluster.createDatabase('replicas');
+    const pg = new Postgres(url);
+    const registry = new ReplicaRegistry(pg);
+    await registry.start('http://127.0.0.1:1234');
+    expect((await registry.live()).map((row) => row.url)).toEqual(['http://127.0.0.1:1234']);
+    expect((await registry.alive(registry.id))?.url).toBe('http://127.0.0.1:1234');
+    expect(registry.id).toBe(replicaId());
+    // A replica whose heartbeat stopped long ago is dead.
+    await pg.query(
+      "INSERT INTO codexec_replicas (replica_id, url, started_ms, heartbeat_ms) VALUES ('gone', 'http://x', 0, 0)",
+    );
+    expect(await registry.alive('gone')).toBeUndefined();
+    await registry.stop();
+    expect(await registry.alive(registry.id)).toBeUndefined();
     await pg.close();
   });
 });
