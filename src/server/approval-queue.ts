@@ -36,6 +36,15 @@ interface Waiting {
   readonly answer: (reply: Reply) => void;
 }
 
+/**
+ * Approvals waiting on other replicas (CODEXEC_STORE=postgres: approval-share.ts): the queue
+ * lists them beside its own and sends a decision on one to its owner.
+ */
+export interface ApprovalPeers {
+  /** Hand `id`'s decision to the replica it waits on; the approval, or undefined when not waiting. */
+  decide(id: string, decision: Decision, principal: string | undefined): Promise<QueuedApproval | undefined>;
+}
+
 interface Watcher {
   /** undefined: every principal's approvals (an admin). */
   readonly principal: string | undefined;
@@ -51,6 +60,10 @@ interface Watcher {
 export class ApprovalQueue {
   private readonly waiting = new Map<string, Waiting>();
   private readonly watchers = new Set<Watcher>();
+  /** Other replicas' waiting approvals, as last seen (setRemote). */
+  private remote = new Map<string, QueuedApproval>();
+  private peers: ApprovalPeers | undefined;
+  private readonly localListeners = new Set<(event: ApprovalEvent) => void>();
 
   constructor(private readonly timeoutMs: number) {}
 
@@ -95,11 +108,68 @@ export class ApprovalQueue {
     });
   }
 
-  /** The approvals `principal` may see (undefined: all), oldest first. */
+  /** The approvals `principal` may see (undefined: all), oldest first; other replicas' too. */
   list(principal: string | undefined): QueuedApproval[] {
-    return [...this.waiting.values()]
-      .map((entry) => entry.approval)
-      .filter((approval) => principal === undefined || approval.principal === principal);
+    return [...[...this.waiting.values()].map((entry) => entry.approval), ...this.remote.values()]
+      .filter((approval) => principal === undefined || approval.principal === principal)
+      .sort((a, b) => a.asked_at - b.asked_at);
+  }
+
+  /** How many approvals wait here, on this replica. */
+  get waitingHere(): number {
+    return this.waiting.size;
+  }
+
+  /** Whether a dashboard page is watching (other replicas' approvals are worth fetching). */
+  get watched(): boolean {
+    return this.watchers.size > 0;
+  }
+
+  /** Link to the other replicas' approvals (a postgres store). */
+  attachPeers(peers: ApprovalPeers): void {
+    this.peers = peers;
+  }
+
+  /** Hear of this replica's own approvals come and go (to publish them to the other replicas). */
+  onLocal(listener: (event: ApprovalEvent) => void): () => void {
+    this.localListeners.add(listener);
+    return () => this.localListeners.delete(listener);
+  }
+
+  /** The other replicas' waiting approvals now: watchers hear of the new ones and the gone ones. */
+  setRemote(approvals: readonly QueuedApproval[]): void {
+    const next = new Map(approvals.map((approval) => [approval.id, approval]));
+    for (const [id, approval] of this.remote)
+      if (!next.has(id))
+        this.tell(approval.principal, { type: 'approval_gone', id, outcome: 'withdrawn' }, false);
+    for (const [id, approval] of next)
+      if (!this.remote.has(id)) this.tell(approval.principal, { type: 'approval', approval }, false);
+    this.remote = next;
+  }
+
+  /**
+   * Answer approval `id` here, or on the replica it waits on. Another principal's approval is
+   * NOT_FOUND, as one already answered is: nobody learns what others wait on.
+   */
+  async decideAnywhere(
+    id: string,
+    decision: Decision,
+    principal: string | undefined,
+  ): Promise<QueuedApproval> {
+    if (this.waiting.has(id) || !this.peers) return this.decide(id, decision, principal);
+    const approval = await this.peers.decide(id, decision, principal);
+    if (!approval) throw notWaiting(id);
+    this.remote.delete(id);
+    this.tell(
+      approval.principal,
+      {
+        type: 'approval_gone',
+        id,
+        outcome: decision === 'deny' ? 'denied' : 'approved',
+      },
+      false,
+    );
+    return approval;
   }
 
   /**
@@ -108,9 +178,7 @@ export class ApprovalQueue {
    */
   decide(id: string, decision: Decision, principal: string | undefined): QueuedApproval {
     const entry = this.waiting.get(id);
-    if (!entry || (principal !== undefined && entry.approval.principal !== principal)) {
-      throw new CodexecError('NOT_FOUND', `no approval ${id} is waiting (answered, withdrawn, or not yours)`);
-    }
+    if (!entry || (principal !== undefined && entry.approval.principal !== principal)) throw notWaiting(id);
     entry.answer(
       decision === 'deny'
         ? { kind: 'refused', why: 'denied from the dashboard' }
@@ -126,8 +194,12 @@ export class ApprovalQueue {
     return () => this.watchers.delete(watcher);
   }
 
-  private tell(owner: string, event: ApprovalEvent): void {
+  private tell(owner: string, event: ApprovalEvent, local = true): void {
+    if (local) for (const listener of this.localListeners) listener(event);
     for (const watcher of this.watchers)
       if (watcher.principal === undefined || watcher.principal === owner) watcher.send(event);
   }
 }
+
+const notWaiting = (id: string) =>
+  new CodexecError('NOT_FOUND', `no approval ${id} is waiting (answered, withdrawn, or not yours)`);

@@ -8,7 +8,8 @@ export const HEARTBEAT_MS = 2000;
 /** A replica not heard from for this long is dead: its sessions are lost, its tasks failed. */
 export const DEAD_AFTER_MS = 5 * HEARTBEAT_MS;
 
-const MIGRATIONS = [
+/** The registry's table (components that join it migrate it too: the order of starts is free). */
+export const REPLICA_MIGRATIONS = [
   `CREATE TABLE codexec_replicas (
      replica_id TEXT PRIMARY KEY,
      url TEXT NOT NULL,
@@ -49,7 +50,7 @@ export class ReplicaRegistry {
 
   /** Register as `url` and start beating (an unreachable database is retried at each beat). */
   async start(url: string): Promise<void> {
-    await this.pg.migrate('replicas', MIGRATIONS);
+    await this.pg.migrate('replicas', REPLICA_MIGRATIONS);
     await this.pg.query(
       `INSERT INTO codexec_replicas (replica_id, url, started_ms, heartbeat_ms) VALUES ($1, $2, ${NOW_MS}, ${NOW_MS})
        ON CONFLICT (replica_id) DO UPDATE SET url = EXCLUDED.url, heartbeat_ms = EXCLUDED.heartbeat_ms`,
@@ -95,5 +96,5 @@ export class ReplicaRegistry {
   }
 }
 
-/** The database's clock in ms. */
-const NOW_MS = '(extract(epoch from clock_timestamp()) * 1000)::bigint';
+/** The database's clock in ms (SQL). */
+export const NOW_MS = '(extract(epoch from clock_timestamp()) * 1000)::bigint';

@@ -43,7 +43,7 @@ export async function serveApi(
     }
     const decided = APPROVAL_DECISION.exec(path);
     if (req.method === 'POST' && decided?.[1] && decided[2]) {
-      return json(res, 200, decide(call, decodeURIComponent(decided[1]), decided[2] as Decision));
+      return json(res, 200, await decide(call, decodeURIComponent(decided[1]), decided[2] as Decision));
     }
     if (req.method === 'POST' && path === '/api/audit/verify') {
       // The report counts every principal's entries: an admin's to ask for.
@@ -99,8 +99,12 @@ async function closeSession(call: Call, sessionId: string, how: string) {
 }
 
 /** Answer a waiting approval as the gate's client would; an admin may answer anyone's. */
-function decide(call: Call, id: string, decision: Decision) {
-  const approval = call.deps.services.approvals.decide(id, decision, call.admin ? undefined : call.principal);
+async function decide(call: Call, id: string, decision: Decision) {
+  const approval = await call.deps.services.approvals.decideAnywhere(
+    id,
+    decision,
+    call.admin ? undefined : call.principal,
+  );
   // The audit entry says `dashboard`; the log says who, when it was an admin for someone else.
   log('info', `approval ${id} (${approval.principal}'s ${approval.tool}): ${decision} by ${call.principal}`);
   return { id, decision };

@@ -7,6 +7,7 @@ import { loadMetrics, type PrometheusMetrics, setQuotaSink } from '../../metrics
 import { startTracing } from '../../traces/index.js';
 import { log } from '../../util/index.js';
 import { ApprovalQueue } from '../approval-queue.js';
+import { SharedApprovals } from '../approval-share.js';
 import { RunFeed } from '../feed.js';
 import { createServer, VERSION } from '../server.js';
 import { closeRecords, createServices, type Services, stopWork } from '../services.js';
@@ -63,6 +64,9 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
     feed: new RunFeed(),
     approvals: new ApprovalQueue(config.gate.approvalTimeoutMs),
   };
+  // Replicas on one database: a page on any of them answers approvals waiting on any.
+  const sharedApprovals = services.store && new SharedApprovals(services.store, services.approvals);
+  await sharedApprovals?.start();
   metrics.watch(metricSources(services));
   setQuotaSink(metrics);
   services.history.startRetention();
@@ -135,6 +139,7 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
       // Let the stopped runs' answers reach their clients before connections are cut.
       await drained(inFlight, config.killGraceMs + 1000);
       await handler.close().catch(() => {});
+      await sharedApprovals?.stop();
       for (const controller of inFlight) controller.abort();
       http.closeAllConnections();
       await closeRecords(services);

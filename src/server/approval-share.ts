@@ -1,0 +1,153 @@
+import { z } from 'zod';
+import { DEAD_AFTER_MS, NOW_MS, type Postgres, REPLICA_MIGRATIONS, replicaId } from '../store/index.js';
+import { log } from '../util/index.js';
+import { DECISIONS, type Decision } from './approval.js';
+import type { ApprovalEvent, ApprovalPeers, ApprovalQueue, QueuedApproval } from './approval-queue.js';
+
+const MIGRATIONS = [
+  `CREATE TABLE codexec_approvals (
+     id TEXT PRIMARY KEY,
+     replica_id TEXT NOT NULL,
+     principal TEXT NOT NULL,
+     card JSONB NOT NULL,
+     asked_ms BIGINT NOT NULL,
+     decision TEXT
+   );
+   CREATE INDEX codexec_approvals_replica ON codexec_approvals (replica_id)`,
+];
+
+/** How often a replica looks for decisions on its approvals (and, while a page watches, for others'). */
+const POLL_MS = 400;
+
+const cardSchema = z.object({
+  id: z.string(),
+  principal: z.string(),
+  tool: z.string(),
+  language: z.string(),
+  session_id: z.string().nullable(),
+  code: z.string(),
+  code_chars: z.number(),
+  powers: z.string().nullable(),
+  reason: z.string(),
+  asked_at: z.number(),
+});
+const decisionSchema = z.enum(DECISIONS);
+
+/**
+ * The dashboard's approval queue across replicas (CODEXEC_STORE=postgres): each replica publishes
+ * the approvals waiting on it as rows (the card the page shows), a page on any replica lists
+ * every live replica's and writes its decision into the row, and the replica the call waits on
+ * picks the decision up within POLL_MS. The row goes when the approval ends, however it ends.
+ * Polling runs only while this replica has approvals waiting or a page watching.
+ */
+export class SharedApprovals implements ApprovalPeers {
+  private timer: NodeJS.Timeout | undefined;
+  private polling = false;
+  /** Inserts and deletes in order: an approval that ends at once must not leave its row behind. */
+  private writes: Promise<unknown> = Promise.resolve();
+  private stopListening: (() => void) | undefined;
+
+  constructor(
+    private readonly pg: Postgres,
+    private readonly queue: ApprovalQueue,
+    /** This replica's id (tests run two in one process). */
+    private readonly id = replicaId(),
+  ) {}
+
+  async start(): Promise<void> {
+    await this.pg.migrate('replicas', REPLICA_MIGRATIONS);
+    await this.pg.migrate('approvals', MIGRATIONS);
+    this.queue.attachPeers(this);
+    this.stopListening = this.queue.onLocal((event) => this.publish(event));
+    this.timer = setInterval(() => void this.poll(), POLL_MS).unref();
+  }
+
+  async decide(
+    id: string,
+    decision: Decision,
+    principal: string | undefined,
+  ): Promise<QueuedApproval | undefined> {
+    const [row] = await this.pg.query<{ card: unknown }>(
+      `UPDATE codexec_approvals SET decision = $2
+       WHERE id = $1 AND decision IS NULL AND replica_id <> $3 AND ($4::text IS NULL OR principal = $4)
+       RETURNING card`,
+      [id, decision, this.id, principal ?? null],
+    );
+    return row ? cardSchema.parse(row.card) : undefined;
+  }
+
+  /** Stop polling and take this replica's rows away (its approvals end with it). */
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    this.stopListening?.();
+    await this.writes;
+    await this.pg
+      .query('DELETE FROM codexec_approvals WHERE replica_id = $1', [this.id])
+      .catch((error: Error) => log('warn', `approvals: ${error.message}`));
+  }
+
+  private publish(event: ApprovalEvent): void {
+    const write =
+      event.type === 'approval'
+        ? () =>
+            this.pg.query(
+              `INSERT INTO codexec_approvals (id, replica_id, principal, card, asked_ms) VALUES ($1, $2, $3, $4, $5)`,
+              [event.approval.id, this.id, event.approval.principal, event.approval, event.approval.asked_at],
+            )
+        : () =>
+            this.pg.query('DELETE FROM codexec_approvals WHERE id = $1 AND replica_id = $2', [
+              event.id,
+              this.id,
+            ]);
+    this.writes = this.writes
+      .then(write)
+      .catch((error: Error) => log('warn', `approvals: cannot share with other replicas: ${error.message}`));
+  }
+
+  private async poll(): Promise<void> {
+    if (this.polling) return;
+    this.polling = true;
+    try {
+      if (this.queue.waitingHere > 0) await this.collectDecisions();
+      // Other replicas' approvals are fetched only while a page watches; a list call sees the last fetch.
+      if (this.queue.watched) await this.fetchOthers();
+      else this.queue.setRemote([]);
+    } catch (error) {
+      log('warn', `approvals: ${(error as Error).message}`);
+    } finally {
+      this.polling = false;
+    }
+  }
+
+  private async collectDecisions(): Promise<void> {
+    const rows = await this.pg.query<{ id: string; decision: string }>(
+      'SELECT id, decision FROM codexec_approvals WHERE replica_id = $1 AND decision IS NOT NULL',
+      [this.id],
+    );
+    for (const row of rows) {
+      const decision = decisionSchema.safeParse(row.decision);
+      if (!decision.success) continue;
+      try {
+        // The principal was checked when the decision was written (decide above).
+        this.queue.decide(row.id, decision.data, undefined);
+      } catch {
+        // Ended here meanwhile (timed out, withdrawn, the client answered first): its row goes with it.
+      }
+    }
+  }
+
+  private async fetchOthers(): Promise<void> {
+    const rows = await this.pg.query<{ card: unknown }>(
+      `SELECT a.card FROM codexec_approvals a JOIN codexec_replicas r ON r.replica_id = a.replica_id
+       WHERE a.replica_id <> $1 AND a.decision IS NULL AND r.heartbeat_ms > ${NOW_MS} - $2
+       ORDER BY a.asked_ms`,
+      [this.id, DEAD_AFTER_MS],
+    );
+    const cards: QueuedApproval[] = [];
+    for (const row of rows) {
+      const card = cardSchema.safeParse(row.card);
+      if (card.success) cards.push(card.data);
+    }
+    this.queue.setRemote(cards);
+  }
+}
