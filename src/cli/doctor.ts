@@ -10,6 +10,7 @@ import {
 } from '../sandbox/index.js';
 import { configOrExit } from './config.js';
 import { landlockLines, line, namespaceLines, sandboxSummary } from './doctor-sandbox.js';
+import { storeLines } from './doctor-store.js';
 
 const KINDS: readonly InterpreterKind[] = ['python', 'node', 'bash'];
 
@@ -27,6 +28,7 @@ export async function doctorCommand(): Promise<void> {
   }
   gate(config);
   quotas(config);
+  await storeLines(config);
   console.log('\nnamespace sandbox layers');
   for (const layer of facts.namespace.layers()) line(layer.ok, layer.name, layer.detail);
   const probe = await facts.namespace.probe();
