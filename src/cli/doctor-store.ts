@@ -18,7 +18,9 @@ export async function storeLines(config: Config): Promise<void> {
   }
   const pg = new Postgres(config.store.url);
   try {
-    const [server] = await pg.query<{ version: string }>('SHOW server_version');
+    const [server] = await pg.query<{ version: string }>(
+      "SELECT current_setting('server_version') AS version",
+    );
     line(true, 'database', `PostgreSQL ${server?.version ?? '?'} answers`);
     const tables = await pg.query<{ name: string | null }>(
       "SELECT to_regclass('codexec_replicas')::text AS name",
