@@ -1,15 +1,17 @@
-// The script library: named, versioned scripts saved on disk in the seed's layout, one library
-// per principal, listed, searched by relevance, and run through the engine with run tracking.
+// The script library: named, versioned scripts, one library per principal, on disk in the seed's
+// layout or in PostgreSQL (CODEXEC_STORE), listed, searched by relevance, with run tracking.
 
 export { ScriptLibrary } from './library.js';
 export { assertScriptName } from './names.js';
+export { PostgresScriptStore } from './postgres-store.js';
 export { libraryDir, PRINCIPALS_FOLDER } from './principals.js';
 export { type Relevance, type SearchHit, searchScripts } from './search.js';
-export { ScriptStore } from './store.js';
+export { DiskScriptStore } from './store.js';
 export type {
   LibraryLimits,
   SavedScript,
   SaveScriptInput,
   ScriptMetadata,
+  ScriptStore,
   StoredScript,
 } from './types.js';

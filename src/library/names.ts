@@ -1,4 +1,5 @@
-import { InvalidInputError } from '../errors/index.js';
+import { CodexecError, InvalidInputError } from '../errors/index.js';
+import type { LibraryLimits, ScriptMetadata } from './types.js';
 
 const SAFE_NAME = /^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$/;
 
@@ -17,3 +18,25 @@ export function assertScriptName(name: string): string {
   }
   return name;
 }
+
+/** Code over CODEXEC_MAX_SCRIPT_BYTES (counted in UTF-8 bytes) is refused before anything is written. */
+export function assertCodeSize(code: string, limits: LibraryLimits): void {
+  const bytes = Buffer.byteLength(code, 'utf8');
+  if (bytes > limits.maxScriptBytes) {
+    throw new CodexecError(
+      'LIMIT_REACHED',
+      `script code is ${bytes} bytes; a saved script may have at most ${limits.maxScriptBytes} ` +
+        '(CODEXEC_MAX_SCRIPT_BYTES)',
+    );
+  }
+}
+
+const EXTENSIONS: Record<ScriptMetadata['language'], string> = {
+  python: 'py',
+  node: 'js',
+  typescript: 'ts',
+  bash: 'sh',
+};
+
+/** The file extension of a script's code: `script.<ext>`, `versions/<n>.<ext>`. */
+export const extension = (language: ScriptMetadata['language']): string => EXTENSIONS[language];

@@ -4,24 +4,18 @@ import { CodexecError } from '../errors/index.js';
 import { newId } from '../util/index.js';
 import { writeFileAtomic } from './atomic.js';
 import { Catalog, safeJson } from './catalog.js';
-import { assertScriptName } from './names.js';
+import { assertCodeSize, assertScriptName, extension } from './names.js';
+import { noScript, noVersion } from './not-found.js';
 import {
   type LibraryLimits,
   type SavedScript,
   type SaveScriptInput,
   type ScriptMetadata,
+  type ScriptStore,
   type StoredScript,
   scriptMetadataSchema,
 } from './types.js';
 import { keepVersion, listVersions, pruneVersions } from './versions.js';
-
-const EXTENSIONS: Record<ScriptMetadata['language'], string> = {
-  python: 'py',
-  node: 'js',
-  typescript: 'ts',
-  bash: 'sh',
-};
-const extension = (language: ScriptMetadata['language']) => EXTENSIONS[language];
 
 /**
  * One principal's script library on disk, in the seed's layout: `<dir>/index.json` plus one
@@ -30,7 +24,7 @@ const extension = (language: ScriptMetadata['language']) => EXTENSIONS[language]
  * truth (index.json: see Catalog). A save touches only its own folder, whatever the library's
  * size. Mutations are serialized and every write is atomic.
  */
-export class ScriptStore {
+export class DiskScriptStore implements ScriptStore {
   private queue: Promise<unknown> = Promise.resolve();
   private readonly catalog: Catalog;
 
@@ -43,14 +37,7 @@ export class ScriptStore {
 
   async save(input: SaveScriptInput): Promise<SavedScript> {
     const name = assertScriptName(input.name);
-    const bytes = Buffer.byteLength(input.code, 'utf8');
-    if (bytes > this.limits.maxScriptBytes) {
-      throw new CodexecError(
-        'LIMIT_REACHED',
-        `script code is ${bytes} bytes; a saved script may have at most ${this.limits.maxScriptBytes} ` +
-          '(CODEXEC_MAX_SCRIPT_BYTES)',
-      );
-    }
+    assertCodeSize(input.code, this.limits);
     return this.exclusive(async () => {
       const folder = join(this.dir, name);
       const versions = join(folder, 'versions');
@@ -101,14 +88,13 @@ export class ScriptStore {
     }
     const kept = await listVersions(join(this.dir, name, 'versions'));
     const found = kept.find((v) => v.number === version);
-    if (!found) {
-      const range =
-        kept.length > 0 ? `; earlier versions kept: ${kept[0]?.number}-${kept.at(-1)?.number}` : '';
-      throw new CodexecError(
-        'NOT_FOUND',
-        `script ${name} has no version ${version} (current: ${metadata.version}${range})`,
+    if (!found)
+      throw noVersion(
+        name,
+        version,
+        metadata.version,
+        kept.map((v) => v.number),
       );
-    }
     const path = join(this.dir, name, 'versions', found.file);
     return { metadata, code: await readFile(path, 'utf8'), path };
   }
@@ -145,7 +131,7 @@ export class ScriptStore {
     try {
       text = await readFile(join(this.dir, name, 'metadata.json'), 'utf8');
     } catch {
-      throw new CodexecError('NOT_FOUND', `no script named ${name}; list_scripts shows what is saved`);
+      throw noScript(name);
     }
     const parsed = scriptMetadataSchema.safeParse(safeJson(text));
     if (!parsed.success) throw new CodexecError('INTERNAL', `metadata of script ${name} is corrupt`);

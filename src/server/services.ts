@@ -171,7 +171,7 @@ export function createServices(config: Config, observers: Observers = {}): Servi
     logs,
     history,
     outputs,
-    scripts: new ScriptLibrary(config.scriptsDir, config.scriptLimits),
+    scripts: new ScriptLibrary(config.scriptsDir, config.scriptLimits, store),
     packageCheck,
     packages,
     sessions,

@@ -4,7 +4,7 @@
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ScriptStore } from '../../src/library/index.js';
+import { DiskScriptStore } from '../../src/library/index.js';
 import { tempDir } from '../helpers/server.js';
 
 const limits = { maxVersions: 20, maxScriptBytes: 1_000_000 };
@@ -17,8 +17,8 @@ describe('the list of scripts, shared by two servers', () => {
 
   it('shows what the other saved, re-saved and ran since it last listed', async () => {
     dir = tempDir();
-    const one = new ScriptStore(dir, limits);
-    const two = new ScriptStore(dir, limits);
+    const one = new DiskScriptStore(dir, limits);
+    const two = new DiskScriptStore(dir, limits);
     for (let i = 0; i < 40; i++) await one.save(input(`s${i}`, `first ${i}`));
     expect(await two.list()).toHaveLength(40);
     await one.save(input('s7', 'second 7'));
@@ -32,7 +32,7 @@ describe('the list of scripts, shared by two servers', () => {
 
   it('a new server trusts index.json only where each metadata.json is the one it was read from', async () => {
     dir = tempDir();
-    const one = new ScriptStore(dir, limits);
+    const one = new DiskScriptStore(dir, limits);
     for (let i = 0; i < 40; i++) await one.save(input(`s${i}`, `first ${i}`));
     await one.list(); // index.json now agrees with the folders
     // Changed behind index.json's back, as by a save cut short after its metadata was written.
@@ -40,7 +40,7 @@ describe('the list of scripts, shared by two servers', () => {
     writeFileSync(path, readFileSync(path, 'utf8').replace('first 3', 'edited 3'));
     const index = JSON.parse(readFileSync(join(dir, 'index.json'), 'utf8'));
     expect(index.scripts.find((s: { name: string }) => s.name === 's3').description).toBe('first 3');
-    const fresh = new ScriptStore(dir, limits);
+    const fresh = new DiskScriptStore(dir, limits);
     expect((await fresh.list()).find((s) => s.name === 's3')?.description).toBe('edited 3');
   });
 });

@@ -1,20 +1,33 @@
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { callTool, startServer, type TestServer, tempDir } from '../helpers/server.js';
 
 type Value = Record<string, unknown> & { code?: string; error?: string };
 
-describe('script library over MCP', () => {
+// Each behaviour on both backends: the disk library (its files checked too) and CODEXEC_STORE.
+describe.each(['disk', 'postgres'] as const)('script library over MCP (%s)', (backend) => {
+  const onDisk = backend === 'disk';
   const home = tempDir();
   let server: TestServer;
+  let cluster: TestPostgres | undefined;
+  let env: Record<string, string> = {};
   const call = (name: string, args: Record<string, unknown>) => callTool<Value>(server.client, name, args);
 
   beforeAll(async () => {
-    server = await startServer({ home });
-  });
+    if (!onDisk) {
+      cluster = await startPostgres();
+      const key = join(home, 'approval.key');
+      writeFileSync(key, randomBytes(32), { mode: 0o600 });
+      env = { CODEXEC_STORE: await cluster.createDatabase('mcp'), CODEXEC_APPROVAL_KEY_FILE: key };
+    }
+    server = await startServer({ home, env });
+  }, 60_000);
   afterAll(async () => {
     await server.close();
+    await cluster?.stop();
     rmSync(home, { recursive: true, force: true });
   });
 
@@ -31,16 +44,21 @@ describe('script library over MCP', () => {
     expect(saved.value).toMatchObject({ success: true, name: 'parse-excel-report', version: 1 });
     expect(saved.value.script_id).toMatch(/^script_[0-9a-f]{12}$/);
     const dir = join(home, 'scripts', 'parse-excel-report');
-    expect(saved.value.path).toBe(join(dir, 'script.py'));
-    expect(readFileSync(join(dir, 'script.py'), 'utf8')).toContain('report');
-    expect(JSON.parse(readFileSync(join(dir, 'metadata.json'), 'utf8'))).toMatchObject({
-      description: expect.stringContaining('Excel'),
-      language: 'python',
-      tags: ['excel', 'finance', 'parsing'],
-      run_count: 0,
-    });
-    const index = JSON.parse(readFileSync(join(home, 'scripts', 'index.json'), 'utf8'));
-    expect(index.scripts.map((s: { name: string }) => s.name)).toEqual(['parse-excel-report']);
+    if (onDisk) {
+      expect(saved.value.path).toBe(join(dir, 'script.py'));
+      expect(readFileSync(join(dir, 'script.py'), 'utf8')).toContain('report');
+      expect(JSON.parse(readFileSync(join(dir, 'metadata.json'), 'utf8'))).toMatchObject({
+        description: expect.stringContaining('Excel'),
+        language: 'python',
+        tags: ['excel', 'finance', 'parsing'],
+        run_count: 0,
+      });
+      const index = JSON.parse(readFileSync(join(home, 'scripts', 'index.json'), 'utf8'));
+      expect(index.scripts.map((s: { name: string }) => s.name)).toEqual(['parse-excel-report']);
+    } else {
+      expect(saved.value.path).toBe('postgres:parse-excel-report/script.py');
+      expect(existsSync(dir)).toBe(false);
+    }
 
     const got = await call('get_script', { name: 'parse-excel-report' });
     expect(got.value).toMatchObject({
@@ -168,18 +186,20 @@ describe('script library over MCP', () => {
   });
 
   it('rebuilds a corrupt index.json from the script folders and survives a restart', async () => {
-    writeFileSync(join(home, 'scripts', 'index.json'), '{"version": 1, "scripts": [tor');
+    if (onDisk) writeFileSync(join(home, 'scripts', 'index.json'), '{"version": 1, "scripts": [tor');
     await server.close();
-    server = await startServer({ home });
+    server = await startServer({ home, env });
     const listed = await call('list_scripts', {});
     expect(listed.value.total_count).toBe(5);
-    expect(server.stderr()).toContain('script index corrupt');
-    const index = JSON.parse(readFileSync(join(home, 'scripts', 'index.json'), 'utf8'));
-    expect(index.scripts).toHaveLength(5);
+    if (onDisk) {
+      expect(server.stderr()).toContain('script index corrupt');
+      const index = JSON.parse(readFileSync(join(home, 'scripts', 'index.json'), 'utf8'));
+      expect(index.scripts).toHaveLength(5);
+    }
     expect((await call('get_script', { name: 'parse-excel-report' })).value.run_count).toBe(1);
   });
 
-  it('notices a script folder missing from index.json', async () => {
+  it.runIf(onDisk)('notices a script folder missing from index.json', async () => {
     writeFileSync(join(home, 'scripts', 'index.json'), JSON.stringify({ version: 1, scripts: [] }));
     expect((await call('list_scripts', {})).value.total_count).toBe(5);
   });

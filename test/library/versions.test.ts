@@ -1,16 +1,21 @@
 // CODEXEC_MAX_SCRIPT_VERSIONS and CODEXEC_MAX_SCRIPT_BYTES (issue #37, DESIGN §9 "Bounds on
 // everything a caller can grow"): a script keeps at most that many versions, the current one
 // included, and each save says how many it pruned; code over the byte limit is refused.
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { callTool, startServer, type TestServer, tempDir } from '../helpers/server.js';
 
 type Value = Record<string, unknown> & { code?: string; error?: string };
 
-describe('script versions and size are bounded', () => {
+// On both backends: the disk library (its files checked too) and CODEXEC_STORE.
+describe.each(['disk', 'postgres'] as const)('script versions and size are bounded (%s)', (backend) => {
+  const onDisk = backend === 'disk';
   const home = tempDir();
   let server: TestServer;
+  let cluster: TestPostgres | undefined;
   const call = (name: string, args: Record<string, unknown>) => callTool<Value>(server.client, name, args);
   const save = (name: string, code: string) =>
     call('save_script', { name, description: 'bounded', language: 'bash', code });
@@ -39,13 +44,26 @@ describe('script versions and size are bounded', () => {
         version: 11,
       }),
     );
+    let store: Record<string, string> = {};
+    if (!onDisk) {
+      cluster = await startPostgres();
+      const key = join(home, 'approval.key');
+      writeFileSync(key, randomBytes(32), { mode: 0o600 });
+      store = { CODEXEC_STORE: await cluster.createDatabase('versions'), CODEXEC_APPROVAL_KEY_FILE: key };
+    }
     server = await startServer({
       home,
-      env: { CODEXEC_MAX_SCRIPT_VERSIONS: '3', CODEXEC_MAX_SCRIPT_BYTES: '2000', CODEXEC_POOL_SIZE: '0' },
+      env: {
+        CODEXEC_MAX_SCRIPT_VERSIONS: '3',
+        CODEXEC_MAX_SCRIPT_BYTES: '2000',
+        CODEXEC_POOL_SIZE: '0',
+        ...store,
+      },
     });
-  });
+  }, 60_000);
   afterAll(async () => {
     await server.close();
+    await cluster?.stop();
     rmSync(home, { recursive: true, force: true });
   });
 
@@ -53,7 +71,8 @@ describe('script versions and size are bounded', () => {
     const pruned: unknown[] = [];
     for (let v = 1; v <= 6; v++) pruned.push((await save('counter', `echo v${v}`)).value.pruned_versions);
     expect(pruned).toEqual([0, 0, 0, 1, 1, 1]);
-    expect(readdirSync(join(home, 'scripts', 'counter', 'versions')).sort()).toEqual(['4.sh', '5.sh']);
+    if (onDisk)
+      expect(readdirSync(join(home, 'scripts', 'counter', 'versions')).sort()).toEqual(['4.sh', '5.sh']);
     const current = await call('get_script', { name: 'counter' });
     expect(current.value).toMatchObject({ version: 6, earlier_versions: 2, code: 'echo v6' });
     expect((await call('get_script', { name: 'counter', version: 4 })).value.code).toBe('echo v4');
@@ -62,7 +81,7 @@ describe('script versions and size are bounded', () => {
     expect(gone.value.error).toContain('4-5');
   });
 
-  it('prunes the history an earlier version kept unbounded at the next save', async () => {
+  it.runIf(onDisk)('prunes the history an earlier version kept unbounded at the next save', async () => {
     const saved = await save('old-history', 'echo 12');
     expect(saved.value).toMatchObject({ success: true, version: 12, pruned_versions: 9 });
     expect(readdirSync(join(home, 'scripts', 'old-history', 'versions')).sort()).toEqual(['10.sh', '11.sh']);
