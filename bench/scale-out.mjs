@@ -7,6 +7,7 @@
 // Each client speaks the 2026-07-28 era (stateless; HAProxy balances every request).
 // Usage: npm run build && node bench/scale-out.mjs [--runs N] [--rounds R] [--concurrency C]
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import pg from 'pg';
 import { approvalKeyFile, startHaproxy, startPostgres, startReplica } from './cluster.mjs';
 import { ms } from './lib.mjs';
 
@@ -55,10 +56,10 @@ async function measureInto(row, n) {
   row.runs += n;
 }
 
-const pg = await startPostgres();
+const db = await startPostgres();
 const key = approvalKeyFile();
 const env = {
-  CODEXEC_STORE: pg.url,
+  CODEXEC_STORE: db.url,
   CODEXEC_APPROVAL_KEY_FILE: key.file,
   CODEXEC_HTTP_TOKEN: TOKEN,
   CODEXEC_HTTP_KEEP_ALIVE_TIMEOUT_MS: '65000',
@@ -97,6 +98,7 @@ try {
   for (let round = 0; round < rounds; round++)
     for (const row of rows) await measureInto(row, Math.ceil(runs / rounds));
 
+  await new Promise((done) => setTimeout(done, 500)); // the last requests' log lines
   const stats = rows.map((row) => {
     const sorted = [...row.latencies].sort((a, b) => a - b);
     const pick = (q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
@@ -116,12 +118,13 @@ try {
       `${row.name.padEnd(20)} ${perSecond.toFixed(1).padStart(7)} ${ms(p50).padStart(8)} ${ms(p99).padStart(8)} ${(perSecond / base.perSecond).toFixed(2).padStart(10)} ${(p50 / base.p50).toFixed(2).padStart(7)} ${String(row.failures).padStart(10)}   ${spread}`,
     );
   }
+  console.log(`replicas registered in PostgreSQL (codexec_replicas): ${await registered(db.url)}`);
   process.exitCode = rows.some((row) => row.failures > 0) ? 1 : 0;
 } finally {
   for (const row of rows) await Promise.all(row.clients.map((client) => client.close()));
   for (const proxy of proxies) await proxy.stop();
   for (const replica of replicas) await replica.stop();
-  await pg.stop();
+  await db.stop();
   key.remove();
 }
 
@@ -130,4 +133,18 @@ function spreadOf(before, after) {
   return Object.entries(after)
     .map(([server, count]) => `${server} ${count - (before[server] ?? 0)}`)
     .join(', ');
+}
+
+/** Rows of the replica table: the replicas did use the shared store. */
+async function registered(url) {
+  const client = new pg.Client({ connectionString: url });
+  try {
+    await client.connect();
+    const { rows } = await client.query('SELECT count(*)::int AS n FROM codexec_replicas');
+    return String(rows[0].n);
+  } catch (error) {
+    return `none (${error.message})`;
+  } finally {
+    await client.end().catch(() => {});
+  }
 }
