@@ -169,8 +169,10 @@ export async function startHaproxy(backends) {
   const file = join(dir, 'haproxy.cfg');
   writeFileSync(file, config.join('\n'));
   const child = spawn(HAPROXY, ['-db', '-f', file], { stdio: ['ignore', 'pipe', 'pipe'] });
-  // Requests per server, from the request log (`option httplog`: "<backend>/<server>").
+  // Requests per server, from the request log (`option httplog`: "<backend>/<server>"), and
+  // where each request's time went: TR/Tw/Tc/Tr/Ta (request head, queue, connect, response, all).
   const served = new Map();
+  const timings = [];
   let partial = '';
   child.stdout.on('data', (chunk) => {
     const text = partial + chunk;
@@ -179,6 +181,14 @@ export async function startHaproxy(backends) {
     for (const line of done) {
       const server = /codexec_replicas\/(\S+)/.exec(line)?.[1];
       if (server) served.set(server, (served.get(server) ?? 0) + 1);
+      const t = / (-?\d+)\/(-?\d+)\/(-?\d+)\/(-?\d+)\/(-?\d+) \d{3} /.exec(line);
+      if (t)
+        timings.push({
+          queue: Number(t[2]),
+          connect: Number(t[3]),
+          response: Number(t[4]),
+          total: Number(t[5]),
+        });
     }
   });
   child.stderr.resume();
@@ -190,6 +200,8 @@ export async function startHaproxy(backends) {
     url: `http://127.0.0.1:${port}/mcp`,
     /** Requests each server answered so far, e.g. { replica1: 210, replica2: 209 }. */
     served: () => Object.fromEntries([...served].sort()),
+    /** Per-request timings (ms) from the log so far. */
+    timings: () => [...timings],
     async stop() {
       if (child.exitCode === null) child.kill('SIGTERM');
       await exited;

@@ -4,7 +4,9 @@
 // one replica directly (no HAProxy): the baseline, measured in the same run. Rows are measured in
 // rounds (direct, 1, 2, 3, direct, 1, …) so each sees the same phases of a noisy machine. On a
 // 2-core machine more replicas cannot add CPU: the point is that it works and what a hop costs.
-// Each client speaks the 2026-07-28 era (stateless; HAProxy balances every request).
+// Each client speaks the 2026-07-28 era (stateless; HAProxy balances every request). Also printed:
+// the share of warm runs, requests per replica, and from HAProxy's log where a request's time went
+// (HAProxy's own queue + connect against the replica's time to answer).
 // Usage: npm run build && node bench/scale-out.mjs [--runs N] [--rounds R] [--concurrency C]
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import pg from 'pg';
@@ -49,6 +51,7 @@ async function measureInto(row, n) {
         const result = await client.callTool(RUN, { timeout: 120_000 });
         row.latencies.push(performance.now() - t);
         if (result.isError || result.structuredContent?.stdout !== '1\n') row.failures++;
+        if (result.structuredContent?.warm === true) row.warm++;
       }
     }),
   );
@@ -87,6 +90,7 @@ try {
       wallMs: 0,
       runs: 0,
       failures: 0,
+      warm: 0,
     };
     // Warm up: every replica behind it starts its warm pool for python.
     await Promise.all(row.clients.map((client) => client.callTool(RUN)));
@@ -95,6 +99,7 @@ try {
   }
   await new Promise((done) => setTimeout(done, 500)); // the warm-up's last log lines
   const before = proxies.map((proxy) => proxy.served());
+  const timedBefore = proxies.map((proxy) => proxy.timings().length);
   for (let round = 0; round < rounds; round++)
     for (const row of rows) await measureInto(row, Math.ceil(runs / rounds));
 
@@ -109,15 +114,30 @@ try {
     `python print(1) one-shots, ${runs} per row at concurrency ${concurrency}, ${rounds} alternated rounds; replicas over one PostgreSQL (CODEXEC_STORE)`,
   );
   console.log(
-    'row                   runs/s   p50 ms   p99 ms   runs/s ×   p50 ×   failures   requests per replica',
+    'row                   runs/s   p50 ms   p99 ms   runs/s ×   p50 ×   failures   warm   requests per replica',
   );
   for (const { row, perSecond, p50, p99 } of stats) {
     const i = row.proxy ? proxies.indexOf(row.proxy) : -1;
     const spread = i === -1 ? '-' : spreadOf(before[i], row.proxy.served());
     console.log(
-      `${row.name.padEnd(20)} ${perSecond.toFixed(1).padStart(7)} ${ms(p50).padStart(8)} ${ms(p99).padStart(8)} ${(perSecond / base.perSecond).toFixed(2).padStart(10)} ${(p50 / base.p50).toFixed(2).padStart(7)} ${String(row.failures).padStart(10)}   ${spread}`,
+      `${row.name.padEnd(20)} ${perSecond.toFixed(1).padStart(7)} ${ms(p50).padStart(8)} ${ms(p99).padStart(8)} ${(perSecond / base.perSecond).toFixed(2).padStart(10)} ${(p50 / base.p50).toFixed(2).padStart(7)} ${String(row.failures).padStart(10)} ${`${Math.round((100 * row.warm) / row.runs)}%`.padStart(6)}   ${spread}`,
     );
   }
+  // Where HAProxy saw the time go: its own part (queue + connect) against the replica's answer.
+  console.log(
+    "HAProxy log, measured requests: p50/p99/max of queue+connect ms | of the replica's time to answer ms",
+  );
+  proxies.forEach((proxy, i) => {
+    const own = proxy.timings().slice(timedBefore[i]);
+    const q = (values) => {
+      const sorted = values.sort((a, b) => a - b);
+      const at = (f) => sorted[Math.min(sorted.length - 1, Math.floor(f * sorted.length))];
+      return `${at(0.5)}/${at(0.99)}/${sorted.at(-1)}`;
+    };
+    console.log(
+      `  ${i + 1} replica${i ? 's' : ' '}: ${q(own.map((t) => t.queue + t.connect)).padEnd(10)} | ${q(own.map((t) => t.response))}`,
+    );
+  });
   console.log(`replicas registered in PostgreSQL (codexec_replicas): ${await registered(db.url)}`);
   process.exitCode = rows.some((row) => row.failures > 0) ? 1 : 0;
 } finally {
