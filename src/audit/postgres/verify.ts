@@ -61,7 +61,10 @@ async function verifyChain(tx: Queryable, key: Buffer, chain: ChainRow): Promise
     ...(bad && { bad }),
   });
   if (!startSigned(key, chain))
-    return report({ seq: 0, reason: "the chain's start fails its HMAC: edited without the key" });
+    return report({
+      seq: 0,
+      reason: "the chain's start fails its HMAC: edited without the key, or signed with another approval key",
+    });
   for await (const row of chainRows(tx, chain.chain_id)) {
     const broken = walk.next(row);
     if (broken) return report(broken);
