@@ -225,6 +225,22 @@ describe('the audit trail on PostgreSQL', () => {
     });
   });
 
+  it('does not sign over an edited head, nor write a chain another writer moved', async () => {
+    const { pg } = await twoChains(2);
+    // A restarted writer of replica-a (same chain id) finds its head edited: it refuses to append.
+    await pg.query("UPDATE codexec_audit_chains SET last_seq = 1 WHERE chain_id = 'replica-a'");
+    const again = trail(pg, 'replica-a');
+    await expect(again.record(attempt(50))).rejects.toThrow(/replica-a's head fails its HMAC.*not appending/);
+    // Two writers on one chain: the second append of the one whose head moved is refused, not forked.
+    const first = trail(pg, 'replica-c');
+    const second = trail(pg, 'replica-c');
+    await first.record(attempt(60));
+    await second.record(attempt(61)); // reads the head at its first append: seq 2
+    await expect(first.record(attempt(62))).rejects.toThrow(/head moved under this writer/);
+    const report = await verifyChains(pg, KEY);
+    expect(report.chains.find((c) => c.chain_id === 'replica-c')).toMatchObject({ ok: true, entries: 2 });
+  });
+
   it('removes whole days past retention from every chain, and the rest still verifies', async () => {
     const { pg } = await database();
     let t = Date.parse('2026-11-01T10:00:00Z');
