@@ -131,7 +131,9 @@ logs
 const audit = program.command('audit').description('the audit trail of every attempt to run code');
 audit
   .command('verify')
-  .description('check the hash chain of the audit files; exit 1 naming the first bad line')
+  .description(
+    "check the hash chain of the audit files (postgres store: every replica's chain); exit 1 naming the first bad entry",
+  )
   .option('--json', 'print the report as JSON')
   .action(auditVerifyCommand);
 

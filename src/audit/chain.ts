@@ -69,6 +69,26 @@ export function chainLine(
   at: Date,
   key: Buffer,
 ): { readonly line: string; readonly hash: string } {
+  const { body, hash, hmac } = chainEntry(attempt, prevHash, at, key);
+  return { line: `${JSON.stringify({ ...body, hash, hmac })}\n`, hash };
+}
+
+/**
+ * An attempt's entry chained after `prevHash`: its fields (what `hash` covers, in order, ending
+ * with `prev_hash`), that JSON as hashed, its hash and HMAC. The file trail writes the fields with
+ * the hash and HMAC as one line; the postgres trail keeps the same JSON in a row.
+ */
+export function chainEntry(
+  attempt: AuditAttempt,
+  prevHash: string,
+  at: Date,
+  key: Buffer,
+): {
+  readonly body: Partial<Omit<AuditEntry, 'hash' | 'hmac'>>;
+  readonly unhashed: string;
+  readonly hash: string;
+  readonly hmac: string;
+} {
   const body = {
     type: 'code_execution',
     tool: attempt.tool,
@@ -93,7 +113,7 @@ export function chainLine(
   } satisfies Partial<Omit<AuditEntry, 'hash' | 'hmac'>>;
   const unhashed = JSON.stringify(body);
   const hash = sha256(unhashed);
-  return { line: `${JSON.stringify({ ...body, hash, hmac: hmacHex(key, hash) })}\n`, hash };
+  return { body, unhashed, hash, hmac: hmacHex(key, hash) };
 }
 
 export type LineCheck =

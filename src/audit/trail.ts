@@ -1,14 +1,17 @@
 import { closeSync, fstatSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import type { AuditAttempt, AuditSink } from '../policy/index.js';
+import type { AuditAttempt } from '../policy/index.js';
 import { log } from '../util/index.js';
 import { chainLine } from './chain.js';
 import { auditFileName, fileDay, LOCK_FILE, listAuditFiles } from './files.js';
 import { AnchorKeeper } from './keeper.js';
 import { loadOrCreateKey } from './key.js';
 import { HeldLock } from './lock.js';
+import type { AuditLog, AuditRow } from './log.js';
+import { recentFromFiles } from './recent.js';
 import { pruneAuditFiles } from './retention.js';
 import { lastEntry, lastEntryOf } from './tail.js';
+import { type VerifyReport, verifyAudit } from './verify.js';
 
 export interface AuditTrailOptions {
   /** The log directory; audit files live beside the execution logs. */
@@ -34,7 +37,7 @@ interface Tip {
  * is returned. A file starts from the previous file's last hash, so the chain runs across days;
  * the anchor (keeper.ts) follows each day's count and last hash.
  */
-export class AuditTrail implements AuditSink {
+export class AuditTrail implements AuditLog {
   private queue: Promise<void> = Promise.resolve();
   private tip: Tip | undefined;
   private prunedDay = '';
@@ -63,6 +66,14 @@ export class AuditTrail implements AuditSink {
   async close(): Promise<void> {
     await this.queue;
     this.lock?.release();
+  }
+
+  async verify(): Promise<VerifyReport> {
+    return verifyAudit(this.options.dir, this.options.keyFile);
+  }
+
+  async recent(principal: string | undefined, max: number): Promise<AuditRow[]> {
+    return recentFromFiles(this.options.dir, principal, max);
   }
 
   private async append(attempt: AuditAttempt): Promise<void> {

@@ -1,5 +1,5 @@
 import { basename, join } from 'node:path';
-import { AuditTrail, KEY_FILE } from '../audit/index.js';
+import { type AuditLog, AuditTrail, KEY_FILE, PgAuditTrail } from '../audit/index.js';
 import { type Bridge, loadMcpConfig, McpBridge } from '../bridge/index.js';
 import { type Config, globalPackageDirs, runRoots } from '../config/index.js';
 import { DiskQuota } from '../disk/index.js';
@@ -20,7 +20,7 @@ import {
   SubprocessBackend,
 } from '../sandbox/index.js';
 import { SessionManager } from '../sessions/index.js';
-import { loadApprovalKey, Postgres } from '../store/index.js';
+import { deriveKey, loadApprovalKey, Postgres, replicaId } from '../store/index.js';
 import { Tasks } from '../tasks/index.js';
 import type { Tracing } from '../traces/index.js';
 import { currentPrincipal, log } from '../util/index.js';
@@ -53,8 +53,11 @@ export interface Services {
   readonly sessions: SessionManager;
   /** The policy rules: built-ins with policy.json's overrides and extras. */
   readonly rules: RuleSet;
-  /** The audit trail: one hash-chained entry per attempt to run code (allowed, refused, denied). */
-  readonly audit: AuditTrail;
+  /**
+   * The audit trail: one hash-chained entry per attempt to run code (allowed, refused, denied);
+   * daily files, or with a postgres store this replica's chain in the shared table.
+   */
+  readonly audit: AuditLog;
   /** CODEXEC_MAX_CONCURRENT_RUNS: the slots every tool that runs code holds while it runs. */
   readonly slots: RunSlots;
   /** CODEXEC_QUOTAS: per-principal quotas of runs and sessions (undefined: none configured). */
@@ -97,6 +100,7 @@ export interface Observers {
 
 export function createServices(config: Config, observers: Observers = {}): Services {
   const store = config.store.kind === 'postgres' ? new Postgres(config.store.url) : undefined;
+  const approvalKey = loadApprovalKey(config.approvalKeyFile);
   const outputs = new SavedOutputs(config.home, config.maxSavedOutputBytes);
   const history = new ExecutionLogs({
     logDir: config.logDir,
@@ -177,18 +181,26 @@ export function createServices(config: Config, observers: Observers = {}): Servi
     sessions,
     quotas,
     rules: loadRules(config),
-    audit: new AuditTrail({
-      dir: config.logDir,
-      keyFile: join(config.home, KEY_FILE),
-      retentionDays: config.auditRetentionDays,
-    }),
+    // On postgres every replica and the CLI verify every chain: the key comes from the shared one.
+    audit: store
+      ? new PgAuditTrail({
+          pg: store,
+          key: deriveKey(approvalKey, 'audit'),
+          chainId: replicaId(),
+          retentionDays: config.auditRetentionDays,
+        })
+      : new AuditTrail({
+          dir: config.logDir,
+          keyFile: join(config.home, KEY_FILE),
+          retentionDays: config.auditRetentionDays,
+        }),
     slots: new RunSlots({
       running: config.runs.maxConcurrent,
       queued: config.runs.maxQueued,
       waitMs: config.runs.queueTimeoutMs,
     }),
     pendingApprovals: new PendingApprovals(config.gate.maxPendingApprovals),
-    approvalKey: loadApprovalKey(config.approvalKeyFile),
+    approvalKey,
     ...(store && { store }),
     tasks: new Tasks({ path: join(config.home, 'tasks.db'), ttlMs: config.taskTtlMs }),
     secrets,

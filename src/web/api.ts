@@ -48,7 +48,7 @@ export async function serveApi(
     if (req.method === 'POST' && path === '/api/audit/verify') {
       // The report counts every principal's entries: an admin's to ask for.
       if (!call.admin) return json(res, 403, problem('FORBIDDEN', 'audit verify is for CODEXEC_HTTP_ADMINS'));
-      return json(res, 200, verifyTrail(deps.services.config));
+      return json(res, 200, await verifyTrail(deps.services));
     }
     if (req.method !== 'GET')
       return json(res, 405, problem('INVALID_INPUT', 'use GET (POST for close/kill and decisions)'));
@@ -67,7 +67,7 @@ export async function serveApi(
         return json(res, 200, await searchLogs(call));
       case '/api/audit':
         return json(res, 200, {
-          entries: recentAudit(deps.services.config, call.admin ? undefined : principal),
+          entries: await recentAudit(deps.services, call.admin ? undefined : principal),
         });
       case '/api/health':
         return json(res, 200, await healthReport(scoped(call)));

@@ -13,12 +13,17 @@ interface Entry {
   rule: string | null;
 }
 
+/** The files' report (one chain), or a postgres store's (`chains`: one per replica). */
 interface Report {
   ok: boolean;
-  files: number;
+  files?: number;
+  chains?: unknown[];
   entries: number;
-  bad?: { file: string; line: number; reason: string };
+  bad?: { file?: string; line?: number; chain?: string; seq?: number; reason: string };
 }
+
+const where = (bad: NonNullable<Report['bad']>) =>
+  bad.chain !== undefined ? `chain ${bad.chain} seq ${bad.seq}` : `${bad.file}:${bad.line}`;
 
 /** The newest audit entries (an admin's: everyone's), and for admins `audit verify`. */
 export function Audit({ admin }: { admin: boolean }) {
@@ -48,11 +53,13 @@ export function Audit({ admin }: { admin: boolean }) {
           {report &&
             (report.ok ? (
               <span class="ok" data-verified="ok">
-                Chain intact: {report.entries} entries in {report.files} file(s).
+                {report.chains
+                  ? `Chains intact: ${report.entries} entries in ${report.chains.length} chain(s).`
+                  : `Chain intact: ${report.entries} entries in ${report.files} file(s).`}
               </span>
             ) : (
               <span class="error" data-verified="broken">
-                Chain broken at {report.bad?.file}:{report.bad?.line}: {report.bad?.reason}
+                Chain broken at {report.bad && where(report.bad)}: {report.bad?.reason}
               </span>
             ))}
         </p>
