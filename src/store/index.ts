@@ -3,3 +3,4 @@
 export { deriveKey, loadApprovalKey } from './key.js';
 export { Postgres, type Queryable, redactUrl } from './postgres.js';
 export { DEAD_AFTER_MS, HEARTBEAT_MS, ReplicaRegistry, type ReplicaRow, replicaId } from './replicas.js';
+export { LOST_KEPT_MS, SessionDirectory, type SessionRecord } from './sessions.js';
