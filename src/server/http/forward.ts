@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { log } from '../../util/index.js';
 import type { Tenants } from './owned.js';
 import { type Outgoing, proxy } from './proxy.js';
@@ -76,10 +76,7 @@ export class Forwarder {
   private outgoing(req: IncomingMessage, body: Buffer, principal: string, base: string): Outgoing {
     const url = new URL(`${base}/mcp`);
     const method = req.method ?? 'POST';
-    const passed: Record<string, string> = {};
-    for (const [name, value] of Object.entries(req.headers)) {
-      if (typeof value === 'string' && (PASSED.has(name) || name.startsWith('mcp-'))) passed[name] = value;
-    }
+    const passed = passedHeaders(req.headers);
     const parts = { method, path: `${url.pathname}${url.search}`, body };
     return {
       url,
@@ -88,6 +85,15 @@ export class Forwarder {
       headers: () => ({ ...passed, ...this.replicas.auth.sign(parts, principal) }),
     };
   }
+}
+
+/** The caller's headers that go to the other replica: MCP's own, never its token, cookies or Origin. */
+export function passedHeaders(headers: IncomingHttpHeaders): Record<string, string> {
+  const passed: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (typeof value === 'string' && (PASSED.has(name) || name.startsWith('mcp-'))) passed[name] = value;
+  }
+  return passed;
 }
 
 /** The session a JSON-RPC tools/call names in `arguments.session_id`, if any. */
