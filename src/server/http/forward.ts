@@ -60,6 +60,7 @@ export class Forwarder {
   ): Promise<boolean> {
     const sessionId = namedSession(body);
     if (sessionId === undefined || this.tenants.isLocal(sessionId)) return false;
+    if (this.tenants.isLost(sessionId, principal)) return false;
     const record = await this.replicas.elsewhereRecord(sessionId);
     if (!record || record.principal !== principal) return false;
     const owner = await this.replicas.ownerOf(record);
@@ -69,7 +70,7 @@ export class Forwarder {
       log('warn', `replica ${owner.replicaId} (${owner.url}) unreachable: session ${sessionId} is lost`);
     }
     this.tenants.markLost(sessionId, principal);
-    await this.replicas.markLost(sessionId);
+    if (!record.lost) await this.replicas.markLost(sessionId);
     return false;
   }
 

@@ -64,6 +64,11 @@ export class Tenants {
     return this.owners.has(sessionId);
   }
 
+  /** Whether this replica knows `principal`'s session to be lost. */
+  isLost(sessionId: string, principal: string): boolean {
+    return this.lost.get(sessionId) === principal;
+  }
+
   /** `principal`'s session ran on a replica that is gone: its calls answer SESSION_LOST from now on. */
   markLost(sessionId: string, principal: string): void {
     this.lost.delete(sessionId);

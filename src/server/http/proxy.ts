@@ -1,4 +1,4 @@
-import { type ClientRequest, type IncomingMessage, request, type ServerResponse } from 'node:http';
+import { type IncomingMessage, request, type ServerResponse } from 'node:http';
 import { request as requestTls } from 'node:https';
 
 /** The request as it goes to the other replica: its headers are chosen (and signed) by the caller. */
@@ -16,6 +16,9 @@ export interface Outgoing {
  * or reset before one; nothing was written to `res`.
  */
 export type ProxyOutcome = 'answered' | 'unreachable';
+
+/** How long connecting to another replica may take before it counts as gone. */
+const CONNECT_TIMEOUT_MS = 5000;
 
 /** Hop-by-hop headers are node:http's own to set, on each side. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection']);
@@ -44,27 +47,27 @@ function attempt(
 ): Promise<ProxyOutcome | 'stale'> {
   return new Promise((resolve) => {
     const send = outgoing.url.protocol === 'https:' ? requestTls : request;
-    let upstream: ClientRequest | undefined;
-    const cut = () => upstream?.destroy();
-    upstream = send(
-      outgoing.url,
-      {
-        method: outgoing.method,
-        headers: { ...outgoing.headers(), 'content-length': String(outgoing.body.length) },
-      },
-      (answer) => {
-        relay(answer, res);
-        res.once('close', () => {
-          signal.removeEventListener('abort', cut);
-          resolve('answered');
-        });
-      },
-    );
+    const headers = { ...outgoing.headers(), 'content-length': String(outgoing.body.length) };
+    const upstream = send(outgoing.url, { method: outgoing.method, headers }, (answer) => {
+      relay(answer, res);
+      res.once('close', () => {
+        signal.removeEventListener('abort', cut);
+        resolve('answered');
+      });
+    });
+    const cut = () => upstream.destroy();
+    // A host that drops packets would hold the call for the system's TCP timeout (minutes).
+    upstream.once('socket', (socket) => {
+      if (!socket.connecting) return; // a kept-alive connection
+      const timer = setTimeout(() => upstream.destroy(new Error('connect timeout')), CONNECT_TIMEOUT_MS);
+      socket.once('connect', () => clearTimeout(timer));
+      socket.once('close', () => clearTimeout(timer));
+    });
     upstream.on('error', (error: NodeJS.ErrnoException) => {
       if (res.headersSent) return; // the answer had begun: relay() ends it
       signal.removeEventListener('abort', cut);
       // Node's advice for kept-alive sockets: a reset on a reused one is the server's idle close.
-      if (upstream?.reusedSocket && error.code === 'ECONNRESET' && !signal.aborted) resolve('stale');
+      if (upstream.reusedSocket && error.code === 'ECONNRESET' && !signal.aborted) resolve('stale');
       else resolve(signal.aborted ? 'answered' : 'unreachable');
     });
     if (signal.aborted) upstream.destroy();
