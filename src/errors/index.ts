@@ -6,6 +6,7 @@ export type ErrorCode =
   | 'FORBIDDEN_PATH'
   | 'NOT_FOUND'
   | 'SESSION_NOT_FOUND'
+  | 'SESSION_LOST'
   | 'LIMIT_REACHED'
   | 'QUOTA_EXCEEDED'
   | 'BLOCKED_BY_POLICY'

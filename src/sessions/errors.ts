@@ -8,6 +8,20 @@ export class SessionNotFoundError extends CodexecError {
   }
 }
 
+/**
+ * The session lived on another replica (serve --http with a postgres store) that is gone: it
+ * stopped beating or refused the forwarded call. Its state is lost with it.
+ */
+export class SessionLostError extends CodexecError {
+  constructor(sessionId: string) {
+    super(
+      'SESSION_LOST',
+      `session ${sessionId} is lost: the replica that ran it is gone, and its state with it; start_session makes a new one`,
+    );
+    this.name = 'SessionLostError';
+  }
+}
+
 /** CODEXEC_MAX_SESSIONS sessions are already running. */
 export class SessionLimitError extends CodexecError {
   constructor(message: string) {

@@ -5,6 +5,7 @@ export { DRIVERS, type DriverSpec } from './drivers.js';
 export {
   ProcessNotFoundError,
   SessionLimitError,
+  SessionLostError,
   SessionNotFoundError,
   SessionStartError,
 } from './errors.js';

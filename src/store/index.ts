@@ -11,3 +11,4 @@ export {
   type ReplicaRow,
   replicaId,
 } from './replicas.js';
+export { LOST_KEPT_MS, SessionDirectory, type SessionRecord } from './sessions.js';

@@ -1,9 +1,33 @@
-import type { SendRequest, SessionManager, StartRequest } from '../../sessions/index.js';
-import { SessionNotFoundError } from '../../sessions/index.js';
+import type { SendRequest, SessionInfo, SessionManager, StartRequest } from '../../sessions/index.js';
+import { SessionLostError, SessionNotFoundError } from '../../sessions/index.js';
 import type { Services } from '../services.js';
 
 /** Which principal started each live session. */
 type SessionOwners = Map<string, string>;
+
+/** Lost sessions remembered per replica (the directory keeps answering for the others). */
+const LOST_REMEMBERED = 1000;
+
+/**
+ * Where replicas (a postgres store) record their sessions: the shared session directory and the
+ * other replicas' lists. Absent: one server, its sessions are all there is.
+ */
+export interface SessionRecords {
+  /** A session started here: written before start_session answers, so any replica finds it at once. */
+  started(session: { sessionId: string; principal: string; language: string }): Promise<void>;
+  /** A session here ended, however it ended. */
+  ended(sessionId: string): void;
+  /** `principal`'s sessions on the other live replicas. */
+  elsewhere(principal: string): Promise<SessionInfo[]>;
+}
+
+/** What a principal's view of the sessions reads and writes besides the shared manager. */
+interface Ledger {
+  readonly owners: SessionOwners;
+  /** Sessions whose replica is gone → the principal that owned them. */
+  readonly lost: Map<string, string>;
+  readonly records: SessionRecords | undefined;
+}
 
 /**
  * What serve --http keeps per principal across its per-request MCP servers, for the server's
@@ -12,10 +36,17 @@ type SessionOwners = Map<string, string>;
  */
 export class Tenants {
   private readonly owners: SessionOwners = new Map();
+  private readonly lost = new Map<string, string>();
   private readonly trust = new Map<string, Set<string>>();
 
-  constructor(manager: SessionManager) {
-    manager.onSessionEnd((sessionId) => this.owners.delete(sessionId));
+  constructor(
+    private readonly manager: SessionManager,
+    private readonly records?: SessionRecords,
+  ) {
+    manager.onSessionEnd((sessionId) => {
+      this.owners.delete(sessionId);
+      records?.ended(sessionId);
+    });
   }
 
   /** How many live sessions have an owner (for tests and health). */
@@ -28,11 +59,35 @@ export class Tenants {
     return this.owners.get(sessionId);
   }
 
+  /** Whether a session runs here (whoever owns it: the view answers for it, not another replica). */
+  isLocal(sessionId: string): boolean {
+    return this.owners.has(sessionId);
+  }
+
+  /** Whether this replica knows `principal`'s session to be lost. */
+  isLost(sessionId: string, principal: string): boolean {
+    return this.lost.get(sessionId) === principal;
+  }
+
+  /** `principal`'s session ran on a replica that is gone: its calls answer SESSION_LOST from now on. */
+  markLost(sessionId: string, principal: string): void {
+    this.lost.delete(sessionId);
+    this.lost.set(sessionId, principal);
+    if (this.lost.size > LOST_REMEMBERED) this.lost.delete(this.lost.keys().next().value as string);
+  }
+
+  /** `principal`'s sessions on this server only (what another replica asks for). */
+  async listOwn(principal: string): Promise<SessionInfo[]> {
+    const { sessions } = await this.manager.list();
+    return sessions.filter((session) => this.owners.get(session.session_id) === principal);
+  }
+
   /**
    * The services as one principal sees them: the same engine, pool and session manager as
    * everyone, but only its own REPL sessions and its own trust. Another principal's session id is
    * answered exactly like an unknown one (SESSION_NOT_FOUND), so ids reveal nothing;
-   * list_sessions shows only its own.
+   * list_sessions shows only its own (with replicas: on every live replica). A session whose
+   * replica is gone is SESSION_LOST to its owner.
    */
   servicesFor(services: Services, principal: string): Services {
     let trusted = this.trust.get(principal);
@@ -40,13 +95,20 @@ export class Tenants {
       trusted = new Set();
       this.trust.set(principal, trusted);
     }
-    return { ...services, sessions: sessionsFor(services.sessions, this.owners, principal), trusted };
+    const ledger = { owners: this.owners, lost: this.lost, records: this.records };
+    return { ...services, sessions: sessionsFor(this, services.sessions, ledger, principal), trusted };
   }
 }
 
-function sessionsFor(manager: SessionManager, owners: SessionOwners, principal: string): SessionManager {
+function sessionsFor(
+  tenants: Tenants,
+  manager: SessionManager,
+  { owners, lost, records }: Ledger,
+  principal: string,
+): SessionManager {
   const own = (sessionId: string) => {
     if (owners.get(sessionId) === principal) return;
+    if (lost.get(sessionId) === principal) throw new SessionLostError(sessionId);
     throw new SessionNotFoundError(
       `no session ${sessionId}; list_sessions shows the running ones, start_session makes one`,
     );
@@ -55,6 +117,7 @@ function sessionsFor(manager: SessionManager, owners: SessionOwners, principal: 
     async start(request: StartRequest) {
       const started = await manager.start(request);
       owners.set(started.session_id, principal);
+      await records?.started({ sessionId: started.session_id, principal, language: started.language });
       return started;
     },
     send(sessionId: string, request: SendRequest) {
@@ -66,8 +129,16 @@ function sessionsFor(manager: SessionManager, owners: SessionOwners, principal: 
       return manager.close(sessionId);
     },
     async list() {
-      const { sessions } = await manager.list();
-      return { sessions: sessions.filter((session) => owners.get(session.session_id) === principal) };
+      const [here, elsewhere] = await Promise.all([
+        tenants.listOwn(principal),
+        records?.elsewhere(principal),
+      ]);
+      if (!elsewhere?.length) return { sessions: here };
+      return { sessions: [...here, ...elsewhere].sort((a, b) => a.started_at.localeCompare(b.started_at)) };
+    },
+    writeStdin(sessionId: string, data: string, eof: boolean) {
+      own(sessionId);
+      return manager.writeStdin(sessionId, data, eof);
     },
     processHost(sessionId: string) {
       own(sessionId);

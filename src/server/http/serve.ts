@@ -13,10 +13,12 @@ import { createServer, VERSION } from '../server.js';
 import { closeRecords, createServices, type Services, stopWork } from '../services.js';
 import { loadPrincipals, type Principals } from './auth.js';
 import { boundConnections } from './connections.js';
+import { Forwarder } from './forward.js';
 import { checkHost, checkOrigins, isLoopback, type Refusal, type RequestHead } from './guards.js';
 import { answerMetrics, metricSources } from './metrics.js';
 import { BodyTooLarge, readBody, sendWebResponse, toWebRequest } from './node.js';
 import { Tenants } from './owned.js';
+import { Replicas } from './replicas.js';
 
 /** What the dashboard's server side is handed when first loaded (src/web imports only types here). */
 export interface DashboardDeps {
@@ -73,7 +75,10 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
   services.workspaces.start();
   // One McpServer per HTTP request (the SDK's model: 2026 requests are self-contained, 2025 traffic
   // is served statelessly), all over the one set of services.
-  const tenants = new Tenants(services.sessions);
+  // A postgres store: one of several replicas, sessions found (and reached) through any of them.
+  const replicas = services.store && new Replicas(services.store, services.approvalKey);
+  const tenants = new Tenants(services.sessions, replicas);
+  const forwarder = replicas && new Forwarder(replicas, tenants);
   const handler = createMcpHandler(
     (ctx) => createServer(tenants.servicesFor(services, ctx.authInfo?.clientId ?? 'local')),
     {
@@ -84,6 +89,16 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
   const inFlight = new Set<AbortController>();
   const dashboard = lazyDashboard({ services, tenants, admins: config.http.admins });
   const limits = config.http;
+  const ctx: RouteContext = {
+    config,
+    principals,
+    loopback,
+    handler,
+    inFlight,
+    metrics,
+    dashboard,
+    forwarder,
+  };
   const http = createHttpServer(
     {
       // Slow or silent clients (slowloris) get 408 and lose their connection in bounded time.
@@ -95,13 +110,11 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
     },
     (req, res) => {
       if (bounds.refused(req.socket)) return; // answered 503 already, and closing
-      void route(req, res, { config, principals, loopback, handler, inFlight, metrics, dashboard }).catch(
-        (error: Error) => {
-          log('warn', `http: ${error.message}`);
-          if (!res.headersSent) refuse(res, { status: 500, message: 'internal error' });
-          else res.end();
-        },
-      );
+      void route(req, res, ctx).catch((error: Error) => {
+        log('warn', `http: ${error.message}`);
+        if (!res.headersSent) refuse(res, { status: 500, message: 'internal error' });
+        else res.end();
+      });
     },
   );
   http.keepAliveTimeout = limits.keepAliveTimeoutMs;
@@ -116,6 +129,8 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
     http.listen(options.port, options.host, () => resolve());
   });
   const address = http.address() as AddressInfo;
+  // Registered before "listening" is said: a session started then is reachable from every replica.
+  await replicas?.start(config.advertiseUrl ?? advertisedUrl(options.host, address.port));
   const shown = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   // The token line first: whoever waits for "listening" has read it by then.
   if (principals) log('info', `bearer tokens: ${principals.source}`);
@@ -134,6 +149,7 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
       }, SHUTDOWN_DEADLINE_MS).unref();
       http.close(); // stop accepting; in-flight exchanges still get their answers
       http.closeIdleConnections();
+      await replicas?.stop(); // others answer SESSION_LOST for its sessions from now on
       // Cancelling runs makes their calls answer (timed out / cancelled) within the kill grace.
       await stopWork(services);
       // Let the stopped runs' answers reach their clients before connections are cut.
@@ -152,6 +168,13 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
   });
 }
 
+/** How other replicas reach this one when CODEXEC_ADVERTISE_URL does not say: the bind host. */
+function advertisedUrl(host: string, port: number): string {
+  if (host === '0.0.0.0' || host === '::')
+    log('warn', `replicas will be told to reach this one at ${host}; set CODEXEC_ADVERTISE_URL`);
+  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
+
 /** Resolve when no request is in flight any more, or after `ms`. */
 async function drained(inFlight: Set<AbortController>, ms: number): Promise<void> {
   const until = Date.now() + ms;
@@ -166,6 +189,8 @@ interface RouteContext {
   readonly inFlight: Set<AbortController>;
   readonly metrics: PrometheusMetrics;
   readonly dashboard: () => Promise<Dashboard>;
+  /** A postgres store: requests to and from the other replicas. */
+  readonly forwarder: Forwarder | undefined;
 }
 
 /**
@@ -204,40 +229,86 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: RouteContex
   }
   if (path === '/metrics') return metricsRoute(req, res, head, ctx);
   const page = isDashboardPath(path);
-  if (path !== '/mcp' && !page)
+  const internal = ctx.forwarder?.isInternal(path) === true;
+  if (path !== '/mcp' && !page && !internal)
     return refuse(res, { status: 404, message: 'not found: MCP is served at /mcp' });
   // Origin and Host first: a rebinding page must learn nothing, not even that a token is wanted.
   const refused = checkOrigins(head, ctx.loopback, ctx.config.http.allowedOrigins);
   if (refused) return refuse(res, refused);
   // The page and its files are public (they hold no data); every /api call needs a token.
   if (page === 'asset') return (await ctx.dashboard()).serveAsset(req, res, path);
+  if (ctx.forwarder && (internal || ctx.forwarder.claimsReplica(req)) && !page)
+    return replicaRoute(req, res, ctx, ctx.forwarder, internal);
   const principal = ctx.principals ? ctx.principals.identify(req.headers.authorization ?? null) : 'local';
   if (principal === undefined) return refuse(res, UNAUTHORIZED);
   if (page === 'api') return (await ctx.dashboard()).serveApi(req, res, path, principal);
+  return serveMcp(req, res, ctx, principal, { from: 'client' });
+}
+
+const REPLICA_UNAUTHORIZED: Refusal = {
+  status: 401,
+  message: 'not a valid request from another replica (signature, time or body)',
+};
+
+/**
+ * A request from another replica: no token, but the principal it names, signed under the
+ * replicas' shared key over the body, which is read first. Served as that principal; never
+ * forwarded again.
+ */
+async function replicaRoute(
+  req: IncomingMessage,
+  res: ServerResponse,
+  ctx: RouteContext,
+  forwarder: Forwarder,
+  internal: boolean,
+): Promise<void> {
+  const body = await readPost(req, res, ctx);
+  if (body === null) return;
+  const principal = forwarder.verify(req, body);
+  if (principal === undefined) return refuse(res, REPLICA_UNAUTHORIZED);
+  if (internal) return forwarder.serveSessions(res, principal);
+  return serveMcp(req, res, ctx, principal, { from: 'replica', body });
+}
+
+/** An MCP exchange as `principal`; a client's call for a session on another replica goes there. */
+async function serveMcp(
+  req: IncomingMessage,
+  res: ServerResponse,
+  ctx: RouteContext,
+  principal: string,
+  received: { from: 'client' } | { from: 'replica'; body: Buffer | undefined },
+): Promise<void> {
   const controller = new AbortController();
   res.once('close', () => {
     if (!res.writableFinished) controller.abort(); // the client went away: cancel its exchange only
   });
-  let body: Buffer | undefined;
-  if (req.method === 'POST') {
-    try {
-      body = await readBody(req, ctx.config.http.maxBodyBytes);
-    } catch (error) {
-      if (!(error instanceof BodyTooLarge)) throw error;
-      return refuse(res, {
-        status: 413,
-        message: `request body over ${ctx.config.http.maxBodyBytes} bytes (CODEXEC_HTTP_MAX_BODY_BYTES)`,
-        headers: { connection: 'close' },
-      });
-    }
-  }
+  const body = received.from === 'replica' ? received.body : await readPost(req, res, ctx);
+  if (body === null) return;
   ctx.inFlight.add(controller);
   try {
+    const elsewhere = received.from === 'client' && body !== undefined && ctx.forwarder;
+    if (elsewhere && (await elsewhere.forward(req, res, body, principal, controller.signal))) return;
     const request = toWebRequest(req, body, controller.signal);
     const authInfo = { token: '', clientId: principal, scopes: [] };
     await sendWebResponse(res, await ctx.handler.fetch(request, { authInfo }));
   } finally {
     ctx.inFlight.delete(controller);
+  }
+}
+
+/** A POST's body (undefined for other methods), or null once answered 413 for its size. */
+async function readPost(req: IncomingMessage, res: ServerResponse, ctx: RouteContext) {
+  if (req.method !== 'POST') return undefined;
+  try {
+    return await readBody(req, ctx.config.http.maxBodyBytes);
+  } catch (error) {
+    if (!(error instanceof BodyTooLarge)) throw error;
+    refuse(res, {
+      status: 413,
+      message: `request body over ${ctx.config.http.maxBodyBytes} bytes (CODEXEC_HTTP_MAX_BODY_BYTES)`,
+      headers: { connection: 'close' },
+    });
+    return null;
   }
 }
 
