@@ -66,9 +66,6 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
     feed: new RunFeed(),
     approvals: new ApprovalQueue(config.gate.approvalTimeoutMs),
   };
-  // Replicas on one database: a page on any of them answers approvals waiting on any.
-  const sharedApprovals = services.store && new SharedApprovals(services.store, services.approvals);
-  await sharedApprovals?.start();
   metrics.watch(metricSources(services));
   setQuotaSink(metrics);
   services.history.startRetention();
@@ -131,6 +128,9 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
   const address = http.address() as AddressInfo;
   // Registered before "listening" is said: a session started then is reachable from every replica.
   await replicas?.start(config.advertiseUrl ?? advertisedUrl(options.host, address.port));
+  // Replicas on one database: a page on any of them answers approvals waiting on any.
+  const sharedApprovals = services.store && new SharedApprovals(services.store, services.approvals);
+  await sharedApprovals?.start();
   const shown = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   // The token line first: whoever waits for "listening" has read it by then.
   if (principals) log('info', `bearer tokens: ${principals.source}`);
