@@ -252,7 +252,7 @@ export class Gatekeeper {
    * waits for it: data for approved code, as write_stdin's is): no new decision or audit entry,
    * but a run slot, and a task where the call may become one.
    */
-  resume<R>(ctx: ServerContext, tool: string, execute: () => Promise<R>): Promise<R> | TaskHandle {
+  resume<R>(ctx: ServerContext, tool: string, execute: () => Promise<R>): Promise<R | TaskHandle> {
     const go = () =>
       this.withSlot(tool, currentTaskRun()?.signal ?? ctx.mcpReq.signal, execute).then(wireOnly);
     return startAsTask(go) ?? go();

@@ -21,7 +21,7 @@ import {
 } from '../sandbox/index.js';
 import { SessionManager } from '../sessions/index.js';
 import { loadApprovalKey, Postgres } from '../store/index.js';
-import { Tasks } from '../tasks/index.js';
+import { PgTaskStore, Tasks } from '../tasks/index.js';
 import type { Tracing } from '../traces/index.js';
 import { currentPrincipal, log } from '../util/index.js';
 import type { ApprovalQueue } from './approval-queue.js';
@@ -70,7 +70,7 @@ export interface Services {
   readonly store?: Postgres;
   /** Code mode: the downstream MCP servers of CODEXEC_MCP_CONFIG (none configured: an empty bridge). */
   readonly bridge: Bridge;
-  /** MCP Tasks: work handed back as a task, recorded in tasks.db (opened on first use). */
+  /** MCP Tasks: work handed back as a task, recorded in tasks.db (opened on first use) or the store. */
   readonly tasks: Tasks;
   /** The secrets filter (CODEXEC_REDACT_SECRETS): undefined when switched off. */
   readonly secrets: SecretsFilter | undefined;
@@ -190,7 +190,10 @@ export function createServices(config: Config, observers: Observers = {}): Servi
     pendingApprovals: new PendingApprovals(config.gate.maxPendingApprovals),
     approvalKey: loadApprovalKey(config.approvalKeyFile),
     ...(store && { store }),
-    tasks: new Tasks({ path: join(config.home, 'tasks.db'), ttlMs: config.taskTtlMs }),
+    tasks: new Tasks({
+      ttlMs: config.taskTtlMs,
+      ...(store ? { store: new PgTaskStore(store) } : { path: join(config.home, 'tasks.db') }),
+    }),
     secrets,
     metrics: observers.metrics ?? NO_METRICS,
     tracing: observers.tracing,
@@ -233,7 +236,7 @@ export async function closeRecords(services: Services): Promise<void> {
   await services.logs.flush();
   await services.audit.close();
   await services.history.close();
-  services.tasks.close();
+  await services.tasks.close();
   await services.store?.close();
   // Spans still batched go out now (a collector that does not answer costs its export timeout).
   await services.tracing?.shutdown().catch((error: Error) => log('warn', `traces: ${error.message}`));

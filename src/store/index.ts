@@ -2,4 +2,12 @@
 // migrations, and the key replicas share. Each component keeps its own tables and migrations.
 export { deriveKey, loadApprovalKey } from './key.js';
 export { Postgres, type Queryable, redactUrl } from './postgres.js';
-export { DEAD_AFTER_MS, HEARTBEAT_MS, ReplicaRegistry, type ReplicaRow, replicaId } from './replicas.js';
+export {
+  DEAD_AFTER_MS,
+  HEARTBEAT_MS,
+  migrateReplicas,
+  NOW_MS,
+  ReplicaRegistry,
+  type ReplicaRow,
+  replicaId,
+} from './replicas.js';

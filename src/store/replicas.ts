@@ -49,7 +49,7 @@ export class ReplicaRegistry {
 
   /** Register as `url` and start beating (an unreachable database is retried at each beat). */
   async start(url: string): Promise<void> {
-    await this.pg.migrate('replicas', MIGRATIONS);
+    await migrateReplicas(this.pg);
     await this.pg.query(
       `INSERT INTO codexec_replicas (replica_id, url, started_ms, heartbeat_ms) VALUES ($1, $2, ${NOW_MS}, ${NOW_MS})
        ON CONFLICT (replica_id) DO UPDATE SET url = EXCLUDED.url, heartbeat_ms = EXCLUDED.heartbeat_ms`,
@@ -95,5 +95,13 @@ export class ReplicaRegistry {
   }
 }
 
+/**
+ * The registry's table, for components whose queries ask whether a replica is alive (a task's
+ * owner, a quota's holds) before any replica has registered.
+ */
+export function migrateReplicas(pg: Postgres): Promise<void> {
+  return pg.migrate('replicas', MIGRATIONS);
+}
+
 /** The database's clock in ms. */
-const NOW_MS = '(extract(epoch from clock_timestamp()) * 1000)::bigint';
+export const NOW_MS = '(extract(epoch from clock_timestamp()) * 1000)::bigint';

@@ -1,6 +1,6 @@
 import type { TaskStore } from './store.js';
 
-/** How often answers given to another server sharing the home are looked for. */
+/** How often answers given to another server sharing the store are looked for. */
 const POLL_MS = 250;
 
 interface Waiter {
@@ -11,13 +11,14 @@ interface Waiter {
 /**
  * A running task's questions to its client (2026 era: the task reads input_required, tasks/get
  * shows the requests, tasks/update answers them). Requests and answers live in the store, so any
- * server sharing the home shows the one and takes the other; the run asking here waits for its
- * answer, delivered at once when tasks/update reaches this server, else found by polling.
+ * server sharing it shows the one and takes the other; the run asking here waits for its answer,
+ * delivered at once when tasks/update reaches this server, else found by polling.
  */
 export class TaskInput {
   /** taskId → key → the run waiting for that answer. */
   private readonly waiting = new Map<string, Map<string, Waiter>>();
   private poller: NodeJS.Timeout | undefined;
+  private polling = false;
 
   constructor(
     private readonly store: TaskStore,
@@ -34,8 +35,6 @@ export class TaskInput {
     const existing = keys.get(key);
     if (existing) return existing.answered;
     if (signal.aborted) return Promise.reject(signal.reason);
-    if (!this.store.requestInput(taskId, key, request))
-      return Promise.reject(new Error(`task ${taskId} has ended`));
     let resolve: (value: unknown) => void = () => {};
     let reject: (reason: unknown) => void = () => {};
     const answered = new Promise<unknown>((yes, no) => {
@@ -50,9 +49,11 @@ export class TaskInput {
     };
     const onAbort = () => {
       settle();
-      this.guard(() => this.store.withdrawInput(taskId, key));
+      void this.guard(() => this.store.withdrawInput(taskId, key));
       reject(signal.reason);
     };
+    // Called now (the SQLite store records it before this returns: a re-read shows it).
+    const requested = this.store.requestInput(taskId, key, request);
     signal.addEventListener('abort', onAbort, { once: true });
     keys.set(key, {
       answered,
@@ -62,23 +63,40 @@ export class TaskInput {
       },
     });
     this.waiting.set(taskId, keys);
-    this.poller ??= setInterval(() => this.deliverAll(), POLL_MS).unref();
+    this.poller ??= setInterval(() => void this.deliverAll(), POLL_MS).unref();
+    requested.then(
+      (asked) => {
+        if (asked) return;
+        settle();
+        reject(new Error(`task ${taskId} has ended`));
+      },
+      (error: Error) => {
+        settle();
+        reject(error);
+      },
+    );
     return answered;
   }
 
   /** Hand the answers kept for `taskId` to the runs waiting for them here. */
-  deliver(taskId: string): void {
-    const keys = this.waiting.get(taskId);
-    if (!keys) return;
+  async deliver(taskId: string): Promise<void> {
+    if (!this.waiting.has(taskId)) return;
     let answers: Record<string, unknown> = {};
-    this.guard(() => {
-      answers = this.store.takeResponses(taskId);
+    await this.guard(async () => {
+      answers = await this.store.takeResponses(taskId);
     });
-    for (const [key, value] of Object.entries(answers)) keys.get(key)?.resolve(value);
+    const keys = this.waiting.get(taskId);
+    for (const [key, value] of Object.entries(answers)) keys?.get(key)?.resolve(value);
   }
 
-  private deliverAll(): void {
-    for (const taskId of [...this.waiting.keys()]) this.deliver(taskId);
+  private async deliverAll(): Promise<void> {
+    if (this.polling) return; // the last look has not come back yet
+    this.polling = true;
+    try {
+      await Promise.all([...this.waiting.keys()].map((taskId) => this.deliver(taskId)));
+    } finally {
+      this.polling = false;
+    }
   }
 
   private stopPolling(): void {
@@ -86,9 +104,9 @@ export class TaskInput {
     this.poller = undefined;
   }
 
-  private guard(write: () => unknown): void {
+  private async guard(write: () => Promise<unknown>): Promise<void> {
     try {
-      write();
+      await write();
     } catch (error) {
       this.onError(error as Error);
     }
