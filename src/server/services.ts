@@ -11,7 +11,7 @@ import { SavedOutputs } from '../outputs/index.js';
 import { type CheckContext, PackageService } from '../packages/index.js';
 import { createSecretsFilter, loadRules, type RuleSet, type SecretsFilter } from '../policy/index.js';
 import { WorkspaceRetention } from '../pool/index.js';
-import { createQuotas, type Quotas } from '../quotas/index.js';
+import { createQuotas, type RunQuotas } from '../quotas/index.js';
 import { Interpreters } from '../runtimes/index.js';
 import {
   BackendRegistry,
@@ -58,7 +58,7 @@ export interface Services {
   /** CODEXEC_MAX_CONCURRENT_RUNS: the slots every tool that runs code holds while it runs. */
   readonly slots: RunSlots;
   /** CODEXEC_QUOTAS: per-principal quotas of runs and sessions (undefined: none configured). */
-  readonly quotas: Quotas | undefined;
+  readonly quotas: RunQuotas | undefined;
   /** CODEXEC_MAX_PENDING_APPROVALS: approvals waiting for an answer, all connections together. */
   readonly pendingApprovals: PendingApprovals;
   /**
@@ -121,7 +121,7 @@ export function createServices(config: Config, observers: Observers = {}): Servi
   // Downstream servers configured: every python/node run has discovery, warm ones too.
   const codeMode = downstream.size > 0;
   const engine = new Engine({ config, backends, interpreters, logs, secrets, disk, codeMode, outputs });
-  const quotas = createQuotas(config);
+  const quotas = createQuotas(config, store);
   const sessions = new SessionManager({
     config,
     backends,
