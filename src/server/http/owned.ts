@@ -1,6 +1,7 @@
 import type { SendRequest, SessionManager, StartRequest } from '../../sessions/index.js';
 import { SessionNotFoundError } from '../../sessions/index.js';
 import type { Services } from '../services.js';
+import type { SharedTrust } from './trust.js';
 
 /** Which principal started each live session. */
 type SessionOwners = Map<string, string>;
@@ -8,14 +9,26 @@ type SessionOwners = Map<string, string>;
 /**
  * What serve --http keeps per principal across its per-request MCP servers, for the server's
  * life: which live sessions each one owns (an entry goes when its session ends, however it ends)
- * and what each one trusted (approve_trust_session: over HTTP "this connection" is the principal).
+ * and what each one trusted (approve_trust_session: over HTTP "this connection" is the principal;
+ * with a shared store, what it trusted through any live replica).
  */
 export class Tenants {
   private readonly owners: SessionOwners = new Map();
   private readonly trust = new Map<string, Set<string>>();
 
-  constructor(manager: SessionManager) {
+  constructor(
+    manager: SessionManager,
+    private readonly shared?: SharedTrust,
+  ) {
     manager.onSessionEnd((sessionId) => this.owners.delete(sessionId));
+  }
+
+  /**
+   * Before a request of `principal` is served: with a shared store, read what it trusted through
+   * the other replicas (undefined, nothing to wait for, without one).
+   */
+  prepare(principal: string): Promise<void> | undefined {
+    return this.shared?.refresh(principal, this.trustOf(principal));
   }
 
   /** How many live sessions have an owner (for tests and health). */
@@ -35,12 +48,17 @@ export class Tenants {
    * list_sessions shows only its own.
    */
   servicesFor(services: Services, principal: string): Services {
+    const trusted = this.trustOf(principal);
+    return { ...services, sessions: sessionsFor(services.sessions, this.owners, principal), trusted };
+  }
+
+  private trustOf(principal: string): Set<string> {
     let trusted = this.trust.get(principal);
     if (!trusted) {
-      trusted = new Set();
+      trusted = this.shared ? this.shared.setFor(principal) : new Set();
       this.trust.set(principal, trusted);
     }
-    return { ...services, sessions: sessionsFor(services.sessions, this.owners, principal), trusted };
+    return trusted;
   }
 }
 

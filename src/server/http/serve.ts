@@ -4,6 +4,7 @@ import { createMcpHandler } from '@modelcontextprotocol/server';
 import type { Config } from '../../config/index.js';
 import { ConfigError } from '../../errors/index.js';
 import { loadMetrics, type PrometheusMetrics, setQuotaSink } from '../../metrics/index.js';
+import { ReplicaRegistry } from '../../store/index.js';
 import { startTracing } from '../../traces/index.js';
 import { log } from '../../util/index.js';
 import { ApprovalQueue } from '../approval-queue.js';
@@ -16,6 +17,7 @@ import { checkHost, checkOrigins, isLoopback, type Refusal, type RequestHead } f
 import { answerMetrics, metricSources } from './metrics.js';
 import { BodyTooLarge, readBody, sendWebResponse, toWebRequest } from './node.js';
 import { Tenants } from './owned.js';
+import { SharedTrust } from './trust.js';
 
 /** What the dashboard's server side is handed when first loaded (src/web imports only types here). */
 export interface DashboardDeps {
@@ -69,7 +71,7 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
   services.workspaces.start();
   // One McpServer per HTTP request (the SDK's model: 2026 requests are self-contained, 2025 traffic
   // is served statelessly), all over the one set of services.
-  const tenants = new Tenants(services.sessions);
+  const tenants = new Tenants(services.sessions, services.store && new SharedTrust(services.store));
   const handler = createMcpHandler(
     (ctx) => createServer(tenants.servicesFor(services, ctx.authInfo?.clientId ?? 'local')),
     {
@@ -91,13 +93,20 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
     },
     (req, res) => {
       if (bounds.refused(req.socket)) return; // answered 503 already, and closing
-      void route(req, res, { config, principals, loopback, handler, inFlight, metrics, dashboard }).catch(
-        (error: Error) => {
-          log('warn', `http: ${error.message}`);
-          if (!res.headersSent) refuse(res, { status: 500, message: 'internal error' });
-          else res.end();
-        },
-      );
+      void route(req, res, {
+        config,
+        principals,
+        loopback,
+        handler,
+        inFlight,
+        metrics,
+        dashboard,
+        tenants,
+      }).catch((error: Error) => {
+        log('warn', `http: ${error.message}`);
+        if (!res.headersSent) refuse(res, { status: 500, message: 'internal error' });
+        else res.end();
+      });
     },
   );
   http.keepAliveTimeout = limits.keepAliveTimeoutMs;
@@ -113,6 +122,10 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
   });
   const address = http.address() as AddressInfo;
   const shown = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  // A shared store: this replica is alive for the others (its tasks, quota holds and trust count),
+  // registered before anyone is told it listens.
+  const registry = services.store && new ReplicaRegistry(services.store);
+  await registry?.start(config.advertiseUrl ?? `http://${shown}:${address.port}`);
   // The token line first: whoever waits for "listening" has read it by then.
   if (principals) log('info', `bearer tokens: ${principals.source}`);
   else log('warn', 'serving WITHOUT authentication (--no-auth, loopback only)');
@@ -137,6 +150,7 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
       await handler.close().catch(() => {});
       for (const controller of inFlight) controller.abort();
       http.closeAllConnections();
+      await registry?.stop();
       await closeRecords(services);
       resolve();
     };
@@ -161,6 +175,7 @@ interface RouteContext {
   readonly inFlight: Set<AbortController>;
   readonly metrics: PrometheusMetrics;
   readonly dashboard: () => Promise<Dashboard>;
+  readonly tenants: Tenants;
 }
 
 /**
@@ -228,6 +243,8 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: RouteContex
   }
   ctx.inFlight.add(controller);
   try {
+    const prepared = ctx.tenants.prepare(principal); // a shared store: what it trusted elsewhere
+    if (prepared) await prepared;
     const request = toWebRequest(req, body, controller.signal);
     const authInfo = { token: '', clientId: principal, scopes: [] };
     await sendWebResponse(res, await ctx.handler.fetch(request, { authInfo }));
