@@ -19,6 +19,8 @@ export class TaskInput {
   private readonly waiting = new Map<string, Map<string, Waiter>>();
   private poller: NodeJS.Timeout | undefined;
   private polling = false;
+  /** Requests being written, per task (a read of the task waits for them: see `written`). */
+  private readonly requesting = new Map<string, Promise<unknown>>();
 
   constructor(
     private readonly store: TaskStore,
@@ -54,6 +56,10 @@ export class TaskInput {
     };
     // Called now (the SQLite store records it before this returns: a re-read shows it).
     const requested = this.store.requestInput(taskId, key, request);
+    this.requesting.set(taskId, requested);
+    const written = () => {
+      if (this.requesting.get(taskId) === requested) this.requesting.delete(taskId);
+    };
     signal.addEventListener('abort', onAbort, { once: true });
     keys.set(key, {
       answered,
@@ -66,16 +72,23 @@ export class TaskInput {
     this.poller ??= setInterval(() => void this.deliverAll(), POLL_MS).unref();
     requested.then(
       (asked) => {
+        written();
         if (asked) return;
         settle();
         reject(new Error(`task ${taskId} has ended`));
       },
       (error: Error) => {
+        written();
         settle();
         reject(error);
       },
     );
     return answered;
+  }
+
+  /** Once the request last asked for `taskId` is recorded (a read after it shows it). */
+  async written(taskId: string): Promise<void> {
+    await this.requesting.get(taskId)?.catch(() => {});
   }
 
   /** Hand the answers kept for `taskId` to the runs waiting for them here. */

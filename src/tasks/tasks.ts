@@ -120,6 +120,7 @@ export class Tasks {
   /** The task as recorded, its latest output included; undefined for another principal's. */
   async get(taskId: string, principal: string): Promise<TaskRecord | undefined> {
     if (this.live.get(taskId)?.dirty) await this.flush(taskId);
+    await this.input.written(taskId); // a question its run just asked shows (a shared store's write)
     return await this.store.get(taskId, principal);
   }
 

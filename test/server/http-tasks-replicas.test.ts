@@ -57,9 +57,9 @@ describe('serve --http replicas on PostgreSQL: MCP Tasks', () => {
       name: 'execute_code',
       arguments: { language: 'bash', code: 'echo approved-on-b' },
     });
-    expect(created.result).toMatchObject({ resultType: 'task' });
+    expect(created.result).toMatchObject({ resultType: 'task', status: 'input_required' });
     const taskId = created.result?.taskId as string;
-    await pollFor(aliceB, taskId, (reply) => reply.result?.status === 'input_required');
+    expect((await aliceB('tasks/get', { taskId })).result?.status).toBe('input_required');
     expect((await bobB('tasks/update', { taskId, inputResponses: TRUST })).error).toMatchObject({
       code: -32602,
     });

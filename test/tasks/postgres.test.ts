@@ -73,7 +73,7 @@ describe('tasks on PostgreSQL, across replicas', () => {
     expect((await b.tasks.list('alice')).map((task) => task.taskId)).toEqual([taskId]);
 
     const asked = run.ask('approval', FORM);
-    await expect.poll(async () => (await b.tasks.get(taskId, 'alice'))?.status).toBe('input_required');
+    expect((await a.tasks.get(taskId, 'alice'))?.status).toBe('input_required'); // asked: shown at once
     expect((await b.tasks.get(taskId, 'alice'))?.inputRequests).toEqual({ approval: FORM });
     expect(await b.tasks.update(taskId, 'alice', { approval: YES })).toBe(true);
     await expect(asked).resolves.toEqual(YES); // A's poll took the answer B recorded
