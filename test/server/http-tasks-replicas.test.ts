@@ -1,7 +1,8 @@
 // MCP Tasks across replicas (CODEXEC_STORE=postgres://…): two real `serve --http` processes, each
 // with a home of its own, on one database and one approval key. A task made through one is polled
 // to its result, answered and cancelled through the other (its run on the first stops); what a
-// principal trusted through one is trusted by the other; another principal finds nothing.
+// principal trusted through one is trusted by the other; another principal finds nothing; a
+// principal's runs per minute are counted across both.
 import { randomBytes } from 'node:crypto';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -14,6 +15,7 @@ import { OUTPUT_META, overHttp, pollFor, pollUntilDone, type Reply } from '../he
 
 const ALICE = 'alice-token-0123456789';
 const BOB = 'bob-token-0123456789ab';
+const CAROL = 'carol-token-0123456789a';
 const TRUST = { approval: { action: 'accept', content: { decision: 'approve_trust_session' } } };
 
 const outputOf = (reply: Reply) =>
@@ -30,14 +32,17 @@ describe('serve --http replicas on PostgreSQL: MCP Tasks', () => {
     const url = await cluster.createDatabase('replicas');
     dir = tempDir();
     const tokens = join(dir, 'tokens.json');
-    writeFileSync(tokens, JSON.stringify({ alice: ALICE, bob: BOB }));
+    writeFileSync(tokens, JSON.stringify({ alice: ALICE, bob: BOB, carol: CAROL }));
     const key = join(dir, 'approval.key');
     writeFileSync(key, randomBytes(32), { mode: 0o600 });
+    const quotas = join(dir, 'quotas.json');
+    writeFileSync(quotas, JSON.stringify({ carol: { runs_per_minute: 3 } }));
     const env = {
       CODEXEC_HTTP_TOKENS: tokens,
       CODEXEC_STORE: url,
       CODEXEC_APPROVAL_KEY_FILE: key,
       CODEXEC_APPROVAL: 'ask',
+      CODEXEC_QUOTAS: quotas,
     };
     [a, b] = await Promise.all([startHttp({ env }), startHttp({ env })]);
   }, 90_000);
@@ -131,6 +136,30 @@ describe('serve --http replicas on PostgreSQL: MCP Tasks', () => {
       await new Promise((resolve) => setTimeout(resolve, 100));
     expect(processesWith(marker)).toEqual([]);
   });
+
+  it("carol's runs_per_minute is spent by her runs through A and B together", async () => {
+    // Three runs within one UTC minute: not begun in its last 15 s.
+    const second = new Date().getUTCSeconds();
+    if (second > 45) await new Promise((resolve) => setTimeout(resolve, (61 - second) * 1000));
+    const carolA = overHttp(a.url, CAROL);
+    const carolB = overHttp(b.url, CAROL);
+    const asking = await carolA('tools/call', {
+      name: 'execute_code',
+      arguments: { language: 'bash', code: 'echo 1' },
+    });
+    const taskId = asking.result?.taskId as string;
+    await carolB('tasks/update', { taskId, inputResponses: TRUST }); // trusted from now on
+    expect((await pollUntilDone(carolB, taskId)).result?.status).toBe('completed');
+    const plain = (send: typeof carolA) =>
+      send('tools/call', { name: 'execute_code', arguments: { language: 'bash', code: 'echo run' } }, false);
+    expect((await plain(carolB)).result?.structuredContent).toMatchObject({ stdout: 'run\n' });
+    expect((await plain(carolA)).result?.structuredContent).toMatchObject({ stdout: 'run\n' });
+    for (const send of [carolB, carolA])
+      expect((await plain(send)).result?.structuredContent).toMatchObject({
+        code: 'QUOTA_EXCEEDED',
+        limit: 'runs_per_minute',
+      });
+  }, 30_000);
 
   it('a task whose replica died reads failed "server restarted" on the survivor', async () => {
     const aliceA = overHttp(a.url, ALICE);
