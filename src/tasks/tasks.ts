@@ -51,6 +51,8 @@ export class Tasks {
   private readonly live = new Map<string, Live>();
   private readonly input: TaskInput;
   private poller: NodeJS.Timeout | undefined;
+  /** The last look for cancels failed (the database unreachable). */
+  private unreachable = false;
 
   constructor(private readonly options: TasksOptions) {
     this.store = 'store' in options ? options.store : new SqliteTaskStore(options.path);
@@ -179,10 +181,16 @@ export class Tasks {
 
   /** A shared store: abort the runs of this replica's tasks that another replica cancelled. */
   private async stopEnded(): Promise<void> {
-    let ended: string[] = [];
-    await this.guard(async () => {
+    let ended: string[];
+    try {
       ended = await this.store.ended([...this.live.keys()]);
-    });
+      this.unreachable = false;
+    } catch (error) {
+      // Said once per outage, not every CANCEL_POLL_MS; the runs go on meanwhile.
+      if (!this.unreachable) log('warn', `tasks: cannot look for cancels: ${(error as Error).message}`);
+      this.unreachable = true;
+      return;
+    }
     for (const taskId of ended) this.live.get(taskId)?.controller.abort(new Error(CANCELLED));
   }
 
