@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DEAD_AFTER_MS, NOW_MS, type Postgres, REPLICA_MIGRATIONS, replicaId } from '../store/index.js';
+import { DEAD_AFTER_MS, migrateReplicas, NOW_MS, type Postgres, replicaId } from '../store/index.js';
 import { log } from '../util/index.js';
 import { DECISIONS, type Decision } from './approval.js';
 import type { ApprovalEvent, ApprovalPeers, ApprovalQueue, QueuedApproval } from './approval-queue.js';
@@ -55,7 +55,7 @@ export class SharedApprovals implements ApprovalPeers {
   ) {}
 
   async start(): Promise<void> {
-    await this.pg.migrate('replicas', REPLICA_MIGRATIONS);
+    await migrateReplicas(this.pg);
     await this.pg.migrate('approvals', MIGRATIONS);
     this.queue.attachPeers(this);
     this.stopListening = this.queue.onLocal((event) => this.publish(event));

@@ -9,6 +9,7 @@ import {
   prepareDecision,
   type RuleSet,
 } from '../policy/index.js';
+import type { RunHold } from '../quotas/index.js';
 import type { TaskRun } from '../tasks/index.js';
 import { phase } from '../traces/index.js';
 import { type CpuMeter, currentPrincipal, log, withCpuMeter } from '../util/index.js';
@@ -252,7 +253,7 @@ export class Gatekeeper {
    * waits for it: data for approved code, as write_stdin's is): no new decision or audit entry,
    * but a run slot, and a task where the call may become one.
    */
-  resume<R>(ctx: ServerContext, tool: string, execute: () => Promise<R>): Promise<R> | TaskHandle {
+  resume<R>(ctx: ServerContext, tool: string, execute: () => Promise<R>): Promise<R | TaskHandle> {
     const go = () =>
       this.withSlot(tool, currentTaskRun()?.signal ?? ctx.mcpReq.signal, execute).then(wireOnly);
     return startAsTask(go) ?? go();
@@ -311,7 +312,8 @@ export class Gatekeeper {
   private async withSlot<R>(tool: string, signal: AbortSignal, execute: () => Promise<R>): Promise<R> {
     const { slots, quotas } = this.services;
     const principal = currentPrincipal();
-    quotas?.check(principal);
+    const checked = quotas?.check(principal);
+    if (checked) await checked; // the shared store's counts: one round trip
     let slot = slots.acquire(signal);
     if (typeof slot !== 'function') {
       const asked = Date.now();
@@ -328,9 +330,10 @@ export class Gatekeeper {
         `${tool} waited ${Date.now() - asked} ms for a run slot (CODEXEC_MAX_CONCURRENT_RUNS=${max})`,
       );
     }
-    let hold: ReturnType<NonNullable<typeof quotas>['admit']> | undefined;
+    let hold: RunHold | undefined;
     try {
-      hold = quotas?.admit(principal);
+      const admitted = quotas?.admit(principal);
+      hold = admitted instanceof Promise ? await admitted : admitted;
     } catch (error) {
       slot();
       throw error;

@@ -11,7 +11,7 @@ import { SavedOutputs } from '../outputs/index.js';
 import { type CheckContext, PackageService } from '../packages/index.js';
 import { createSecretsFilter, loadRules, type RuleSet, type SecretsFilter } from '../policy/index.js';
 import { WorkspaceRetention } from '../pool/index.js';
-import { createQuotas, type Quotas } from '../quotas/index.js';
+import { createQuotas, type RunQuotas } from '../quotas/index.js';
 import { Interpreters } from '../runtimes/index.js';
 import {
   BackendRegistry,
@@ -21,7 +21,7 @@ import {
 } from '../sandbox/index.js';
 import { SessionManager } from '../sessions/index.js';
 import { deriveKey, loadApprovalKey, Postgres, replicaId } from '../store/index.js';
-import { Tasks } from '../tasks/index.js';
+import { PgTaskStore, Tasks } from '../tasks/index.js';
 import type { Tracing } from '../traces/index.js';
 import { currentPrincipal, log } from '../util/index.js';
 import type { ApprovalQueue } from './approval-queue.js';
@@ -61,7 +61,7 @@ export interface Services {
   /** CODEXEC_MAX_CONCURRENT_RUNS: the slots every tool that runs code holds while it runs. */
   readonly slots: RunSlots;
   /** CODEXEC_QUOTAS: per-principal quotas of runs and sessions (undefined: none configured). */
-  readonly quotas: Quotas | undefined;
+  readonly quotas: RunQuotas | undefined;
   /** CODEXEC_MAX_PENDING_APPROVALS: approvals waiting for an answer, all connections together. */
   readonly pendingApprovals: PendingApprovals;
   /**
@@ -73,7 +73,7 @@ export interface Services {
   readonly store?: Postgres;
   /** Code mode: the downstream MCP servers of CODEXEC_MCP_CONFIG (none configured: an empty bridge). */
   readonly bridge: Bridge;
-  /** MCP Tasks: work handed back as a task, recorded in tasks.db (opened on first use). */
+  /** MCP Tasks: work handed back as a task, recorded in tasks.db (opened on first use) or the store. */
   readonly tasks: Tasks;
   /** The secrets filter (CODEXEC_REDACT_SECRETS): undefined when switched off. */
   readonly secrets: SecretsFilter | undefined;
@@ -125,7 +125,7 @@ export function createServices(config: Config, observers: Observers = {}): Servi
   // Downstream servers configured: every python/node run has discovery, warm ones too.
   const codeMode = downstream.size > 0;
   const engine = new Engine({ config, backends, interpreters, logs, secrets, disk, codeMode, outputs });
-  const quotas = createQuotas(config);
+  const quotas = createQuotas(config, store);
   const sessions = new SessionManager({
     config,
     backends,
@@ -202,7 +202,10 @@ export function createServices(config: Config, observers: Observers = {}): Servi
     pendingApprovals: new PendingApprovals(config.gate.maxPendingApprovals),
     approvalKey,
     ...(store && { store }),
-    tasks: new Tasks({ path: join(config.home, 'tasks.db'), ttlMs: config.taskTtlMs }),
+    tasks: new Tasks({
+      ttlMs: config.taskTtlMs,
+      ...(store ? { store: new PgTaskStore(store) } : { path: join(config.home, 'tasks.db') }),
+    }),
     secrets,
     metrics: observers.metrics ?? NO_METRICS,
     tracing: observers.tracing,
@@ -245,7 +248,7 @@ export async function closeRecords(services: Services): Promise<void> {
   await services.logs.flush();
   await services.audit.close();
   await services.history.close();
-  services.tasks.close();
+  await services.tasks.close();
   await services.store?.close();
   // Spans still batched go out now (a collector that does not answer costs its export timeout).
   await services.tracing?.shutdown().catch((error: Error) => log('warn', `traces: ${error.message}`));

@@ -26,30 +26,30 @@ const taskIdParams = z.object({ taskId: z.string().min(1) });
 export function registerTaskMethods(server: McpServer, tasks: Tasks): void {
   server.server.setRequestHandler('tasks/get', { params: taskIdParams }, async (params, ctx) => {
     const isModern = modern(ctx); // before the lookup: a non-declaring client learns nothing
-    const record = found(tasks.get(params.taskId, principalOf(ctx)));
+    const record = found(await tasks.get(params.taskId, principalOf(ctx)));
     return isModern ? detailed(record) : { ...legacyTask(record), ...outputMeta(record) };
   });
   server.server.setRequestHandler('tasks/cancel', { params: taskIdParams }, async (params, ctx) => {
     const principal = principalOf(ctx);
     if (modern(ctx)) {
-      if (!tasks.cancel(params.taskId, principal)) found(undefined);
+      if (!(await tasks.cancel(params.taskId, principal))) found(undefined);
       return {};
     }
-    const before = found(tasks.get(params.taskId, principal));
+    const before = found(await tasks.get(params.taskId, principal));
     if (before.status !== 'working' && before.status !== 'input_required')
       throw new ProtocolError(
         ProtocolErrorCode.InvalidParams,
         `Cannot cancel task: already ${before.status}`,
       );
-    tasks.cancel(params.taskId, principal);
-    return legacyTask(found(tasks.get(params.taskId, principal)));
+    await tasks.cancel(params.taskId, principal);
+    return legacyTask(found(await tasks.get(params.taskId, principal)));
   });
   // Answers to keys not outstanding are ignored, as the extension says; the ack is empty. The SDK
   // lifts `inputResponses` (reserved on 2026-era requests) into the context, bare results only.
   server.server.setRequestHandler('tasks/update', { params: taskIdParams }, async (params, ctx) => {
     modern(ctx);
     const answers = ctx.mcpReq.inputResponses ?? {};
-    if (!tasks.update(params.taskId, principalOf(ctx), answers)) found(undefined);
+    if (!(await tasks.update(params.taskId, principalOf(ctx), answers))) found(undefined);
     return {};
   });
   server.server.setRequestHandler('tasks/result', { params: taskIdParams }, async (params, ctx) => {
@@ -66,7 +66,7 @@ export function registerTaskMethods(server: McpServer, tasks: Tasks): void {
   server.server.setRequestHandler(
     'tasks/list',
     { params: z.object({ cursor: z.string().optional() }) },
-    async (_params, ctx) => ({ tasks: tasks.list(principalOf(ctx)).map(legacyTask) }),
+    async (_params, ctx) => ({ tasks: (await tasks.list(principalOf(ctx))).map(legacyTask) }),
   );
 }
 
@@ -99,7 +99,7 @@ async function ended(
   signal: AbortSignal,
 ): Promise<TaskRecord> {
   for (;;) {
-    const record = found(tasks.get(taskId, principal));
+    const record = found(await tasks.get(taskId, principal));
     if (record.status !== 'working' && record.status !== 'input_required') return record;
     if (signal.aborted)
       throw new ProtocolError(ProtocolErrorCode.InternalError, 'tasks/result was cancelled');

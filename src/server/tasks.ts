@@ -76,11 +76,15 @@ export function inTaskScope<T>(scope: TaskScope, work: () => T): T {
  * return its handle; else undefined (run it now). Code under `execute` sees the task's signal and
  * output sink through currentTaskRun().
  */
-export function startAsTask(execute: () => Promise<unknown>): TaskHandle | undefined {
+export function startAsTask(execute: () => Promise<unknown>): Promise<TaskHandle> | undefined {
   const scope = scopes.getStore();
   if (!scope) return undefined;
+  return handOver(scope, execute);
+}
+
+async function handOver(scope: TaskScope, execute: () => Promise<unknown>): Promise<TaskHandle> {
   // Handed over once: what the task runs must not become a task again.
-  const record = scopes.exit(() =>
+  const record = await scopes.exit(() =>
     scope.tasks.start(currentPrincipal(), scope.tool, (run) =>
       runs.run(run, () =>
         execute().then(
@@ -91,7 +95,7 @@ export function startAsTask(execute: () => Promise<unknown>): TaskHandle | undef
     ),
   );
   // Re-read: work that asks at once (approval) has made it input_required already.
-  const current = scope.tasks.get(record.taskId, record.principal) ?? record;
+  const current = (await scope.tasks.get(record.taskId, record.principal)) ?? record;
   const task = scope.era === 'modern' ? modernTask(current) : legacyTask(current);
   handles.add(task);
   const handle = scope.era === 'modern' ? { resultType: 'task', ...task } : { task };

@@ -32,7 +32,7 @@ import type { LogWriter } from '../logs/index.js';
 import type { SavedOutputs } from '../outputs/index.js';
 import type { PackageEnv, PackageLanguage, SessionPackageHost } from '../packages/index.js';
 import { type SecretsFilter, sandboxEnv } from '../policy/index.js';
-import type { Quotas } from '../quotas/index.js';
+import type { RunQuotas } from '../quotas/index.js';
 import type { Interpreters } from '../runtimes/index.js';
 import type { BackendRegistry, Exit, SandboxBackend } from '../sandbox/index.js';
 import { currentPrincipal, log, newId } from '../util/index.js';
@@ -69,7 +69,7 @@ export interface SessionManagerDeps {
   /** Keeps the whole output of a send the result truncates (absent: none kept). */
   readonly outputs?: SavedOutputs | undefined;
   /** CODEXEC_QUOTAS: a principal's max_sessions, over CODEXEC_MAX_SESSIONS (absent: none). */
-  readonly quotas?: Quotas | undefined;
+  readonly quotas?: RunQuotas | undefined;
 }
 
 /** How many ended sessions are remembered, to say why a late send finds nothing. */

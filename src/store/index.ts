@@ -5,8 +5,8 @@ export { Postgres, type Queryable, redactUrl } from './postgres.js';
 export {
   DEAD_AFTER_MS,
   HEARTBEAT_MS,
+  migrateReplicas,
   NOW_MS,
-  REPLICA_MIGRATIONS,
   ReplicaRegistry,
   type ReplicaRow,
   replicaId,

@@ -9,7 +9,7 @@ export const HEARTBEAT_MS = 2000;
 export const DEAD_AFTER_MS = 5 * HEARTBEAT_MS;
 
 /** The registry's table (components that join it migrate it too: the order of starts is free). */
-export const REPLICA_MIGRATIONS = [
+const REPLICA_MIGRATIONS = [
   `CREATE TABLE codexec_replicas (
      replica_id TEXT PRIMARY KEY,
      url TEXT NOT NULL,
@@ -50,7 +50,7 @@ export class ReplicaRegistry {
 
   /** Register as `url` and start beating (an unreachable database is retried at each beat). */
   async start(url: string): Promise<void> {
-    await this.pg.migrate('replicas', REPLICA_MIGRATIONS);
+    await migrateReplicas(this.pg);
     await this.pg.query(
       `INSERT INTO codexec_replicas (replica_id, url, started_ms, heartbeat_ms) VALUES ($1, $2, ${NOW_MS}, ${NOW_MS})
        ON CONFLICT (replica_id) DO UPDATE SET url = EXCLUDED.url, heartbeat_ms = EXCLUDED.heartbeat_ms`,
@@ -94,6 +94,14 @@ export class ReplicaRegistry {
       .query('DELETE FROM codexec_replicas WHERE replica_id = $1', [this.id])
       .catch((error: Error) => log('warn', `replica deregistration: ${error.message}`));
   }
+}
+
+/**
+ * The registry's table, for components whose queries ask whether a replica is alive (a task's
+ * owner, a quota's holds) before any replica has registered.
+ */
+export function migrateReplicas(pg: Postgres): Promise<void> {
+  return pg.migrate('replicas', REPLICA_MIGRATIONS);
 }
 
 /** The database's clock in ms (SQL). */

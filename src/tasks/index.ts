@@ -1,5 +1,15 @@
-// Long work handed back as MCP tasks: the records in $CODEXEC_HOME/tasks.db (status, output so far,
-// result) and the runs behind them (cancel, shutdown). Knows nothing of MCP's wire shapes.
+// Long work handed back as MCP tasks: the records (tasks.db, or the shared database's codexec_tasks)
+// with status, output so far and result, and the runs behind them (cancel, shutdown). Knows nothing
+// of MCP's wire shapes.
 
-export { RESTARTED, TASK_STATUSES, type TaskRecord, type TaskStatus, TaskStore } from './store.js';
+export { PgTaskStore } from './postgres.js';
+export { SqliteTaskStore } from './sqlite.js';
+export {
+  RESTARTED,
+  TASK_STATUSES,
+  type TaskEnd,
+  type TaskRecord,
+  type TaskStatus,
+  type TaskStore,
+} from './store.js';
 export { type TaskRun, Tasks, type TasksOptions } from './tasks.js';

@@ -1,6 +1,6 @@
 import type { TaskStore } from './store.js';
 
-/** How often answers given to another server sharing the home are looked for. */
+/** How often answers given to another server sharing the store are looked for. */
 const POLL_MS = 250;
 
 interface Waiter {
@@ -11,13 +11,16 @@ interface Waiter {
 /**
  * A running task's questions to its client (2026 era: the task reads input_required, tasks/get
  * shows the requests, tasks/update answers them). Requests and answers live in the store, so any
- * server sharing the home shows the one and takes the other; the run asking here waits for its
- * answer, delivered at once when tasks/update reaches this server, else found by polling.
+ * server sharing it shows the one and takes the other; the run asking here waits for its answer,
+ * delivered at once when tasks/update reaches this server, else found by polling.
  */
 export class TaskInput {
   /** taskId → key → the run waiting for that answer. */
   private readonly waiting = new Map<string, Map<string, Waiter>>();
   private poller: NodeJS.Timeout | undefined;
+  private polling = false;
+  /** Requests being written, per task (a read of the task waits for them: see `written`). */
+  private readonly requesting = new Map<string, Promise<unknown>>();
 
   constructor(
     private readonly store: TaskStore,
@@ -34,8 +37,6 @@ export class TaskInput {
     const existing = keys.get(key);
     if (existing) return existing.answered;
     if (signal.aborted) return Promise.reject(signal.reason);
-    if (!this.store.requestInput(taskId, key, request))
-      return Promise.reject(new Error(`task ${taskId} has ended`));
     let resolve: (value: unknown) => void = () => {};
     let reject: (reason: unknown) => void = () => {};
     const answered = new Promise<unknown>((yes, no) => {
@@ -50,8 +51,14 @@ export class TaskInput {
     };
     const onAbort = () => {
       settle();
-      this.guard(() => this.store.withdrawInput(taskId, key));
+      void this.guard(() => this.store.withdrawInput(taskId, key));
       reject(signal.reason);
+    };
+    // Called now (the SQLite store records it before this returns: a re-read shows it).
+    const requested = this.store.requestInput(taskId, key, request);
+    this.requesting.set(taskId, requested);
+    const written = () => {
+      if (this.requesting.get(taskId) === requested) this.requesting.delete(taskId);
     };
     signal.addEventListener('abort', onAbort, { once: true });
     keys.set(key, {
@@ -62,23 +69,47 @@ export class TaskInput {
       },
     });
     this.waiting.set(taskId, keys);
-    this.poller ??= setInterval(() => this.deliverAll(), POLL_MS).unref();
+    this.poller ??= setInterval(() => void this.deliverAll(), POLL_MS).unref();
+    requested.then(
+      (asked) => {
+        written();
+        if (asked) return;
+        settle();
+        reject(new Error(`task ${taskId} has ended`));
+      },
+      (error: Error) => {
+        written();
+        settle();
+        reject(error);
+      },
+    );
     return answered;
   }
 
-  /** Hand the answers kept for `taskId` to the runs waiting for them here. */
-  deliver(taskId: string): void {
-    const keys = this.waiting.get(taskId);
-    if (!keys) return;
-    let answers: Record<string, unknown> = {};
-    this.guard(() => {
-      answers = this.store.takeResponses(taskId);
-    });
-    for (const [key, value] of Object.entries(answers)) keys.get(key)?.resolve(value);
+  /** Once the request last asked for `taskId` is recorded (a read after it shows it). */
+  async written(taskId: string): Promise<void> {
+    await this.requesting.get(taskId)?.catch(() => {});
   }
 
-  private deliverAll(): void {
-    for (const taskId of [...this.waiting.keys()]) this.deliver(taskId);
+  /** Hand the answers kept for `taskId` to the runs waiting for them here. */
+  async deliver(taskId: string): Promise<void> {
+    if (!this.waiting.has(taskId)) return;
+    let answers: Record<string, unknown> = {};
+    await this.guard(async () => {
+      answers = await this.store.takeResponses(taskId);
+    });
+    const keys = this.waiting.get(taskId);
+    for (const [key, value] of Object.entries(answers)) keys?.get(key)?.resolve(value);
+  }
+
+  private async deliverAll(): Promise<void> {
+    if (this.polling) return; // the last look has not come back yet
+    this.polling = true;
+    try {
+      await Promise.all([...this.waiting.keys()].map((taskId) => this.deliver(taskId)));
+    } finally {
+      this.polling = false;
+    }
   }
 
   private stopPolling(): void {
@@ -86,9 +117,9 @@ export class TaskInput {
     this.poller = undefined;
   }
 
-  private guard(write: () => unknown): void {
+  private async guard(write: () => Promise<unknown>): Promise<void> {
     try {
-      write();
+      await write();
     } catch (error) {
       this.onError(error as Error);
     }

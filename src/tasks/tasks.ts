@@ -1,6 +1,7 @@
 import { log } from '../util/index.js';
 import { TaskInput } from './input.js';
-import { type TaskRecord, TaskStore } from './store.js';
+import { SqliteTaskStore } from './sqlite.js';
+import type { TaskEnd, TaskRecord, TaskStore } from './store.js';
 
 /** What a run started as a task is handed instead of its request's signal and progress stream. */
 export interface TaskRun {
@@ -16,17 +17,21 @@ export interface TaskRun {
   readonly ask: (key: string, request: unknown, signal?: AbortSignal) => Promise<unknown>;
 }
 
-export interface TasksOptions {
-  /** `$CODEXEC_HOME/tasks.db`. */
-  readonly path: string;
+export type TasksOptions = {
   /** CODEXEC_TASK_TTL_MS: how long a task is kept after it was created. */
   readonly ttlMs: number;
-}
+} & (
+  | /** `$CODEXEC_HOME/tasks.db`. */ { readonly path: string }
+  | /** The shared store (replicas), or any other. */ { readonly store: TaskStore }
+);
 
 /** Output kept per task (its tail), and how often it is written while the run goes on. */
 const KEPT_CHARS = 64 * 1024;
 const FLUSH_MS = 250;
+/** A shared store: how often the owner looks whether its running tasks were ended elsewhere. */
+const CANCEL_POLL_MS = 250;
 const SHUT_DOWN = 'server shut down';
+const CANCELLED = 'cancelled by tasks/cancel';
 
 interface Live {
   readonly controller: AbortController;
@@ -37,17 +42,21 @@ interface Live {
 }
 
 /**
- * Work handed back as a task: recorded in SQLite before the caller answers, run in the background,
- * its output so far written as it comes (throttled), its end recorded whatever the outcome.
+ * Work handed back as a task: recorded before the caller answers, run in the background, its
+ * output so far written as it comes (throttled), its end recorded whatever the outcome. With a
+ * shared store, a task cancelled through another replica is stopped here within CANCEL_POLL_MS.
  */
 export class Tasks {
   private readonly store: TaskStore;
   private readonly live = new Map<string, Live>();
   private readonly input: TaskInput;
+  private poller: NodeJS.Timeout | undefined;
+  /** The last look for cancels failed (the database unreachable). */
+  private unreachable = false;
 
   constructor(private readonly options: TasksOptions) {
-    this.store = new TaskStore(options.path);
-    this.input = new TaskInput(this.store, (error) => log('error', `tasks.db: ${error.message}`));
+    this.store = 'store' in options ? options.store : new SqliteTaskStore(options.path);
+    this.input = new TaskInput(this.store, (error) => log('error', `tasks: ${error.message}`));
   }
 
   get ttlMs(): number {
@@ -58,12 +67,12 @@ export class Tasks {
    * Record a working task for `principal` and start `work` on it. `work` resolves with the
    * request's final result (a tool error is a result too); a throw fails the task.
    */
-  start(
+  async start(
     principal: string,
     tool: string,
     work: (run: TaskRun) => Promise<Record<string, unknown>>,
-  ): TaskRecord {
-    const record = this.store.create(principal, tool, this.options.ttlMs);
+  ): Promise<TaskRecord> {
+    const record = await this.store.create(principal, tool, this.options.ttlMs);
     const { taskId } = record;
     const controller = new AbortController();
     let resolveDone: () => void = () => {};
@@ -77,14 +86,15 @@ export class Tasks {
       }),
     };
     this.live.set(taskId, entry);
+    if (this.store.shared) this.poller ??= setInterval(() => void this.stopEnded(), CANCEL_POLL_MS).unref();
     const onOutput = (stream: 'stdout' | 'stderr', text: string) => {
       const tagged = stream === 'stderr' ? `[stderr] ${text}` : text;
       entry.output = (entry.output + tagged).slice(-KEPT_CHARS);
       entry.dirty = true;
-      entry.timer ??= setTimeout(() => this.flush(taskId), FLUSH_MS);
+      entry.timer ??= setTimeout(() => void this.flush(taskId), FLUSH_MS);
     };
     const ask = (key: string, request: unknown, signal?: AbortSignal) => {
-      if (entry.dirty) this.flush(taskId); // what led to the question is shown with it
+      if (entry.dirty) void this.flush(taskId); // what led to the question is shown with it
       const stop = signal ? AbortSignal.any([controller.signal, signal]) : controller.signal;
       return this.input.ask(taskId, key, request, stop);
     };
@@ -93,7 +103,7 @@ export class Tasks {
         (result) => this.end(taskId, { status: 'completed', result, output: entry.output }),
         (error: Error) => {
           log('error', `task ${taskId}: ${error.stack ?? error.message}`);
-          this.end(taskId, {
+          return this.end(taskId, {
             status: 'failed',
             error: { code: -32603, message: error.message },
             output: entry.output,
@@ -103,42 +113,46 @@ export class Tasks {
       .finally(() => {
         clearTimeout(entry.timer);
         this.live.delete(taskId);
+        if (this.live.size === 0) this.stopPolling();
         resolveDone();
       });
     return record;
   }
 
   /** The task as recorded, its latest output included; undefined for another principal's. */
-  get(taskId: string, principal: string): TaskRecord | undefined {
-    if (this.live.get(taskId)?.dirty) this.flush(taskId);
-    return this.store.get(taskId, principal);
+  async get(taskId: string, principal: string): Promise<TaskRecord | undefined> {
+    if (this.live.get(taskId)?.dirty) await this.flush(taskId);
+    await this.input.written(taskId); // a question its run just asked shows (a shared store's write)
+    return await this.store.get(taskId, principal);
   }
 
-  list(principal: string): TaskRecord[] {
-    for (const [taskId, entry] of this.live) if (entry.dirty) this.flush(taskId);
-    return this.store.list(principal);
+  async list(principal: string): Promise<TaskRecord[]> {
+    const dirty = [...this.live].filter(([, entry]) => entry.dirty);
+    await Promise.all(dirty.map(([taskId]) => this.flush(taskId)));
+    return await this.store.list(principal);
   }
 
   /**
    * tasks/update: answers to the task's outstanding requests (others are ignored), handed to its
-   * run. False when there is no such task for this principal.
+   * run (here, or by its owner's poll). False when there is no such task for this principal.
    */
-  update(taskId: string, principal: string, answers: Record<string, unknown>): boolean {
-    if (!this.store.answer(taskId, principal, answers)) return false;
-    this.input.deliver(taskId);
+  async update(taskId: string, principal: string, answers: Record<string, unknown>): Promise<boolean> {
+    if (!(await this.store.answer(taskId, principal, answers))) return false;
+    await this.input.deliver(taskId);
     return true;
   }
 
   /**
    * Cancel: the task reads cancelled at once and its run is aborted (killed as a client's
-   * cancellation kills it). False when there is no such task for this principal.
+   * cancellation kills it; a shared store's owner elsewhere stops it when it next looks). False
+   * when there is no such task for this principal.
    */
-  cancel(taskId: string, principal: string): boolean {
-    const record = this.store.get(taskId, principal);
+  async cancel(taskId: string, principal: string): Promise<boolean> {
+    const record = await this.store.get(taskId, principal);
     if (!record) return false;
     const entry = this.live.get(taskId);
-    this.store.finish(taskId, { status: 'cancelled', ...(entry && { output: entry.output }) });
-    entry?.controller.abort(new Error('cancelled by tasks/cancel'));
+    await this.store.finish(taskId, { status: 'cancelled', ...(entry && { output: entry.output }) });
+    entry?.controller.abort(new Error(CANCELLED));
     return true;
   }
 
@@ -147,42 +161,64 @@ export class Tasks {
    * restart), and wait until their runs are gone.
    */
   async shutdown(): Promise<void> {
+    this.stopPolling();
     const running = [...this.live.entries()];
-    for (const [taskId, entry] of running) {
+    const ends = running.map(([taskId, entry]) =>
       this.end(taskId, {
         status: 'failed',
         error: { code: -32603, message: SHUT_DOWN },
         output: entry.output,
-      });
-      entry.controller.abort(new Error(SHUT_DOWN));
+      }),
+    );
+    for (const [, entry] of running) entry.controller.abort(new Error(SHUT_DOWN));
+    await Promise.all([...ends, ...running.map(([, entry]) => entry.done)]);
+  }
+
+  async close(): Promise<void> {
+    this.stopPolling();
+    await this.store.close();
+  }
+
+  /** A shared store: abort the runs of this replica's tasks that another replica cancelled. */
+  private async stopEnded(): Promise<void> {
+    let ended: string[];
+    try {
+      ended = await this.store.ended([...this.live.keys()]);
+      this.unreachable = false;
+    } catch (error) {
+      // Said once per outage, not every CANCEL_POLL_MS; the runs go on meanwhile.
+      if (!this.unreachable) log('warn', `tasks: cannot look for cancels: ${(error as Error).message}`);
+      this.unreachable = true;
+      return;
     }
-    await Promise.all(running.map(([, entry]) => entry.done));
+    for (const taskId of ended) this.live.get(taskId)?.controller.abort(new Error(CANCELLED));
   }
 
-  close(): void {
-    this.store.close();
+  private stopPolling(): void {
+    clearInterval(this.poller);
+    this.poller = undefined;
   }
 
-  private flush(taskId: string): void {
+  private async flush(taskId: string): Promise<void> {
     const entry = this.live.get(taskId);
     if (!entry) return;
     clearTimeout(entry.timer);
     entry.timer = undefined;
     if (!entry.dirty) return;
     entry.dirty = false;
-    this.guard(() => this.store.setOutput(taskId, entry.output, null));
+    await this.guard(() => this.store.setOutput(taskId, entry.output, null));
   }
 
-  private end(taskId: string, end: Parameters<TaskStore['finish']>[1]): void {
-    this.guard(() => this.store.finish(taskId, end));
+  private end(taskId: string, end: TaskEnd): Promise<void> {
+    return this.guard(() => this.store.finish(taskId, end));
   }
 
   /** A failed write is said on stderr: the run itself has ended either way. */
-  private guard(write: () => unknown): void {
+  private async guard(write: () => Promise<unknown>): Promise<void> {
     try {
-      write();
+      await write();
     } catch (error) {
-      log('error', `tasks.db: ${(error as Error).message}`);
+      log('error', `tasks: ${(error as Error).message}`);
     }
   }
 }

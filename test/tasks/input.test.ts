@@ -8,7 +8,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { RESTARTED, type TaskRun, TaskStore, Tasks } from '../../src/tasks/index.js';
+import { RESTARTED, SqliteTaskStore, type TaskRun, Tasks } from '../../src/tasks/index.js';
 import { LOCAL_PRINCIPAL } from '../../src/util/index.js';
 import { startRawServer } from '../helpers/raw.js';
 import { tempDir } from '../helpers/server.js';
@@ -34,15 +34,15 @@ describe('task input', () => {
     const tasks = new Tasks({ path, ttlMs: 60_000 });
     closers.push(async () => {
       await tasks.shutdown();
-      tasks.close();
+      await tasks.close();
     });
     return tasks;
   }
   /** Start a task whose work hands its TaskRun out and finishes when `finish` is called. */
-  function started(tasks: Tasks, principal = 'alice') {
+  async function started(tasks: Tasks, principal = 'alice') {
     let finish: (value: Record<string, unknown>) => void = () => {};
     let run: TaskRun | undefined;
-    const record = tasks.start(principal, 'execute_code', (handed) => {
+    const record = await tasks.start(principal, 'execute_code', (handed) => {
       run = handed;
       return new Promise((resolve) => {
         finish = resolve;
@@ -53,61 +53,61 @@ describe('task input', () => {
 
   it('asks: input_required with its requests (one per key), answered by the owner only, then working', async () => {
     const tasks = tasksAt(home());
-    const { taskId, run, finish } = started(tasks);
+    const { taskId, run, finish } = await started(tasks);
     const first = run.ask('approval', FORM);
     const again = run.ask('approval', { other: 'ignored: the key is asked already' });
-    expect(tasks.get(taskId, 'alice')).toMatchObject({
+    expect(await tasks.get(taskId, 'alice')).toMatchObject({
       status: 'input_required',
       inputRequests: { approval: FORM },
     });
     // Another principal's answer finds no task; answers to other keys are ignored.
-    expect(tasks.update(taskId, 'bob', { approval: YES })).toBe(false);
-    expect(tasks.update(taskId, 'alice', { unknown: YES })).toBe(true);
-    expect(tasks.get(taskId, 'alice')?.status).toBe('input_required');
-    expect(tasks.update('no-such-task', 'alice', { approval: YES })).toBe(false);
+    expect(await tasks.update(taskId, 'bob', { approval: YES })).toBe(false);
+    expect(await tasks.update(taskId, 'alice', { unknown: YES })).toBe(true);
+    expect((await tasks.get(taskId, 'alice'))?.status).toBe('input_required');
+    expect(await tasks.update('no-such-task', 'alice', { approval: YES })).toBe(false);
 
-    expect(tasks.update(taskId, 'alice', { approval: YES })).toBe(true);
+    expect(await tasks.update(taskId, 'alice', { approval: YES })).toBe(true);
     await expect(first).resolves.toEqual(YES);
     await expect(again).resolves.toEqual(YES);
-    expect(tasks.get(taskId, 'alice')).toMatchObject({ status: 'working', inputRequests: {} });
+    expect(await tasks.get(taskId, 'alice')).toMatchObject({ status: 'working', inputRequests: {} });
     finish();
   });
 
   it('stays input_required while any request is outstanding', async () => {
     const tasks = tasksAt(home());
-    const { taskId, run, finish } = started(tasks);
+    const { taskId, run, finish } = await started(tasks);
     const a = run.ask('egress:a:80', FORM);
     const b = run.ask('egress:b:80', FORM);
-    tasks.update(taskId, 'alice', { 'egress:a:80': YES });
+    await tasks.update(taskId, 'alice', { 'egress:a:80': YES });
     await expect(a).resolves.toEqual(YES);
-    expect(tasks.get(taskId, 'alice')).toMatchObject({
+    expect(await tasks.get(taskId, 'alice')).toMatchObject({
       status: 'input_required',
       inputRequests: { 'egress:b:80': FORM },
     });
-    tasks.update(taskId, 'alice', { 'egress:b:80': YES });
+    await tasks.update(taskId, 'alice', { 'egress:b:80': YES });
     await expect(b).resolves.toEqual(YES);
-    expect(tasks.get(taskId, 'alice')?.status).toBe('working');
+    expect((await tasks.get(taskId, 'alice'))?.status).toBe('working');
     finish();
   });
 
   it('a timeout withdraws the request; a cancel rejects the ask and the task reads cancelled', async () => {
     const tasks = tasksAt(home());
-    const { taskId, run, finish } = started(tasks);
+    const { taskId, run, finish } = await started(tasks);
     await expect(run.ask('approval', FORM, AbortSignal.timeout(50))).rejects.toThrow();
-    expect(tasks.get(taskId, 'alice')).toMatchObject({ status: 'working', inputRequests: {} });
+    expect(await tasks.get(taskId, 'alice')).toMatchObject({ status: 'working', inputRequests: {} });
 
     const waiting = run.ask('approval', FORM);
-    expect(tasks.get(taskId, 'alice')?.status).toBe('input_required');
-    expect(tasks.cancel(taskId, 'alice')).toBe(true);
+    expect((await tasks.get(taskId, 'alice'))?.status).toBe('input_required');
+    expect(await tasks.cancel(taskId, 'alice')).toBe(true);
     await expect(waiting).rejects.toThrow(/cancelled/);
-    expect(tasks.get(taskId, 'alice')).toMatchObject({ status: 'cancelled', inputRequests: {} });
+    expect(await tasks.get(taskId, 'alice')).toMatchObject({ status: 'cancelled', inputRequests: {} });
     finish();
   });
 
   it('an answer given to another server sharing the home reaches the asking run', async () => {
     const path = home();
     const owner = tasksAt(path);
-    const { taskId, run, finish } = started(owner, LOCAL_PRINCIPAL);
+    const { taskId, run, finish } = await started(owner, LOCAL_PRINCIPAL);
     const asked = run.ask('approval', FORM);
     // A codexec server process of its own (a replica): it sees the request and takes the answer.
     const replica = startRawServer({ CODEXEC_HOME: dirname(path) });
@@ -126,29 +126,29 @@ describe('task input', () => {
     finish();
   });
 
-  it('a task left input_required by a server that is gone reads failed "server restarted"', () => {
+  it('a task left input_required by a server that is gone reads failed "server restarted"', async () => {
     const path = home();
-    const first = new TaskStore(path);
-    const task = first.create('alice', 'execute_code', 60_000);
-    expect(first.requestInput(task.taskId, 'approval', FORM)).toBe(true);
-    first.close();
+    const first = new SqliteTaskStore(path);
+    const task = await first.create('alice', 'execute_code', 60_000);
+    expect(await first.requestInput(task.taskId, 'approval', FORM)).toBe(true);
+    await first.close();
     const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))']);
     const db = new Sqlite(path);
     db.prepare('UPDATE tasks SET owner_pid = ? WHERE task_id = ?').run(Number(dead.stdout), task.taskId);
     db.close();
-    const second = new TaskStore(path);
+    const second = new SqliteTaskStore(path);
     try {
-      expect(second.get(task.taskId, 'alice')).toMatchObject({
+      expect(await second.get(task.taskId, 'alice')).toMatchObject({
         status: 'failed',
         statusMessage: RESTARTED,
         inputRequests: {},
       });
     } finally {
-      second.close();
+      await second.close();
     }
   });
 
-  it('a tasks.db made before input requests existed is migrated, its tasks kept', () => {
+  it('a tasks.db made before input requests existed is migrated, its tasks kept', async () => {
     const path = home();
     const db = new Sqlite(path);
     db.exec(`CREATE TABLE tasks (task_id TEXT PRIMARY KEY, principal TEXT NOT NULL, tool TEXT NOT NULL,
@@ -162,18 +162,18 @@ describe('task input', () => {
     ).run(now, now, now + 60_000);
     db.pragma('user_version = 1');
     db.close();
-    const store = new TaskStore(path);
+    const store = new SqliteTaskStore(path);
     try {
-      expect(store.get('old', 'alice')).toMatchObject({
+      expect(await store.get('old', 'alice')).toMatchObject({
         status: 'completed',
         output: 'out',
         inputRequests: {},
       });
-      const task = store.create('alice', 'execute_code', 60_000);
-      expect(store.requestInput(task.taskId, 'approval', FORM)).toBe(true);
-      expect(store.get(task.taskId, 'alice')?.inputRequests).toEqual({ approval: FORM });
+      const task = await store.create('alice', 'execute_code', 60_000);
+      expect(await store.requestInput(task.taskId, 'approval', FORM)).toBe(true);
+      expect((await store.get(task.taskId, 'alice'))?.inputRequests).toEqual({ approval: FORM });
     } finally {
-      store.close();
+      await store.close();
     }
   });
 });

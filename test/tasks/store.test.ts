@@ -6,7 +6,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { RESTARTED, TaskStore } from '../../src/tasks/index.js';
+import { RESTARTED, SqliteTaskStore } from '../../src/tasks/index.js';
 import { tempDir } from '../helpers/server.js';
 
 const Sqlite = createRequire(import.meta.url)('better-sqlite3') as typeof Database;
@@ -17,60 +17,60 @@ function deadPid(): number {
   return Number(child.stdout.toString());
 }
 
-describe('TaskStore', () => {
+describe('SqliteTaskStore', () => {
   const dirs: string[] = [];
   afterEach(() => {
     for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
   });
 
-  it("fails a dead server's unfinished tasks on opening, and leaves a live server's working", () => {
+  it("fails a dead server's unfinished tasks on opening, and leaves a live server's working", async () => {
     const dir = tempDir();
     dirs.push(dir);
     const path = join(dir, 'tasks.db');
-    const first = new TaskStore(path);
-    const mine = first.create('local', 'execute_code', 60_000);
-    const theirs = first.create('local', 'execute_code', 60_000);
-    first.setOutput(mine.taskId, 'partial\n', null);
-    first.close();
+    const first = new SqliteTaskStore(path);
+    const mine = await first.create('local', 'execute_code', 60_000);
+    const theirs = await first.create('local', 'execute_code', 60_000);
+    await first.setOutput(mine.taskId, 'partial\n', null);
+    await first.close();
     // Hand the tasks to other servers: one that died, one still running (our parent, vitest's).
     const db = new Sqlite(path);
     db.prepare('UPDATE tasks SET owner_pid = ? WHERE task_id = ?').run(deadPid(), mine.taskId);
     db.prepare('UPDATE tasks SET owner_pid = ? WHERE task_id = ?').run(process.ppid, theirs.taskId);
     db.close();
 
-    const second = new TaskStore(path);
+    const second = new SqliteTaskStore(path);
     try {
-      expect(second.get(mine.taskId, 'local')).toMatchObject({
+      expect(await second.get(mine.taskId, 'local')).toMatchObject({
         status: 'failed',
         statusMessage: RESTARTED,
         output: 'partial\n',
         error: { code: -32603, message: RESTARTED },
       });
-      expect(second.get(theirs.taskId, 'local')?.status).toBe('working');
+      expect((await second.get(theirs.taskId, 'local'))?.status).toBe('working');
     } finally {
-      second.close();
+      await second.close();
     }
   });
 
   it('keeps tasks per principal, and a finished task only for its TTL', async () => {
     const dir = tempDir();
     dirs.push(dir);
-    const store = new TaskStore(join(dir, 'tasks.db'));
+    const store = new SqliteTaskStore(join(dir, 'tasks.db'));
     try {
-      const task = store.create('alice', 'execute_code', 200);
-      expect(store.get(task.taskId, 'bob')).toBeUndefined();
-      expect(store.list('bob')).toEqual([]);
-      expect(store.list('alice').map((t) => t.taskId)).toEqual([task.taskId]);
+      const task = await store.create('alice', 'execute_code', 200);
+      expect(await store.get(task.taskId, 'bob')).toBeUndefined();
+      expect(await store.list('bob')).toEqual([]);
+      expect((await store.list('alice')).map((t) => t.taskId)).toEqual([task.taskId]);
       await new Promise((resolve) => setTimeout(resolve, 300));
-      expect(store.get(task.taskId, 'alice')?.status).toBe('working'); // running: kept past its TTL
-      expect(store.finish(task.taskId, { status: 'completed', result: { content: [] }, output: '' })).toBe(
-        true,
-      );
-      expect(store.get(task.taskId, 'alice')).toBeUndefined();
+      expect((await store.get(task.taskId, 'alice'))?.status).toBe('working'); // running: kept past its TTL
+      expect(
+        await store.finish(task.taskId, { status: 'completed', result: { content: [] }, output: '' }),
+      ).toBe(true);
+      expect(await store.get(task.taskId, 'alice')).toBeUndefined();
       // Ended is ended: a late report does not change it.
-      expect(store.finish(task.taskId, { status: 'cancelled' })).toBe(false);
+      expect(await store.finish(task.taskId, { status: 'cancelled' })).toBe(false);
     } finally {
-      store.close();
+      await store.close();
     }
   });
 });

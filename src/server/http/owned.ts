@@ -1,6 +1,7 @@
 import type { SendRequest, SessionInfo, SessionManager, StartRequest } from '../../sessions/index.js';
 import { SessionLostError, SessionNotFoundError } from '../../sessions/index.js';
 import type { Services } from '../services.js';
+import type { SharedTrust } from './trust.js';
 
 /** Which principal started each live session. */
 type SessionOwners = Map<string, string>;
@@ -32,7 +33,8 @@ interface Ledger {
 /**
  * What serve --http keeps per principal across its per-request MCP servers, for the server's
  * life: which live sessions each one owns (an entry goes when its session ends, however it ends)
- * and what each one trusted (approve_trust_session: over HTTP "this connection" is the principal).
+ * and what each one trusted (approve_trust_session: over HTTP "this connection" is the principal;
+ * with a shared store, what it trusted through any live replica).
  */
 export class Tenants {
   private readonly owners: SessionOwners = new Map();
@@ -42,11 +44,20 @@ export class Tenants {
   constructor(
     private readonly manager: SessionManager,
     private readonly records?: SessionRecords,
+    private readonly shared?: SharedTrust,
   ) {
     manager.onSessionEnd((sessionId) => {
       this.owners.delete(sessionId);
       records?.ended(sessionId);
     });
+  }
+
+  /**
+   * Before a request of `principal` is served: with a shared store, read what it trusted through
+   * the other replicas (undefined, nothing to wait for, without one).
+   */
+  prepare(principal: string): Promise<void> | undefined {
+    return this.shared?.refresh(principal, this.trustOf(principal));
   }
 
   /** How many live sessions have an owner (for tests and health). */
@@ -90,13 +101,18 @@ export class Tenants {
    * replica is gone is SESSION_LOST to its owner.
    */
   servicesFor(services: Services, principal: string): Services {
-    let trusted = this.trust.get(principal);
-    if (!trusted) {
-      trusted = new Set();
-      this.trust.set(principal, trusted);
-    }
+    const trusted = this.trustOf(principal);
     const ledger = { owners: this.owners, lost: this.lost, records: this.records };
     return { ...services, sessions: sessionsFor(this, services.sessions, ledger, principal), trusted };
+  }
+
+  private trustOf(principal: string): Set<string> {
+    let trusted = this.trust.get(principal);
+    if (!trusted) {
+      trusted = this.shared ? this.shared.setFor(principal) : new Set();
+      this.trust.set(principal, trusted);
+    }
+    return trusted;
   }
 }
 

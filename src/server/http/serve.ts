@@ -19,6 +19,7 @@ import { answerMetrics, metricSources } from './metrics.js';
 import { BodyTooLarge, readBody, sendWebResponse, toWebRequest } from './node.js';
 import { Tenants } from './owned.js';
 import { Replicas } from './replicas.js';
+import { SharedTrust } from './trust.js';
 
 /** What the dashboard's server side is handed when first loaded (src/web imports only types here). */
 export interface DashboardDeps {
@@ -74,7 +75,7 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
   // is served statelessly), all over the one set of services.
   // A postgres store: one of several replicas, sessions found (and reached) through any of them.
   const replicas = services.store && new Replicas(services.store, services.approvalKey);
-  const tenants = new Tenants(services.sessions, replicas);
+  const tenants = new Tenants(services.sessions, replicas, services.store && new SharedTrust(services.store));
   const forwarder = replicas && new Forwarder(replicas, tenants);
   const handler = createMcpHandler(
     (ctx) => createServer(tenants.servicesFor(services, ctx.authInfo?.clientId ?? 'local')),
@@ -95,6 +96,7 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
     metrics,
     dashboard,
     forwarder,
+    tenants,
   };
   const http = createHttpServer(
     {
@@ -191,6 +193,7 @@ interface RouteContext {
   readonly dashboard: () => Promise<Dashboard>;
   /** A postgres store: requests to and from the other replicas. */
   readonly forwarder: Forwarder | undefined;
+  readonly tenants: Tenants;
 }
 
 /**
@@ -288,6 +291,8 @@ async function serveMcp(
   try {
     const elsewhere = received.from === 'client' && body !== undefined && ctx.forwarder;
     if (elsewhere && (await elsewhere.forward(req, res, body, principal, controller.signal))) return;
+    const prepared = ctx.tenants.prepare(principal); // a shared store: what it trusted elsewhere
+    if (prepared) await prepared;
     const request = toWebRequest(req, body, controller.signal);
     const authInfo = { token: '', clientId: principal, scopes: [] };
     await sendWebResponse(res, await ctx.handler.fetch(request, { authInfo }));
