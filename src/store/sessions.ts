@@ -1,4 +1,5 @@
 import type { Postgres } from './postgres.js';
+import { DEAD_AFTER_MS, NOW_MS } from './replicas.js';
 
 const MIGRATIONS = [
   `CREATE TABLE codexec_sessions (
@@ -95,6 +96,17 @@ export class SessionDirectory {
     );
   }
 
+  /** How many sessions of `principal` run on live replicas other than `except` (max_sessions). */
+  async countElsewhere(principal: string, except: string): Promise<number> {
+    await this.pg.migrate('sessions', MIGRATIONS);
+    const [row] = await this.pg.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM codexec_sessions s JOIN codexec_replicas r ON r.replica_id = s.replica_id
+       WHERE s.principal = $1 AND s.replica_id <> $2 AND s.lost_ms IS NULL AND r.heartbeat_ms > ${NOW_MS} - $3`,
+      [principal, except, DEAD_AFTER_MS],
+    );
+    return row?.n ?? 0;
+  }
+
   /** The replicas other than `except` running sessions of `principal` not known to be lost. */
   async replicasOf(principal: string, except: string): Promise<string[]> {
     await this.pg.migrate('sessions', MIGRATIONS);
@@ -122,6 +134,3 @@ export class SessionDirectory {
     );
   }
 }
-
-/** The database's clock in ms (replicas' clocks may differ). */
-const NOW_MS = '(extract(epoch from clock_timestamp()) * 1000)::bigint';

@@ -57,7 +57,10 @@ beforeAll(async () => {
   writeFileSync(keyFile, randomBytes(32), { mode: 0o600 });
   const tokens = join(dir, 'tokens.json');
   writeFileSync(tokens, JSON.stringify({ alice: ALICE, bob: BOB }));
+  const quotas = join(dir, 'quotas.json');
+  writeFileSync(quotas, JSON.stringify({ bob: { max_sessions: 2 } }));
   env = {
+    CODEXEC_QUOTAS: quotas,
     CODEXEC_HTTP_TOKENS: tokens,
     CODEXEC_STORE: store,
     CODEXEC_APPROVAL_KEY_FILE: keyFile,
@@ -148,6 +151,31 @@ describe('three replicas behind HAProxy', () => {
     expect(bobs.value.sessions).toEqual([]);
     const search = await callTool<{ total_count: number }>(bob, 'search_execution_logs', { query: 'spread' });
     expect(search.value.total_count).toBe(0);
+  });
+
+  it("max_sessions counts a principal's sessions on every replica", async () => {
+    const direct = async (replica: number) => {
+      const client = await connectHttp(replicas[replica]?.url as string, BOB, 'modern');
+      clients.push(client);
+      return client;
+    };
+    const [one, two] = [await direct(0), await direct(1)];
+    const first = await callTool<{ session_id: string }>(one, 'start_session', { language: 'bash' });
+    const second = await callTool<{ session_id: string }>(two, 'start_session', { language: 'bash' });
+    expect(first.value.session_id).toBeDefined();
+    expect(second.value.session_id).toBeDefined();
+    for (const client of [one, two]) {
+      const third = await callTool<{ code: string; limit: string }>(client, 'start_session', {
+        language: 'bash',
+      });
+      expect(third.value).toMatchObject({ code: 'QUOTA_EXCEEDED', limit: 'max_sessions' });
+    }
+    // Closing one (through the other replica: forwarded) makes room again, on either replica.
+    await callTool(one, 'close_session', { session_id: second.value.session_id });
+    const again = await callTool<{ session_id: string }>(two, 'start_session', { language: 'bash' });
+    expect(again.value.session_id).toBeDefined();
+    for (const id of [first.value.session_id, again.value.session_id])
+      await callTool(one, 'close_session', { session_id: id });
   });
 
   it('a 2026-era approval is answered on another replica than the one that asked', async () => {

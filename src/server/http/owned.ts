@@ -1,3 +1,4 @@
+import type { RunQuotas } from '../../quotas/index.js';
 import type { SendRequest, SessionInfo, SessionManager, StartRequest } from '../../sessions/index.js';
 import { SessionLostError, SessionNotFoundError } from '../../sessions/index.js';
 import type { Services } from '../services.js';
@@ -20,6 +21,8 @@ export interface SessionRecords {
   ended(sessionId: string): void;
   /** `principal`'s sessions on the other live replicas. */
   elsewhere(principal: string): Promise<SessionInfo[]>;
+  /** How many sessions `principal` has open on the other live replicas (max_sessions counts them all). */
+  openElsewhere(principal: string): Promise<number>;
 }
 
 /** What a principal's view of the sessions reads and writes besides the shared manager. */
@@ -28,6 +31,7 @@ interface Ledger {
   /** Sessions whose replica is gone → the principal that owned them. */
   readonly lost: Map<string, string>;
   readonly records: SessionRecords | undefined;
+  readonly quotas: RunQuotas | undefined;
 }
 
 /**
@@ -102,7 +106,7 @@ export class Tenants {
    */
   servicesFor(services: Services, principal: string): Services {
     const trusted = this.trustOf(principal);
-    const ledger = { owners: this.owners, lost: this.lost, records: this.records };
+    const ledger = { owners: this.owners, lost: this.lost, records: this.records, quotas: services.quotas };
     return { ...services, sessions: sessionsFor(this, services.sessions, ledger, principal), trusted };
   }
 
@@ -119,7 +123,7 @@ export class Tenants {
 function sessionsFor(
   tenants: Tenants,
   manager: SessionManager,
-  { owners, lost, records }: Ledger,
+  { owners, lost, records, quotas }: Ledger,
   principal: string,
 ): SessionManager {
   const own = (sessionId: string) => {
@@ -131,6 +135,11 @@ function sessionsFor(
   };
   const overrides: Partial<SessionManager> = {
     async start(request: StartRequest) {
+      // max_sessions counts the principal's sessions on every live replica (the manager counts its own).
+      if (records && quotas?.of(principal).max_sessions !== undefined) {
+        const here = [...owners.values()].filter((owner) => owner === principal).length;
+        quotas.assertSessionRoom(principal, here + (await records.openElsewhere(principal)));
+      }
       const started = await manager.start(request);
       owners.set(started.session_id, principal);
       await records?.started({ sessionId: started.session_id, principal, language: started.language });

@@ -96,6 +96,10 @@ export class Replicas implements SessionRecords {
       .catch((error: Error) => log('warn', `session directory: ${sessionId}: ${error.message}`));
   }
 
+  openElsewhere(principal: string): Promise<number> {
+    return this.directory.countElsewhere(principal, this.id);
+  }
+
   async elsewhere(principal: string): Promise<SessionInfo[]> {
     const owners = new Set(await this.directory.replicasOf(principal, this.id));
     if (owners.size === 0) return [];
