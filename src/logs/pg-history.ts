@@ -112,8 +112,12 @@ export class PgExecutionLogs implements History {
       `WITH gone AS (DELETE FROM codexec_log_executions WHERE
          (session_id IS NOT NULL AND executed_ms < $1) OR
          (session_id IS NULL AND status = 'success' AND executed_ms < $2) OR
-         (session_id IS NULL AND status <> 'success' AND executed_ms < $3) RETURNING 1)
-       SELECT count(*)::int AS n FROM gone`,
+         (session_id IS NULL AND status <> 'success' AND executed_ms < $3)
+         RETURNING principal, coalesce(language, '') AS language, status),
+       counted AS (SELECT principal, language, status, count(*) AS n FROM gone GROUP BY 1, 2, 3),
+       fixed AS (UPDATE codexec_log_counts c SET n = c.n - counted.n FROM counted
+         WHERE (c.principal, c.language, c.status) = (counted.principal, counted.language, counted.status))
+       SELECT coalesce(sum(n), 0)::int AS n FROM counted`,
       [cut.session, cut.success, cut.failure],
     );
     const rows = deleted?.n ?? 0;

@@ -70,8 +70,8 @@ function clean(value: unknown): unknown {
 
 /**
  * Insert a batch in one transaction: session languages first (an execution line without its
- * language takes its session's), then the executions in arrival order; an id already present
- * (the same entry twice) stays as it was, as in index.db.
+ * language takes its session's), then the executions in arrival order, and the counts of those
+ * added; an id already present (the same entry twice) stays as it was, as in index.db.
  */
 export async function insertBatch(tx: Queryable, batch: LogBatch): Promise<void> {
   if (batch.sessions.size > 0) {
@@ -84,7 +84,7 @@ export async function insertBatch(tx: Queryable, batch: LogBatch): Promise<void>
   }
   if (batch.ids.length === 0) return;
   await tx.query(
-    `INSERT INTO codexec_log_executions (execution_id, session_id, language, status, exit_code,
+    `WITH added AS (INSERT INTO codexec_log_executions (execution_id, session_id, language, status, exit_code,
        duration_ms, executed_at, executed_ms, code_preview, error_preview, principal, replica, line,
        words, tokens, spilled)
      SELECT r.execution_id, r.session_id, coalesce(r.language, s.language), r.status, r.exit_code,
@@ -98,7 +98,11 @@ export async function insertBatch(tx: Queryable, batch: LogBatch): Promise<void>
          tokens, spilled, arrival)
      LEFT JOIN codexec_log_sessions s ON r.language IS NULL AND s.session_id = r.session_id
      ORDER BY r.arrival
-     ON CONFLICT (execution_id) DO NOTHING`,
+     ON CONFLICT (execution_id) DO NOTHING
+     RETURNING principal, coalesce(language, '') AS language, status)
+     INSERT INTO codexec_log_counts (principal, language, status, n)
+     SELECT principal, language, status, count(*) FROM added GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+     ON CONFLICT (principal, language, status) DO UPDATE SET n = codexec_log_counts.n + EXCLUDED.n`,
     batch.columns,
   );
 }

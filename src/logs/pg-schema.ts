@@ -39,6 +39,12 @@ export const LOG_MIGRATIONS: readonly string[] = [
   CREATE INDEX codexec_log_executions_language
     ON codexec_log_executions (principal, language, executed_ms, seq);
   CREATE INDEX codexec_log_executions_session ON codexec_log_executions (session_id);
+  -- Entries per (principal, language, status), kept in the statements that add and delete rows:
+  -- searches by language and/or status alone (the dashboard's list) count without a scan.
+  CREATE TABLE codexec_log_counts (
+    principal text NOT NULL, language text NOT NULL, status text NOT NULL, n bigint NOT NULL,
+    PRIMARY KEY (principal, language, status)
+  );
   -- A session's language, from its session_start line (its execution lines may leave it out).
   CREATE TABLE codexec_log_sessions (session_id text PRIMARY KEY, language text NOT NULL);
   `,

@@ -32,9 +32,11 @@ export function searchStatement(
     return `$${params.length}`;
   };
   if (principal !== undefined) where.push(`principal = ${param(principal)}`);
-  if (filters.session_id !== undefined) where.push(`session_id = ${param(filters.session_id)}`);
   if (filters.language !== undefined) where.push(`language = ${param(filters.language)}`);
   if (filters.status !== undefined) where.push(`status = ${param(filters.status)}`);
+  // Nothing but principal, language and status: codexec_log_counts has the total, as index.db's counts.
+  const counted = [...where];
+  if (filters.session_id !== undefined) where.push(`session_id = ${param(filters.session_id)}`);
   if (filters.since !== undefined) {
     // index.db: id >= timeKey(since); its ms part is executed_ms (clamped the same way).
     where.push(`executed_ms >= ${param(timeKey(parseSince(filters.since) ?? 0) / ID_SLOTS)}`);
@@ -42,9 +44,13 @@ export function searchStatement(
   if (terms !== undefined) where.push(textCondition(terms, param));
   const clause = where.length > 0 ? `WHERE ${where.join(' AND ')}` : '';
   const limit = param(filters.limit);
+  const total =
+    counted.length === where.length
+      ? `SELECT coalesce(sum(n), 0)::int AS total FROM codexec_log_counts ${clause}`
+      : `SELECT count(*)::int AS total FROM codexec_log_executions ${clause}`;
   return {
     sql:
-      `SELECT m.total, p.* FROM (SELECT count(*)::int AS total FROM codexec_log_executions ${clause}) m ` +
+      `SELECT m.total, p.* FROM (${total}) m ` +
       `LEFT JOIN LATERAL (SELECT ${COLUMNS} FROM codexec_log_executions ${clause} ` +
       `ORDER BY executed_ms DESC, seq DESC LIMIT ${limit}) p ON m.total > 0`,
     params,
