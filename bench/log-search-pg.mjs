@@ -7,7 +7,7 @@
 //   4. measures p50/p99 of the same searches through ExecutionLogs and PgExecutionLogs (as a tool
 //      asks: the caller's principal), checks both give the same total_count, and prints the ratio.
 // Not part of npm test. Needs Debian's postgresql. Usage: npm run build && node bench/log-search-pg.mjs
-//   [--entries N] [--samples N] [--keep]
+//   [--entries N] [--samples N] [--keep] [--explain WORDS]
 import { execFileSync, spawn } from 'node:child_process';
 import { chownSync, createReadStream, existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -18,6 +18,7 @@ import { parseArgs } from 'node:util';
 import { ExecutionLogs, PgExecutionLogs } from '../dist/logs/index.js';
 import { insertBatch, toBatch } from '../dist/logs/pg-rows.js';
 import { LOG_COMPONENT, LOG_MIGRATIONS } from '../dist/logs/pg-schema.js';
+import { searchStatement } from '../dist/logs/pg-search.js';
 import { Tokenizer } from '../dist/logs/pg-tokens.js';
 import { Postgres } from '../dist/store/index.js';
 import { generate, VOCAB } from './log-corpus.mjs';
@@ -27,6 +28,7 @@ const { values: opts } = parseArgs({
     entries: { type: 'string', default: '1000000' },
     samples: { type: 'string', default: '200' },
     keep: { type: 'boolean', default: false },
+    explain: { type: 'string' },
   },
 });
 const ENTRIES = Number(opts.entries);
@@ -204,18 +206,32 @@ try {
     ],
     ['no filter', () => ({ limit: 20 })],
   ];
-  console.log(
-    '\n  search (principal given)        SQLite p50   p99        PostgreSQL p50   p99      pg/sqlite p50  p99',
-  );
-  for (const [label, filtersFor] of shapes) {
-    const n = label.startsWith('query "') ? Math.max(20, SAMPLES / 10) : SAMPLES;
-    const a = await measure(n, filtersFor, (f) => sqlite.search(f, PRINCIPAL));
-    const b = await measure(n, filtersFor, (f) => pg.search(f, PRINCIPAL));
-    const same = a.totals.every((total, i) => total === b.totals[i]);
+  // Everyone's (the operator's CLI, as bench/log-search.mjs), then one principal's (what a tool asks).
+  for (const principal of [undefined, PRINCIPAL]) {
+    const who = principal === undefined ? 'everyone (CLI)' : `principal "${principal}" (tools)`;
     console.log(
-      `  ${label.padEnd(30)} ${fmt(a.p50).padStart(10)} ${fmt(a.p99).padStart(10)}   ${fmt(b.p50).padStart(12)} ${fmt(b.p99).padStart(10)}   ` +
-        `${(b.p50 / a.p50).toFixed(1).padStart(8)}x ${(b.p99 / a.p99).toFixed(1).padStart(6)}x${same ? '' : '   TOTALS DIFFER'}`,
+      `\n  search: ${who.padEnd(23)} SQLite p50   p99        PostgreSQL p50   p99      pg/sqlite p50  p99`,
     );
+    for (const [label, filtersFor] of shapes) {
+      const n = label.startsWith('query "') ? Math.max(20, SAMPLES / 10) : SAMPLES;
+      const a = await measure(n, filtersFor, (f) => sqlite.search(f, principal));
+      const b = await measure(n, filtersFor, (f) => pg.search(f, principal));
+      const same = a.totals.every((total, i) => total === b.totals[i]);
+      console.log(
+        `  ${label.padEnd(30)} ${fmt(a.p50).padStart(10)} ${fmt(a.p99).padStart(10)}   ${fmt(b.p50).padStart(12)} ${fmt(b.p99).padStart(10)}   ` +
+          `${(b.p50 / a.p50).toFixed(1).padStart(8)}x ${(b.p99 / a.p99).toFixed(1).padStart(6)}x${same ? '' : '   TOTALS DIFFER'}`,
+      );
+    }
+  }
+  if (opts.explain) {
+    // --explain 'pandas': PostgreSQL's plan for that query, as a tool asks it.
+    const { sql, params } = searchStatement(
+      { query: opts.explain, limit: 20 },
+      PRINCIPAL,
+      new Tokenizer().terms([opts.explain]),
+    );
+    const plan = await store.query(`EXPLAIN (ANALYZE, BUFFERS) ${sql}`, params);
+    console.log(`\n${plan.map((row) => row['QUERY PLAN']).join('\n')}`);
   }
   await sqlite.close();
   await pg.close();

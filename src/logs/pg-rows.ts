@@ -2,7 +2,7 @@ import type { Queryable } from '../store/index.js';
 import { LOCAL_PRINCIPAL } from '../util/index.js';
 import { ID_SLOTS, timeKey } from './keys.js';
 import { codePreview, errorPreview, executedAt, parseLine, statusOf } from './lines.js';
-import type { Tokenizer } from './pg-tokens.js';
+import { facetsSql, type Tokenizer } from './pg-tokens.js';
 
 /** What a batch of appended JSONL lines puts into PostgreSQL. */
 export interface LogBatch {
@@ -89,7 +89,8 @@ export async function insertBatch(tx: Queryable, batch: LogBatch): Promise<void>
        words, tokens, spilled)
      SELECT r.execution_id, r.session_id, coalesce(r.language, s.language), r.status, r.exit_code,
        r.duration_ms, r.executed_at, r.executed_ms, r.code_preview, r.error_preview, r.principal,
-       r.replica, r.line, r.words::tsvector, r.tokens, r.spilled
+       r.replica, r.line, r.words::tsvector || ${facetsSql('r', 'coalesce(r.language, s.language)')},
+       r.tokens, r.spilled
      FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::bigint[], $7::text[],
        $8::bigint[], $9::bytea[], $10::bytea[], $11::text[], $12::text[], $13::text[], $14::text[],
        $15::text[], $16::bool[])

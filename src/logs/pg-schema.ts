@@ -25,11 +25,13 @@ export const LOG_MIGRATIONS: readonly string[] = [
     replica text NOT NULL,
     -- The JSONL line as written: get_execution_log parses it as the SQLite path parses the file's.
     line text NOT NULL,
-    -- Distinct words of code, stdout and stderr (FTS5's tokenizer: pg-tokens.ts) ...
+    -- Distinct words of code, stdout and stderr (FTS5's tokenizer: pg-tokens.ts), and facet
+    -- lexemes for principal, language and status (~o…, ~l…, ~s…) ...
     words tsvector NOT NULL,
     -- ... and all of them in order, per column, to check phrases ("read_csv" is read, then csv*).
     tokens text NOT NULL,
-    -- Too many distinct words for one tsvector: words is '~' and every term is checked on tokens.
+    -- Too many distinct words for one tsvector: words is '~' (and the facets), every term is
+    -- checked on tokens.
     spilled boolean NOT NULL
   );
   CREATE INDEX codexec_log_executions_words ON codexec_log_executions USING gin (words);

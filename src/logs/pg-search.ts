@@ -1,7 +1,17 @@
 import type { Queryable } from '../store/index.js';
 import { parseSince, type SearchFilters, type SearchPage, type SearchResult } from './filters.js';
 import { ID_SLOTS, timeKey } from './keys.js';
-import { isCut, lexeme, quoteLexeme, SPILL, type TermTokens, type Tokenizer } from './pg-tokens.js';
+import {
+  isCut,
+  languageLexeme,
+  lexeme,
+  ownerLexeme,
+  quoteLexeme,
+  SPILL,
+  statusLexeme,
+  type TermTokens,
+  type Tokenizer,
+} from './pg-tokens.js';
 import { queryTerms } from './search.js';
 
 /** A statement and its parameters ($1 …): nothing from the caller is ever spliced into the SQL. */
@@ -25,61 +35,98 @@ export function searchStatement(
   principal: string | undefined,
   terms: readonly TermTokens[] | undefined,
 ): PgStatement {
-  const where: string[] = [];
   const params: unknown[] = [];
   const param = (value: unknown): string => {
     params.push(value);
     return `$${params.length}`;
   };
+  if (terms !== undefined) return textStatement(filters, principal, terms, params, param);
+  const where: string[] = [];
   if (principal !== undefined) where.push(`principal = ${param(principal)}`);
   if (filters.language !== undefined) where.push(`language = ${param(filters.language)}`);
   if (filters.status !== undefined) where.push(`status = ${param(filters.status)}`);
   // Nothing but principal, language and status: codexec_log_counts has the total, as index.db's counts.
-  const counted = [...where];
+  const counted = where.length;
+  where.push(...rangeConditions(filters, param));
+  const clause = where.length > 0 ? `WHERE ${where.join(' AND ')}` : '';
+  const limit = param(filters.limit);
+  const total =
+    counted === where.length
+      ? `SELECT coalesce(sum(n), 0)::int AS total FROM codexec_log_counts ${clause}`
+      : `SELECT count(*)::int AS total FROM codexec_log_executions ${clause}`;
+  const page = `SELECT ${COLUMNS} FROM codexec_log_executions ${clause} ${NEWEST_FIRST} LIMIT ${limit}`;
+  return { sql: withTotal(total, page), params };
+}
+
+const NEWEST_FIRST = 'ORDER BY executed_ms DESC, seq DESC';
+
+function withTotal(total: string, page: string): string {
+  return `SELECT m.total, p.* FROM (${total}) m LEFT JOIN LATERAL (${page}) p ON m.total > 0`;
+}
+
+function rangeConditions(filters: SearchFilters, param: (value: unknown) => string): string[] {
+  const where: string[] = [];
   if (filters.session_id !== undefined) where.push(`session_id = ${param(filters.session_id)}`);
   if (filters.since !== undefined) {
     // index.db: id >= timeKey(since); its ms part is executed_ms (clamped the same way).
     where.push(`executed_ms >= ${param(timeKey(parseSince(filters.since) ?? 0) / ID_SLOTS)}`);
   }
-  if (terms !== undefined) where.push(textCondition(terms, param));
-  const clause = where.length > 0 ? `WHERE ${where.join(' AND ')}` : '';
-  const limit = param(filters.limit);
-  const total =
-    counted.length === where.length
-      ? `SELECT coalesce(sum(n), 0)::int AS total FROM codexec_log_counts ${clause}`
-      : `SELECT count(*)::int AS total FROM codexec_log_executions ${clause}`;
-  return {
-    sql:
-      `SELECT m.total, p.* FROM (${total}) m ` +
-      `LEFT JOIN LATERAL (SELECT ${COLUMNS} FROM codexec_log_executions ${clause} ` +
-      `ORDER BY executed_ms DESC, seq DESC LIMIT ${limit}) p ON m.total > 0`,
-    params,
-  };
+  return where;
 }
 
 /**
- * The GIN index finds entries holding every term's words (the last as a prefix); phrases (terms
- * of several tokens) and cut long tokens are then checked on the tokens in order, and a spilled
- * entry (its words are only SPILL) has every term checked that way.
+ * A text search: the GIN index finds entries holding every term's words (the last as a prefix)
+ * and the principal, language and status (facet lexemes, as index.db's facet tokens), so that
+ * counting common words needs no row; phrases (terms of several tokens) and cut long tokens are
+ * then checked on the tokens in order. Spilled entries (their words are SPILL and the facets)
+ * are the second branch, every term checked on their tokens.
  */
-function textCondition(terms: readonly TermTokens[], param: (value: unknown) => string): string {
-  if (terms.some((tokens) => tokens.length === 0)) return 'false';
+function textStatement(
+  filters: SearchFilters,
+  principal: string | undefined,
+  terms: readonly TermTokens[],
+  params: unknown[],
+  param: (value: unknown) => string,
+): PgStatement {
+  const facets = [
+    ...(principal === undefined ? [] : [ownerLexeme(principal)]),
+    ...(filters.language === undefined ? [] : [languageLexeme(filters.language)]),
+    ...(filters.status === undefined ? [] : [statusLexeme(filters.status)]),
+  ].map(quoteLexeme);
   const lexemes = terms.flatMap((tokens) =>
     tokens.map((token, i) => {
       const prefix = i === tokens.length - 1 || isCut(token);
       return `${quoteLexeme(lexeme(token))}${prefix ? ':*' : ''}`;
     }),
   );
-  const query = `(${lexemes.join(' & ')}) | ${quoteLexeme(SPILL)}`;
   const like = (tokens: TermTokens) => `tokens LIKE ${param(likePattern(tokens))}`;
   const exact = terms.filter((tokens) => tokens.length === 1 && !isCut(tokens[0] as string));
-  const checked = terms.filter((tokens) => !exact.includes(tokens));
-  const always = checked.map(like);
-  const whenSpilled = exact.map(like);
-  const words = `words @@ ${param(query)}::tsquery`;
-  const normal = always.length > 0 ? `NOT spilled AND ${always.join(' AND ')}` : 'NOT spilled';
-  const spilled = ['spilled', ...always, ...whenSpilled].join(' AND ');
-  return `${words} AND ((${normal}) OR (${spilled}))`;
+  const checked = terms.filter((tokens) => !exact.includes(tokens)).map(like);
+  const range = rangeConditions(filters, param);
+  const indexed = [`words @@ ${param([...lexemes, ...facets].join(' & '))}::tsquery`, ...checked, ...range];
+  const spilled = [
+    `words @@ ${param([quoteLexeme(SPILL), ...facets].join(' & '))}::tsquery`,
+    ...checked,
+    ...exact.map(like),
+    ...range,
+  ];
+  if (terms.some((tokens) => tokens.length === 0)) {
+    indexed.push('false');
+    spilled.push('false');
+  }
+  const limit = param(filters.limit);
+  const branch = (where: string[]) =>
+    `(SELECT ${COLUMNS}, executed_ms, seq FROM codexec_log_executions WHERE ${where.join(' AND ')} ` +
+    `${NEWEST_FIRST} LIMIT ${limit})`;
+  const count = (where: string[]) =>
+    `(SELECT count(*) FROM codexec_log_executions WHERE ${where.join(' AND ')})`;
+  return {
+    sql: withTotal(
+      `SELECT (${count(indexed)} + ${count(spilled)})::int AS total`,
+      `SELECT * FROM (${branch(indexed)} UNION ALL ${branch(spilled)}) u ${NEWEST_FIRST} LIMIT ${limit}`,
+    ),
+    params,
+  };
 }
 
 /** ` t1 t2 … tn` then anything: the phrase at a token boundary of one column, its last token a prefix. */

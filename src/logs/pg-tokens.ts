@@ -2,6 +2,7 @@
 // default): PostgreSQL's parser would split `/tmp/data.csv`, `foo-bar` or `3.14` differently, and
 // search must find exactly what the SQLite index finds. Lexemes go to PostgreSQL as they are (a
 // tsvector/tsquery literal: no parser, no dictionary, no stemming).
+import { createHash } from 'node:crypto';
 import type { Statement } from 'better-sqlite3';
 import { type Db, openMemoryDb } from './db.js';
 
@@ -113,4 +114,34 @@ export function isCut(token: string): boolean {
 /** A lexeme in tsvector/tsquery syntax: quoted, with `'` and `\` escaped. */
 export function quoteLexeme(word: string): string {
   return `'${word.replaceAll('\\', '\\\\').replaceAll("'", "''")}'`;
+}
+
+// Facet lexemes: who ran an entry, its language and status, beside its words (index.db keeps
+// the same as FTS tokens), so that a text search with these filters is answered by the GIN index
+// alone. `~` is never in a token. Principal and language are hashed: any text, a bounded lexeme;
+// insertBatch computes the same in SQL (FACETS_SQL).
+
+export function ownerLexeme(principal: string): string {
+  return `~o${sha256(principal)}`;
+}
+
+export function languageLexeme(language: string): string {
+  return `~l${sha256(language)}`;
+}
+
+export function statusLexeme(status: string): string {
+  return `~s${status}`;
+}
+
+function sha256(text: string): string {
+  return createHash('sha256').update(text, 'utf8').digest('hex');
+}
+
+/** The facet lexemes of row `r` (principal, status) with its resolved `language`, in SQL. */
+export function facetsSql(row: string, language: string): string {
+  const sha = (text: string) => `encode(sha256(convert_to(${text}, 'UTF8')), 'hex')`;
+  return (
+    `array_to_tsvector(array_remove(ARRAY['~o' || ${sha(`${row}.principal`)}, '~s' || ${row}.status, ` +
+    `'~l' || ${sha(language)}], NULL))`
+  );
 }
