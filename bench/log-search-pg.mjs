@@ -224,13 +224,14 @@ try {
     }
   }
   if (opts.explain) {
-    // --explain 'pandas': PostgreSQL's plan for that query, as a tool asks it.
-    const { sql, params } = searchStatement(
-      { query: opts.explain, limit: 20 },
-      PRINCIPAL,
-      new Tokenizer().terms([opts.explain]),
-    );
-    const plan = await store.query(`EXPLAIN (ANALYZE, BUFFERS) ${sql}`, params);
+    // --explain 'pandas': PostgreSQL's plan for that query, with the settings pgSearch uses (one
+    // principal in the log: no principal filter, as pgSearch leaves it out).
+    const terms = new Tokenizer().terms([opts.explain]);
+    const { sql, params } = searchStatement({ query: opts.explain, limit: 20 }, undefined, terms);
+    const plan = await store.transaction(async (tx) => {
+      await tx.query("SELECT set_config('jit', 'off', true), set_config('work_mem', '32MB', true)");
+      return tx.query(`EXPLAIN (ANALYZE, BUFFERS) ${sql}`, params);
+    });
     console.log(`\n${plan.map((row) => row['QUERY PLAN']).join('\n')}`);
   }
   await sqlite.close();
