@@ -1,5 +1,5 @@
 import { CodexecError } from '../errors/index.js';
-import { type FullEntry, type SearchPage, searchFiltersSchema } from '../logs/index.js';
+import { type FullEntry, type History, type SearchPage, searchFiltersSchema } from '../logs/index.js';
 import { createServices } from '../server/index.js';
 import { configOrExit } from './config.js';
 
@@ -39,10 +39,9 @@ export async function logsShowCommand(executionId: string, options: { json?: boo
   else printEntry(entry);
 }
 
-type History = ReturnType<typeof createServices>['history'];
-
+/** The history createServices chose: index.db, or the shared tables with CODEXEC_STORE=postgres://…. */
 async function withHistory<T>(task: (history: History) => Promise<T>): Promise<T> {
-  const { history } = createServices(configOrExit());
+  const { history, store } = createServices(configOrExit());
   let refused: string;
   try {
     return await task(history);
@@ -51,6 +50,7 @@ async function withHistory<T>(task: (history: History) => Promise<T>): Promise<T
     refused = error.message;
   } finally {
     await history.close();
+    await store?.close();
   }
   fail(refused);
 }

@@ -4,6 +4,7 @@ import { isCorruption, removeIndexFiles } from './db.js';
 import type { FullEntry } from './entry.js';
 import { ExecutionNotFoundError } from './errors.js';
 import type { SearchFilters, SearchPage } from './filters.js';
+import type { History } from './history-api.js';
 import {
   applyRetention,
   cutoffs,
@@ -36,7 +37,7 @@ export interface ExecutionLogsOptions {
  * to probe); the first search catches the index up with every log file, in chunks that yield to
  * the event loop, and a damaged index is deleted and rebuilt.
  */
-export class ExecutionLogs {
+export class ExecutionLogs implements History {
   readonly writer: LogWriter;
   private store: IndexStore | undefined;
   private catchUp: Promise<void> | undefined;

@@ -1,5 +1,6 @@
 // Execution logs: JSONL files are the durable record (daily execution files, per-session files);
-// a SQLite FTS5 index derived from them (index.db) serves search, retrieval and retention.
+// an index derived from them serves search, retrieval and retention: SQLite FTS5 (index.db), or
+// with CODEXEC_STORE=postgres://… shared PostgreSQL tables (tsvector/GIN) that every replica feeds.
 
 export type { FullEntry } from './entry.js';
 export { ExecutionNotFoundError } from './errors.js';
@@ -13,7 +14,9 @@ export {
   searchFiltersSchema,
 } from './filters.js';
 export { ExecutionLogs, type ExecutionLogsOptions } from './history.js';
+export type { History } from './history-api.js';
 export { networkConnectionSchema } from './lines.js';
+export { PgExecutionLogs, type PgExecutionLogsOptions } from './pg-history.js';
 export type { ExpiredExecution, RetentionDays, RetentionReport } from './retention.js';
 export type { ExecutionLogEntry } from './types.js';
 export { LogWriter, type LogWriterOptions } from './writer.js';

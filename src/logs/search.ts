@@ -9,16 +9,20 @@ import { facetFilter, ownerToken, sessionToken, timeKey } from './keys.js';
  * (so no FTS syntax leaks through) matched as a prefix, and all terms must match.
  */
 export function ftsExpression(query: string): string {
-  const terms = query
-    .split(/\s+/)
-    .filter((term) => HAS_WORD.test(term))
-    .map((term) => `${quote(term)}*`);
+  return queryTerms(query)
+    .map((term) => `${quote(term)}*`)
+    .join(' ');
+}
+
+/** A query's terms: its whitespace-separated parts with a letter or digit (at least one). */
+export function queryTerms(query: string): string[] {
+  const terms = query.split(/\s+/).filter((term) => HAS_WORD.test(term));
   if (terms.length === 0) {
     throw new InvalidInputError(
       'query: must contain a letter or digit (search matches words in code and output)',
     );
   }
-  return terms.join(' ');
+  return terms;
 }
 
 function quote(text: string): string {

@@ -6,8 +6,8 @@ import { currentPrincipal, log } from '../util/index.js';
 import type { ExecutionLogEntry } from './types.js';
 
 export interface LogWriterOptions {
-  /** Called after a line has been appended to `file` (a name inside the log dir). */
-  readonly onAppend?: (file: string) => void;
+  /** Called after `line` (JSON and its newline) has been appended to `file` (a name inside the log dir). */
+  readonly onAppend?: (file: string, line: string) => void;
 }
 
 /**
@@ -55,7 +55,7 @@ export class LogWriter {
         const fresh = await endsWithNewline(path);
         await appendLine(path, Buffer.from(fresh ? text : `\n${text}`, 'utf8'));
       }
-      this.options.onAppend?.(file);
+      this.options.onAppend?.(file, text);
     }, `could not write log ${file}`);
   }
 

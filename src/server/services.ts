@@ -5,7 +5,13 @@ import { type Config, globalPackageDirs, runRoots } from '../config/index.js';
 import { DiskQuota } from '../disk/index.js';
 import { Engine } from '../engine/index.js';
 import { ScriptLibrary } from '../library/index.js';
-import { ExecutionLogs, type LogWriter } from '../logs/index.js';
+import {
+  ExecutionLogs,
+  type ExpiredExecution,
+  type History,
+  type LogWriter,
+  PgExecutionLogs,
+} from '../logs/index.js';
 import { type Metrics, NO_METRICS } from '../metrics/index.js';
 import { SavedOutputs } from '../outputs/index.js';
 import { type CheckContext, PackageService } from '../packages/index.js';
@@ -37,8 +43,8 @@ export interface Services {
   readonly config: Config;
   readonly engine: Engine;
   readonly logs: LogWriter;
-  /** Search, retrieval and retention over the logs (opens index.db on first use). */
-  readonly history: ExecutionLogs;
+  /** Search, retrieval and retention over the logs (index.db, or the store's tables, on first use). */
+  readonly history: History;
   /** Output past the truncation cap, kept for paging (CODEXEC_MAX_SAVED_OUTPUT_BYTES). */
   readonly outputs: SavedOutputs;
   /** Saved scripts: one library per principal (`scripts.of(principal)`). */
@@ -102,13 +108,16 @@ export function createServices(config: Config, observers: Observers = {}): Servi
   const store = config.store.kind === 'postgres' ? new Postgres(config.store.url) : undefined;
   const approvalKey = loadApprovalKey(config.approvalKeyFile);
   const outputs = new SavedOutputs(config.home, config.maxSavedOutputBytes);
-  const history = new ExecutionLogs({
+  const logOptions = {
     logDir: config.logDir,
-    indexPath: join(config.home, 'index.db'),
     retentionDays: config.retentionDays,
     // Saved output lives as long as its execution's log entry.
-    onExpired: (expired) => outputs.remove(expired),
-  });
+    onExpired: (expired: readonly ExpiredExecution[]) => outputs.remove(expired),
+  };
+  // The JSONL files are each replica's own either way; the index is index.db or the shared tables.
+  const history: History = store
+    ? new PgExecutionLogs({ ...logOptions, store, replica: replicaId() })
+    : new ExecutionLogs({ ...logOptions, indexPath: join(config.home, 'index.db') });
   const logs = history.writer;
   const interpreters = new Interpreters(config.interpreters);
   const namespace = new NamespaceBackend({

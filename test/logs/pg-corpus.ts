@@ -1,0 +1,158 @@
+// The corpus and the table of queries the PostgreSQL log index is checked against index.db with.
+import type { SearchFilters } from '../../src/logs/index.js';
+import type { Oneshot } from './fixtures.js';
+
+export type Line = { principal: string } & (
+  | { kind: 'exec'; e: Oneshot }
+  | { kind: 'session'; id: string; entry: object }
+);
+
+export const exec = (principal: string, e: Oneshot): Line => ({ principal, kind: 'exec', e });
+export const at = (minute: number, ms = 0) => new Date(Date.UTC(2026, 4, 1, 0, minute, 0, ms)).toISOString();
+
+/** Words that FTS5's tokenizer and PostgreSQL's parser cut differently, and unicode. */
+export const CORPUS: Line[] = [
+  exec('alice', {
+    id: 'exec_a00000000001',
+    at: at(1),
+    code: 'import pandas as pd\ndf = pd.read_csv("/tmp/data.csv")',
+  }),
+  exec('alice', { id: 'exec_a00000000002', at: at(2), code: 'print(3.14 * 2)', stdout: '6.28\n' }),
+  exec('alice', {
+    id: 'exec_a00000000003',
+    at: at(3),
+    language: 'node',
+    code: 'console.log("foo-bar baz_qux")',
+    stdout: 'foo-bar baz_qux\n',
+  }),
+  exec('alice', {
+    id: 'exec_a00000000004',
+    at: at(4),
+    code: 'import nosuchmod',
+    stderr: "Traceback (most recent call last):\nModuleNotFoundError: No module named 'nosuchmod'",
+    exit_code: 1,
+  }),
+  exec('alice', {
+    id: 'exec_a00000000005',
+    at: at(5),
+    code: 'print("Café naïve ΣΊΣΥΦΟΣ 日本語テキスト")',
+    stdout: 'CAFÉ\n',
+  }),
+  exec('alice', {
+    id: 'exec_a00000000006',
+    at: at(6),
+    code: 'while True: pass',
+    timed_out: true,
+    exit_code: null,
+  }),
+  exec('bob', {
+    id: 'exec_b00000000001',
+    at: at(7),
+    code: 'import pandas\nprint("bob secret")',
+    stdout: 'secret\n',
+  }),
+  exec('bob', {
+    id: 'exec_b00000000002',
+    at: at(8),
+    language: 'bash',
+    code: 'ls /etc | wc -l',
+    stdout: '42\n',
+  }),
+  exec('local', {
+    id: 'exec_c00000000001',
+    at: at(9),
+    code: 'x=1; y = x+1; print(y)',
+    stdout: 'user@example.com https://example.com/a?b=c\n',
+  }),
+  exec('local', { id: 'exec_c00000000002', at: at(9), code: "don't stop", stdout: 'same ms tie 1' }),
+  exec('local', { id: 'exec_c00000000003', at: at(9), code: 'same ms', stdout: 'tie 2' }),
+  exec('alice', { id: 'exec_a00000000007', at: at(10), code: `${'z'.repeat(3000)} tail`, stdout: 'long' }),
+  exec('alice', { id: 'exec_a00000000008', at: at(11), code: 'print("nul\u0000byte")', stdout: 'a\u0000b' }),
+  // A session: its execution lines leave the language out (session_start has it).
+  {
+    principal: 'alice',
+    kind: 'session',
+    id: 'sess_000000000abc',
+    entry: { type: 'session_start', session_id: 'sess_000000000abc', language: 'python', started_at: at(12) },
+  },
+  {
+    principal: 'alice',
+    kind: 'session',
+    id: 'sess_000000000abc',
+    entry: {
+      type: 'execution',
+      execution_id: 'exec_a00000000009',
+      session_id: 'sess_000000000abc',
+      code: 'counter += 1',
+      stdout: 'pandas inside a session\n',
+      stderr: '',
+      exit_code: 0,
+      timed_out: false,
+      cancelled: false,
+      duration_ms: 3,
+      at: at(13),
+    },
+  },
+  exec('alice', { id: 'exec_a00000000001', at: at(14), code: 'a duplicate id stays once' }),
+];
+
+export const QUERIES: SearchFilters[] = [
+  { limit: 20 },
+  { limit: 2 },
+  { query: 'pandas', limit: 20 },
+  { query: 'pand', limit: 20 },
+  { query: 'read_csv', limit: 20 },
+  { query: 'read csv', limit: 20 },
+  { query: 'csv read', limit: 20 },
+  { query: 'csv_read', limit: 20 },
+  { query: 'pd.read', limit: 20 },
+  { query: 'data.csv', limit: 20 },
+  { query: '/tmp/data', limit: 20 },
+  { query: 'tmp', limit: 20 },
+  { query: '3.14', limit: 20 },
+  { query: '14', limit: 20 },
+  { query: 'foo-bar', limit: 20 },
+  { query: 'bar', limit: 20 },
+  { query: 'foo-ba', limit: 20 },
+  { query: 'baz_q', limit: 20 },
+  { query: 'modulenotfound', limit: 20 },
+  { query: 'ModuleNotFoundError: nosuch', limit: 20 },
+  { query: "'nosuchmod'", limit: 20 },
+  { query: 'cafe', limit: 20 },
+  { query: 'CAFÉ naive', limit: 20 },
+  { query: 'σίσυφος', limit: 20 },
+  { query: '日本', limit: 20 },
+  { query: 'example.com', limit: 20 },
+  { query: 'user@example', limit: 20 },
+  { query: 'x=1', limit: 20 },
+  { query: 'x+1', limit: 20 },
+  { query: "don't", limit: 20 },
+  { query: 'same ms', limit: 20 },
+  { query: 'ms tie', limit: 20 },
+  { query: 'tie', limit: 1 },
+  { query: `${'z'.repeat(3000)}`, limit: 20 },
+  { query: `${'z'.repeat(2500)}`, limit: 20 },
+  { query: `${'z'.repeat(3001)}`, limit: 20 },
+  { query: 'nul', limit: 20 },
+  { query: 'print secret', limit: 20 },
+  { query: 'print -- ???', limit: 20 },
+  { query: 'nothingmatches', limit: 20 },
+  { query: 'inside session', limit: 20 },
+  { query: 'counter', language: 'python', limit: 20 },
+  { language: 'python', limit: 20 },
+  { language: 'node', limit: 20 },
+  { status: 'failed', limit: 20 },
+  { status: 'timeout', limit: 20 },
+  { status: 'success', limit: 3 },
+  { language: 'python', status: 'success', limit: 20 },
+  { query: 'print', status: 'success', language: 'python', limit: 20 },
+  { session_id: 'sess_000000000abc', limit: 20 },
+  { session_id: 'sess_000000000abc', query: 'pandas', limit: 20 },
+  { session_id: 'sess_unknown', limit: 20 },
+  { since: '2026-05-01T00:09:00Z', limit: 20 },
+  { since: '2026-05-01T00:09:00.001Z', limit: 20 },
+  { since: '2026-05-02', limit: 20 },
+  { since: '2026-05-01T00:05:00Z', query: 'print', limit: 20 },
+  { since: '2026-05-01T00:03:00Z', status: 'failed', limit: 20 },
+  { since: '2026-05-01T00:03:00Z', language: 'python', limit: 20 },
+];
