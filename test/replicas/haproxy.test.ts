@@ -109,12 +109,21 @@ describe('three replicas behind HAProxy', () => {
     for (const replica of replicas) {
       const client = await connectHttp(replica.url, ALICE, 'modern');
       clients.push(client);
-      const page = await callTool<{ results: { execution_id: string }[]; total_count: number }>(
-        client,
-        'search_execution_logs',
-        { query: 'spread', limit: 50 },
-      );
-      pages.push(page.value.results.map((result) => result.execution_id));
+      // Each replica sends its lines to the shared index in batches (200 ms): give them a moment.
+      let found: string[] = [];
+      for (const until = Date.now() + 5000; found.length < ids.length && Date.now() < until; ) {
+        const page = await callTool<{ results: { execution_id: string }[] }>(
+          client,
+          'search_execution_logs',
+          {
+            query: 'spread',
+            limit: 50,
+          },
+        );
+        found = page.value.results.map((result) => result.execution_id);
+        if (found.length < ids.length) await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      pages.push(found);
       // get_execution_log of a run another replica did.
       const entry = await callTool<{ stdout: string }>(client, 'get_execution_log', { execution_id: ids[0] });
       expect(entry.value.stdout).toBe('spread-legacy-0\n');
