@@ -1,11 +1,13 @@
 // Zero cost when unset: without OTEL_EXPORTER_OTLP_ENDPOINT no OpenTelemetry module is loaded, and
 // over stdio not even prom-client. Read from the ESM loader itself: a resolve hook (node --import)
 // logs every module URL the server resolves.
-import { readFileSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { startHttp } from '../helpers/http.js';
-import { callTool, startServer, tempDir } from '../helpers/server.js';
+import { baseEnv, CLI, callTool, startServer, tempDir } from '../helpers/server.js';
 
 const HOOK = resolve(import.meta.dirname, '../fixtures/module-log.mjs');
 
@@ -18,7 +20,7 @@ function logEnv(dir: string) {
   return { path, env: { NODE_OPTIONS: `--import=${HOOK}`, CODEXEC_TEST_MODULE_LOG: path } };
 }
 
-describe('OpenTelemetry and prom-client are loaded only when used', () => {
+describe('OpenTelemetry, prom-client and pg are loaded only when used', () => {
   it('stdio without OTEL_EXPORTER_OTLP_ENDPOINT: neither, through a whole run', async () => {
     const dir = tempDir();
     const { path, env } = logEnv(dir);
@@ -34,9 +36,11 @@ describe('OpenTelemetry and prom-client are loaded only when used', () => {
     expect(modules.some((url) => url.endsWith('/dist/server/guard.js'))).toBe(true);
     expect(
       modules.filter((url) =>
-        /@opentelemetry|prom-client|traces\/otel\.js|metrics\/prometheus\.js/.test(url),
+        /@opentelemetry|prom-client|traces\/otel\.js|metrics\/prometheus\.js|\/node_modules\/pg\//.test(url),
       ),
     ).toEqual([]);
+    // The log sees require() too: the run's index write loaded better-sqlite3 that way.
+    expect(modules.some((url) => url.includes('/node_modules/better-sqlite3/'))).toBe(true);
     rmSync(dir, { recursive: true, force: true });
     rmSync(server.home, { recursive: true, force: true });
   }, 60_000);
@@ -52,7 +56,8 @@ describe('OpenTelemetry and prom-client are loaded only when used', () => {
     }
     const modules = logged(path);
     expect(modules.some((url) => url.includes('/prom-client/'))).toBe(true);
-    expect(modules.filter((url) => /@opentelemetry|traces\/otel\.js/.test(url))).toEqual([]);
+    // prom-client itself requires @opentelemetry/api (for exemplars): the SDK and exporter stay out.
+    expect(modules.filter((url) => /@opentelemetry\/(?!api\/)|traces\/otel\.js/.test(url))).toEqual([]);
     rmSync(dir, { recursive: true, force: true });
     rmSync(server.home, { recursive: true, force: true });
   }, 60_000);
@@ -68,5 +73,25 @@ describe('OpenTelemetry and prom-client are loaded only when used', () => {
     expect(modules.some((url) => url.includes('/@opentelemetry/exporter-trace-otlp-http/'))).toBe(true);
     rmSync(dir, { recursive: true, force: true });
     rmSync(server.home, { recursive: true, force: true });
+  }, 60_000);
+
+  it('pg only with a postgres CODEXEC_STORE, at its first query', () => {
+    const dir = tempDir();
+    const { path, env } = logEnv(dir);
+    const key = join(dir, 'approval.key');
+    writeFileSync(key, randomBytes(32), { mode: 0o600 });
+    // Nothing listens on port 9: doctor's query fails, after loading pg to try.
+    spawnSync(process.execPath, [CLI, 'doctor'], {
+      env: {
+        ...baseEnv(dir),
+        ...env,
+        CODEXEC_STORE: 'postgres://codexec@127.0.0.1:9/none',
+        CODEXEC_APPROVAL_KEY_FILE: key,
+      },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(logged(path).some((url) => url.includes('/node_modules/pg/'))).toBe(true);
+    rmSync(dir, { recursive: true, force: true });
   }, 60_000);
 });
