@@ -45,7 +45,8 @@ function accepts(port) {
 }
 
 /** PostgreSQL on a loopback port, durability off; as root, run as Debian's `postgres` user. */
-export async function startPostgres() {
+/** `settings`: more `-c name=value` for the server (a bench's own cache size, say). */
+export async function startPostgres({ settings: extra = [] } = {}) {
   const root = '/usr/lib/postgresql';
   const version = existsSync(root)
     ? readdirSync(root)
@@ -81,6 +82,7 @@ export async function startPostgres() {
     'fsync=off',
     'synchronous_commit=off',
     'max_connections=200',
+    ...extra,
   ];
   const [postgres, args] = as('postgres', [
     '-D',

@@ -8,9 +8,7 @@
 //      asks: the caller's principal), checks both give the same total_count, and prints the ratio.
 // Not part of npm test. Needs Debian's postgresql. Usage: npm run build && node bench/log-search-pg.mjs
 //   [--entries N] [--samples N] [--keep] [--explain WORDS]
-import { execFileSync, spawn } from 'node:child_process';
-import { chownSync, createReadStream, existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { createReadStream, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -21,6 +19,7 @@ import { LOG_COMPONENT, LOG_MIGRATIONS } from '../dist/logs/pg-schema.js';
 import { searchStatement } from '../dist/logs/pg-search.js';
 import { Tokenizer } from '../dist/logs/pg-tokens.js';
 import { Postgres } from '../dist/store/index.js';
+import { startPostgres } from './cluster.mjs';
 import { generate, VOCAB } from './log-corpus.mjs';
 
 const { values: opts } = parseArgs({
@@ -36,63 +35,6 @@ const SAMPLES = Number(opts.samples);
 const DAYS = 90;
 const BATCH = 2000;
 const PRINCIPAL = 'local'; // the corpus's lines name no principal: they are the local operator's
-
-/** initdb + postgres on 127.0.0.1 (as test/helpers/postgres.ts; as root, as Debian's postgres user). */
-async function startPostgres(dir) {
-  const root = '/usr/lib/postgresql';
-  const version = readdirSync(root).sort((a, b) => Number(b) - Number(a))[0];
-  const bin = join(root, version, 'bin');
-  const asRoot = process.getuid?.() === 0;
-  if (asRoot) {
-    const id = (flag) => Number(execFileSync('id', [flag, 'postgres']).toString().trim());
-    chownSync(dir, id('-u'), id('-g'));
-  }
-  const as = (program, args) =>
-    asRoot ? ['runuser', ['-u', 'postgres', '--', join(bin, program), ...args]] : [join(bin, program), args];
-  const data = join(dir, 'data');
-  const [initdb, initArgs] = as('initdb', [
-    '-D',
-    data,
-    '-A',
-    'trust',
-    '-U',
-    'codexec',
-    '-E',
-    'UTF8',
-    '--no-sync',
-  ]);
-  execFileSync(initdb, initArgs, { stdio: 'ignore' });
-  const port = await new Promise((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-  // Durability off for the load (a bench's data is thrown away); a modest cache, as a small server.
-  const settings = ['fsync=off', 'synchronous_commit=off', 'full_page_writes=off', 'shared_buffers=512MB'];
-  const [postgres, args] = as('postgres', [
-    '-D',
-    data,
-    '-p',
-    String(port),
-    '-k',
-    dir,
-    '-c',
-    'listen_addresses=127.0.0.1',
-    ...settings.flatMap((s) => ['-c', s]),
-  ]);
-  const child = spawn(postgres, args, { stdio: 'ignore' });
-  for (let tries = 0; ; tries++) {
-    try {
-      execFileSync(join(bin, 'pg_isready'), ['-h', '127.0.0.1', '-p', String(port), '-q']);
-      break;
-    } catch {
-      if (tries > 300) throw new Error('postgres did not start');
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-  return { url: `postgres://codexec@127.0.0.1:${port}/postgres`, stop: () => child.kill('SIGTERM'), child };
-}
 
 /** Every line of the daily files, through the store's own batch path, one INSERT in flight while the next is built. */
 async function load(store, logDir) {
@@ -152,7 +94,6 @@ async function measure(count, filtersFor, run) {
 
 const home = mkdtempSync(join(tmpdir(), 'codexec-bench-logs-pg-'));
 const logDir = join(home, 'logs');
-const pgDir = mkdtempSync(join(tmpdir(), 'codexec-bench-pg-'));
 let cluster;
 try {
   console.log(
@@ -169,7 +110,8 @@ try {
     `  SQLite index build       ${(built.ms / 1000).toFixed(1)} s, index.db ${(statSync(join(home, 'index.db')).size / 1e6).toFixed(0)} MB`,
   );
 
-  cluster = await startPostgres(pgDir);
+  // A modest cache, as a small server's.
+  cluster = await startPostgres({ settings: ['shared_buffers=512MB', 'full_page_writes=off'] });
   const store = new Postgres(cluster.url);
   const loaded = await time(() => load(store, logDir));
   const [size] = await store.query(
@@ -238,13 +180,7 @@ try {
   await pg.close();
   await store.close();
 } finally {
-  cluster?.stop();
-  if (cluster)
-    await new Promise((resolve) =>
-      cluster.child.exitCode === null ? cluster.child.once('exit', resolve) : resolve(),
-    );
+  await cluster?.stop();
   if (opts.keep) console.log(`\n  kept ${home}`);
   else rmSync(home, { recursive: true, force: true });
-  rmSync(pgDir, { recursive: true, force: true });
-  if (existsSync(pgDir)) console.log(`  could not remove ${pgDir}`);
 }
