@@ -12,6 +12,7 @@ import {
   type RetentionDays,
   type RetentionReport,
 } from './retention.js';
+import { RetentionSchedule } from './schedule.js';
 import { IndexStore } from './store.js';
 import { LogWriter } from './writer.js';
 
@@ -19,8 +20,6 @@ import { LogWriter } from './writer.js';
 const RESCAN_MS = 1000;
 /** How long appends are batched before they are indexed. */
 const INDEX_DELAY_MS = 200;
-const RETENTION_FIRST_MS = 30_000;
-const RETENTION_EVERY_MS = 3_600_000;
 
 export interface ExecutionLogsOptions {
   readonly logDir: string;
@@ -44,9 +43,7 @@ export class ExecutionLogs implements History {
   private lastScan = 0;
   private readonly dirty = new Set<string>();
   private dirtyTask: NodeJS.Timeout | undefined;
-  private readonly timers: NodeJS.Timeout[] = [];
-  private retentionAuto = false;
-  private retention: Promise<unknown> | undefined;
+  private readonly retention = new RetentionSchedule(() => this.runRetention());
   private closed = false;
   private readonly retired: IndexStore[] = [];
 
@@ -130,10 +127,7 @@ export class ExecutionLogs implements History {
    * hourly. The timers are unref'd: they never keep the process alive.
    */
   startRetention(): void {
-    if (this.retentionAuto || this.closed) return;
-    this.retentionAuto = true;
-    this.timers.push(setTimeout(() => this.retentionInBackground(), RETENTION_FIRST_MS).unref());
-    this.timers.push(setInterval(() => this.retentionInBackground(), RETENTION_EVERY_MS).unref());
+    if (!this.closed) this.retention.start();
   }
 
   /** Finish pending appends and index updates, stop the timers and close the database. */
@@ -141,8 +135,7 @@ export class ExecutionLogs implements History {
     if (this.closed) return;
     await this.writer.flush();
     this.closed = true;
-    for (const timer of this.timers) clearTimeout(timer);
-    await Promise.allSettled([this.catchUp, this.retention]);
+    await Promise.allSettled([this.catchUp, this.retention.stop()]);
     clearTimeout(this.dirtyTask);
     this.dirtyTask = undefined;
     try {
@@ -157,15 +150,6 @@ export class ExecutionLogs implements History {
       this.store?.close();
       this.store = undefined;
     }
-  }
-
-  private retentionInBackground(): void {
-    if (this.closed || this.retention) return;
-    this.retention = this.runRetention()
-      .catch((error: Error) => log('warn', `log retention failed: ${error.message}`))
-      .finally(() => {
-        this.retention = undefined;
-      });
   }
 
   private open(): IndexStore {
@@ -205,7 +189,7 @@ export class ExecutionLogs implements History {
   private caughtUp(store: IndexStore): Promise<void> {
     this.catchUp ??= this.indexEverything(store).then(
       () => {
-        if (this.retentionAuto) setTimeout(() => this.retentionInBackground(), 0).unref();
+        if (this.retention.started) setTimeout(() => this.retention.runNow(), 0).unref();
       },
       (error: unknown) => {
         this.catchUp = undefined; // let the next call try again

@@ -20,6 +20,7 @@ import {
   type RetentionIndex,
   type RetentionReport,
 } from './retention.js';
+import { RetentionSchedule } from './schedule.js';
 import { LogWriter } from './writer.js';
 
 /** How long appends are batched before they go to PostgreSQL (as index.db's indexing). */
@@ -28,8 +29,6 @@ const INDEX_DELAY_MS = 200;
 const BATCH_LINES = 1000;
 /** A batch the database refused this many times is dropped (logged; the JSONL keeps it). */
 const ATTEMPTS = 3;
-const RETENTION_FIRST_MS = 30_000;
-const RETENTION_EVERY_MS = 3_600_000;
 
 export interface PgExecutionLogsOptions {
   readonly logDir: string;
@@ -55,9 +54,7 @@ export class PgExecutionLogs implements History {
   private failures = 0;
   private sending: Promise<void> = Promise.resolve();
   private sendTask: NodeJS.Timeout | undefined;
-  private readonly timers: NodeJS.Timeout[] = [];
-  private retentionAuto = false;
-  private retention: Promise<unknown> | undefined;
+  private readonly retention = new RetentionSchedule(() => this.runRetention());
   private closed = false;
 
   constructor(private readonly options: PgExecutionLogsOptions) {
@@ -133,10 +130,7 @@ export class PgExecutionLogs implements History {
   }
 
   startRetention(): void {
-    if (this.retentionAuto || this.closed) return;
-    this.retentionAuto = true;
-    this.timers.push(setTimeout(() => this.retentionInBackground(), RETENTION_FIRST_MS).unref());
-    this.timers.push(setInterval(() => this.retentionInBackground(), RETENTION_EVERY_MS).unref());
+    if (!this.closed) this.retention.start();
   }
 
   /** Finish pending appends and send them; the store itself is closed by its owner. */
@@ -144,9 +138,8 @@ export class PgExecutionLogs implements History {
     if (this.closed) return;
     await this.writer.flush();
     this.closed = true;
-    for (const timer of this.timers) clearTimeout(timer);
     clearTimeout(this.sendTask);
-    await this.retention;
+    await this.retention.stop();
     try {
       await this.send();
     } catch (error) {
@@ -200,15 +193,6 @@ export class PgExecutionLogs implements History {
       }
       this.pending = this.pending.slice(lines.length);
     }
-  }
-
-  private retentionInBackground(): void {
-    if (this.closed || this.retention) return;
-    this.retention = this.runRetention()
-      .catch((error: Error) => log('warn', `log retention failed: ${error.message}`))
-      .finally(() => {
-        this.retention = undefined;
-      });
   }
 }
 
