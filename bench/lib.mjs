@@ -14,7 +14,7 @@ export async function startServer(env = {}) {
   const home = mkdtempSync(join(tmpdir(), 'codexec-bench-'));
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: [CLI, 'serve'],
+    args: [...(process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : []), CLI, 'serve'],
     env: {
       PATH: process.env.PATH,
       HOME: process.env.HOME,

@@ -36,7 +36,14 @@ import { type SavedOutputs, savedBytes } from '../outputs/index.js';
 import type { SecretsFilter } from '../policy/index.js';
 import { WarmPool, WarmProcess } from '../pool/index.js';
 import { CodeSyntaxError, type InterpreterKind, type Interpreters, RUNTIMES } from '../runtimes/index.js';
-import { type BackendRegistry, countCpu, NotForkableError, type SandboxedProcess } from '../sandbox/index.js';
+import {
+  type BackendRegistry,
+  countCpu,
+  NotForkableError,
+  type SandboxBackend,
+  type SandboxedProcess,
+  type SandboxSpec,
+} from '../sandbox/index.js';
 import { chargeCpu, currentPrincipal, holdsOnly, LOCAL_PRINCIPAL, newId, quietly } from '../util/index.js';
 import { type ArtifactDiff, diffSnapshots, type Snapshot, snapshotDir } from './artifacts.js';
 import { type Collected, collect } from './collect.js';
@@ -52,6 +59,8 @@ import type { ExecutionRequest, ExecutionResult, RunOptions } from './types.js';
 const RELEASE_DELAY_MS = 5;
 /** How long a warm start may wait for a driver to fork before it starts one cold. */
 const FORK_WAIT_MS = 1000;
+/** As long for a pre-forked launcher: a direct start waits for its cgroup move all the same. */
+const LAUNCHER_WAIT_MS = 1000;
 
 export interface EngineDeps {
   readonly config: Config;
@@ -208,7 +217,7 @@ export class Engine {
         }
         const running =
           warm?.proc ??
-          backend.spawn({
+          (await this.spawnCold(backend, {
             ...(await buildRunSpec({
               config,
               hostEnv: this.hostEnv,
@@ -229,7 +238,7 @@ export class Engine {
               command,
             })),
             endMark,
-          });
+          }));
         proc = running;
         // From now on (a warm process's start-up, a reused cgroup's earlier runs are not this run's).
         const used = countCpu(running);
@@ -329,6 +338,12 @@ export class Engine {
       if (keepsFiles) await Promise.all([proc?.dispose(), cleanup]);
       else this.background(cleanup);
     }
+  }
+
+  /** A cold run's sandbox, started by a launcher forked ahead where one comes in time (not by the server). */
+  private async spawnCold(backend: SandboxBackend, spec: SandboxSpec): Promise<SandboxedProcess> {
+    await backend.reserveLauncher?.(spec, LAUNCHER_WAIT_MS);
+    return backend.spawn(spec);
   }
 
   /** Work that need not delay a result; shutdown waits for it. */
@@ -433,6 +448,7 @@ export class Engine {
     try {
       // Under load every ready fork can be taken: waiting for the next costs less than a cold start.
       if (launch.zygote && backend.forksDrivers?.()) await backend.reserveFork?.(launch, FORK_WAIT_MS);
+      else await backend.reserveLauncher?.(launch, LAUNCHER_WAIT_MS);
       const held = channel || opened ? new Held(channel, opened?.lane) : undefined;
       return new WarmProcess(id, execDir, backend.spawn(launch), script, held);
     } catch (error) {

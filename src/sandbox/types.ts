@@ -171,6 +171,11 @@ export interface SandboxBackend {
    * object: under load, the next fork costs a fraction of the cold start spawn() would fall back to.
    */
   reserveFork?(spec: SandboxSpec, ms: number): Promise<void>;
+  /**
+   * Wait (at most `ms`) for what spawn(spec), this very object, needs to start without forking the
+   * server, and set it aside for it (a pre-forked launcher in namespace and landlock modes).
+   */
+  reserveLauncher?(spec: SandboxSpec, ms: number): Promise<void>;
 }
 
 /** spawn() with `zygote: 'only'` and no zygote ready to fork the driver: the caller runs cold. */

@@ -103,4 +103,38 @@ sys.stdin.read()
     expect(line).toBe('first 1\n');
     forker.retire();
   });
+
+  it('starts concurrent runs beyond the ready launchers through it too: the server never forks a sandbox', async () => {
+    const server = await startServer({ env: { ...SANDBOX_ENV, CODEXEC_POOL_SIZE: '0' } });
+    try {
+      // Four launchers wait per one-shot shape; twelve runs at once take them all, and the rest
+      // wait for the next ones the forker makes instead of a start of the server's own (a shell
+      // that joins the run cgroup then becomes bwrap, a child of the server).
+      const direct = new Set<number>();
+      let watching = true;
+      const watch = (async () => {
+        while (watching) {
+          for (const p of processes())
+            if (p.ppid === server.pid && p.argv.some((arg) => arg.endsWith('bwrap') || arg === 'join'))
+              direct.add(p.pid);
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+      })();
+      const runs = await Promise.all(
+        Array.from({ length: 12 }, (_, i) =>
+          callTool<{ stdout: string; warm: boolean }>(server.client, 'execute_code', {
+            language: 'bash',
+            code: `sleep 0.4; echo run ${i}`,
+          }),
+        ),
+      );
+      watching = false;
+      await watch;
+      expect(runs.map(({ value }) => value.stdout)).toEqual(runs.map((_, i) => `run ${i}\n`));
+      expect(runs.every(({ value }) => !value.warm)).toBe(true);
+      expect([...direct]).toEqual([]);
+    } finally {
+      await server.close().catch(() => {});
+    }
+  });
 });

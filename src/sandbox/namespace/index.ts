@@ -38,8 +38,15 @@ import { DROP_NAME, dropProgram, dropRuns } from './drop.js';
 import { EtcCopies, type EtcLease } from './etc.js';
 import { type ChildLike, Forker } from './forker.js';
 import { BOUND_ETC, etcEntries, findOnPath, type SystemMount, systemMounts } from './host.js';
-import { LAUNCHER_IDLE_MS, Launchers, type Started, startDirect } from './launcher.js';
-import { identityFor, Lease, NOBODY } from './ownership.js';
+import {
+  LAUNCHER_IDLE_MS,
+  Launchers,
+  type Ready,
+  type Shape,
+  type Started,
+  startDirect,
+} from './launcher.js';
+import { type Identity, identityFor, Lease, NOBODY } from './ownership.js';
 import { descendants, killOrphanedSandboxes, signal } from './process.js';
 import { hostFilter, type SocketPolicy } from './seccomp.js';
 import { detectHost, type HostSetup, type Layer } from './setup.js';
@@ -159,6 +166,36 @@ export class NamespaceBackend implements SandboxBackend {
     const host = this.setup();
     const enabled = this.options.zygote !== false && this.options.forker !== false;
     return enabled && host.root && host.cgroups !== undefined;
+  }
+
+  /** Launchers set aside by reserveLauncher() for the spawn() of that very spec, with their shape. */
+  private readonly heldLaunchers = new WeakMap<
+    SandboxSpec,
+    { readonly ready: Ready; readonly shape: string }
+  >();
+
+  /**
+   * Under load every ready launcher can be taken, and spawn() would then fork the whole server for
+   * a direct start: wait (at most `ms`) for the next one the forker makes and set it aside for
+   * spawn(spec), this very object.
+   */
+  async reserveLauncher(spec: SandboxSpec, ms: number): Promise<void> {
+    const host = this.setup();
+    if (!host.cgroups || spec.zygote || this.heldLaunchers.has(spec)) return;
+    const identity = host.root ? identityFor(spec.cwd) : undefined;
+    const shape = this.shapeOf(spec, identity, this.dropWorks ? `/etc/${DROP_NAME}` : undefined);
+    const ready = await this.launchers(host)?.takeWithin(shape, ms);
+    if (ready) this.heldLaunchers.set(spec, { ready, shape: JSON.stringify(shape) });
+  }
+
+  /**
+   * A run's stdio shape, as spawn() decides it: the reporting drop program's channel only where it
+   * reports (a root server's one-shot namespace run with the drop program in its /etc copy).
+   */
+  private shapeOf(spec: SandboxSpec, identity: Identity | undefined, drop: string | undefined): Shape {
+    const report =
+      this.mode !== 'landlock' && reportsEnd(spec, { ...(identity && { identity }), ...(drop && { drop }) });
+    return { stdin: spec.stdin, control: spec.control === true, report };
   }
 
   /** Runs forked by reserveFork() for the spawn() of that very spec. */
@@ -363,6 +400,22 @@ export class NamespaceBackend implements SandboxBackend {
   }
 
   spawn(spec: SandboxSpec): SandboxedProcess {
+    // A launcher set aside for this spec is used, or let go if the run cannot start after all.
+    const held = this.heldLaunchers.get(spec);
+    this.heldLaunchers.delete(spec);
+    let used = false;
+    try {
+      return this.spawnWith(spec, (shape) => {
+        used = held?.shape === JSON.stringify(shape);
+        return used ? held?.ready : undefined;
+      });
+    } finally {
+      if (held && !used) held.ready.discard();
+    }
+  }
+
+  /** spawn(), with the launcher reserveLauncher() set aside for a run of `shape`, if any. */
+  private spawnWith(spec: SandboxSpec, held: (shape: Shape) => Ready | undefined): SandboxedProcess {
     const host = this.setup();
     const landlock = this.mode === 'landlock';
     const missing = landlock
@@ -388,13 +441,8 @@ export class NamespaceBackend implements SandboxBackend {
     const lease = identity ? new Lease(identity) : undefined;
     lease?.lend(spec.writablePaths);
     const system = landlock ? { mounts: [] } : this.systemNow(host);
-    const report =
-      !landlock &&
-      reportsEnd(spec, {
-        ...(identity && { identity }),
-        ...(system.drop && { drop: system.drop }),
-      });
-    const shape = { stdin: spec.stdin, control: spec.control === true, report };
+    const shape = this.shapeOf(spec, identity, system.drop);
+    const report = shape.report;
     // The reporting drop program is one more process of the run's; a landlock run has no bwrap.
     const maxProcs = report
       ? spec.limits.maxProcs + 1
@@ -402,7 +450,7 @@ export class NamespaceBackend implements SandboxBackend {
         ? Math.max(1, spec.limits.maxProcs - OUTSIDE_FORKED_CGROUP)
         : spec.limits.maxProcs;
     const limits = { ...spec.limits, maxProcs };
-    const ready = host.cgroups ? this.launchers(host)?.take(shape) : undefined;
+    const ready = host.cgroups ? (held(shape) ?? this.launchers(host)?.take(shape)) : undefined;
     let cgroup = ready?.cgroup;
     let tmp: string | undefined;
     try {

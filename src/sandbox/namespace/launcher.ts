@@ -171,6 +171,36 @@ export class Launchers {
    */
   private limits: CgroupLimits = FIRST_LIMITS;
 
+  /** Runs waiting for the next launcher of a shape the forker makes (takeWithin), first come first served. */
+  private readonly waiting = new Map<string, Array<(launcher: Launcher) => void>>();
+
+  /**
+   * A launcher for `shape`: one ready, else the next the forker makes, within `ms` (undefined then:
+   * the caller starts directly). Under load every ready one can be taken; waiting for the next costs
+   * the server nothing, where a direct start forks the whole server, and it waits for its cgroup
+   * move all the same.
+   */
+  async takeWithin(shape: Shape, ms: number): Promise<Ready | undefined> {
+    const now = this.take(shape);
+    if (now || this.forker?.usable !== true) return now;
+    const name = key(shape);
+    const launcher = await new Promise<Launcher | undefined>((resolve) => {
+      const queue = this.waiting.get(name) ?? [];
+      this.waiting.set(name, queue);
+      const give = (launcher: Launcher) => {
+        clearTimeout(timer);
+        resolve(launcher);
+      };
+      const timer = setTimeout(() => {
+        const at = queue.indexOf(give);
+        if (at !== -1) queue.splice(at, 1);
+        resolve(undefined);
+      }, ms);
+      queue.push(give);
+    });
+    return launcher && this.claim(launcher);
+  }
+
   /** A launcher for `shape` if one is ready (replacements start in the background). */
   take(shape: Shape): Ready | undefined {
     const list = this.ready.get(key(shape)) ?? [];
@@ -211,7 +241,14 @@ export class Launchers {
       this.starting.set(name, (this.starting.get(name) ?? 0) + 1);
       void this.start(shape, inForker ? this.forker : undefined).then((launcher) => {
         this.starting.set(name, (this.starting.get(name) ?? 1) - 1);
-        if (launcher) this.ready.get(name)?.push(launcher) ?? this.ready.set(name, [launcher]);
+        if (!launcher) return;
+        const waiter = running(launcher) ? this.waiting.get(name)?.shift() : undefined;
+        if (!waiter) {
+          this.ready.get(name)?.push(launcher) ?? this.ready.set(name, [launcher]);
+          return;
+        }
+        waiter(launcher);
+        this.refill(shape); // the one given away is replaced as a taken one is
       });
     }
   }
