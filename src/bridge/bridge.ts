@@ -1,5 +1,4 @@
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import type { Client } from '@modelcontextprotocol/client';
 import { fromJsonSchema, type StandardSchemaWithJSON } from '@modelcontextprotocol/server';
 import { log } from '../util/index.js';
 import { type BreakerOptions, CircuitBreaker } from './breaker.js';
@@ -264,6 +263,12 @@ export class McpBridge implements Bridge, RunHost {
 
   private async connect(server: Downstream): Promise<Client> {
     const { spec } = server;
+    // The client SDK is loaded by the first connection: a server with no downstream (most) never
+    // loads it (idle memory).
+    const { Client, StreamableHTTPClientTransport } = await import('@modelcontextprotocol/client');
+    const { getDefaultEnvironment, StdioClientTransport } = await import(
+      '@modelcontextprotocol/client/stdio'
+    );
     const transport =
       spec.type === 'http'
         ? new StreamableHTTPClientTransport(new URL(spec.url), { requestInit: { headers: spec.headers } })

@@ -1,5 +1,4 @@
 import { CodexecError } from '../errors/index.js';
-import { serveHttp } from '../server/http/index.js';
 import { serve } from '../server/index.js';
 import { configOrExit } from './config.js';
 
@@ -29,8 +28,11 @@ export async function serveCommand(flags: ServeFlags, command: FlagSources): Pro
   }
   try {
     const config = configOrExit();
-    if (flags.http) await serveHttp(config, { host: flags.host, port: flags.port, noAuth: !flags.auth });
-    else await serve(config);
+    if (flags.http) {
+      // Only --http loads the HTTP server, its dashboard and metrics: a stdio server never uses them.
+      const { serveHttp } = await import('../server/http/index.js');
+      await serveHttp(config, { host: flags.host, port: flags.port, noAuth: !flags.auth });
+    } else await serve(config);
   } catch (error) {
     // A bad policy.json is found when the services are created: same exit as a bad setting.
     if (!(error instanceof CodexecError)) throw error;

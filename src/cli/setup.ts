@@ -62,8 +62,8 @@ export async function setupCommand(client: string, flags: SetupFlags): Promise<v
     before = readIfThere(path);
     merged =
       target.format === 'toml'
-        ? mergeToml(path, before, flags.name, shaped)
-        : mergeJson(path, before, target.key, flags.name, shaped);
+        ? await mergeToml(path, before, flags.name, shaped)
+        : await mergeJson(path, before, target.key, flags.name, shaped);
   } catch (error) {
     if (error instanceof CodexecError) fail(error.message);
     throw error;

@@ -1,5 +1,4 @@
-import { applyEdits, modify, type ParseError, parse, printParseErrorCode } from 'jsonc-parser';
-import { parse as parseToml, stringify as stringifyToml } from 'smol-toml';
+import type { ParseError } from 'jsonc-parser';
 import { ConfigError } from '../errors/index.js';
 
 /** The file's text with codexec's entry in it, and whether that changed anything. */
@@ -9,6 +8,9 @@ export interface Merged {
   /** Something the user should know about the rewrite (lost comments). */
   readonly note?: string;
 }
+
+// The parsers are loaded by the first merge, not with the module: `codexec serve` loads this module
+// (its command line names CLIENTS) and should not hold them in memory.
 
 /** Key order does not matter when telling whether an entry is already there. */
 function canonical(value: unknown): string {
@@ -26,13 +28,14 @@ const isObject = (value: unknown): value is Record<string, unknown> =>
  * Set `doc[key][name] = entry` in a JSON (with comments) file's text, by edits: everything else,
  * comments and formatting included, stays as it was.
  */
-export function mergeJson(
+export async function mergeJson(
   path: string,
   text: string | undefined,
   key: string,
   name: string,
   entry: unknown,
-): Merged {
+): Promise<Merged> {
+  const { applyEdits, modify, parse, printParseErrorCode } = await import('jsonc-parser');
   const source = text?.trim() ? text : '{}\n';
   const errors: ParseError[] = [];
   const doc: unknown = parse(source, errors, { allowTrailingComma: true });
@@ -59,12 +62,13 @@ export function mergeJson(
  * of the file (comments too) as it was; replacing an existing one rewrites the file through the
  * TOML serializer, which drops comments (the .bak keeps them, and the note says so).
  */
-export function mergeToml(
+export async function mergeToml(
   path: string,
   text: string | undefined,
   name: string,
   entry: Record<string, unknown>,
-): Merged {
+): Promise<Merged> {
+  const { parse: parseToml, stringify: stringifyToml } = await import('smol-toml');
   let doc: Record<string, unknown>;
   try {
     doc = text ? (parseToml(text) as Record<string, unknown>) : {};

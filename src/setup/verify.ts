@@ -1,5 +1,3 @@
-import { Client } from '@modelcontextprotocol/client';
-import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import type { ServerEntry } from './clients.js';
 
 const VERIFY_TIMEOUT_MS = 60_000;
@@ -10,6 +8,10 @@ const VERIFY_TIMEOUT_MS = 60_000;
  * (the server's stderr included).
  */
 export async function verifyEntry(entry: ServerEntry): Promise<string[]> {
+  // Loaded here, not at the top: the CLI's option list names CLIENTS, and `codexec serve` must
+  // not carry the client SDK for that (idle memory).
+  const { Client } = await import('@modelcontextprotocol/client');
+  const { getDefaultEnvironment, StdioClientTransport } = await import('@modelcontextprotocol/client/stdio');
   const transport = new StdioClientTransport({
     command: entry.command,
     args: [...entry.args],

@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { Language, Parser } from 'web-tree-sitter';
+import type { Parser } from 'web-tree-sitter';
 
 // The shell parser: tree-sitter's bash grammar (`tree-sitter-bash`, its WASM build) run by
 // `web-tree-sitter`, both kept by the tree-sitter project. Chosen 2026-11-26 over:
@@ -15,7 +15,8 @@ import { Language, Parser } from 'web-tree-sitter';
 // parser cannot read, and the callers fail closed on it. Loading is async (~20 ms of CPU, once),
 // so it happens on the first request that needs it, not at server start. Measured (CPU time, 2
 // cores shared by 8 busy users): ~0.1 ms for a one-line command, ~1 ms for 1,000 characters of
-// script, ~15 ms at MAX_PARSE_CHARS.
+// script, ~15 ms at MAX_PARSE_CHARS. web-tree-sitter itself is imported then too: a server that
+// never runs shell code never loads it (idle memory).
 
 let loading: Promise<void> | undefined;
 let parser: Parser | undefined;
@@ -23,6 +24,7 @@ let parser: Parser | undefined;
 /** Load the parser once; later calls return the same promise. A failed load fails every call. */
 export function loadShellParser(): Promise<void> {
   loading ??= (async () => {
+    const { Language, Parser } = await import('web-tree-sitter');
     await Parser.init();
     const pkg = createRequire(import.meta.url).resolve('tree-sitter-bash/package.json');
     const language = await Language.load(join(dirname(pkg), 'tree-sitter-bash.wasm'));

@@ -1,0 +1,67 @@
+// What an idle stdio server holds in memory: through its first run it loads none of the modules
+// only other commands, serve --http, code mode's downstream servers or shell code need; each is
+// loaded on first use instead (bench/idle-rss.mjs measures what that saves). Read from the module
+// loader itself: a hook (node --import) logs every module the server resolves or requires.
+import { readFileSync, rmSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { startHttp } from '../helpers/http.js';
+import { callTool, startServer, tempDir } from '../helpers/server.js';
+
+const HOOK = resolve(import.meta.dirname, '../fixtures/module-log.mjs');
+
+/** Loaded on first use only: the other commands, HTTP, the MCP client SDK, the parsers. */
+const LAZY: readonly RegExp[] = [
+  /\/dist\/cli\/(run|setup|doctor|doctor-sandbox|doctor-store|image|logs|audit|wrappers)\.js$/,
+  /\/dist\/server\/http\//,
+  /\/node_modules\/@modelcontextprotocol\/client\//,
+  /\/node_modules\/web-tree-sitter\//,
+  /\/node_modules\/jsonc-parser\//,
+  /\/node_modules\/smol-toml\//,
+];
+
+function logged(path: string): string[] {
+  return readFileSync(path, 'utf8').trim().split('\n');
+}
+
+function logEnv(dir: string) {
+  const path = join(dir, 'modules.log');
+  return { path, env: { NODE_OPTIONS: `--import=${HOOK}`, CODEXEC_TEST_MODULE_LOG: path } };
+}
+
+describe('an idle stdio server loads only what it uses', () => {
+  it('through a python run: none of the lazy modules; a bash run then loads the shell parser', async () => {
+    const dir = tempDir();
+    const { path, env } = logEnv(dir);
+    const server = await startServer({ env });
+    try {
+      const run = await callTool(server.client, 'execute_code', { language: 'python', code: 'print(1)' });
+      expect(run.value.stdout).toBe('1\n');
+      const modules = logged(path);
+      expect(modules.some((url) => url.endsWith('/dist/cli/serve.js'))).toBe(true); // the hook saw the server
+      expect(modules.filter((url) => LAZY.some((lazy) => lazy.test(url)))).toEqual([]);
+
+      // Loaded on first use, and it works: shell code goes through the policy's parser.
+      const bash = await callTool(server.client, 'execute_code', { language: 'bash', code: 'echo $((1+1))' });
+      expect(bash.value.stdout).toBe('2\n');
+      expect(logged(path).some((url) => url.includes('/node_modules/web-tree-sitter/'))).toBe(true);
+    } finally {
+      await server.close();
+    }
+    rmSync(dir, { recursive: true, force: true });
+  }, 60_000);
+
+  it('serve --http loads the HTTP server, and still no other command', async () => {
+    const dir = tempDir();
+    const { path, env } = logEnv(dir);
+    const server = await startHttp({ env });
+    await server.stop();
+    const modules = logged(path);
+    expect(modules.some((url) => url.endsWith('/dist/server/http/serve.js'))).toBe(true);
+    expect(
+      modules.filter((url) => /\/dist\/cli\/(run|setup|doctor|image|logs|audit)\.js$/.test(url)),
+    ).toEqual([]);
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(server.home, { recursive: true, force: true });
+  }, 60_000);
+});
