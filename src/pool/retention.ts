@@ -5,7 +5,7 @@ import { lstatSync, readdirSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { log } from '../util/index.js';
-import { referencedPaths, SWEEP_MIN_AGE_MS, sweepWorkspaces } from './sweep.js';
+import { namedByAny, referencedPaths, SWEEP_MIN_AGE_MS, sweepWorkspaces } from './sweep.js';
 
 export interface RetentionOptions {
   readonly sandboxDir: string;
@@ -42,8 +42,7 @@ export async function expireWorkspaces(options: RetentionOptions, now = Date.now
   const used = referencedPaths();
   const removed: string[] = [];
   for (const dir of old) {
-    if (used.some((text) => text.includes(`${dir}/`) || text.includes(`${dir}\0`) || text.endsWith(dir)))
-      continue;
+    if (namedByAny(used, dir)) continue;
     try {
       await rm(dir, { recursive: true, force: true });
       removed.push(dir);

@@ -43,8 +43,7 @@ export async function sweepWorkspaces(sandboxDir: string, now = Date.now()): Pro
         young++;
         continue;
       }
-      if (used.some((text) => text.includes(`${dir}/`) || text.includes(`${dir}\0`) || text.endsWith(dir)))
-        continue;
+      if (namedByAny(used, dir)) continue;
       if (name.startsWith('exec_') && readdirSync(dir).some((entry) => !SCRIPT.test(entry))) continue;
       await rm(dir, { recursive: true, force: true });
       removed.push(dir);
@@ -53,6 +52,15 @@ export async function sweepWorkspaces(sandboxDir: string, now = Date.now()): Pro
     }
   }
   return { removed, young };
+}
+
+/**
+ * Whether any of `texts` (referencedPaths) names the workspace `dir`, wherever in the text: after a
+ * `--volume` it is followed by `:` (a container engine's command line), in a bwrap bind by a NUL,
+ * in a working directory by `/`. Workspace names are of fixed length: no other one has it as prefix.
+ */
+export function namedByAny(texts: readonly string[], dir: string): boolean {
+  return texts.some((text) => text.includes(dir));
 }
 
 /**

@@ -44,6 +44,27 @@ describe('sweepWorkspaces', () => {
     }
   });
 
+  it("keeps a workspace a container engine's command line names as a volume (docker mode's runs and sessions)", async () => {
+    // `podman run --volume <workspace>:/workspace:rw …` lives as long as its container: the
+    // workspace is followed by a colon there, not by a slash or the argument's end.
+    const mounted = workspace('exec_000000000008');
+    const session = workspace('sess_000000000009', ['keep.txt']);
+    const engine = spawn(
+      'bash',
+      ['-c', 'sleep 30; :', 'podman', '--volume', `${mounted}:/workspace:rw`, '--volume', `${session}:/w:rw`],
+      { stdio: 'ignore' },
+    );
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const result = await sweepWorkspaces(dir, Date.now() + SWEEP_MIN_AGE_MS + 1000);
+      expect(result.removed).not.toContain(mounted);
+      expect(result.removed).not.toContain(session);
+      expect(existsSync(join(session, 'keep.txt'))).toBe(true);
+    } finally {
+      engine.kill('SIGKILL');
+    }
+  });
+
   it('does nothing where there is no sandbox dir', async () => {
     expect(await sweepWorkspaces(join(dir, 'missing'))).toEqual({ removed: [], young: 0 });
   });

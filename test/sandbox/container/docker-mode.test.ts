@@ -184,6 +184,36 @@ describe.each(RUNTIMES)('runtime $name', ({ name, env: DOCKER, missing }) => {
       await callTool(server.client, 'close_session', { session_id: started.session_id });
       expect(await eventually(() => sessionContainersOf(server.pid).length === 0)).toBe(true);
     });
+
+    it('keeps the workspaces of a live session and of warm containers through the sweep of dead servers’ ones', async () => {
+      // The sweep (at a run's take, and retention's first pass 5 s after start) removes workspaces
+      // no live process names; a container's is named by its engine's `--volume <dir>:…` only.
+      const own = await startServer({ env: DOCKER });
+      try {
+        const { value: started } = await callTool<{ session_id: string }>(own.client, 'start_session', {
+          language: 'python',
+        });
+        const send = (code: string) =>
+          callTool<Run>(own.client, 'send_to_session', { session_id: started.session_id, code });
+        expect((await send('open("keep.txt", "w").write("kept")')).value.success).toBe(true);
+        const oneShot = () =>
+          callTool<Run & { warm: boolean }>(own.client, 'execute_code', {
+            language: 'bash',
+            code: 'echo one',
+          });
+        expect((await oneShot()).value.stdout).toBe('one\n');
+        // Past the sweep's minimum age (5 s) and retention's first pass: the next take sweeps again.
+        await new Promise((resolve) => setTimeout(resolve, 7000));
+        const warm = await oneShot();
+        expect(warm.value).toMatchObject({ success: true, stdout: 'one\n', warm: true });
+        await new Promise((resolve) => setTimeout(resolve, 500)); // the sweep runs in the background
+        expect((await oneShot()).value).toMatchObject({ success: true, stdout: 'one\n' });
+        expect((await send('print(open("keep.txt").read())')).value.stdout).toBe('kept\n');
+        expect(own.stderr()).not.toContain('left by a killed server');
+      } finally {
+        await own.close();
+      }
+    }, 90_000);
   });
 
   describe.skipIf(missing)('execute_command in sandbox mode docker', () => {
