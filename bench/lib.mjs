@@ -10,11 +10,13 @@ import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 
 export const CLI = resolve(import.meta.dirname, '../dist/cli.js');
 
-export async function startServer(env = {}) {
+/** `codexec serve` of this worktree's dist, or of `cli` (another build's dist/cli.js). */
+export async function startServer(env = {}, { cli = CLI } = {}) {
   const home = mkdtempSync(join(tmpdir(), 'codexec-bench-'));
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: [...(process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : []), CLI, 'serve'],
+    // BENCH_NODE_ARGS: node's own flags for the server (e.g. --cpu-prof --cpu-prof-dir=/tmp/prof).
+    args: [...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []), cli, 'serve'],
     env: {
       PATH: process.env.PATH,
       HOME: process.env.HOME,
@@ -87,10 +89,11 @@ export async function interleave(tasks, { n, warmup = 5, gapMs = 0 }) {
   return Object.fromEntries(entries.map(([name]) => [name, percentiles(latencies[name])]));
 }
 
-function percentiles(latencies) {
+/** p50, p90, p99 and p99.9 of latencies (p99.9 of fewer than 1,000 samples is near the largest). */
+export function percentiles(latencies) {
   const sorted = [...latencies].sort((a, b) => a - b);
   const pick = (q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
-  return { n: sorted.length, p50: pick(0.5), p90: pick(0.9), p99: pick(0.99) };
+  return { n: sorted.length, p50: pick(0.5), p90: pick(0.9), p99: pick(0.99), p999: pick(0.999) };
 }
 
 /** Spawn a command and wait for it to exit (stdout discarded). */
@@ -124,6 +127,54 @@ export function processesUnder(home) {
     } catch {}
   }
   return found;
+}
+
+/** Each live (not zombie) process's parent pid, by pid. */
+export function parents() {
+  const map = new Map();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (fields[0] !== 'Z') map.set(Number(entry), Number(fields[1]));
+    } catch {}
+  }
+  return map;
+}
+
+/** Every live process below `pid`: its children, theirs, and so on. */
+export function descendantsOf(pid) {
+  const map = parents();
+  const found = [];
+  for (let queue = [pid]; queue.length > 0; ) {
+    const parent = queue.shift();
+    for (const [child, ppid] of map) {
+      if (ppid === parent) {
+        found.push(child);
+        queue.push(child);
+      }
+    }
+  }
+  return found;
+}
+
+// Kernel clock ticks per second of /proc's CPU times (USER_HZ: 100 on Linux, for every architecture).
+const TICK_MS = 1000 / 100;
+
+/** CPU time the whole machine has spent busy (all but idle and iowait), in ms since boot. */
+export function machineCpuMs() {
+  const [, ...fields] = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/);
+  // user nice system idle iowait irq softirq steal (guest time is already in user and nice)
+  const [user, nice, system, , , irq, softirq, steal = 0] = fields.map(Number);
+  return (user + nice + system + irq + softirq + steal) * TICK_MS;
+}
+
+/** CPU time (user + system) of one process itself, not of its children, in ms. */
+export function processCpuMs(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
 }
 
 export const ms = (value) => (Number.isFinite(value) ? value.toFixed(2) : '-');

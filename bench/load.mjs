@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { measure, ms, processesUnder, rssMb, startServer } from './lib.mjs';
+import { descendantsOf, measure, ms, parents, processesUnder, rssMb, startServer } from './lib.mjs';
 
 const arg = (name, fallback) => {
   const i = process.argv.indexOf(name);
@@ -95,34 +95,6 @@ function slope(points) {
   const sxy = points.reduce((sum, [x, y]) => sum + (x - mx) * (y - my), 0);
   const sxx = points.reduce((sum, [x]) => sum + (x - mx) ** 2, 0);
   return (sxy / sxx) * 1000;
-}
-
-function parents() {
-  const map = new Map();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (fields[0] !== 'Z') map.set(Number(entry), Number(fields[1]));
-    } catch {}
-  }
-  return map;
-}
-
-function descendantsOf(pid) {
-  const map = parents();
-  const found = [];
-  for (let queue = [pid]; queue.length > 0; ) {
-    const parent = queue.shift();
-    for (const [child, ppid] of map) {
-      if (ppid === parent) {
-        found.push(child);
-        queue.push(child);
-      }
-    }
-  }
-  return found;
 }
 
 function alive(pid) {

@@ -1,0 +1,259 @@
+// Speed under many users (not part of npm test): tail latency per sandbox mode and language, paced
+// and at concurrency 8; throughput of mixed one-shots at c=1/4/8; idle RSS of a fresh stdio server.
+// Every number sits beside its floor measured in the same run, alternated block by block (each
+// (mode, language) in turn, BLOCK calls at a time) so both see the same phases of a shared machine.
+// Every run is `print(1)` (node: console.log(1), bash: echo 1) and must succeed with stdout `1\n`;
+// failures are counted, and any failure makes the exit status 1.
+//
+//   npm run build && node bench/speed.mjs [--modes namespace,docker] [--languages python,node,bash]
+//     [--paced 500] [--n 600] [--only latency|throughput|rss] [--quick] [--cli other/dist/cli.js]
+//
+// Modes: namespace, landlock, subprocess, docker (podman or docker, where the `codexec-sandbox`
+// image exists: `node dist/cli.js image build`; podman uses runc where installed).
+//
+// Columns:
+// - paced: one call every 100 ms (the pause is not counted), --paced calls per cell. `one-shot` is
+//   execute_code; `send` (the floor) is send_to_session of the same code to a session of the same
+//   language on the same server, paced the same way; `bare` is the interpreter spawnSync'd outside
+//   codexec (python3 -I -S -c, node -e, bash -c; clean env) in the pause before each send.
+//   p50 / p99 / p99.9 in ms (p99.9 of fewer than 1,000 calls is about the slowest one); p99/p50 is
+//   the tail ratio (target ≤ 3); fail counts runs that did not succeed with the right output.
+// - c=8: --n one-shots of one language with 8 callers at once, beside the bare interpreter spawned
+//   8 at a time; runs/s is calls over the block's wall time.
+// - throughput: --n mixed python/node/bash one-shots (in turn) at c=1/4/8, beside the same mix of
+//   bare interpreters spawned at the same concurrency outside codexec. `machine CPU ms/run` is the
+//   busy time of all CPUs (/proc/stat: everything on the machine, other users too) per run;
+//   `server CPU ms/run` is the server process's own (/proc/PID/stat utime + stime, not its helpers').
+//   RSS (MB) of the server process before (after a short warm-up) and after.
+// - idle RSS: a fresh `codexec serve` 1 s after it connected (no run yet) and ~5 s after its first
+//   run, beside a bare `node -e 'setInterval(()=>{},1e6)'` started at the same moment; `+ helpers`
+//   adds the RSS of the server's descendants (forker, zygote, warm sandboxes: shared pages counted
+//   in each).
+import { spawn, spawnSync } from 'node:child_process';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { descendantsOf, machineCpuMs, ms, processCpuMs, rssMb, startServer } from './lib.mjs';
+import { bare, bareSync, CLEAN_ENV, concurrently, oneShot, Series, send, sleep } from './speed-runs.mjs';
+
+const { values } = parseArgs({
+  options: {
+    modes: { type: 'string', default: 'namespace,docker' },
+    languages: { type: 'string', default: 'python,node,bash' },
+    paced: { type: 'string' },
+    n: { type: 'string' },
+    only: { type: 'string' },
+    quick: { type: 'boolean', default: false },
+    cli: { type: 'string' },
+  },
+});
+const PACED = Number(values.paced ?? (values.quick ? 20 : 500));
+const N = Number(values.n ?? (values.quick ? 48 : 600));
+const BLOCK = values.quick ? 10 : 50; // calls of one kind before the next kind's turn
+const PACE_MS = 100;
+const CONCURRENCY = [1, 4, 8];
+const LANGUAGES = values.languages.split(',');
+const cli = values.cli && { cli: resolve(values.cli) };
+for (const language of LANGUAGES)
+  if (!['python', 'node', 'bash'].includes(language)) throw new Error(`unknown language ${language}`);
+if (!(PACED > 0 && N > 0)) throw new Error('--paced and --n take a positive number');
+if (values.only && !['latency', 'throughput', 'rss'].includes(values.only))
+  throw new Error('--only takes latency, throughput or rss');
+
+const ENGINE = ['podman', 'docker'].find(
+  (engine) => spawnSync(engine, ['image', 'inspect', 'codexec-sandbox'], { stdio: 'ignore' }).status === 0,
+);
+const MODE_ENV = {
+  namespace: { CODEXEC_SANDBOX_MODE: 'namespace' },
+  landlock: { CODEXEC_SANDBOX_MODE: 'landlock' },
+  subprocess: { CODEXEC_SANDBOX_MODE: 'subprocess' },
+  docker: ENGINE && {
+    CODEXEC_SANDBOX_MODE: 'docker',
+    CODEXEC_CONTAINER_ENGINE: ENGINE,
+    CODEXEC_DOCKER_IMAGE: 'codexec-sandbox',
+  },
+};
+const MODES = values.modes.split(',').filter((mode) => {
+  if (!(mode in MODE_ENV)) throw new Error(`unknown mode ${mode}`);
+  if (!MODE_ENV[mode])
+    console.error(`docker mode skipped: no podman or docker has the codexec-sandbox image`);
+  return Boolean(MODE_ENV[mode]);
+});
+const all = []; // every Series, for the exit status
+const series = () => {
+  const made = new Series();
+  all.push(made);
+  return made;
+};
+const cells = (s) => `${ms(s.p50)} | ${ms(s.p99)} | ${ms(s.p999)} | ${(s.p99 / s.p50).toFixed(1)}`;
+const out = [];
+const log = (line) => console.error(`  ${line}`);
+
+/** Paced and c=8 latency of every (mode, language), each beside its floors. */
+async function latency() {
+  const servers = {};
+  const rows = [];
+  for (const mode of MODES) {
+    servers[mode] = await startServer(MODE_ENV[mode], cli);
+    for (const language of LANGUAGES) {
+      const started = await servers[mode].call('start_session', { language });
+      const row = { mode, language, server: servers[mode], session: started.session_id };
+      Object.assign(row, { oneShot: series(), send: series(), bare: series() });
+      Object.assign(row, { c8: series(), c8Bare: series(), c8Ms: 0, c8BareMs: 0 });
+      rows.push(row);
+    }
+  }
+  for (const row of rows)
+    for (let i = 0; i < 5; i++) {
+      await oneShot(row.server, row.language);
+      await send(row.server, row.session, row.language);
+      bareSync(row.language);
+    }
+  log(`paced: ${PACED} calls per cell, ${PACE_MS} ms apart, ${BLOCK} at a time`);
+  while (rows.some((row) => row.send.n < PACED)) {
+    for (const row of rows) {
+      for (let i = 0; i < BLOCK && row.oneShot.n < PACED; i++) {
+        await sleep(PACE_MS);
+        row.oneShot.add(await oneShot(row.server, row.language));
+      }
+      for (let i = 0; i < BLOCK && row.send.n < PACED; i++) {
+        const pause = performance.now();
+        row.bare.add(bareSync(row.language));
+        await sleep(PACE_MS - (performance.now() - pause));
+        row.send.add(await send(row.server, row.session, row.language));
+      }
+    }
+    log(`${rows[0].send.n}/${PACED}`);
+  }
+  log(`c=8: ${N} calls per cell, ${BLOCK * 2} at a time`);
+  while (rows.some((row) => row.c8.n < N)) {
+    for (const row of rows) {
+      const count = Math.min(BLOCK * 2, N - row.c8.n);
+      if (count === 0) continue;
+      const at8 = { count, concurrency: 8 };
+      row.c8Ms += await concurrently(() => oneShot(row.server, row.language), { ...at8, series: row.c8 });
+      row.c8BareMs += await concurrently(() => bare(row.language), { ...at8, series: row.c8Bare });
+    }
+    log(`${rows[0].c8.n}/${N}`);
+  }
+  for (const server of Object.values(servers)) await server.close();
+  out.push(
+    `### Paced: one call every ${PACE_MS} ms, ${PACED} per cell (ms)`,
+    '',
+    '| mode | language | one-shot p50 | p99 | p99.9 | p99/p50 | send p50 | p99 | p99.9 | p99/p50 | bare p50 | p99 | p99.9 | p99/p50 | fail |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+  );
+  for (const row of rows) {
+    const fail = row.oneShot.failures + row.send.failures + row.bare.failures;
+    const line = [row.oneShot, row.send, row.bare].map((s) => cells(s.stats())).join(' | ');
+    out.push(`| ${row.mode} | ${row.language} | ${line} | ${fail} |`);
+  }
+  out.push(
+    '',
+    `### Concurrency 8: ${N} one-shots per cell, beside the bare interpreter at c=8 (ms)`,
+    '',
+    '| mode | language | one-shot p50 | p99 | p99.9 | p99/p50 | runs/s | bare p50 | p99 | p99.9 | p99/p50 | runs/s | fail |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+  );
+  for (const row of rows) {
+    const rate = (s, wall) => ((s.n / wall) * 1000).toFixed(1);
+    const codexec = `${cells(row.c8.stats())} | ${rate(row.c8, row.c8Ms)}`;
+    const floor = `${cells(row.c8Bare.stats())} | ${rate(row.c8Bare, row.c8BareMs)}`;
+    out.push(
+      `| ${row.mode} | ${row.language} | ${codexec} | ${floor} | ${row.c8.failures + row.c8Bare.failures} |`,
+    );
+  }
+}
+
+/** `count` runs of `task` at `concurrency` into `into`, adding their wall and CPU times. */
+async function timedBlock(task, count, concurrency, into, pid) {
+  const machine = machineCpuMs();
+  const server = pid && processCpuMs(pid);
+  into.wallMs += await concurrently(task, { count, concurrency, series: into.series });
+  into.machineMs += machineCpuMs() - machine;
+  if (pid) into.serverMs += processCpuMs(pid) - server;
+}
+
+/** Mixed one-shots at c=1/4/8 per mode, beside the same mix of bare interpreters. */
+async function throughput() {
+  out.push(
+    '',
+    `### Throughput: ${N} mixed ${LANGUAGES.join('/')} one-shots per cell, beside the same mix of bare interpreters`,
+    '',
+    '| mode | c | runs/s | bare runs/s | ÷ bare | fail | server RSS before → after (MB) | machine CPU ms/run | bare: machine CPU ms/run | server CPU ms/run |',
+    '|---|---|---|---|---|---|---|---|---|---|',
+  );
+  for (const mode of MODES) {
+    const server = await startServer(MODE_ENV[mode], cli);
+    for (const language of LANGUAGES) for (let i = 0; i < 3; i++) await oneShot(server, language);
+    const rssBefore = rssMb(server.pid);
+    const results = [];
+    for (const concurrency of CONCURRENCY) {
+      const codexec = { series: series(), wallMs: 0, machineMs: 0, serverMs: 0 };
+      const floor = { series: series(), wallMs: 0, machineMs: 0 };
+      // Two halves each, alternated: codexec, bare, codexec, bare.
+      for (const half of [Math.ceil(N / 2), Math.floor(N / 2)]) {
+        const mixed = (i) => LANGUAGES[i % LANGUAGES.length];
+        await timedBlock((i) => oneShot(server, mixed(i)), half, concurrency, codexec, server.pid);
+        await timedBlock((i) => bare(mixed(i)), half, concurrency, floor);
+      }
+      results.push({ concurrency, codexec, floor });
+      log(`${mode} c=${concurrency}: ${((N / codexec.wallMs) * 1000).toFixed(1)} runs/s`);
+    }
+    const rssAfter = rssMb(server.pid);
+    await server.close();
+    for (const { concurrency, codexec, floor } of results) {
+      const rate = (kind) => (kind.series.n / kind.wallMs) * 1000;
+      const perRun = (value, kind) => (value / kind.series.n).toFixed(1);
+      out.push(
+        `| ${mode} | ${concurrency} | ${rate(codexec).toFixed(1)} | ${rate(floor).toFixed(1)} | ${(rate(codexec) / rate(floor)).toFixed(2)} | ${codexec.series.failures + floor.series.failures} | ${rssBefore.toFixed(1)} → ${rssAfter.toFixed(1)} | ${perRun(codexec.machineMs, codexec)} | ${perRun(floor.machineMs, floor)} | ${perRun(codexec.serverMs, codexec)} |`,
+      );
+    }
+  }
+}
+
+/** RSS of a fresh server (1 s after start, ~5 s after its first run) beside an idle bare node. */
+async function idleRss() {
+  out.push(
+    '',
+    '### Idle RSS of a fresh stdio server (MB), beside a bare idle node',
+    '',
+    '| mode | after start | bare node | 5 s after first run | bare node | + helpers |',
+    '|---|---|---|---|---|---|',
+  );
+  for (const mode of MODES) {
+    const node = spawn(process.execPath, ['-e', 'setInterval(()=>{},1e6)'], {
+      env: CLEAN_ENV,
+      stdio: 'ignore',
+    });
+    const server = await startServer(MODE_ENV[mode], cli);
+    await sleep(1000);
+    const start = [rssMb(server.pid), rssMb(node.pid)];
+    series().add(await oneShot(server, LANGUAGES[0]));
+    await sleep(5000);
+    const after = [rssMb(server.pid), rssMb(node.pid)];
+    const helpers = descendantsOf(server.pid).reduce((sum, pid) => {
+      try {
+        return sum + rssMb(pid);
+      } catch {
+        return sum; // gone meanwhile
+      }
+    }, 0);
+    node.kill();
+    await server.close();
+    const mb = (value) => value.toFixed(1);
+    out.push(
+      `| ${mode} | ${mb(start[0])} | ${mb(start[1])} | ${mb(after[0])} | ${mb(after[1])} | ${mb(after[0] + helpers)} |`,
+    );
+  }
+}
+
+console.error(
+  `modes ${MODES.join(', ')}; languages ${LANGUAGES.join(', ')}; docker engine ${ENGINE ?? 'none'}`,
+);
+if (!values.only || values.only === 'latency') await latency();
+if (!values.only || values.only === 'throughput') await throughput();
+if (!values.only || values.only === 'rss') await idleRss();
+const failures = all.reduce((sum, s) => sum + s.failures, 0);
+out.push('', `Failures: ${failures}.`);
+console.log(out.join('\n'));
+process.exitCode = failures === 0 ? 0 : 1;
