@@ -88,14 +88,16 @@ afterEach(async () => {
 
 describe('warm pool sizing', () => {
   it('grows to cover starts slower than the gap between runs: every run then finds one ready', async () => {
-    const { start } = fakeStarts(150);
+    const { start } = fakeStarts(200);
     const pool = newPool({ start });
-    const { served, mostHeld, target } = await arrive(pool, 40, 30);
-    // 150 ms starts, a run every 30 ms: ceil(150 / 30) + 1 = 6 ready or starting.
+    const { served, mostHeld, target } = await arrive(pool, 40, 40);
+    // 200 ms starts, a run every 40 ms: ceil(200 / 40) + 1 = 6 ready or starting.
     expect(target).toBeGreaterThanOrEqual(5);
     expect(target).toBeLessThanOrEqual(8);
-    // Once the arrival rate and the start time are known (a few starts), no run waits for one.
-    expect(served.slice(20)).toEqual(Array(20).fill('ready'));
+    // Once the arrival rate and the start time are known (a few starts), runs wait for none (one
+    // may, where a busy machine's timers fire late: a pool of two leaves nearly all waiting).
+    const late = served.slice(20).filter((found) => found !== 'ready');
+    expect(late.length, served.join(' ')).toBeLessThanOrEqual(1);
     expect(mostHeld).toBeGreaterThanOrEqual(4);
     expect(mostHeld).toBeLessThanOrEqual(8);
   });
