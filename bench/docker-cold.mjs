@@ -2,7 +2,7 @@
 // variants of the engine's `run`, beside the floor (`run --rm IMAGE true`) measured in the same
 // run. CPU is the cpuacct of the CLI (a cgroup of this bench's) plus the engine's cgroup parent
 // (conmon, runc, the container, the cleanup conmon runs): podman with cgroupfs on cgroup v1 (root).
-// Usage: node bench/docker-cold.mjs [--n 20] [--image codexec-sandbox]
+// Usage: node bench/docker-cold.mjs [--n 15] [--image codexec-sandbox]
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { ms } from './lib.mjs';
@@ -11,7 +11,7 @@ const arg = (name, fallback) => {
   const at = process.argv.indexOf(name);
   return at === -1 ? fallback : process.argv[at + 1];
 };
-const N = Number(arg('--n', '20'));
+const N = Number(arg('--n', '15'));
 const IMAGE = arg('--image', 'codexec-sandbox');
 const CPUACCT = '/sys/fs/cgroup/cpuacct';
 const OWN = `${CPUACCT}/codexec-bench-cold-${process.pid}`;
@@ -79,73 +79,62 @@ const OURS = [
 let count = 0;
 const name = () => `codexec-bench-cold-${process.pid}-${count++}`;
 
-/** Each variant: what one start is (wall measured), and what it leaves to remove (CPU counted). */
+/**
+ * Each variant: one start, its wall time measured (what a run would wait), and what it leaves
+ * removed after (its CPU counted, not its wall time).
+ */
+const run =
+  (...options) =>
+  async () => ({ wall: await timed([...podman, 'run', ...options]) });
+const named = (make) => async () => {
+  const n = name();
+  const wall = await make(n);
+  await timed([...podman, 'rm', '--force', '--time', '0', n]);
+  return { wall };
+};
 const VARIANTS = [
+  ['floor: run --rm --network none IMAGE true', run('--rm', '--network', 'none', ...NOFILE, IMAGE, 'true')],
+  ['ours: run --rm <confinement> IMAGE true', run('--rm', ...OURS, IMAGE, 'true')],
+  ['ours + --pull never', run('--rm', '--pull', 'never', ...OURS, IMAGE, 'true')],
+  ['ours without --init', run('--rm', ...OURS.filter((o) => o !== '--init'), IMAGE, 'true')],
+  ['ours, python3 -c pass', run('--rm', ...OURS, IMAGE, 'python3', '-c', 'pass')],
   [
-    'floor: run --rm --network none IMAGE true',
-    async () => timed([...podman, 'run', '--rm', '--network', 'none', ...NOFILE, IMAGE, 'true']),
+    "ours, no --rm, then rm (a warm run's way)",
+    named((n) => timed([...podman, 'run', '--name', n, ...OURS, IMAGE, 'true'])),
   ],
   [
-    'ours: run --rm <confinement> IMAGE true',
-    async () => timed([...podman, 'run', '--rm', ...OURS, IMAGE, 'true']),
-  ],
-  [
-    'ours, python -c pass',
-    async () => timed([...podman, 'run', '--rm', ...OURS, IMAGE, 'python3', '-c', 'pass']),
-  ],
-  [
-    'ours, no --rm (removed after, in one rm)',
-    async (names) => {
-      const n = name();
-      names.push(n);
-      return timed([...podman, 'run', '--name', n, ...OURS, IMAGE, 'true']);
-    },
-  ],
-  [
-    'ours, run -d (CLI back once started)',
-    async (names) => {
-      const n = name();
-      names.push(n);
-      return timed([...podman, 'run', '-d', '--name', n, ...OURS, IMAGE, 'true']);
-    },
-  ],
-  [
-    'ours, created ahead: start --attach only',
-    async (names) => {
-      const n = name();
-      names.push(n);
+    'ours, created ahead: start --attach (wall)',
+    named(async (n) => {
       await timed([...podman, 'create', '--name', n, ...OURS, IMAGE, 'true']);
       return timed([...podman, 'start', '--attach', n]);
-    },
-  ],
-  [
-    'podman create alone',
-    async (names) => {
-      const n = name();
-      names.push(n);
-      return timed([...podman, 'create', '--name', n, ...OURS, IMAGE, 'true']);
-    },
+    }),
   ],
 ];
+/** After each start: the engine's cleanup (conmon's exit command) lands within this. */
+const SETTLE_MS = 400;
 
 console.log(
-  `podman --runtime runc, ${N} sequential starts per variant, ${IMAGE}; CPU: CLI + conmon + runc + container + cleanup`,
+  `podman --runtime runc, ${N} rounds, each variant once per round; p50 of wall and of CPU per start ` +
+    '(CLI + conmon + runc + container + cleanup, within ' +
+    SETTLE_MS +
+    ' ms after it)',
 );
 try {
   await timed([...podman, 'run', '--rm', ...NOFILE, IMAGE, 'true']); // the engine's first start is slow
-  for (const [label, once] of VARIANTS) {
-    const names = [];
-    const walls = [];
-    await pause(1500);
-    const cpu0 = cpuNow();
-    const t0 = performance.now();
-    for (let i = 0; i < N; i++) walls.push(await once(names));
-    if (names.length > 0) await timed([...podman, 'rm', '--force', '--time', '0', ...names]);
-    await pause(1500); // conmon's cleanup of the last ones
-    const cpu = (cpuNow() - cpu0) / N;
-    const elapsed = performance.now() - t0;
+  const walls = VARIANTS.map(() => []);
+  const cpus = VARIANTS.map(() => []);
+  for (let round = 0; round < N; round++) {
+    for (const [index, [, once]] of VARIANTS.entries()) {
+      const cpu0 = cpuNow();
+      const { wall } = await once();
+      await pause(SETTLE_MS);
+      walls[index].push(wall);
+      cpus[index].push(cpuNow() - cpu0);
+    }
+  }
+  for (const [index, [label]] of VARIANTS.entries()) {
     console.log(
-      `${label.padEnd(46)} wall p50 ${ms(p50(walls)).padStart(8)} ms  CPU ${ms(cpu).padStart(7)} ms/start  (${ms(elapsed / 1000)} s)`,
+      `${label.padEnd(46)} wall p50 ${ms(p50(walls[index])).padStart(8)} ms  CPU p50 ${ms(p50(cpus[index])).padStart(7)} ms`,
     );
   }
 } finally {
