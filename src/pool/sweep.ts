@@ -43,8 +43,7 @@ export async function sweepWorkspaces(sandboxDir: string, now = Date.now()): Pro
         young++;
         continue;
       }
-      if (used.some((text) => text.includes(`${dir}/`) || text.includes(`${dir}\0`) || text.endsWith(dir)))
-        continue;
+      if (used.some((text) => namesDir(text, dir))) continue;
       if (name.startsWith('exec_') && readdirSync(dir).some((entry) => !SCRIPT.test(entry))) continue;
       await rm(dir, { recursive: true, force: true });
       removed.push(dir);
@@ -53,6 +52,17 @@ export async function sweepWorkspaces(sandboxDir: string, now = Date.now()): Pro
     }
   }
   return { removed, young };
+}
+
+/**
+ * Whether `text` names `dir`: as a directory of paths under it, an argument of its own, or a
+ * container engine's `--volume DIR:/workspace` (docker mode's warm container waits with nothing
+ * else naming its workspace: its driver, its code file opened ahead).
+ */
+function namesDir(text: string, dir: string): boolean {
+  return (
+    text.includes(`${dir}/`) || text.includes(`${dir}\0`) || text.includes(`${dir}:`) || text.endsWith(dir)
+  );
 }
 
 /**

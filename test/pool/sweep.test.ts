@@ -25,14 +25,19 @@ describe('sweepWorkspaces', () => {
     const session = workspace('sess_000000000004', ['notes.txt']);
     const used = workspace('exec_000000000005');
     const other = workspace('something_else');
+    // A docker-mode warm container's: only the engine's CLI names it, as a volume.
+    const mounted = workspace('exec_000000000006', ['_codexec_script.py']);
     const holder = spawn('sleep', ['30'], { cwd: used, stdio: 'ignore' });
+    const engine = spawn('sh', ['-c', 'sleep 30', 'sh', '--volume', `${mounted}:/workspace:rw`], {
+      stdio: 'ignore',
+    });
     try {
       await new Promise((resolve) => setTimeout(resolve, 100));
       // A ctime cannot be set back: the sweep is told it is later instead.
       const result = await sweepWorkspaces(dir, Date.now() + SWEEP_MIN_AGE_MS + 1000);
       expect([...result.removed].sort()).toEqual([empty, killed, session].sort());
       expect(result.young).toBe(0);
-      for (const path of [output, used, other]) expect(existsSync(path)).toBe(true);
+      for (const path of [output, used, other, mounted]) expect(existsSync(path)).toBe(true);
       // Too young to tell: left, and said so.
       const fresh = workspace('exec_000000000007');
       const again = await sweepWorkspaces(dir, Date.now());
@@ -41,6 +46,7 @@ describe('sweepWorkspaces', () => {
       expect(existsSync(fresh)).toBe(true);
     } finally {
       holder.kill('SIGKILL');
+      engine.kill('SIGKILL');
     }
   });
 
