@@ -1,12 +1,18 @@
 import { rm } from 'node:fs/promises';
 import type { InterpreterKind } from '../runtimes/index.js';
 import { log } from '../util/index.js';
+import { Demand } from './demand.js';
 import { SWEEP_MIN_AGE_MS, sweepWorkspaces } from './sweep.js';
 import type { WarmProcess } from './warm.js';
 
 export interface PoolOptions {
-  /** Warm processes kept per interpreter; 0 disables the pool. */
+  /**
+   * Warm processes kept per interpreter, at least; 0 disables the pool. Under load a kind keeps
+   * more, as many as start while its runs arrive (demand.ts), up to `maxSize`.
+   */
   readonly size: number;
+  /** The most processes of one kind ready or starting (default: MAX_PER_KIND, or `size` if larger). */
+  readonly maxSize?: number;
   /** Kill a kind's warm processes after this long without a request. */
   readonly idleMs: number;
   /** Memory all waiting processes together may use (MB); none is started beyond it. */
@@ -19,6 +25,11 @@ export interface PoolOptions {
 
 /** How often the workspaces are swept again (sooner while some were too young to tell). */
 const SWEEP_EVERY_MS = 10 * 60_000;
+/**
+ * The most processes of a kind kept ready or starting, whatever the arrival rate: more at once
+ * would only share the same CPUs (a container start costs ~0.2 s of CPU here).
+ */
+const MAX_PER_KIND = 8;
 
 /**
  * Pre-started sandboxed interpreters, per interpreter kind. Each is used for exactly one execution
@@ -35,6 +46,7 @@ export class WarmPool {
   private readonly filling = new Map<InterpreterKind, number>();
   private readonly idleTimers = new Map<InterpreterKind, NodeJS.Timeout>();
   private readonly failures = new Map<InterpreterKind, number>();
+  private readonly demand = new Map<InterpreterKind, Demand>();
   /** The last measured memory of a waiting process of each kind, and of each ready process. */
   private readonly typical = new Map<InterpreterKind, number>();
   private readonly memory = new Map<WarmProcess, number>();
@@ -46,23 +58,35 @@ export class WarmPool {
 
   /**
    * A live warm process of `kind`, or undefined (the caller runs cold). Call `replenish(kind)`
-   * once the run is over: starting a replacement forks, which must not delay the run itself.
+   * once the run is over: starting a replacement forks, which must not delay the run itself
+   * (unless this was the last one: then it starts once the caller has handed over the job).
    */
   take(kind: InterpreterKind): WarmProcess | undefined {
     this.sweep();
     if (this.options.size === 0 || this.closed) return undefined;
-    const list = this.ready.get(kind) ?? [];
-    let warm = list.shift();
-    while (warm && !warm.alive) {
-      void this.cleanup(warm);
-      warm = list.shift();
+    this.demandOf(kind).arrived(Date.now());
+    const list: WarmProcess[] = [];
+    for (const warm of this.ready.get(kind) ?? []) {
+      if (warm.alive) list.push(warm);
+      else void this.cleanup(warm);
     }
+    // One whose driver waits already, else the oldest still starting (it is further on than a cold run).
+    const [warm] = list.splice(
+      Math.max(
+        list.findIndex((each) => each.isReady),
+        0,
+      ),
+      1,
+    );
     this.ready.set(kind, list);
     if (warm) {
       this.failures.set(kind, 0);
       this.memory.delete(warm);
     }
     this.touch(kind);
+    // The last one is gone: its replacement starts now, not after this run (the next run would
+    // find none). Once this run's job is out: a start may fork the server.
+    if (warm && list.length === 0 && !this.filling.get(kind)) setImmediate(() => this.replenish(kind));
     return warm;
   }
 
@@ -93,10 +117,26 @@ export class WarmPool {
     await this.flush();
   }
 
+  /** How many processes of `kind` to keep ready or starting now. */
+  target(kind: InterpreterKind): number {
+    const { size, maxSize = Math.max(size, MAX_PER_KIND) } = this.options;
+    return this.demandOf(kind).target(size, maxSize, Date.now());
+  }
+
+  private demandOf(kind: InterpreterKind): Demand {
+    const known = this.demand.get(kind);
+    if (known) return known;
+    const demand = new Demand();
+    this.demand.set(kind, demand);
+    return demand;
+  }
+
   private refill(kind: InterpreterKind): void {
     const have = (this.ready.get(kind)?.length ?? 0) + (this.filling.get(kind) ?? 0);
-    for (let i = have; i < this.options.size && this.fits(kind); i++) {
+    const target = this.target(kind);
+    for (let i = have; i < target && this.fits(kind); i++) {
       this.filling.set(kind, (this.filling.get(kind) ?? 0) + 1);
+      const asked = Date.now();
       const start = this.options
         .start(kind)
         .then((warm) => {
@@ -104,6 +144,7 @@ export class WarmPool {
           this.ready.get(kind)?.push(warm) ?? this.ready.set(kind, [warm]);
           // Measured once the driver has warmed up and waits; until then it counts as typical.
           void warm.ready.then(() => {
+            this.demandOf(kind).started(Date.now() - asked);
             const used = warm.memoryMb();
             if (used === undefined || !this.ready.get(kind)?.includes(warm)) return;
             this.memory.set(warm, used);
@@ -167,6 +208,7 @@ export class WarmPool {
     clearTimeout(this.idleTimers.get(kind));
     const timer = setTimeout(() => {
       this.idleTimers.delete(kind);
+      this.demand.delete(kind); // the next request starts from `size` again
       const list = this.ready.get(kind) ?? [];
       this.ready.delete(kind);
       for (const warm of list) void this.cleanup(warm);

@@ -19,6 +19,7 @@ export interface Companion {
  */
 export class WarmProcess {
   private exitedEarly = false;
+  private warmedUp = false;
   /** Resolves once the driver waits for its job (or never, if it dies first). */
   readonly ready: Promise<void>;
   private onReady: () => void = () => {};
@@ -40,7 +41,10 @@ export class WarmProcess {
       this.exitedEarly = true;
     });
     this.ready = new Promise((resolve) => {
-      this.onReady = resolve;
+      this.onReady = () => {
+        this.warmedUp = true;
+        resolve();
+      };
     });
     let partial = '';
     const control = proc.control;
@@ -73,6 +77,11 @@ export class WarmProcess {
 
   get alive(): boolean {
     return !this.exitedEarly;
+  }
+
+  /** Its driver has said it waits for the job: a run that takes it now waits for no start-up. */
+  get isReady(): boolean {
+    return this.warmedUp && !this.exitedEarly;
   }
 
   /** What this process (and its sandbox) uses while it waits, in MB, if the backend can tell. */

@@ -14,6 +14,7 @@ import type { ControlListener } from './control.js';
 import { ContainerCpu } from './cpu.js';
 import type { ContainerEngine } from './engine.js';
 import { limitHit } from './limits.js';
+import { containerMemoryMb } from './memory.js';
 import { removeArgv } from './reaper.js';
 
 const run = promisify(execFile);
@@ -97,6 +98,8 @@ export function wrap(handle: Handle, lease: Lease | undefined): SandboxedProcess
     relaysOutput: true,
     ...(handle.hostPid && { processRoot: handle.hostPid }),
     limitHit: () => limitHit(cgroups()),
+    // A warm driver's container, for the pool's budget (its cgroups are known once it connected).
+    ...(control && { memoryMb: () => containerMemoryMb(child.pid, control.cgroups()) }),
     cpuUsec: () => cpu.read(),
     // A warm driver reports its program's end; its processes end at once without the server
     // (the wrapper kills them all as the driver exits): nothing to stop, no engine call.

@@ -1,0 +1,88 @@
+// Paced one-shots in docker mode (issue #36): `print(1)`-like runs 100 ms apart, per language,
+// p50 / p99 / p99.9 and how many ran warm, for this build and optionally others (--base: another
+// dist/cli.js). Builds run in alternated blocks of --block runs (each its own server, the other
+// idle meanwhile), so both see the same phases of a shared machine without each server's
+// background container starts competing with the other's runs.
+// Usage: node bench/docker-paced.mjs [--n 500] [--block 50] [--base /path/to/dist/cli.js]
+//        [--languages python,node,bash] [--mode docker] [--gap 100]   (BENCH_SLOW=ms: print runs slower)
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { Client } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import { CLI, ms } from './lib.mjs';
+
+const arg = (name, fallback) => {
+  const at = process.argv.indexOf(name);
+  return at === -1 ? fallback : process.argv[at + 1];
+};
+const N = Number(arg('--n', '500'));
+const BLOCK = Number(arg('--block', '50'));
+const GAP_MS = Number(arg('--gap', '100'));
+const MODE = arg('--mode', 'docker');
+const LANGUAGES = arg('--languages', 'python,node,bash').split(',');
+const CODE = { python: 'print(1)', node: 'console.log(1)', bash: 'echo 1' };
+const builds = { this: CLI, ...(arg('--base') && { base: resolve(arg('--base')) }) };
+const dir = mkdtempSync(join(tmpdir(), 'codexec-bench-docker-'));
+
+async function start(cli) {
+  const home = mkdtempSync(join(dir, 'home-'));
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [cli, 'serve'],
+    env: {
+      PATH: process.env.PATH,
+      HOME: home,
+      LANG: 'C.UTF-8',
+      CODEXEC_HOME: home,
+      CODEXEC_SANDBOX_MODE: MODE,
+      ...(process.env.CODEXEC_POOL_SIZE && { CODEXEC_POOL_SIZE: process.env.CODEXEC_POOL_SIZE }),
+    },
+    stderr: 'ignore',
+  });
+  const client = new Client({ name: 'bench-docker-paced', version: '1.0.0' });
+  await client.connect(transport);
+  return client;
+}
+
+const pause = (msecs) => new Promise((done) => setTimeout(done, msecs));
+const pick = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+
+const servers = {};
+for (const [name, cli] of Object.entries(builds)) servers[name] = await start(cli);
+console.log(`${MODE} mode, ${N} runs per language and build, ${GAP_MS} ms apart, blocks of ${BLOCK}`);
+for (const language of LANGUAGES) {
+  const times = Object.fromEntries(Object.keys(builds).map((name) => [name, []]));
+  const warm = Object.fromEntries(Object.keys(builds).map((name) => [name, 0]));
+  for (let done = 0; done < N; done += BLOCK) {
+    for (const name of Object.keys(builds)) {
+      const client = servers[name];
+      // A few unmeasured runs after the other build's block: this server's pool refills at its pace.
+      for (let i = -3; i < Math.min(BLOCK, N - done); i++) {
+        await pause(GAP_MS);
+        const t0 = performance.now();
+        const result = await client.callTool(
+          { name: 'execute_code', arguments: { language, code: CODE[language] } },
+          { timeout: 120_000 },
+        );
+        const took = performance.now() - t0;
+        const out = result.structuredContent;
+        if (!out?.success) throw new Error(`${name} ${language}: ${JSON.stringify(result)}`);
+        if (i < 0) continue;
+        times[name].push(took);
+        if (process.env.BENCH_SLOW && took > Number(process.env.BENCH_SLOW))
+          console.log(`  ${name} ${language} run ${done + i}: ${ms(took)} ms${out.warm ? '' : ' (cold)'}`);
+        if (out.warm) warm[name] += 1;
+      }
+    }
+  }
+  for (const [name, list] of Object.entries(times)) {
+    const sorted = list.sort((a, b) => a - b);
+    const [p50, p99, p999] = [0.5, 0.99, 0.999].map((q) => pick(sorted, q));
+    console.log(
+      `${name.padEnd(5)} ${language.padEnd(7)} p50 ${ms(p50).padStart(8)}  p99 ${ms(p99).padStart(8)}  p99.9 ${ms(p999).padStart(8)} ms  p99/p50 ${(p99 / p50).toFixed(2).padStart(6)}  warm ${warm[name]}/${list.length}  max ${ms(sorted.at(-1))}`,
+    );
+  }
+}
+await Promise.all(Object.values(servers).map((client) => client.close()));
+rmSync(dir, { recursive: true, force: true });
