@@ -107,6 +107,12 @@ sys.stdin.read()
   it('starts concurrent runs beyond the ready launchers through it too: the server never forks a sandbox', async () => {
     const server = await startServer({ env: { ...SANDBOX_ENV, CODEXEC_POOL_SIZE: '0' } });
     try {
+      // The sandbox's probe (once, at the first run) starts directly: before the watch.
+      const first = await callTool<{ stdout: string }>(server.client, 'execute_code', {
+        language: 'bash',
+        code: 'echo first',
+      });
+      expect(first.value.stdout).toBe('first\n');
       // Four launchers wait per one-shot shape; twelve runs at once take them all, and the rest
       // wait for the next ones the forker makes instead of a start of the server's own (a shell
       // that joins the run cgroup then becomes bwrap, a child of the server).
