@@ -1,4 +1,5 @@
 import { rm } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import type { InterpreterKind } from '../runtimes/index.js';
 import { log } from '../util/index.js';
 import { Demand } from './demand.js';
@@ -13,6 +14,8 @@ export interface PoolOptions {
   readonly size: number;
   /** The most processes of one kind ready or starting (default: MAX_PER_KIND, or `size` if larger). */
   readonly maxSize?: number;
+  /** The most starts under way at once, all kinds together (default: the CPUs there are). */
+  readonly maxStarting?: number;
   /** Kill a kind's warm processes after this long without a request. */
   readonly idleMs: number;
   /** Memory all waiting processes together may use (MB); none is started beyond it. */
@@ -131,10 +134,36 @@ export class WarmPool {
     return demand;
   }
 
+  /**
+   * Processes of every kind under way: asked for, or handed over but not yet waiting for a job.
+   * More at once than there are CPUs only share them, and slow each other down (container engines
+   * lock their state: two dozen `podman run`s at once took seconds each here).
+   */
+  private underWay(): number {
+    let count = 0;
+    for (const filling of this.filling.values()) count += filling;
+    for (const list of this.ready.values()) for (const warm of list) if (!warm.isReady) count++;
+    return count;
+  }
+
+  /** Kinds whose refill stopped at maxStarting: topped up again as a start is over. */
+  private readonly deferred = new Set<InterpreterKind>();
+
+  private topUp(): void {
+    const kinds = [...this.deferred];
+    this.deferred.clear();
+    for (const kind of kinds) if (!this.closed && this.idleTimers.has(kind)) this.refill(kind);
+  }
+
   private refill(kind: InterpreterKind): void {
     const have = (this.ready.get(kind)?.length ?? 0) + (this.filling.get(kind) ?? 0);
     const target = this.target(kind);
+    const most = this.options.maxStarting ?? Math.max(1, availableParallelism());
     for (let i = have; i < target && this.fits(kind); i++) {
+      if (this.underWay() >= most) {
+        this.deferred.add(kind);
+        return;
+      }
       this.filling.set(kind, (this.filling.get(kind) ?? 0) + 1);
       const asked = Date.now();
       const start = this.options
@@ -145,6 +174,7 @@ export class WarmPool {
           // Measured once the driver has warmed up and waits; until then it counts as typical.
           void warm.ready.then(() => {
             this.demandOf(kind).started(Date.now() - asked);
+            setImmediate(() => this.topUp());
             const used = warm.memoryMb();
             if (used === undefined || !this.ready.get(kind)?.includes(warm)) return;
             this.memory.set(warm, used);

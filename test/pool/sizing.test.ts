@@ -78,7 +78,8 @@ function newPool(
   options: Partial<ConstructorParameters<typeof WarmPool>[0]> &
     Pick<ConstructorParameters<typeof WarmPool>[0], 'start'>,
 ) {
-  const pool = new WarmPool({ size: 2, idleMs: 60_000, memoryMb: 1024, ...options });
+  // Fake starts cost no CPU: as many at once as the rate asks for, unless a test says otherwise.
+  const pool = new WarmPool({ size: 2, idleMs: 60_000, memoryMb: 1024, maxStarting: 16, ...options });
   pools.push(pool);
   return pool;
 }
@@ -131,6 +132,22 @@ describe('warm pool sizing', () => {
     await sleep(5); // the run is still going: no replenish() yet
     expect(state.started).toBeGreaterThan(before);
     await warm?.discard();
+  });
+
+  it('has at most maxStarting starts under way at once, and begins the next as one is ready', async () => {
+    const { state, start } = fakeStarts(100);
+    const pool = newPool({ start, size: 5, maxStarting: 2 });
+    pool.take('python'); // the first request of a kind: none ready, five wanted
+    pool.replenish('python');
+    await sleep(20);
+    expect(state.started).toBe(2);
+    await sleep(120); // the first two wait now: two more begin
+    expect(state.started).toBe(4);
+    expect(pool.readyCounts().python).toBe(4);
+    await sleep(120);
+    expect(state.started).toBe(5);
+    await sleep(120);
+    expect(state.started).toBe(5); // the pool holds its five: nothing more
   });
 
   it('falls back to CODEXEC_POOL_SIZE when runs stop, and empties when idle', async () => {
