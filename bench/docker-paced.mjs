@@ -5,12 +5,8 @@
 // background container starts competing with the other's runs.
 // Usage: node bench/docker-paced.mjs [--n 500] [--block 50] [--base /path/to/dist/cli.js]
 //        [--languages python,node,bash] [--mode docker] [--gap 100]   (BENCH_SLOW=ms: print runs slower)
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { Client } from '@modelcontextprotocol/client';
-import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
-import { CLI, ms } from './lib.mjs';
+import { resolve } from 'node:path';
+import { CLI, ms, startServer } from './lib.mjs';
 
 const arg = (name, fallback) => {
   const at = process.argv.indexOf(name);
@@ -23,27 +19,16 @@ const MODE = arg('--mode', 'docker');
 const LANGUAGES = arg('--languages', 'python,node,bash').split(',');
 const CODE = { python: 'print(1)', node: 'console.log(1)', bash: 'echo 1' };
 const builds = { this: CLI, ...(arg('--base') && { base: resolve(arg('--base')) }) };
-const dir = mkdtempSync(join(tmpdir(), 'codexec-bench-docker-'));
 
-async function start(cli) {
-  const home = mkdtempSync(join(dir, 'home-'));
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [cli, 'serve'],
-    env: {
-      PATH: process.env.PATH,
-      HOME: home,
-      LANG: 'C.UTF-8',
-      CODEXEC_HOME: home,
+/** A server of `cli` in `MODE`; its home is removed with it. */
+const start = (cli) =>
+  startServer(
+    {
       CODEXEC_SANDBOX_MODE: MODE,
       ...(process.env.CODEXEC_POOL_SIZE && { CODEXEC_POOL_SIZE: process.env.CODEXEC_POOL_SIZE }),
     },
-    stderr: 'ignore',
-  });
-  const client = new Client({ name: 'bench-docker-paced', version: '1.0.0' });
-  await client.connect(transport);
-  return client;
-}
+    { cli },
+  );
 
 const pause = (msecs) => new Promise((done) => setTimeout(done, msecs));
 const pick = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
@@ -56,12 +41,12 @@ for (const language of LANGUAGES) {
   const warm = Object.fromEntries(Object.keys(builds).map((name) => [name, 0]));
   for (let done = 0; done < N; done += BLOCK) {
     for (const name of Object.keys(builds)) {
-      const client = servers[name];
+      const server = servers[name];
       // A few unmeasured runs after the other build's block: this server's pool refills at its pace.
       for (let i = -3; i < Math.min(BLOCK, N - done); i++) {
         await pause(GAP_MS);
         const t0 = performance.now();
-        const result = await client.callTool(
+        const result = await server.client.callTool(
           { name: 'execute_code', arguments: { language, code: CODE[language] } },
           { timeout: 120_000 },
         );
@@ -84,5 +69,4 @@ for (const language of LANGUAGES) {
     );
   }
 }
-await Promise.all(Object.values(servers).map((client) => client.close()));
-rmSync(dir, { recursive: true, force: true });
+await Promise.all(Object.values(servers).map((server) => server.close()));

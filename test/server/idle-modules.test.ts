@@ -2,13 +2,11 @@
 // only other commands, serve --http, code mode's downstream servers or shell code need; each is
 // loaded on first use instead (bench/idle-rss.mjs measures what that saves). Read from the module
 // loader itself: a hook (node --import) logs every module the server resolves or requires.
-import { readFileSync, rmSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { rmSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { startHttp } from '../helpers/http.js';
+import { logEnv, logged } from '../helpers/module-log.js';
 import { callTool, startServer, tempDir } from '../helpers/server.js';
-
-const HOOK = resolve(import.meta.dirname, '../fixtures/module-log.mjs');
 
 /** Loaded on first use only: the other commands, HTTP, the MCP client SDK, the parsers. */
 const LAZY: readonly RegExp[] = [
@@ -19,15 +17,6 @@ const LAZY: readonly RegExp[] = [
   /\/node_modules\/jsonc-parser\//,
   /\/node_modules\/smol-toml\//,
 ];
-
-function logged(path: string): string[] {
-  return readFileSync(path, 'utf8').trim().split('\n');
-}
-
-function logEnv(dir: string) {
-  const path = join(dir, 'modules.log');
-  return { path, env: { NODE_OPTIONS: `--import=${HOOK}`, CODEXEC_TEST_MODULE_LOG: path } };
-}
 
 describe('an idle stdio server loads only what it uses', () => {
   it('through a python run: none of the lazy modules; a bash run then loads the shell parser', async () => {

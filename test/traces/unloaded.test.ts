@@ -3,22 +3,12 @@
 // logs every module URL the server resolves.
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { startHttp } from '../helpers/http.js';
+import { logEnv, logged } from '../helpers/module-log.js';
 import { baseEnv, CLI, callTool, startServer, tempDir } from '../helpers/server.js';
-
-const HOOK = resolve(import.meta.dirname, '../fixtures/module-log.mjs');
-
-function logged(path: string): string[] {
-  return readFileSync(path, 'utf8').trim().split('\n');
-}
-
-function logEnv(dir: string) {
-  const path = join(dir, 'modules.log');
-  return { path, env: { NODE_OPTIONS: `--import=${HOOK}`, CODEXEC_TEST_MODULE_LOG: path } };
-}
 
 describe('OpenTelemetry, prom-client and pg are loaded only when used', () => {
   it('stdio without OTEL_EXPORTER_OTLP_ENDPOINT: neither, through a whole run', async () => {
