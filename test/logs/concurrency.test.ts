@@ -79,11 +79,15 @@ describe('two servers sharing a home', () => {
     const written = lines.map((line) => (JSON.parse(line) as { execution_id: string }).execution_id).sort();
     expect(written).toEqual(everything);
 
-    // Each server sees all runs of both, exactly once (get forces a rescan; search may lag ≤ 1 s).
+    // Each server sees all runs of both, exactly once. Another process's lines reach a search
+    // within a rescan (RESCAN_MS, 1 s); a get of one not yet indexed rescans at once, but the last
+    // direct line may already be in while the other server's last runs are not (a loaded machine).
     for (const server of [a, b]) {
       const got = await callTool(server.client, 'get_execution_log', { execution_id: direct[RUNS - 1] });
       expect(got.isError).toBe(false);
-      expect((await ids(server.client)).sort()).toEqual(everything);
+      await expect
+        .poll(async () => (await ids(server.client)).sort(), { timeout: 5000, interval: 250 })
+        .toEqual(everything);
       expect((await search(server.client, { limit: 1 })).total_count).toBe(everything.length);
       expect((await search(server.client, { query: 'alpha' })).total_count).toBe(RUNS);
       expect((await search(server.client, { query: 'beta' })).total_count).toBe(RUNS);
