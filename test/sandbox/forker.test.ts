@@ -103,7 +103,9 @@ sys.stdin.read()
     expect(line).toBe('first 1\n');
     forker.retire();
   });
+});
 
+describe.runIf(makesCgroups())('forker under load', () => {
   it('starts concurrent runs beyond the ready launchers through it too: the server never forks a sandbox', async () => {
     const server = await startServer({ env: { ...SANDBOX_ENV, CODEXEC_POOL_SIZE: '0' } });
     try {
