@@ -1,6 +1,5 @@
 // `codexec image build`: the image sandbox mode docker runs code in. From Dockerfile.sandbox by
 // default; --from-host builds an equivalent one from this machine's interpreters, with no registry.
-import { fileURLToPath } from 'node:url';
 import { CodexecError } from '../errors/index.js';
 import { Interpreters } from '../runtimes/index.js';
 import {
@@ -12,6 +11,7 @@ import {
   findEngine,
   imageSize,
 } from '../sandbox/container/index.js';
+import { packagePath } from '../util/index.js';
 import { configOrExit } from './config.js';
 
 interface ImageBuildOptions {
@@ -20,8 +20,8 @@ interface ImageBuildOptions {
   engine?: EngineChoice;
 }
 
-const PACKAGE_DIR = fileURLToPath(new URL('../..', import.meta.url));
-const DOCKERFILE = fileURLToPath(new URL('../../Dockerfile.sandbox', import.meta.url));
+const PACKAGE_DIR = packagePath();
+const DOCKERFILE = packagePath('Dockerfile.sandbox');
 
 export async function imageBuildCommand(options: ImageBuildOptions): Promise<void> {
   const config = configOrExit();

@@ -1,6 +1,5 @@
 import { copyFileSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { stringify as stringifyToml } from 'smol-toml';
 import { CodexecError } from '../errors/index.js';
 import {
@@ -13,6 +12,7 @@ import {
   type ServerEntry,
   verifyEntry,
 } from '../setup/index.js';
+import { packagePath } from '../util/index.js';
 
 export interface SetupFlags {
   readonly dryRun?: boolean;
@@ -44,7 +44,7 @@ export async function setupCommand(client: string, flags: SetupFlags): Promise<v
   const entry: ServerEntry = {
     // This very installation, by absolute paths: no PATH lookup, no network (npx) at start-up.
     command: process.execPath,
-    args: [fileURLToPath(new URL('../cli.js', import.meta.url)), 'serve'],
+    args: [packagePath('dist', 'cli.js'), 'serve'],
     env: Object.fromEntries(flags.env.map(parseEnv)),
   };
   const shaped = target.entry(entry);

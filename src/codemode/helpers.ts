@@ -1,13 +1,14 @@
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import type { InterpreterKind } from '../runtimes/index.js';
+import { packagePath } from '../util/index.js';
 import type { Channel } from './channel.js';
 
 // The helpers code mode loads into the interpreter (drivers/codemode): readable by the sandbox,
 // loaded before the program (one-shot) or the driver (sessions).
 
-const file = (name: string) => fileURLToPath(new URL(`../../drivers/codemode/${name}`, import.meta.url));
+const file = (name: string) => packagePath('drivers', 'codemode', name);
 
-export const CODE_MODE_DIR = fileURLToPath(new URL('../../drivers/codemode', import.meta.url));
+export const CODE_MODE_DIR = packagePath('drivers', 'codemode');
 const PYTHON_RUNNER = file('run_python.py');
 const NODE_HELPER = file('bridge.mjs');
 export const CODE_MODE_FILES: readonly string[] = [PYTHON_RUNNER, file('codexec_bridge.py'), NODE_HELPER];

@@ -1,9 +1,9 @@
 // The warm drivers a pool starts, and the program file a warm workspace holds ready for its run.
 import { openSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { ScriptFile } from '../pool/index.js';
 import { type InterpreterKind, RUNTIMES } from '../runtimes/index.js';
+import { packagePath } from '../util/index.js';
 
 export const SCRIPT_BASENAME = '_codexec_script';
 
@@ -21,7 +21,7 @@ export const WARM_DRIVERS: Record<
   bash: { file: 'warm_bash.sh', imports: [], forkable: false },
 };
 
-export const driverPath = (file: string) => fileURLToPath(new URL(`../../drivers/${file}`, import.meta.url));
+export const driverPath = (file: string) => packagePath('drivers', file);
 
 /**
  * The program's file of a warm workspace, made before its sandbox starts (which is lent what the

@@ -4,8 +4,7 @@
 import { constants, lstatSync } from 'node:fs';
 import { type FileHandle, readdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { openBeneath, unlinkBeneath } from '../util/index.js';
+import { openBeneath, packagePath, unlinkBeneath } from '../util/index.js';
 
 /** The workspace folder figures are saved in; left out of artifact lists (generated.ts). */
 export const FIGURES_DIR = '.codexec-figures';
@@ -13,7 +12,7 @@ export const FIGURES_DIR = '.codexec-figures';
 export const MAX_IMAGES = 4;
 
 /** The backend module, bound read-only into Python sandboxes; its folder is on their PYTHONPATH. */
-export const FIGURE_BACKEND = fileURLToPath(new URL('../../drivers/mpl/codexec_figures.py', import.meta.url));
+export const FIGURE_BACKEND = packagePath('drivers', 'mpl', 'codexec_figures.py');
 /**
  * Beside it, bound too: puts $CODEXEC_PYTHON_PACKAGES after the standard library (PYTHONPATH would
  * put installed packages first, where they could shadow it).

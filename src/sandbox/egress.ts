@@ -1,10 +1,11 @@
 // The sandbox's side of the egress allowlist (SandboxSpec.egress): the forwarder a namespace or
 // container sandbox runs before its program, listening on the sandbox's own loopback and relaying
 // to the server's proxy through a Unix socket in the workspace.
-import { fileURLToPath } from 'node:url';
+
+import { packagePath } from '../util/index.js';
 import type { EgressEndpoint, SandboxSpec } from './types.js';
 
-export const FORWARDER = fileURLToPath(new URL('../../drivers/egress_forward.py', import.meta.url));
+export const FORWARDER = packagePath('drivers', 'egress_forward.py');
 
 /** Whether `spec` starts with the forwarder: network `allowlist` with the proxy on a Unix socket. */
 export function forwards(spec: SandboxSpec): spec is SandboxSpec & { egress: Required<EgressEndpoint> } {

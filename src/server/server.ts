@@ -1,6 +1,6 @@
-import { createRequire } from 'node:module';
 import { McpServer } from '@modelcontextprotocol/server';
 import type { Config } from '../config/index.js';
+import { PACKAGE_VERSION } from '../util/index.js';
 import { ApprovalAsker } from './approval.js';
 import { selectTools } from './define-tool.js';
 import { Gatekeeper } from './guard.js';
@@ -20,8 +20,7 @@ import { registerScriptTools } from './tools/scripts.js';
 import { registerSessionTools } from './tools/sessions.js';
 import { traceToolCalls } from './traced.js';
 
-const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
-export const VERSION = version;
+export const VERSION = PACKAGE_VERSION;
 
 const NAMES: Record<string, string> = {
   python: 'Python',
@@ -76,7 +75,7 @@ export function instructions(config: Config): string {
 export function createServer(services: Services): McpServer {
   const { config } = services;
   const server = new McpServer(
-    { name: 'codexec', version },
+    { name: 'codexec', version: VERSION },
     {
       capabilities: {
         // No `tools` here: given, McpServer would set its tools/call handler in its constructor,

@@ -1,15 +1,12 @@
 // A bash session's background processes: drivers/bash_host.py sits between the server and the
 // bash driver (which reads its channel only between cells) and serves them with the Python
 // driver's code, while cells run too.
-import { fileURLToPath } from 'node:url';
 import type { Interpreters } from '../runtimes/index.js';
+import { packagePath } from '../util/index.js';
 
-export const BASH_HOST = fileURLToPath(new URL('../../drivers/bash_host.py', import.meta.url));
+export const BASH_HOST = packagePath('drivers', 'bash_host.py');
 /** The host imports the Python driver's process code. */
-export const BASH_HOST_FILES = [
-  BASH_HOST,
-  fileURLToPath(new URL('../../drivers/python_driver.py', import.meta.url)),
-];
+export const BASH_HOST_FILES = [BASH_HOST, packagePath('drivers', 'python_driver.py')];
 
 /**
  * The python3 that runs the host, or undefined where the sandbox has none (a container image

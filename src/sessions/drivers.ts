@@ -1,5 +1,5 @@
-import { fileURLToPath } from 'node:url';
 import { type InterpreterKind, type Language, RUNTIMES } from '../runtimes/index.js';
+import { packagePath } from '../util/index.js';
 
 /** How to start the long-lived driver of one language. */
 export interface DriverSpec {
@@ -11,7 +11,7 @@ export interface DriverSpec {
 }
 
 // From dist/sessions/ (and src/sessions/ under test) the drivers sit two levels up.
-const driverPath = (name: string) => fileURLToPath(new URL(`../../drivers/${name}`, import.meta.url));
+const driverPath = (name: string) => packagePath('drivers', name);
 
 const python: DriverSpec = {
   interpreter: 'python',

@@ -1,14 +1,14 @@
 // start_session {pty: true}: a bash driver on a pseudo-terminal made inside the sandbox by
 // drivers/pty_relay.py (Python's stdlib pty), so the terminal is the sandbox's own, never the server's.
-import { fileURLToPath } from 'node:url';
 import { InvalidInputError } from '../errors/index.js';
 import type { Interpreters, Language } from '../runtimes/index.js';
 import type { BackendMode, SandboxBackend, SandboxSpec } from '../sandbox/index.js';
 // From the leaf module: sandbox/index.js may still be loading here (it reaches sessions/ itself).
 import { TERMINAL_FDS } from '../sandbox/types.js';
+import { packagePath } from '../util/index.js';
 
 /** The relay; the sandbox must be able to read it. */
-export const PTY_RELAY = fileURLToPath(new URL('../../drivers/pty_relay.py', import.meta.url));
+export const PTY_RELAY = packagePath('drivers', 'pty_relay.py');
 
 /**
  * Modes that signal a process group, not every process: the driver, in a session of its own on

@@ -21,6 +21,7 @@ export { holdsOnly } from './dirs.js';
 export { type IdPrefix, newId } from './ids.js';
 export { type LogLevel, log, setLogLevel } from './log.js';
 export { needsShowing, quotedPath, shownName, unshownName } from './names.js';
+export { PACKAGE_VERSION, packagePath } from './package.js';
 export { expandHome, isWithin } from './paths.js';
 export { asPrincipal, currentPrincipal, LOCAL_PRINCIPAL, principalFolder } from './principal.js';
 export { quietly } from './quietly.js';

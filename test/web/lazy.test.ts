@@ -1,25 +1,22 @@
 // The dashboard costs nothing until used (DESIGN §9): serve --http loads src/web only on the first
-// request for the page or its API, and stdio never loads it. Every module either process resolves
-// is recorded by a preloaded hook (test/fixtures/web/record-imports.mjs).
-import { existsSync, readFileSync, rmSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+// request for the page or its API, and stdio never loads it. Every module either process
+// loads is recorded by a preloaded hook (test/helpers/module-log.ts).
+import { existsSync, rmSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { connectHttp, startHttp } from '../helpers/http.js';
+import { logEnv, logged } from '../helpers/module-log.js';
 import { callTool, startServer, tempDir } from '../helpers/server.js';
 
-const HOOK = pathToFileURL(resolve(import.meta.dirname, '../fixtures/web/record-imports.mjs')).href;
 const TOKEN = 'lazy-token-0123456789ab';
 const dirs: string[] = [];
 
 function recorder(): { env: Record<string, string>; loaded: () => string[] } {
   const dir = tempDir();
   dirs.push(dir);
-  const file = join(dir, 'imports.txt');
-  return {
-    env: { NODE_OPTIONS: `--import=${HOOK}`, CODEXEC_TEST_IMPORTS: file },
-    loaded: () => (existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : []),
-  };
+  const { path, env } = logEnv(dir);
+  return { env, loaded: () => (existsSync(path) ? logged(path) : []) };
 }
 
 const web = (urls: string[]) => urls.filter((url) => url.includes('/dist/web/'));

@@ -10,10 +10,9 @@ import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { createServer, type Server, type Socket } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
-import { fileURLToPath } from 'node:url';
-import { log } from '../../util/index.js';
+import { log, packagePath } from '../../util/index.js';
 
-const SCRIPT = fileURLToPath(new URL('../../../drivers/forker.py', import.meta.url));
+const SCRIPT = packagePath('drivers', 'forker.py');
 /** The first bytes on every slot: 32 hex chars of token, the slot number in 4 digits. */
 const HEADER_BYTES = 36;
 

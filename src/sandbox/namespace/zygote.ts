@@ -3,12 +3,12 @@
 // run's process into it. The process it reports is that run's own, already confined, its stdio
 // connected here, waiting on its control channel; the zygote reports its end as bwrap would.
 import { dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { packagePath } from '../../util/index.js';
 import type { SandboxSpec } from '../types.js';
 import type { RunCgroup } from './cgroups.js';
 import { type ChildLike, Forker } from './forker.js';
 
-const SCRIPT = fileURLToPath(new URL('../../../drivers/zygote.py', import.meta.url));
+const SCRIPT = packagePath('drivers', 'zygote.py');
 /** Where the drivers a zygote can be are (warm_python.py). */
 export const DRIVERS = dirname(SCRIPT);
 /** The zygote's HOME: site must find no user site-packages of anyone's there. */
