@@ -225,7 +225,9 @@ describe('codexec audit verify: intact trails', () => {
     const out = verify(t.home);
     expect(out).toMatchObject({ code: 0 });
     expect(out.stdout).toContain('audit chain intact: 4 entries');
-    expect(out.stdout).toContain('2 entries past the anchor');
+    // Both past it, or the last one only: the writer anchors after 20 ms idle, which a busy machine
+    // can put between its two records.
+    expect(out.stdout).toMatch(/\b[12] entries past the anchor \(a writer's last burst\)/);
     expect(out.stdout).toContain('torn lines skipped (a writer died mid-line): audit-2026-11-20.jsonl:5');
     // The next writer counts them in; cutting one of them is then caught.
     const next = new AuditTrail({

@@ -10,6 +10,9 @@ import { startHttp } from '../helpers/http.js';
 import { logEnv, logged } from '../helpers/module-log.js';
 import { baseEnv, CLI, callTool, startServer, tempDir } from '../helpers/server.js';
 
+const isSqlite = (url: string) => url.includes('/node_modules/better-sqlite3/');
+const sleep = (msecs: number) => new Promise((done) => setTimeout(done, msecs));
+
 describe('OpenTelemetry, prom-client and pg are loaded only when used', () => {
   it('stdio without OTEL_EXPORTER_OTLP_ENDPOINT: neither, through a whole run', async () => {
     const dir = tempDir();
@@ -18,6 +21,8 @@ describe('OpenTelemetry, prom-client and pg are loaded only when used', () => {
     try {
       const run = await callTool(server.client, 'execute_code', { language: 'python', code: 'print(1)' });
       expect(run.value.stdout).toBe('1\n');
+      // The run's index write comes after a quiet moment (200 ms; later on a busy machine).
+      for (let waited = 0; waited < 10_000 && !logged(path).some(isSqlite); waited += 100) await sleep(100);
     } finally {
       await server.close();
     }
@@ -30,7 +35,7 @@ describe('OpenTelemetry, prom-client and pg are loaded only when used', () => {
       ),
     ).toEqual([]);
     // The log sees require() too: the run's index write loaded better-sqlite3 that way.
-    expect(modules.some((url) => url.includes('/node_modules/better-sqlite3/'))).toBe(true);
+    expect(modules.some(isSqlite)).toBe(true);
     rmSync(dir, { recursive: true, force: true });
     rmSync(server.home, { recursive: true, force: true });
   }, 60_000);
