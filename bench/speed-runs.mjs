@@ -127,24 +127,13 @@ const ROOTS = ['bin', 'sbin', 'lib', 'lib32', 'lib64', 'libx32'].flatMap((name) 
 });
 
 /** bwrap's command line for one run in `workspace` (bound read-write, the working directory). */
-export function sandboxArgs(workspace, command) {
+function sandboxArgs(workspace, command) {
   return [
     ...['--unshare-ipc', '--unshare-pid', '--unshare-uts', '--unshare-cgroup-try', '--unshare-net'],
     ...['--cap-drop', 'ALL', '--die-with-parent', '--new-session', '--hostname', 'codexec', '--clearenv'],
     ...['--setenv', 'HOME', workspace, '--setenv', 'PATH', '/usr/bin:/bin', '--setenv', 'LANG', 'C.UTF-8'],
-    ...[
-      '--ro-bind',
-      '/usr',
-      '/usr',
-      ...ROOTS,
-      '--ro-bind',
-      '/etc',
-      '/etc',
-      '--proc',
-      '/proc',
-      '--dev',
-      '/dev',
-    ],
+    ...['--ro-bind', '/usr', '/usr', ...ROOTS, '--ro-bind', '/etc', '/etc'],
+    ...['--proc', '/proc', '--dev', '/dev'],
     ...['--perms', '1777', '--tmpfs', '/tmp', '--perms', '1777', '--tmpfs', '/dev/shm'],
     ...['--bind', workspace, workspace, '--chdir', workspace, ...command],
   ];

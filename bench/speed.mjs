@@ -27,10 +27,14 @@
 //   bash a script file), with no seccomp, cgroup or uid drop, so cheaper than any real sandbox;
 //   python counts as `/usr/bin/true` under bwrap (codexec's python runs are zygote forks of ~3 ms,
 //   so the floor charges no python start-up). If even the floor is below a target rate, the
-//   target is out of reach on this machine. The three run alternated in halves: codexec, bare,
-//   floor, codexec, bare, floor. `machine CPU ms/run` is the busy time of all CPUs (/proc/stat:
-//   everything on the machine, other users too) per run; `server CPU ms/run` is the server
-//   process's own (/proc/PID/stat utime + stime, not its helpers').
+//   target is out of reach on this machine. The floor binds where the CPUs are saturated (c=8):
+//   at c=1 it runs one process at a time, while codexec's warm pool starts the next interpreter on
+//   the idle core, so codexec can beat it there. The three run alternated in halves: codexec, bare,
+//   floor, codexec, bare, floor, with a 2 s pause after each codexec block so that the refill of
+//   its warm pool lands there, not on the floors (its wall time is not counted, its CPU time is).
+//   `machine CPU ms/run` is the busy time of all CPUs (/proc/stat: everything on the machine,
+//   other users too) per run; `server CPU ms/run` is the server process's own (/proc/PID/stat
+//   utime + stime, not its helpers').
 //   RSS (MB) of the server process before (after a short warm-up) and after.
 // - idle RSS: a fresh `codexec serve` 1 s after it connected (no run yet) and ~5 s after its first
 //   run, beside two floors started at the same moment: a bare `node -e 'setInterval(()=>{},1e6)'`,
@@ -68,6 +72,7 @@ const PACED = Number(values.paced ?? (values.quick ? 20 : 500));
 const N = Number(values.n ?? (values.quick ? 48 : 600));
 const BLOCK = values.quick ? 10 : 50; // calls of one kind before the next kind's turn
 const PACE_MS = 100;
+const SETTLE_MS = 2000; // throughput: pause after codexec's block (timedBlock)
 const CONCURRENCY = [1, 4, 8];
 const LANGUAGES = values.languages.split(',');
 const cli = values.cli && { cli: resolve(values.cli) };
@@ -182,11 +187,16 @@ async function latency() {
   }
 }
 
-/** `count` runs of `task` at `concurrency` into `into`, adding their wall and CPU times. */
+/**
+ * `count` runs of `task` at `concurrency` into `into`, adding their wall and CPU times; with `pid`
+ * (a server), then SETTLE_MS of pause, whose CPU time (the server refilling its warm pool after the
+ * burst) counts to the server's runs but its wall time does not, and does not land on the floors.
+ */
 async function timedBlock(task, count, concurrency, into, pid) {
   const machine = machineCpuMs();
   const server = pid && processCpuMs(pid);
   into.wallMs += await concurrently(task, { count, concurrency, series: into.series });
+  if (pid) await sleep(SETTLE_MS);
   into.machineMs += machineCpuMs() - machine;
   if (pid) into.serverMs += processCpuMs(pid) - server;
 }
