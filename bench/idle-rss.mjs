@@ -1,9 +1,13 @@
 #!/usr/bin/env node
 // Idle memory of a fresh `codexec serve` over stdio after its first run (python `print(1)`): the
-// server's VmRSS 5 s and 30 s after the run, beside the floor measured in the same run, an idle
-// bare `node -e` (what any Node server costs before it loads a line of its own). Each server is
-// started the way users start it: `node dist/cli.js serve`, and the bin itself (its shebang), which
-// is what the npm shim runs. --base adds another build's dist/cli.js, started the same ways.
+// server's VmRSS 5 s and 30 s after the run, beside two floors measured in the same run: an idle
+// bare `node -e` (what any Node server costs before it loads a line of its own), and a one-tool
+// MCP server on the official SDK (bench/fixtures/sdk-one-tool.mjs: McpServer, stdio, a zod input
+// schema, codexec's young-generation sizing), once as plain ESM and once bundled and minified by
+// esbuild (what the SDK and zod cost even when bundled), each after its first call. Each codexec
+// server is started the way users start it: `node dist/cli.js serve`, and the bin itself (its
+// shebang), which is what the npm shim runs. --base adds another build's dist/cli.js, started the
+// same ways.
 // Usage: npm run build && node bench/idle-rss.mjs [--base /path/to/dist/cli.js] [--rounds 3]
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -11,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
-import { CLI, rssMb } from './lib.mjs';
+import { CLI, rssMb, sdkOneTool } from './lib.mjs';
 
 const arg = (name) => {
   const at = process.argv.indexOf(name);
@@ -37,7 +41,10 @@ function shebang(file) {
 
 /** Idle bare node: the floor. */
 async function floor() {
-  const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1 << 30)'], { stdio: 'ignore' });
+  const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1 << 30)'], {
+    env: { PATH: process.env.PATH, LANG: 'C.UTF-8' }, // as the servers': no inherited NODE_* settings
+    stdio: 'ignore',
+  });
   const marks = [];
   for (const at of MARKS_S) {
     await pause(at * 1000 - (marks.length ? MARKS_S[marks.length - 1] * 1000 : 0));
@@ -77,15 +84,19 @@ async function server(cli, how) {
 }
 
 const builds = [['this', CLI], ...(arg('--base') ? [['base', resolve(arg('--base'))]] : [])];
+const sdk = await sdkOneTool();
 const rows = [];
 for (let round = 0; round < ROUNDS; round++) {
   // All measured side by side: the machine's load at one moment is the same for each.
   const jobs = [['node -e (floor)', floor()]];
+  jobs.push(['SDK one tool (floor)', server(sdk.plain, 'node')]);
+  jobs.push(['SDK one tool, esbuild bundle (floor)', server(sdk.bundled, 'node')]);
   for (const [name, cli] of builds)
     for (const how of ['node', 'bin'])
       jobs.push([`${name}: ${how === 'bin' ? `${cli} serve` : 'node cli.js serve'}`, server(cli, how)]);
   for (const [label, job] of jobs) rows.push([label, await job]);
 }
+sdk.close();
 const mb = (value) => value.toFixed(1).padStart(6);
 console.log(
   `VmRSS MB (anonymous + file-backed) after one python print(1), at ${MARKS_S.join(' s and ')} s; ${ROUNDS} round(s)`,

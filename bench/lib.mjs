@@ -178,3 +178,30 @@ export function processCpuMs(pid) {
 }
 
 export const ms = (value) => (Number.isFinite(value) ? value.toFixed(2) : '-');
+
+/** The floor under codexec's idle RSS: a one-tool server on the MCP SDK (bench/fixtures). */
+export const SDK_ONE_TOOL = resolve(import.meta.dirname, 'fixtures/sdk-one-tool.mjs');
+
+/**
+ * SDK_ONE_TOOL as plain ESM and as one esbuild bundle (minified whitespace and syntax, `require`
+ * defined for the SDK's CommonJS dependencies) in a temporary directory; close() removes it.
+ */
+export async function sdkOneTool() {
+  const { build } = await import('esbuild');
+  const dir = mkdtempSync(join(tmpdir(), 'codexec-bench-sdk-'));
+  const bundled = join(dir, 'sdk-one-tool.mjs');
+  await build({
+    entryPoints: [SDK_ONE_TOOL],
+    outfile: bundled,
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    minifyWhitespace: true,
+    minifySyntax: true,
+    logLevel: 'error',
+    banner: {
+      js: "import { createRequire as __benchRequire } from 'node:module'; const require = __benchRequire(import.meta.url);",
+    },
+  });
+  return { plain: SDK_ONE_TOOL, bundled, close: () => rmSync(dir, { recursive: true, force: true }) };
+}

@@ -1,7 +1,11 @@
 // The runs bench/speed.mjs times: a one-shot `print(1)` over MCP, a session send of the same code,
-// and the bare interpreter spawned outside codexec, each checked for success and output `1\n`.
+// the bare interpreter spawned outside codexec, and the sandbox floor (the same program under
+// bubblewrap alone), each checked for success and output `1\n`.
 // A Series gathers one kind's latencies and failures; the first few failures are printed.
 import { spawn, spawnSync } from 'node:child_process';
+import { lstatSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { percentiles } from './lib.mjs';
 
 export const CODE = { python: 'print(1)', node: 'console.log(1)', bash: 'echo 1' };
@@ -80,19 +84,78 @@ export function bareSync(language) {
 /** The bare interpreter, spawned (for concurrent runs): [ms, ok]. */
 export function bare(language) {
   const [command, ...args] = BARE[language];
-  const started = performance.now();
+  return spawned(`bare ${language}`, [command, args], EXPECTED);
+}
+
+/** `argv` spawned with a clean environment, checked for exit status 0 and stdout `expected`. */
+function spawned(what, [command, args], expected, started = performance.now()) {
   return new Promise((resolve) => {
     const child = spawn(command, args, { env: CLEAN_ENV, stdio: ['ignore', 'pipe', 'ignore'] });
     let stdout = '';
     child.stdout.setEncoding('utf8').on('data', (chunk) => (stdout += chunk));
-    child.once('error', (error) =>
-      resolve([performance.now() - started, failed(`bare ${language}`, error.message)]),
-    );
+    child.once('error', (error) => resolve([performance.now() - started, failed(what, error.message)]));
     child.once('close', (status) => {
-      const ok = status === 0 && stdout === EXPECTED;
-      resolve([performance.now() - started, ok || failed(`bare ${language}`, { status, stdout })]);
+      const ok = status === 0 && stdout === expected;
+      resolve([performance.now() - started, ok || failed(what, { status, stdout })]);
     });
   });
+}
+
+// The sandbox floor: what codexec's namespace mode runs, under bubblewrap alone. Namespace mode's
+// namespaces and mounts (as root), but no seccomp filter, no cgroup, no uid drop, no launcher:
+// cheaper than any real sandbox. Node runs its code as an ES module file with codexec's shim line,
+// bash a script file; python counts as `/usr/bin/true` under bwrap, since codexec's python runs
+// are forks of a warm zygote (~3 ms) and the floor must not charge a full python start-up.
+// A copy of NODE_SHIM in src/runtimes/languages.ts (bench does not import src).
+const NODE_SHIM =
+  "import { createRequire as __codexecRequire } from 'node:module'; import { fileURLToPath as __codexecPath } " +
+  "from 'node:url'; const require = __codexecRequire(import.meta.url); const __filename = " +
+  '__codexecPath(import.meta.url); const __dirname = __codexecPath(new URL(".", import.meta.url));';
+const SANDBOXED = {
+  python: { argv: ['/usr/bin/true'], expected: '' },
+  node: { file: ['main.mjs', `${NODE_SHIM} ${CODE.node}\n`], argv: [process.execPath], expected: EXPECTED },
+  bash: { file: ['main.sh', `${CODE.bash}\n`], argv: ['/usr/bin/bash'], expected: EXPECTED },
+};
+// The root directories as the host has them: merged-/usr symlinks, or directories bound read-only.
+const ROOTS = ['bin', 'sbin', 'lib', 'lib32', 'lib64', 'libx32'].flatMap((name) => {
+  try {
+    const link = lstatSync(`/${name}`).isSymbolicLink();
+    return link ? ['--symlink', `usr/${name}`, `/${name}`] : ['--ro-bind', `/${name}`, `/${name}`];
+  } catch {
+    return [];
+  }
+});
+
+/** bwrap's command line for one run in `workspace` (bound read-write, the working directory). */
+function sandboxArgs(workspace, command) {
+  return [
+    ...['--unshare-ipc', '--unshare-pid', '--unshare-uts', '--unshare-cgroup-try', '--unshare-net'],
+    ...['--cap-drop', 'ALL', '--die-with-parent', '--new-session', '--hostname', 'codexec', '--clearenv'],
+    ...['--setenv', 'HOME', workspace, '--setenv', 'PATH', '/usr/bin:/bin', '--setenv', 'LANG', 'C.UTF-8'],
+    ...['--ro-bind', '/usr', '/usr', ...ROOTS, '--ro-bind', '/etc', '/etc'],
+    ...['--proc', '/proc', '--dev', '/dev'],
+    ...['--perms', '1777', '--tmpfs', '/tmp', '--perms', '1777', '--tmpfs', '/dev/shm'],
+    ...['--bind', workspace, workspace, '--chdir', workspace, ...command],
+  ];
+}
+
+/** The sandbox floor: one run under bubblewrap in a fresh workspace, removed after: [ms, ok]. */
+export async function sandboxed(language) {
+  const { file, argv, expected } = SANDBOXED[language];
+  const started = performance.now();
+  const workspace = mkdtempSync(join(tmpdir(), 'codexec-floor-'));
+  try {
+    if (file) writeFileSync(join(workspace, file[0]), file[1]);
+    const command = file ? [...argv, join(workspace, file[0])] : argv;
+    return await spawned(
+      `sandboxed ${language}`,
+      ['bwrap', sandboxArgs(workspace, command)],
+      expected,
+      started,
+    );
+  } finally {
+    rmSync(workspace, { recursive: true, force: true });
+  }
 }
 
 /** Run `task(i)` for i = 0 … count-1 with `concurrency` workers into `series`; the wall time in ms. */

@@ -21,19 +21,41 @@
 // - c=8: --n one-shots of one language with 8 callers at once, beside the bare interpreter spawned
 //   8 at a time; runs/s is calls over the block's wall time.
 // - throughput: --n mixed python/node/bash one-shots (in turn) at c=1/4/8, beside the same mix of
-//   bare interpreters spawned at the same concurrency outside codexec. `machine CPU ms/run` is the
-//   busy time of all CPUs (/proc/stat: everything on the machine, other users too) per run;
-//   `server CPU ms/run` is the server process's own (/proc/PID/stat utime + stime, not its helpers').
+//   bare interpreters spawned at the same concurrency outside codexec, and beside the sandbox floor:
+//   the same mix under bubblewrap alone, no codexec (speed-runs.mjs sandboxed(): namespace mode's
+//   namespaces and mounts, a fresh workspace per run, node an ES module file with codexec's shim,
+//   bash a script file), with no seccomp, cgroup or uid drop, so cheaper than any real sandbox;
+//   python counts as `/usr/bin/true` under bwrap (codexec's python runs are zygote forks of ~3 ms,
+//   so the floor charges no python start-up). If even the floor is below a target rate, the
+//   target is out of reach on this machine. The floor binds where the CPUs are saturated (c=8):
+//   at c=1 it runs one process at a time, while codexec's warm pool starts the next interpreter on
+//   the idle core, so codexec can beat it there. The three run alternated in halves: codexec, bare,
+//   floor, codexec, bare, floor, with a 2 s pause after each codexec block so that the refill of
+//   its warm pool lands there, not on the floors (its wall time is not counted, its CPU time is).
+//   `machine CPU ms/run` is the busy time of all CPUs (/proc/stat: everything on the machine,
+//   other users too) per run; `server CPU ms/run` is the server process's own (/proc/PID/stat
+//   utime + stime, not its helpers').
 //   RSS (MB) of the server process before (after a short warm-up) and after.
 // - idle RSS: a fresh `codexec serve` 1 s after it connected (no run yet) and ~5 s after its first
-//   run, beside a bare `node -e 'setInterval(()=>{},1e6)'` started at the same moment; `+ helpers`
-//   adds the RSS of the server's descendants (forker, zygote, warm sandboxes: shared pages counted
-//   in each).
+//   run, beside two floors started at the same moment: a bare `node -e 'setInterval(()=>{},1e6)'`,
+//   and a one-tool MCP server on the official SDK (bench/fixtures/sdk-one-tool.mjs, called once
+//   when the server runs), as plain ESM and as an esbuild bundle; `+ helpers` adds the RSS of the
+//   server's descendants (forker, zygote, warm sandboxes: shared pages counted in each).
 import { spawn, spawnSync } from 'node:child_process';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { descendantsOf, machineCpuMs, ms, processCpuMs, rssMb, startServer } from './lib.mjs';
-import { bare, bareSync, CLEAN_ENV, concurrently, oneShot, Series, send, sleep } from './speed-runs.mjs';
+import { descendantsOf, machineCpuMs, ms, processCpuMs, rssMb, sdkOneTool, startServer } from './lib.mjs';
+import {
+  bare,
+  bareSync,
+  CLEAN_ENV,
+  concurrently,
+  oneShot,
+  Series,
+  sandboxed,
+  send,
+  sleep,
+} from './speed-runs.mjs';
 
 const { values } = parseArgs({
   options: {
@@ -50,6 +72,7 @@ const PACED = Number(values.paced ?? (values.quick ? 20 : 500));
 const N = Number(values.n ?? (values.quick ? 48 : 600));
 const BLOCK = values.quick ? 10 : 50; // calls of one kind before the next kind's turn
 const PACE_MS = 100;
+const SETTLE_MS = 2000; // throughput: pause after codexec's block (timedBlock)
 const CONCURRENCY = [1, 4, 8];
 const LANGUAGES = values.languages.split(',');
 const cli = values.cli && { cli: resolve(values.cli) };
@@ -164,73 +187,89 @@ async function latency() {
   }
 }
 
-/** `count` runs of `task` at `concurrency` into `into`, adding their wall and CPU times. */
+/**
+ * `count` runs of `task` at `concurrency` into `into`, adding their wall and CPU times; with `pid`
+ * (a server), then SETTLE_MS of pause, whose CPU time (the server refilling its warm pool after the
+ * burst) counts to the server's runs but its wall time does not, and does not land on the floors.
+ */
 async function timedBlock(task, count, concurrency, into, pid) {
   const machine = machineCpuMs();
   const server = pid && processCpuMs(pid);
   into.wallMs += await concurrently(task, { count, concurrency, series: into.series });
+  if (pid) await sleep(SETTLE_MS);
   into.machineMs += machineCpuMs() - machine;
   if (pid) into.serverMs += processCpuMs(pid) - server;
 }
 
-/** Mixed one-shots at c=1/4/8 per mode, beside the same mix of bare interpreters. */
+/** Mixed one-shots at c=1/4/8 per mode, beside the same mix of bare interpreters and of bwrap alone. */
 async function throughput() {
   out.push(
     '',
-    `### Throughput: ${N} mixed ${LANGUAGES.join('/')} one-shots per cell, beside the same mix of bare interpreters`,
+    `### Throughput: ${N} mixed ${LANGUAGES.join('/')} one-shots per cell, beside the same mix of bare interpreters and under bubblewrap alone (sandbox floor; python counted as \`bwrap … /usr/bin/true\`)`,
     '',
-    '| mode | c | runs/s | bare runs/s | ÷ bare | fail | server RSS before → after (MB) | machine CPU ms/run | bare: machine CPU ms/run | server CPU ms/run |',
-    '|---|---|---|---|---|---|---|---|---|---|',
+    '| mode | c | runs/s | bare runs/s | ÷ bare | sandbox floor runs/s | ÷ sandbox floor | fail | server RSS before → after (MB) | machine CPU ms/run | bare: machine CPU ms/run | sandbox floor: machine CPU ms/run | server CPU ms/run |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
   );
   for (const mode of MODES) {
     const server = await startServer(MODE_ENV[mode], cli);
     for (const language of LANGUAGES) for (let i = 0; i < 3; i++) await oneShot(server, language);
+    for (const language of LANGUAGES) await sandboxed(language);
     const rssBefore = rssMb(server.pid);
     const results = [];
     for (const concurrency of CONCURRENCY) {
       const codexec = { series: series(), wallMs: 0, machineMs: 0, serverMs: 0 };
       const floor = { series: series(), wallMs: 0, machineMs: 0 };
-      // Two halves each, alternated: codexec, bare, codexec, bare.
+      const sandbox = { series: series(), wallMs: 0, machineMs: 0 };
+      // Two halves each, alternated: codexec, bare, sandbox floor, codexec, bare, sandbox floor.
       for (const half of [Math.ceil(N / 2), Math.floor(N / 2)]) {
         const mixed = (i) => LANGUAGES[i % LANGUAGES.length];
         await timedBlock((i) => oneShot(server, mixed(i)), half, concurrency, codexec, server.pid);
         await timedBlock((i) => bare(mixed(i)), half, concurrency, floor);
+        await timedBlock((i) => sandboxed(mixed(i)), half, concurrency, sandbox);
       }
-      results.push({ concurrency, codexec, floor });
-      log(`${mode} c=${concurrency}: ${((N / codexec.wallMs) * 1000).toFixed(1)} runs/s`);
+      results.push({ concurrency, codexec, floor, sandbox });
+      const rate = (kind) => ((kind.series.n / kind.wallMs) * 1000).toFixed(1);
+      log(`${mode} c=${concurrency}: ${rate(codexec)} runs/s, sandbox floor ${rate(sandbox)} runs/s`);
     }
     const rssAfter = rssMb(server.pid);
     await server.close();
-    for (const { concurrency, codexec, floor } of results) {
+    for (const { concurrency, codexec, floor, sandbox } of results) {
       const rate = (kind) => (kind.series.n / kind.wallMs) * 1000;
       const perRun = (value, kind) => (value / kind.series.n).toFixed(1);
+      const fail = codexec.series.failures + floor.series.failures + sandbox.series.failures;
+      const rates = [rate(codexec), rate(floor), rate(codexec) / rate(floor), rate(sandbox)];
+      const cpu = [codexec, floor, sandbox].map((kind) => perRun(kind.machineMs, kind));
       out.push(
-        `| ${mode} | ${concurrency} | ${rate(codexec).toFixed(1)} | ${rate(floor).toFixed(1)} | ${(rate(codexec) / rate(floor)).toFixed(2)} | ${codexec.series.failures + floor.series.failures} | ${rssBefore.toFixed(1)} → ${rssAfter.toFixed(1)} | ${perRun(codexec.machineMs, codexec)} | ${perRun(floor.machineMs, floor)} | ${perRun(codexec.serverMs, codexec)} |`,
+        `| ${mode} | ${concurrency} | ${rates[0].toFixed(1)} | ${rates[1].toFixed(1)} | ${rates[2].toFixed(2)} | ${rates[3].toFixed(1)} | ${(rates[0] / rates[3]).toFixed(2)} | ${fail} | ${rssBefore.toFixed(1)} → ${rssAfter.toFixed(1)} | ${cpu.join(' | ')} | ${perRun(codexec.serverMs, codexec)} |`,
       );
     }
   }
 }
 
-/** RSS of a fresh server (1 s after start, ~5 s after its first run) beside an idle bare node. */
+/** RSS of a fresh server (1 s after start, ~5 s after its first run) beside an idle bare node and SDK. */
 async function idleRss() {
   out.push(
     '',
-    '### Idle RSS of a fresh stdio server (MB), beside a bare idle node',
+    '### Idle RSS of a fresh stdio server (MB), beside a bare idle node and a one-tool server on the MCP SDK (plain ESM; esbuild bundle)',
     '',
-    '| mode | after start | bare node | 5 s after first run | bare node | + helpers |',
-    '|---|---|---|---|---|---|',
+    '| mode | after start | bare node | SDK one tool | SDK bundled | 5 s after first run | bare node | SDK one tool | SDK bundled | + helpers |',
+    '|---|---|---|---|---|---|---|---|---|---|',
   );
+  const sdk = await sdkOneTool();
   for (const mode of MODES) {
     const node = spawn(process.execPath, ['-e', 'setInterval(()=>{},1e6)'], {
       env: CLEAN_ENV,
       stdio: 'ignore',
     });
+    const floors = [await startServer({}, { cli: sdk.plain }), await startServer({}, { cli: sdk.bundled })];
     const server = await startServer(MODE_ENV[mode], cli);
     await sleep(1000);
-    const start = [rssMb(server.pid), rssMb(node.pid)];
+    const pids = [server.pid, node.pid, ...floors.map((floor) => floor.pid)];
+    const start = pids.map((pid) => rssMb(pid));
     series().add(await oneShot(server, LANGUAGES[0]));
+    for (const floor of floors) series().add(await oneShot(floor, LANGUAGES[0]));
     await sleep(5000);
-    const after = [rssMb(server.pid), rssMb(node.pid)];
+    const after = pids.map((pid) => rssMb(pid));
     const helpers = descendantsOf(server.pid).reduce((sum, pid) => {
       try {
         return sum + rssMb(pid);
@@ -239,12 +278,12 @@ async function idleRss() {
       }
     }, 0);
     node.kill();
+    for (const floor of floors) await floor.close();
     await server.close();
-    const mb = (value) => value.toFixed(1);
-    out.push(
-      `| ${mode} | ${mb(start[0])} | ${mb(start[1])} | ${mb(after[0])} | ${mb(after[1])} | ${mb(after[0] + helpers)} |`,
-    );
+    const mb = (values) => values.map((value) => value.toFixed(1)).join(' | ');
+    out.push(`| ${mode} | ${mb(start)} | ${mb(after)} | ${mb([after[0] + helpers])} |`);
   }
+  sdk.close();
 }
 
 console.error(
