@@ -6,12 +6,12 @@ import { randomBytes } from 'node:crypto';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { eventually } from '../helpers/eventually.js';
 import { startHttp } from '../helpers/http.js';
 import { logEnv, logged } from '../helpers/module-log.js';
 import { baseEnv, CLI, callTool, startServer, tempDir } from '../helpers/server.js';
 
 const isSqlite = (url: string) => url.includes('/node_modules/better-sqlite3/');
-const sleep = (msecs: number) => new Promise((done) => setTimeout(done, msecs));
 
 describe('OpenTelemetry, prom-client and pg are loaded only when used', () => {
   it('stdio without OTEL_EXPORTER_OTLP_ENDPOINT: neither, through a whole run', async () => {
@@ -22,7 +22,7 @@ describe('OpenTelemetry, prom-client and pg are loaded only when used', () => {
       const run = await callTool(server.client, 'execute_code', { language: 'python', code: 'print(1)' });
       expect(run.value.stdout).toBe('1\n');
       // The run's index write comes after a quiet moment (200 ms; later on a busy machine).
-      for (let waited = 0; waited < 10_000 && !logged(path).some(isSqlite); waited += 100) await sleep(100);
+      await eventually(() => logged(path).some(isSqlite), 10_000);
     } finally {
       await server.close();
     }

@@ -2,8 +2,9 @@
 // under each OCI runtime of RUNTIMES (the engine's default, and gVisor's runsc where installed).
 // What a runtime does not offer is probed, and the test that needs it is skipped saying so.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually } from '../../helpers/eventually.js';
 import { callTool, startServer, type TestServer } from '../../helpers/server.js';
-import { containersOf, ensureImage, eventually, RUNTIMES, runtimeOf, sessionContainersOf } from './engine.js';
+import { containersOf, ensureImage, RUNTIMES, runtimeOf, sessionContainersOf } from './engine.js';
 
 interface Run {
   success: boolean;

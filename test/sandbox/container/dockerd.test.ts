@@ -7,8 +7,8 @@ import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_pr
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually } from '../../helpers/eventually.js';
 import { CLI, callTool, startServer, type TestServer, tempDir } from '../../helpers/server.js';
-import { eventually } from './engine.js';
 
 const IMAGE = 'codexec-sandbox-dockerd-test';
 const RUNSC = spawnSync('sh', ['-c', 'command -v runsc'], { encoding: 'utf8' }).stdout.trim();

@@ -114,13 +114,3 @@ export function createdSince(pid: number, since: Date): string[] {
     .split('\n')
     .filter(Boolean);
 }
-
-/** Poll until `check` holds, at most `ms`. */
-export async function eventually(check: () => boolean, ms = 15_000): Promise<boolean> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (check()) return true;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-  return check();
-}

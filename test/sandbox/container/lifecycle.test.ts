@@ -2,17 +2,10 @@
 // server that starts removes what dead servers left.
 import { hostname } from 'node:os';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { eventually } from '../../helpers/eventually.js';
 import { startRawServer } from '../../helpers/raw.js';
 import { callTool, startServer, tempDir } from '../../helpers/server.js';
-import {
-  containersOf,
-  DOCKER_MODE,
-  engine,
-  ensureImage,
-  eventually,
-  IMAGE,
-  sessionContainersOf,
-} from './engine.js';
+import { containersOf, DOCKER_MODE, engine, ensureImage, IMAGE, sessionContainersOf } from './engine.js';
 
 const DOCKER = DOCKER_MODE;
 const call = (name: string, args: Record<string, unknown>) => ({ name, arguments: args });
