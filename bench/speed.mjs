@@ -201,6 +201,9 @@ async function timedBlock(task, count, concurrency, into, pid) {
   if (pid) into.serverMs += processCpuMs(pid) - server;
 }
 
+/** Runs per second of a block's series over its wall time. */
+const rate = (kind) => (kind.series.n / kind.wallMs) * 1000;
+
 /** Mixed one-shots at c=1/4/8 per mode, beside the same mix of bare interpreters and of bwrap alone. */
 async function throughput() {
   out.push(
@@ -228,19 +231,19 @@ async function throughput() {
         await timedBlock((i) => sandboxed(mixed(i)), half, concurrency, sandbox);
       }
       results.push({ concurrency, codexec, floor, sandbox });
-      const rate = (kind) => ((kind.series.n / kind.wallMs) * 1000).toFixed(1);
-      log(`${mode} c=${concurrency}: ${rate(codexec)} runs/s, sandbox floor ${rate(sandbox)} runs/s`);
+      log(
+        `${mode} c=${concurrency}: ${rate(codexec).toFixed(1)} runs/s, sandbox floor ${rate(sandbox).toFixed(1)} runs/s`,
+      );
     }
     const rssAfter = rssMb(server.pid);
     await server.close();
     for (const { concurrency, codexec, floor, sandbox } of results) {
-      const rate = (kind) => (kind.series.n / kind.wallMs) * 1000;
       const perRun = (value, kind) => (value / kind.series.n).toFixed(1);
       const fail = codexec.series.failures + floor.series.failures + sandbox.series.failures;
-      const rates = [rate(codexec), rate(floor), rate(codexec) / rate(floor), rate(sandbox)];
+      const [ours, bareRate, sandboxRate] = [codexec, floor, sandbox].map(rate);
       const cpu = [codexec, floor, sandbox].map((kind) => perRun(kind.machineMs, kind));
       out.push(
-        `| ${mode} | ${concurrency} | ${rates[0].toFixed(1)} | ${rates[1].toFixed(1)} | ${rates[2].toFixed(2)} | ${rates[3].toFixed(1)} | ${(rates[0] / rates[3]).toFixed(2)} | ${fail} | ${rssBefore.toFixed(1)} → ${rssAfter.toFixed(1)} | ${cpu.join(' | ')} | ${perRun(codexec.serverMs, codexec)} |`,
+        `| ${mode} | ${concurrency} | ${ours.toFixed(1)} | ${bareRate.toFixed(1)} | ${(ours / bareRate).toFixed(2)} | ${sandboxRate.toFixed(1)} | ${(ours / sandboxRate).toFixed(2)} | ${fail} | ${rssBefore.toFixed(1)} → ${rssAfter.toFixed(1)} | ${cpu.join(' | ')} | ${perRun(codexec.serverMs, codexec)} |`,
       );
     }
   }

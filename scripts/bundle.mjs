@@ -8,7 +8,7 @@
 // dist/bundle/meta.json says which sources each file holds (test/helpers/module-log.ts reads it).
 // Run by `npm run build` after tsc.
 import { chmod, rm, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 
@@ -29,6 +29,7 @@ const EXTERNAL = [
 
 await rm(out, { recursive: true, force: true });
 const { metafile } = await build({
+  absWorkingDir: root, // the metafile's paths are relative to it
   entryPoints: [join(root, 'src/cli.ts')],
   outdir: out,
   outbase: join(root, 'src'),
@@ -50,18 +51,19 @@ const { metafile } = await build({
   metafile: true,
   logLevel: 'warning',
 });
-const inputs = Object.fromEntries(
-  Object.entries(metafile.outputs).map(([file, output]) => [
-    file.slice(`${'dist/bundle/'.length}`),
-    Object.keys(output.inputs).map(source),
-  ]),
-);
-await writeFile(join(out, 'meta.json'), `${JSON.stringify(inputs)}\n`);
 /** A source as the package names it: `src/…` or `node_modules/…` (wherever node_modules really is). */
 function source(input) {
   const at = input.lastIndexOf('node_modules/');
   return at === -1 ? input : input.slice(at);
 }
+
+const inputs = Object.fromEntries(
+  Object.entries(metafile.outputs).map(([file, output]) => [
+    relative(out, join(root, file)),
+    Object.keys(output.inputs).map(source),
+  ]),
+);
+await writeFile(join(out, 'meta.json'), `${JSON.stringify(inputs)}\n`);
 
 const bin = join(root, 'dist/cli.js');
 await writeFile(
