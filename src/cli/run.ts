@@ -1,11 +1,12 @@
 import { readFile } from 'node:fs/promises';
-import { extname } from 'node:path';
+import { extname, isAbsolute } from 'node:path';
 import { text } from 'node:stream/consumers';
 import type { Config } from '../config/index.js';
 import { CodexecError, CommandBlockedError } from '../errors/index.js';
-import { checkCommand, loadShellParser, resolveWorkingDir } from '../policy/index.js';
+import { checkCommand, loadShellParser } from '../policy/index.js';
 import type { Language } from '../runtimes/index.js';
 import { createServices, prepareCommand, runPreparedCommand } from '../server/index.js';
+import { expandHome } from '../util/index.js';
 import { auditShellRun } from './audit-run.js';
 import { configOrExit } from './config.js';
 
@@ -50,12 +51,14 @@ export async function runCommand(
   if (file === undefined) fail('give a file to run (or - for stdin), or --command "…"');
   const language = options.language ?? BY_EXTENSION[extname(file)];
   if (!language) fail(`cannot tell the language of ${file}; pass --language`);
-  const services = createServices(config);
+  // From the shell, a relative --working-dir is the shell's own directory's.
+  const dir = options.workingDir === undefined ? undefined : expandHome(options.workingDir);
+  const services = createServices(shellConfig(config, dir));
   const controller = new AbortController();
   process.once('SIGINT', () => controller.abort());
   try {
     const code = file === '-' ? await text(process.stdin) : await readFile(file, 'utf8');
-    const workingDir = options.workingDir ? await resolveWorkingDir(options.workingDir, config) : undefined;
+    const workingDir = dir === undefined ? undefined : services.hostDirs.open(dir, 'working_dir');
     const attempt = { tool: 'run', language, code } as const;
     const result = await services.engine
       .run(
@@ -79,9 +82,23 @@ export async function runCommand(
   }
 }
 
+/**
+ * The operator names --working-dir at the shell, as trusted as a setting: it is one more allowed
+ * root for this run. Its other rules stay: no symlink on the way, run as its owner (a root shell
+ * in a root-owned directory is refused, as a tool call would be).
+ */
+function shellConfig(config: Config, dir: string | undefined): Config {
+  if (dir === undefined) return config;
+  const allowedPaths = [...config.command.allowedPaths, dir];
+  return { ...config, command: { ...config.command, allowedPaths } };
+}
+
 /** `codexec run --command`: execute_command's code path (workspace, lists, venv), from the shell. */
 async function runCommandLine(config: Config, command: string, options: RunOptions): Promise<void> {
-  const services = createServices(config);
+  // A relative work_dir is the command workspace's, as the tool's is.
+  const dir = options.workingDir;
+  const absolute = dir !== undefined && (dir.startsWith('~') || isAbsolute(dir));
+  const services = createServices(shellConfig(config, absolute ? expandHome(dir) : undefined));
   const controller = new AbortController();
   process.once('SIGINT', () => controller.abort());
   const attempt = { tool: 'run_command', language: 'bash', code: command } as const;

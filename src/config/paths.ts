@@ -31,15 +31,10 @@ export function globalPackageDirs(
 
 /**
  * The directories runs live beneath that are codexec's to open to its sandbox user: CODEXEC_HOME,
- * the workspaces, package environments and command workspaces (every principal's), and the
- * directories the operator gave execute_command (CODEXEC_ALLOWED_PATHS).
+ * the workspaces, package environments and command workspaces (every principal's). Not the
+ * host directories of CODEXEC_ALLOWED_PATHS: code works there as their owner, and codexec changes
+ * nothing of theirs.
  */
 export function runRoots(config: Pick<Config, 'sandboxDir' | 'envsDir' | 'home' | 'command'>): string[] {
-  return [
-    config.home,
-    config.sandboxDir,
-    config.envsDir,
-    config.command.workspace,
-    ...config.command.allowedPaths,
-  ];
+  return [config.home, config.sandboxDir, config.envsDir, config.command.workspace];
 }

@@ -1,5 +1,5 @@
 import { closeSync } from 'node:fs';
-import { openRoot, walkBeneath } from '../util/index.js';
+import { openRoot, pathOf, type Root, walkBeneath } from '../util/index.js';
 import { isGenerated } from './generated.js';
 
 /**
@@ -35,7 +35,7 @@ export interface SnapshotOptions {
  * swapped for a symlink mid-walk is skipped, never followed: util/beneath); generated files and
  * caches (isGenerated) are neither listed nor walked.
  */
-export async function snapshotDir(root: string, options: SnapshotOptions = {}): Promise<Snapshot> {
+export async function snapshotDir(root: Root, options: SnapshotOptions = {}): Promise<Snapshot> {
   const { maxEntries = 10_000, maxDepth = 12, exclude } = options;
   const snapshot: Snapshot = new Map();
   let rootFd: number;
@@ -48,7 +48,7 @@ export async function snapshotDir(root: string, options: SnapshotOptions = {}): 
     const walk = walkBeneath(rootFd, {
       maxEntries,
       maxDepth,
-      ...(options.ownWorkspace && { rootPath: root }),
+      ...(options.ownWorkspace && { rootPath: pathOf(root) }),
     });
     let count = 0;
     let step = walk.next(false);

@@ -162,7 +162,9 @@ export class Engine {
         : (this.pool.take(runtime.interpreter) ?? (await this.forkWarm(runtime.interpreter)));
     const id = warm?.id ?? newId('exec');
     const execDir = warm?.execDir ?? join(config.sandboxDir, id);
-    const cwd = request.workingDir ?? execDir;
+    // Where the program runs; its files are reached through `root`, the held directory itself.
+    const cwd = request.workingDir?.path ?? execDir;
+    const root = request.workingDir ?? execDir;
     const script = `${SCRIPT_BASENAME}.${runtime.extension}`;
     const scriptPath = join(execDir, script);
     // Single calls on a small directory are made on this thread: µs, where the pool costs ~0.3 ms.
@@ -181,7 +183,7 @@ export class Engine {
       const exclude =
         cwd === execDir ? new Set([script, 'node_modules', SOCKET_NAME, PROXY_SOCKET]) : undefined;
       // A fresh workspace is empty (a warm one holds only the program's file, left out by name).
-      const before: Snapshot = cwd === execDir ? new Map() : await snapshotDir(cwd, { exclude });
+      const before: Snapshot = cwd === execDir ? new Map() : await snapshotDir(root, { exclude });
       const started = Date.now();
       let outcome: Collected;
       if (typeof prepared === 'string') {
@@ -231,6 +233,7 @@ export class Engine {
                   : runtime.argv(interpreter, scriptPath, request.args ?? []),
               execDir,
               cwd,
+              held: request.workingDir,
               files: command ? [] : channel ? [scriptPath, ...CODE_MODE_FILES] : [scriptPath],
               pathPrefix: request.pathPrefix,
               timeoutMs: this.timeoutMs(request),
@@ -278,14 +281,14 @@ export class Engine {
       const untouched = exclude !== undefined && holdsOnly(cwd, exclude);
       const after: Snapshot = untouched
         ? new Map()
-        : await snapshotDir(cwd, { exclude, ownWorkspace: cwd === execDir });
+        : await snapshotDir(root, { exclude, ownWorkspace: cwd === execDir });
       const diff = diffSnapshots(before, after);
       outcome = disk.settle(outcome, cwd === execDir ? after : undefined);
       keepsFiles ||= diff.created.length > 0 || diff.modified.length > 0;
       const listed = listArtifacts(diff, config.artifacts, this.deps.secrets);
       const pictures = await collectImages({
         workspace: runtime.interpreter === 'python' ? execDir : undefined,
-        workingDir: cwd,
+        workingDir: root,
         artifacts: listed.plain,
         maxBytes: config.maxImageBytes,
       });

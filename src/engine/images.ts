@@ -4,7 +4,7 @@
 import { constants, lstatSync } from 'node:fs';
 import { type FileHandle, readdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { openBeneath, packagePath, unlinkBeneath } from '../util/index.js';
+import { openBeneath, packagePath, type Root, unlinkBeneath } from '../util/index.js';
 
 /** The workspace folder figures are saved in; left out of artifact lists (generated.ts). */
 export const FIGURES_DIR = '.codexec-figures';
@@ -81,7 +81,7 @@ export function sniffImage(head: Buffer): string | undefined {
 export interface CollectInput {
   /** The run's workspace (its figures folder); undefined when figures cannot exist. */
   readonly workspace?: string | undefined;
-  readonly workingDir: string;
+  readonly workingDir: Root;
   readonly artifacts: readonly string[];
   readonly maxBytes: number;
 }
@@ -142,7 +142,7 @@ async function figureFiles(workspace: string | undefined): Promise<string[]> {
 
 /** The bytes and sniffed type of a regular file beneath `root` (never through a link), or why not. */
 async function readImage(
-  root: string,
+  root: Root,
   path: string,
   maxBytes: number,
 ): Promise<{ mime: string; data: Buffer } | 'too_large' | undefined> {

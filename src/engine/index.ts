@@ -33,5 +33,5 @@ export {
   type OutputLimits,
   type OutputSink,
 } from './output.js';
-export { globalPackages, type PackageAccess } from './spec.js';
+export { globalPackages, hostDirOf, type PackageAccess } from './spec.js';
 export type { ExecutionRequest, ExecutionResult, OutputStream, RunOptions } from './types.js';

@@ -3,10 +3,11 @@ import { symlink } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { type Config, commandWorkspace, globalPackageDirs } from '../config/index.js';
+import { ForbiddenPathError } from '../errors/index.js';
 import { sandboxEnv } from '../policy/index.js';
 import type { InterpreterKind } from '../runtimes/index.js';
 import type { BackendMode, EgressEndpoint, SandboxSpec } from '../sandbox/index.js';
-import { currentPrincipal, LOCAL_PRINCIPAL } from '../util/index.js';
+import { currentPrincipal, type HeldDir, LOCAL_PRINCIPAL } from '../util/index.js';
 import { figureEnv, PYTHON_SUPPORT_FILES } from './images.js';
 
 export interface RunSpecInput {
@@ -20,6 +21,8 @@ export interface RunSpecInput {
   readonly argv: readonly string[];
   readonly execDir: string;
   readonly cwd: string;
+  /** The caller's working directory, when the run has one (cwd is its path). */
+  readonly held?: HeldDir | undefined;
   /** Files the program must read besides the workspace (the script, a driver). */
   readonly files: readonly string[];
   readonly timeoutMs: number;
@@ -37,6 +40,7 @@ export interface RunSpecInput {
 /** The SandboxSpec of one run: stripped env, workspace, global packages, limits. */
 export async function buildRunSpec(input: RunSpecInput): Promise<SandboxSpec> {
   const { config, cwd, execDir } = input;
+  const host = hostDirOf(input.held);
   const packages = await globalPackages(config, input.kind, execDir, input.principal);
   const env: Record<string, string> = { ...input.runtimeEnv, ...packages.env };
   // The script lives outside a custom working dir; keep that dir importable as `python -c` would.
@@ -60,13 +64,28 @@ export async function buildRunSpec(input: RunSpecInput): Promise<SandboxSpec> {
     ...(input.egress && { egress: input.egress }),
     stdin: 'ignore',
     ...(input.control && { control: true }),
-    ...(input.command && {
-      persistent: {
-        key: `command:${currentPrincipal()}`,
-        mounts: [commandWorkspace(config, currentPrincipal()), ...config.command.allowedPaths],
-      },
-    }),
+    ...host,
+    // A host directory's run is its owner's: never in the principal's shared command sandbox.
+    ...(input.command &&
+      !host && {
+        persistent: {
+          key: `command:${currentPrincipal()}`,
+          mounts: [commandWorkspace(config, currentPrincipal())],
+        },
+      }),
   };
+}
+
+/**
+ * The spec's fields for a host directory (CODEXEC_ALLOWED_PATHS), checked to be still at its path
+ * now that a sandbox is about to bind it there: a rename or a symlink put in its place since it
+ * was opened refuses the run instead of binding whatever is there now.
+ */
+export function hostDirOf(held: HeldDir | undefined): Pick<SandboxSpec, 'hostDir' | 'runAs'> | undefined {
+  if (!held?.host) return undefined;
+  if (!held.isAt(held.path))
+    throw new ForbiddenPathError(`${held.path} was moved or replaced since the call named it`);
+  return { hostDir: held.path, ...(held.host.runAs && { runAs: held.host.runAs }) };
 }
 
 /** The limits a run's notes name: docker mode's memory is its own setting. */

@@ -4,6 +4,7 @@ import type { CONNECTIONS, LaneUser, loggedConnection } from '../egress/index.js
 import type { OutputSaved } from '../outputs/index.js';
 import type { Language } from '../runtimes/index.js';
 import type { LimitKind } from '../sandbox/index.js';
+import type { HeldDir } from '../util/index.js';
 import type { ResultImage, SkippedImage } from './images.js';
 import type { ArtifactsOmitted } from './listing.js';
 
@@ -11,8 +12,11 @@ export interface ExecutionRequest {
   readonly language: Language;
   readonly code: string;
   readonly timeoutMs?: number | undefined;
-  /** Caller's working directory (validated by policy); default: a fresh workspace. */
-  readonly workingDir?: string | undefined;
+  /**
+   * The caller's working directory, held by descriptor (policy's HostDirs or execute_command's
+   * workspace): the run's files are walked and read through it. Default: a fresh workspace.
+   */
+  readonly workingDir?: HeldDir | undefined;
   /** Command-line arguments for the script. */
   readonly args?: readonly string[] | undefined;
   /** The saved script this run executes (run_script), recorded in the log entry. */

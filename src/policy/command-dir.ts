@@ -1,68 +1,57 @@
-import { mkdir, realpath, stat } from 'node:fs/promises';
-import { isAbsolute, join } from 'node:path';
+import { closeSync } from 'node:fs';
+import { mkdir, realpath } from 'node:fs/promises';
+import { isAbsolute, join, relative } from 'node:path';
 import { type Config, commandWorkspace } from '../config/index.js';
-import { ForbiddenPathError, InvalidInputError } from '../errors/index.js';
-import { currentPrincipal, expandHome, isWithin } from '../util/index.js';
-import { forbiddenPaths } from './working-dir.js';
+import { InvalidInputError } from '../errors/index.js';
+import {
+  currentPrincipal,
+  expandHome,
+  HeldDir,
+  isWithin,
+  openDirBeneath,
+  openRoot,
+  segmentsOf,
+} from '../util/index.js';
+import type { HostDirs } from './host-dir.js';
 
 /**
- * execute_command's directory: the persistent workspace (made on first use), a path relative to
- * it, or an absolute path inside the workspace or CODEXEC_ALLOWED_PATHS. Symlinks are resolved
- * before judging, so neither `..` nor a link leads out; forbidden paths stay refused even inside
- * an allowed one. Returns the real path of an existing directory.
+ * execute_command's directory, held by descriptor: the principal's persistent workspace (made on
+ * first use), a directory beneath it (a relative work_dir, or an absolute one inside it), or a
+ * host directory beneath CODEXEC_ALLOWED_PATHS (HostDirs: its rules and its owner). Beneath the
+ * workspace each name is opened without following a symlink, so neither `..` nor a link leads out.
+ * The caller closes what it gets when the command ends.
  */
-export async function resolveCommandDir(
+export async function openCommandDir(
   workDir: string | undefined,
   config: Config,
+  hostDirs: HostDirs,
   principal = currentPrincipal(),
-): Promise<string> {
+): Promise<HeldDir> {
   if (workDir?.includes('\0')) throw new InvalidInputError('work_dir must not contain NUL characters');
   const own = commandWorkspace(config, principal);
   await mkdir(own, { recursive: true, mode: 0o755 });
   const workspace = await realpath(own);
-  await refuseForbidden(workspace, own, config, workspace);
-  if (workDir === undefined || workDir === '' || workDir === '.') return workspace;
-  const requested =
-    workDir.startsWith('~') || isAbsolute(workDir) ? expandHome(workDir) : join(workspace, workDir);
-  const real = await realOrSelf(requested);
-  const roots = [workspace, ...(await Promise.all(config.command.allowedPaths.map(realOrSelf)))];
-  if (!roots.some((root) => isWithin(real, root))) {
-    const where = isAbsolute(workDir) ? 'CODEXEC_WORKSPACE or CODEXEC_ALLOWED_PATHS' : 'the workspace';
-    throw new ForbiddenPathError(
-      `work_dir ${workDir} is outside ${where}; a relative work_dir is resolved in the workspace`,
-    );
+  if (workDir === undefined || workDir === '' || workDir === '.') return HeldDir.ofOwn(workspace);
+  const absolute = workDir.startsWith('~') || isAbsolute(workDir);
+  let rel = workDir;
+  if (absolute) {
+    const real = await realpath(expandHome(workDir)).catch(() => undefined);
+    if (real === undefined || !isWithin(real, workspace)) return hostDirs.open(workDir, 'work_dir');
+    rel = relative(workspace, real);
+    if (rel === '') return HeldDir.ofOwn(workspace);
   }
-  await refuseForbidden(real, workDir, config, workspace);
-  const info = await stat(real).catch(() => undefined);
-  if (!info)
-    throw new InvalidInputError(
-      `work_dir ${workDir} does not exist; create it first (mkdir -p) or omit work_dir`,
-    );
-  if (!info.isDirectory()) throw new InvalidInputError(`work_dir ${workDir} is not a directory`);
-  return real;
-}
-
-/**
- * Inside or around a forbidden path → FORBIDDEN_PATH. The principal's own workspace lies in
- * CODEXEC_HOME by default, and is one of the forbidden places itself: within it, the forbidden
- * places that hold it (home, the local workspace when it is the caller's) do not count.
- */
-async function refuseForbidden(real: string, shown: string, config: Config, workspace: string) {
-  for (const path of forbiddenPaths(config)) {
-    const forbidden = await realOrSelf(path);
-    if (isWithin(real, workspace) && isWithin(workspace, forbidden)) continue;
-    if (isWithin(real, forbidden) || isWithin(forbidden, real)) {
-      throw new ForbiddenPathError(
-        `work_dir ${shown} is inside or contains ${path}, which commands may not use`,
-      );
-    }
-  }
-}
-
-async function realOrSelf(path: string): Promise<string> {
+  const segments = segmentsOf(rel);
+  const rootFd = openRoot(workspace);
   try {
-    return await realpath(path);
-  } catch {
-    return path;
+    const fd = openDirBeneath(rootFd, segments, { shown: workDir });
+    return HeldDir.adopt(join(workspace, ...segments), fd);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT')
+      throw new InvalidInputError(
+        `work_dir ${workDir} does not exist; create it first (mkdir -p) or omit work_dir`,
+      );
+    throw error;
+  } finally {
+    closeSync(rootFd);
   }
 }

@@ -3,7 +3,7 @@
 
 export type { ApprovedBy, AuditAttempt, AuditSink } from './audit.js';
 export { BUILTIN_RULES } from './builtin-rules.js';
-export { resolveCommandDir } from './command-dir.js';
+export { openCommandDir } from './command-dir.js';
 export { type CommandLists, checkCommand, matchesFromStart } from './commands.js';
 export { ENV_ALLOWLIST, sandboxEnv } from './env.js';
 export {
@@ -14,6 +14,7 @@ export {
   prepareDecision,
   runtimeRefusal,
 } from './gate.js';
+export { type DirArgument, HostDirs } from './host-dir.js';
 export { loadRules, policyPath } from './policy-file.js';
 export {
   checkRules,
@@ -35,4 +36,4 @@ export {
 } from './secrets/index.js';
 export { loadShellParser } from './shell/index.js';
 export { detectVenv, type Venv } from './venv.js';
-export { forbiddenPaths, resolveWorkingDir } from './working-dir.js';
+export { forbiddenPaths } from './working-dir.js';

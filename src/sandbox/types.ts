@@ -10,6 +10,16 @@ export interface SandboxSpec {
   readonly env: Readonly<Record<string, string>>;
   /** Directories the code may write (the workspace and, if different, the working dir). */
   readonly writablePaths: readonly string[];
+  /**
+   * A host directory the code works in (one of writablePaths, beneath CODEXEC_ALLOWED_PATHS): it is
+   * never lent to the sandbox user, unlike codexec's own workspaces.
+   */
+  readonly hostDir?: string;
+  /**
+   * Whom a root server runs the code as: the host directory's owner, an ordinary user. Absent:
+   * nobody (65534) for a root server, the server's own uid otherwise.
+   */
+  readonly runAs?: { readonly uid: number; readonly gid: number };
   /** Extra paths the code must be able to read (the script file, the interpreter's tree). */
   readonly readablePaths: readonly string[];
   readonly limits: {

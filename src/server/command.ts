@@ -1,6 +1,7 @@
 import { CONNECTIONS } from '../egress/index.js';
 import type { ExecutionRequest, ExecutionResult, RunOptions } from '../engine/index.js';
-import { detectVenv, resolveCommandDir, type Venv } from '../policy/index.js';
+import { detectVenv, openCommandDir, type Venv } from '../policy/index.js';
+import type { HeldDir } from '../util/index.js';
 import type { Services } from './services.js';
 
 /** execute_command's request in the server's units (the tool turns seconds into ms). */
@@ -16,7 +17,8 @@ export interface CommandRequest {
 export interface PreparedCommand {
   readonly command: string;
   readonly timeoutMs: number;
-  readonly dir: string;
+  /** Held until the command ends: the caller closes it, whether the command ran or not. */
+  readonly dir: HeldDir;
   readonly venv: Venv | undefined;
   readonly allowedDomains?: readonly string[] | undefined;
 }
@@ -53,12 +55,12 @@ export interface CommandResult {
  * (`checkCommand`: rules and lists), checked by each caller.
  */
 export async function prepareCommand(services: Services, request: CommandRequest): Promise<PreparedCommand> {
-  const dir = await resolveCommandDir(request.workDir, services.config);
+  const dir = await openCommandDir(request.workDir, services.config, services.hostDirs);
   return {
     command: request.command,
     timeoutMs: request.timeoutMs,
     dir,
-    venv: detectVenv(dir),
+    venv: detectVenv(dir.path),
     allowedDomains: request.allowedDomains,
   };
 }

@@ -1,4 +1,3 @@
-import { realpathSync } from 'node:fs';
 import { extname } from 'node:path';
 import {
   type ContentBlock,
@@ -13,7 +12,7 @@ import {
 import { commandWorkspace } from '../config/index.js';
 import { CodexecError } from '../errors/index.js';
 import { type OutputSaved, SAVED_STREAMS } from '../outputs/index.js';
-import { unshownName } from '../util/index.js';
+import { type HeldDir, isWithin, type Root, unshownName } from '../util/index.js';
 import { principalOf } from './define-tool.js';
 import { imageContent } from './images.js';
 import { readSavedWhole } from './saved-output.js';
@@ -156,8 +155,13 @@ async function readResource(services: Services, uri: URL, ctx: ServerContext): P
   try {
     const saved = await savedOutputOf(services, uri, principalOf(ctx));
     if (saved !== undefined) return { contents: [{ uri: uri.href, mimeType: 'text/plain', text: saved }] };
-    const { root, path } = await locate(services, uri, principalOf(ctx));
-    const data = await readConfined(root, path, services.config.maxFileTransferBytes);
+    const { root, path, opened } = await locate(services, uri, principalOf(ctx));
+    let data: Buffer;
+    try {
+      data = await readConfined(root, path, services.config.maxFileTransferBytes);
+    } finally {
+      opened?.close();
+    }
     const mimeType = mimeTypeOf(path);
     const base = { uri: uri.href, ...(mimeType && { mimeType }) };
     // Text is masked like run output (secrets filter); not UTF-8: a blob, as it is (files.ts).
@@ -183,12 +187,17 @@ async function savedOutputOf(services: Services, uri: URL, principal: string): P
   return readSavedWhole(services, principal, id, stream);
 }
 
-/** The workspace root (real path) and the relative path a codexec:// URI names. */
+/**
+ * The directory and the relative path a codexec:// URI names: a live session's, held since it
+ * started; an ended run's own workspace (codexec's: no code is left there to move it); an ended
+ * run's host directory, opened again by the same rules as a new working_dir (allowed root, no
+ * symlink on the way, its owner) for this one read; or the command workspace.
+ */
 async function locate(
   services: Services,
   uri: URL,
   principal: string,
-): Promise<{ readonly root: string; readonly path: string }> {
+): Promise<{ readonly root: Root; readonly path: string; readonly opened?: HeldDir }> {
   if (uri.protocol !== 'codexec:') throw new ResourceNotFoundError(uri.href, 'not a codexec:// URI');
   let segments: string[];
   try {
@@ -210,14 +219,17 @@ async function locate(
       const entry = await services.history.get(id, principal);
       if (!entry.working_dir)
         throw new ResourceNotFoundError(uri.href, `${id} recorded no working directory`);
-      return { root: realpathSync(entry.working_dir), path: rest(1) };
+      const path = rest(1);
+      if (isWithin(entry.working_dir, services.config.sandboxDir)) return { root: entry.working_dir, path };
+      const opened = services.hostDirs.reopen(entry.working_dir);
+      return { root: opened, path, opened };
     }
     case 'session': {
       const id = segments[0] ?? '';
-      return { root: realpathSync(services.sessions.describe(id).workingDir), path: rest(1) };
+      return { root: services.sessions.describe(id).dir, path: rest(1) };
     }
     case 'workspace':
-      return { root: realpathSync(commandWorkspace(services.config, principal)), path: rest(0) };
+      return { root: commandWorkspace(services.config, principal), path: rest(0) };
     default:
       throw new ResourceNotFoundError(
         uri.href,

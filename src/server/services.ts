@@ -15,7 +15,13 @@ import {
 import { type Metrics, NO_METRICS } from '../metrics/index.js';
 import { SavedOutputs } from '../outputs/index.js';
 import { type CheckContext, PackageService } from '../packages/index.js';
-import { createSecretsFilter, loadRules, type RuleSet, type SecretsFilter } from '../policy/index.js';
+import {
+  createSecretsFilter,
+  HostDirs,
+  loadRules,
+  type RuleSet,
+  type SecretsFilter,
+} from '../policy/index.js';
 import { WorkspaceRetention } from '../pool/index.js';
 import { createQuotas, type RunQuotas } from '../quotas/index.js';
 import { Interpreters } from '../runtimes/index.js';
@@ -55,6 +61,11 @@ export interface Services {
   readonly disk: DiskQuota;
   /** Removes kept run workspaces after CODEXEC_WORKSPACE_RETENTION_HOURS (start() to begin). */
   readonly workspaces: WorkspaceRetention;
+  /**
+   * The host directories live runs and sessions work in (CODEXEC_ALLOWED_PATHS), held by
+   * descriptor: the one way a caller's working_dir or work_dir is opened.
+   */
+  readonly hostDirs: HostDirs;
   /** Persistent REPL sessions; their owner kills them all on shutdown. */
   readonly sessions: SessionManager;
   /** The policy rules: built-ins with policy.json's overrides and extras. */
@@ -135,6 +146,7 @@ export function createServices(config: Config, observers: Observers = {}): Servi
   const codeMode = downstream.size > 0;
   const engine = new Engine({ config, backends, interpreters, logs, secrets, disk, codeMode, outputs });
   const quotas = createQuotas(config, store);
+  const hostDirs = new HostDirs(config);
   const sessions = new SessionManager({
     config,
     backends,
@@ -209,6 +221,7 @@ export function createServices(config: Config, observers: Observers = {}): Servi
       waitMs: config.runs.queueTimeoutMs,
     }),
     pendingApprovals: new PendingApprovals(config.gate.maxPendingApprovals),
+    hostDirs,
     approvalKey,
     ...(store && { store }),
     tasks: new Tasks({

@@ -26,7 +26,7 @@ import {
   loggedConnection,
   openRunLane,
 } from '../egress/index.js';
-import { figureEnv, PYTHON_SUPPORT_FILES } from '../engine/index.js';
+import { figureEnv, hostDirOf, PYTHON_SUPPORT_FILES } from '../engine/index.js';
 import { InvalidInputError } from '../errors/index.js';
 import type { LogWriter } from '../logs/index.js';
 import type { SavedOutputs } from '../outputs/index.js';
@@ -35,7 +35,7 @@ import { type SecretsFilter, sandboxEnv } from '../policy/index.js';
 import type { RunQuotas } from '../quotas/index.js';
 import type { Interpreters } from '../runtimes/index.js';
 import type { BackendRegistry, Exit, SandboxBackend } from '../sandbox/index.js';
-import { currentPrincipal, log, newId } from '../util/index.js';
+import { currentPrincipal, HeldDir, log, newId } from '../util/index.js';
 import { BASH_HOST_FILES, bashHostPython, hostArgv } from './bash-host.js';
 import { watchSessionDisk } from './disk.js';
 import { DRIVERS } from './drivers.js';
@@ -321,12 +321,22 @@ export class SessionManager implements SessionPackageHost {
     });
   }
 
-  /** The working directory, language and sandbox of a live session (for installers and tools). */
-  describe(sessionId: string): { language: string; workingDir: string; pid: number; sandboxMode: string } {
+  /**
+   * The working directory (its path, and the directory itself held by descriptor: where file tools
+   * start), language and sandbox of a live session.
+   */
+  describe(sessionId: string): {
+    language: string;
+    workingDir: string;
+    dir: HeldDir;
+    pid: number;
+    sandboxMode: string;
+  } {
     const session = this.get(sessionId);
     return {
       language: session.options.language,
       workingDir: session.options.cwd,
+      dir: session.options.dir,
       pid: session.pid,
       sandboxMode: session.options.sandboxMode,
     };
@@ -363,7 +373,7 @@ export class SessionManager implements SessionPackageHost {
         : undefined;
     const id = newId('sess');
     const workspace = join(config.sandboxDir, id);
-    const cwd = request.workingDir ?? workspace;
+    const cwd = request.workingDir?.path ?? workspace;
     await mkdir(workspace, { recursive: true, mode: 0o700 });
     const sandboxed = backend.mode === 'subprocess' ? undefined : workspace;
     // A pty session: its sandbox must run the relay and give it a terminal (found out once).
@@ -405,6 +415,7 @@ export class SessionManager implements SessionPackageHost {
     const proc = backend.spawn({
       argv: channel && !python ? [argv[0] as string, ...NODE_IMPORT, ...argv.slice(1)] : argv,
       cwd,
+      ...hostDirOf(request.workingDir),
       env: sandboxEnv(
         this.deps.hostEnv ?? process.env,
         { ...runtimeEnv, ...channelEnv(channel), ...opened?.env },
@@ -426,11 +437,14 @@ export class SessionManager implements SessionPackageHost {
       control: true,
       ...(pty && { terminal: true }),
     });
+    // Held from here for the session's life; a caller's is start_session's until this point.
+    const dir = request.workingDir ?? HeldDir.ofOwn(workspace);
     const session = new Session(proc, {
       id,
       language: request.language,
       name: request.name ?? null,
       cwd,
+      dir,
       workspace,
       ...(python && { figuresWorkspace: workspace }),
       config,
@@ -451,6 +465,7 @@ export class SessionManager implements SessionPackageHost {
       onEnd: (ended, exit) => {
         unwatch();
         this.table.sessionEnded(ended, backend.mode === 'subprocess' || backend.mode === 'landlock');
+        dir.close();
         return this.onEnd(ended, exit, workspace);
       },
     });
@@ -463,6 +478,7 @@ export class SessionManager implements SessionPackageHost {
         throw new SessionLimitError('the server is shutting down; no new sessions');
       }
     } catch (error) {
+      dir.close();
       await Promise.all([channel?.close(), opened?.lane.close()]);
       await rm(workspace, { recursive: true, force: true });
       throw error;

@@ -19,7 +19,7 @@ import { type OutputSaved, type SavedOutputs, type SavedStream, savedBytes } fro
 import type { SecretsFilter } from '../policy/index.js';
 import { CodeSyntaxError, type Language } from '../runtimes/index.js';
 import { countCpu, type Exit, type SandboxedProcess } from '../sandbox/index.js';
-import { chargeCpu, currentPrincipal, log, newId } from '../util/index.js';
+import { chargeCpu, currentPrincipal, type HeldDir, log, newId } from '../util/index.js';
 import { SessionNotFoundError, SessionStartError } from './errors.js';
 import { SendMarks } from './marks.js';
 import { prepareCell } from './prepare.js';
@@ -60,6 +60,8 @@ export interface SessionOptions {
   readonly language: Language;
   readonly name: string | null;
   readonly cwd: string;
+  /** cwd, held by descriptor for the session's life: its files are walked and read through it. */
+  readonly dir: HeldDir;
   /** The session's own workspace (`sess_*`), which cwd is unless a working_dir was given. */
   readonly workspace: string;
   /** The workspace whose figures folder a send's matplotlib figures are saved in (Python). */
@@ -283,7 +285,7 @@ export class Session {
   }
 
   private async runCell(request: SendRequest): Promise<SendResult> {
-    const { cwd } = this.options;
+    const { cwd, dir } = this.options;
     const code = request.code as string;
     const executionId = this.beginPart();
     const started = Date.now();
@@ -299,7 +301,7 @@ export class Session {
       return result;
     }
     const ownWorkspace = cwd === this.options.workspace;
-    const before = await snapshotDir(cwd, { ownWorkspace });
+    const before = await snapshotDir(dir, { ownWorkspace });
     const done = new Promise<DoneMessage>((resolve) => {
       this.waiting = { id: executionId, resolve };
     });
@@ -375,7 +377,7 @@ export class Session {
     started: number,
     stdin: string | null,
   ): Promise<SendResult> {
-    const { config, cwd } = this.options;
+    const { config, dir } = this.options;
     const stopper = new SendStopper(
       this.proc,
       Math.min(request.timeoutMs ?? config.defaultTimeoutMs, config.maxTimeoutMs),
@@ -406,11 +408,11 @@ export class Session {
     const duration_ms = Date.now() - started;
     const collected = this.collect();
     const { ownWorkspace } = cell;
-    const diff = diffSnapshots(cell.before, await snapshotDir(cwd, { ownWorkspace }));
+    const diff = diffSnapshots(cell.before, await snapshotDir(dir, { ownWorkspace }));
     const listed = listArtifacts(diff, config.artifacts, this.options.secrets);
     const pictures = await collectImages({
       workspace: this.options.figuresWorkspace,
-      workingDir: cwd,
+      workingDir: dir,
       artifacts: listed.plain,
       maxBytes: config.maxImageBytes,
     });

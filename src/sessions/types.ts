@@ -5,6 +5,7 @@ import type { ArtifactsOmitted, ResultImage, SkippedImage } from '../engine/inde
 import type { OutputSaved } from '../outputs/index.js';
 import type { Language } from '../runtimes/index.js';
 import type { LimitKind } from '../sandbox/index.js';
+import type { HeldDir } from '../util/index.js';
 
 /** Why a session ended, as written to `session_end`. */
 export type EndReason = 'closed' | 'killed' | 'idle_timeout' | 'crashed' | 'server_shutdown' | 'disk_limit';
@@ -12,8 +13,11 @@ export type EndReason = 'closed' | 'killed' | 'idle_timeout' | 'crashed' | 'serv
 export interface StartRequest {
   readonly language: Language;
   readonly name?: string | undefined;
-  /** Validated by policy; default: the session workspace `sandbox/sess_<id>/`. */
-  readonly workingDir?: string | undefined;
+  /**
+   * A host directory opened by policy (HostDirs), which the session holds from then on: it is
+   * closed when the session ends or fails to start. Default: the session workspace `sandbox/sess_<id>/`.
+   */
+  readonly workingDir?: HeldDir | undefined;
   /** Code mode: the session's view of the bridge; its driver gets the helpers and a channel. */
   readonly bridge?: BridgeRun | undefined;
   /** Code mode with enable_sampling: the session's limits, over all its sends. */

@@ -18,6 +18,7 @@ import {
 } from 'node:fs';
 import { type FileHandle, open, unlink } from 'node:fs/promises';
 import { ForbiddenPathError } from '../errors/index.js';
+import type { Root } from './held-dir.js';
 import { needsShowing, quotedPath, shownName } from './names.js';
 
 const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
@@ -56,7 +57,7 @@ export function segmentsOf(path: string): string[] {
  * name at a time (a symlink or non-directory on the way is FORBIDDEN_PATH), and that last name.
  */
 export async function inParentBeneath<T>(
-  root: string,
+  root: Root,
   path: string,
   act: (dirFd: number, name: string) => Promise<T>,
   walk: Omit<DirWalk, 'shown'> = {},
@@ -74,19 +75,19 @@ export async function inParentBeneath<T>(
 }
 
 /** Opens the file `path` names beneath `root` (O_NOFOLLOW added: a symlink there is ELOOP). */
-export function openBeneath(root: string, path: string, flags: number, mode?: number): Promise<FileHandle> {
+export function openBeneath(root: Root, path: string, flags: number, mode?: number): Promise<FileHandle> {
   return inParentBeneath(root, path, (dirFd, name) =>
     open(at(dirFd, name), flags | constants.O_NOFOLLOW, mode),
   );
 }
 
 /** Removes the file `path` names beneath `root` (a link there goes, never what it points to). */
-export function unlinkBeneath(root: string, path: string): Promise<void> {
+export function unlinkBeneath(root: Root, path: string): Promise<void> {
   return inParentBeneath(root, path, (dirFd, name) => unlink(at(dirFd, name)));
 }
 
 /** The names in directory `rel` beneath `root` ("" for the root); none when it cannot be opened. */
-export function listBeneath(root: string, rel: string): string[] {
+export function listBeneath(root: Root, rel: string): string[] {
   let rootFd: number | undefined;
   let fd: number | undefined;
   try {
@@ -101,9 +102,12 @@ export function listBeneath(root: string, rel: string): string[] {
   }
 }
 
-/** Opens the workspace root itself (a real directory, not a link to one). Close it with closeSync. */
-export function openRoot(root: string): number {
-  return openSync(root, DIR_FLAGS);
+/**
+ * Opens the root itself: a new descriptor of a held directory, or a path of codexec's own (a real
+ * directory, not a link to one). Close it with closeSync.
+ */
+export function openRoot(root: Root): number {
+  return typeof root === 'string' ? openSync(root, DIR_FLAGS) : root.dup();
 }
 
 /** Opens directory `name` inside `dirFd`; a symlink or non-directory there throws (ELOOP/ENOTDIR). */

@@ -1,8 +1,8 @@
-import { mkdirSync, realpathSync, rmSync } from 'node:fs';
+import { mkdirSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/index.js';
-import { checkCommand, loadShellParser, resolveCommandDir } from '../../src/policy/index.js';
+import { type Config, loadConfig } from '../../src/config/index.js';
+import { checkCommand, HostDirs, loadShellParser, openCommandDir } from '../../src/policy/index.js';
 import { tempDir } from '../helpers/server.js';
 
 beforeAll(() => loadShellParser());
@@ -71,40 +71,45 @@ describe('command settings', () => {
   });
 });
 
-describe('resolveCommandDir', () => {
+describe('openCommandDir', () => {
   let home = '';
   afterEach(() => rmSync(home, { recursive: true, force: true }));
+  const open = async (workDir: string | undefined, config: Config) => {
+    const held = await openCommandDir(workDir, config, new HostDirs(config));
+    held.close();
+    return held.path;
+  };
 
-  it('makes the workspace on first use and resolves relative work_dirs in it', async () => {
+  it('makes the workspace on first use and opens relative work_dirs in it', async () => {
     home = tempDir();
     const config = loadConfig({ CODEXEC_HOME: join(home, 'cx') });
-    const workspace = await resolveCommandDir(undefined, config);
+    const workspace = await open(undefined, config);
     expect(workspace).toBe(join(realpathSync(home), 'cx/workspace'));
     mkdirSync(join(workspace, 'a/b'), { recursive: true });
-    expect(await resolveCommandDir('a/b', config)).toBe(join(workspace, 'a/b'));
-    expect(await resolveCommandDir(join(workspace, 'a'), config)).toBe(join(workspace, 'a'));
+    expect(await open('a/b', config)).toBe(join(workspace, 'a/b'));
+    expect(await open(join(workspace, 'a'), config)).toBe(join(workspace, 'a'));
   });
 
-  it('refuses the rest of CODEXEC_HOME even when it is an allowed path, and a workspace that is CODEXEC_HOME', async () => {
+  it('refuses a symlink and ".." beneath the workspace', async () => {
+    home = tempDir();
+    const config = loadConfig({ CODEXEC_HOME: join(home, 'cx') });
+    const workspace = await open(undefined, config);
+    symlinkSync('/etc', join(workspace, 'etc'));
+    await expect(open('etc', config)).rejects.toMatchObject({ code: 'FORBIDDEN_PATH' });
+    await expect(open('../..', config)).rejects.toMatchObject({ code: 'FORBIDDEN_PATH' });
+  });
+
+  it('an absolute work_dir elsewhere is a host directory: CODEXEC_ALLOWED_PATHS and its rules', async () => {
     home = tempDir();
     const cx = join(home, 'cx');
     mkdirSync(join(cx, 'envs'), { recursive: true });
-    const config = loadConfig({ CODEXEC_HOME: cx, CODEXEC_ALLOWED_PATHS: cx });
-    await expect(resolveCommandDir(join(cx, 'envs'), config)).rejects.toMatchObject({
+    await expect(open(home, loadConfig({ CODEXEC_HOME: cx }))).rejects.toMatchObject({
       code: 'FORBIDDEN_PATH',
     });
-    const whole = loadConfig({ CODEXEC_HOME: cx, CODEXEC_WORKSPACE: cx });
-    await expect(resolveCommandDir(undefined, whole)).rejects.toMatchObject({ code: 'FORBIDDEN_PATH' });
-  });
-
-  it('refuses forbidden paths inside an allowed one', async () => {
-    home = tempDir();
-    const config = loadConfig({ CODEXEC_HOME: join(home, 'cx'), CODEXEC_ALLOWED_PATHS: '/' });
-    await expect(resolveCommandDir('/etc/ssl', config)).rejects.toMatchObject({ code: 'FORBIDDEN_PATH' });
-    await expect(resolveCommandDir('/', config)).rejects.toMatchObject({ code: 'FORBIDDEN_PATH' });
-    mkdirSync(join(home, 'other'));
-    expect(await resolveCommandDir(join(home, 'other'), config)).toBe(join(realpathSync(home), 'other'));
+    const config = loadConfig({ CODEXEC_HOME: cx, CODEXEC_ALLOWED_PATHS: '/' });
+    await expect(open(join(cx, 'envs'), config)).rejects.toMatchObject({ code: 'FORBIDDEN_PATH' });
+    await expect(open('/etc/ssl', config)).rejects.toMatchObject({ code: 'FORBIDDEN_PATH' });
     // a directory holding codexec's home is refused: the command could reach it by a relative path
-    await expect(resolveCommandDir(home, config)).rejects.toMatchObject({ code: 'FORBIDDEN_PATH' });
+    await expect(open(home, config)).rejects.toMatchObject({ code: 'FORBIDDEN_PATH' });
   });
 });

@@ -12,7 +12,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { identityFor, Lease, NOBODY } from '../../src/sandbox/namespace/ownership.js';
-import { SANDBOX_ENV, SANDBOX_MODE } from '../helpers/mode.js';
+import { allowing } from '../helpers/host-dir.js';
+import { SANDBOX_ENV } from '../helpers/mode.js';
 import { callTool, startServer } from '../helpers/server.js';
 
 const dirs: string[] = [];
@@ -26,17 +27,22 @@ function dir(): string {
 }
 
 describe.runIf(process.getuid?.() === 0)('ownership when the server is root', () => {
-  it('runs as the working dir owner when that is a regular user, else as nobody', () => {
-    const mine = dir();
-    expect(identityFor(mine)).toEqual(NOBODY);
-    const theirs = dir();
-    rmSync(theirs, { recursive: true });
-    mkdirSync(theirs);
-    chownSync(theirs, 1000, 1000);
-    expect(identityFor(theirs)).toEqual({ uid: 1000, gid: 1000 });
-    // Group root is never the run's: the owner with nobody's group.
-    chownSync(theirs, 1000, 0);
-    expect(identityFor(theirs)).toEqual({ uid: 1000, gid: NOBODY.gid });
+  it("runs as the spec's runAs (a host directory's owner, found by policy), else as nobody", () => {
+    expect(identityFor({})).toEqual(NOBODY);
+    expect(identityFor({ runAs: { uid: 1000, gid: 1000 } })).toEqual({ uid: 1000, gid: 1000 });
+  });
+
+  it('never lends the host directory, whoever owns what in it', async () => {
+    const own = dir();
+    const host = dir();
+    writeFileSync(join(host, 'tool'), 'root-owned');
+    const lease = new Lease(NOBODY);
+    lease.lend({ writablePaths: [own, host], hostDir: host });
+    expect(statSync(own).uid).toBe(65534);
+    expect(statSync(host).uid).toBe(0);
+    expect(statSync(join(host, 'tool')).uid).toBe(0);
+    await lease.giveBack();
+    expect(statSync(own).uid).toBe(0);
   });
 
   it('lends root-owned entries, skips hard links and symlink targets, gives everything back', async () => {
@@ -48,7 +54,7 @@ describe.runIf(process.getuid?.() === 0)('ownership when the server is root', ()
     linkSync(join(outside, 'secret'), join(root, 'hardlink'));
     symlinkSync(join(outside, 'secret'), join(root, 'symlink'));
     const lease = new Lease(NOBODY);
-    lease.lend([root]);
+    lease.lend({ writablePaths: [root] });
     expect(statSync(root).uid).toBe(65534);
     expect(statSync(join(root, 'data.csv')).uid).toBe(65534);
     expect(statSync(join(root, 'sub')).uid).toBe(65534);
@@ -61,28 +67,10 @@ describe.runIf(process.getuid?.() === 0)('ownership when the server is root', ()
       expect(statSync(join(root, name)).uid).toBe(0);
   });
 
-  it('a root-owned working_dir stays writable for the code and its outputs stay root-owned', async () => {
-    const work = dir();
-    writeFileSync(join(work, 'in.txt'), 'old');
-    const server = await startServer({ env: { ...SANDBOX_ENV } });
-    try {
-      const { value } = await callTool(server.client, 'execute_code', {
-        language: 'python',
-        code: 'import os\nopen("in.txt", "w").write("new")\nopen("out.txt", "w").write("made")\nprint(os.getuid())',
-        working_dir: work,
-      });
-      expect(value).toMatchObject({ success: true, stdout: '65534\n', sandbox_mode: SANDBOX_MODE });
-      expect((value as { artifacts: string[] }).artifacts.sort()).toEqual(['in.txt', 'out.txt']);
-      for (const name of ['.', 'in.txt', 'out.txt']) expect(statSync(join(work, name)).uid).toBe(0);
-    } finally {
-      await server.close();
-    }
-  });
-
   it("a regular user's working_dir runs the code as that user, outputs theirs", async () => {
     const work = dir();
     chownSync(work, 1000, 1000);
-    const server = await startServer({ env: { ...SANDBOX_ENV } });
+    const server = await startServer({ env: { ...SANDBOX_ENV, ...allowing(work) } });
     try {
       const { value } = await callTool(server.client, 'execute_code', {
         language: 'bash',

@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 import { SandboxUnavailableError } from '../../errors/index.js';
 import { isWithin } from '../../util/index.js';
 import { FORWARDER, forwards } from '../egress.js';
-import { identityFor, Lease } from '../namespace/ownership.js';
+import { identityFor, Lease, NOBODY } from '../namespace/ownership.js';
 import { DRIVERS } from '../namespace/zygote.js';
 import type { Availability, SandboxBackend, SandboxedProcess, SandboxSpec } from '../types.js';
 import { NotForkableError } from '../types.js';
@@ -102,7 +102,7 @@ export class ContainerBackend implements SandboxBackend {
     const removals = new DeferredRemoval(engine, (name) => reaper.release(name));
     const persistent = new PersistentContainers(
       engine,
-      (name) => this.runOptions(name, image, engine, identityFor('/')),
+      (name) => this.runOptions(name, image, engine, NOBODY),
       (name) => reaper.watch(name),
       (name) => reaper.release(name),
     );
@@ -152,9 +152,9 @@ export class ContainerBackend implements SandboxBackend {
     // Before anything is lent: a spec this backend cannot give its network is refused whole.
     const network = containerNetwork(spec, this.options.network);
     const uid = process.getuid?.() ?? 0;
-    const user = uid === 0 ? identityFor(spec.cwd) : { uid, gid: process.getgid?.() ?? uid };
+    const user = uid === 0 ? identityFor(spec) : { uid, gid: process.getgid?.() ?? uid };
     const lease = uid === 0 ? new Lease(user) : undefined;
-    lease?.lend(spec.writablePaths);
+    lease?.lend(spec);
     // The egress allowlist's forwarder needs a network of the run's own: a persistent container
     // has one for all its commands (a command's forwarder would hold the proxy's port against the
     // next, and outlive it), and the proxy's socket lies in the run's workspace, not in its mounts.

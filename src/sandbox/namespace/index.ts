@@ -182,7 +182,7 @@ export class NamespaceBackend implements SandboxBackend {
   async reserveLauncher(spec: SandboxSpec, ms: number): Promise<void> {
     const host = this.setup();
     if (!host.cgroups || spec.zygote || this.heldLaunchers.has(spec)) return;
-    const identity = host.root ? identityFor(spec.cwd) : undefined;
+    const identity = host.root ? identityFor(spec) : undefined;
     const shape = this.shapeOf(spec, identity, this.dropWorks ? `/etc/${DROP_NAME}` : undefined);
     const ready = await this.launchers(host)?.takeWithin(shape, ms);
     if (ready) this.heldLaunchers.set(spec, { ready, shape: JSON.stringify(shape) });
@@ -215,10 +215,10 @@ export class NamespaceBackend implements SandboxBackend {
     const zygote = this.zygoteFor(spec);
     const seccomp = hostFilter({ sockets: socketPolicy(spec) });
     if (!zygote?.usable || !seccomp || (!landlock && !host.cat)) return;
-    const identity = identityFor(spec.cwd);
+    const identity = identityFor(spec);
     if (landlock && this.unreachable(spec, identity)) return; // a cold start reports it
     const lease = new Lease(identity);
-    lease.lend(spec.writablePaths);
+    lease.lend(spec);
     let cgroup: RunCgroup;
     let tmp: string | undefined;
     try {
@@ -435,11 +435,11 @@ export class NamespaceBackend implements SandboxBackend {
     const seccomp = hostFilter({ sockets: socketPolicy(spec), sessionFixed });
     if (!seccomp)
       throw new SandboxUnavailableError(`${this.mode} sandbox unavailable: no seccomp filter for this arch`);
-    const identity = host.root ? identityFor(spec.cwd) : undefined;
+    const identity = host.root ? identityFor(spec) : undefined;
     const blocked = landlock && identity ? this.unreachable(spec, identity) : undefined;
     if (blocked) throw new SandboxUnavailableError(`landlock sandbox: ${blocked}`);
     const lease = identity ? new Lease(identity) : undefined;
-    lease?.lend(spec.writablePaths);
+    lease?.lend(spec);
     const system = landlock ? { mounts: [] } : this.systemNow(host);
     const shape = this.shapeOf(spec, identity, system.drop);
     const report = shape.report;

@@ -1,13 +1,13 @@
 // Who the code runs as when the server is root, and how its writable directories become
 // writable for that uid without staying that way.
 //
-// Rule: a working directory owned by a regular user runs the code as that user (it could write
-// there anyway, and its outputs stay theirs), never with group root. Anything else runs as nobody
-// (65534). Writable directories owned by root (the engine's per-run workspace, a root-owned
-// working_dir) are lent to that uid for the run and given back afterwards, with every file the
-// run created or changed.
-import { closeSync, fchownSync, fstatSync, lchownSync, statSync } from 'node:fs';
+// Rule: a host directory (policy's HostDirs: an ordinary user's, beneath CODEXEC_ALLOWED_PATHS)
+// runs the code as its owner and is never lent: no host tree changes owner. Everything else runs
+// as nobody (65534), and codexec's own workspaces, which root owns, are lent to that uid for the
+// run and given back afterwards, with every file the run created or changed.
+import { closeSync, fchownSync, fstatSync, lchownSync } from 'node:fs';
 import { at, holdsOnly, openRoot, quietly, walkBeneath } from '../../util/index.js';
+import type { SandboxSpec } from '../types.js';
 
 export interface Identity {
   readonly uid: number;
@@ -17,13 +17,16 @@ export interface Identity {
 export const NOBODY: Identity = { uid: 65534, gid: 65534 };
 
 /**
- * The uid/gid for a run whose working directory is `cwd` (server running as root). Never group
- * root either: a user's directory whose group is root runs as that user and nobody's group.
+ * Whom a root server runs `spec`'s code as: the owner of its host directory as policy found it
+ * (held by descriptor, never looked up again by path), else nobody.
  */
-export function identityFor(cwd: string, fallback: Identity = NOBODY): Identity {
-  const owner = statSync(cwd, { throwIfNoEntry: false });
-  if (!owner || owner.uid === 0) return fallback;
-  return { uid: owner.uid, gid: owner.gid !== 0 ? owner.gid : fallback.gid };
+export function identityFor(spec: Pick<SandboxSpec, 'runAs'>): Identity {
+  return spec.runAs ?? NOBODY;
+}
+
+/** The writable directories codexec made for `spec`, which may be lent: never its host directory. */
+export function lendable(spec: Pick<SandboxSpec, 'writablePaths' | 'hostDir'>): readonly string[] {
+  return spec.writablePaths.filter((path) => path !== spec.hostDir);
 }
 
 interface Owner {
@@ -52,9 +55,9 @@ export class Lease {
     private readonly maxEntries = 100_000,
   ) {}
 
-  /** Synchronous: runs at spawn time, before the sandbox starts. */
-  lend(paths: readonly string[]): void {
-    for (const path of paths) {
+  /** Synchronous: runs at spawn time, before the sandbox starts. Never the spec's host directory. */
+  lend(spec: Pick<SandboxSpec, 'writablePaths' | 'hostDir'>): void {
+    for (const path of lendable(spec)) {
       const rootFd = openRootQuietly(path);
       if (rootFd === undefined) continue; // bwrap reports a missing bind source itself
       try {

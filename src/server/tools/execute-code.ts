@@ -2,7 +2,6 @@ import type { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import type { ExecutionRequest } from '../../engine/index.js';
 import { InvalidInputError } from '../../errors/index.js';
-import { resolveWorkingDir } from '../../policy/index.js';
 import { LANGUAGES } from '../../runtimes/index.js';
 import { artifactsOmitted, NAMES_HELP } from '../artifacts.js';
 import { codeModeFor, codeModeInput, codeModePowers, sessionSampler, toolCallsField } from '../codemode.js';
@@ -117,24 +116,28 @@ export function registerExecuteCode(server: McpServer, services: Services, gate:
       if (args.session_id !== undefined) return sendInSession(server, services, gate, args, ctx);
       // Bad input is refused before anyone is asked to approve it.
       const workingDir = args.working_dir
-        ? await resolveWorkingDir(args.working_dir, services.config)
+        ? services.hostDirs.open(args.working_dir, 'working_dir')
         : undefined;
-      return gate.run(
-        ctx,
-        {
-          tool: 'execute_code',
-          language: args.language,
-          code: args.code,
-          sessionId: null,
-          powers: codeModePowers(args),
-        },
-        () =>
-          runWithProgress(server, services, args, ctx, {
-            workingDir,
-            askEgress: gate.egressAsker(ctx, 'execute_code', null),
-          }),
-        runFacts,
-      );
+      try {
+        return await gate.run(
+          ctx,
+          {
+            tool: 'execute_code',
+            language: args.language,
+            code: args.code,
+            sessionId: null,
+            powers: codeModePowers(args),
+          },
+          () =>
+            runWithProgress(server, services, args, ctx, {
+              workingDir,
+              askEgress: gate.egressAsker(ctx, 'execute_code', null),
+            }),
+          runFacts,
+        );
+      } finally {
+        workingDir?.close();
+      }
     },
   });
 }

@@ -86,15 +86,19 @@ export function registerExecuteCommand(server: McpServer, services: Services, ga
       });
       // Bad input (work_dir) is refused above, before anyone is asked; the gate applies the
       // rules and command lists (COMMAND_BLOCKED), approval and the audit entry.
-      return gate.run(
-        ctx,
-        { tool: 'execute_command', language: 'bash', code: args.command, sessionId: null },
-        () =>
-          withProgress(ctx, (options) =>
-            runPreparedCommand(services, prepared, options, gate.egressAsker(ctx, 'execute_command', null)),
-          ),
-        runFacts,
-      );
+      try {
+        return await gate.run(
+          ctx,
+          { tool: 'execute_command', language: 'bash', code: args.command, sessionId: null },
+          () =>
+            withProgress(ctx, (options) =>
+              runPreparedCommand(services, prepared, options, gate.egressAsker(ctx, 'execute_command', null)),
+            ),
+          runFacts,
+        );
+      } finally {
+        prepared.dir.close(); // refused, denied or done: the directory is no longer held
+      }
     },
   });
 }

@@ -3,7 +3,7 @@
 // code, but it changes what code will see, so write_file exists only when CODEXEC_ENABLED is on;
 // read_file is read-only and always there.
 import { randomBytes } from 'node:crypto';
-import { constants, mkdirSync, realpathSync, statSync } from 'node:fs';
+import { closeSync, constants, fstatSync, mkdirSync, realpathSync } from 'node:fs';
 import { type FileHandle, lstat, open, rename, unlink } from 'node:fs/promises';
 import type { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
@@ -16,7 +16,10 @@ import {
   currentPrincipal,
   inParentBeneath,
   openBeneath,
+  openRoot,
+  pathOf,
   quotedPath,
+  type Root,
   shownName,
 } from '../../util/index.js';
 import { defineTool } from '../define-tool.js';
@@ -144,7 +147,12 @@ export function registerFileTools(server: McpServer, services: Services, gate: G
           },
           async () => {
             await writeConfined(root, args.path, data);
-            return { success: true, path: shownName(args.path), bytes: data.length, working_dir: root };
+            return {
+              success: true,
+              path: shownName(args.path),
+              bytes: data.length,
+              working_dir: pathOf(root),
+            };
           },
           () => ({ execution_id: null, exit_code: null, duration_ms: null, stdout: '' }),
         );
@@ -187,7 +195,7 @@ export function registerFileTools(server: McpServer, services: Services, gate: G
         bytes: data.length,
         encoding: args.encoding,
         content,
-        working_dir: root,
+        working_dir: pathOf(root),
       };
     },
   });
@@ -239,12 +247,14 @@ export function maskedText(data: Buffer, secrets: SecretsFilter | undefined): st
   return secrets ? secrets.redact(text) : text;
 }
 
-/** The real path of the target workspace: a session's cwd, or the command workspace. */
-function workspaceOf(services: Services, args: { session_id?: string; workspace?: 'command' }): string {
+/**
+ * The target directory: a session's, held by descriptor since it started (never looked up again by
+ * path: a rename or a symlink in its place changes nothing), or the command workspace, codexec's own.
+ */
+function workspaceOf(services: Services, args: { session_id?: string; workspace?: 'command' }): Root {
   if ((args.session_id === undefined) === (args.workspace === undefined))
     throw new InvalidInputError('give exactly one of session_id or workspace');
-  if (args.session_id !== undefined)
-    return realpathSync(services.sessions.describe(args.session_id).workingDir);
+  if (args.session_id !== undefined) return services.sessions.describe(args.session_id).dir;
   const workspace = commandWorkspace(services.config, currentPrincipal());
   mkdirSync(workspace, { recursive: true });
   return realpathSync(workspace);
@@ -277,7 +287,7 @@ function decodeBase64(content: string): Buffer {
  * workspace's owner: the sandbox uid of the session or run that has it lent, or the user whose
  * directory it is (a root-owned one stays root's until lent).
  */
-export function writeConfined(root: string, path: string, data: Buffer): Promise<void> {
+export function writeConfined(root: Root, path: string, data: Buffer): Promise<void> {
   const owner = ownerOf(root);
   return inParentBeneath(
     root,
@@ -310,18 +320,26 @@ export function writeConfined(root: string, path: string, data: Buffer): Promise
   );
 }
 
-/** Who new entries go to: the workspace's owner when it is not root (and the server is). */
-function ownerOf(root: string): { uid: number; gid: number } | undefined {
+/**
+ * Who new entries go to: the workspace's owner now (a lent workspace's is the sandbox uid), when
+ * it is not root (and the server is). Asked of the directory itself, by descriptor.
+ */
+function ownerOf(root: Root): { uid: number; gid: number } | undefined {
   if (process.getuid?.() !== 0) return undefined;
-  const stat = statSync(root);
-  return stat.uid !== 0 ? { uid: stat.uid, gid: stat.gid } : undefined;
+  const fd = openRoot(root);
+  try {
+    const stat = fstatSync(fd);
+    return stat.uid !== 0 ? { uid: stat.uid, gid: stat.gid } : undefined;
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /**
  * Reads a regular file beneath the workspace (util/beneath: no symlink followed), at most
  * `limit` bytes (larger: refused). Shared by read_file and resources/read.
  */
-export async function readConfined(root: string, path: string, limit: number): Promise<Buffer> {
+export async function readConfined(root: Root, path: string, limit: number): Promise<Buffer> {
   let handle: FileHandle | undefined;
   try {
     handle = await openBeneath(root, path, constants.O_RDONLY | constants.O_NONBLOCK);

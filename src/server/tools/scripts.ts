@@ -3,7 +3,6 @@ import { z } from 'zod';
 import { CodexecError } from '../../errors/index.js';
 import { type ScriptMetadata, type ScriptStore, searchScripts } from '../../library/index.js';
 import { findMissingPackages } from '../../packages/index.js';
-import { resolveWorkingDir } from '../../policy/index.js';
 import { LANGUAGES } from '../../runtimes/index.js';
 import { currentPrincipal } from '../../util/index.js';
 import { discovers } from '../codemode.js';
@@ -218,42 +217,46 @@ export function registerScriptTools(server: McpServer, services: Services, gate:
         );
       }
       const workingDir = args.working_dir
-        ? await resolveWorkingDir(args.working_dir, services.config)
+        ? services.hostDirs.open(args.working_dir, 'working_dir')
         : undefined;
       const attempt = { tool: 'run_script', language: metadata.language, code, sessionId: null };
-      return gate.run(
-        ctx,
-        attempt,
-        () =>
-          withProgress(ctx, async (options) => {
-            // Code mode's discovery, where downstream servers are configured (no call allowed).
-            const ended = new AbortController();
-            const bridge = discovers(services, metadata.language)
-              ? services.bridge.openRun({ allowedTools: [], signal: ended.signal })
-              : undefined;
-            try {
-              const result = await services.engine.run(
-                {
-                  language: metadata.language,
-                  code,
-                  timeoutMs: args.timeout_ms,
-                  workingDir,
-                  args: args.args,
-                  scriptName: metadata.name,
-                  allowedDomains: args.allowed_domains,
-                  askEgress: gate.egressAsker(ctx, 'run_script', null),
-                  bridge,
-                },
-                options,
-              );
-              await scripts.recordRun(args.name, result.success);
-              return result;
-            } finally {
-              ended.abort(new Error('the run ended'));
-            }
-          }),
-        runFacts,
-      );
+      try {
+        return await gate.run(
+          ctx,
+          attempt,
+          () =>
+            withProgress(ctx, async (options) => {
+              // Code mode's discovery, where downstream servers are configured (no call allowed).
+              const ended = new AbortController();
+              const bridge = discovers(services, metadata.language)
+                ? services.bridge.openRun({ allowedTools: [], signal: ended.signal })
+                : undefined;
+              try {
+                const result = await services.engine.run(
+                  {
+                    language: metadata.language,
+                    code,
+                    timeoutMs: args.timeout_ms,
+                    workingDir,
+                    args: args.args,
+                    scriptName: metadata.name,
+                    allowedDomains: args.allowed_domains,
+                    askEgress: gate.egressAsker(ctx, 'run_script', null),
+                    bridge,
+                  },
+                  options,
+                );
+                await scripts.recordRun(args.name, result.success);
+                return result;
+              } finally {
+                ended.abort(new Error('the run ended'));
+              }
+            }),
+          runFacts,
+        );
+      } finally {
+        workingDir?.close();
+      }
     },
   });
 }

@@ -1,7 +1,7 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { InvalidInputError } from '../../errors/index.js';
-import { resolveWorkingDir, runtimeRefusal } from '../../policy/index.js';
+import { runtimeRefusal } from '../../policy/index.js';
 import { LANGUAGES } from '../../runtimes/index.js';
 import { assertPtyLanguage } from '../../sessions/index.js';
 import { artifactsOmitted, NAMES_HELP } from '../artifacts.js';
@@ -162,7 +162,6 @@ function registerCodeTools(server: McpServer, services: Services, gate: Gatekeep
     annotations: EFFECTS,
     handler: async (args) => {
       // Starting runs no code of the caller's: only the runtime is checked; each send is gated.
-      const workingDir = args.working_dir ? await resolveWorkingDir(args.working_dir, config) : undefined;
       const refused = runtimeRefusal(args.language, config.gate.allowedRuntimes);
       if (refused) throw refused;
       if (args.pty) assertPtyLanguage(args.language);
@@ -185,15 +184,24 @@ function registerCodeTools(server: McpServer, services: Services, gate: Gatekeep
       const sampling = args.enable_sampling
         ? { rounds: args.max_sampling_rounds, tokens: args.max_sampling_tokens }
         : undefined;
-      return sessions.start({
-        language: args.language,
-        name: args.name,
-        workingDir,
-        bridge,
-        sampling,
-        allowedDomains: args.allowed_domains,
-        pty: args.pty,
-      });
+      // The session holds its directory from its start on; a start that fails lets it go.
+      const workingDir = args.working_dir
+        ? services.hostDirs.open(args.working_dir, 'working_dir')
+        : undefined;
+      try {
+        return await sessions.start({
+          language: args.language,
+          name: args.name,
+          workingDir,
+          bridge,
+          sampling,
+          allowedDomains: args.allowed_domains,
+          pty: args.pty,
+        });
+      } catch (error) {
+        workingDir?.close();
+        throw error;
+      }
     },
   });
   defineTool(server, {

@@ -1,0 +1,154 @@
+// The one way a caller's path becomes a directory code works in: beneath a root the operator
+// listed (CODEXEC_ALLOWED_PATHS), opened one name at a time without following a symlink, owned by
+// whom the code will run as, and apart from every other live run's or session's.
+
+import { closeSync, constants, fstatSync, openSync, realpathSync } from 'node:fs';
+import { isAbsolute, relative } from 'node:path';
+import type { Config } from '../config/index.js';
+import { ForbiddenPathError, InvalidInputError } from '../errors/index.js';
+import { expandHome, HeldDir, isWithin, type Owner, openDirBeneath } from '../util/index.js';
+import { forbiddenPaths } from './working-dir.js';
+
+/** The argument a path came in, for messages: execute_code/start_session's or execute_command's. */
+export type DirArgument = 'working_dir' | 'work_dir';
+
+/** The first uid of an ordinary user (Debian's and Fedora's UID_MIN); below it, system accounts. */
+const FIRST_USER_UID = 1000;
+const NOBODY_UID = 65534;
+
+/**
+ * The host directories held by live runs and sessions, server-wide: a new one inside or around a
+ * live one is refused, so no run can rename or replace the directory another works in.
+ */
+export class HostDirs {
+  private readonly live = new Set<HeldDir>();
+
+  constructor(
+    private readonly config: Pick<
+      Config,
+      'home' | 'logDir' | 'scriptsDir' | 'sandboxDir' | 'envsDir' | 'command'
+    >,
+    private readonly serverUid: number = process.getuid?.() ?? 0,
+  ) {}
+
+  /** Whether any host directory may be used at all (CODEXEC_ALLOWED_PATHS lists one). */
+  get enabled(): boolean {
+    return this.config.command.allowedPaths.length > 0;
+  }
+
+  /**
+   * Opens the directory `input` names for one run or session; close() the result when it ends.
+   * FORBIDDEN_PATH outside the allowed roots, on a symlink, inside or around a forbidden or live
+   * directory, or (root server) owned by root or a system account.
+   */
+  open(input: string, argument: DirArgument): HeldDir {
+    return this.hold(input, argument, true);
+  }
+
+  private hold(input: string, argument: DirArgument, live: boolean): HeldDir {
+    if (input.includes('\0')) throw new InvalidInputError(`${argument} must not contain NUL characters`);
+    if (!isAbsolute(input) && !input.startsWith('~'))
+      throw new InvalidInputError(`${argument} ${input} must be an absolute path`);
+    const roots = this.config.command.allowedPaths;
+    if (roots.length === 0)
+      throw new ForbiddenPathError(
+        `${argument} ${input} is refused: no host directory is open to code (CODEXEC_ALLOWED_PATHS lists none). Omit ${argument} to work in a fresh workspace, or ask the operator to list the directory's root in CODEXEC_ALLOWED_PATHS`,
+      );
+    const real = realOrMissing(expandHome(input), input, argument);
+    const root = roots.map(realOrUndefined).find((path) => path !== undefined && isWithin(real, path));
+    if (root === undefined)
+      throw new ForbiddenPathError(
+        `${argument} ${input} is outside CODEXEC_ALLOWED_PATHS (${roots.join(', ')}), the only host directories code may work in`,
+      );
+    this.refuseForbidden(real, input, argument);
+    const fd = openBeneathRoot(root, real, input);
+    let held: HeldDir | undefined;
+    try {
+      held = HeldDir.adopt(real, fd, {
+        host: this.runAs(fstatSync(fd), input, argument),
+        onClose: () => this.live.delete(held as HeldDir),
+      });
+      if (live) this.refuseOverlap(held, input, argument);
+    } catch (error) {
+      if (held) held.close();
+      else closeSync(fd);
+      throw error;
+    }
+    if (live) this.live.add(held);
+    return held;
+  }
+
+  /**
+   * Opens again, for one read, the host directory an ended run worked in (its log entry's
+   * working_dir): the same rules as open() but no other run's is in its way. The caller closes it.
+   */
+  reopen(path: string): HeldDir {
+    return this.hold(path, 'working_dir', false);
+  }
+
+  /** The uid code runs as there: a root server's is the owner's, an ordinary user's is its own. */
+  private runAs(owner: Owner, input: string, argument: DirArgument): { runAs?: Owner } {
+    if (this.serverUid !== 0) return {};
+    if (owner.uid === 0)
+      throw new ForbiddenPathError(
+        `${argument} ${input} is owned by root: code works in a host directory only as its owner, an ordinary user (chown it to one, or omit ${argument})`,
+      );
+    if (owner.uid < FIRST_USER_UID || owner.uid === NOBODY_UID)
+      throw new ForbiddenPathError(
+        `${argument} ${input} is owned by uid ${owner.uid}, a system account: code works in a host directory only as its owner, an ordinary user (uid ${FIRST_USER_UID} or above)`,
+      );
+    // Never group root: a user's directory whose group is root runs with nobody's group.
+    return { runAs: { uid: owner.uid, gid: owner.gid !== 0 ? owner.gid : NOBODY_UID } };
+  }
+
+  private refuseForbidden(real: string, input: string, argument: DirArgument): void {
+    for (const path of forbiddenPaths(this.config as Config)) {
+      const forbidden = realOrUndefined(path) ?? path;
+      if (isWithin(real, forbidden) || isWithin(forbidden, real))
+        throw new ForbiddenPathError(
+          `${argument} ${input} is inside or contains ${path}, which code may not use`,
+        );
+    }
+  }
+
+  private refuseOverlap(held: HeldDir, input: string, argument: DirArgument): void {
+    for (const other of this.live) {
+      if (other.dev === held.dev && other.ino === held.ino) continue; // the same directory: shared
+      if (isWithin(held.path, other.path) || isWithin(other.path, held.path))
+        throw new ForbiddenPathError(
+          `${argument} ${input} is inside or around ${other.path}, where another run or session works now`,
+        );
+    }
+  }
+}
+
+/** Opens `real` beneath the allowed root `root` (both real paths), refusing a symlink on the way. */
+function openBeneathRoot(root: string, real: string, input: string): number {
+  const rootFd = openSync(root, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+  try {
+    const rel = relative(root, real);
+    return openDirBeneath(rootFd, rel === '' ? [] : rel.split('/'), { shown: input });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') throw new InvalidInputError(`${input} does not exist`);
+    throw error;
+  } finally {
+    closeSync(rootFd);
+  }
+}
+
+function realOrMissing(path: string, input: string, argument: DirArgument): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    throw new InvalidInputError(`${argument} ${input} does not exist; create it first or omit ${argument}`);
+  }
+}
+
+function realOrUndefined(path: string): string | undefined {
+  try {
+    return realpathSync(path);
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,245 @@
+// Host directories by allowlist, held by descriptor, run as their owner. The attacks as a hostile
+// caller ran them on a root server: a caller-chosen working_dir lent a root-owned directory to the
+// sandbox (a trojan replaced /usr/local/bin/tool); a session's directory renamed and replaced by a
+// symlink to / made read_file, write_file and resources/read reach the host.
+import {
+  chownSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { allowing, OWNER, ownedDir } from '../helpers/host-dir.js';
+import { IS_ROOT } from '../helpers/mode.js';
+import { callTool, startServer, type TestServer, tempDir } from '../helpers/server.js';
+
+interface Refusal {
+  success: false;
+  error: string;
+  code: string;
+}
+interface Run {
+  success: boolean;
+  stdout: string;
+  stderr: string;
+  working_dir: string;
+  execution_id: string;
+}
+
+function ownedSub(parent: string, name: string): string {
+  const dir = join(parent, name);
+  mkdirSync(dir);
+  if (IS_ROOT) chownSync(dir, OWNER.uid, OWNER.gid);
+  return dir;
+}
+
+describe('working_dir with default settings', () => {
+  let server: TestServer;
+  const dir = ownedDir();
+  beforeAll(async () => {
+    server = await startServer();
+  });
+  afterAll(() => server.close());
+
+  it.each([
+    ['execute_code', { language: 'bash', code: 'id', working_dir: dir }],
+    ['start_session', { language: 'bash', working_dir: dir }],
+    ['execute_command', { command: 'id', work_dir: dir }],
+  ])('%s is refused, naming CODEXEC_ALLOWED_PATHS', async (tool, args) => {
+    const call = await callTool<Refusal>(server.client, tool, args);
+    expect(call.isError).toBe(true);
+    expect(call.value.code).toBe('FORBIDDEN_PATH');
+    expect(call.value.error).toContain('CODEXEC_ALLOWED_PATHS');
+  });
+
+  it('still runs code in a fresh workspace', async () => {
+    const call = await callTool<Run>(server.client, 'execute_code', { language: 'bash', code: 'echo ok' });
+    expect(call.value.stdout).toBe('ok\n');
+  });
+});
+
+describe('working_dir beneath CODEXEC_ALLOWED_PATHS', () => {
+  let server: TestServer;
+  const root = tempDir('codexec-allowed-');
+  const user = ownedSub(root, 'project');
+  // A root-owned directory with a root-owned program in it, as /usr/local/bin would be.
+  const system = join(root, 'bin');
+  mkdirSync(system);
+  writeFileSync(join(system, 'tool'), '#!/bin/sh\necho real\n', { mode: 0o755 });
+  beforeAll(async () => {
+    writeFileSync(join(user, 'mine.txt'), 'before');
+    if (IS_ROOT) chownSync(join(user, 'mine.txt'), OWNER.uid, OWNER.gid);
+    server = await startServer({ env: allowing(root) });
+  });
+  afterAll(() => server.close());
+
+  it('a directory outside the allowed roots is refused', async () => {
+    const call = await callTool<Refusal>(server.client, 'execute_code', {
+      language: 'bash',
+      code: 'id',
+      working_dir: tempDir(),
+    });
+    expect(call.value.code).toBe('FORBIDDEN_PATH');
+    expect(call.value.error).toContain('outside CODEXEC_ALLOWED_PATHS');
+  });
+
+  it('the trojan attack: a root-owned directory is never lent, its program never replaced', async () => {
+    const call = await callTool<Refusal | Run>(server.client, 'execute_code', {
+      language: 'bash',
+      code: "printf '#!/bin/sh\\necho TROJAN\\n' > tool",
+      working_dir: system,
+    });
+    if (IS_ROOT) {
+      expect(call.isError).toBe(true);
+      expect((call.value as Refusal).code).toBe('FORBIDDEN_PATH');
+      expect((call.value as Refusal).error).toContain('owned by root');
+    } else {
+      expect(call.value.success).toBe(false); // the server's own user may not write there either
+    }
+    expect(readFileSync(join(system, 'tool'), 'utf8')).toBe('#!/bin/sh\necho real\n');
+    expect(statSync(join(system, 'tool')).uid).toBe(0);
+    expect(statSync(system).uid).toBe(0);
+  });
+
+  it("code runs as the directory's owner; files keep their owner and nothing is lent", async () => {
+    const call = await callTool<Run>(server.client, 'execute_code', {
+      language: 'python',
+      code: [
+        'import os',
+        "print(os.getuid(), os.stat('.').st_uid, os.stat('mine.txt').st_uid)",
+        "open('new.txt', 'w').write('x')",
+        "open('mine.txt', 'a').write(' after')",
+      ].join('\n'),
+      working_dir: user,
+    });
+    expect(call.value.success).toBe(true);
+    const uid = String(OWNER.uid);
+    expect(call.value.stdout.trim()).toBe(`${uid} ${uid} ${uid}`);
+    expect(call.value.working_dir).toBe(user);
+    expect(statSync(join(user, 'new.txt')).uid).toBe(OWNER.uid);
+    expect(statSync(join(user, 'mine.txt')).uid).toBe(OWNER.uid);
+    expect(readFileSync(join(user, 'mine.txt'), 'utf8')).toBe('before after');
+    expect(statSync(user).uid).toBe(OWNER.uid);
+  });
+
+  it('execute_command in an allowed directory runs as its owner too', async () => {
+    const call = await callTool<{ success: boolean; stdout: string; work_dir: string }>(
+      server.client,
+      'execute_command',
+      { command: 'id -u && touch cmd.txt', work_dir: user },
+    );
+    expect(call.value.success).toBe(true);
+    expect(call.value.stdout.trim()).toBe(String(OWNER.uid));
+    expect(statSync(join(user, 'cmd.txt')).uid).toBe(OWNER.uid);
+  });
+
+  it('a symlink on the way is refused', async () => {
+    const link = join(root, 'link');
+    symlinkSync('/', link);
+    const call = await callTool<Refusal>(server.client, 'execute_code', {
+      language: 'bash',
+      code: 'id',
+      working_dir: join(link, 'tmp'),
+    });
+    expect(call.value.code).toBe('FORBIDDEN_PATH');
+  });
+});
+
+describe('a session directory renamed and replaced by a symlink to /', () => {
+  let server: TestServer;
+  let session: string;
+  const root = tempDir('codexec-allowed-');
+  const x = ownedSub(root, 'X');
+  const a = ownedSub(x, 'a');
+  beforeAll(async () => {
+    server = await startServer({ env: allowing(root) });
+    const started = await callTool<{ session_id: string }>(server.client, 'start_session', {
+      language: 'python',
+      working_dir: a,
+    });
+    session = started.value.session_id;
+  });
+  afterAll(() => server.close());
+
+  it('a run around the live session directory is refused, the same directory is shared', async () => {
+    const around = await callTool<Refusal>(server.client, 'execute_code', {
+      language: 'bash',
+      code: 'mv a b && ln -s / a',
+      working_dir: x,
+    });
+    expect(around.value.code).toBe('FORBIDDEN_PATH');
+    expect(around.value.error).toContain('another run or session');
+    const inside = ownedSub(a, 'in');
+    const nested = await callTool<Refusal>(server.client, 'start_session', {
+      language: 'bash',
+      working_dir: inside,
+    });
+    expect(nested.value.code).toBe('FORBIDDEN_PATH');
+    const same = await callTool<Run>(server.client, 'execute_code', {
+      language: 'bash',
+      code: 'pwd',
+      working_dir: a,
+    });
+    expect(same.value.stdout.trim()).toBe(a);
+  });
+
+  it('file tools and resources keep to the directory the session holds', async () => {
+    // Whoever can rename it (the host's user, another program): the swap happens anyway.
+    renameSync(a, join(x, 'b'));
+    symlinkSync('/', a);
+    const read = await callTool<Refusal>(server.client, 'read_file', {
+      session_id: session,
+      path: 'etc/passwd',
+    });
+    expect(read.isError).toBe(true);
+    expect(read.value.code).toBe('NOT_FOUND');
+    const wrote = await callTool<{ success: boolean }>(server.client, 'write_file', {
+      session_id: session,
+      path: 'planted.txt',
+      content: 'held',
+    });
+    expect(wrote.value.success).toBe(true);
+    expect(readFileSync(join(x, 'b', 'planted.txt'), 'utf8')).toBe('held');
+    expect(statSync(join(x, 'b', 'planted.txt')).uid).toBe(OWNER.uid);
+    await expect(
+      server.client.readResource({ uri: `codexec://session/${session}/etc/passwd` }),
+    ).rejects.toThrow(/not found|no such file/i);
+    const inside = await server.client.readResource({ uri: `codexec://session/${session}/planted.txt` });
+    expect((inside.contents[0] as { text: string }).text).toBe('held');
+  });
+});
+
+describe("an ended run's directory replaced by a symlink", () => {
+  let server: TestServer;
+  const root = tempDir('codexec-allowed-');
+  const c = ownedSub(root, 'c');
+  beforeAll(async () => {
+    server = await startServer({ env: allowing(root) });
+  });
+  afterAll(() => server.close());
+
+  it('codexec://exec/<id>/… does not follow it', async () => {
+    const run = await callTool<Run>(server.client, 'execute_code', {
+      language: 'bash',
+      code: 'echo mine > out.txt',
+      working_dir: c,
+    });
+    expect(run.value.success).toBe(true);
+    const uri = (name: string) => `codexec://exec/${run.value.execution_id}/${name}`;
+    const before = await server.client.readResource({ uri: uri('out.txt') });
+    expect((before.contents[0] as { text: string }).text).toBe('mine\n');
+    renameSync(c, join(root, 'd'));
+    symlinkSync('/', c);
+    await expect(server.client.readResource({ uri: uri('etc/passwd') })).rejects.toThrow();
+    const again = await callTool<Refusal>(server.client, 'execute_code', {
+      language: 'bash',
+      code: 'cat etc/passwd',
+      working_dir: c,
+    });
+    expect(again.value.code).toBe('FORBIDDEN_PATH');
+  });
+});
