@@ -1,4 +1,4 @@
-import { extname } from 'node:path';
+import { extname, relative } from 'node:path';
 import {
   type ContentBlock,
   type McpServer,
@@ -189,8 +189,9 @@ async function savedOutputOf(services: Services, uri: URL, principal: string): P
 
 /**
  * The directory and the relative path a codexec:// URI names: a live session's, held since it
- * started; an ended run's own workspace (codexec's: no code is left there to move it); an ended
- * run's host directory, opened again by the same rules as a new working_dir (allowed root, no
+ * started; an ended run's own workspace (codexec's: no code is left there to move it); the
+ * command workspace, walked from its root name by name (later commands may have changed it); an
+ * ended run's host directory, opened again by the same rules as a new working_dir (allowed root, no
  * symlink on the way, its owner) for this one read; or the command workspace.
  */
 async function locate(
@@ -221,6 +222,12 @@ async function locate(
         throw new ResourceNotFoundError(uri.href, `${id} recorded no working directory`);
       const path = rest(1);
       if (isWithin(entry.working_dir, services.config.sandboxDir)) return { root: entry.working_dir, path };
+      // execute_command's workspace, which later commands may change: walked from its root.
+      const workspace = commandWorkspace(services.config, principal);
+      if (isWithin(entry.working_dir, workspace)) {
+        const within = relative(workspace, entry.working_dir);
+        return { root: workspace, path: within === '' ? path : `${within}/${path}` };
+      }
       const opened = services.hostDirs.reopen(entry.working_dir);
       return { root: opened, path, opened };
     }

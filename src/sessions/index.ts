@@ -20,6 +20,7 @@ export type {
   EndReason,
   SendRequest,
   SendResult,
+  SessionDirectory,
   SessionInfo,
   StartRequest,
   StartResult,

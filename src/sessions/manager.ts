@@ -39,7 +39,7 @@ import { currentPrincipal, HeldDir, log, newId } from '../util/index.js';
 import { BASH_HOST_FILES, bashHostPython, hostArgv } from './bash-host.js';
 import { watchSessionDisk } from './disk.js';
 import { DRIVERS } from './drivers.js';
-import { SessionLimitError, SessionNotFoundError } from './errors.js';
+import { SessionLimitError, SessionLostError, SessionNotFoundError } from './errors.js';
 import { treeRssMb } from './memory.js';
 import { sessionPackageEnv, sessionPackages } from './packages.js';
 import { type ProcessInfo, ProcessTable } from './processes.js';
@@ -51,6 +51,7 @@ import type {
   EndReason,
   SendRequest,
   SendResult,
+  SessionDirectory,
   SessionInfo,
   StartRequest,
   StartResult,
@@ -85,7 +86,12 @@ export class SessionManager implements SessionPackageHost {
   /** The container backend docker-mode sessions run in: their packages are installed by it too. */
   private containers: SandboxBackend | undefined;
   private readonly idleTimers = new Map<string, NodeJS.Timeout>();
-  private readonly ended = new Map<string, string>();
+  /** Ended sessions: why, and whose (only its owner is told it ended; anyone else, that it is unknown). */
+  private readonly ended = new Map<string, { readonly detail: string; readonly principal: string }>();
+  /** Replicas: where the other replicas' sessions are found (absent: this server's are all there are). */
+  private directory: SessionDirectory | undefined;
+  /** Replicas: whether `principal`'s session ran on a replica that is gone (SESSION_LOST). */
+  private isLost: (sessionId: string, principal: string) => boolean = () => false;
   private readonly endListeners: Array<(sessionId: string) => void> = [];
   /** Code mode: each such session's view of the bridge and the channel its driver talks on. */
   private readonly bridges = new Map<string, BridgeRun>();
@@ -122,7 +128,6 @@ export class SessionManager implements SessionPackageHost {
   /** The caller's live session that can run background processes, or the refusal to give. */
   processHost(sessionId: string): Session {
     const session = this.get(sessionId);
-    if (this.quota.ownerOf(sessionId) !== currentPrincipal()) throw unknownSession(sessionId);
     ProcessTable.assertHost(session);
     return session;
   }
@@ -156,30 +161,54 @@ export class SessionManager implements SessionPackageHost {
     if (!session.busy) this.armIdle(session);
   }
 
+  /**
+   * Replicas (a postgres store): the directory of every replica's sessions. A session is then
+   * recorded there before start_session answers, max_sessions counts the principal's on every
+   * live replica, list() shows them all, and a session of a replica that is gone is SESSION_LOST.
+   */
+  useDirectory(directory: SessionDirectory, isLost: (sessionId: string, principal: string) => boolean): void {
+    this.directory = directory;
+    this.isLost = isLost;
+    this.onSessionEnd((sessionId) => directory.ended(sessionId));
+  }
+
   async start(request: StartRequest): Promise<StartResult> {
     if (this.stopped) throw new SessionLimitError('the server is shutting down; no new sessions');
     if (request.pty) assertPtyLanguage(request.language);
-    this.deps.disk.assertRoom(currentPrincipal());
-    this.deps.quotas?.assertSessionRoom(currentPrincipal(), this.quota.heldBy(currentPrincipal()));
-    const hold = this.quota.take(currentPrincipal()); // LIMIT_REACHED naming the limit hit
+    const principal = currentPrincipal();
+    this.deps.disk.assertRoom(principal);
+    const quotas = this.deps.quotas;
+    if (quotas) {
+      const here = this.quota.heldBy(principal);
+      const counted = this.directory && quotas.of(principal).max_sessions !== undefined;
+      quotas.assertSessionRoom(
+        principal,
+        counted ? here + ((await this.directory?.openElsewhere(principal)) ?? 0) : here,
+      );
+    }
+    const hold = this.quota.take(principal); // LIMIT_REACHED naming the limit hit
+    let started: StartResult;
     try {
-      return await this.spawn(request, hold);
+      started = await this.spawn(request, hold);
     } finally {
       this.quota.settle(hold);
     }
+    await this.directory?.started({ sessionId: started.session_id, principal, language: started.language });
+    return started;
   }
 
   /** Code mode: a sampling session's limits and use (each send makes its sampler from them). */
   samplingOf(sessionId: string): { readonly limits: SamplingLimits; readonly used: SamplingUse } | undefined {
+    this.get(sessionId);
     return this.sampling.get(sessionId);
   }
 
   /** Code mode: the calls a session's send made (those since its previous send), kept for its result. */
-  private newCalls(sessionId: string): ReturnType<typeof toolCallFields> | undefined {
-    const log = this.bridges.get(sessionId)?.takeCalls();
+  private newCalls(id: string): ReturnType<typeof toolCallFields> | undefined {
+    const log = this.bridges.get(id)?.takeCalls();
     const calls = log && toolCallFields(log);
-    if (calls) this.sendCalls.set(sessionId, calls);
-    else this.sendCalls.delete(sessionId);
+    if (calls) this.sendCalls.set(id, calls);
+    else this.sendCalls.delete(id);
     return calls;
   }
 
@@ -254,10 +283,30 @@ export class SessionManager implements SessionPackageHost {
     return live;
   }
 
+  /** The caller's sessions: here, and with replicas on every live one, oldest first. */
   async list(): Promise<{ sessions: SessionInfo[] }> {
-    const sessions = await Promise.all(
+    const principal = currentPrincipal();
+    const [here, elsewhere] = await Promise.all([this.listHere(), this.directory?.elsewhere(principal)]);
+    if (!elsewhere?.length) return { sessions: here };
+    return { sessions: [...here, ...elsewhere].sort((a, b) => a.started_at.localeCompare(b.started_at)) };
+  }
+
+  /** The caller's sessions on this server only (what another replica asks for). */
+  listHere(): Promise<SessionInfo[]> {
+    const principal = currentPrincipal();
+    return this.describeLive((id) => this.quota.ownerOf(id) === principal);
+  }
+
+  /** Every live session here, whoever's, with its principal: for the dashboard's admins only. */
+  async listEveryone(): Promise<Array<SessionInfo & { principal: string | null }>> {
+    const sessions = await this.describeLive(() => true);
+    return sessions.map((info) => ({ ...info, principal: this.quota.ownerOf(info.session_id) ?? null }));
+  }
+
+  private describeLive(include: (sessionId: string) => boolean): Promise<SessionInfo[]> {
+    return Promise.all(
       [...this.sessions.values()]
-        .filter((session) => session.alive && !session.endReason)
+        .filter((session) => session.alive && !session.endReason && include(session.id))
         .map(async (session) => ({
           session_id: session.id,
           language: session.options.language,
@@ -274,7 +323,6 @@ export class SessionManager implements SessionPackageHost {
           pty: session.options.pty === true,
         })),
     );
-    return { sessions };
   }
 
   /** Record a package installed into a session (for list_sessions' packages_installed). */
@@ -311,6 +359,9 @@ export class SessionManager implements SessionPackageHost {
     sessionId: string,
     install: { package: string; version: string | null; success: boolean },
   ): Promise<void> {
+    // The caller's session, live or ended during the install (its log still gets the line).
+    const whose = this.quota.ownerOf(sessionId) ?? this.ended.get(sessionId)?.principal;
+    if (whose !== currentPrincipal()) throw unknownSession(sessionId);
     if (install.success && this.sessions.has(sessionId))
       this.recordPackageInstall(sessionId, install.package);
     await this.deps.logs.appendSession(sessionId, {
@@ -348,14 +399,36 @@ export class SessionManager implements SessionPackageHost {
     await Promise.all([...this.sessions.values()].map((session) => session.kill('server_shutdown')));
   }
 
+  /**
+   * The caller's session: every method that names a session finds it here, so none can forget
+   * whose it is. Another principal's session, live or ended, is answered exactly as an unknown id
+   * (SESSION_NOT_FOUND): ids reveal nothing. The principal is the request's (util/principal),
+   * bound when the request arrived.
+   */
   private get(sessionId: string): Session {
+    const principal = currentPrincipal();
     const session = this.sessions.get(sessionId);
-    if (session?.alive && !session.endReason) return session;
-    const ended = this.ended.get(sessionId) ?? session?.endDetail;
-    if (!ended) throw unknownSession(sessionId);
-    throw new SessionNotFoundError(
-      `session ${sessionId} has ended (${ended}); start a new one with start_session`,
-    );
+    const mine = session !== undefined && this.quota.ownerOf(sessionId) === principal;
+    if (mine && session.alive && !session.endReason) return session;
+    const tombstone = this.ended.get(sessionId);
+    const ended =
+      tombstone?.principal === principal ? tombstone.detail : mine ? session.endDetail : undefined;
+    if (ended)
+      throw new SessionNotFoundError(
+        `session ${sessionId} has ended (${ended}); start a new one with start_session`,
+      );
+    if (this.isLost(sessionId, principal)) throw new SessionLostError(sessionId);
+    throw unknownSession(sessionId);
+  }
+
+  /** The principal that started a live session here (the dashboard's admins see it). */
+  ownerOf(anyId: string): string | undefined {
+    return this.sessions.has(anyId) ? this.quota.ownerOf(anyId) : undefined;
+  }
+
+  /** Whether a session runs here, whoever's it is (a replica answers for it, not another). */
+  isLocal(anyId: string): boolean {
+    return this.sessions.has(anyId);
   }
 
   private async spawn(request: StartRequest, hold: SessionHold): Promise<StartResult> {
@@ -520,6 +593,7 @@ export class SessionManager implements SessionPackageHost {
 
   private async onEnd(session: Session, exit: Exit, workspace: string): Promise<void> {
     if (this.sessions.get(session.id) !== session) return; // never registered: start-up failed
+    const owner = this.quota.ownerOf(session.id);
     this.sessions.delete(session.id);
     this.quota.end(session.id);
     this.clearIdle(session.id);
@@ -531,7 +605,7 @@ export class SessionManager implements SessionPackageHost {
     this.egress.delete(session.id);
     for (const listener of this.endListeners) listener(session.id);
     const reason: EndReason = session.endReason ?? 'crashed';
-    this.ended.set(session.id, session.endDetail);
+    this.ended.set(session.id, { detail: session.endDetail, principal: owner ?? '' });
     if (this.ended.size > TOMBSTONES) this.ended.delete(this.ended.keys().next().value as string);
     if (reason === 'crashed') log('warn', `session ${session.id} ended unexpectedly (${describeExit(exit)})`);
     // Clean up first, so a session_end line means the session is entirely gone.
@@ -564,9 +638,9 @@ export class SessionManager implements SessionPackageHost {
     this.idleTimers.set(session.id, timer);
   }
 
-  private clearIdle(sessionId: string): void {
-    clearTimeout(this.idleTimers.get(sessionId));
-    this.idleTimers.delete(sessionId);
+  private clearIdle(id: string): void {
+    clearTimeout(this.idleTimers.get(id));
+    this.idleTimers.delete(id);
   }
 }
 

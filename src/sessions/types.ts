@@ -131,3 +131,18 @@ export interface SessionInfo {
   /** The session runs on a pseudo-terminal (start_session {pty: true}). */
   pty: boolean;
 }
+
+/**
+ * Where replicas (a postgres store) record their sessions: the shared session directory and the
+ * other replicas' lists. The session manager consults it; absent, its own sessions are all there are.
+ */
+export interface SessionDirectory {
+  /** A session started here: written before start_session answers, so any replica finds it at once. */
+  started(session: { sessionId: string; principal: string; language: string }): Promise<void>;
+  /** A session here ended, however it ended. */
+  ended(sessionId: string): void;
+  /** `principal`'s sessions on the other live replicas. */
+  elsewhere(principal: string): Promise<SessionInfo[]>;
+  /** How many sessions `principal` has open on the other live replicas (max_sessions counts them all). */
+  openElsewhere(principal: string): Promise<number>;
+}

@@ -4,7 +4,7 @@ import { searchFiltersSchema } from '../logs/index.js';
 import type { DashboardDeps } from '../server/http/index.js';
 import { type Decision, healthReport } from '../server/index.js';
 import type { SessionInfo } from '../sessions/index.js';
-import { log } from '../util/index.js';
+import { asPrincipal, log } from '../util/index.js';
 import { recentAudit, verifyTrail } from './audit.js';
 import { streamEvents } from './events.js';
 
@@ -20,8 +20,8 @@ const SESSION_ACTION = /^\/api\/sessions\/([^/]+)\/(close|kill)$/;
 const APPROVAL_DECISION = /^\/api\/approvals\/([^/]+)\/(approve|deny|approve_trust_session)$/;
 
 /**
- * The page's JSON API. Each answer is scoped to the caller's principal, through the same views
- * the MCP tools use (Tenants' sessions, the logs' principal filter); CODEXEC_HTTP_ADMINS see all.
+ * The page's JSON API. Each answer is scoped to the caller's principal (bound to the request when
+ * it arrived), through the same services the MCP tools use; CODEXEC_HTTP_ADMINS see all.
  */
 export async function serveApi(
   deps: DashboardDeps,
@@ -70,7 +70,7 @@ export async function serveApi(
           entries: await recentAudit(deps.services, call.admin ? undefined : principal),
         });
       case '/api/health':
-        return json(res, 200, await healthReport(scoped(call)));
+        return json(res, 200, await healthReport(call.deps.services));
       default:
         return json(res, 404, problem('NOT_FOUND', `no API at ${path}`));
     }
@@ -81,21 +81,18 @@ export async function serveApi(
   }
 }
 
-function scoped(call: Call) {
-  return call.deps.tenants.servicesFor(call.deps.services, call.principal);
-}
-
 async function sessions(call: Call): Promise<(SessionInfo & { principal: string | null })[]> {
-  const { tenants, services } = call.deps;
-  const manager = call.admin ? services.sessions : scoped(call).sessions;
-  const { sessions } = await manager.list();
-  return sessions.map((session) => ({ ...session, principal: tenants.ownerOf(session.session_id) ?? null }));
+  const manager = call.deps.services.sessions;
+  if (call.admin) return manager.listEveryone();
+  const { sessions } = await manager.list(); // the caller's: its principal is bound to the request
+  return sessions.map((session) => ({ ...session, principal: call.principal }));
 }
 
 async function closeSession(call: Call, sessionId: string, how: string) {
-  // Another principal's session is SESSION_NOT_FOUND, as over MCP; an admin's manager is the shared one.
-  const manager = call.admin ? call.deps.services.sessions : scoped(call).sessions;
-  return manager.close(sessionId, how === 'kill' ? 'killed' : 'closed');
+  // Another principal's session is SESSION_NOT_FOUND, as over MCP; an admin acts for its owner.
+  const manager = call.deps.services.sessions;
+  const owner = call.admin ? (manager.ownerOf(sessionId) ?? call.principal) : call.principal;
+  return asPrincipal(owner, () => manager.close(sessionId, how === 'kill' ? 'killed' : 'closed'));
 }
 
 /** Answer a waiting approval as the gate's client would; an admin may answer anyone's. */

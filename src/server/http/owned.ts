@@ -1,59 +1,32 @@
-import type { RunQuotas } from '../../quotas/index.js';
-import type { SendRequest, SessionInfo, SessionManager, StartRequest } from '../../sessions/index.js';
-import { SessionLostError, SessionNotFoundError } from '../../sessions/index.js';
+import type { SessionDirectory, SessionInfo, SessionManager } from '../../sessions/index.js';
+import { asPrincipal } from '../../util/index.js';
 import type { Services } from '../services.js';
 import type { SharedTrust } from './trust.js';
-
-/** Which principal started each live session. */
-type SessionOwners = Map<string, string>;
 
 /** Lost sessions remembered per replica (the directory keeps answering for the others). */
 const LOST_REMEMBERED = 1000;
 
-/**
- * Where replicas (a postgres store) record their sessions: the shared session directory and the
- * other replicas' lists. Absent: one server, its sessions are all there is.
- */
-export interface SessionRecords {
-  /** A session started here: written before start_session answers, so any replica finds it at once. */
-  started(session: { sessionId: string; principal: string; language: string }): Promise<void>;
-  /** A session here ended, however it ended. */
-  ended(sessionId: string): void;
-  /** `principal`'s sessions on the other live replicas. */
-  elsewhere(principal: string): Promise<SessionInfo[]>;
-  /** How many sessions `principal` has open on the other live replicas (max_sessions counts them all). */
-  openElsewhere(principal: string): Promise<number>;
-}
-
-/** What a principal's view of the sessions reads and writes besides the shared manager. */
-interface Ledger {
-  readonly owners: SessionOwners;
-  /** Sessions whose replica is gone → the principal that owned them. */
-  readonly lost: Map<string, string>;
-  readonly records: SessionRecords | undefined;
-  readonly quotas: RunQuotas | undefined;
-}
+/** Where replicas (a postgres store) record their sessions (the session manager's directory). */
+export type SessionRecords = SessionDirectory;
 
 /**
  * What serve --http keeps per principal across its per-request MCP servers, for the server's
- * life: which live sessions each one owns (an entry goes when its session ends, however it ends)
- * and what each one trusted (approve_trust_session: over HTTP "this connection" is the principal;
- * with a shared store, what it trusted through any live replica).
+ * life: what each one trusted (approve_trust_session: over HTTP "this connection" is the
+ * principal; with a shared store, what it trusted through any live replica), and which sessions
+ * of each were lost with their replica. Whose a session is, the session manager itself keeps and
+ * checks on every call (the request's principal, bound when it arrived): nothing here wraps its
+ * methods.
  */
 export class Tenants {
-  private readonly owners: SessionOwners = new Map();
   private readonly lost = new Map<string, string>();
   private readonly trust = new Map<string, Set<string>>();
 
   constructor(
     private readonly manager: SessionManager,
-    private readonly records?: SessionRecords,
+    records?: SessionRecords,
     private readonly shared?: SharedTrust,
   ) {
-    manager.onSessionEnd((sessionId) => {
-      this.owners.delete(sessionId);
-      records?.ended(sessionId);
-    });
+    if (records) manager.useDirectory(records, (sessionId, principal) => this.isLost(sessionId, principal));
   }
 
   /**
@@ -64,19 +37,14 @@ export class Tenants {
     return this.shared?.refresh(principal, this.trustOf(principal));
   }
 
-  /** How many live sessions have an owner (for tests and health). */
-  get ownedSessions(): number {
-    return this.owners.size;
-  }
-
-  /** The principal that started a live session (the dashboard shows it to admins). */
+  /** The principal that started a live session here (the dashboard shows it to admins). */
   ownerOf(sessionId: string): string | undefined {
-    return this.owners.get(sessionId);
+    return this.manager.ownerOf(sessionId);
   }
 
-  /** Whether a session runs here (whoever owns it: the view answers for it, not another replica). */
+  /** Whether a session runs here (whoever owns it: this replica answers for it, not another). */
   isLocal(sessionId: string): boolean {
-    return this.owners.has(sessionId);
+    return this.manager.isLocal(sessionId);
   }
 
   /** Whether this replica knows `principal`'s session to be lost. */
@@ -92,22 +60,13 @@ export class Tenants {
   }
 
   /** `principal`'s sessions on this server only (what another replica asks for). */
-  async listOwn(principal: string): Promise<SessionInfo[]> {
-    const { sessions } = await this.manager.list();
-    return sessions.filter((session) => this.owners.get(session.session_id) === principal);
+  listOwn(principal: string): Promise<SessionInfo[]> {
+    return asPrincipal(principal, () => this.manager.listHere());
   }
 
-  /**
-   * The services as one principal sees them: the same engine, pool and session manager as
-   * everyone, but only its own REPL sessions and its own trust. Another principal's session id is
-   * answered exactly like an unknown one (SESSION_NOT_FOUND), so ids reveal nothing;
-   * list_sessions shows only its own (with replicas: on every live replica). A session whose
-   * replica is gone is SESSION_LOST to its owner.
-   */
+  /** The services with `principal`'s own trust: everything else is shared and checks the principal itself. */
   servicesFor(services: Services, principal: string): Services {
-    const trusted = this.trustOf(principal);
-    const ledger = { owners: this.owners, lost: this.lost, records: this.records, quotas: services.quotas };
-    return { ...services, sessions: sessionsFor(this, services.sessions, ledger, principal), trusted };
+    return { ...services, trusted: this.trustOf(principal) };
   }
 
   private trustOf(principal: string): Set<string> {
@@ -118,81 +77,4 @@ export class Tenants {
     }
     return trusted;
   }
-}
-
-function sessionsFor(
-  tenants: Tenants,
-  manager: SessionManager,
-  { owners, lost, records, quotas }: Ledger,
-  principal: string,
-): SessionManager {
-  const own = (sessionId: string) => {
-    if (owners.get(sessionId) === principal) return;
-    if (lost.get(sessionId) === principal) throw new SessionLostError(sessionId);
-    throw new SessionNotFoundError(
-      `no session ${sessionId}; list_sessions shows the running ones, start_session makes one`,
-    );
-  };
-  const overrides: Partial<SessionManager> = {
-    async start(request: StartRequest) {
-      // max_sessions counts the principal's sessions on every live replica (the manager counts its own).
-      if (records && quotas?.of(principal).max_sessions !== undefined) {
-        const here = [...owners.values()].filter((owner) => owner === principal).length;
-        quotas.assertSessionRoom(principal, here + (await records.openElsewhere(principal)));
-      }
-      const started = await manager.start(request);
-      owners.set(started.session_id, principal);
-      await records?.started({ sessionId: started.session_id, principal, language: started.language });
-      return started;
-    },
-    send(sessionId: string, request: SendRequest) {
-      own(sessionId);
-      return manager.send(sessionId, request);
-    },
-    async close(sessionId: string) {
-      own(sessionId);
-      return manager.close(sessionId);
-    },
-    async list() {
-      const [here, elsewhere] = await Promise.all([
-        tenants.listOwn(principal),
-        records?.elsewhere(principal),
-      ]);
-      if (!elsewhere?.length) return { sessions: here };
-      return { sessions: [...here, ...elsewhere].sort((a, b) => a.started_at.localeCompare(b.started_at)) };
-    },
-    writeStdin(sessionId: string, data: string, eof: boolean) {
-      own(sessionId);
-      return manager.writeStdin(sessionId, data, eof);
-    },
-    processHost(sessionId: string) {
-      own(sessionId);
-      return manager.processHost(sessionId);
-    },
-    startProcess(sessionId: string, command: string) {
-      own(sessionId);
-      return manager.startProcess(sessionId, command);
-    },
-    describe(sessionId: string) {
-      own(sessionId);
-      return manager.describe(sessionId);
-    },
-    packageEnv(sessionId, language) {
-      own(sessionId);
-      return manager.packageEnv(sessionId, language);
-    },
-    recordPackageInstall(sessionId, name) {
-      own(sessionId);
-      manager.recordPackageInstall(sessionId, name);
-    },
-  };
-  // A view, not a copy: anything not overridden is the shared manager's own method, bound to it,
-  // so its state (counts, timers, the session limit) stays one for all principals.
-  return new Proxy(manager, {
-    get(target, property, receiver) {
-      if (Object.hasOwn(overrides, property)) return overrides[property as keyof SessionManager];
-      const value = Reflect.get(target, property, receiver);
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  });
 }

@@ -5,7 +5,7 @@ import type { Config } from '../../config/index.js';
 import { ConfigError } from '../../errors/index.js';
 import { loadMetrics, type PrometheusMetrics, setQuotaSink } from '../../metrics/index.js';
 import { startTracing } from '../../traces/index.js';
-import { log } from '../../util/index.js';
+import { asPrincipal, log } from '../../util/index.js';
 import { ApprovalQueue } from '../approval-queue.js';
 import { SharedApprovals } from '../approval-share.js';
 import { RunFeed } from '../feed.js';
@@ -244,8 +244,12 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: RouteContex
     return replicaRoute(req, res, ctx, ctx.forwarder, internal);
   const principal = ctx.principals ? ctx.principals.identify(req.headers.authorization ?? null) : 'local';
   if (principal === undefined) return refuse(res, UNAUTHORIZED);
-  if (page === 'api') return (await ctx.dashboard()).serveApi(req, res, path, principal);
-  return serveMcp(req, res, ctx, principal, { from: 'client' });
+  // The principal is bound here, once: every service a request reaches reads it (util/principal).
+  if (page === 'api') {
+    const dashboard = await ctx.dashboard();
+    return asPrincipal(principal, () => dashboard.serveApi(req, res, path, principal));
+  }
+  return asPrincipal(principal, () => serveMcp(req, res, ctx, principal, { from: 'client' }));
 }
 
 const REPLICA_UNAUTHORIZED: Refusal = {
@@ -270,7 +274,7 @@ async function replicaRoute(
   const principal = forwarder.verify(req, body);
   if (principal === undefined) return refuse(res, REPLICA_UNAUTHORIZED);
   if (internal) return forwarder.serveSessions(res, principal);
-  return serveMcp(req, res, ctx, principal, { from: 'replica', body });
+  return asPrincipal(principal, () => serveMcp(req, res, ctx, principal, { from: 'replica', body }));
 }
 
 /** An MCP exchange as `principal`; a client's call for a session on another replica goes there. */
