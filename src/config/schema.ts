@@ -209,7 +209,7 @@ export const settingsSchema = z
       .string()
       .default('')
       .describe(
-        'With CODEXEC_NETWORK=allowlist: hosts never reached, whatever else allows them (same form).',
+        'With CODEXEC_NETWORK=allowlist: hosts never reached, whatever else allows them (same form; without a port: every port).',
       ),
     CODEXEC_PYTHON: z.string().min(1).optional().describe('Python interpreter (default: python3 on PATH).'),
     CODEXEC_NODE: z.string().min(1).optional().describe('Node interpreter (default: this Node).'),

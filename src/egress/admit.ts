@@ -3,7 +3,7 @@
 // addresses the name resolves to, each checked again (an allowed public name answering 127.0.0.1
 // reaches nothing of the host's network), then a connection to the first that answers.
 import { isIP, type Socket, connect as tcpConnect } from 'node:net';
-import { isInternal } from './rules.js';
+import { isPublicAddress } from './addresses.js';
 import type { Target } from './target.js';
 import type { LaneContext, LaneUser } from './types.js';
 
@@ -83,7 +83,7 @@ async function answer(lane: LaneContext, user: LaneUser, target: Target): Promis
 
 /** An approved name reaches public addresses only (it was asked about by name, not address). */
 function askedAddress(host: string, address: string): { allowed: boolean; reason?: string } {
-  if (isIP(host) !== 0 || !isInternal(address)) return { allowed: true };
+  if (isIP(host) !== 0 || isPublicAddress(address)) return { allowed: true };
   return {
     allowed: false,
     reason: `${host} resolved to ${address}, an internal address; list ${host} itself to allow it`,

@@ -1,8 +1,10 @@
-// The egress allowlist (issue #32): rules for what code may reach, the proxy lanes through which a
+// The egress allowlist: rules for what code may reach, the proxy lanes through which a
 // sandbox with network `allowlist` reaches it, each connection checked and recorded, and how runs
 // and sessions use them.
+
+export { isPublicAddress } from './addresses.js';
 export { MAX_OPEN, openLane } from './proxy.js';
-export { type Decision, EgressRules, type HostRule, isInternal, matches, parseRules } from './rules.js';
+export { type Decision, denies, EgressRules, type HostRule, matches, parseRules } from './rules.js';
 export {
   CONNECTIONS,
   callRules,

@@ -1,20 +1,22 @@
-// What the egress proxy of CODEXEC_NETWORK=allowlist lets code reach (issue #32; the proxy is
-// proxy.ts, its plumbing into runs still to come): host rules from CODEXEC_ALLOWED_DOMAINS and CODEXEC_DENIED_DOMAINS
-// (comma lists), a call's own `allowed_domains` (which narrows, never widens), and the addresses a
-// name resolves to, checked by the proxy itself before it connects.
+// What the egress proxy of CODEXEC_NETWORK=allowlist lets code reach: host rules from
+// CODEXEC_ALLOWED_DOMAINS and CODEXEC_DENIED_DOMAINS (comma lists), a call's own `allowed_domains`
+// (which narrows, never widens), and the addresses a name resolves to, checked by the proxy itself
+// before it connects.
 //
 // A rule is `name`, `*.name` (any name below it, not the name itself), an IP literal, each with an
-// optional `:port` (`[v6]:port` for IPv6). Without a port a rule allows 443 and 80 only: an
-// allowlist is for HTTPS and HTTP through the proxy; anything else is named with its port.
-// Names compare case-insensitively, without a trailing dot.
-import { BlockList, isIP } from 'node:net';
+// optional `:port` (`[v6]:port` for IPv6). Without a port an allowing rule allows 443 and 80 only
+// (an allowlist is for HTTPS and HTTP through the proxy; anything else is named with its port),
+// while a denying rule denies every port: what an operator denies by name stays denied whatever
+// port another rule opens. Names compare case-insensitively, without a trailing dot.
+import { isIP } from 'node:net';
+import { isPublicAddress } from './addresses.js';
 
 export interface HostRule {
   /** Lowercase, no trailing dot: a name, the suffix of a wildcard, or an IP literal. */
   readonly host: string;
   /** `*.host`: names below host (not host itself). */
   readonly wildcard: boolean;
-  /** undefined: 443 and 80. */
+  /** undefined: 443 and 80 when it allows, every port when it denies. */
   readonly port?: number;
   /** As written, for messages and logs. */
   readonly text: string;
@@ -77,10 +79,18 @@ function parseRule(text: string): HostRule | string {
   return { host, wildcard, ...(port !== undefined && { port }), text };
 }
 
-/** Whether `rule` names `host` at `port` (host: lowercase, no trailing dot). */
+/** Whether an allowing `rule` names `host` at `port` (host: lowercase, no trailing dot). */
 export function matches(rule: HostRule, host: string, port: number): boolean {
   const ports = rule.port === undefined ? DEFAULT_PORTS : [rule.port];
-  if (!ports.includes(port)) return false;
+  return ports.includes(port) && namesHost(rule, host);
+}
+
+/** Whether a denying `rule` names `host` at `port`: without a port of its own, at any port. */
+export function denies(rule: HostRule, host: string, port: number): boolean {
+  return (rule.port === undefined || rule.port === port) && namesHost(rule, host);
+}
+
+function namesHost(rule: HostRule, host: string): boolean {
   // `*.0.0.1` is a name rule: it must not name the address 127.0.0.1 by its text.
   if (rule.wildcard) return isIP(host) === 0 && host.endsWith(`.${rule.host}`);
   return host === rule.host;
@@ -97,35 +107,6 @@ export interface Decision {
    * list, no internal address): the one refusal a person may be asked to lift.
    */
   readonly askable?: true;
-}
-
-/** Addresses that only an exact rule may reach: loopback, private, link-local, shared, unspecified. */
-const INTERNAL = new BlockList();
-for (const [net, prefix] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.168.0.0', 16],
-] as const)
-  INTERNAL.addSubnet(net, prefix, 'ipv4');
-for (const [net, prefix] of [
-  ['::', 128],
-  ['::1', 128],
-  ['fc00::', 7],
-  ['fe80::', 10],
-] as const)
-  INTERNAL.addSubnet(net, prefix, 'ipv6');
-
-/** Whether an address is loopback, private, link-local or otherwise internal (IPv4-mapped too). */
-export function isInternal(address: string): boolean {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)?.[1];
-  if (mapped) return INTERNAL.check(mapped, 'ipv4');
-  const family = isIP(address);
-  if (family === 0) return false;
-  return INTERNAL.check(address, family === 4 ? 'ipv4' : 'ipv6');
 }
 
 /**
@@ -148,7 +129,7 @@ export class EgressRules {
   /** The decision for a name (or IP literal) and port, before any resolution. */
   decide(target: string, port: number): Decision {
     const host = normalize(target);
-    const deny = this.denied.find((rule) => matches(rule, host, port));
+    const deny = this.denied.find((rule) => denies(rule, host, port));
     if (deny) return { allowed: false, rule: deny.text, reason: `denied by ${deny.text}` };
     const allow = this.allowed.find((rule) => matches(rule, host, port));
     if (!allow)
@@ -163,13 +144,13 @@ export class EgressRules {
   }
 
   /**
-   * After resolution: an address the proxy would connect to for `target`. An internal address is
-   * refused unless an exact rule (no wildcard) names the target itself: a public name resolving to
-   * 127.0.0.1 or 10.x (DNS rebinding) reaches nothing of the host's network.
+   * After resolution: an address the proxy would connect to for `target`. An address that is not
+   * public is refused unless an exact rule (no wildcard) names the target itself: a public name
+   * resolving to 127.0.0.1, 10.x or ::ffff:10.x (DNS rebinding) reaches nothing of the host's network.
    */
   decideAddress(target: string, port: number, address: string): Decision {
     const named = this.decide(target, port);
-    if (!named.allowed || !isInternal(address)) return named;
+    if (!named.allowed || isPublicAddress(address)) return named;
     const host = normalize(target);
     const exact = this.allowed.some((rule) => !rule.wildcard && matches(rule, host, port));
     if (exact) return named;

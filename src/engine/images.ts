@@ -4,7 +4,7 @@
 import { constants, lstatSync } from 'node:fs';
 import { type FileHandle, readdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { openBeneath, packagePath, type Root, unlinkBeneath } from '../util/index.js';
+import { openBeneath, packagePath, type Root, readUpTo, unlinkBeneath } from '../util/index.js';
 
 /** The workspace folder figures are saved in; left out of artifact lists (generated.ts). */
 export const FIGURES_DIR = '.codexec-figures';
@@ -156,8 +156,9 @@ async function readImage(
     const mime = sniffImage(head);
     if (mime === undefined) return undefined;
     if (stats.size > maxBytes) return 'too_large';
-    const data = await handle.readFile();
-    return data.length > maxBytes ? 'too_large' : { mime, data };
+    // Bounded by what is read: the file may grow after the stat (code is still writing it).
+    const { data, over } = await readUpTo(handle, maxBytes);
+    return over ? 'too_large' : { mime, data };
   } catch {
     return undefined; // vanished or unreadable: no picture, the artifact list still names it
   } finally {

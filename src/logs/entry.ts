@@ -37,6 +37,10 @@ export interface FullEntry {
   limit: string | null;
   /** The egress allowlist: every connection through the proxy (present when the run made any). */
   network?: NonNullable<ExecutionLine['network']>;
+  /** Code mode: the downstream tool calls the code made (present when the run was in code mode). */
+  tool_calls?: NonNullable<ExecutionLine['tool_calls']>;
+  /** Code mode: the calls past those in tool_calls, counted (present when some were). */
+  tool_calls_omitted?: NonNullable<ExecutionLine['tool_calls_omitted']>;
   guardian_pre_scan: Record<string, unknown> | null;
   guardian_post_scan: Record<string, unknown> | null;
   agent_id: string | null;
@@ -131,6 +135,8 @@ export function toFullEntry(line: ExecutionLine, indexedLanguage: string | null 
     script_name: line.script_name ?? null,
     limit: line.limit ?? null,
     ...(line.network?.length && { network: line.network }),
+    ...(line.tool_calls && { tool_calls: line.tool_calls }),
+    ...(line.tool_calls_omitted?.length && { tool_calls_omitted: line.tool_calls_omitted }),
     guardian_pre_scan: line.guardian?.pre_scan ?? null,
     guardian_post_scan: line.guardian?.post_scan ?? null,
     agent_id: line.context?.agent_id ?? null,

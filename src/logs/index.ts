@@ -15,7 +15,7 @@ export {
 } from './filters.js';
 export { ExecutionLogs, type ExecutionLogsOptions } from './history.js';
 export type { History } from './history-api.js';
-export { networkConnectionSchema } from './lines.js';
+export { networkConnectionSchema, toolCallCountSchema, toolCallSchema } from './lines.js';
 export { PgExecutionLogs, type PgExecutionLogsOptions } from './pg-history.js';
 export type { ExpiredExecution, RetentionDays, RetentionReport } from './retention.js';
 export type { ExecutionLogEntry } from './types.js';

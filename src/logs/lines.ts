@@ -25,6 +25,21 @@ export const networkConnectionSchema = z.object({
   asked: z.boolean().optional(),
 });
 
+/** Code mode: one downstream tool call a run made (its entry's `tool_calls`). */
+export const toolCallSchema = z.object({
+  tool: z.string(),
+  success: z.boolean(),
+  duration_ms: z.number(),
+  error: z.string().optional(),
+});
+
+/** Code mode: calls past those in `tool_calls`, counted per tool and outcome. */
+export const toolCallCountSchema = z.object({
+  tool: z.string(),
+  success: z.boolean(),
+  count: z.number().int(),
+});
+
 export const executionLineSchema = z
   .object({
     type: z.literal('execution'),
@@ -55,6 +70,8 @@ export const executionLineSchema = z
     script_name: z.string().nullish(),
     limit: z.string().nullish(),
     network: z.array(networkConnectionSchema).nullish(),
+    tool_calls: z.array(toolCallSchema).nullish(),
+    tool_calls_omitted: z.array(toolCallCountSchema).nullish(),
     // Lines written before principals existed are the local operator's.
     principal: z.string().min(1).nullish(),
     guardian: z.object({ pre_scan: scan, post_scan: scan }).partial().nullish(),

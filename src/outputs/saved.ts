@@ -2,7 +2,7 @@ import { constants } from 'node:fs';
 import { type FileHandle, open, readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CodexecError, InvalidInputError } from '../errors/index.js';
-import { log, principalFolder } from '../util/index.js';
+import { log, principalFolder, readUpTo } from '../util/index.js';
 import { type SavedSlice, sliceText } from './slice.js';
 import { type SavedInfo, SavedStream } from './stream.js';
 
@@ -95,12 +95,16 @@ export class SavedOutputs {
   /** The whole saved stream as text, when it is at most `limit` bytes. */
   async readAll(principal: string, executionId: string, stream: SavedStreamName, limit: number) {
     return this.withFile(principal, executionId, stream, async (handle, total) => {
-      if (total > limit)
-        throw new SavedOutputTooLargeError(
-          `the saved ${stream} of ${executionId} is ${total} bytes; the limit of one read is ${limit} ` +
+      const tooLarge = (size: string) =>
+        new SavedOutputTooLargeError(
+          `the saved ${stream} of ${executionId} is ${size} bytes; the limit of one read is ${limit} ` +
             `(CODEXEC_MAX_FILE_TRANSFER_BYTES): page it with read_file {"execution_id": "${executionId}", "path": "${stream}", "offset": 0}`,
         );
-      return (await handle.readFile()).toString('utf8');
+      if (total > limit) throw tooLarge(String(total));
+      // A stream still being written may have grown since the stat: the read is what counts.
+      const read = await readUpTo(handle, limit);
+      if (read.over) throw tooLarge(`more than ${limit}`);
+      return read.data.toString('utf8');
     });
   }
 

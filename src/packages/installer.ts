@@ -7,7 +7,7 @@ import { SandboxUnavailableError } from '../errors/index.js';
 import { type SecretsFilter, sandboxEnv } from '../policy/index.js';
 import type { Interpreters } from '../runtimes/index.js';
 import { type SandboxBackend, type SandboxSpec, SubprocessBackend } from '../sandbox/index.js';
-import { listBeneath, openBeneath } from '../util/index.js';
+import { listBeneath, openBeneath, readUpTo } from '../util/index.js';
 import { installerEnvAdditions, npmInstallArgv, pipInstallArgv } from './commands.js';
 import { openPackageNetwork } from './network.js';
 import { type NpmConfigAnswer, readNpmConfigFiles } from './npm-config.js';
@@ -335,11 +335,17 @@ async function installedVersion(env: PackageEnv, name: string): Promise<string |
   return null;
 }
 
+/** A package.json past this is not one an install wrote: its version is not read. */
+const MAX_MANIFEST_BYTES = 1024 * 1024;
+
 async function readBeneath(root: string, path: string): Promise<string | undefined> {
   try {
     const handle = await openBeneath(root, path, constants.O_RDONLY | constants.O_NONBLOCK);
     try {
-      return (await handle.stat()).isFile() ? await handle.readFile('utf8') : undefined;
+      if (!(await handle.stat()).isFile()) return undefined;
+      // Package code wrote this file and may still be growing it: read a bounded amount.
+      const { data, over } = await readUpTo(handle, MAX_MANIFEST_BYTES);
+      return over ? undefined : data.toString('utf8');
     } finally {
       await handle.close();
     }

@@ -16,6 +16,7 @@ export {
   type WalkOptions,
   walkBeneath,
 } from './beneath.js';
+export { type BoundedRead, readUpTo } from './bounded.js';
 export { type CpuMeter, chargeCpu, cpuBetween, metering, withCpuMeter } from './cpu-meter.js';
 export { holdsOnly } from './dirs.js';
 export { HeldDir, type Owner, openNoFollow, pathOf, type Root } from './held-dir.js';

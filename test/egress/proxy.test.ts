@@ -1,4 +1,4 @@
-// The egress proxy (issue #32) as a client sees it: what a lane lets through over its Unix socket
+// The egress proxy as a client sees it: what a lane lets through over its Unix socket
 // and its TCP port, and what it refuses. Real origins on loopback; what the rules refuse is never
 // contacted (each origin counts the connections it accepts).
 import { once } from 'node:events';
@@ -159,6 +159,43 @@ describe('refusals', () => {
     expect((await tunnel(via(lane), `api.elsewhere.test:${b.secure.port}`)).status).toBe(403);
     expect(resolved).toEqual(['api.rebind.test']);
   });
+
+  it('a denied name without a port is refused on the port an allowed wildcard opens, unresolved', async () => {
+    const resolved: string[] = [];
+    const resolve = async (host: string) => {
+      resolved.push(host);
+      return ['127.0.0.1'];
+    };
+    const { user, records } = userOf(`*.corp.test:${b.secure.port}, api.corp.test:${b.secure.port}`, {
+      denied: 'secret.corp.test',
+    });
+    const lane = await b.open('socket', user, { resolve });
+    const before = b.secure.accepted();
+    const t = await tunnel(via(lane), `secret.corp.test:${b.secure.port}`);
+    expect(t.status).toBe(403);
+    expect(await rest(t)).toContain('denied by secret.corp.test');
+    expect(resolved).toEqual([]);
+    expect(b.secure.accepted()).toBe(before);
+    // Its sibling, listed by name, passes the same rules and reaches the origin.
+    const sibling = await httpsThrough(via(lane), `api.corp.test:${b.secure.port}`, '/', b.pem.cert);
+    expect(sibling.status).toBe(200);
+    expect(records.map((r) => [r.host, r.allowed, r.rule])).toEqual([
+      ['secret.corp.test', false, 'secret.corp.test'],
+      ['api.corp.test', true, `*.corp.test:${b.secure.port}`],
+    ]);
+  });
+
+  it.each(['::ffff:127.0.0.1', '::127.0.0.1', '64:ff9b::7f00:1', '2002:7f00:1::1', '198.18.0.1', 'fec0::1'])(
+    'a wildcard never reaches %s, a form of an internal address',
+    async (address) => {
+      const { user, records } = userOf(`*.rebind.test:${b.secure.port}`);
+      const lane = await b.open('socket', user, { resolve: async () => [address] });
+      const t = await tunnel(via(lane), `api.rebind.test:${b.secure.port}`);
+      expect(t.status).toBe(403);
+      expect(await rest(t)).toContain(`resolved to ${address}, an internal address`);
+      expect(records[0]).toMatchObject({ allowed: false, host: 'api.rebind.test' });
+    },
+  );
 
   it("a call's narrowing refuses what the server's list allows", async () => {
     const { user, records } = userOf(`localhost:${b.secure.port}, localhost:${b.web.port}`, {

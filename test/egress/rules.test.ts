@@ -1,7 +1,8 @@
-// The egress allowlist's rules (issue #32, CODEXEC_NETWORK=allowlist): parsing, matching, the
-// denied list winning, a call narrowing, and internal addresses a public name resolves to.
+// The egress allowlist's rules (CODEXEC_NETWORK=allowlist): parsing, matching, the denied list
+// winning, a call narrowing, and internal addresses a public name resolves to.
 import { describe, expect, it } from 'vitest';
-import { EgressRules, isInternal, matches, parseRules } from '../../src/egress/rules.js';
+import { embeddedV4, isPublicAddress, v6Bytes } from '../../src/egress/addresses.js';
+import { denies, EgressRules, matches, parseRules } from '../../src/egress/rules.js';
 
 const rules = (list: string) => parseRules(list, 'CODEXEC_ALLOWED_DOMAINS');
 
@@ -64,6 +65,16 @@ describe('matches', () => {
     expect(matches(ported, 'cdn.example.net', 8443)).toBe(true);
     expect(matches(ported, 'cdn.example.net', 443)).toBe(false);
   });
+  it('a denying rule without a port names every port; with one, that port alone', () => {
+    for (const port of [443, 80, 22, 8443, 65535]) {
+      expect(denies(exact, 'api.example.com', port)).toBe(true);
+      expect(denies(wild, 'a.example.org', port)).toBe(true);
+    }
+    expect(denies(exact, 'x.api.example.com', 8443)).toBe(false);
+    expect(denies(wild, 'example.org', 8443)).toBe(false);
+    expect(denies(ported, 'cdn.example.net', 8443)).toBe(true);
+    expect(denies(ported, 'cdn.example.net', 443)).toBe(false);
+  });
 });
 
 describe('EgressRules', () => {
@@ -94,6 +105,29 @@ describe('EgressRules', () => {
       rule: 'secret.example.com',
     });
     expect(server.decide('a.example.com', 443).allowed).toBe(true);
+  });
+
+  it('a denied name without a port is denied on the ports an allowed rule opens', () => {
+    const corp = new EgressRules(
+      rules('*.corp.example:8443, 10.0.0.9:2222'),
+      rules('secret.corp.example, 10.0.0.9'),
+    );
+    expect(corp.decide('api.corp.example', 8443).allowed).toBe(true);
+    expect(corp.decide('secret.corp.example', 8443)).toEqual({
+      allowed: false,
+      rule: 'secret.corp.example',
+      reason: 'denied by secret.corp.example',
+    });
+    expect(corp.decide('SECRET.corp.example.', 8443).allowed).toBe(false);
+    expect(corp.decideAddress('secret.corp.example', 8443, '93.184.216.34').allowed).toBe(false);
+    expect(corp.decide('10.0.0.9', 2222).rule).toBe('10.0.0.9');
+    // With a port, a denied rule denies that port alone.
+    const ported = new EgressRules(
+      rules('*.corp.example:8443, *.corp.example'),
+      rules('secret.corp.example:443'),
+    );
+    expect(ported.decide('secret.corp.example', 443).allowed).toBe(false);
+    expect(ported.decide('secret.corp.example', 8443).allowed).toBe(true);
   });
 
   it('a call narrows, never widens; narrowing twice keeps both', () => {
@@ -129,21 +163,101 @@ describe('EgressRules', () => {
     expect(server.decideAddress('127.0.0.1', 5001, '127.0.0.1').allowed).toBe(false);
   });
 
-  it('knows internal addresses', () => {
-    expect(
-      [
-        '127.0.0.1',
-        '10.0.0.1',
-        '172.16.5.4',
-        '192.168.1.1',
-        '100.64.0.1',
-        '0.0.0.0',
-        '::',
-        '::1',
-        'fe80::1',
-        'fc00::1',
-      ].every(isInternal),
-    ).toBe(true);
-    expect(['8.8.8.8', '172.32.0.1', '2001:4860::8888', 'example.com'].some(isInternal)).toBe(false);
+  it('refuses each internal form a name may resolve to', () => {
+    for (const address of INTERNAL)
+      expect(server.decideAddress('rebind.example.com', 443, address), address).toMatchObject({
+        allowed: false,
+        reason: `rebind.example.com resolved to ${address}, an internal address; list rebind.example.com itself to allow it`,
+      });
+    for (const address of PUBLIC)
+      expect(server.decideAddress('rebind.example.com', 443, address).allowed, address).toBe(true);
+  });
+});
+
+/** Not public: loopback, private, shared, reserved, and IPv6 forms that carry such an IPv4. */
+const INTERNAL = [
+  '127.0.0.1',
+  '10.0.0.1',
+  '172.16.5.4',
+  '192.168.1.1',
+  '100.64.0.1',
+  '169.254.169.254',
+  '0.0.0.0',
+  '198.18.0.1', // benchmarking (198.18.0.0/15)
+  '198.19.255.254',
+  '192.0.0.8',
+  '192.0.2.1',
+  '198.51.100.7',
+  '203.0.113.9',
+  '224.0.0.251',
+  '240.0.0.1',
+  '255.255.255.255',
+  '::',
+  '::1',
+  'fe80::1',
+  'fe80::1%1',
+  'fc00::1',
+  'fd12:3456::1',
+  'fec0::1', // site-local (fec0::/10)
+  'feff::1',
+  'ff02::1',
+  '100::1',
+  '::ffff:127.0.0.1', // v4-mapped
+  '::ffff:7f00:1',
+  '0:0:0:0:0:ffff:a00:1',
+  '::127.0.0.1', // v4-compatible
+  '::a00:1',
+  '::169.254.169.254',
+  '64:ff9b::127.0.0.1', // NAT64
+  '64:ff9b::a9fe:a9fe',
+  '64:ff9b:1::8.8.8.8', // local-use NAT64: no fixed place for the IPv4 address
+  '2002:7f00:1::', // 6to4 of 127.0.0.1
+  '2002:a00:1::1',
+  '2002:c0a8:101:1::1',
+  '2001::1', // Teredo
+  '2001:2::1', // benchmarking
+  '2001:db8::1',
+  '3fff::1',
+  '5f00::1',
+  '::ffff:0:7f00:1', // IPv4-translated: outside global unicast
+  'not-an-address',
+];
+const PUBLIC = [
+  '8.8.8.8',
+  '93.184.216.34',
+  '172.32.0.1',
+  '198.20.0.1',
+  '2001:4860::8888',
+  '2606:4700::1111',
+  '::ffff:8.8.8.8',
+  '64:ff9b::808:808',
+  '2002:808:808::1',
+];
+
+describe('isPublicAddress', () => {
+  it.each(INTERNAL)('%s is not public', (address) => {
+    expect(isPublicAddress(address)).toBe(false);
+  });
+  it.each(PUBLIC)('%s is public', (address) => {
+    expect(isPublicAddress(address)).toBe(true);
+  });
+
+  it('reads IPv6 text into its bytes, and finds the IPv4 address a form carries', () => {
+    const hex = (text: string) => Buffer.from(v6Bytes(text) ?? []).toString('hex');
+    expect(hex('::')).toBe('0'.repeat(32));
+    expect(hex('::1')).toBe(`${'0'.repeat(31)}1`);
+    expect(hex('1::')).toBe(`0001${'0'.repeat(28)}`);
+    expect(hex('1:2:3:4:5:6:7:8')).toBe('00010002000300040005000600070008');
+    expect(hex('::ffff:1.2.3.4')).toBe('00000000000000000000ffff01020304');
+    expect(hex('fe80::1%eth0')).toBe('fe800000000000000000000000000001');
+    expect(v6Bytes('1.2.3.4')).toBeUndefined();
+    expect(v6Bytes('1:2:3')).toBeUndefined();
+    const v4 = (text: string) => embeddedV4(v6Bytes(text) as Uint8Array);
+    expect(v4('::ffff:a00:1')).toBe('10.0.0.1');
+    expect(v4('::10.0.0.1')).toBe('10.0.0.1');
+    expect(v4('64:ff9b::10.0.0.1')).toBe('10.0.0.1');
+    expect(v4('2002:a00:1:5::1')).toBe('10.0.0.1');
+    expect(v4('2001:4860::8888')).toBeUndefined();
+    expect(v4('64:ff9b:0:0:1::a00:1')).toBeUndefined();
   });
 });

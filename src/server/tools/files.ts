@@ -20,6 +20,7 @@ import {
   pathOf,
   quotedPath,
   type Root,
+  readUpTo,
   shownName,
 } from '../../util/index.js';
 import { defineTool } from '../define-tool.js';
@@ -345,11 +346,15 @@ export async function readConfined(root: Root, path: string, limit: number): Pro
     handle = await openBeneath(root, path, constants.O_RDONLY | constants.O_NONBLOCK);
     const stat = await handle.stat();
     if (!stat.isFile()) throw new ForbiddenPathError(`${quotedPath(path)} is not a regular file`);
-    if (stat.size > limit)
-      throw new FileTooLargeError(
-        `${quotedPath(path)} is ${stat.size} bytes; the limit is ${limit} (CODEXEC_MAX_FILE_TRANSFER_BYTES)`,
+    const tooLarge = (what: string) =>
+      new FileTooLargeError(
+        `${quotedPath(path)} ${what}; the limit is ${limit} (CODEXEC_MAX_FILE_TRANSFER_BYTES)`,
       );
-    return await handle.readFile();
+    if (stat.size > limit) throw tooLarge(`is ${stat.size} bytes`);
+    // The stat only spares reading a file already too big: what counts is what the read got.
+    const read = await readUpTo(handle, limit);
+    if (read.over) throw tooLarge(`grew past ${limit} bytes as it was read`);
+    return read.data;
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') throw new FileNotFoundError(`${quotedPath(path)}: no such file in the workspace`);

@@ -1,6 +1,12 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
-import { networkConnectionSchema, STATUSES, searchFiltersSchema } from '../../logs/index.js';
+import {
+  networkConnectionSchema,
+  STATUSES,
+  searchFiltersSchema,
+  toolCallCountSchema,
+  toolCallSchema,
+} from '../../logs/index.js';
 import { currentPrincipal } from '../../util/index.js';
 import { artifactsOmitted } from '../artifacts.js';
 import { defineTool } from '../define-tool.js';
@@ -60,6 +66,14 @@ const entryOutput = z.object({
     .array(networkConnectionSchema)
     .optional()
     .describe('CODEXEC_NETWORK=allowlist: every connection the code made through the egress proxy'),
+  tool_calls: z
+    .array(toolCallSchema)
+    .optional()
+    .describe('code mode: the downstream tool calls the code made, as in its result'),
+  tool_calls_omitted: z
+    .array(toolCallCountSchema)
+    .optional()
+    .describe('code mode: the calls past tool_calls, counted'),
   guardian_pre_scan: scan,
   guardian_post_scan: scan,
   agent_id: z.string().nullable(),
@@ -93,7 +107,7 @@ export function registerLogTools(server: McpServer, services: Services): void {
     title: 'Get one past execution',
     description:
       'Return the full log entry of one execution: code, stdout, stderr, exit code, duration, artifacts ' +
-      'created/modified/deleted, sandbox mode, session, time. Use an execution_id from a run result or ' +
+      'created/modified/deleted, sandbox mode, session, time, code mode tool calls. Use an execution_id from a run result or ' +
       'from search_execution_logs. An unknown or expired id is refused with code NOT_FOUND.',
     input: z.object({
       execution_id: z.string().min(1).max(200).describe('exec_ followed by 12 hex characters'),
