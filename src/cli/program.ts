@@ -82,6 +82,10 @@ program
     (value: string, all: string[]) => [...all, value],
     [],
   )
+  .option(
+    '--project [dir]',
+    'let code work in this project directory (default: the current one): it is added to CODEXEC_ALLOWED_PATHS',
+  )
   .option('--no-verify', 'skip starting the server as written and listing its tools')
   .action(lazy(async () => (await import('./setup.js')).setupCommand));
 

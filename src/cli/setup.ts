@@ -1,4 +1,12 @@
-import { copyFileSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  mkdirSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname } from 'node:path';
 import { stringify as stringifyToml } from 'smol-toml';
 import { CodexecError } from '../errors/index.js';
@@ -20,6 +28,8 @@ export interface SetupFlags {
   readonly config?: string;
   readonly name: string;
   readonly env: string[];
+  /** `--project [dir]`: a directory code may work in (true: the current one). */
+  readonly project?: string | true;
   /** commander's `--no-verify`: true unless the flag is given. */
   readonly verify: boolean;
 }
@@ -45,7 +55,7 @@ export async function setupCommand(client: string, flags: SetupFlags): Promise<v
     // This very installation, by absolute paths: no PATH lookup, no network (npx) at start-up.
     command: process.execPath,
     args: [packagePath('dist', 'cli.js'), 'serve'],
-    env: Object.fromEntries(flags.env.map(parseEnv)),
+    env: withProject(Object.fromEntries(flags.env.map(parseEnv)), flags.project),
   };
   const shaped = target.entry(entry);
   if (flags.print) {
@@ -90,6 +100,26 @@ export async function setupCommand(client: string, flags: SetupFlags): Promise<v
     );
     process.exit(1);
   }
+}
+
+/**
+ * `--project`: the directory (absolute, real) joins CODEXEC_ALLOWED_PATHS, after any given with
+ * --env, so the client's code may name it (or a directory beneath it) as working_dir.
+ */
+function withProject(
+  env: Record<string, string>,
+  project: string | true | undefined,
+): Record<string, string> {
+  if (project === undefined) return env;
+  let dir: string;
+  try {
+    dir = realpathSync(project === true ? process.cwd() : project);
+  } catch {
+    return fail(`--project ${project}: no such directory`);
+  }
+  if (!statSync(dir).isDirectory()) fail(`--project ${dir}: not a directory`);
+  const listed = env.CODEXEC_ALLOWED_PATHS ? env.CODEXEC_ALLOWED_PATHS.split(',') : [];
+  return { ...env, CODEXEC_ALLOWED_PATHS: [...listed.filter((path) => path !== dir), dir].join(',') };
 }
 
 function parseEnv(pair: string): [string, string] {

@@ -141,3 +141,29 @@ describe('codexec setup refusals', () => {
     expect(env.stderr).toContain('expected KEY=VALUE');
   });
 });
+
+describe('codexec setup --project', () => {
+  it('adds the project directory to CODEXEC_ALLOWED_PATHS, after those given, and refuses a missing one', () => {
+    const home = tempDir();
+    homes.push(home);
+    const project = join(home, 'project');
+    mkdirSync(project);
+    const printed = setup(
+      home,
+      'cursor',
+      '--print',
+      '--env',
+      'CODEXEC_ALLOWED_PATHS=/srv/data',
+      '--project',
+      project,
+    );
+    expect(printed.status).toBe(0);
+    const entry = (
+      JSON.parse(printed.stdout) as { mcpServers: Record<string, { env: Record<string, string> }> }
+    ).mcpServers.codexec;
+    expect(entry?.env.CODEXEC_ALLOWED_PATHS).toBe(`/srv/data,${project}`);
+    const missing = setup(home, 'cursor', '--print', '--project', join(home, 'nope'));
+    expect(missing.status).toBe(2);
+    expect(missing.stderr).toContain('no such directory');
+  });
+});

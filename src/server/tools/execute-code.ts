@@ -8,6 +8,7 @@ import { codeModeFor, codeModeInput, codeModePowers, sessionSampler, toolCallsFi
 import { defineTool } from '../define-tool.js';
 import { advertisedEgress, egressField, egressInput } from '../egress.js';
 import { type Gatekeeper, runFacts } from '../guard.js';
+import { advertisedWorkingDir } from '../host-dirs.js';
 import { imageFields } from '../images.js';
 import { withProgress } from '../progress.js';
 import { runContent } from '../resources.js';
@@ -66,7 +67,9 @@ const inputSchema = z.object({
     .string()
     .min(1)
     .optional()
-    .describe('Existing directory to run in (~ allowed). Default: a fresh empty workspace'),
+    .describe(
+      'An existing directory beneath CODEXEC_ALLOWED_PATHS to run in. Default: a fresh empty workspace',
+    ),
   session_id: z
     .string()
     .min(1)
@@ -97,15 +100,21 @@ export function registerExecuteCode(server: McpServer, services: Services, gate:
       "exit code, files. The code can find other MCP servers' tools (discoverMCPTools, searchTools, " +
       'getToolSchema) and call those in allowed_tools (callMCPTool; python: await call_mcp_tool, …).',
     input: inputSchema,
-    advertisedInput: advertisedEgress(
-      inputSchema.extend({ language: advertisedLanguage(services.config, LANGUAGE_HELP) }),
+    advertisedInput: advertisedWorkingDir(
+      advertisedEgress(
+        inputSchema.extend({ language: advertisedLanguage(services.config, LANGUAGE_HELP) }),
+        services.config,
+      ),
       services.config,
     ),
     // Alone (codemode), without sessions to name nor aliases to list.
-    compactInput: advertisedEgress(
-      inputSchema
-        .omit({ session_id: true })
-        .extend({ language: advertisedLanguage(services.config, LANGUAGE_HELP, false) }),
+    compactInput: advertisedWorkingDir(
+      advertisedEgress(
+        inputSchema
+          .omit({ session_id: true })
+          .extend({ language: advertisedLanguage(services.config, LANGUAGE_HELP, false) }),
+        services.config,
+      ),
       services.config,
     ),
     output: executionResultSchema,

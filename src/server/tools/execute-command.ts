@@ -27,7 +27,10 @@ const inputSchema = z.object({
   work_dir: z
     .string()
     .optional()
-    .describe('Directory to run in: relative to the persistent workspace (default: the workspace itself)'),
+    .describe(
+      'Directory to run in: relative to the persistent workspace (default: the workspace itself), or an ' +
+        'absolute one beneath CODEXEC_ALLOWED_PATHS (run as its owner)',
+    ),
   ...egressInput,
 });
 

@@ -9,6 +9,7 @@ import { discovers } from '../codemode.js';
 import { defineTool } from '../define-tool.js';
 import { advertisedEgress, egressInput } from '../egress.js';
 import { type Gatekeeper, runFacts } from '../guard.js';
+import { advertisedWorkingDir } from '../host-dirs.js';
 import { withProgress } from '../progress.js';
 import { runContent } from '../resources.js';
 import { SAVED_HELP } from '../saved-output.js';
@@ -38,7 +39,7 @@ const runScriptInput = z.object({
     .string()
     .min(1)
     .optional()
-    .describe('Existing directory to run in (default: a fresh workspace)'),
+    .describe('An existing directory beneath CODEXEC_ALLOWED_PATHS to run in. Default: a fresh workspace'),
   ...egressInput,
 });
 
@@ -199,7 +200,7 @@ export function registerScriptTools(server: McpServer, services: Services, gate:
       'not installed, naming it. Returns the execute_code result. ' +
       SAVED_HELP,
     input: runScriptInput,
-    advertisedInput: advertisedEgress(runScriptInput, services.config),
+    advertisedInput: advertisedWorkingDir(advertisedEgress(runScriptInput, services.config), services.config),
     output: executionResultSchema,
     tasks: services.tasks,
     extraContent: runContent,

@@ -9,6 +9,7 @@ import { codeModeInput, discovers, sessionSampler, toolCallsField } from '../cod
 import { defineTool } from '../define-tool.js';
 import { advertisedEgress, egressField, egressInput } from '../egress.js';
 import { type Gatekeeper, runFacts } from '../guard.js';
+import { advertisedWorkingDir } from '../host-dirs.js';
 import { imageFields } from '../images.js';
 import { withProgress } from '../progress.js';
 import { runContent } from '../resources.js';
@@ -27,7 +28,9 @@ const startInput = z.object({
     .string()
     .min(1)
     .optional()
-    .describe('Existing directory to work in (~ allowed). Default: a fresh session workspace'),
+    .describe(
+      'An existing directory beneath CODEXEC_ALLOWED_PATHS to work in. Default: a fresh session workspace',
+    ),
   pty: z
     .boolean()
     .optional()
@@ -154,8 +157,8 @@ function registerCodeTools(server: McpServer, services: Services, gate: Gatekeep
       `${Math.round(config.sessionIdleTimeoutMs / 60_000)} min is closed. Close it with close_session when done. ` +
       'With pty: true a bash session runs on a terminal, and its stdout and stderr arrive merged on stdout.',
     input: startInput,
-    advertisedInput: advertisedEgress(
-      startInput.extend({ language: advertisedLanguage(config, LANGUAGE_HELP) }),
+    advertisedInput: advertisedWorkingDir(
+      advertisedEgress(startInput.extend({ language: advertisedLanguage(config, LANGUAGE_HELP) }), config),
       config,
     ),
     output: startOutput,
