@@ -7,6 +7,7 @@ import { createServer as createHttps } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { allowing, ownedDir } from '../helpers/host-dir.js';
 import { IS_ROOT, SANDBOX_MODE } from '../helpers/mode.js';
 import { baseEnv, CLI, callTool, startServer, type TestServer, tempDir } from '../helpers/server.js';
 import { ensureImage, RUNTIMES } from '../sandbox/container/engine.js';
@@ -95,6 +96,8 @@ describe.each(MODES)(
       let second: Origin;
       let cert: string;
       const dir = tempDir('codexec-egress-');
+      // A host directory for a cold run, the one root the server allows.
+      const coldDir = ownedDir('codexec-egress-cold-');
 
       beforeAll(async () => {
         // A docker-mode server needs its image (built from the host when missing: minutes, once).
@@ -124,6 +127,7 @@ describe.each(MODES)(
               `127.0.0.2:${second.port}`,
             ].join(','),
             CODEXEC_DENIED_DOMAINS: `localhost:${denied.port}`,
+            ...allowing(coldDir),
           },
         });
       }, 600_000);
@@ -148,7 +152,7 @@ describe.each(MODES)(
         expect(warm.network_denied).toBeUndefined();
         // A working_dir makes the run cold: its sandbox starts with the forwarder on the request path.
         const cold = await python(`print(json.dumps(fetch("http://localhost:${listed.port}/big")))`, {
-          working_dir: tempDir('codexec-egress-cold-'),
+          working_dir: coldDir,
         });
         expect([cold.warm, fetched(cold)]).toEqual([false, [200, 1 << 20]]);
         const tls = await python(
