@@ -271,7 +271,9 @@ export const settingsSchema = z
         message: 'every path must be absolute (or start with ~)',
       })
       .optional()
-      .describe('Absolute dirs an absolute execute_command work_dir may lie in (comma list or JSON array).'),
+      .describe(
+        "Absolute roots a caller's working_dir, or an absolute execute_command work_dir outside its workspace, must lie beneath (comma list or JSON array); absent or empty: no host directory, code works in fresh workspaces.",
+      ),
     CODEXEC_ALLOWED_COMMANDS: commandPatterns
       .optional()
       .describe(

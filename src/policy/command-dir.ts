@@ -2,7 +2,7 @@ import { closeSync } from 'node:fs';
 import { mkdir, realpath } from 'node:fs/promises';
 import { isAbsolute, join, relative } from 'node:path';
 import { type Config, commandWorkspace } from '../config/index.js';
-import { InvalidInputError } from '../errors/index.js';
+import { ForbiddenPathError, InvalidInputError } from '../errors/index.js';
 import {
   currentPrincipal,
   expandHome,
@@ -40,6 +40,16 @@ export async function openCommandDir(
     rel = relative(workspace, real);
     if (rel === '') return HeldDir.ofOwn(workspace);
   }
+  try {
+    return openInWorkspace(workspace, rel, workDir);
+  } catch (error) {
+    // The caller is told which argument to fix.
+    if (error instanceof ForbiddenPathError) throw new ForbiddenPathError(`work_dir ${error.message}`);
+    throw error;
+  }
+}
+
+function openInWorkspace(workspace: string, rel: string, workDir: string): HeldDir {
   const segments = segmentsOf(rel);
   const rootFd = openRoot(workspace);
   try {

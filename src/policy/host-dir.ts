@@ -61,7 +61,7 @@ export class HostDirs {
         `${argument} ${input} is outside CODEXEC_ALLOWED_PATHS (${roots.join(', ')}), the only host directories code may work in`,
       );
     this.refuseForbidden(real, input, argument);
-    const fd = openBeneathRoot(root, real, input);
+    const fd = openBeneathRoot(root, real, input, argument);
     let held: HeldDir | undefined;
     try {
       held = HeldDir.adopt(real, fd, {
@@ -123,14 +123,16 @@ export class HostDirs {
 }
 
 /** Opens `real` beneath the allowed root `root` (both real paths), refusing a symlink on the way. */
-function openBeneathRoot(root: string, real: string, input: string): number {
+function openBeneathRoot(root: string, real: string, input: string, argument: DirArgument): number {
   const rootFd = openSync(root, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
   try {
     const rel = relative(root, real);
     return openDirBeneath(rootFd, rel === '' ? [] : rel.split('/'), { shown: input });
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') throw new InvalidInputError(`${input} does not exist`);
+    if (code === 'ENOENT') throw new InvalidInputError(`${argument} ${input} does not exist`);
+    // The caller is told which argument to fix.
+    if (error instanceof ForbiddenPathError) throw new ForbiddenPathError(`${argument} ${error.message}`);
     throw error;
   } finally {
     closeSync(rootFd);

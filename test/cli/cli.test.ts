@@ -1,7 +1,9 @@
 import { spawnSync } from 'node:child_process';
-import { rmSync, writeFileSync } from 'node:fs';
+import { existsSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { OWNER, ownedDir } from '../helpers/host-dir.js';
+import { IS_ROOT } from '../helpers/mode.js';
 import { baseEnv, CLI, tempDir } from '../helpers/server.js';
 
 const home = tempDir();
@@ -49,6 +51,31 @@ describe('codexec CLI', () => {
     const file = join(home, 'prog.ts');
     writeFileSync(file, 'const n: number = 6 * 7;\nconsole.log(n)');
     expect(codexec(['run', file])).toMatchObject({ code: 0, stdout: '42\n' });
+  });
+
+  it('runs in -C <dir> with no CODEXEC_ALLOWED_PATHS (the operator named it), as its owner', () => {
+    const dir = ownedDir('codexec-cli-wd-');
+    try {
+      const { code, stdout } = codexec(['run', '-', '-l', 'bash', '-C', dir], {
+        input: 'pwd; id -u; touch made',
+      });
+      expect({ code, stdout }).toEqual({ code: 0, stdout: `${dir}\n${OWNER.uid}\n` });
+      expect(statSync(join(dir, 'made')).uid).toBe(OWNER.uid);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it.runIf(IS_ROOT)("refuses -C <dir> of root's, running nothing there", () => {
+    const dir = tempDir('codexec-cli-root-');
+    try {
+      const { code, stderr } = codexec(['run', '-', '-l', 'bash', '-C', dir], { input: 'touch made' });
+      expect(code).toBe(2);
+      expect(stderr).toContain('owned by root');
+      expect(existsSync(join(dir, 'made'))).toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('stops with NAME: reason and exit 2 on an invalid setting', () => {

@@ -128,6 +128,7 @@ describe.each(MODES)(
               `127.0.0.2:${second.port}`,
             ].join(','),
             CODEXEC_DENIED_DOMAINS: `localhost:${denied.port}`,
+            ...allowing(coldDir),
           },
         });
       }, 600_000);

@@ -6,7 +6,8 @@
 // the server's own, which this asserts too (docs/security.md says so from this run).
 import { chownSync, rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callTool, tempDir } from '../helpers/server.js';
+import { allowing, ownedDir } from '../helpers/host-dir.js';
+import { callTool } from '../helpers/server.js';
 import { DOCKER_MODE, ensureImage, GVISOR, serverRuntime } from '../sandbox/container/engine.js';
 import { type Rig, run, startRig } from './probes.js';
 
@@ -50,15 +51,17 @@ describe.each(MODES)('capability sets of the code (%s mode)', (label) => {
 
   beforeAll(async () => {
     if (mode === 'docker') ensureImage();
-    rig = nonRoot
-      ? await startRig({ CODEXEC_SANDBOX_MODE: mode }, 65534)
-      : mode === 'docker'
-        ? await startRig(gvisor ? GVISOR.env : DOCKER_MODE)
-        : await startRig({ CODEXEC_SANDBOX_MODE: mode });
-    // A working_dir never gets a warm process: a run there starts cold. (Outside CODEXEC_HOME:
-    // nothing of codexec's own may be a working_dir.)
-    coldDir = tempDir('codexec-cold-');
+    // A working_dir never gets a warm process: a run there starts cold. A host directory beneath
+    // CODEXEC_ALLOWED_PATHS, an ordinary user's (whom a root server runs the code as), or the
+    // non-root server's own.
+    coldDir = ownedDir('codexec-cold-');
     if (nonRoot) chownSync(coldDir, 65534, 65534);
+    const allowed = allowing(coldDir);
+    rig = nonRoot
+      ? await startRig({ CODEXEC_SANDBOX_MODE: mode, ...allowed }, 65534)
+      : mode === 'docker'
+        ? await startRig({ ...(gvisor ? GVISOR.env : DOCKER_MODE), ...allowed })
+        : await startRig({ CODEXEC_SANDBOX_MODE: mode, ...allowed });
   });
 
   afterAll(async () => {

@@ -1,6 +1,7 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { allowing, ownedDir } from '../helpers/host-dir.js';
 import { processesUnder } from '../helpers/procs.js';
 import { callTool, startServer, type TestServer } from '../helpers/server.js';
 
@@ -26,10 +27,15 @@ async function warmRun(server: TestServer, args: Record<string, unknown>): Promi
 
 describe('warm pool', () => {
   let server: TestServer;
+  // A caller's working_dir, the one root the server allows.
+  const dir = ownedDir('codexec-pool-wd-');
   beforeAll(async () => {
-    server = await startServer({ env: { CODEXEC_POOL_SIZE: '2' } });
+    server = await startServer({ env: { CODEXEC_POOL_SIZE: '2', ...allowing(dir) } });
   });
-  afterAll(() => server.close());
+  afterAll(async () => {
+    await server.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
 
   it.each([
     ['python', 'import sys\nprint("py", sys.argv[1:] == [], __name__)', 'py True __main__\n'],
@@ -97,6 +103,13 @@ describe('warm pool', () => {
   });
 
   it('runs with a custom working_dir or a syntax error stay cold', async () => {
+    await warmRun(server, { language: 'bash', code: 'true' }); // the pool is up: a cold run is its choice
+    const custom = await callTool<Result>(server.client, 'execute_code', {
+      language: 'bash',
+      code: 'pwd',
+      working_dir: dir,
+    });
+    expect(custom.value).toMatchObject({ success: true, stdout: `${dir}\n`, warm: false, working_dir: dir });
     const { value } = await callTool<Result>(server.client, 'execute_code', {
       language: 'typescript',
       code: 'const = ;',

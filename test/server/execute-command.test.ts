@@ -1,7 +1,17 @@
-import { existsSync, mkdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chownSync,
+  existsSync,
+  mkdirSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SANDBOX_MODE } from '../helpers/mode.js';
+import { allowing, OWNER, ownedDir } from '../helpers/host-dir.js';
+import { IS_ROOT, SANDBOX_MODE } from '../helpers/mode.js';
 import { callTool, ERAS, startServer, type TestServer, tempDir } from '../helpers/server.js';
 
 interface Result {
@@ -56,8 +66,8 @@ describe('execute_command', () => {
   const run = (args: Record<string, unknown>) => callTool<Result>(server.client, 'execute_command', args);
 
   beforeAll(async () => {
-    allowed = tempDir('codexec-allowed-');
-    server = await startServer({ env: { ...CANARY, CODEXEC_ALLOWED_PATHS: allowed } });
+    allowed = ownedDir('codexec-allowed-');
+    server = await startServer({ env: { ...CANARY, ...allowing(allowed) } });
   });
   afterAll(async () => {
     await server.close();
@@ -151,6 +161,8 @@ describe('execute_command', () => {
   ])('detects a %s-made .venv layout', async (tool, cfg) => {
     const dir = join(allowed, tool);
     mkdirSync(join(dir, '.venv/bin'), { recursive: true });
+    // The command runs as the directory's owner; the venv it only reads.
+    if (IS_ROOT) chownSync(dir, OWNER.uid, OWNER.gid);
     writeFileSync(join(dir, '.venv/pyvenv.cfg'), cfg);
     symlinkSync('/usr/bin/python3', join(dir, '.venv/bin/python'));
     const { value } = await run({ command: 'python -c "import sys; print(sys.prefix)"', work_dir: dir });
@@ -182,7 +194,7 @@ describe('execute_command', () => {
       stdout: `${realpathSync(allowed)}\n`,
       artifacts: ['made.txt'],
     });
-    expect(existsSync(join(allowed, 'made.txt'))).toBe(true);
+    expect(statSync(join(allowed, 'made.txt')).uid).toBe(OWNER.uid);
   });
 
   it.each([
@@ -191,7 +203,8 @@ describe('execute_command', () => {
     ['a symlink in the workspace leading out', () => 'escape', 'FORBIDDEN_PATH'],
     ['a forbidden path', () => '/etc', 'FORBIDDEN_PATH'],
     ['a missing directory', () => 'no/such/dir', 'INVALID_INPUT'],
-    ['a file', () => 'proj/n.txt', 'INVALID_INPUT'],
+    // Opened one name at a time: a file where a directory is named stops the walk.
+    ['a file', () => 'proj/n.txt', 'FORBIDDEN_PATH'],
   ])('refuses %s as work_dir', async (_what, workDir, code) => {
     if (!existsSync(join(server.home, 'workspace/escape')))
       symlinkSync(tempDir('codexec-link-'), join(server.home, 'workspace/escape'));

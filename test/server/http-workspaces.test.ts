@@ -5,6 +5,7 @@ import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { allowing } from '../helpers/host-dir.js';
 import { connectHttp, type HttpServer, startHttp } from '../helpers/http.js';
 import { callTool, startServer, tempDir } from '../helpers/server.js';
 import { buildWheel } from '../packages/fixtures.js';
@@ -27,7 +28,8 @@ describe('serve --http: a command workspace per principal', () => {
     buildWheel(dir, 'codexec_alice_pkg', '1.0.0', 21);
     server = await startHttp({
       home,
-      env: { CODEXEC_HTTP_TOKENS: tokens, PIP_NO_INDEX: '1', PIP_FIND_LINKS: dir },
+      // Host directories allowed around every workspace: a principal's is still no other's.
+      env: { CODEXEC_HTTP_TOKENS: tokens, PIP_NO_INDEX: '1', PIP_FIND_LINKS: dir, ...allowing(home) },
     });
     alice = await connectHttp(server.url, ALICE, 'modern');
     bob = await connectHttp(server.url, BOB, 'legacy');
@@ -75,12 +77,14 @@ describe('serve --http: a command workspace per principal', () => {
     const theirs = String(mine.value.work_dir);
     const refused = await callTool<Value>(bob, 'execute_command', { command: 'ls', work_dir: theirs });
     expect(refused.value.code).toBe('FORBIDDEN_PATH');
+    expect(refused.value.error).toContain('may not use');
     const code = await callTool<Value>(bob, 'execute_code', {
       language: 'bash',
       code: 'ls',
       working_dir: theirs,
     });
     expect(code.value.code).toBe('FORBIDDEN_PATH');
+    expect(code.value.error).toContain('may not use');
   });
 
   it("a global install is the installing principal's own: bob's and the stdio user's runs do not see it", async () => {

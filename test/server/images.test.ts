@@ -5,6 +5,7 @@ import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { allowing, ownedDir } from '../helpers/host-dir.js';
 import { ERAS, startServer, type TestServer } from '../helpers/server.js';
 
 interface Value {
@@ -59,10 +60,16 @@ describe.each(ERAS)('images (%s era)', (era) => {
   const run = (code: string, extra: Record<string, unknown> = {}) =>
     call(server, 'execute_code', { language: 'python', code, ...extra });
 
+  // The host directory a cold run works in, the one root the server allows.
+  const dir = ownedDir('codexec-images-');
+
   beforeAll(async () => {
-    server = await startServer({ era, env: PYTHON });
+    server = await startServer({ era, env: { ...PYTHON, ...allowing(dir) } });
   });
-  afterAll(() => server.close());
+  afterAll(async () => {
+    await server.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
 
   it('returns a figure shown with plt.show() as one PNG image, without a backend set by the code', async () => {
     const { value, pictures } = await run(
@@ -106,18 +113,13 @@ describe.each(ERAS)('images (%s era)', (era) => {
   });
 
   it('returns figures from a cold run in a working_dir, leaving nothing of matplotlib there', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'codexec-images-'));
-    try {
-      const { value, pictures } = await run(
-        'import matplotlib.pyplot as plt\nplt.figure(figsize=(3, 1), dpi=100)\nplt.plot([1, 2])',
-        { working_dir: dir },
-      );
-      expect(value).toMatchObject({ success: true, warm: false, working_dir: dir, artifacts: [] });
-      expect(pictures.map((p) => pngSize(p.bytes))).toEqual([[300, 100]]);
-      expect(readdirSync(dir)).toEqual([]);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    const { value, pictures } = await run(
+      'import matplotlib.pyplot as plt\nplt.figure(figsize=(3, 1), dpi=100)\nplt.plot([1, 2])',
+      { working_dir: dir },
+    );
+    expect(value).toMatchObject({ success: true, warm: false, working_dir: dir, artifacts: [] });
+    expect(pictures.map((p) => pngSize(p.bytes))).toEqual([[300, 100]]);
+    expect(readdirSync(dir)).toEqual([]);
   });
 
   it('returns image files the code wrote, by content: a .png of text is no image', async () => {

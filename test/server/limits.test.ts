@@ -1,7 +1,7 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { availableParallelism, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync, rmSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { allowing, ownedDir } from '../helpers/host-dir.js';
 import { SANDBOX_MODE } from '../helpers/mode.js';
 import { processesWith, sleepMarker } from '../helpers/procs.js';
 import { callTool, startServer, type TestServer } from '../helpers/server.js';
@@ -25,11 +25,16 @@ function peakRssMb(pid: number): number {
 describe('execute_code limits', () => {
   let server: TestServer;
   const run = (args: Record<string, unknown>) => callTool<Result>(server.client, 'execute_code', args);
+  // A host directory for a cold run (the one root the server allows).
+  const dir = ownedDir('codexec-cpu-');
 
   beforeAll(async () => {
-    server = await startServer({ env: { CODEXEC_KILL_GRACE_MS: '500' } });
+    server = await startServer({ env: { CODEXEC_KILL_GRACE_MS: '500', ...allowing(dir) } });
   });
-  afterAll(() => server.close());
+  afterAll(async () => {
+    await server.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
 
   it('times out, keeps partial output and reports exit_code null', async () => {
     const { value } = await run({
@@ -60,15 +65,10 @@ describe('execute_code limits', () => {
     // A custom working_dir runs cold; the other may be warm (whose limit is the longest timeout's).
     const code =
       'print([l.split()[3] for l in open("/proc/self/limits") if l.startswith("Max cpu time")][0])';
-    const dir = mkdtempSync(join(tmpdir(), 'codexec-cpu-'));
-    try {
-      for (const args of [{ working_dir: dir }, {}]) {
-        const { value } = await run({ language: 'python', code, timeout_ms: 4000, ...args });
-        expect(value).toMatchObject({ success: true, sandbox_mode: SANDBOX_MODE });
-        expect(Number(value.stdout)).toBeGreaterThanOrEqual((4 + 0.5) * availableParallelism());
-      }
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
+    for (const args of [{ working_dir: dir }, {}]) {
+      const { value } = await run({ language: 'python', code, timeout_ms: 4000, ...args });
+      expect(value).toMatchObject({ success: true, sandbox_mode: SANDBOX_MODE });
+      expect(Number(value.stdout)).toBeGreaterThanOrEqual((4 + 0.5) * availableParallelism());
     }
   });
 

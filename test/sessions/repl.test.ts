@@ -2,8 +2,9 @@
 import { existsSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { allowing, ownedDir } from '../helpers/host-dir.js';
 import { SANDBOX_MODE } from '../helpers/mode.js';
-import { callTool, startServer, type TestServer, tempDir } from '../helpers/server.js';
+import { callTool, startServer, type TestServer } from '../helpers/server.js';
 import { allGone, processTree, send, start, waitUntil } from './helpers.js';
 
 interface Cases {
@@ -264,13 +265,17 @@ describe.each(['node', 'typescript'])('%s declarations and await', (language) =>
 
 describe('python extras', () => {
   let server: TestServer;
+  // The caller's working_dir, the one root the server allows.
+  const dir = ownedDir('codexec-session-wd-');
   beforeAll(async () => {
-    server = await startServer();
+    server = await startServer({ env: allowing(dir) });
   });
-  afterAll(() => server.close());
+  afterAll(async () => {
+    await server.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
 
   it('supports top-level await and a working_dir of the caller, which close leaves in place', async () => {
-    const dir = tempDir('codexec-session-wd-');
     const session = await start(server.client, 'python', { working_dir: dir });
     expect(session.working_dir).toBe(realpathSync(dir));
     const awaited = await send(
@@ -283,7 +288,6 @@ describe('python extras', () => {
     expect(wrote.value.artifacts).toEqual(['out.csv']);
     await callTool(server.client, 'close_session', { session_id: session.session_id });
     expect(existsSync(join(dir, 'out.csv'))).toBe(true);
-    rmSync(dir, { recursive: true, force: true });
   });
 
   it('notices a driver that dies between sends and logs it as crashed', async () => {
