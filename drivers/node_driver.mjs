@@ -140,7 +140,9 @@ const send = (message) => {
 
 // Background processes (start_process), as python_driver.py serves them: `bash -c command` in a
 // process group of its own, SIGINT ignored, stdout and stderr on one pipe. Served from the event
-// loop: between cells and while a cell awaits; a cell that keeps the loop busy holds them.
+// loop: between cells and while a cell awaits; a cell that keeps the loop busy holds them. Where
+// the sandbox refuses setsid (landlock mode without a cgroup), which Node's spawn does not report,
+// the process stays in the driver's group: a kill then stops and kills its process tree instead.
 const RELAY_BYTES_PER_SECOND = 2 * 1024 * 1024;
 const processes = new Map();
 
@@ -152,10 +154,63 @@ function handleProcess(message) {
     else if (type === 'proc_stdin' && child) {
       if (message.data) child.stdin.write(Buffer.from(message.data, 'base64'));
       if (message.eof) child.stdin.end();
-    } else if (type === 'proc_kill' && child) process.kill(-child.pid, 'SIGKILL');
+    } else if (type === 'proc_kill' && child) killProcess(child);
   } catch (error) {
     send({ type: 'proc_error', proc: proc ?? null, message: String(error?.message ?? error) });
   }
+}
+
+function killProcess(child) {
+  try {
+    process.kill(-child.pid, 'SIGKILL');
+  } catch (error) {
+    // No group of its own; once it has exited its pid may be another's.
+    if (error.code !== 'ESRCH' || child.exitCode !== null || child.signalCode !== null) return;
+    killTree(child.pid);
+  }
+}
+
+/** SIGKILL `pid` and its descendants, stopped first so that none forks a child the kill misses. */
+function killTree(pid) {
+  const stopped = new Set();
+  for (let round = 0; round < 100; round++) {
+    const tree = treeOf(pid).filter((each) => !stopped.has(each));
+    if (tree.length === 0) break;
+    for (const each of tree) {
+      signalQuietly(each, 'SIGSTOP');
+      stopped.add(each);
+    }
+  }
+  for (const each of stopped) signalQuietly(each, 'SIGKILL');
+}
+
+function signalQuietly(pid, name) {
+  try {
+    process.kill(pid, name);
+  } catch {
+    // gone
+  }
+}
+
+/** `pid` and its descendants now, from /proc (a process orphaned before is not among them). */
+function treeOf(pid) {
+  const { readdirSync, readFileSync } = here('node:fs');
+  const children = new Map();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    let stat;
+    try {
+      stat = readFileSync(`/proc/${name}/stat`, 'latin1');
+    } catch {
+      continue;
+    }
+    // pid (comm) state ppid …; comm may hold spaces and parentheses.
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    children.set(ppid, [...(children.get(ppid) ?? []), Number(name)]);
+  }
+  const found = [pid];
+  for (let i = 0; i < found.length; i++) found.push(...(children.get(found[i]) ?? []));
+  return found;
 }
 
 function startProcess(proc, command) {

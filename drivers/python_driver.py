@@ -17,7 +17,9 @@ Background processes (start_process): the channel is read by a thread of its own
 frames are served while a cell runs; exec frames are queued for the main thread. Each process is
 `bash -c command` in a process group of its own with SIGINT and SIGQUIT ignored (as a
 non-interactive shell does for `cmd &`: a send's interrupt, which reaches every process of the
-sandbox, leaves it running), stdout and stderr on one pipe, in the order written. Out:
+sandbox, leaves it running), stdout and stderr on one pipe, in the order written. Where the sandbox
+refuses new sessions (landlock mode without a cgroup keeps every process in the run's process group),
+it stays in the driver's group, and a kill stops then kills its process tree instead. Out:
 {"type":"proc_started","proc","pid"}, {"type":"proc_output","proc","data":base64},
 {"type":"proc_exit","proc","exit_code","signal"} after its output, {"type":"proc_error","proc","message"}.
 """
@@ -83,6 +85,8 @@ class Processes:
         self.fd = fd
         self.cwd = os.getcwd()
         self.procs = {}
+        # False once setsid was refused: every later process shares the driver's group too.
+        self.groups = True
 
     def handle(self, message):
         import base64  # here, not at start-up: most sessions never start a process
@@ -94,20 +98,33 @@ class Processes:
             elif kind == "proc_stdin" and proc in self.procs:
                 self.procs[proc][1].put((base64.b64decode(message.get("data", "")), bool(message.get("eof"))))
             elif kind == "proc_kill" and proc in self.procs:
-                os.killpg(self.procs[proc][0].pid, signal.SIGKILL)
+                child, _, grouped = self.procs[proc]
+                if grouped:
+                    os.killpg(child.pid, signal.SIGKILL)
+                elif child.returncode is None:  # else its pid may be another's by now
+                    kill_tree(child.pid)
         except Exception as error:  # never let a process take the channel down
             write_frame(self.fd, {"type": "proc_error", "proc": proc, "message": str(error)})
 
     def start(self, proc, command):
         import subprocess
 
-        child = subprocess.Popen(
-            ["bash", "-c", 'trap "" INT QUIT; eval "$1"', "codexec-process", command],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            cwd=self.cwd, start_new_session=True, close_fds=True,
-        )
+        def popen(session):
+            return subprocess.Popen(
+                ["bash", "-c", 'trap "" INT QUIT; eval "$1"', "codexec-process", command],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                cwd=self.cwd, start_new_session=session, close_fds=True,
+            )
+
+        try:
+            child = popen(self.groups)
+        except PermissionError:
+            if not self.groups:
+                raise
+            child = popen(False)  # raises again if setsid was not the cause
+            self.groups = False
         inbox = _queue.SimpleQueue()
-        self.procs[proc] = (child, inbox)
+        self.procs[proc] = (child, inbox, self.groups)
         write_frame(self.fd, {"type": "proc_started", "proc": proc, "pid": child.pid})
         relayed = _thread.allocate_lock()
         relayed.acquire()
@@ -162,6 +179,48 @@ class Processes:
         code, sig = (status, None) if status >= 0 else (None, signal.Signals(-status).name)
         write_frame(self.fd, {"type": "proc_exit", "proc": proc, "exit_code": code, "signal": sig})
         self.procs[proc][1].put((b"", True))
+
+
+def kill_tree(pid):
+    """SIGKILL `pid` and its descendants, stopped first so that none forks a child the kill misses."""
+    stopped = set()
+    for _ in range(100):
+        tree = [each for each in tree_of(pid) if each not in stopped]
+        if not tree:
+            break
+        for each in tree:
+            try:
+                os.kill(each, signal.SIGSTOP)
+            except OSError:
+                pass  # gone
+            stopped.add(each)
+    for each in stopped:
+        try:
+            os.kill(each, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def tree_of(pid):
+    """`pid` and its descendants now, from /proc (a process orphaned before is not among them)."""
+    children = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name, "rb") as file:
+                stat = file.read()
+        except OSError:
+            continue
+        # pid (comm) state ppid ...; comm may hold spaces and parentheses.
+        ppid = int(stat[stat.rindex(b")") + 2 :].split()[1])
+        children.setdefault(ppid, []).append(int(name))
+    found, queue = [pid], [pid]
+    while queue:
+        for child in children.get(queue.pop(), ()):
+            found.append(child)
+            queue.append(child)
+    return found
 
 
 def flush_std():

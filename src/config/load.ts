@@ -5,6 +5,7 @@ import { type HostRule, parseRules } from '../egress/rules.js';
 import { ConfigError } from '../errors/index.js';
 import { expandHome, log } from '../util/index.js';
 import { reconcile } from './coherence.js';
+import { runHome } from './paths.js';
 import { type QuotaTable, readQuotas } from './quotas.js';
 import {
   type ApprovalMode,
@@ -21,6 +22,12 @@ export type { ApprovalMode, Approver, SandboxMode };
 /** The resolved configuration every module reads. Paths are absolute. */
 export interface Config {
   readonly home: string;
+  /**
+   * Where runs live (workspaces, package environments, command workspaces, install stages):
+   * CODEXEC_HOME, or for a root server whose default home its sandbox user cannot reach, a
+   * directory of its own under /var/lib/codexec (paths.ts runHome).
+   */
+  readonly runHome: string;
   readonly sandboxMode: SandboxMode;
   readonly sandboxDir: string;
   readonly logDir: string;
@@ -147,12 +154,13 @@ type RawSettings = Partial<Record<string, unknown>>;
  * Resolve configuration: env > `$CODEXEC_HOME/config.json` (optional) > defaults.
  * Throws ConfigError with `NAME: what is wrong` for the first invalid setting, or for two set
  * settings that conflict; a default that conflicts with a set value is moved and `warn`ed about.
+ * `home`: the user's home directory, which `~` names.
  */
 export function loadConfig(
   env: NodeJS.ProcessEnv = process.env,
   warn: (message: string) => void = (message) => log('warn', message),
+  home: string = homedir(),
 ): Config {
-  const home = homedir();
   const fromEnv: RawSettings = {};
   for (const name of SETTING_NAMES) {
     const value = env[name];
@@ -171,18 +179,20 @@ export function loadConfig(
   // LOG_LEVEL is not applied yet (the caller does that with the result), so honour it here.
   if (s.LOG_LEVEL !== 'error') for (const warning of warnings) warn(warning);
   const root = expandHome(s.CODEXEC_HOME, home);
-  const dir = (value: string | undefined, fallback: string) =>
-    expandHome(value ?? join(root, fallback), home);
+  const runs = runHome(root, { explicit: fromEnv.CODEXEC_HOME !== undefined, uid: process.getuid?.() });
+  const dir = (value: string | undefined, fallback: string, under = root) =>
+    expandHome(value ?? join(under, fallback), home);
   const mcpConfig = mcpConfigPath(s.CODEXEC_MCP_CONFIG, root, home);
   const tools = toolList(s.CODEXEC_TOOLS);
   return {
     home: root,
+    runHome: runs,
     sandboxMode: s.CODEXEC_SANDBOX_MODE,
-    sandboxDir: dir(s.CODEXEC_SANDBOX_DIR, 'sandbox'),
+    sandboxDir: dir(s.CODEXEC_SANDBOX_DIR, 'sandbox', runs),
     logDir: dir(s.CODEXEC_LOG_DIR, 'logs'),
     scriptsDir: dir(s.CODEXEC_SCRIPTS_DIR, 'scripts'),
     scriptLimits: { maxVersions: s.CODEXEC_MAX_SCRIPT_VERSIONS, maxScriptBytes: s.CODEXEC_MAX_SCRIPT_BYTES },
-    envsDir: join(root, 'envs'),
+    envsDir: join(runs, 'envs'),
     defaultTimeoutMs: s.CODEXEC_DEFAULT_TIMEOUT_MS,
     maxTimeoutMs: s.CODEXEC_MAX_TIMEOUT_MS,
     sessionIdleTimeoutMs: s.CODEXEC_SESSION_IDLE_TIMEOUT_MS,
@@ -258,7 +268,7 @@ export function loadConfig(
       s.CODEXEC_SECRETS_FILE && expandHome(s.CODEXEC_SECRETS_FILE, home),
     ),
     command: {
-      workspace: dir(s.CODEXEC_WORKSPACE, 'workspace'),
+      workspace: dir(s.CODEXEC_WORKSPACE, 'workspace', runs),
       allowedPaths: (s.CODEXEC_ALLOWED_PATHS ?? []).map((path) => expandHome(path, home)),
       ...(s.CODEXEC_ALLOWED_COMMANDS && { allowedCommands: s.CODEXEC_ALLOWED_COMMANDS }),
       ...(s.CODEXEC_BLOCKED_COMMANDS && { blockedCommands: s.CODEXEC_BLOCKED_COMMANDS }),

@@ -82,7 +82,13 @@ export const settingsSchema = z
   .object({
     CODEXEC_HOME: z.string().min(1).default('~/.codexec').describe('Root of all codexec state.'),
     CODEXEC_SANDBOX_MODE: z.enum(SANDBOX_MODES).default('auto').describe('How code is isolated.'),
-    CODEXEC_SANDBOX_DIR: z.string().min(1).optional().describe('Workspaces; default $CODEXEC_HOME/sandbox.'),
+    CODEXEC_SANDBOX_DIR: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        'Workspaces; default $CODEXEC_HOME/sandbox (a root server whose default home others may not search: /var/lib/codexec/runs/<id>/sandbox).',
+      ),
     CODEXEC_LOG_DIR: z.string().min(1).optional().describe('JSONL logs; default $CODEXEC_HOME/logs.'),
     CODEXEC_SCRIPTS_DIR: z
       .string()
@@ -265,7 +271,9 @@ export const settingsSchema = z
       .string()
       .min(1)
       .optional()
-      .describe("execute_command's persistent workspace; default $CODEXEC_HOME/workspace."),
+      .describe(
+        "execute_command's persistent workspace; default $CODEXEC_HOME/workspace (a root server whose default home others may not search: /var/lib/codexec/runs/<id>/workspace).",
+      ),
     CODEXEC_ALLOWED_PATHS: list(true)
       .refine((paths) => paths.every((path) => path.startsWith('/') || path.startsWith('~')), {
         message: 'every path must be absolute (or start with ~)',

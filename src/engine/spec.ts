@@ -117,7 +117,7 @@ export interface PackageAccess {
  * exactly the packages its own run would: the local principal, or neither has any of `kind`.
  */
 export function warmFits(
-  config: Pick<Config, 'envsDir' | 'home'>,
+  config: Pick<Config, 'envsDir' | 'runHome'>,
   kind: InterpreterKind,
   principal: string,
 ): boolean {
@@ -134,7 +134,7 @@ export function warmFits(
  * both `import` and `require` resolve, plus NODE_PATH.
  */
 export async function globalPackages(
-  config: Pick<Config, 'envsDir' | 'home'>,
+  config: Pick<Config, 'envsDir' | 'runHome'>,
   kind: InterpreterKind,
   execDir: string,
   principal: string = currentPrincipal(),

@@ -92,8 +92,8 @@ export class PackageInstaller {
 
   private async run(env: PackageEnv, pkg: PackageSpec, signal?: AbortSignal): Promise<InstallResult> {
     const started = Date.now();
-    await mkdir(join(this.config.home, 'tmp'), { recursive: true, mode: 0o700 });
-    const stage = await mkdtemp(join(this.config.home, 'tmp', 'install-'));
+    await mkdir(join(this.config.runHome, 'tmp'), { recursive: true, mode: 0o700 });
+    const stage = await mkdtemp(join(this.config.runHome, 'tmp', 'install-'));
     try {
       if (env.sandbox) return await this.inContainer(env, pkg, started, stage, signal);
       const out = join(stage, 'out');

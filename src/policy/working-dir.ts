@@ -18,6 +18,7 @@ export function forbiddenPaths(config: Config, home = homedir()): string[] {
     '/dev',
     '/boot',
     config.home,
+    config.runHome,
     config.logDir,
     config.scriptsDir,
     config.sandboxDir,

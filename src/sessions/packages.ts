@@ -17,7 +17,7 @@ export function sessionPackageEnv(workspace: string, kind: 'python' | 'node'): P
  * environment that one-shot runs see too.
  */
 export async function sessionPackages(
-  config: Pick<Config, 'envsDir' | 'home'>,
+  config: Pick<Config, 'envsDir' | 'runHome'>,
   interpreter: InterpreterKind,
   workspace: string,
 ): Promise<PackageAccess> {

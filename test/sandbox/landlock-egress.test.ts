@@ -167,9 +167,11 @@ describe.runIf(landlockAbi() >= 4)('landlock runs with the egress allowlist', ()
     return { exit, stdout, stderr };
   }
 
-  // What a run's code can do with the network: each attempt's result or its errno's name.
+  // What a run's code can do with the network: each attempt's result or its errno's name. The
+  // fastopen_* attempts open TCP with a send (TCP Fast Open), which Landlock never sees: seccomp
+  // refuses any send with MSG_FASTOPEN (sendmmsg through ctypes: Python has no wrapper).
   const probe = () => `
-import errno, json, socket
+import ctypes, errno, json, socket, struct
 def attempt(fn):
     try:
         return fn()
@@ -188,6 +190,43 @@ def bind(port):
     with socket.socket() as s:
         s.bind(("127.0.0.1", port))
         return "bound"
+def fastopen_sendto(port):
+    with socket.socket() as s:
+        return s.sendto(b"leak", socket.MSG_FASTOPEN, ("127.0.0.1", port))
+def fastopen_sendmsg(port):
+    with socket.socket() as s:
+        return s.sendmsg([b"leak"], [], socket.MSG_FASTOPEN, ("127.0.0.1", port))
+libc = ctypes.CDLL(None, use_errno=True)
+class iovec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+class msghdr(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_void_p), ("namelen", ctypes.c_uint32), ("iov", ctypes.POINTER(iovec)),
+                ("iovlen", ctypes.c_size_t), ("control", ctypes.c_void_p), ("controllen", ctypes.c_size_t),
+                ("flags", ctypes.c_int)]
+class mmsghdr(ctypes.Structure):
+    _fields_ = [("hdr", msghdr), ("len", ctypes.c_uint)]
+def fastopen_sendmmsg(port):
+    address = ctypes.create_string_buffer(struct.pack("=H", socket.AF_INET) + struct.pack("!H", port) + socket.inet_aton("127.0.0.1") + bytes(8), 16)
+    data = ctypes.create_string_buffer(b"leak", 4)
+    iov = iovec(ctypes.cast(data, ctypes.c_void_p), 4)
+    message = mmsghdr(msghdr(ctypes.cast(address, ctypes.c_void_p), 16, ctypes.pointer(iov), 1, None, 0, 0), 0)
+    with socket.socket() as s:
+        if libc.sendmmsg(s.fileno(), ctypes.byref(message), 1, socket.MSG_FASTOPEN) < 0:
+            raise OSError(ctypes.get_errno(), "sendmmsg")
+        return "sent"
+def fastopen_connect(port):
+    # TCP_FASTOPEN_CONNECT defers the SYN to the first write, but the connect() is still made.
+    with socket.socket() as s:
+        s.setsockopt(socket.IPPROTO_TCP, 30, 1)
+        s.connect(("127.0.0.1", port))
+        return s.send(b"leak")
+def unconnected_sendto(port):
+    with socket.socket() as s:
+        return s.sendto(b"leak", ("127.0.0.1", port))
+def io_uring():
+    if libc.syscall(425, 8, ctypes.byref(ctypes.create_string_buffer(120))) < 0:
+        raise OSError(ctypes.get_errno(), "io_uring_setup")
+    return "ring"
 print(json.dumps({
     "proxy": attempt(lambda: exchange(${proxy.port})),
     "other": attempt(lambda: exchange(${other.port})),
@@ -195,6 +234,13 @@ print(json.dumps({
     "bind_proxy_port": attempt(lambda: bind(${proxy.port})),
     "udp": attempt(lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).close() or "created"),
     "raw": attempt(lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP).close() or "created"),
+    "fastopen_sendto": attempt(lambda: fastopen_sendto(${other.port})),
+    "fastopen_sendmsg": attempt(lambda: fastopen_sendmsg(${other.port})),
+    "fastopen_sendmmsg": attempt(lambda: fastopen_sendmmsg(${other.port})),
+    "fastopen_proxy": attempt(lambda: fastopen_sendto(${proxy.port})),
+    "fastopen_connect": attempt(lambda: fastopen_connect(${other.port})),
+    "unconnected_sendto": attempt(lambda: unconnected_sendto(${other.port})),
+    "io_uring": attempt(io_uring),
 }))
 `;
 
@@ -205,6 +251,25 @@ print(json.dumps({
     bind_proxy_port: 'EACCES',
     udp: 'EACCES',
     raw: 'EACCES',
+    // Refused by seccomp before the kernel connects, whatever the port (the proxy's too).
+    fastopen_sendto: 'EPERM',
+    fastopen_sendmsg: 'EPERM',
+    fastopen_sendmmsg: 'EPERM',
+    fastopen_proxy: 'EPERM',
+    // Landlock sees this connect(); a send on a stream never connected goes nowhere.
+    fastopen_connect: 'EACCES',
+    unconnected_sendto: 'EPIPE',
+    io_uring: 'EPERM',
+  };
+  /** With the network off: no TCP socket at all (seccomp), so every attempt fails at its socket(). */
+  const OFFLINE = {
+    ...CONFINED,
+    proxy: 'EACCES',
+    fastopen_sendto: 'EACCES',
+    fastopen_sendmsg: 'EACCES',
+    fastopen_sendmmsg: 'EACCES',
+    fastopen_proxy: 'EACCES',
+    unconnected_sendto: 'EACCES',
   };
 
   it('lets a cold python run reach the proxy’s port and nothing else', async () => {
@@ -236,8 +301,7 @@ print(json.dumps({
     const before = proxy.accepted();
     const { exit, stdout } = await output(backend.spawn(bare([PYTHON, '-c', probe()], 'none')));
     expect(exit.code).toBe(0);
-    // No TCP socket at all (seccomp), so every attempt fails before it is made.
-    expect(JSON.parse(stdout)).toEqual({ ...CONFINED, proxy: 'EACCES' });
+    expect(JSON.parse(stdout)).toEqual(OFFLINE);
     expect(proxy.accepted()).toBe(before);
     expect(other.accepted()).toBe(0);
   });

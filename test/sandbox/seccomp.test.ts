@@ -15,6 +15,7 @@ interface Call {
   arg0?: number;
   arg1?: number;
   arg2?: number;
+  arg3?: number;
 }
 
 function run(program: readonly Instruction[], call: Call): number {
@@ -24,6 +25,7 @@ function run(program: readonly Instruction[], call: Call): number {
   data.writeUInt32LE(call.arg0 ?? 0, 16);
   data.writeUInt32LE(call.arg1 ?? 0, 24);
   data.writeUInt32LE(call.arg2 ?? 0, 32);
+  data.writeUInt32LE(call.arg3 ?? 0, 40);
   let a = 0;
   for (let pc = 0; pc < program.length; pc++) {
     const insn = program[pc] as Instruction;
@@ -114,6 +116,29 @@ describe('seccomp filter (x86_64)', () => {
     expect(run(tcp, { nr: 0, arch: X64 })).toBe(RET.allow);
   });
 
+  it('refuses a send with MSG_FASTOPEN (a TCP connection without connect()) in every filter', () => {
+    const MSG_FASTOPEN = 0x20000000;
+    const MSG_NOSIGNAL_DONTWAIT = 0x4000 | 0x40;
+    for (const sockets of ['unix', 'unix+tcp', 'any'] as const) {
+      const filter = buildFilter('x64', { sockets });
+      // sendto(fd, buf, len, flags, addr, addrlen) and sendmmsg(fd, vec, vlen, flags): flags 4th.
+      for (const nr of [44, 307]) {
+        expect(run(filter, { nr, arch: X64, arg3: MSG_FASTOPEN })).toBe(EPERM);
+        expect(run(filter, { nr, arch: X64, arg3: MSG_FASTOPEN | MSG_NOSIGNAL_DONTWAIT })).toBe(EPERM);
+        expect(run(filter, { nr, arch: X64, arg3: MSG_NOSIGNAL_DONTWAIT })).toBe(RET.allow);
+        // The flag in another argument (a length, say) is no flag.
+        expect(run(filter, { nr, arch: X64, arg2: MSG_FASTOPEN })).toBe(RET.allow);
+      }
+      // sendmsg(fd, msg, flags): flags 3rd.
+      expect(run(filter, { nr: 46, arch: X64, arg2: MSG_FASTOPEN })).toBe(EPERM);
+      expect(run(filter, { nr: 46, arch: X64, arg2: MSG_NOSIGNAL_DONTWAIT })).toBe(RET.allow);
+      expect(run(filter, { nr: 46, arch: X64, arg3: MSG_FASTOPEN })).toBe(RET.allow);
+      // recvfrom (45) and recvmsg (47) take flags there too, and are not sends.
+      expect(run(filter, { nr: 45, arch: X64, arg3: MSG_FASTOPEN })).toBe(RET.allow);
+      expect(run(filter, { nr: 47, arch: X64, arg2: MSG_FASTOPEN })).toBe(RET.allow);
+    }
+  });
+
   it('encodes 8 bytes per instruction with in-range jumps', () => {
     expect(encodeFilter(offline).length).toBe(offline.length * 8);
     const jumps = [...offline.entries()].filter(([, insn]) => (insn.code & 0x07) === 0x05);
@@ -132,6 +157,10 @@ describe('seccomp filter (aarch64)', () => {
     expect(run(offline, { nr: 198, arch: ARM64, arg0: 2 })).toBe(RET.errno(13)); // socket(AF_INET)
     expect(run(offline, { nr: 220, arch: ARM64, arg0: 0x10000000 })).toBe(EPERM); // clone(NEWUSER)
     expect(run(offline, { nr: 63, arch: ARM64 })).toBe(RET.allow); // read
+    expect(run(offline, { nr: 206, arch: ARM64, arg3: 0x20000000 })).toBe(EPERM); // sendto(MSG_FASTOPEN)
+    expect(run(offline, { nr: 211, arch: ARM64, arg2: 0x20000000 })).toBe(EPERM); // sendmsg
+    expect(run(offline, { nr: 269, arch: ARM64, arg3: 0x20000000 })).toBe(EPERM); // sendmmsg
+    expect(run(offline, { nr: 206, arch: ARM64 })).toBe(RET.allow);
     expect(run(offline, { nr: 63, arch: 0x40000028 })).toBe(RET.killProcess); // AUDIT_ARCH_ARM
   });
 });

@@ -11,6 +11,7 @@ import { interpreterMount } from '../namespace/args.js';
 import { BOUND_ETC, etcEntries, findOnPath, systemMounts } from '../namespace/host.js';
 import { type SandboxSpec, TMP_PREFIX } from '../types.js';
 import { confineProgram } from './confine.js';
+import { makeLauncherDir } from './launcher-dir.js';
 import {
   type Access,
   abiScript,
@@ -33,13 +34,16 @@ export class Confiner {
   private abiFound: number | undefined;
   private system: { executable: string[]; readable: string[] } | undefined;
 
-  /** The launcher's path, written once per server into a directory of its own (0700). */
+  /**
+   * The launcher's path, written once per server into a directory of its own (0700), removed at
+   * exit, or by the next server if this one is killed first (launcher-dir.ts).
+   */
   program(): string {
     if (this.launcher) return this.launcher;
     const program = confineProgram();
     if (!program)
       throw new Error(`no confine launcher for ${process.arch}: sandbox mode landlock needs x86-64`);
-    this.dir = mkdtempSync(join(tmpdir(), 'codexec-confine-'));
+    this.dir = makeLauncherDir(tmpdir());
     const dir = this.dir;
     process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
     const path = join(dir, 'codexec-confine');

@@ -3,8 +3,9 @@
 // a path a run uses must let that user search it. Directories of codexec's own (CODEXEC_HOME, the
 // sandbox dir and the other roots runs live beneath) are lent search for that user alone, by a
 // POSIX ACL entry (`user:65534:--x`: no listing, no other user); any other directory that blocks
-// (a CODEXEC_HOME under /root, 0700) refuses the run, naming it and the fix: no mount can lift
+// (a CODEXEC_HOME set under /root, 0700) refuses the run, naming it and the fix: no mount can lift
 // that without namespaces, and codexec does not change the permissions of the host's directories.
+// (The default home keeps a root server's runs out of such a place: config/paths.ts runHome.)
 import { statSync } from 'node:fs';
 import { dirname, relative } from 'node:path';
 import { Script } from './script.js';
@@ -134,6 +135,7 @@ function unreachable(path: string, dir: string, who: Identity, why: string): str
     `the sandbox user (uid ${who.uid}) cannot reach ${path}: ${dir} does not let it search and ${why} ` +
     "(landlock mode binds nothing: code sees the host's own tree). Put CODEXEC_HOME (or " +
     'CODEXEC_SANDBOX_DIR, CODEXEC_WORKSPACE) under a directory every user may search, e.g. ' +
-    '/var/lib/codexec, or run codexec as an ordinary user'
+    '/var/lib/codexec, or leave CODEXEC_HOME unset (a root server then keeps its runs there), or ' +
+    'run codexec as an ordinary user'
   );
 }

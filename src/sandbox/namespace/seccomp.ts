@@ -1,6 +1,8 @@
-// The seccomp filter handed to `bwrap --seccomp FD`, as classic BPF built here (no libseccomp).
-// It denies what DESIGN.md §3 lists and kills any process that enters through a foreign ABI
-// (i386 `int 0x80`, x32, arm32 compat), where syscall numbers would not match the table below.
+// The seccomp filter of every confined run (handed to `bwrap --seccomp FD`, or loaded by landlock
+// mode's launcher and zygote forks), as classic BPF built here (no libseccomp). It denies escapes
+// from the sandbox, kernel attack surface, sockets the run's network has no use for and sends that
+// open TCP without connect(); it kills any process that enters through a foreign ABI (i386
+// `int 0x80`, x32, arm32 compat), where syscall numbers would not match the table below.
 import { arch as hostArch } from 'node:os';
 
 export type SeccompArch = 'x64' | 'arm64';
@@ -20,7 +22,7 @@ const ARCHES: Readonly<Record<SeccompArch, ArchTable>> = {
     auditArch: 0xc000003e,
     x32Bit: 0x40000000,
     nr: {
-      socket: 41, clone: 56, setpgid: 109, setsid: 112, ptrace: 101, syslog: 103, vhangup: 153, pivot_root: 155, chroot: 161,
+      socket: 41, sendto: 44, sendmsg: 46, sendmmsg: 307, clone: 56, setpgid: 109, setsid: 112, ptrace: 101, syslog: 103, vhangup: 153, pivot_root: 155, chroot: 161,
       acct: 163, mount: 165, umount2: 166, swapon: 167, swapoff: 168, reboot: 169, iopl: 172,
       ioperm: 173, init_module: 175, delete_module: 176, quotactl: 179, kexec_load: 246, add_key: 248,
       request_key: 249, keyctl: 250, unshare: 272, perf_event_open: 298, name_to_handle_at: 303,
@@ -33,7 +35,7 @@ const ARCHES: Readonly<Record<SeccompArch, ArchTable>> = {
   arm64: {
     auditArch: 0xc00000b7,
     nr: {
-      socket: 198, clone: 220, setpgid: 154, setsid: 157, ptrace: 117, syslog: 116, vhangup: 58, pivot_root: 41, chroot: 51,
+      socket: 198, sendto: 206, sendmsg: 211, sendmmsg: 269, clone: 220, setpgid: 154, setsid: 157, ptrace: 117, syslog: 116, vhangup: 58, pivot_root: 41, chroot: 51,
       acct: 89, mount: 40, umount2: 39, swapon: 224, swapoff: 225, reboot: 142, init_module: 105,
       delete_module: 106, quotactl: 60, kexec_load: 104, add_key: 217, request_key: 218, keyctl: 219,
       unshare: 97, perf_event_open: 241, name_to_handle_at: 264, open_by_handle_at: 265, setns: 268,
@@ -67,6 +69,11 @@ const SOCK_STREAM = 1;
 /** socket()'s type without SOCK_NONBLOCK and SOCK_CLOEXEC. */
 const SOCK_TYPE_MASK = 0xf;
 const IPPROTO_TCP = 6;
+/**
+ * A send that opens the TCP connection it carries data on (TCP Fast Open): the kernel connects
+ * without the connect() call Landlock checks, so the run's TCP rules would not apply to it.
+ */
+const MSG_FASTOPEN = 0x20000000;
 const EPERM = 1;
 const EACCES = 13;
 const ENOSYS = 38;
@@ -84,6 +91,7 @@ const OFF_ARCH = 4;
 const OFF_ARG0_LO = 16;
 const OFF_ARG1_LO = 24;
 const OFF_ARG2_LO = 32;
+const OFF_ARG3_LO = 40;
 
 const LD_ABS = 0x20;
 const JEQ = 0x15;
@@ -167,15 +175,25 @@ export function buildFilter(arch: SeccompArch, options: FilterOptions): Instruct
       ret(RET.allow), //             allow:
     );
   }
-  // clone(): plain threads and forks pass, any CLONE_NEW* flag is refused.
+  // clone(): plain threads and forks pass, any CLONE_NEW* flag is refused. Sends with
+  // MSG_FASTOPEN, in every filter: no way to open TCP without connect(). The flags are sendto's
+  // and sendmmsg's fourth argument and sendmsg's third (a send never reads a msghdr's msg_flags).
   program.push(
-    jump(JEQ, nr(table, 'clone'), 0, 3),
-    ld(OFF_ARG0_LO),
-    jump(JSET, CLONE_NEW_ANY, 0, 1),
-    ret(RET.errno(EPERM)),
+    ...refuseFlags(nr(table, 'clone'), OFF_ARG0_LO, CLONE_NEW_ANY),
+    ...refuseFlags(nr(table, 'sendto'), OFF_ARG3_LO, MSG_FASTOPEN),
+    ...refuseFlags(nr(table, 'sendmsg'), OFF_ARG2_LO, MSG_FASTOPEN),
+    ...refuseFlags(nr(table, 'sendmmsg'), OFF_ARG3_LO, MSG_FASTOPEN),
     ret(RET.allow),
   );
   return program;
+}
+
+/**
+ * System call `nr` with any of `flags` in the argument at `offset`: refused (EPERM); without them,
+ * allowed. Any other call skips the block, the accumulator still holding its number.
+ */
+function refuseFlags(nr: number, offset: number, flags: number): Instruction[] {
+  return [jump(JEQ, nr, 0, 4), ld(offset), jump(JSET, flags, 0, 1), ret(RET.errno(EPERM)), ret(RET.allow)];
 }
 
 function nr(table: ArchTable, name: string): number {

@@ -1,0 +1,127 @@
+// A root server with the default home (`~/.codexec`, CODEXEC_HOME unset) where `~` is 0700, as
+// /root is in most containers: its landlock runs (uid 65534 on the host's own tree) could not
+// reach a workspace under it. Its runs live under /var/lib/codexec/runs/<id> instead, lent search
+// for that uid alone; its home stays closed and keeps the rest (logs, scripts).
+import { execFileSync } from 'node:child_process';
+import { chmodSync, existsSync, readdirSync, rmdirSync, rmSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig, runRoots } from '../../src/config/index.js';
+import { SHARED_RUN_BASE } from '../../src/config/paths.js';
+import { landlockAbi } from '../../src/sandbox/index.js';
+import { IS_ROOT } from '../helpers/mode.js';
+import { callTool, startServer, type TestServer, tempDir } from '../helpers/server.js';
+
+interface Run {
+  success: boolean;
+  stdout: string;
+  stderr: string;
+  sandbox_mode: string;
+}
+
+/** Whether uid 65534 can stat `path` (search every directory above it). */
+const nobodyStats = (path: string) => {
+  try {
+    execFileSync('/usr/bin/setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', 'stat', path], {
+      stdio: 'ignore',
+    });
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+describe.runIf(IS_ROOT)('where a root server keeps its runs', () => {
+  let user: string;
+  beforeAll(() => {
+    user = tempDir('codexec-root-home-');
+    chmodSync(user, 0o700);
+  });
+  afterAll(() => rmSync(user, { recursive: true, force: true }));
+
+  it('its default home, when others may search every directory above it', () => {
+    const open = tempDir('codexec-open-home-');
+    try {
+      chmodSync(open, 0o755);
+      const config = loadConfig({}, () => {}, open);
+      expect(config.runHome).toBe(config.home);
+      expect(config.sandboxDir).toBe(join(open, '.codexec', 'sandbox'));
+    } finally {
+      rmSync(open, { recursive: true, force: true });
+    }
+  });
+
+  it('a directory of its own under /var/lib/codexec when one above the default home is closed', () => {
+    const config = loadConfig({}, () => {}, user);
+    expect(config.home).toBe(join(user, '.codexec'));
+    expect(dirname(config.runHome)).toBe(join(SHARED_RUN_BASE, 'runs'));
+    expect(config.runHome).toMatch(/\/[0-9a-f]{16}$/);
+    expect(config.sandboxDir).toBe(join(config.runHome, 'sandbox'));
+    expect(config.envsDir).toBe(join(config.runHome, 'envs'));
+    expect(config.command.workspace).toBe(join(config.runHome, 'workspace'));
+    // The rest of its state stays at home.
+    expect(config.logDir).toBe(join(user, '.codexec', 'logs'));
+    expect(config.scriptsDir).toBe(join(user, '.codexec', 'scripts'));
+    // codexec's own to lend search on: the base, not the home (nothing runs beneath it).
+    expect(runRoots(config)).not.toContain(config.home);
+    expect(runRoots(config)[0]).toBe(SHARED_RUN_BASE);
+    // Settings say otherwise: they win, and a home that was set is where runs live.
+    expect(loadConfig({ CODEXEC_SANDBOX_DIR: '/srv/runs' }, () => {}, user).sandboxDir).toBe('/srv/runs');
+    expect(loadConfig({ CODEXEC_HOME: join(user, 'set') }, () => {}, user).runHome).toBe(join(user, 'set'));
+  });
+});
+
+describe.runIf(IS_ROOT && landlockAbi() >= 1)('a root server with the default home in landlock mode', () => {
+  let user: string;
+  let server: TestServer;
+  let runHome: string;
+
+  beforeAll(async () => {
+    user = tempDir('codexec-root-home-');
+    chmodSync(user, 0o700);
+    runHome = loadConfig({}, () => {}, user).runHome;
+    // CODEXEC_HOME empty is CODEXEC_HOME unset: the default home under HOME.
+    server = await startServer({ env: { HOME: user, CODEXEC_HOME: '', CODEXEC_SANDBOX_MODE: 'landlock' } });
+  });
+
+  afterAll(async () => {
+    await server?.close();
+    rmSync(user, { recursive: true, force: true });
+    if (runHome) rmSync(runHome, { recursive: true, force: true });
+    // The shared base and its runs/ stay only if another server's runs are there.
+    for (const dir of [dirname(runHome), SHARED_RUN_BASE]) {
+      if (existsSync(dir) && readdirSync(dir).length === 0) rmdirSync(dir);
+    }
+  });
+
+  it('runs code (one-shot runs, a session, a command) as uid 65534, its home still closed', async () => {
+    const code = 'import os; print(os.getuid(), os.getcwd())';
+    for (let i = 0; i < 2; i++) {
+      const { value } = await callTool<Run>(server.client, 'execute_code', { language: 'python', code });
+      expect(value).toMatchObject({ success: true, sandbox_mode: 'landlock', stderr: '' });
+      const [uid, cwd] = value.stdout.trim().split(' ');
+      expect(uid).toBe('65534');
+      expect(cwd?.startsWith(join(runHome, 'sandbox', 'exec_'))).toBe(true);
+    }
+    const bash = await callTool<Run>(server.client, 'execute_code', { language: 'bash', code: 'id -u; pwd' });
+    expect(bash.value.stdout).toMatch(
+      new RegExp(`^65534\\n${join(runHome, 'sandbox')}/exec_[0-9a-f]{12}\\n$`),
+    );
+    const session = await callTool<{ session_id: string }>(server.client, 'start_session', {
+      language: 'python',
+    });
+    expect(session.isError).toBe(false);
+    const sent = await callTool<Run>(server.client, 'send_to_session', {
+      session_id: session.value.session_id,
+      code: 'import os\nopen("kept.txt", "w").write("x")\nprint(os.getuid(), os.getcwd())',
+    });
+    expect(sent.value.stdout).toBe(`65534 ${join(runHome, 'sandbox', session.value.session_id)}\n`);
+    const command = await callTool<Run>(server.client, 'execute_command', { command: 'id -u; pwd' });
+    expect(command.value.stdout).toBe(`65534\n${join(runHome, 'workspace')}\n`);
+    // The server's state is at home, which no other user may enter; its logs are there.
+    expect(existsSync(join(user, '.codexec', 'logs'))).toBe(true);
+    expect(statSync(user).mode & 0o777).toBe(0o700);
+    expect(nobodyStats(join(user, '.codexec'))).toBe(false);
+    expect(nobodyStats(join(runHome, 'sandbox', session.value.session_id, 'kept.txt'))).toBe(true);
+  });
+});
