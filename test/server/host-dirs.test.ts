@@ -3,6 +3,7 @@
 // sandbox (a trojan replaced /usr/local/bin/tool); a session's directory renamed and replaced by a
 // symlink to / made read_file, write_file and resources/read reach the host.
 import {
+  chmodSync,
   chownSync,
   mkdirSync,
   readFileSync,
@@ -241,5 +242,37 @@ describe("an ended run's directory replaced by a symlink", () => {
       working_dir: c,
     });
     expect(again.value.code).toBe('FORBIDDEN_PATH');
+  });
+});
+
+describe('landlock mode: a run as the owner, then runs as nobody', () => {
+  let server: TestServer;
+  const root = tempDir('codexec-allowed-');
+  // Landlock binds nothing: the owner must be able to pass through the root to its directory.
+  chmodSync(root, 0o755);
+  const user = ownedSub(root, 'project');
+  beforeAll(async () => {
+    server = await startServer({ env: { ...allowing(root), CODEXEC_SANDBOX_MODE: 'landlock' } });
+  });
+  afterAll(() => server.close());
+
+  it("the owner's search of codexec's directories never takes nobody's", async () => {
+    const uid = async (args: Record<string, unknown>) => {
+      const call = await callTool<Run>(server.client, 'execute_code', {
+        language: 'bash',
+        code: 'id -u',
+        ...args,
+      });
+      expect(call.value.stderr).toBe('');
+      return call.value.stdout.trim();
+    };
+    const nobody = IS_ROOT ? '65534' : String(OWNER.uid);
+    expect(await uid({})).toBe(nobody);
+    expect(await uid({ working_dir: user })).toBe(String(OWNER.uid));
+    expect(await uid({})).toBe(nobody);
+    const session = await callTool<{ success: boolean }>(server.client, 'start_session', {
+      language: 'python',
+    });
+    expect(session.value.success).toBe(true);
   });
 });

@@ -34,6 +34,12 @@ const SEARCH = 1;
 export class Reach {
   /** Directories known searchable by a uid (lent or found so). */
   private readonly searchable = new Set<string>();
+  /**
+   * Directories lent search: their mode before the first lend and every uid lent so far. Each lend
+   * writes the whole ACL again, with all of them: a later uid (a host directory's owner) never
+   * takes the search an earlier one (nobody) was lent.
+   */
+  private readonly lent = new Map<string, { readonly mode: number; readonly uids: Set<number> }>();
 
   constructor(
     /** codexec's own directories: those and everything beneath may be lent search. */
@@ -72,12 +78,18 @@ export class Reach {
     });
   }
 
-  /** Add `user:<uid>:--x` to the directory's (absent) ACL, keeping what its mode grants. */
+  /**
+   * Add `user:<uid>:--x` to the directory's ACL (absent before codexec's first lend, then codexec's
+   * own), keeping what its mode granted before.
+   */
   private lend(dir: string, stats: { mode: number }, who: Identity): boolean {
-    const bits = (shift: number) => (stats.mode >> shift) & 7;
+    const first = !this.lent.has(dir);
+    const record = this.lent.get(dir) ?? { mode: stats.mode, uids: new Set<number>() };
+    const uids = [...new Set([...record.uids, who.uid])].sort((a, b) => a - b);
+    const bits = (shift: number) => (record.mode >> shift) & 7;
     const entries: [number, number, number][] = [
       [ACL_USER_OBJ, bits(6), ACL_UNDEFINED_ID],
-      [ACL_USER, SEARCH, who.uid],
+      ...uids.map((uid): [number, number, number] => [ACL_USER, SEARCH, uid]),
       [ACL_GROUP_OBJ, bits(3), ACL_UNDEFINED_ID],
       [ACL_MASK, bits(3) | SEARCH, ACL_UNDEFINED_ID],
       [ACL_OTHER, bits(0), ACL_UNDEFINED_ID],
@@ -91,16 +103,20 @@ export class Reach {
     });
     const script = new Script();
     const name = script.string('system.posix_acl_access');
-    // XATTR_CREATE: an ACL someone set already is theirs; it is left as it is (and the run refused).
+    // XATTR_CREATE the first time: an ACL someone set already is theirs; it is left as it is (and
+    // the run refused). Later, codexec's own is written again whole.
     script.call(SETXATTR, [
       { at: script.string(dir) },
       { at: name },
       { at: script.data(acl) },
       acl.length,
-      XATTR_CREATE,
+      first ? XATTR_CREATE : 0,
     ]);
     script.call(EXIT_GROUP, [0]);
-    return this.run(script.encode()) === 0 && mayReach(dir, who);
+    if (this.run(script.encode()) !== 0) return false;
+    record.uids.add(who.uid);
+    this.lent.set(dir, record);
+    return mayReach(dir, who);
   }
 }
 
