@@ -227,7 +227,12 @@ describe('CODEXEC_MAX_PENDING_APPROVALS', () => {
     const forms: string[] = [];
     const server = await startServer({
       era: 'legacy', // a 2025-era elicitation is what the server waits on
-      env: { CODEXEC_APPROVAL: 'ask', CODEXEC_MAX_PENDING_APPROVALS: '2' },
+      // One principal (stdio's): its share is the whole bound here (test/web/approvers.test.ts has shares).
+      env: {
+        CODEXEC_APPROVAL: 'ask',
+        CODEXEC_MAX_PENDING_APPROVALS: '2',
+        CODEXEC_MAX_PENDING_APPROVALS_PER_PRINCIPAL: '2',
+      },
       elicit: (params) => {
         forms.push(params.message);
         return new Promise((resolve) => answers.push(resolve));
