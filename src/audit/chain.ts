@@ -29,6 +29,7 @@ export const FIELDS = [
   'duration_ms',
   'approved',
   'approved_by',
+  'decided_by',
   'rule',
   'principal',
   'tool_calls',
@@ -44,19 +45,29 @@ export const FIELDS = [
  */
 const FIELDS_BEFORE_PRINCIPAL = FIELDS.filter(
   (field) =>
-    field !== 'principal' && field !== 'tool_calls' && field !== 'tool_calls_omitted' && field !== 'network',
+    field !== 'principal' &&
+    field !== 'tool_calls' &&
+    field !== 'tool_calls_omitted' &&
+    field !== 'network' &&
+    field !== 'decided_by',
 );
 /**
- * Fields present only when they say something: `tool_calls_omitted` (a run that left tool calls
- * out), `network` (a run of the egress allowlist that made connections).
+ * Fields present only when they say something: `decided_by` (the dashboard's decider),
+ * `tool_calls_omitted` (a run that left tool calls out), `network` (a run of the egress allowlist
+ * that made connections).
  */
-const OPTIONAL = ['tool_calls_omitted', 'network'] as const;
+const OPTIONAL = ['decided_by', 'tool_calls_omitted', 'network'] as const;
 /** FIELDS without each subset of the optional ones (signed entries). */
-const SIGNED_SHAPES = [[], ['tool_calls_omitted'], ['network'], [...OPTIONAL]].map(
-  (left: readonly string[]) => FIELDS.filter((field) => !left.includes(field)),
-);
-/** Entries written before they were signed had neither optional field. */
+const SIGNED_SHAPES = subsets(OPTIONAL).map((left) => FIELDS.filter((field) => !left.includes(field)));
+/** Entries written before they were signed had no optional field. */
 const FIELDS_WITHOUT_OPTIONAL = FIELDS.filter((field) => !(OPTIONAL as readonly string[]).includes(field));
+
+/** Every subset of `items` (the empty one first). */
+function subsets(items: readonly string[]): string[][] {
+  const all: string[][] = [[]];
+  for (const item of items) for (const subset of all.slice()) all.push([...subset, item]);
+  return all;
+}
 
 export type AuditEntry = Record<(typeof FIELDS)[number] | 'hash' | 'hmac', unknown>;
 
@@ -103,6 +114,7 @@ export function chainEntry(
     duration_ms: attempt.duration_ms,
     approved: attempt.approved,
     approved_by: attempt.approved_by,
+    ...(attempt.decided_by !== undefined && { decided_by: attempt.decided_by }),
     rule: attempt.rule,
     principal: attempt.principal,
     tool_calls: attempt.tool_calls,

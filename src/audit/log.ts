@@ -14,6 +14,8 @@ export interface AuditRow {
   readonly exit_code: number | null;
   readonly approved: boolean;
   readonly approved_by: string | null;
+  /** The dashboard's approver, when one decided (absent otherwise). */
+  readonly decided_by?: string;
   readonly rule: string | null;
 }
 

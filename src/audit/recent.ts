@@ -45,6 +45,7 @@ export function viewOf(entry: AuditRow): AuditRow {
     exit_code,
     approved,
     approved_by,
+    ...(entry.decided_by !== undefined && { decided_by: entry.decided_by }),
     rule,
   };
 }

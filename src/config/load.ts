@@ -114,6 +114,8 @@ export interface Config {
     readonly allowedOrigins: readonly string[];
     /** CODEXEC_HTTP_ADMINS: principals that see everyone's runs and sessions in the dashboard. */
     readonly admins: readonly string[];
+    /** CODEXEC_HTTP_APPROVERS (default the admins): who may decide approvals in the dashboard. */
+    readonly approvers: readonly string[];
     readonly maxBodyBytes: number;
     /** Connections open at once, and how long a request head, a whole request and an idle connection may take. */
     readonly maxConnections: number;
@@ -131,6 +133,8 @@ export interface Config {
     readonly approver: Approver;
     readonly approvalTimeoutMs: number;
     readonly maxPendingApprovals: number;
+    /** CODEXEC_MAX_PENDING_APPROVALS_PER_PRINCIPAL: one principal's share of them. */
+    readonly maxPendingApprovalsPerPrincipal: number;
     readonly allowedRuntimes: readonly string[];
   };
   /** CODEXEC_QUOTAS: the file and its table (principal or `*` → quotas); undefined: none. */
@@ -287,6 +291,7 @@ export function loadConfig(
         origin.replace(/\/+$/, '').toLowerCase(),
       ),
       admins: s.CODEXEC_HTTP_ADMINS ?? [],
+      approvers: s.CODEXEC_HTTP_APPROVERS ?? s.CODEXEC_HTTP_ADMINS ?? [],
       maxBodyBytes: s.CODEXEC_HTTP_MAX_BODY_BYTES ?? s.CODEXEC_MAX_MESSAGE_BYTES,
       maxConnections: s.CODEXEC_HTTP_MAX_CONNECTIONS,
       headersTimeoutMs: s.CODEXEC_HTTP_HEADERS_TIMEOUT_MS,
@@ -305,6 +310,10 @@ export function loadConfig(
       approver: s.CODEXEC_APPROVER,
       approvalTimeoutMs: s.CODEXEC_APPROVAL_TIMEOUT_MS,
       maxPendingApprovals: s.CODEXEC_MAX_PENDING_APPROVALS,
+      maxPendingApprovalsPerPrincipal: Math.min(
+        s.CODEXEC_MAX_PENDING_APPROVALS,
+        s.CODEXEC_MAX_PENDING_APPROVALS_PER_PRINCIPAL ?? Math.ceil(s.CODEXEC_MAX_PENDING_APPROVALS / 4),
+      ),
       allowedRuntimes: s.CODEXEC_ALLOWED_RUNTIMES,
     },
   };

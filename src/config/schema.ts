@@ -33,6 +33,12 @@ const list = (comma: boolean) =>
     return z.NEVER;
   });
 
+/** Principal names, comma-separated (or a JSON array), each as CODEXEC_HTTP_TOKENS spells them. */
+const principalList = list(true).refine(
+  (names) => names.every((name) => /^[A-Za-z0-9._-]{1,64}$/.test(name)),
+  'principal names are 1-64 of A-Z a-z 0-9 . _ - (as in CODEXEC_HTTP_TOKENS), comma-separated',
+);
+
 /** Command patterns: JavaScript regular expressions, each checked here so a typo stops start-up. */
 const commandPatterns = list(false).superRefine((patterns, ctx) => {
   patterns.forEach((pattern, index) => {
@@ -312,6 +318,11 @@ export const settingsSchema = z
     CODEXEC_MAX_PENDING_APPROVALS: int(1, 10_000)
       .default(16)
       .describe('Approvals the server waits on at once; past it a call is refused LIMIT_REACHED.'),
+    CODEXEC_MAX_PENDING_APPROVALS_PER_PRINCIPAL: int(1, 10_000)
+      .optional()
+      .describe(
+        "Approvals one principal's calls may have waiting at once, within CODEXEC_MAX_PENDING_APPROVALS; default a quarter of it (at least 1).",
+      ),
     CODEXEC_ALLOWED_RUNTIMES: runtimeList
       .default(['python', 'node', 'typescript', 'bash'])
       .describe('Comma-separated languages code may run in; others are refused.'),
@@ -332,14 +343,15 @@ export const settingsSchema = z
       .describe(
         'A JSON file of per-principal quotas {"<principal>|*": {max_concurrent_runs, max_sessions, runs_per_minute, cpu_seconds_per_day}}; unset: no quotas.',
       ),
-    CODEXEC_HTTP_ADMINS: list(true)
-      .refine(
-        (names) => names.every((name) => /^[A-Za-z0-9._-]{1,64}$/.test(name)),
-        'principal names are 1-64 of A-Z a-z 0-9 . _ - (as in CODEXEC_HTTP_TOKENS), comma-separated',
-      )
+    CODEXEC_HTTP_ADMINS: principalList
       .optional()
       .describe(
         "serve --http: principals (comma-separated names from the token file) whose dashboard shows every principal's runs and sessions.",
+      ),
+    CODEXEC_HTTP_APPROVERS: principalList
+      .optional()
+      .describe(
+        'serve --http with CODEXEC_APPROVER dashboard or both: principals who may decide approvals in the dashboard (never their own calls); default CODEXEC_HTTP_ADMINS.',
       ),
     CODEXEC_HTTP_ALLOWED_ORIGINS: list(true)
       .optional()

@@ -72,7 +72,7 @@ async function answer(lane: LaneContext, user: LaneUser, target: Target): Promis
   });
   try {
     if (lane.signal.aborted) return false;
-    return (await Promise.race([user.ask?.(target.host, target.port), aborted])) === true;
+    return (await Promise.race([user.ask?.(target.host, target.port, lane.signal), aborted])) === true;
   } catch {
     // A failed question is a refusal: the connection is refused, and recorded as such.
     return false;

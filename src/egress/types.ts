@@ -38,9 +38,10 @@ export interface LaneUser {
    * Asked, before any resolution, for a target the allowed list does not name (never for a denied
    * rule's, a call's narrowing's or an internal address's refusal): true lets it through. An
    * approved name still reaches public addresses only; an approved IP literal reaches itself (the
-   * person saw the address). A rejection counts as false.
+   * person saw the address). A rejection counts as false. `signal` aborts when the lane closes:
+   * nobody waits for the answer any more.
    */
-  ask?(host: string, port: number): Promise<boolean>;
+  ask?(host: string, port: number, signal?: AbortSignal): Promise<boolean>;
 }
 
 export interface Lane {

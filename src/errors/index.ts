@@ -18,6 +18,8 @@ export type ErrorCode =
   | 'POLICY_DENIED'
   | 'APPROVAL_DENIED'
   | 'APPROVAL_UNAVAILABLE'
+  /** The caller may not do this (the dashboard's approvals: not an approver, or its own call). */
+  | 'FORBIDDEN'
   | 'INTERNAL';
 
 export class CodexecError extends Error {

@@ -19,6 +19,8 @@ export interface AuditAttempt {
   readonly duration_ms: number | null;
   readonly approved: boolean;
   readonly approved_by: ApprovedBy | null; // null when refused
+  // the principal that decided in the dashboard (approved or denied); absent when nobody there did
+  readonly decided_by?: string;
   readonly rule: string | null; // the rule id that decided, if any
   readonly principal: string; // who asked (serve --http's principal; `local` for stdio)
   // code mode: the downstream tool calls the code made (null: no code mode)

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { CodexecError } from '../errors/index.js';
-import type { ApprovalForm, Decision, Reply } from './approval.js';
+import type { Decision, Question, Reply } from './approval.js';
 
 /** Code shown on a card: the approval form's bound (the elicitation message shows as much). */
 const MAX_CODE_CHARS = 8000;
@@ -8,17 +8,27 @@ const MAX_CODE_CHARS = 8000;
 /** One approval waiting in serve --http's dashboard (CODEXEC_APPROVER=dashboard or both). */
 export interface QueuedApproval {
   readonly id: string;
+  /** Whose call waits: never the one who may decide it. */
   readonly principal: string;
+  /** `run`: may this code run (or this write happen); `host`: may the running code connect. */
+  readonly kind: 'run' | 'host';
   readonly tool: string;
-  readonly language: string;
+  /** The code's language; null for a host. */
+  readonly language: string | null;
   readonly session_id: string | null;
-  /** The code, cut at MAX_CODE_CHARS; `code_chars` is its whole length. */
+  /** The code, cut at MAX_CODE_CHARS; `code_chars` is its whole length ('' and 0 for a host). */
   readonly code: string;
   readonly code_chars: number;
   readonly powers: string | null;
   readonly reason: string;
+  /** A host question's target. */
+  readonly host?: string;
+  readonly port?: number;
   readonly asked_at: number;
 }
+
+/** The dashboard's answer, and who gave it (absent when nobody did: late, withdrawn). */
+export type DashboardReply = Reply & { readonly decider?: string };
 
 /** What a watcher is told: an approval is waiting, or it is gone (answered, withdrawn, late). */
 export type ApprovalEvent =
@@ -33,7 +43,7 @@ const WITHDRAWN: Reply = { kind: 'refused', why: 'the approval request was withd
 
 interface Waiting {
   readonly approval: QueuedApproval;
-  readonly answer: (reply: Reply) => void;
+  readonly answer: (reply: DashboardReply) => void;
 }
 
 /**
@@ -41,21 +51,26 @@ interface Waiting {
  * lists them beside its own and sends a decision on one to its owner.
  */
 export interface ApprovalPeers {
-  /** Hand `id`'s decision to the replica it waits on; the approval, or undefined when not waiting. */
-  decide(id: string, decision: Decision, principal: string | undefined): Promise<QueuedApproval | undefined>;
+  /**
+   * Hand `id`'s decision by `decider` (an approver) to the replica it waits on; the approval, or
+   * undefined when not waiting. Refuses (FORBIDDEN) the decider's own call's approval.
+   */
+  decide(id: string, decision: Decision, decider: string): Promise<QueuedApproval | undefined>;
 }
 
 interface Watcher {
-  /** undefined: every principal's approvals (an admin). */
+  /** undefined: every principal's approvals (an admin's or an approver's page). */
   readonly principal: string | undefined;
   readonly send: (event: ApprovalEvent) => void;
 }
 
 /**
  * The approvals waiting for an answer from the dashboard, in memory: the gate asks here and
- * waits; the page lists them (its principal's, or all for an admin) and decides. Each waits at
- * most the approval timeout; a signal (the call or task ended, the client answered first)
- * withdraws it. Bounded by CODEXEC_MAX_PENDING_APPROVALS, which the gate counts before asking.
+ * waits; the page lists them (its principal's, or all for an admin or an approver) and the
+ * approvers (CODEXEC_HTTP_APPROVERS) decide, never on their own calls: whoever's call waits is
+ * not who lets it through. Each waits at most the approval timeout; a signal (the call or task
+ * ended, the client answered first) withdraws it. Bounded by CODEXEC_MAX_PENDING_APPROVALS and its
+ * per-principal share, which the gate counts before asking.
  */
 export class ApprovalQueue {
   private readonly waiting = new Map<string, Waiting>();
@@ -65,25 +80,21 @@ export class ApprovalQueue {
   private peers: ApprovalPeers | undefined;
   private readonly localListeners = new Set<(event: ApprovalEvent) => void>();
 
-  constructor(private readonly timeoutMs: number) {}
+  constructor(
+    private readonly timeoutMs: number,
+    /** CODEXEC_HTTP_APPROVERS: who may decide. */
+    private readonly approvers: readonly string[],
+  ) {}
 
-  /** Wait for the dashboard's answer to `form`, asked by `principal`. Never rejects. */
-  ask(principal: string, form: ApprovalForm, signal: AbortSignal): Promise<Reply> {
+  /** Wait for the dashboard's answer to `question`, asked by `principal`. Never rejects. */
+  ask(principal: string, question: Question, signal: AbortSignal): Promise<DashboardReply> {
     if (signal.aborted) return Promise.resolve(WITHDRAWN);
-    const approval: QueuedApproval = {
-      id: randomUUID(),
-      principal,
-      tool: form.tool,
-      language: form.language,
-      session_id: form.sessionId,
-      code: form.code.slice(0, MAX_CODE_CHARS),
-      code_chars: form.code.length,
-      powers: form.powers ?? null,
-      reason: form.reason,
-      asked_at: Date.now(),
-    };
-    return new Promise<Reply>((resolve) => {
-      const end = (reply: Reply, outcome: Extract<ApprovalEvent, { type: 'approval_gone' }>['outcome']) => {
+    const approval = card(randomUUID(), principal, question);
+    return new Promise<DashboardReply>((resolve) => {
+      const end = (
+        reply: DashboardReply,
+        outcome: Extract<ApprovalEvent, { type: 'approval_gone' }>['outcome'],
+      ) => {
         if (!this.waiting.delete(approval.id)) return;
         clearTimeout(timer);
         signal.removeEventListener('abort', onAbort);
@@ -106,6 +117,11 @@ export class ApprovalQueue {
       signal.addEventListener('abort', onAbort, { once: true });
       this.tell(principal, { type: 'approval', approval });
     });
+  }
+
+  /** Whether `principal` may decide approvals (other principals' only). */
+  mayDecide(principal: string): boolean {
+    return this.approvers.includes(principal);
   }
 
   /** The approvals `principal` may see (undefined: all), oldest first; other replicas' too. */
@@ -148,16 +164,14 @@ export class ApprovalQueue {
   }
 
   /**
-   * Answer approval `id` here, or on the replica it waits on. Another principal's approval is
-   * NOT_FOUND, as one already answered is: nobody learns what others wait on.
+   * Answer approval `id` as `decider`, here or on the replica it waits on. Who is no approver is
+   * refused whatever the id (nobody learns what others wait on); an approver's own call's approval
+   * is refused too, and stays waiting for another approver.
    */
-  async decideAnywhere(
-    id: string,
-    decision: Decision,
-    principal: string | undefined,
-  ): Promise<QueuedApproval> {
-    if (this.waiting.has(id) || !this.peers) return this.decide(id, decision, principal);
-    const approval = await this.peers.decide(id, decision, principal);
+  async decideAnywhere(id: string, decision: Decision, decider: string): Promise<QueuedApproval> {
+    this.checkApprover(decider);
+    if (this.waiting.has(id) || !this.peers) return this.decide(id, decision, decider);
+    const approval = await this.peers.decide(id, decision, decider);
     if (!approval) throw notWaiting(id);
     this.remote.delete(id);
     this.tell(
@@ -172,19 +186,36 @@ export class ApprovalQueue {
     return approval;
   }
 
-  /**
-   * Answer approval `id` as `principal` (undefined: an admin, who may answer anyone's). Another
-   * principal's approval is NOT_FOUND, as one already answered is: nobody learns what others wait on.
-   */
-  decide(id: string, decision: Decision, principal: string | undefined): QueuedApproval {
+  /** Answer approval `id`, waiting here, as `decider`: refused as decideAnywhere says. */
+  decide(id: string, decision: Decision, decider: string): QueuedApproval {
+    this.checkApprover(decider);
     const entry = this.waiting.get(id);
-    if (!entry || (principal !== undefined && entry.approval.principal !== principal)) throw notWaiting(id);
-    entry.answer(
+    if (!entry) throw notWaiting(id);
+    if (entry.approval.principal === decider) throw ownCall(decider);
+    return this.settle(id, decision, decider) as QueuedApproval;
+  }
+
+  /**
+   * Answer approval `id`, waiting here, with a decision another replica took (and checked, as
+   * decide does, when it wrote it); undefined when it is no longer waiting.
+   */
+  settle(id: string, decision: Decision, decider: string): QueuedApproval | undefined {
+    const entry = this.waiting.get(id);
+    entry?.answer(
       decision === 'deny'
-        ? { kind: 'refused', why: 'denied from the dashboard' }
-        : { kind: 'decided', decision },
+        ? { kind: 'refused', why: `denied from the dashboard by ${decider}`, decider }
+        : { kind: 'decided', decision, decider },
     );
-    return entry.approval;
+    return entry?.approval;
+  }
+
+  private checkApprover(principal: string): void {
+    if (!this.mayDecide(principal))
+      throw new CodexecError(
+        'FORBIDDEN',
+        `${principal} may not decide approvals: only the principals in CODEXEC_HTTP_APPROVERS ` +
+          '(default CODEXEC_HTTP_ADMINS) do, and never on their own calls',
+      );
   }
 
   /** Hear of every approval `principal` may see come and go, until the returned function is called. */
@@ -202,4 +233,43 @@ export class ApprovalQueue {
 }
 
 const notWaiting = (id: string) =>
-  new CodexecError('NOT_FOUND', `no approval ${id} is waiting (answered, withdrawn, or not yours)`);
+  new CodexecError('NOT_FOUND', `no approval ${id} is waiting (answered, withdrawn, or timed out)`);
+
+/** The one refusal of an approver: the approval its own call waits on. */
+export const ownCall = (principal: string) =>
+  new CodexecError(
+    'FORBIDDEN',
+    `${principal} is the principal whose call waits on this approval: another approver ` +
+      '(CODEXEC_HTTP_APPROVERS) decides it. It is still waiting',
+  );
+
+/** What the page shows of a question (the code cut at MAX_CODE_CHARS). */
+function card(id: string, principal: string, question: Question): QueuedApproval {
+  const asked = { id, principal, kind: question.kind, asked_at: Date.now() };
+  if (question.kind === 'host') {
+    const { tool, sessionId, host, port } = question.form;
+    return {
+      ...asked,
+      tool,
+      language: null,
+      session_id: sessionId,
+      code: '',
+      code_chars: 0,
+      powers: null,
+      reason: `the running code asks to connect to ${host}:${port}, which is not on CODEXEC_ALLOWED_DOMAINS`,
+      host,
+      port,
+    };
+  }
+  const { form } = question;
+  return {
+    ...asked,
+    tool: form.tool,
+    language: form.language,
+    session_id: form.sessionId,
+    code: form.code.slice(0, MAX_CODE_CHARS),
+    code_chars: form.code.length,
+    powers: form.powers ?? null,
+    reason: form.reason,
+  };
+}

@@ -2,7 +2,13 @@ import { z } from 'zod';
 import { DEAD_AFTER_MS, migrateReplicas, NOW_MS, type Postgres, replicaId } from '../store/index.js';
 import { log } from '../util/index.js';
 import { DECISIONS, type Decision } from './approval.js';
-import type { ApprovalEvent, ApprovalPeers, ApprovalQueue, QueuedApproval } from './approval-queue.js';
+import {
+  type ApprovalEvent,
+  type ApprovalPeers,
+  type ApprovalQueue,
+  ownCall,
+  type QueuedApproval,
+} from './approval-queue.js';
 
 const MIGRATIONS = [
   `CREATE TABLE codexec_approvals (
@@ -14,6 +20,8 @@ const MIGRATIONS = [
      decision TEXT
    );
    CREATE INDEX codexec_approvals_replica ON codexec_approvals (replica_id)`,
+  // Who decided, for the audit of the replica the call waits on.
+  'ALTER TABLE codexec_approvals ADD COLUMN decided_by TEXT',
 ];
 
 /** How often a replica looks for decisions on its approvals (and, while a page watches, for others'). */
@@ -22,13 +30,17 @@ const POLL_MS = 400;
 const cardSchema = z.object({
   id: z.string(),
   principal: z.string(),
+  // Cards of a replica from before host questions came to the dashboard are runs.
+  kind: z.enum(['run', 'host']).default('run'),
   tool: z.string(),
-  language: z.string(),
+  language: z.string().nullable(),
   session_id: z.string().nullable(),
   code: z.string(),
   code_chars: z.number(),
   powers: z.string().nullable(),
   reason: z.string(),
+  host: z.string().optional(),
+  port: z.number().int().optional(),
   asked_at: z.number(),
 });
 const decisionSchema = z.enum(DECISIONS);
@@ -62,18 +74,22 @@ export class SharedApprovals implements ApprovalPeers {
     this.timer = setInterval(() => void this.poll(), POLL_MS).unref();
   }
 
-  async decide(
-    id: string,
-    decision: Decision,
-    principal: string | undefined,
-  ): Promise<QueuedApproval | undefined> {
-    const [row] = await this.pg.query<{ card: unknown }>(
-      `UPDATE codexec_approvals SET decision = $2
-       WHERE id = $1 AND decision IS NULL AND replica_id <> $3 AND ($4::text IS NULL OR principal = $4)
-       RETURNING card`,
-      [id, decision, this.id, principal ?? null],
+  async decide(id: string, decision: Decision, decider: string): Promise<QueuedApproval | undefined> {
+    // The decider is an approver (the queue checked); its own call's approval stays undecided.
+    const [row] = await this.pg.query<{ card: unknown; own: boolean }>(
+      `WITH target AS (
+         SELECT id, principal = $4 AS own FROM codexec_approvals
+         WHERE id = $1 AND decision IS NULL AND replica_id <> $3
+       ), decided AS (
+         UPDATE codexec_approvals a SET decision = $2, decided_by = $4
+         FROM target t WHERE a.id = t.id AND NOT t.own AND a.decision IS NULL
+         RETURNING a.card
+       )
+       SELECT (SELECT card FROM decided) AS card, own FROM target`,
+      [id, decision, this.id, decider],
     );
-    return row ? cardSchema.parse(row.card) : undefined;
+    if (row?.own) throw ownCall(decider);
+    return row?.card ? cardSchema.parse(row.card) : undefined;
   }
 
   /** Stop polling and take this replica's rows away (its approvals end with it). */
@@ -120,19 +136,15 @@ export class SharedApprovals implements ApprovalPeers {
   }
 
   private async collectDecisions(): Promise<void> {
-    const rows = await this.pg.query<{ id: string; decision: string }>(
-      'SELECT id, decision FROM codexec_approvals WHERE replica_id = $1 AND decision IS NOT NULL',
+    const rows = await this.pg.query<{ id: string; decision: string; decided_by: string | null }>(
+      'SELECT id, decision, decided_by FROM codexec_approvals WHERE replica_id = $1 AND decision IS NOT NULL',
       [this.id],
     );
     for (const row of rows) {
       const decision = decisionSchema.safeParse(row.decision);
-      if (!decision.success) continue;
-      try {
-        // The principal was checked when the decision was written (decide above).
-        this.queue.decide(row.id, decision.data, undefined);
-      } catch {
-        // Ended here meanwhile (timed out, withdrawn, the client answered first): its row goes with it.
-      }
+      // The decider was checked when the decision was written (decide above). One that ended
+      // here meanwhile (timed out, withdrawn, the client answered first) takes its row with it.
+      if (decision.success) this.queue.settle(row.id, decision.data, row.decided_by ?? 'another replica');
     }
   }
 

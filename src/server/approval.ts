@@ -13,6 +13,7 @@ import {
 } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import type { TaskRun } from '../tasks/index.js';
+import { currentTaskRun } from './tasks.js';
 
 export const DECISIONS = ['approve', 'deny', 'approve_trust_session'] as const;
 export type Decision = (typeof DECISIONS)[number];
@@ -37,6 +38,14 @@ export type Answer =
 
 /** An answer read from the client (not the 2026-era "ask first" result). */
 export type Reply = Exclude<Answer, { readonly kind: 'pending' }>;
+
+/** How the client can be asked from where a question arises (ApprovalAsker.channel). */
+export type ClientChannel =
+  | { readonly kind: 'none'; readonly why: string }
+  /** While the call or its task waits: a 2025-era elicitation, a 2026-era task's input request. */
+  | { readonly kind: 'wait'; ask(question: Question, withdraw: AbortSignal): Promise<Reply> }
+  /** A 2026-era plain call: answered input_required now; the retry carries the answer. */
+  | { readonly kind: 'retry'; ask(form: ApprovalForm): Promise<Answer> };
 
 const KEY = 'approval';
 const MAX_SHOWN_CHARS = 8000;
@@ -92,6 +101,22 @@ export class ApprovalAsker {
     return undefined;
   }
 
+  /**
+   * How the client can be asked a question of `kind` from here (this request, and its task when
+   * inside one). A host is asked while code runs, which a 2026-era plain call cannot pause for.
+   */
+  channel(ctx: ServerContext, kind: Question['kind']): ClientChannel {
+    const why = this.cannotAsk(ctx);
+    if (why) return { kind: 'none', why };
+    if (!this.modernRequest(ctx))
+      return { kind: 'wait', ask: (question, withdraw) => this.askNow(ctx, question, withdraw) };
+    const task = currentTaskRun();
+    if (task) return { kind: 'wait', ask: (question, withdraw) => this.askInTask(task, question, withdraw) };
+    if (kind === 'host')
+      return { kind: 'none', why: 'a 2026-era call cannot be paused mid-run to ask (a task can)' };
+    return { kind: 'retry', ask: (form) => this.askByRetry(ctx, form) };
+  }
+
   /** Whether the client declared form elicitation: per request (2026 era) or at initialize (2025). */
   private canAsk(ctx: ServerContext): boolean {
     const capabilities = this.modernRequest(ctx)
@@ -105,9 +130,12 @@ export class ApprovalAsker {
     return elicitation.form !== undefined || elicitation.url === undefined;
   }
 
-  async ask(ctx: ServerContext, form: ApprovalForm): Promise<Answer> {
+  /**
+   * A 2026-era plain call's question: answered input_required at once, read from the retry that
+   * carries the answer and our ticket.
+   */
+  private async askByRetry(ctx: ServerContext, form: ApprovalForm): Promise<Answer> {
     const params = formParams(form);
-    if (!this.modernRequest(ctx)) return this.askNow(ctx, params);
     // Only the 2026 era's ticket binds the answer to the code (a hash of all of it: ~2 ms a MB).
     const fingerprint = fingerprintOf(form);
     const response = inputResponse(ctx.mcpReq.inputResponses, KEY);
@@ -129,29 +157,18 @@ export class ApprovalAsker {
   }
 
   /**
-   * Inside a 2026-era task, which can wait: the form becomes the task's input request (the task
-   * reads input_required until tasks/update answers it); no answer within the timeout is a refusal.
+   * Inside a 2026-era task, which can wait: the question becomes the task's input request (the task
+   * reads input_required until tasks/update answers it; a host's key is `egress:<host>:<port>`);
+   * no answer within the timeout is a refusal. `withdraw` takes the request back (the call ended,
+   * or CODEXEC_APPROVER=both and the dashboard answered first).
    */
-  askInTask(run: TaskRun, form: ApprovalForm, withdraw?: AbortSignal): Promise<Reply> {
-    return this.askThrough(run, KEY, formParams(form), withdraw);
-  }
-
-  /** askHost inside a 2026-era task: one request per host, its key `egress:<host>:<port>`. */
-  askHostInTask(run: TaskRun, form: HostForm): Promise<Reply> {
-    return this.askThrough(run, `egress:${form.host}:${form.port}`, hostFormParams(form));
-  }
-
-  /** `withdraw`: takes the request back (CODEXEC_APPROVER=both: the dashboard answered first). */
-  private async askThrough(
-    run: TaskRun,
-    key: string,
-    params: ElicitRequestFormParams,
-    withdraw?: AbortSignal,
-  ): Promise<Reply> {
+  private async askInTask(run: TaskRun, question: Question, withdraw: AbortSignal): Promise<Reply> {
+    const key = question.kind === 'run' ? KEY : `egress:${question.form.host}:${question.form.port}`;
     const timeout = AbortSignal.timeout(this.timeoutMs);
-    const stop = withdraw ? AbortSignal.any([timeout, withdraw]) : timeout;
+    const stop = AbortSignal.any([timeout, withdraw]);
     try {
-      const response = inputResponse({ [key]: await run.ask(key, inputRequired.elicit(params), stop) }, key);
+      const asked = await run.ask(key, inputRequired.elicit(paramsOf(question)), stop);
+      const response = inputResponse({ [key]: asked }, key);
       if (response.kind !== 'elicit') return { kind: 'refused', why: 'the answer was no elicitation result' };
       return read(response.action, response.content);
     } catch (error) {
@@ -161,18 +178,14 @@ export class ApprovalAsker {
   }
 
   /**
-   * Ask now, while code runs, whether it may reach a host off the egress allowlist: a 2025-era
-   * request's elicitation (a 2026-era call cannot be paused for a round trip: the caller checks).
+   * Ask now, while the call waits (a 2025-era request's elicitation; a host is asked while code
+   * runs). A 2026-era plain call cannot be paused for a round trip: the caller checks.
    */
-  askHost(ctx: ServerContext, form: HostForm): Promise<Reply> {
-    return this.askNow(ctx, hostFormParams(form));
-  }
-
-  private async askNow(ctx: ServerContext, params: ElicitRequestFormParams): Promise<Reply> {
+  private async askNow(ctx: ServerContext, question: Question, withdraw: AbortSignal): Promise<Reply> {
     try {
-      const result = await ctx.mcpReq.elicitInput(params, {
+      const result = await ctx.mcpReq.elicitInput(paramsOf(question), {
         timeout: this.timeoutMs,
-        signal: ctx.mcpReq.signal,
+        signal: AbortSignal.any([ctx.mcpReq.signal, withdraw]),
       });
       return read(result.action, result.content);
     } catch (error) {
@@ -245,6 +258,15 @@ function decisionSchema(description: string): ElicitRequestFormParams['requested
     properties: { decision: { type: 'string', title: 'Decision', description, enum: [...DECISIONS] } },
     required: ['decision'],
   };
+}
+
+/** What is asked: may this code run, or may the running code connect to a host off the allowlist. */
+export type Question =
+  | { readonly kind: 'run'; readonly form: ApprovalForm }
+  | { readonly kind: 'host'; readonly form: HostForm };
+
+function paramsOf(question: Question): ElicitRequestFormParams {
+  return question.kind === 'run' ? formParams(question.form) : hostFormParams(question.form);
 }
 
 /** What the person approving a connection sees: the host a running program asks for. */

@@ -13,9 +13,8 @@ import type { RunHold } from '../quotas/index.js';
 import type { TaskRun } from '../tasks/index.js';
 import { phase } from '../traces/index.js';
 import { type CpuMeter, currentPrincipal, log, withCpuMeter } from '../util/index.js';
-import type { Answer, ApprovalAsker, ApprovalForm } from './approval.js';
-import type { ApprovalQueue } from './approval-queue.js';
-import { type Answered, firstAnswer } from './approver.js';
+import type { ApprovalAsker } from './approval.js';
+import { ApprovalRouter, type Routed } from './approver.js';
 import { type RunFacts, wireOnly } from './run-facts.js';
 import type { Services } from './services.js';
 import { currentTaskRun, startAsTask, type TaskHandle, taskScopeEra } from './tasks.js';
@@ -36,7 +35,9 @@ export interface Attempt {
 
 export { type RunFacts, runFacts } from './run-facts.js';
 
-type Verdict = Pick<AuditAttempt, 'approved' | 'approved_by' | 'rule'>;
+type Verdict = Pick<AuditAttempt, 'approved' | 'approved_by' | 'rule' | 'decided_by'>;
+/** Who let an approved run through: the audit's `approved_by`, and the dashboard's decider. */
+type Approval = { readonly approved_by: ApprovedBy; readonly decided_by?: string };
 
 const SUMMARY_CHARS = 500;
 
@@ -49,6 +50,8 @@ export class Gatekeeper {
   /** `session:<id>` for a trusted REPL session, `<tool>:<language>` for trusted one-shot runs. */
   private readonly trusted: Set<string>;
   private readonly policy: GatePolicy;
+  /** Who is asked (CODEXEC_APPROVER): every question this gate raises goes through it. */
+  private readonly router: ApprovalRouter;
 
   /**
    * `trusted`: what the user trusted so far, when it outlives this gate (serve --http: one gate per
@@ -67,6 +70,12 @@ export class Gatekeeper {
       rules: services.rules,
       commands: services.config.command,
     };
+    this.router = new ApprovalRouter(
+      gate.approver,
+      services.approvals,
+      services.pendingApprovals,
+      services.metrics,
+    );
   }
 
   get rules(): RuleSet {
@@ -74,29 +83,32 @@ export class Gatekeeper {
   }
 
   /**
-   * Under approval `ask` with the egress allowlist: what asks the client, while the code runs,
-   * about a host off the list (each host once per run; "trust" allows it on this connection, or
-   * in this session, from then on). A 2025-era call asks with an elicitation; a 2026-era call
-   * cannot be paused for a round trip, but its task can (input_required). Undefined where nobody
-   * can be asked mid-run: the host is refused as any other. Called where the run starts.
+   * Under approval `ask` with the egress allowlist: what asks, while the code runs, about a host off
+   * the list (each host once per run; "trust" allows it on this connection, or in this session,
+   * from then on). Asked as any question is (CODEXEC_APPROVER): of the client where it can be
+   * asked mid-run (a 2025-era call's elicitation, a 2026-era task's input request; a 2026-era
+   * plain call cannot pause), of the dashboard's approvers under dashboard or both. Undefined
+   * where nobody can be asked: the host is refused as any other. Called where the run starts.
    */
   egressAsker(ctx: ServerContext, tool: string, sessionId: string | null): LaneUser['ask'] {
-    const { services, asker } = this;
-    if (this.policy.approval !== 'ask' || services.config.network !== 'allowlist') return undefined;
-    if (asker.cannotAsk(ctx)) return undefined;
-    const task = asker.modernRequest(ctx) ? currentTaskRun() : undefined;
-    if (asker.modernRequest(ctx) && !task) return undefined;
+    if (this.policy.approval !== 'ask' || this.services.config.network !== 'allowlist') return undefined;
+    const client = this.asker.channel(ctx, 'host');
+    if (this.router.nobody(client)) return undefined;
+    // The proxy asks from its sockets' callbacks: the principal and the call are this request's.
+    const principal = currentPrincipal();
+    const call = currentTaskRun()?.signal ?? ctx.mcpReq.signal;
     const asked = new Map<string, Promise<boolean>>();
-    return (host, port) => {
+    return (host, port, signal) => {
       const key = `egress:${sessionId ?? ''}:${host}:${port}`;
       if (this.trusted.has(key)) return Promise.resolve(true);
       let answer = asked.get(key);
       if (!answer) {
-        const form = { tool, sessionId, host, port };
-        const reply = task ? asker.askHostInTask(task, form) : asker.askHost(ctx, form);
-        answer = reply.then((reply) => {
-          if (reply.kind === 'decided' && reply.decision === 'approve_trust_session') this.trusted.add(key);
-          return reply.kind === 'decided';
+        const question = { kind: 'host', form: { tool, sessionId, host, port } } as const;
+        const withdraw = signal ? AbortSignal.any([call, signal]) : call;
+        answer = this.router.ask(principal, question, client, withdraw).then((routed) => {
+          if (routed.kind !== 'answered' || routed.reply.kind !== 'decided') return false;
+          if (routed.reply.decision === 'approve_trust_session') this.trusted.add(key);
+          return true;
         });
         asked.set(key, answer);
       }
@@ -121,49 +133,74 @@ export class Gatekeeper {
       await this.audit(attempt, { approved: false, approved_by: null, rule: decision.rule });
       throw decision.error;
     }
-    let approvedBy: ApprovedBy = decision.kind === 'run' ? decision.approvedBy : 'client';
-    if (decision.kind === 'ask') {
-      const key = attempt.sessionId ? `session:${attempt.sessionId}` : `${attempt.tool}:${attempt.language}`;
-      if (this.trusted.has(key)) {
-        approvedBy = 'trusted_session';
-      } else {
-        const refused = { approved: false, approved_by: null, rule: decision.rule } as const;
-        const unavailable = this.asker.cannotAsk(ctx);
-        const queue = this.queue;
-        const askClient = !unavailable && this.services.config.gate.approver !== 'dashboard';
-        if (unavailable && !queue) {
-          await this.audit(attempt, refused);
-          throw new ApprovalUnavailableError(
-            `this run needs approval (${decision.reason}), but ${unavailable}. Nothing ran. The server ` +
-              'owner can set CODEXEC_APPROVAL=auto, or use a client that supports elicitation',
-          );
-        }
-        const form = { ...attempt, reason: decision.reason };
-        // 2026 era in a task: the task starts now and asks inside (a retry carrying the answer to
-        // an input_required call is read on the call, as before).
-        if (taskScopeEra() === 'modern' && this.asker.modernRequest(ctx) && !this.asker.carriesAnswer(ctx))
-          return this.approveInTask(form, key, refused, askClient, (by) =>
-            this.approvedRun(ctx, attempt, decision.rule, by, execute, facts)(),
-          );
-        // A plain call asks the client when it can (a 2026-era one answers input_required at once,
-        // so only its client can answer); else it waits here for the dashboard.
-        const answer: Answer & { readonly by?: 'dashboard' } =
-          askClient || !queue
-            ? await this.ask(ctx, form, refused)
-            : await this.askDashboard(ctx.mcpReq.signal, form, refused);
-        if (answer.kind === 'pending') return answer.result;
-        this.services.metrics.approvalAnswered(answer.kind === 'decided');
-        if (answer.kind === 'refused') {
-          await this.audit(attempt, refused);
-          throw new ApprovalDeniedError(`not approved: ${answer.why}. Nothing ran`);
-        }
-        if (answer.decision === 'approve_trust_session') this.trusted.add(key);
-        if (answer.by) approvedBy = answer.by;
-      }
+    const start = (approval: Approval) => {
+      const go = this.approvedRun(ctx, attempt, decision.rule, approval, execute, facts);
+      // MCP Tasks: approved, the run goes on in the background and the call answers with its task.
+      return startAsTask(go) ?? go();
+    };
+    if (decision.kind === 'run') return start({ approved_by: decision.approvedBy });
+    const key = attempt.sessionId ? `session:${attempt.sessionId}` : `${attempt.tool}:${attempt.language}`;
+    if (this.trusted.has(key)) return start({ approved_by: 'trusted_session' });
+    const refused = { approved: false, approved_by: null, rule: decision.rule } as const;
+    const unavailable = this.router.nobody(this.asker.channel(ctx, 'run'));
+    if (unavailable) {
+      await this.audit(attempt, refused);
+      throw new ApprovalUnavailableError(
+        `this run needs approval (${decision.reason}), but ${unavailable}. Nothing ran. The server ` +
+          'owner can set CODEXEC_APPROVAL=auto, or use a client that supports elicitation',
+      );
     }
-    const go = this.approvedRun(ctx, attempt, decision.rule, approvedBy, execute, facts);
-    // MCP Tasks: approved, the run goes on in the background and the call answers with its task.
-    return startAsTask(go) ?? go();
+    const question = { kind: 'run', form: { ...attempt, reason: decision.reason } } as const;
+    const principal = currentPrincipal();
+    const held = await this.hold(attempt, refused);
+    // 2026 era in a task: the task starts now and asks inside (a retry carrying the answer to an
+    // input_required call is read on the call, as before).
+    if (taskScopeEra() === 'modern' && this.asker.modernRequest(ctx) && !this.asker.carriesAnswer(ctx)) {
+      const handle = startAsTask(async () => {
+        const task = currentTaskRun() as TaskRun;
+        const client = this.asker.channel(ctx, 'run');
+        const routed = await this.router.ask(principal, question, client, task.signal, held);
+        return this.approvedRun(
+          ctx,
+          attempt,
+          decision.rule,
+          await this.approval(attempt, routed, refused, key),
+          execute,
+          facts,
+        )();
+      });
+      if (!handle) throw new Error('a modern task scope without a task'); // taskScopeEra said there is one
+      return handle;
+    }
+    const routed = await this.router.ask(
+      principal,
+      question,
+      this.asker.channel(ctx, 'run'),
+      ctx.mcpReq.signal,
+      held,
+    );
+    if (routed.kind === 'pending') return routed.result;
+    return start(await this.approval(attempt, routed, refused, key));
+  }
+
+  /**
+   * What an answer makes of the run: approved (trust noted when asked for), with who approved and
+   * decided; or the audited APPROVAL_DENIED.
+   */
+  private async approval(attempt: Attempt, routed: Routed, refused: Verdict, key: string): Promise<Approval> {
+    if (routed.kind === 'pending') throw new Error('a question asked by retry inside a task'); // channel() never does
+    const answered =
+      routed.kind === 'answered'
+        ? routed
+        : { reply: { kind: 'refused', why: routed.why } as const, by: 'client' as const };
+    const { reply, by } = answered;
+    const decided = 'decider' in answered && answered.decider ? { decided_by: answered.decider } : {};
+    if (reply.kind === 'refused') {
+      await this.audit(attempt, { ...refused, ...decided });
+      throw new ApprovalDeniedError(`not approved: ${reply.why}. Nothing ran`);
+    }
+    if (reply.decision === 'approve_trust_session') this.trusted.add(key);
+    return { approved_by: by, ...decided };
   }
 
   /** The run once approved: in a run slot, its audit entry written whatever its outcome. */
@@ -171,11 +208,11 @@ export class Gatekeeper {
     ctx: ServerContext,
     attempt: Attempt,
     rule: Verdict['rule'],
-    approvedBy: ApprovedBy,
+    approved: Approval,
     execute: () => Promise<R>,
     facts: (result: R) => RunFacts,
   ): () => Promise<R> {
-    const approval = { approved: true, approved_by: approvedBy, rule } as const;
+    const approval = { approved: true, ...approved, rule } as const;
     return async () => {
       // A task's run waits for its slot under the task's signal: the call has been answered.
       const signal = currentTaskRun()?.signal ?? ctx.mcpReq.signal;
@@ -210,45 +247,6 @@ export class Gatekeeper {
   }
 
   /**
-   * Start the task at once and ask for approval inside it (input_required until tasks/update
-   * answers). Refused, the task completes with the APPROVAL_DENIED result a plain call gets.
-   */
-  private async approveInTask<R>(
-    form: ApprovalForm,
-    key: string,
-    refused: Verdict,
-    askClient: boolean,
-    run: (approvedBy: ApprovedBy) => Promise<R>,
-  ): Promise<TaskHandle> {
-    const answered = await this.enterPending(form, refused);
-    const queue = this.queue;
-    const principal = currentPrincipal();
-    const handle = startAsTask(async () => {
-      let answer: Answered;
-      this.services.metrics.approvalAsked();
-      const task = currentTaskRun() as TaskRun;
-      const client = (withdraw?: AbortSignal) => this.asker.askInTask(task, form, withdraw);
-      try {
-        answer = queue
-          ? await firstAnswer(queue, principal, form, task.signal, askClient ? client : undefined)
-          : { reply: await client(), by: 'client' };
-      } finally {
-        answered();
-      }
-      const { reply } = answer;
-      this.services.metrics.approvalAnswered(reply.kind === 'decided');
-      if (reply.kind !== 'decided') {
-        await this.audit(form, refused);
-        throw new ApprovalDeniedError(`not approved: ${reply.why}. Nothing ran`);
-      }
-      if (reply.decision === 'approve_trust_session') this.trusted.add(key);
-      return run(answer.by);
-    });
-    if (!handle) throw new Error('approveInTask outside a task scope'); // the caller checked
-    return handle;
-  }
-
-  /**
    * Go on with a run the gate already let through (send_to_session's `input` to the code that
    * waits for it: data for approved code, as write_stdin's is): no new decision or audit entry,
    * but a run slot, and a task where the call may become one.
@@ -259,46 +257,13 @@ export class Gatekeeper {
     return startAsTask(go) ?? go();
   }
 
-  /** One more pending approval (its release returned), or the audited refusal past their bound. */
-  private async enterPending(form: ApprovalForm, refused: Verdict): Promise<() => void> {
+  /** A place among the pending approvals (its release returned), or the audited refusal past their bounds. */
+  private async hold(attempt: Attempt, refused: Verdict): Promise<() => void> {
     try {
-      return this.services.pendingApprovals.enter();
+      return this.router.hold(currentPrincipal());
     } catch (error) {
-      await this.audit(form, refused);
+      await this.audit(attempt, refused);
       throw error;
-    }
-  }
-
-  /** Ask the client, counted among the server's pending approvals (refused past their bound). */
-  private ask(ctx: ServerContext, form: ApprovalForm, refused: Verdict): Promise<Answer> {
-    // A 2026-era retry carries the answer to a form asked before: not asked twice.
-    return this.waitFor(form, refused, !this.asker.carriesAnswer(ctx), () => this.asker.ask(ctx, form));
-  }
-
-  /** Wait for the dashboard's queue to answer (CODEXEC_APPROVER=dashboard, or a client that cannot). */
-  private askDashboard(signal: AbortSignal, form: ApprovalForm, refused: Verdict) {
-    const queue = this.queue as ApprovalQueue; // the caller checked
-    return this.waitFor(form, refused, true, async () => ({
-      ...(await queue.ask(currentPrincipal(), form, signal)),
-      by: 'dashboard' as const,
-    }));
-  }
-
-  /** CODEXEC_APPROVER=dashboard or both: serve --http's queue, which answers too (stdio: none). */
-  private get queue(): ApprovalQueue | undefined {
-    return this.services.config.gate.approver === 'client' ? undefined : this.services.approvals;
-  }
-
-  /** Run `ask` counted among the pending approvals (refused LIMIT_REACHED past their bound). */
-  private async waitFor<A>(form: ApprovalForm, refused: Verdict, asked: boolean, ask: () => Promise<A>) {
-    const answered = await this.enterPending(form, refused);
-    if (asked) this.services.metrics.approvalAsked();
-    const waited = phase('approval wait');
-    try {
-      return await ask();
-    } finally {
-      waited?.();
-      answered();
     }
   }
 

@@ -220,7 +220,10 @@ export function createServices(config: Config, observers: Observers = {}): Servi
       queued: config.runs.maxQueued,
       waitMs: config.runs.queueTimeoutMs,
     }),
-    pendingApprovals: new PendingApprovals(config.gate.maxPendingApprovals),
+    pendingApprovals: new PendingApprovals(
+      config.gate.maxPendingApprovals,
+      config.gate.maxPendingApprovalsPerPrincipal,
+    ),
     hostDirs,
     approvalKey,
     ...(store && { store }),

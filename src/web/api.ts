@@ -13,6 +13,8 @@ interface Call {
   readonly deps: DashboardDeps;
   readonly principal: string;
   readonly admin: boolean;
+  /** In CODEXEC_HTTP_APPROVERS: sees every approval waiting, decides other principals'. */
+  readonly approver: boolean;
   readonly url: URL;
 }
 
@@ -21,7 +23,8 @@ const APPROVAL_DECISION = /^\/api\/approvals\/([^/]+)\/(approve|deny|approve_tru
 
 /**
  * The page's JSON API. Each answer is scoped to the caller's principal (bound to the request when
- * it arrived), through the same services the MCP tools use; CODEXEC_HTTP_ADMINS see all.
+ * it arrived), through the same services the MCP tools use; CODEXEC_HTTP_ADMINS see all, and
+ * CODEXEC_HTTP_APPROVERS see every approval waiting (the queue decides who may answer one).
  */
 export async function serveApi(
   deps: DashboardDeps,
@@ -34,6 +37,7 @@ export async function serveApi(
     deps,
     principal,
     admin: deps.admins.includes(principal),
+    approver: deps.services.approvals.mayDecide(principal),
     url: new URL(req.url ?? '/', 'http://dashboard'),
   };
   try {
@@ -54,13 +58,14 @@ export async function serveApi(
       return json(res, 405, problem('INVALID_INPUT', 'use GET (POST for close/kill and decisions)'));
     switch (path) {
       case '/api/me':
-        return json(res, 200, { principal, admin: call.admin });
+        return json(res, 200, { principal, admin: call.admin, approver: call.approver });
       case '/api/events':
-        return streamEvents(req, res, deps.services, call.admin ? undefined : principal);
-      case '/api/approvals':
-        return json(res, 200, {
-          approvals: deps.services.approvals.list(call.admin ? undefined : principal),
+        return streamEvents(req, res, deps.services, {
+          runs: call.admin ? undefined : principal,
+          approvals: approvalScope(call),
         });
+      case '/api/approvals':
+        return json(res, 200, { approvals: deps.services.approvals.list(approvalScope(call)) });
       case '/api/sessions':
         return json(res, 200, { sessions: await sessions(call) });
       case '/api/logs':
@@ -76,9 +81,21 @@ export async function serveApi(
     }
   } catch (error) {
     if (!(error instanceof CodexecError)) throw error;
-    const status = error.code === 'INVALID_INPUT' ? 400 : error.code.endsWith('NOT_FOUND') ? 404 : 409;
+    const status =
+      error.code === 'INVALID_INPUT'
+        ? 400
+        : error.code === 'FORBIDDEN'
+          ? 403
+          : error.code.endsWith('NOT_FOUND')
+            ? 404
+            : 409;
     return json(res, status, problem(error.code, error.message));
   }
+}
+
+/** Whose approvals the caller sees: an admin's or an approver's view is everyone's (undefined). */
+function approvalScope(call: Call): string | undefined {
+  return call.admin || call.approver ? undefined : call.principal;
 }
 
 async function sessions(call: Call): Promise<(SessionInfo & { principal: string | null })[]> {
@@ -95,14 +112,12 @@ async function closeSession(call: Call, sessionId: string, how: string) {
   return asPrincipal(owner, () => manager.close(sessionId, how === 'kill' ? 'killed' : 'closed'));
 }
 
-/** Answer a waiting approval as the gate's client would; an admin may answer anyone's. */
+/**
+ * Answer a waiting approval as the gate's client would: the queue lets an approver answer other
+ * principals' (FORBIDDEN otherwise, 403). The audit entry names the decider (`decided_by`).
+ */
 async function decide(call: Call, id: string, decision: Decision) {
-  const approval = await call.deps.services.approvals.decideAnywhere(
-    id,
-    decision,
-    call.admin ? undefined : call.principal,
-  );
-  // The audit entry says `dashboard`; the log says who, when it was an admin for someone else.
+  const approval = await call.deps.services.approvals.decideAnywhere(id, decision, call.principal);
   log('info', `approval ${id} (${approval.principal}'s ${approval.tool}): ${decision} by ${call.principal}`);
   return { id, decision };
 }

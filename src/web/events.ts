@@ -6,15 +6,17 @@ const MAX_BUFFERED_BYTES = 1_000_000;
 const HEARTBEAT_MS = 15_000;
 
 /**
- * Server-Sent Events of the run feed and the approval queue: first a `snapshot` (the runs
- * `principal` may see, with their output so far, and the approvals waiting), then every `run`,
- * `output`, `approval` and `approval_gone` event as it happens. undefined: an admin.
+ * Server-Sent Events of the run feed and the approval queue: first a `snapshot` (the runs the
+ * caller may see, with their output so far, and the approvals waiting it may see), then every
+ * `run`, `output`, `approval` and `approval_gone` event as it happens. Each scope is a principal
+ * whose own are shown, or undefined for everyone's (an admin's runs; an admin's or an approver's
+ * approvals).
  */
 export function streamEvents(
   req: IncomingMessage,
   res: ServerResponse,
   { feed, approvals }: { readonly feed: RunFeed; readonly approvals: ApprovalQueue },
-  principal: string | undefined,
+  scope: { readonly runs: string | undefined; readonly approvals: string | undefined },
 ): void {
   res.writeHead(200, {
     'content-type': 'text/event-stream',
@@ -28,10 +30,10 @@ export function streamEvents(
     }
     res.write(`event: ${type}\ndata: ${JSON.stringify(data)}\n\n`);
   };
-  send('snapshot', { runs: feed.list(principal), approvals: approvals.list(principal) });
+  send('snapshot', { runs: feed.list(scope.runs), approvals: approvals.list(scope.approvals) });
   const unwatch = [
-    feed.watch(principal, (event: FeedEvent) => send(event.type, event)),
-    approvals.watch(principal, (event: ApprovalEvent) => send(event.type, event)),
+    feed.watch(scope.runs, (event: FeedEvent) => send(event.type, event)),
+    approvals.watch(scope.approvals, (event: ApprovalEvent) => send(event.type, event)),
   ];
   const stop = () => {
     for (const off of unwatch) off();

@@ -1,4 +1,5 @@
-// CODEXEC_HTTP_ADMINS: the principals whose dashboard sees every principal's runs and sessions.
+// CODEXEC_HTTP_ADMINS: the principals whose dashboard sees every principal's runs and sessions;
+// CODEXEC_HTTP_APPROVERS: who decides approvals in the dashboard (the admins unless set).
 import { rmSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.js';
@@ -22,5 +23,14 @@ describe('CODEXEC_HTTP_ADMINS', () => {
 
   it('refuses a name no token file could hold, naming the setting', () => {
     expect(() => load({ CODEXEC_HTTP_ADMINS: 'carol,bad name' })).toThrow(/CODEXEC_HTTP_ADMINS/);
+  });
+
+  it('CODEXEC_HTTP_APPROVERS: the admins by default, its own list when set (even empty)', () => {
+    expect(load({}).http.approvers).toEqual([]);
+    expect(load({ CODEXEC_HTTP_ADMINS: 'carol' }).http.approvers).toEqual(['carol']);
+    const set = { CODEXEC_HTTP_ADMINS: 'carol', CODEXEC_HTTP_APPROVERS: 'dave, erin' };
+    expect(load(set).http).toMatchObject({ admins: ['carol'], approvers: ['dave', 'erin'] });
+    expect(load({ CODEXEC_HTTP_ADMINS: 'carol', CODEXEC_HTTP_APPROVERS: '[]' }).http.approvers).toEqual([]);
+    expect(() => load({ CODEXEC_HTTP_APPROVERS: 'dave,bad name' })).toThrow(/CODEXEC_HTTP_APPROVERS/);
   });
 });

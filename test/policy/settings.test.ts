@@ -21,8 +21,19 @@ describe('gate settings', () => {
       approvalTimeoutMs: 120_000,
       approver: 'client',
       maxPendingApprovals: 16,
+      maxPendingApprovalsPerPrincipal: 4,
       allowedRuntimes: ['python', 'node', 'typescript', 'bash'],
     });
+  });
+
+  it("a principal's share of pending approvals: a quarter of the bound by default, never above it", () => {
+    expect(load({ CODEXEC_MAX_PENDING_APPROVALS: '10' }).gate.maxPendingApprovalsPerPrincipal).toBe(3);
+    expect(load({ CODEXEC_MAX_PENDING_APPROVALS: '1' }).gate.maxPendingApprovalsPerPrincipal).toBe(1);
+    const set = { CODEXEC_MAX_PENDING_APPROVALS: '8', CODEXEC_MAX_PENDING_APPROVALS_PER_PRINCIPAL: '12' };
+    expect(load(set).gate.maxPendingApprovalsPerPrincipal).toBe(8);
+    expect(() => load({ CODEXEC_MAX_PENDING_APPROVALS_PER_PRINCIPAL: '0' })).toThrow(
+      /CODEXEC_MAX_PENDING_APPROVALS_PER_PRINCIPAL/,
+    );
   });
 
   it('parses CODEXEC_ENABLED=false (not as a truthy string) and a runtime list', () => {

@@ -6,13 +6,14 @@ import { type ApprovalEvent, ApprovalQueue } from '../../src/server/index.js';
 import { Postgres } from '../../src/store/index.js';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
 
-const form = (code: string) => ({
-  tool: 'execute_code',
-  language: 'python',
-  sessionId: null,
-  code,
-  reason: 'ask',
-});
+const form = (code: string) =>
+  ({
+    kind: 'run',
+    form: { tool: 'execute_code', language: 'python', sessionId: null, code, reason: 'ask' },
+  }) as const;
+
+/** Who may decide in the dashboard (CODEXEC_HTTP_APPROVERS), on every replica. */
+const APPROVERS = ['carol', 'dave'];
 
 let cluster: TestPostgres;
 beforeAll(async () => {
@@ -33,8 +34,8 @@ async function until<T>(probe: () => T | undefined, ms = 5000): Promise<T> {
 /** Two replicas' queues on one database, each alive in the registry. */
 async function twoReplicas(name: string) {
   const pg = new Postgres(await cluster.createDatabase(name));
-  const a = new ApprovalQueue(10_000);
-  const b = new ApprovalQueue(10_000);
+  const a = new ApprovalQueue(10_000, APPROVERS);
+  const b = new ApprovalQueue(10_000, APPROVERS);
   const sharedA = new SharedApprovals(pg, a, 'replica-a');
   const sharedB = new SharedApprovals(pg, b, 'replica-b');
   await sharedA.start();
@@ -69,17 +70,35 @@ describe('approvals shared between replicas', () => {
     b.watch('bob', (event) => bobOnB.push(event));
     const reply = a.ask('alice', form('print(1)'), new AbortController().signal);
     const card = await until(() => b.list('alice')[0]);
-    expect(card).toMatchObject({ principal: 'alice', code: 'print(1)' });
+    expect(card).toMatchObject({ principal: 'alice', kind: 'run', code: 'print(1)' });
     expect(b.list('bob')).toEqual([]);
     expect(seenOnB.map((event) => event.type)).toEqual(['approval']);
-    await expect(b.decideAnywhere(card.id, 'approve', 'bob')).rejects.toThrow(/no approval .* is waiting/);
-    await b.decideAnywhere(card.id, 'approve_trust_session', 'alice');
-    expect(await reply).toEqual({ kind: 'decided', decision: 'approve_trust_session' });
+    // Neither a principal who is no approver nor the one whose call waits decides it.
+    for (const who of ['bob', 'alice'])
+      await expect(b.decideAnywhere(card.id, 'approve', who)).rejects.toMatchObject({ code: 'FORBIDDEN' });
+    await b.decideAnywhere(card.id, 'approve_trust_session', 'carol');
+    // The decider travels with the decision to the replica the call waits on.
+    expect(await reply).toEqual({ kind: 'decided', decision: 'approve_trust_session', decider: 'carol' });
     // Answered once: a second answer, from any replica, finds nothing waiting.
-    await expect(b.decideAnywhere(card.id, 'deny', 'alice')).rejects.toThrow(/no approval/);
-    await expect(a.decideAnywhere(card.id, 'deny', undefined)).rejects.toThrow(/no approval/);
+    await expect(b.decideAnywhere(card.id, 'deny', 'dave')).rejects.toThrow(/no approval/);
+    await expect(a.decideAnywhere(card.id, 'deny', 'dave')).rejects.toThrow(/no approval/);
     expect(bobOnB).toEqual([]);
     await until(() => (a.list(undefined).length === 0 ? true : undefined));
+    await close();
+  });
+
+  it("an approver's own call waiting on another replica stays waiting for another approver", async () => {
+    const { a, b, close } = await twoReplicas('own');
+    b.watch(undefined, () => {});
+    const reply = a.ask('carol', form('print(3)'), new AbortController().signal);
+    const card = await until(() => b.list(undefined)[0]);
+    await expect(b.decideAnywhere(card.id, 'approve', 'carol')).rejects.toMatchObject({
+      code: 'FORBIDDEN',
+      message: expect.stringContaining('whose call waits'),
+    });
+    expect(a.list('carol')).toHaveLength(1);
+    await b.decideAnywhere(card.id, 'deny', 'dave');
+    expect(await reply).toMatchObject({ kind: 'refused', decider: 'dave' });
     await close();
   });
 
@@ -96,8 +115,8 @@ describe('approvals shared between replicas', () => {
     const card = await until(() => b.list(undefined)[0]);
     await kill('replica-a');
     await until(() => (b.list(undefined).length === 0 ? true : undefined));
-    await expect(b.decideAnywhere(card.id, 'approve', undefined)).resolves.toBeDefined(); // the row is there…
-    expect(await again).toEqual({ kind: 'decided', decision: 'approve' }); // …and A, alive after all, gets it
+    await expect(b.decideAnywhere(card.id, 'approve', 'dave')).resolves.toBeDefined(); // the row is there…
+    expect(await again).toEqual({ kind: 'decided', decision: 'approve', decider: 'dave' }); // …and A, alive after all, gets it
     await close();
   });
 });

@@ -227,6 +227,8 @@ describe('CODEXEC_MAX_PENDING_APPROVALS', () => {
     const forms: string[] = [];
     const server = await startServer({
       era: 'legacy', // a 2025-era elicitation is what the server waits on
+      // One principal (stdio's, local): it has no share, only the server-wide bound
+      // (test/web/approvers.test.ts has shares).
       env: { CODEXEC_APPROVAL: 'ask', CODEXEC_MAX_PENDING_APPROVALS: '2' },
       elicit: (params) => {
         forms.push(params.message);

@@ -74,14 +74,34 @@ describe('RunSlots', () => {
 
 describe('PendingApprovals', () => {
   it('counts up to its bound, then refuses naming CODEXEC_MAX_PENDING_APPROVALS', () => {
-    const pending = new PendingApprovals(2);
-    const a = pending.enter();
-    pending.enter();
-    expect(() => pending.enter()).toThrow(/CODEXEC_MAX_PENDING_APPROVALS/);
+    const pending = new PendingApprovals(2, 2);
+    const a = pending.enter('alice');
+    pending.enter('bob');
+    expect(() => pending.enter('carol')).toThrow(/CODEXEC_MAX_PENDING_APPROVALS\)/);
     a();
     a();
     expect(pending.count).toBe(1);
-    pending.enter();
+    pending.enter('carol');
     expect(pending.count).toBe(2);
+  });
+
+  it("bounds each principal's share: one principal's full share leaves room for another", () => {
+    const pending = new PendingApprovals(4, 2);
+    const first = pending.enter('alice');
+    pending.enter('alice');
+    expect(() => pending.enter('alice')).toThrow(/CODEXEC_MAX_PENDING_APPROVALS_PER_PRINCIPAL/);
+    pending.enter('bob');
+    expect(pending.count).toBe(3);
+    first();
+    pending.enter('alice'); // a place freed is hers again
+    pending.enter('carol');
+    expect(pending.count).toBe(4);
+    expect(() => pending.enter('dave')).toThrow(/CODEXEC_MAX_PENDING_APPROVALS\)/);
+  });
+
+  it('the local principal (stdio, the CLI) shares the server with nobody: only the whole bound', () => {
+    const pending = new PendingApprovals(4, 2);
+    for (let i = 0; i < 4; i++) pending.enter('local');
+    expect(() => pending.enter('local')).toThrow(/CODEXEC_MAX_PENDING_APPROVALS\)/);
   });
 });

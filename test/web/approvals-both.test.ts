@@ -1,20 +1,55 @@
-// CODEXEC_APPROVER=both (issue #34): a run is asked of the client where it can be asked AND shown
-// in the dashboard; the first answer wins and the other is withdrawn. Over HTTP a client can wait
-// to be asked inside a 2026-era task (tasks/update answers); a plain 2026-era call is answered
-// input_required at once, so only its client answers it; a client that cannot be asked waits for
-// the page. And over stdio, which has no dashboard, dashboard/both refuse to start.
+// CODEXEC_APPROVER=both: a run (and a host off the egress allowlist) is asked of the client where
+// it can be asked AND shown in the dashboard; the first answer wins and the other is withdrawn.
+// Over HTTP a client can wait to be asked inside a 2026-era task (tasks/update answers); a plain
+// 2026-era call is answered input_required at once, so only its client answers it; a client that
+// cannot be asked waits for the page. And over stdio, which has no dashboard, dashboard/both refuse to start.
 import { spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { Client } from '@modelcontextprotocol/client';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ALICE, auditOf, decideAs, listed, startApprovalServer, waitListed } from '../helpers/approvals.js';
+import {
+  ALICE,
+  auditOf,
+  CAROL,
+  decideAs,
+  listed,
+  startApprovalServer,
+  waitListed,
+} from '../helpers/approvals.js';
 import { launchBrowser, shoot, signedIn } from '../helpers/browser.js';
 import { connectHttp, type HttpServer } from '../helpers/http.js';
 import { baseEnv, CLI, callTool, tempDir } from '../helpers/server.js';
-import { overHttp, pollUntilDone, type Reply, type Send } from '../helpers/tasks.js';
+import { overHttp, pollFor, pollUntilDone, type Reply, type Send } from '../helpers/tasks.js';
 
 const APPROVE = { action: 'accept', content: { decision: 'approve' } };
+
+/** An origin on the host's loopback that counts the connections that reached it. */
+async function origin() {
+  const server = createServer((_request, response) => response.end('hello'));
+  const state = { accepted: 0, server, port: 0 };
+  server.on('connection', () => {
+    state.accepted++;
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  state.port = (server.address() as AddressInfo).port;
+  return state;
+}
+
+/** Python fetching the origin through the proxy (no_proxy dropped: the origin is on the host's loopback). */
+const fetchCode = (port: number, marker: string) => `
+# ${marker}
+import json, os, urllib.request, urllib.error
+for name in ("no_proxy", "NO_PROXY"):
+    os.environ.pop(name, None)
+try:
+    with urllib.request.urlopen("http://127.0.0.1:${port}/hello", timeout=30) as response:
+        print(json.dumps([response.status, response.read().decode()]))
+except urllib.error.HTTPError as error:
+    print(json.dumps([error.code, ""]))
+`;
 const output = (reply: Reply) =>
   (reply.result?.result as { structuredContent?: { stdout?: string } } | undefined)?.structuredContent
     ?.stdout;
@@ -25,14 +60,19 @@ describe('serve --http with CODEXEC_APPROVER=both', () => {
   let browser: Browser;
   let page: Page;
   let send: Send;
+  let target: Awaited<ReturnType<typeof origin>>;
   const clients: Client[] = [];
 
   beforeAll(async () => {
-    server = await startApprovalServer('both');
+    target = await origin();
+    server = await startApprovalServer('both', {
+      CODEXEC_NETWORK: 'allowlist',
+      CODEXEC_ALLOWED_DOMAINS: 'example.invalid',
+    });
     base = new URL('/', server.url).href;
     send = overHttp(server.url, ALICE);
     browser = await launchBrowser();
-    page = await signedIn(browser, base, ALICE);
+    page = await signedIn(browser, base, CAROL); // the approver (the admin, by default)
     await page.click('nav button[data-view=approvals]');
     await page.locator('main h2 .live.on').waitFor();
   }, 60_000);
@@ -40,6 +80,7 @@ describe('serve --http with CODEXEC_APPROVER=both', () => {
     await Promise.all(clients.map((made) => made.close().catch(() => {})));
     await browser?.close();
     await server?.stop();
+    target?.server.close();
   });
 
   /** execute_code as a 2026-era task whose client can be asked: it waits for approval. */
@@ -84,9 +125,32 @@ describe('serve --http with CODEXEC_APPROVER=both', () => {
     });
     expect(late.error).toBeUndefined();
     expect(auditOf(server.home).filter((entry) => entry.input_code.includes('page-wins-v5'))).toMatchObject([
-      { approved: true, approved_by: 'dashboard', exit_code: 0 },
+      { approved: true, approved_by: 'dashboard', decided_by: 'carol', exit_code: 0 },
     ]);
   }, 60_000);
+
+  it('a host off the allowlist is asked of both too: the client answers, and the card leaves', async () => {
+    const taskId = await asking(fetchCode(target.port, 'host-both-f6'));
+    await send('tasks/update', { taskId, inputResponses: { approval: APPROVE } });
+    const key = `egress:127.0.0.1:${target.port}`;
+    const asked = await pollFor(
+      send,
+      taskId,
+      (reply) => Object.hasOwn((reply.result?.inputRequests as object | undefined) ?? {}, key),
+      30_000,
+    );
+    expect(asked.result?.status).toBe('input_required');
+    const card = page.locator('article.approval', { hasText: `127.0.0.1:${target.port}` });
+    await card.waitFor({ timeout: 15_000 });
+    expect(await card.textContent()).toContain('Connect to');
+    await shoot(page, 'approval-both-host');
+    expect(target.accepted).toBe(0);
+    await send('tasks/update', { taskId, inputResponses: { [key]: APPROVE } });
+    const done = await pollUntilDone(send, taskId, 60_000);
+    expect(JSON.parse(output(done)?.trim() ?? 'null')).toEqual([200, 'hello']);
+    expect(target.accepted).toBe(1);
+    await card.waitFor({ state: 'detached', timeout: 5000 });
+  }, 90_000);
 
   it('a plain 2026-era call is asked of its client only; a client that cannot be asked waits for the page', async () => {
     let asked = 0;
@@ -109,7 +173,7 @@ describe('serve --http with CODEXEC_APPROVER=both', () => {
       code: 'echo mute-z9',
     });
     const { id } = await waitListed(base, ALICE, 'mute-z9');
-    expect(await decideAs(base, ALICE, id, 'approve')).toBe(200);
+    expect(await decideAs(base, CAROL, id, 'approve')).toBe(200);
     expect((await call).value.stdout).toBe('mute-z9\n');
     const entries = auditOf(server.home);
     expect(entries.filter((entry) => entry.input_code.includes('plain-call-w1'))).toMatchObject([

@@ -1,8 +1,9 @@
-// The approval queue in the dashboard (issue #34), CODEXEC_APPROVAL=ask CODEXEC_APPROVER=dashboard,
-// with MCP clients that declare no elicitation (today they would get APPROVAL_UNAVAILABLE): the
-// call waits, its card appears in the page, the page's answer decides it (run, refused with
-// nothing run, trusted session), principals see and decide only their own (an admin all), and
-// the audit says `dashboard` with the chain still verifying.
+// The approval queue in the dashboard, CODEXEC_APPROVAL=ask CODEXEC_APPROVER=dashboard, with MCP
+// clients that declare no elicitation (today they would get APPROVAL_UNAVAILABLE): the call
+// waits, its card appears in the page, an approver's answer there decides it (run, refused with
+// nothing run, trusted session); principals see only their own and decide none (carol, the
+// admin, is the approver by default: CODEXEC_HTTP_APPROVERS unset), and the audit says
+// `dashboard` and who decided, with the chain still verifying.
 import type { Client } from '@modelcontextprotocol/client';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -52,7 +53,8 @@ describe('serve --http: approvals answered in the dashboard', () => {
   });
 
   it('a call waits until Approve in the page, then returns the run output', async () => {
-    const page = await approvalsPage(ALICE);
+    const page = await approvalsPage(CAROL);
+    const own = await approvalsPage(ALICE);
     const alice = await client(ALICE);
     const call = callTool<{ stdout: string }>(alice, 'execute_code', {
       language: 'bash',
@@ -79,6 +81,12 @@ describe('serve --http: approvals answered in the dashboard', () => {
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(settled).toBe(false);
     await shoot(page, 'approval-waiting');
+    // Alice sees her call wait, with nothing to press: the requester does not approve itself.
+    const hers = card(own, 'approved-$((6 * 7))-k2');
+    await hers.waitFor();
+    expect(await hers.locator('button').count()).toBe(0);
+    expect(await hers.textContent()).toContain('Waits for an approver');
+    await shoot(own, 'approval-requester-waits');
     await waiting.locator('button:text-is("Approve")').click();
     const result = await call;
     expect(result.isError).toBe(false);
@@ -87,16 +95,16 @@ describe('serve --http: approvals answered in the dashboard', () => {
     expect(await page.$('nav button[data-view=approvals] .badge')).toBeNull();
     await shoot(page, 'approval-none');
     expect(auditOf(server.home).filter((entry) => entry.input_code.includes('-k2'))).toMatchObject([
-      { principal: 'alice', approved: true, approved_by: 'dashboard', exit_code: 0 },
+      { principal: 'alice', approved: true, approved_by: 'dashboard', decided_by: 'carol', exit_code: 0 },
     ]);
-    await page.close();
+    await Promise.all([page.close(), own.close()]);
   }, 60_000);
 
   it('Deny: the call gets APPROVAL_DENIED and nothing ran', async () => {
     const alice = await client(ALICE);
     const started = await callTool<{ session_id: string }>(alice, 'start_session', { language: 'python' });
     const sessionId = started.value.session_id;
-    const page = await approvalsPage(ALICE);
+    const page = await approvalsPage(CAROL);
     const call = callTool<{ code: string; error: string }>(alice, 'send_to_session', {
       session_id: sessionId,
       code: "open('denied-m4.txt', 'w').write('ran')",
@@ -112,7 +120,7 @@ describe('serve --http: approvals answered in the dashboard', () => {
     const read = await callTool(alice, 'read_file', { session_id: sessionId, path: 'denied-m4.txt' });
     expect(read.isError).toBe(true);
     expect(auditOf(server.home).filter((entry) => entry.input_code.includes('denied-m4'))).toMatchObject([
-      { approved: false, approved_by: null, exit_code: null },
+      { approved: false, approved_by: null, decided_by: 'carol', exit_code: null },
     ]);
     await waiting.waitFor({ state: 'detached' });
     await callTool(alice, 'close_session', { session_id: sessionId });
@@ -123,7 +131,7 @@ describe('serve --http: approvals answered in the dashboard', () => {
     const alice = await client(ALICE, 'modern');
     const started = await callTool<{ session_id: string }>(alice, 'start_session', { language: 'python' });
     const sessionId = started.value.session_id;
-    const page = await approvalsPage(ALICE);
+    const page = await approvalsPage(CAROL);
     const first = callTool<{ stdout: string }>(alice, 'send_to_session', {
       session_id: sessionId,
       code: 'x = 20; print("trusted-first-p8")',
@@ -142,7 +150,7 @@ describe('serve --http: approvals answered in the dashboard', () => {
     expect(await listed(base, ALICE)).toEqual([]);
     const entries = auditOf(server.home).filter((entry) => entry.tool === 'send_to_session');
     expect(entries.slice(-2)).toMatchObject([
-      { approved: true, approved_by: 'dashboard' },
+      { approved: true, approved_by: 'dashboard', decided_by: 'carol' },
       { approved: true, approved_by: 'trusted_session', input_code: 'print(x + 22)' },
     ]);
     await callTool(alice, 'close_session', { session_id: sessionId });
@@ -162,9 +170,10 @@ describe('serve --http: approvals answered in the dashboard', () => {
     expect(await bobPage.$('nav button[data-view=approvals] .badge')).toBeNull();
     await shoot(bobPage, 'approval-bob-sees-none');
     expect(await listed(base, BOB)).toEqual([]);
-    // Not even by its id: "not found", as an answered one is.
-    expect(await decideAs(base, BOB, id, 'approve')).toBe(404);
-    expect(await decideAs(base, BOB, id, 'deny')).toBe(404);
+    // Nor by its id: bob is no approver (refused whatever the id, so it tells nothing).
+    expect(await decideAs(base, BOB, id, 'approve')).toBe(403);
+    expect(await decideAs(base, BOB, id, 'deny')).toBe(403);
+    expect(await decideAs(base, BOB, 'no-such-approval', 'deny')).toBe(403);
     expect((await listed(base, ALICE)).map((approval) => approval.id)).toEqual([id]);
 
     const carolPage = await approvalsPage(CAROL);
@@ -175,9 +184,9 @@ describe('serve --http: approvals answered in the dashboard', () => {
     await waiting.locator('button:text-is("Approve")').click();
     expect((await call).value.stdout).toBe('alice-waits-q7\n');
     // Answered: gone for everyone, and a second answer finds nothing.
-    expect(await decideAs(base, ALICE, id, 'deny')).toBe(404);
+    expect(await decideAs(base, CAROL, id, 'deny')).toBe(404);
     expect(auditOf(server.home).filter((entry) => entry.input_code.includes('alice-waits-q7'))).toMatchObject(
-      [{ principal: 'alice', approved: true, approved_by: 'dashboard' }],
+      [{ principal: 'alice', approved: true, approved_by: 'dashboard', decided_by: 'carol' }],
     );
     await Promise.all([bobPage.close(), carolPage.close()]);
   }, 60_000);
@@ -189,7 +198,7 @@ describe('serve --http: approvals answered in the dashboard', () => {
       code: 'console.log("modern-" + 7 * 6)',
     });
     const { id } = await waitListed(base, ALICE, 'modern-');
-    expect(await decideAs(base, ALICE, id, 'approve')).toBe(200);
+    expect(await decideAs(base, CAROL, id, 'approve')).toBe(200);
     expect((await call).value.stdout).toBe('modern-42\n');
     const verify = await fetch(new URL('/api/audit/verify', base), {
       method: 'POST',

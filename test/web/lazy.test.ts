@@ -42,7 +42,7 @@ describe('the dashboard is loaded on first use only', () => {
       const me = await fetch(new URL('/api/me', server.url), {
         headers: { authorization: `Bearer ${TOKEN}` },
       });
-      expect(await me.json()).toEqual({ principal: 'default', admin: false });
+      expect(await me.json()).toEqual({ principal: 'default', admin: false, approver: false });
       expect(web(loaded())).toContain(
         pathToFileURL(resolve(import.meta.dirname, '../../dist/web/index.js')).href,
       );

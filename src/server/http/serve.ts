@@ -65,7 +65,7 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
   const services = {
     ...createServices(config, { metrics, tracing: await startTracing(process.env, VERSION) }),
     feed: new RunFeed(),
-    approvals: new ApprovalQueue(config.gate.approvalTimeoutMs),
+    approvals: new ApprovalQueue(config.gate.approvalTimeoutMs, config.http.approvers),
   };
   metrics.watch(metricSources(services));
   setQuotaSink(metrics);
@@ -137,6 +137,14 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
   // The token line first: whoever waits for "listening" has read it by then.
   if (principals) log('info', `bearer tokens: ${principals.source}`);
   else log('warn', 'serving WITHOUT authentication (--no-auth, loopback only)');
+  const nobodyDecides = options.noAuth
+    ? '--no-auth: everyone is local, the caller whose call waits too'
+    : config.http.approvers.length === 0 && 'CODEXEC_HTTP_APPROVERS (default CODEXEC_HTTP_ADMINS) is empty';
+  if (config.gate.approver !== 'client' && nobodyDecides)
+    log(
+      'warn',
+      `CODEXEC_APPROVER=${config.gate.approver}, but nobody may decide in the dashboard (${nobodyDecides})`,
+    );
   log('info', `codexec listening on http://${shown}:${address.port}/mcp`);
 
   await new Promise<void>((resolve) => {

@@ -10,6 +10,8 @@ interface Entry {
   exit_code: number | null;
   approved: boolean;
   approved_by: string | null;
+  /** The dashboard's approver, when one decided. */
+  decided_by?: string;
   rule: string | null;
 }
 
@@ -78,8 +80,8 @@ export function Audit({ admin }: { admin: boolean }) {
                 </td>
                 <td class={entry.approved ? 'success' : 'failed'}>
                   {entry.approved
-                    ? `allowed (${entry.approved_by ?? 'policy'})`
-                    : `refused (${entry.rule ?? '–'})`}
+                    ? `allowed (${entry.approved_by ?? 'policy'}${entry.decided_by ? `: ${entry.decided_by}` : ''})`
+                    : `refused (${entry.decided_by ? `dashboard: ${entry.decided_by}` : (entry.rule ?? '–')})`}
                 </td>
                 <td>{entry.exit_code ?? ''}</td>
                 <td>

@@ -27,13 +27,17 @@ export interface Run {
 export interface Approval {
   id: string;
   principal: string;
+  /** run: may this code run; host: may the running code connect to host:port. */
+  kind: 'run' | 'host';
   tool: string;
-  language: string;
+  language: string | null;
   session_id: string | null;
   code: string;
   code_chars: number;
   powers: string | null;
   reason: string;
+  host?: string;
+  port?: number;
   asked_at: number;
 }
 

@@ -10,9 +10,11 @@ import { Logs } from './logs.js';
 import { Runs } from './runs.js';
 import { Sessions } from './sessions.js';
 
-interface Me {
+export interface Me {
   readonly principal: string;
   readonly admin: boolean;
+  /** In CODEXEC_HTTP_APPROVERS: decides other principals' approvals. */
+  readonly approver: boolean;
 }
 
 const VIEWS = {
@@ -116,6 +118,7 @@ function Shell({ me, onOut }: { me: Me; onOut: () => void }) {
         <span class="who" data-principal={me.principal}>
           {me.principal}
           {me.admin && <em> admin</em>}
+          {me.approver && <em> approver</em>}
         </span>
         <button type="button" onClick={onOut}>
           Sign out
@@ -123,9 +126,7 @@ function Shell({ me, onOut }: { me: Me; onOut: () => void }) {
       </header>
       <main>
         {view === 'runs' && <Runs admin={me.admin} runs={feed.runs} connected={feed.connected} />}
-        {view === 'approvals' && (
-          <Approvals admin={me.admin} approvals={feed.approvals} connected={feed.connected} />
-        )}
+        {view === 'approvals' && <Approvals me={me} approvals={feed.approvals} connected={feed.connected} />}
         {view === 'sessions' && <Sessions admin={me.admin} />}
         {view === 'logs' && <Logs />}
         {view === 'audit' && <Audit admin={me.admin} />}
