@@ -77,15 +77,18 @@ export async function buildRunSpec(input: RunSpecInput): Promise<SandboxSpec> {
 }
 
 /**
- * The spec's fields for a host directory (CODEXEC_ALLOWED_PATHS), checked to be still at its path
- * now that a sandbox is about to bind it there: a rename or a symlink put in its place since it
- * was opened refuses the run instead of binding whatever is there now.
+ * The spec's fields for a host directory (CODEXEC_ALLOWED_PATHS): its path, and for a root
+ * server (runAs) the held descriptor the sandbox binds in its place, so what is at the path later
+ * does not count. A directory already moved or replaced since it was opened refuses the run.
  */
-export function hostDirOf(held: HeldDir | undefined): Pick<SandboxSpec, 'hostDir' | 'runAs'> | undefined {
+export function hostDirOf(
+  held: HeldDir | undefined,
+): Pick<SandboxSpec, 'hostDir' | 'hostDirFd' | 'runAs'> | undefined {
   if (!held?.host) return undefined;
   if (!held.isAt(held.path))
     throw new ForbiddenPathError(`${held.path} was moved or replaced since the call named it`);
-  return { hostDir: held.path, ...(held.host.runAs && { runAs: held.host.runAs }) };
+  const { runAs } = held.host;
+  return { hostDir: held.path, ...(runAs && { runAs, hostDirFd: held.descriptor }) };
 }
 
 /** The limits a run's notes name: docker mode's memory is its own setting. */

@@ -31,11 +31,6 @@ export class HostDirs {
     private readonly serverUid: number = process.getuid?.() ?? 0,
   ) {}
 
-  /** Whether any host directory may be used at all (CODEXEC_ALLOWED_PATHS lists one). */
-  get enabled(): boolean {
-    return this.config.command.allowedPaths.length > 0;
-  }
-
   /**
    * Opens the directory `input` names for one run or session; close() the result when it ends.
    * FORBIDDEN_PATH outside the allowed roots, on a symlink, inside or around a forbidden or live

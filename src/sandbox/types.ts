@@ -16,6 +16,13 @@ export interface SandboxSpec {
    */
   readonly hostDir?: string;
   /**
+   * The server's descriptor of the host directory, where the server is root: what a sandbox binds
+   * (namespace: handed to bwrap, `--bind-fd`) or a Landlock rule opens (through /proc) in place of
+   * its path, so a rename or a symlink put at the path after policy opened it changes nothing.
+   * Absent: the path (an ordinary user's server, whose code runs as itself).
+   */
+  readonly hostDirFd?: number;
+  /**
    * Whom a root server runs the code as: the host directory's owner, an ordinary user. Absent:
    * nobody (65534) for a root server, the server's own uid otherwise.
    */

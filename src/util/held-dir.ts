@@ -82,6 +82,12 @@ export class HeldDir {
     }
   }
 
+  /** The descriptor itself, for a sandbox to bind or open (never closed by anyone but close()). */
+  get descriptor(): number {
+    if (!this.open) throw new ForbiddenPathError(`${this.path}: its run or session has ended`);
+    return this.fd;
+  }
+
   get isOpen(): boolean {
     return this.open;
   }

@@ -2,6 +2,8 @@
 // caller ran them on a root server: a caller-chosen working_dir lent a root-owned directory to the
 // sandbox (a trojan replaced /usr/local/bin/tool); a session's directory renamed and replaced by a
 // symlink to / made read_file, write_file and resources/read reach the host.
+
+import { type ChildProcess, spawn } from 'node:child_process';
 import {
   chmodSync,
   chownSync,
@@ -276,3 +278,56 @@ describe('landlock mode: a run as the owner, then runs as nobody', () => {
     expect(session.value.success).toBe(true);
   });
 });
+
+/** Python that swaps `a` and `b` (RENAME_EXCHANGE) without end, until killed. */
+const SWAPPER = [
+  'import ctypes, sys',
+  'libc = ctypes.CDLL(None, use_errno=True)',
+  'a, b = sys.argv[1].encode(), sys.argv[2].encode()',
+  'print("swapping", flush=True)',
+  'while True: libc.renameat2(-100, a, -100, b, 2)',
+].join('\n');
+
+describe.each(['namespace', 'landlock'])(
+  '%s mode: the path swapped between the check and the sandbox',
+  (mode) => {
+    let server: TestServer;
+    let swapper: ChildProcess | undefined;
+    const root = tempDir('codexec-allowed-');
+    chmodSync(root, 0o755);
+    const user = ownedSub(root, 'u');
+    const race = ownedSub(user, 'race');
+    // A root-owned directory the owner's code must never get as its working directory.
+    const forbidden = join(root, 'rootdir');
+    mkdirSync(forbidden, { mode: 0o755 });
+    writeFileSync(join(forbidden, 'ROOTMARKER'), 'x');
+    const evil = join(user, 'evil');
+    symlinkSync(forbidden, evil);
+    beforeAll(async () => {
+      server = await startServer({ env: { ...allowing(root), CODEXEC_SANDBOX_MODE: mode } });
+      swapper = spawn('/usr/bin/python3', ['-c', SWAPPER, race, evil], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      await new Promise((resolve) => swapper?.stdout?.once('data', resolve));
+    });
+    afterAll(async () => {
+      swapper?.kill('SIGKILL');
+      await server.close();
+    });
+
+    it('never binds what was put at the path instead of the directory checked', async () => {
+      let ran = 0;
+      for (let i = 0; i < 100; i++) {
+        const call = await callTool<Run | Refusal>(server.client, 'execute_code', {
+          language: 'bash',
+          code: 'ls -a',
+          working_dir: race,
+        });
+        if (call.isError) continue; // refused: the path was the symlink when it was opened
+        ran++;
+        expect((call.value as Run).stdout).not.toContain('ROOTMARKER');
+      }
+      expect(ran).toBeGreaterThan(0);
+    });
+  },
+);

@@ -1,7 +1,8 @@
-import { mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chownSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callTool, startServer, type TestServer, tempDir } from '../helpers/server.js';
+import { allowing, OWNER, ownedDir } from '../helpers/host-dir.js';
+import { callTool, startServer, type TestServer } from '../helpers/server.js';
 
 interface Result {
   success: boolean;
@@ -22,9 +23,16 @@ describe('execute_code environment and working_dir policy', () => {
   let outside: string;
   const run = (args: Record<string, unknown>) => callTool<Result>(server.client, 'execute_code', args);
 
+  /** A file the test puts in the owner's directory, the owner's. */
+  const put = (name: string, text: string) => {
+    writeFileSync(join(outside, name), text);
+    chownSync(join(outside, name), OWNER.uid, OWNER.gid);
+  };
+
   beforeAll(async () => {
-    server = await startServer({ env: CANARIES });
-    outside = tempDir('codexec-wd-');
+    // Every host directory allowed: the denylist and codexec's own directories still hold beneath /.
+    server = await startServer({ env: { ...CANARIES, ...allowing('/') } });
+    outside = ownedDir('codexec-wd-');
   });
   afterAll(async () => {
     await server.close();
@@ -80,7 +88,7 @@ describe('execute_code environment and working_dir policy', () => {
   });
 
   it('runs in a custom working_dir and reports what it created and modified there', async () => {
-    writeFileSync(join(outside, 'data.csv'), 'a\n1\n');
+    put('data.csv', 'a\n1\n');
     const { value } = await run({
       language: 'python',
       code: 'rows = open("data.csv").read().split()\nopen("data.csv","a").write("2\\n")\nopen("summary.txt","w").write(str(len(rows)))',
@@ -93,7 +101,7 @@ describe('execute_code environment and working_dir policy', () => {
   });
 
   it('makes the custom working_dir importable for python', async () => {
-    writeFileSync(join(outside, 'helper_mod.py'), 'VALUE = 42\n');
+    put('helper_mod.py', 'VALUE = 42\n');
     const { value } = await run({
       language: 'python',
       code: 'import helper_mod\nprint(helper_mod.VALUE)',
@@ -149,6 +157,7 @@ describe('execute_code environment and working_dir policy', () => {
       workspace,
       join(server.home, 'envs'),
     ]) {
+      mkdirSync(dir, { recursive: true }); // a missing one would be INVALID_INPUT, not the rule
       for (const tool of ['execute_code', 'start_session'] as const) {
         const refused = await callTool<{ code: string }>(server.client, tool, {
           language: 'bash',

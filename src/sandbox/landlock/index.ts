@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { interpreterMount } from '../namespace/args.js';
+import { bindSource, interpreterMount } from '../namespace/args.js';
 import { BOUND_ETC, etcEntries, findOnPath, systemMounts } from '../namespace/host.js';
 import { type SandboxSpec, TMP_PREFIX } from '../types.js';
 import { confineProgram } from './confine.js';
@@ -131,7 +131,8 @@ export class Confiner {
     return {
       executable: [...this.system.executable, ...interpreter, ...spec.readablePaths],
       readable: this.system.readable,
-      writable: tmp ? [...spec.writablePaths, tmp] : spec.writablePaths,
+      // The host directory by its descriptor: the rule is on the directory policy opened.
+      writable: [...spec.writablePaths.map((path) => bindSource(spec, path)), ...(tmp ? [tmp] : [])],
       devices: DEVICES,
       network: spec.network,
       ...(spec.network === 'allowlist' && spec.egress && { egressPort: spec.egress.port }),

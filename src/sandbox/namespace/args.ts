@@ -15,6 +15,8 @@ import type { SystemMount } from './host.js';
 export const SECCOMP_FD = 4;
 /** Where the drop program reads a run's end mark and reports its status (`drop -r`, drop.ts). */
 export const REPORT_FD = 7;
+/** The host directory's descriptor in bwrap (`--bind-fd`), on a direct start. */
+export const HOST_DIR_FD = 8;
 
 const MIB = 1024 * 1024;
 /**
@@ -255,8 +257,23 @@ function filesystem(
     if (covered(path, spec.writablePaths) || covered(path, systemRoots)) continue;
     args.push(...parentDir(path), '--ro-bind', path, path);
   }
-  for (const path of spec.writablePaths) args.push(...parentDir(path), '--bind', path, path);
+  for (const path of spec.writablePaths) {
+    // The host directory held by policy: bwrap gets its descriptor (HOST_DIR_FD), never its name.
+    if (path === spec.hostDir && spec.hostDirFd !== undefined)
+      args.push(...parentDir(path), '--bind-fd', String(HOST_DIR_FD), path);
+    else args.push(...parentDir(path), '--bind', path, path);
+  }
   return args;
+}
+
+/**
+ * What a confiner opens for `path`: the host directory through the server's descriptor where the
+ * spec has it (/proc/<server pid>/fd/<n>: the very directory, whatever is at its name now).
+ */
+export function bindSource(spec: Pick<SandboxSpec, 'hostDir' | 'hostDirFd'>, path: string): string {
+  return path === spec.hostDir && spec.hostDirFd !== undefined
+    ? `/proc/${process.pid}/fd/${spec.hostDirFd}`
+    : path;
 }
 
 const covered = (path: string, roots: readonly string[]) =>

@@ -15,6 +15,7 @@ import { Reach } from '../landlock/reach.js';
 import { processGroupReaper } from '../subprocess/reaper.js';
 import type {
   Availability,
+  BackendMode,
   Exit,
   LimitKind,
   SandboxBackend,
@@ -181,7 +182,7 @@ export class NamespaceBackend implements SandboxBackend {
    */
   async reserveLauncher(spec: SandboxSpec, ms: number): Promise<void> {
     const host = this.setup();
-    if (!host.cgroups || spec.zygote || this.heldLaunchers.has(spec)) return;
+    if (!host.cgroups || spec.zygote || this.heldLaunchers.has(spec) || bindsHostDir(spec, this.mode)) return;
     const identity = host.root ? identityFor(spec) : undefined;
     const shape = this.shapeOf(spec, identity, this.dropWorks ? `/etc/${DROP_NAME}` : undefined);
     const ready = await this.launchers(host)?.takeWithin(shape, ms);
@@ -211,7 +212,8 @@ export class NamespaceBackend implements SandboxBackend {
     const missing = landlock
       ? (this.confiner.unavailable() ?? this.confiner.refusal(spec))
       : (host.unavailable ?? (host.tools ? undefined : 'no tools'));
-    if (!host.root || this.reserved.has(spec) || missing || !host.cgroups) return;
+    if (!host.root || this.reserved.has(spec) || missing || !host.cgroups || bindsHostDir(spec, this.mode))
+      return;
     const zygote = this.zygoteFor(spec);
     const seccomp = hostFilter({ sockets: socketPolicy(spec) });
     if (!zygote?.usable || !seccomp || (!landlock && !host.cat)) return;
@@ -450,7 +452,11 @@ export class NamespaceBackend implements SandboxBackend {
         ? Math.max(1, spec.limits.maxProcs - OUTSIDE_FORKED_CGROUP)
         : spec.limits.maxProcs;
     const limits = { ...spec.limits, maxProcs };
-    const ready = host.cgroups ? (held(shape) ?? this.launchers(host)?.take(shape)) : undefined;
+    // A host directory's descriptor goes to bwrap itself, which only a direct start can hand it.
+    const ready =
+      host.cgroups && !bindsHostDir(spec, this.mode)
+        ? (held(shape) ?? this.launchers(host)?.take(shape))
+        : undefined;
     let cgroup = ready?.cgroup;
     let tmp: string | undefined;
     try {
@@ -497,7 +503,7 @@ export class NamespaceBackend implements SandboxBackend {
         const argv = buildBwrapArgs(spec, options);
         started = ready
           ? ready.launch(argv, seccomp, limits, ulimitArgs(rlimitsFor(spec, options)), mark)
-          : startDirect(argv, shape, seccomp, cgroup, mark);
+          : startDirect(argv, shape, seccomp, cgroup, mark, spec.hostDirFd);
       }
     } catch (error) {
       system.etc?.release();
@@ -730,4 +736,9 @@ function cpu(spec: SandboxSpec): { cpuSeconds?: number } {
 /** The sockets a run's code may create: its network's (seccomp.ts). */
 function socketPolicy(spec: SandboxSpec): SocketPolicy {
   return spec.network === 'host' ? 'any' : spec.network === 'allowlist' ? 'unix+tcp' : 'unix';
+}
+
+/** Whether bwrap binds the spec's host directory by its descriptor (namespace mode, a root server's). */
+function bindsHostDir(spec: SandboxSpec, mode: BackendMode): boolean {
+  return mode !== 'landlock' && spec.hostDirFd !== undefined;
 }

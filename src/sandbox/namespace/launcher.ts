@@ -13,7 +13,7 @@ import { log } from '../../util/index.js';
 import { childStdio } from '../fds.js';
 import { ignoreStreamErrors } from '../streams.js';
 import type { SandboxSpec } from '../types.js';
-import { REPORT_FD, SECCOMP_FD } from './args.js';
+import { HOST_DIR_FD, REPORT_FD, SECCOMP_FD } from './args.js';
 import type { CgroupLimits, RunCgroup } from './cgroups.js';
 import type { ChildLike, Forker } from './forker.js';
 import { signal } from './process.js';
@@ -75,6 +75,14 @@ function slots(shape: Shape, extra: 'argv' | 'none') {
 
 const stdio = (shape: Shape, extra: 'argv' | 'none') => childStdio(slots(shape, extra));
 
+/** The host directory's descriptor at HOST_DIR_FD, where bwrap binds it (`--bind-fd`). */
+function withHostDir(slots: Array<'pipe' | 'ignore' | number>, hostDirFd: number | undefined) {
+  if (hostDirFd === undefined) return slots;
+  while (slots.length <= HOST_DIR_FD) slots.push('ignore');
+  slots[HOST_DIR_FD] = hostDirFd;
+  return slots;
+}
+
 export function fd(child: ChildLike, n: number): Writable {
   return (child.stdio as unknown as Writable[])[n] as Writable;
 }
@@ -99,6 +107,7 @@ export function startDirect(
   seccomp: Buffer,
   cgroup: RunCgroup | undefined,
   mark?: string,
+  hostDirFd?: number,
 ): Started {
   const [command, ...args] = argv as [string, ...string[]];
   const procs = cgroup?.dirs.map((dir) => join(dir, 'cgroup.procs')) ?? [];
@@ -109,7 +118,7 @@ export function startDirect(
     cwd: '/',
     env: {},
     detached: true,
-    stdio: stdio(shape, 'none'),
+    stdio: withHostDir(stdio(shape, 'none'), hostDirFd),
   });
   ignoreStreamErrors(child);
   if (mark !== undefined) fd(child, REPORT_FD).write(mark);
