@@ -2,7 +2,7 @@
 // listed (CODEXEC_ALLOWED_PATHS), opened one name at a time without following a symlink, owned by
 // whom the code will run as, and apart from every other live run's or session's.
 
-import { closeSync, constants, fstatSync, openSync, realpathSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readFileSync, realpathSync } from 'node:fs';
 import { isAbsolute, relative } from 'node:path';
 import type { Config } from '../config/index.js';
 import { ForbiddenPathError, InvalidInputError } from '../errors/index.js';
@@ -12,9 +12,10 @@ import { forbiddenPaths } from './working-dir.js';
 /** The argument a path came in, for messages: execute_code/start_session's or execute_command's. */
 export type DirArgument = 'working_dir' | 'work_dir';
 
-/** The first uid of an ordinary user (Debian's and Fedora's UID_MIN); below it, system accounts. */
+/** Ordinary users' uids (Debian's and Fedora's UID_MIN and UID_MAX); outside, system accounts. */
 const FIRST_USER_UID = 1000;
-const NOBODY_UID = 65534;
+const LAST_USER_UID = 60000;
+const NOBODY = 65534;
 
 /**
  * The host directories held by live runs and sessions, server-wide: a new one inside or around a
@@ -88,12 +89,13 @@ export class HostDirs {
       throw new ForbiddenPathError(
         `${argument} ${input} is owned by root: code works in a host directory only as its owner, an ordinary user (chown it to one, or omit ${argument})`,
       );
-    if (owner.uid < FIRST_USER_UID || owner.uid === NOBODY_UID)
+    if (owner.uid < FIRST_USER_UID || owner.uid > LAST_USER_UID)
       throw new ForbiddenPathError(
-        `${argument} ${input} is owned by uid ${owner.uid}, a system account: code works in a host directory only as its owner, an ordinary user (uid ${FIRST_USER_UID} or above)`,
+        `${argument} ${input} is owned by uid ${owner.uid}, a system account: code works in a host directory only as its owner, an ordinary user (uid ${FIRST_USER_UID} to ${LAST_USER_UID})`,
       );
-    // Never group root: a user's directory whose group is root runs with nobody's group.
-    return { runAs: { uid: owner.uid, gid: owner.gid !== 0 ? owner.gid : NOBODY_UID } };
+    // Never the directory's group, which anyone who can chgrp it chooses (docker, disk, shadow …):
+    // the owner's own primary group where it is an ordinary one, else nobody's.
+    return { runAs: { uid: owner.uid, gid: primaryGroup(owner.uid) } };
   }
 
   private refuseForbidden(real: string, input: string, argument: DirArgument): void {
@@ -111,7 +113,7 @@ export class HostDirs {
       if (other.dev === held.dev && other.ino === held.ino) continue; // the same directory: shared
       if (isWithin(held.path, other.path) || isWithin(other.path, held.path))
         throw new ForbiddenPathError(
-          `${argument} ${input} is inside or around ${other.path}, where another run or session works now`,
+          `${argument} ${input} is inside or around the directory of another live run or session; use that very directory, or another one`,
         );
     }
   }
@@ -148,4 +150,24 @@ function realOrUndefined(path: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The primary group /etc/passwd gives `uid`, where it is an ordinary group (gid 1000 to 60000);
+ * else nobody's (65534). Read at each open: an account's group may change while the server runs.
+ */
+function primaryGroup(uid: number): number {
+  let passwd = '';
+  try {
+    passwd = readFileSync('/etc/passwd', 'utf8');
+  } catch {
+    return NOBODY;
+  }
+  for (const line of passwd.split('\n')) {
+    const fields = line.split(':');
+    if (fields[2] !== String(uid)) continue;
+    const gid = Number(fields[3]);
+    return Number.isInteger(gid) && gid >= FIRST_USER_UID && gid <= LAST_USER_UID ? gid : NOBODY;
+  }
+  return NOBODY;
 }

@@ -10,6 +10,7 @@ import {
   closeSync,
   constants,
   fchownSync,
+  fstatSync,
   lstatSync,
   mkdirSync,
   openSync,
@@ -18,7 +19,7 @@ import {
 } from 'node:fs';
 import { type FileHandle, open, unlink } from 'node:fs/promises';
 import { ForbiddenPathError } from '../errors/index.js';
-import type { Root } from './held-dir.js';
+import type { Owner, Root } from './held-dir.js';
 import { needsShowing, quotedPath, shownName } from './names.js';
 
 const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
@@ -66,7 +67,8 @@ export async function inParentBeneath<T>(
   const rootFd = openRoot(root);
   let dirFd: number | undefined;
   try {
-    dirFd = openDirBeneath(rootFd, segments.slice(0, -1), { ...walk, shown: path });
+    const as = walk.as ?? actingAs(root);
+    dirFd = openDirBeneath(rootFd, segments.slice(0, -1), { ...walk, shown: path, ...(as && { as }) });
     return await act(dirFd, segments[segments.length - 1] as string);
   } finally {
     if (dirFd !== undefined) closeSync(dirFd);
@@ -74,11 +76,60 @@ export async function inParentBeneath<T>(
   }
 }
 
-/** Opens the file `path` names beneath `root` (O_NOFOLLOW added: a symlink there is ELOOP). */
+/**
+ * Opens the file `path` names beneath `root` (O_NOFOLLOW added: a symlink there is ELOOP). In a
+ * host directory, only what its owner may open: the server's root rights never go further.
+ */
 export function openBeneath(root: Root, path: string, flags: number, mode?: number): Promise<FileHandle> {
-  return inParentBeneath(root, path, (dirFd, name) =>
-    open(at(dirFd, name), flags | constants.O_NOFOLLOW, mode),
-  );
+  const as = actingAs(root);
+  return inParentBeneath(root, path, async (dirFd, name) => {
+    const handle = await open(at(dirFd, name), flags | constants.O_NOFOLLOW, mode);
+    if (as) {
+      try {
+        const access = flags & O_ACCMODE;
+        const want =
+          access === constants.O_RDONLY ? READ : access === constants.O_WRONLY ? WRITE : READ | WRITE;
+        assertMay(await handle.stat(), as, want, path);
+      } catch (error) {
+        await handle.close();
+        throw error;
+      }
+    }
+    return handle;
+  });
+}
+
+/** The access mode bits of open(2)'s flags (Linux; Node's constants lack the mask). */
+const O_ACCMODE = 3;
+
+/** Read, write and search (execute) bits, as the kernel checks them. */
+export const READ = 4;
+export const WRITE = 2;
+export const SEARCH = 1;
+
+/**
+ * Whom the server acts for beneath `root`: a host directory's owner (a root server runs code
+ * there as that user), so that what the server does there is what the owner may do.
+ */
+export function actingAs(root: Root): Owner | undefined {
+  return typeof root === 'string' ? undefined : root.host?.runAs;
+}
+
+/**
+ * FORBIDDEN_PATH unless `who` may do `want` to what `stat` describes, by its mode bits as the
+ * kernel would judge them for that uid and gid (no ACL grants more here).
+ */
+export function assertMay(
+  stat: { readonly mode: number; readonly uid: number; readonly gid: number },
+  who: Owner,
+  want: number,
+  shown: string,
+): void {
+  const shift = stat.uid === who.uid ? 6 : stat.gid === who.gid ? 3 : 0;
+  if (((stat.mode >> shift) & 7 & want) !== want)
+    throw new ForbiddenPathError(
+      `${quotedPath(shown)}: the directory's owner (uid ${who.uid}), whom code there runs as, may not ${want & WRITE ? 'write' : want & READ ? 'read' : 'search'} it`,
+    );
 }
 
 /** Removes the file `path` names beneath `root` (a link there goes, never what it points to). */
@@ -119,6 +170,8 @@ export interface DirWalk {
   /** Create missing directories (mode 0755), handing each to `owner` when given. */
   readonly create?: boolean;
   readonly owner?: { readonly uid: number; readonly gid: number } | undefined;
+  /** Only what this uid and gid may search (and, creating, write): a host directory's owner. */
+  readonly as?: Owner | undefined;
   /** The caller's path, for messages. */
   readonly shown: string;
 }
@@ -132,10 +185,12 @@ export function openDirBeneath(rootFd: number, segments: readonly RawName[], wal
   // The root's own magic link is followed on purpose: that is how an fd is duplicated here.
   let fd = openSync(at(rootFd), constants.O_RDONLY | constants.O_DIRECTORY);
   try {
+    if (walk.as) assertMay(fstatSync(fd), walk.as, SEARCH, walk.shown);
     for (const segment of segments) {
       const next = openOrCreateDir(fd, segment, walk);
       closeSync(fd);
       fd = next;
+      if (walk.as) assertMay(fstatSync(fd), walk.as, SEARCH, walk.shown);
     }
     return fd;
   } catch (error) {
@@ -156,6 +211,7 @@ function openOrCreateDir(fd: number, segment: RawName, walk: DirWalk): number {
     if (code !== 'ENOENT' || !walk.create) throw error;
   }
   // mkdir never follows its last component: a symlink planted meanwhile makes it fail (EEXIST).
+  if (walk.as) assertMay(fstatSync(fd), walk.as, WRITE | SEARCH, walk.shown);
   mkdirAt(fd, segment);
   const created = openOrCreateDir(fd, segment, { ...walk, create: false });
   if (walk.owner) fchownQuietly(created, walk.owner);

@@ -2,6 +2,8 @@
 // Nothing here knows about MCP, sandboxes or configuration.
 
 export {
+  actingAs,
+  assertMay,
   at,
   type DirWalk,
   inParentBeneath,
@@ -10,10 +12,13 @@ export {
   openDirBeneath,
   openRoot,
   type RawName,
+  READ,
+  SEARCH,
   segmentsOf,
   unlinkBeneath,
   type WalkEntry,
   type WalkOptions,
+  WRITE,
   walkBeneath,
 } from './beneath.js';
 export { type BoundedRead, readUpTo } from './bounded.js';

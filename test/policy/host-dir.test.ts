@@ -51,18 +51,23 @@ describe('HostDirs.open', () => {
       symlinkSync(work, join(root, 'alias'));
       const held = allowed.open(join(root, 'alias'), 'working_dir');
       expect(held.path).toBe(work);
-      expect(held.host?.runAs).toEqual(OWNER);
+      // uid 4242 has no account here: no primary group of its own, so nobody's.
+      expect(held.host?.runAs).toEqual({ uid: OWNER.uid, gid: 65534 });
       held.close();
-      // Group root never: nobody's group instead.
-      chownSync(work, OWNER.uid, 0);
-      const grouped = allowed.open(work, 'working_dir');
-      expect(grouped.host?.runAs).toEqual({ uid: OWNER.uid, gid: 65534 });
-      grouped.close();
+      // Never the directory's group, whoever chose it (root, disk, docker, shadow …).
+      for (const gid of [0, 6, 27, 42, 4242]) {
+        chownSync(work, OWNER.uid, gid);
+        const grouped = allowed.open(work, 'working_dir');
+        expect(grouped.host?.runAs).toEqual({ uid: OWNER.uid, gid: 65534 });
+        grouped.close();
+      }
       // A root-owned one and a system account's are refused.
       mkdirSync(join(root, 'sys'));
       expect(refusal(allowed, join(root, 'sys'))?.message).toContain('owned by root');
-      chownSync(join(root, 'sys'), 33, 33);
-      expect(refusal(allowed, join(root, 'sys'))?.message).toContain('system account');
+      for (const uid of [33, 65534, 65535, 4294967294]) {
+        chownSync(join(root, 'sys'), uid, 33);
+        expect(refusal(allowed, join(root, 'sys'))?.message).toContain('system account');
+      }
       rmSync(root, { recursive: true, force: true });
     },
   );
@@ -106,8 +111,8 @@ describe('HostDirs.open', () => {
     owned(join(root, 'x'));
     const inner = owned(join(a, 'in'));
     const held = dirs.open(a, 'working_dir');
-    expect(refusal(dirs, join(root, 'x'))?.message).toContain('another run or session');
-    expect(refusal(dirs, inner)?.message).toContain('another run or session');
+    expect(refusal(dirs, join(root, 'x'))?.message).toContain('another live run or session');
+    expect(refusal(dirs, inner)?.message).toContain('another live run or session');
     expect(refusal(dirs, a)).toBeUndefined();
     held.close();
     expect(refusal(dirs, join(root, 'x'))).toBeUndefined();

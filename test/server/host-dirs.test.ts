@@ -175,7 +175,7 @@ describe('a session directory renamed and replaced by a symlink to /', () => {
       working_dir: x,
     });
     expect(around.value.code).toBe('FORBIDDEN_PATH');
-    expect(around.value.error).toContain('another run or session');
+    expect(around.value.error).toContain('another live run or session');
     const inside = ownedSub(a, 'in');
     const nested = await callTool<Refusal>(server.client, 'start_session', {
       language: 'bash',
@@ -331,3 +331,71 @@ describe.each(['namespace', 'landlock'])(
     });
   },
 );
+
+// A 1x1 PNG: what the image collector returns when the code leaves one.
+const PNG = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==',
+  'base64',
+);
+
+// Root-owned leftovers in a user's project (a root build, a sudo-made .env): the server reads and
+// writes there as root, but never further than the owner, whom the code runs as, could.
+describe.runIf(IS_ROOT)('file tools in a host directory do only what its owner may', () => {
+  let server: TestServer;
+  let session: string;
+  const root = tempDir('codexec-allowed-');
+  const user = ownedSub(root, 'project');
+  beforeAll(async () => {
+    writeFileSync(join(user, 'rootfile'), 'ROOTSECRET', { mode: 0o600 });
+    mkdirSync(join(user, 'rsub'), { mode: 0o755 });
+    writeFileSync(join(user, 'rsub', 's'), 'RSUBSECRET', { mode: 0o600 });
+    writeFileSync(join(user, 'rootimg.png'), PNG, { mode: 0o600 });
+    writeFileSync(join(user, 'mine.txt'), 'readable');
+    chownSync(join(user, 'mine.txt'), OWNER.uid, OWNER.gid);
+    server = await startServer({ env: allowing(root) });
+    const started = await callTool<{ session_id: string }>(server.client, 'start_session', {
+      language: 'bash',
+      working_dir: user,
+    });
+    session = started.value.session_id;
+  });
+  afterAll(() => server.close());
+
+  it('read_file, write_file and resources refuse what the owner could not', async () => {
+    for (const path of ['rootfile', 'rsub/s']) {
+      const read = await callTool<Refusal>(server.client, 'read_file', { session_id: session, path });
+      expect({ path, code: read.value.code }).toEqual({ path, code: 'FORBIDDEN_PATH' });
+      await expect(
+        server.client.readResource({ uri: `codexec://session/${session}/${path}` }),
+      ).rejects.toThrow(/may not read/);
+    }
+    const wrote = await callTool<Refusal>(server.client, 'write_file', {
+      session_id: session,
+      path: 'rsub/planted',
+      content: 'x',
+    });
+    expect(wrote.value.code).toBe('FORBIDDEN_PATH');
+    const mine = await callTool<{ content: string }>(server.client, 'read_file', {
+      session_id: session,
+      path: 'mine.txt',
+    });
+    expect(mine.value.content).toBe('readable');
+  });
+
+  it('a root-only picture the code moved is not returned as an image', async () => {
+    const run = await callTool<Run & { images?: unknown[] }>(server.client, 'execute_code', {
+      language: 'bash',
+      code: 'mv rootimg.png moved.png && echo moved',
+      working_dir: user,
+    });
+    expect(run.value.stdout).toBe('moved\n');
+    expect(run.value.images ?? []).toEqual([]);
+    // The control: a picture the owner made is returned.
+    const own = await callTool<Run & { images?: unknown[] }>(server.client, 'execute_code', {
+      language: 'bash',
+      code: `echo ${PNG.toString('base64')} | base64 -d > own.png`,
+      working_dir: user,
+    });
+    expect(own.value.images).toHaveLength(1);
+  });
+});

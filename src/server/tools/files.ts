@@ -12,6 +12,8 @@ import { CodexecError, ForbiddenPathError, InvalidInputError } from '../../error
 import { EXECUTION_ID } from '../../outputs/index.js';
 import type { SecretsFilter } from '../../policy/index.js';
 import {
+  actingAs,
+  assertMay,
   at,
   currentPrincipal,
   inParentBeneath,
@@ -21,7 +23,9 @@ import {
   quotedPath,
   type Root,
   readUpTo,
+  SEARCH,
   shownName,
+  WRITE,
 } from '../../util/index.js';
 import { defineTool } from '../define-tool.js';
 import type { Gatekeeper } from '../guard.js';
@@ -289,11 +293,15 @@ function decodeBase64(content: string): Buffer {
  * directory it is (a root-owned one stays root's until lent).
  */
 export function writeConfined(root: Root, path: string, data: Buffer): Promise<void> {
-  const owner = ownerOf(root);
+  // A host directory's: its owner, as code there runs (never the directory's group); and only
+  // where that owner may write.
+  const as = actingAs(root);
+  const owner = as ?? ownerOf(root);
   return inParentBeneath(
     root,
     path,
     async (dirFd, name) => {
+      if (as) assertMay(fstatSync(dirFd), as, WRITE | SEARCH, path);
       // Only a regular file is replaced: a link, a FIFO or a directory there is refused, as before.
       const existing = await lstat(at(dirFd, name)).catch(() => undefined);
       if (existing && !existing.isFile())
