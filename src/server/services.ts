@@ -135,6 +135,7 @@ export function createServices(config: Config, observers: Observers = {}): Servi
     idleMs: config.pool.idleMs,
     totals: config.totals,
     roots: runRoots(config),
+    workspaceDirs: [config.sandboxDir],
   });
   const backends = new BackendRegistry(config.sandboxMode, namespace, config.docker);
   // Built once: the secrets are the server's own environment's and the secrets file's at start-up.

@@ -247,35 +247,57 @@ describe("an ended run's directory replaced by a symlink", () => {
   });
 });
 
-describe('landlock mode: a run as the owner, then runs as nobody', () => {
-  let server: TestServer;
+describe("landlock mode: host directories and codexec's own", () => {
   const root = tempDir('codexec-allowed-');
   // Landlock binds nothing: the owner must be able to pass through the root to its directory.
   chmodSync(root, 0o755);
   const user = ownedSub(root, 'project');
-  beforeAll(async () => {
-    server = await startServer({ env: { ...allowing(root), CODEXEC_SANDBOX_MODE: 'landlock' } });
-  });
-  afterAll(() => server.close());
-
-  it("the owner's search of codexec's directories never takes nobody's", async () => {
-    const uid = async (args: Record<string, unknown>) => {
-      const call = await callTool<Run>(server.client, 'execute_code', {
-        language: 'bash',
-        code: 'id -u',
-        ...args,
-      });
-      expect(call.value.stderr).toBe('');
-      return call.value.stdout.trim();
-    };
-    const nobody = IS_ROOT ? '65534' : String(OWNER.uid);
-    expect(await uid({})).toBe(nobody);
-    expect(await uid({ working_dir: user })).toBe(String(OWNER.uid));
-    expect(await uid({})).toBe(nobody);
-    const session = await callTool<{ success: boolean }>(server.client, 'start_session', {
-      language: 'python',
+  const uid = async (server: TestServer, args: Record<string, unknown>) => {
+    const call = await callTool<Run>(server.client, 'execute_code', {
+      language: 'bash',
+      code: 'id -u',
+      ...args,
     });
-    expect(session.value.success).toBe(true);
+    expect(call.value.stderr).toBe('');
+    return call.value.stdout.trim();
+  };
+  const nobody = IS_ROOT ? '65534' : String(OWNER.uid);
+
+  it.runIf(IS_ROOT)(
+    "a login user is never lent a way into codexec's directories: a closed home refuses its run",
+    async () => {
+      // The test's home is 0700: the owner could reach its run's workspace only through an ACL.
+      const server = await startServer({ env: { ...allowing(root), CODEXEC_SANDBOX_MODE: 'landlock' } });
+      try {
+        const call = await callTool<Refusal>(server.client, 'execute_code', {
+          language: 'bash',
+          code: 'id -u',
+          working_dir: user,
+        });
+        expect(call.value.code).toBe('SANDBOX_UNAVAILABLE');
+        expect(call.value.error).toContain('never to a login user');
+        expect(await uid(server, {})).toBe(nobody); // runs as nobody go on
+      } finally {
+        await server.close();
+      }
+    },
+  );
+
+  it('where the owner can reach the workspaces, it runs as the owner, and runs as nobody go on', async () => {
+    const home = tempDir();
+    chmodSync(home, 0o711);
+    const server = await startServer({ home, env: { ...allowing(root), CODEXEC_SANDBOX_MODE: 'landlock' } });
+    try {
+      expect(await uid(server, {})).toBe(nobody);
+      expect(await uid(server, { working_dir: user })).toBe(String(OWNER.uid));
+      expect(await uid(server, {})).toBe(nobody);
+      const session = await callTool<{ success: boolean }>(server.client, 'start_session', {
+        language: 'python',
+      });
+      expect(session.value.success).toBe(true);
+    } finally {
+      await server.close();
+    }
   });
 });
 
@@ -304,7 +326,10 @@ describe.each(['namespace', 'landlock'])(
     const evil = join(user, 'evil');
     symlinkSync(forbidden, evil);
     beforeAll(async () => {
-      server = await startServer({ env: { ...allowing(root), CODEXEC_SANDBOX_MODE: mode } });
+      // A home the owner can pass through (landlock binds nothing; search is never lent to it).
+      const home = tempDir();
+      chmodSync(home, 0o711);
+      server = await startServer({ home, env: { ...allowing(root), CODEXEC_SANDBOX_MODE: mode } });
       swapper = spawn('/usr/bin/python3', ['-c', SWAPPER, race, evil], {
         stdio: ['ignore', 'pipe', 'inherit'],
       });

@@ -30,6 +30,8 @@ const ACL_MASK = 0x10;
 const ACL_OTHER = 0x20;
 const ACL_UNDEFINED_ID = 0xffffffff;
 const SEARCH = 1;
+/** The sandbox user of a root server's runs: the one uid search is ever lent to. */
+const SANDBOX_UID = 65534;
 
 export class Reach {
   /** Directories known searchable by a uid (lent or found so). */
@@ -45,14 +47,17 @@ export class Reach {
     /** codexec's own directories: those and everything beneath may be lent search. */
     private readonly owned: readonly string[],
     private readonly run: RunScript,
+    /** Of those, the ones that hold only workspaces (0700 each): a login user may be lent search there. */
+    private readonly workspaceDirs: readonly string[] = [],
   ) {}
 
   /**
    * Why `who` cannot reach `path` (a sentence naming the directory and the fix), or undefined;
    * `within`: search `path` itself too (a directory runs live beneath).
    */
-  check(path: string, who: Identity, within = false): string | undefined {
+  check(path: string, who: Identity, within = false, lent: readonly string[] = []): string | undefined {
     for (const dir of within ? [...above(path), path] : above(path)) {
+      if (lent.some((root) => isBeneath(dir, root))) continue; // the run's own, lent to `who` itself
       const key = `${who.uid}:${dir}`;
       if (this.searchable.has(key)) continue;
       let stats: { mode: number; uid: number; gid: number };
@@ -63,6 +68,16 @@ export class Reach {
       }
       if (!maySearch(stats, who)) {
         if (!this.isOwned(dir)) return unreachable(path, dir, who, "is not codexec's to open");
+        // A login user (a host directory's owner) is never lent a way into codexec's directories,
+        // but for those that hold only workspaces (each closed to all but its own run): outside
+        // any sandbox it could reach, by name, what the others hold (index.db, logs, keys).
+        if (who.uid !== SANDBOX_UID && !this.workspaceDirs.includes(dir))
+          return unreachable(
+            path,
+            dir,
+            who,
+            'codexec lends search on its directories (but the sandbox dir, which holds only workspaces) to the sandbox user (65534) alone, never to a login user',
+          );
         if (!this.lend(dir, stats, who))
           return unreachable(path, dir, who, "is codexec's, but an ACL could not be added to it");
       }
@@ -72,10 +87,7 @@ export class Reach {
   }
 
   private isOwned(dir: string): boolean {
-    return this.owned.some((root) => {
-      const inside = relative(root, dir);
-      return inside === '' || (!inside.startsWith('..') && !inside.startsWith('/'));
-    });
+    return this.owned.some((root) => isBeneath(dir, root));
   }
 
   /**
@@ -118,6 +130,12 @@ export class Reach {
     this.lent.set(dir, record);
     return mayReach(dir, who);
   }
+}
+
+/** `dir` is `root` or inside it. */
+function isBeneath(dir: string, root: string): boolean {
+  const inside = relative(root, dir);
+  return inside === '' || (!inside.startsWith('..') && !inside.startsWith('/'));
 }
 
 function above(path: string): string[] {

@@ -47,7 +47,7 @@ import {
   type Started,
   startDirect,
 } from './launcher.js';
-import { type Identity, identityFor, Lease, NOBODY } from './ownership.js';
+import { type Identity, identityFor, Lease, lendable, NOBODY } from './ownership.js';
 import { descendants, killOrphanedSandboxes, signal } from './process.js';
 import { hostFilter, type SocketPolicy } from './seccomp.js';
 import { detectHost, type HostSetup, type Layer } from './setup.js';
@@ -85,6 +85,12 @@ export interface NamespaceOptions {
    * landlock runs must be able to reach them as the sandbox user, which the probe checks.
    */
   readonly roots?: readonly string[];
+  /**
+   * Directories that hold nothing but run and session workspaces (the sandbox dir), each 0700 and
+   * lent to its own run's uid: the only ones a login user (a host directory's owner, in landlock
+   * mode) is ever lent search on.
+   */
+  readonly workspaceDirs?: readonly string[];
 }
 
 /**
@@ -104,7 +110,11 @@ export class NamespaceBackend implements SandboxBackend {
   private exitHook = false;
 
   constructor(private readonly options: NamespaceOptions = {}) {
-    this.reach = new Reach(options.roots ?? [], (script) => this.confiner.runScript(script));
+    this.reach = new Reach(
+      options.roots ?? [],
+      (script) => this.confiner.runScript(script),
+      options.workspaceDirs,
+    );
   }
 
   /** Sandbox mode landlock's launcher and host facts (src/sandbox/landlock). */
@@ -384,8 +394,10 @@ export class NamespaceBackend implements SandboxBackend {
 
   /** Why the sandbox user of a root server's landlock run cannot reach a path of `spec`, or undefined. */
   private unreachable(spec: SandboxSpec, identity: { readonly uid: number; readonly gid: number }) {
+    // The run's own workspaces are lent to its uid before it starts: their insides need no search.
+    const lent = lendable(spec);
     for (const path of [spec.cwd, ...spec.writablePaths, ...spec.readablePaths]) {
-      const why = this.reach.check(path, identity);
+      const why = this.reach.check(path, identity, false, lent);
       if (why) return why;
     }
     return undefined;
