@@ -16,7 +16,7 @@ import { boundConnections } from './connections.js';
 import { Forwarder } from './forward.js';
 import { checkHost, checkOrigins, isLoopback, type Refusal, type RequestHead } from './guards.js';
 import { answerMetrics, metricSources } from './metrics.js';
-import { BodyTooLarge, readBody, sendWebResponse, toWebRequest } from './node.js';
+import { BodyTooLarge, dropBody, readBody, sendWebResponse, toWebRequest } from './node.js';
 import { Tenants } from './owned.js';
 import { Replicas } from './replicas.js';
 import { SharedTrust } from './trust.js';
@@ -87,17 +87,6 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
   const inFlight = new Set<AbortController>();
   const dashboard = lazyDashboard({ services, tenants, admins: config.http.admins });
   const limits = config.http;
-  const ctx: RouteContext = {
-    config,
-    principals,
-    loopback,
-    handler,
-    inFlight,
-    metrics,
-    dashboard,
-    forwarder,
-    tenants,
-  };
   const http = createHttpServer(
     {
       // Slow or silent clients (slowloris) get 408 and lose their connection in bounded time.
@@ -118,6 +107,17 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
   );
   http.keepAliveTimeout = limits.keepAliveTimeoutMs;
   const bounds = boundConnections(http, limits.maxConnections);
+  const ctx: RouteContext = {
+    config,
+    principals,
+    loopback,
+    handler,
+    inFlight,
+    metrics,
+    dashboard,
+    forwarder,
+    tenants,
+  };
   await new Promise<void>((resolve, reject) => {
     http.once('error', (error: NodeJS.ErrnoException) => {
       // A port in use or a host not on this machine is a setting to fix: exit 2 saying which.
@@ -248,15 +248,10 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: RouteContex
   return serveMcp(req, res, ctx, principal, { from: 'client' });
 }
 
-const REPLICA_UNAUTHORIZED: Refusal = {
-  status: 401,
-  message: 'not a valid request from another replica (signature, time or body)',
-};
-
 /**
  * A request from another replica: no token, but the principal it names, signed under the
- * replicas' shared key over the body, which is read first. Served as that principal; never
- * forwarded again.
+ * replicas' shared key. Judged on its head before its body is read; served as that principal;
+ * never forwarded again.
  */
 async function replicaRoute(
   req: IncomingMessage,
@@ -265,12 +260,10 @@ async function replicaRoute(
   forwarder: Forwarder,
   internal: boolean,
 ): Promise<void> {
-  const body = await readPost(req, res, ctx);
-  if (body === null) return;
-  const principal = forwarder.verify(req, body);
-  if (principal === undefined) return refuse(res, REPLICA_UNAUTHORIZED);
-  if (internal) return forwarder.serveSessions(res, principal);
-  return serveMcp(req, res, ctx, principal, { from: 'replica', body });
+  const admission = await forwarder.admit(req, ctx.config.http.maxBodyBytes);
+  if (!admission.admitted) return refuse(res, admission.refusal);
+  if (internal) return forwarder.serveSessions(res, admission.principal);
+  return serveMcp(req, res, ctx, admission.principal, { from: 'replica', body: admission.body });
 }
 
 /** An MCP exchange as `principal`; a client's call for a session on another replica goes there. */
@@ -328,8 +321,13 @@ function metricsRoute(req: IncomingMessage, res: ServerResponse, head: RequestHe
   return answerMetrics(req, res, ctx.metrics);
 }
 
-/** A refusal in JSON-RPC error shape, so MCP clients can show the sentence. */
+/**
+ * A refusal in JSON-RPC error shape, so MCP clients can show the sentence. The body of a refused
+ * request is never read into memory: what is left of it is dropped, and the connection is cut if
+ * it does not end soon (anyone can send one without a token).
+ */
 function refuse(res: ServerResponse, refusal: Refusal): void {
+  if (!res.req.complete) dropBody(res.req); // before the answer: once it ends, the socket is detached
   res.writeHead(refusal.status, { 'content-type': 'application/json', ...refusal.headers });
   res.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32000, message: refusal.message } }));
 }
