@@ -54,6 +54,7 @@ describe('HAProxy in front of two replicas', () => {
             CODEXEC_HTTP_TOKEN: TOKEN,
             CODEXEC_MAX_CONCURRENT_RUNS: String(slots),
             CODEXEC_HTTP_KEEP_ALIVE_TIMEOUT_MS: '65000',
+            CODEXEC_HTTP_MAX_CONNECTIONS_PER_ADDRESS: '200',
           },
         }),
       ),

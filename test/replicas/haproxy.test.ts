@@ -68,6 +68,7 @@ beforeAll(async () => {
     CODEXEC_APPROVAL_KEY_FILE: keyFile,
     CODEXEC_APPROVAL: 'risky',
     CODEXEC_HTTP_KEEP_ALIVE_TIMEOUT_MS: '65000',
+    CODEXEC_HTTP_MAX_CONNECTIONS_PER_ADDRESS: '200',
   };
   for (let i = 0; i < 3; i++) replicas.push(await startHttp({ env }));
   proxy = await startHaproxy(replicas.map((replica) => new URL(replica.url).host));

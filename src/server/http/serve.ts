@@ -12,7 +12,7 @@ import { RunFeed } from '../feed.js';
 import { createServer, VERSION } from '../server.js';
 import { closeRecords, createServices, type Services, stopWork } from '../services.js';
 import { loadPrincipals, type Principals } from './auth.js';
-import { boundConnections } from './connections.js';
+import { boundConnections, type ConnectionBounds } from './connections.js';
 import { Forwarder } from './forward.js';
 import { checkHost, checkOrigins, isLoopback, type Refusal, type RequestHead } from './guards.js';
 import { answerMetrics, metricSources } from './metrics.js';
@@ -106,7 +106,10 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
     },
   );
   http.keepAliveTimeout = limits.keepAliveTimeoutMs;
-  const bounds = boundConnections(http, limits.maxConnections);
+  const bounds = boundConnections(http, {
+    max: limits.maxConnections,
+    perAddress: limits.maxConnectionsPerAddress,
+  });
   const ctx: RouteContext = {
     config,
     principals,
@@ -117,6 +120,7 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
     dashboard,
     forwarder,
     tenants,
+    bounds,
   };
   await new Promise<void>((resolve, reject) => {
     http.once('error', (error: NodeJS.ErrnoException) => {
@@ -194,6 +198,8 @@ interface RouteContext {
   /** A postgres store: requests to and from the other replicas. */
   readonly forwarder: Forwarder | undefined;
   readonly tenants: Tenants;
+  /** Told which connections made an authenticated request: they are kept when the cap is full. */
+  readonly bounds: ConnectionBounds;
 }
 
 /**
@@ -244,6 +250,7 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: RouteContex
     return replicaRoute(req, res, ctx, ctx.forwarder, internal);
   const principal = ctx.principals ? ctx.principals.identify(req.headers.authorization ?? null) : 'local';
   if (principal === undefined) return refuse(res, UNAUTHORIZED);
+  ctx.bounds.trust(req.socket);
   if (page === 'api') return (await ctx.dashboard()).serveApi(req, res, path, principal);
   return serveMcp(req, res, ctx, principal, { from: 'client' });
 }
@@ -262,6 +269,7 @@ async function replicaRoute(
 ): Promise<void> {
   const admission = await forwarder.admit(req, ctx.config.http.maxBodyBytes);
   if (!admission.admitted) return refuse(res, admission.refusal);
+  ctx.bounds.trust(req.socket);
   if (internal) return forwarder.serveSessions(res, admission.principal);
   return serveMcp(req, res, ctx, admission.principal, { from: 'replica', body: admission.body });
 }
@@ -318,6 +326,7 @@ function metricsRoute(req: IncomingMessage, res: ServerResponse, head: RequestHe
   const open = ctx.config.http.metricsPublic || !ctx.principals;
   if (!open && ctx.principals?.identify(req.headers.authorization ?? null) === undefined)
     return refuse(res, UNAUTHORIZED);
+  if (!open) ctx.bounds.trust(req.socket);
   return answerMetrics(req, res, ctx.metrics);
 }
 
