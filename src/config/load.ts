@@ -119,6 +119,8 @@ export interface Config {
     readonly maxBodyBytes: number;
     /** Connections open at once, and how long a request head, a whole request and an idle connection may take. */
     readonly maxConnections: number;
+    /** CODEXEC_HTTP_MAX_CONNECTIONS_PER_ADDRESS: connections not yet authenticated, per client address. */
+    readonly maxConnectionsPerAddress: number;
     readonly headersTimeoutMs: number;
     readonly requestTimeoutMs: number;
     readonly keepAliveTimeoutMs: number;
@@ -294,6 +296,7 @@ export function loadConfig(
       approvers: s.CODEXEC_HTTP_APPROVERS ?? s.CODEXEC_HTTP_ADMINS ?? [],
       maxBodyBytes: s.CODEXEC_HTTP_MAX_BODY_BYTES ?? s.CODEXEC_MAX_MESSAGE_BYTES,
       maxConnections: s.CODEXEC_HTTP_MAX_CONNECTIONS,
+      maxConnectionsPerAddress: s.CODEXEC_HTTP_MAX_CONNECTIONS_PER_ADDRESS,
       headersTimeoutMs: s.CODEXEC_HTTP_HEADERS_TIMEOUT_MS,
       requestTimeoutMs: s.CODEXEC_HTTP_REQUEST_TIMEOUT_MS,
       keepAliveTimeoutMs: s.CODEXEC_HTTP_KEEP_ALIVE_TIMEOUT_MS,

@@ -362,7 +362,12 @@ export const settingsSchema = z
     CODEXEC_HTTP_MAX_CONNECTIONS: int(1, 100_000)
       .default(256)
       .describe(
-        'serve --http: connections open at once; past it a newcomer replaces the oldest one that has sent no request yet, else gets 503.',
+        'serve --http: connections open at once; past it a newcomer replaces a connection that has made no authenticated request (an idle one first), else gets 503.',
+      ),
+    CODEXEC_HTTP_MAX_CONNECTIONS_PER_ADDRESS: int(1, 100_000)
+      .default(32)
+      .describe(
+        'serve --http: open connections of one client address (IPv6: its /64) that have made no authenticated request; past it its newest replaces its oldest idle one, else gets 503.',
       ),
     CODEXEC_HTTP_HEADERS_TIMEOUT_MS: int(100, 600_000)
       .default(10_000)

@@ -54,6 +54,7 @@ describe('HAProxy in front of two replicas', () => {
             CODEXEC_HTTP_TOKEN: TOKEN,
             CODEXEC_MAX_CONCURRENT_RUNS: String(slots),
             CODEXEC_HTTP_KEEP_ALIVE_TIMEOUT_MS: '65000',
+            CODEXEC_HTTP_MAX_CONNECTIONS_PER_ADDRESS: '200',
           },
         }),
       ),
@@ -202,6 +203,41 @@ describe('stickiness on an Mcp-Session-Id a server issues (2025-era sessionful s
       }
     }
     expect(issuers).toEqual(new Set(['one', 'two']));
+  });
+});
+
+describe('client requests through deploy/haproxy.cfg', () => {
+  let echo: Server;
+  let proxy: TestHaproxy;
+  beforeAll(async () => {
+    // Answers each request with the headers it received.
+    echo = createServer((req, res) => {
+      req.resume();
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(req.url === '/healthz' ? '{"status":"ok"}' : JSON.stringify(req.headers));
+    });
+    await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve));
+    proxy = await startHaproxy([`127.0.0.1:${(echo.address() as AddressInfo).port}`]);
+  });
+  afterAll(async () => {
+    await proxy?.stop();
+    await new Promise((resolve) => echo?.close(resolve));
+  });
+
+  it('lose every x-codexec-replica-* header: a client never speaks as a replica', async () => {
+    const answer = await fetch(proxy.url, {
+      method: 'POST',
+      headers: {
+        'x-codexec-replica-principal': 'alice',
+        'X-Codexec-Replica-Signature': 'f'.repeat(64),
+        'x-codexec-replica-some-later-one': '1',
+        'x-codexec-other': 'kept',
+      },
+      body: '{}',
+    });
+    const seen = (await answer.json()) as Record<string, string>;
+    expect(seen['x-codexec-other']).toBe('kept');
+    expect(Object.keys(seen).filter((name) => name.startsWith('x-codexec-replica-'))).toEqual([]);
   });
 });
 

@@ -10,7 +10,8 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Postgres } from '../../src/store/index.js';
+import { signRequest } from '../../src/server/http/replica-auth.js';
+import { deriveKey, loadApprovalKey, Postgres } from '../../src/store/index.js';
 import { startHaproxy, type TestHaproxy } from '../helpers/haproxy.js';
 import { connectHttp, type HttpServer, startHttp } from '../helpers/http.js';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
@@ -22,6 +23,7 @@ const BOB = 'bob-token-0123456789ab';
 let cluster: TestPostgres;
 let db: Postgres;
 let dir: string;
+let keyFile: string;
 let env: Record<string, string>;
 let proxy: TestHaproxy;
 const replicas: HttpServer[] = [];
@@ -53,7 +55,7 @@ beforeAll(async () => {
   const store = await cluster.createDatabase('scaleout');
   db = new Postgres(store);
   dir = tempDir();
-  const keyFile = join(dir, 'approval.key');
+  keyFile = join(dir, 'approval.key');
   writeFileSync(keyFile, randomBytes(32), { mode: 0o600 });
   const tokens = join(dir, 'tokens.json');
   writeFileSync(tokens, JSON.stringify({ alice: ALICE, bob: BOB }));
@@ -66,6 +68,7 @@ beforeAll(async () => {
     CODEXEC_APPROVAL_KEY_FILE: keyFile,
     CODEXEC_APPROVAL: 'risky',
     CODEXEC_HTTP_KEEP_ALIVE_TIMEOUT_MS: '65000',
+    CODEXEC_HTTP_MAX_CONNECTIONS_PER_ADDRESS: '200',
   };
   for (let i = 0; i < 3; i++) replicas.push(await startHttp({ env }));
   proxy = await startHaproxy(replicas.map((replica) => new URL(replica.url).host));
@@ -202,6 +205,34 @@ describe('three replicas behind HAProxy', () => {
       expect(asked).toBeDefined();
       expect(answered).toBeDefined();
       expect(answered).not.toBe(asked);
+    }
+  });
+
+  it('a request signed for a replica, sent through HAProxy, reaches none as a replica call', async () => {
+    const key = deriveKey(loadApprovalKey(keyFile), 'replica');
+    const targets = await db.query<{ replica_id: string }>('SELECT replica_id FROM codexec_replicas');
+    expect(targets).toHaveLength(3);
+    const payload = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' });
+    // Each replica in turn (round robin) gets each target's signature: the headers never arrive,
+    // so the request is a client's without a token.
+    for (const { replica_id: target } of [...targets, ...targets, ...targets]) {
+      const signed = signRequest(
+        key,
+        { method: 'POST', path: '/mcp', body: Buffer.from(payload) },
+        'alice',
+        target,
+      );
+      const answer = await fetch(proxy.url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          ...signed,
+        },
+        body: payload,
+      });
+      expect(answer.status).toBe(401);
+      expect(await answer.text()).toContain('missing or wrong bearer token');
     }
   });
 

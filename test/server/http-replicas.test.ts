@@ -4,13 +4,15 @@
 // caller's principal, never with its token), in both eras, progress included; another principal
 // gets SESSION_NOT_FOUND; the owner SIGKILLed, the session is SESSION_LOST while the others serve;
 // list_sessions through any replica shows the caller's sessions on every live one; requests
-// claiming to come from a replica are refused unless signed, fresh and unreplayed.
+// claiming to come from a replica are refused unless signed for that replica, fresh and never
+// used before by any replica, judged on their head before a byte of their body is read.
 import { randomBytes } from 'node:crypto';
 import { chmodSync, rmSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ReplicaAuth } from '../../src/server/http/replica-auth.js';
+import { SIGNED, signRequest } from '../../src/server/http/replica-auth.js';
 import { deriveKey, loadApprovalKey, Postgres } from '../../src/store/index.js';
 import { connectHttp, type HttpServer, startHttp } from '../helpers/http.js';
 import { freePort, startPostgres, type TestPostgres } from '../helpers/postgres.js';
@@ -23,6 +25,7 @@ const BOB = 'bob-token-0123456789ab';
 let cluster: TestPostgres;
 let dir: string;
 let keyFile: string;
+let replicaEnv: Record<string, string>;
 let db: Postgres;
 const replicas: HttpServer[] = [];
 const clients: Client[] = [];
@@ -43,13 +46,13 @@ beforeAll(async () => {
   chmodSync(keyFile, 0o600);
   const tokens = join(dir, 'tokens.json');
   writeFileSync(tokens, JSON.stringify({ alice: ALICE, bob: BOB }));
-  const env = {
+  replicaEnv = {
     CODEXEC_HTTP_TOKENS: tokens,
     CODEXEC_STORE: store,
     CODEXEC_APPROVAL_KEY_FILE: keyFile,
     CODEXEC_POOL_SIZE: '0',
   };
-  for (let i = 0; i < 3; i++) replicas.push(await startHttp({ env }));
+  for (let i = 0; i < 3; i++) replicas.push(await startHttp({ env: replicaEnv }));
 }, 120_000);
 
 afterAll(async () => {
@@ -184,7 +187,7 @@ describe('replicas: requests between them', () => {
     );
   });
 
-  const auth = () => new ReplicaAuth(deriveKey(loadApprovalKey(keyFile), 'replica'));
+  const key = () => deriveKey(loadApprovalKey(keyFile), 'replica');
   const body = (id: number) =>
     JSON.stringify({
       jsonrpc: '2.0',
@@ -205,11 +208,22 @@ describe('replicas: requests between them', () => {
       },
       body: payload,
     });
-  const sign = (signer: ReplicaAuth, payload: string, principal = 'alice', path = '/mcp') =>
-    signer.sign({ method: 'POST', path, body: Buffer.from(payload) }, principal);
+  /** Headers signing `payload` for `target` (a replica's index, or an id), as a replica would. */
+  const sign = async (
+    payload: string,
+    target: number | string,
+    options: { principal?: string; path?: string; signer?: Uint8Array; time?: number } = {},
+  ) =>
+    signRequest(
+      options.signer ?? key(),
+      { method: 'POST', path: options.path ?? '/mcp', body: Buffer.from(payload) },
+      options.principal ?? 'alice',
+      typeof target === 'string' ? target : await idOf(target),
+      options.time,
+    );
 
   it('serves a signed request as the principal it names, once', async () => {
-    const signed = sign(auth(), body(1));
+    const signed = await sign(body(1), 0);
     const answer = await post(0, body(1), signed);
     expect(answer.status).toBe(200);
     expect(await answer.text()).toContain('"sessions"');
@@ -217,22 +231,154 @@ describe('replicas: requests between them', () => {
   });
 
   it('refuses forged, old, changed and misdirected ones', async () => {
-    const forged = sign(new ReplicaAuth(randomBytes(32)), body(2));
+    const forged = await sign(body(2), 0, { signer: randomBytes(32) });
     expect((await post(0, body(2), forged)).status).toBe(401);
-    const changed = sign(auth(), body(3));
+    const changed = await sign(body(3), 0);
     expect((await post(0, body(4), changed)).status).toBe(401); // its body swapped for another
-    const otherPrincipal = { ...sign(auth(), body(5)), 'x-codexec-replica-principal': 'bob' };
+    const otherPrincipal = { ...(await sign(body(5), 0)), [SIGNED.principal]: 'bob' };
     expect((await post(0, body(5), otherPrincipal)).status).toBe(401);
-    const stale = new ReplicaAuth(deriveKey(loadApprovalKey(keyFile), 'replica'), () => Date.now() - 31_000);
-    expect((await post(0, body(6), sign(stale, body(6)))).status).toBe(401);
-    const otherPath = sign(auth(), body(7), 'alice', '/replica/sessions');
+    const stale = await sign(body(6), 0, { time: Date.now() - 31_000 });
+    expect((await post(0, body(6), stale)).status).toBe(401);
+    const otherPath = await sign(body(7), 0, { path: '/replica/sessions' });
     expect((await post(0, body(7), otherPath)).status).toBe(401);
     // A bearer token does not open the replicas' own path, nor does a token beside a bad signature.
     expect((await post(0, '', { authorization: `Bearer ${ALICE}` }, '/replica/sessions')).status).toBe(401);
     const withToken = { ...forged, authorization: `Bearer ${ALICE}` };
     expect((await post(0, body(2), withToken)).status).toBe(401);
   });
+
+  it('refuses a signature for replica A sent to replica B, which A still serves', async () => {
+    const forOne = await sign(body(8), 0);
+    for (const other of [1, 2]) {
+      const refused = await post(other, body(8), forOne);
+      expect(refused.status).toBe(401);
+      expect(await refused.text()).toContain('not a valid request from another replica');
+    }
+    expect((await post(0, body(8), forOne)).status).toBe(200);
+  });
+
+  it('records each nonce in the store: one another replica used is refused, and so is a replay after a restart', async () => {
+    const signed = await sign(body(9), 2);
+    expect((await post(2, body(9), signed)).status).toBe(200);
+    const [used] = await db.query<{ expires_ms: string }>(
+      'SELECT expires_ms FROM codexec_replica_nonces WHERE nonce = $1',
+      [signed[SIGNED.nonce]],
+    );
+    expect(Number(used?.expires_ms)).toBe(Number(signed[SIGNED.time]) + 60_000);
+    // A nonce some replica recorded (as if it had served it) is refused by this one.
+    const fresh = await sign(body(10), 2);
+    await db.query('INSERT INTO codexec_replica_nonces (nonce, expires_ms) VALUES ($1, $2)', [
+      fresh[SIGNED.nonce],
+      Date.now() + 60_000,
+    ]);
+    expect((await post(2, body(10), fresh)).status).toBe(401);
+    // Restarted, the replica remembers nothing of its own, and still refuses the replay.
+    const old = replicas[2] as HttpServer;
+    await old.stop();
+    rmSync(old.home, { recursive: true, force: true });
+    replicas[2] = await startHttp({ env: replicaEnv });
+    const replayed = await post(2, body(9), signed);
+    expect(replayed.status).toBe(401);
+  });
+
+  it('answers an unsigned request carrying replica headers before reading its 60 MB body', async () => {
+    const { status, sentBeforeAnswer, closed } = await pushBody(0, 60 * MB, [
+      `${SIGNED.principal}: alice`,
+      `${SIGNED.signature}: ${'f'.repeat(64)}`,
+    ]);
+    expect(status).toBe(401);
+    // The server answered with most of the body unsent: it never read it (the kernel's buffers
+    // hold a few MB of it at most), and it cut the connection rather than read the rest.
+    expect(sentBeforeAnswer).toBeLessThan(20 * MB);
+    expect(closed).toBe(true);
+    expect((await fetch(`${new URL((replicas[0] as HttpServer).url).origin}/healthz`)).status).toBe(200);
+  });
+
+  it('closes a never-ending body under replica headers without reading it, and one signed for less', async () => {
+    const headers = [`${SIGNED.principal}: alice`, `${SIGNED.nonce}: ${'0'.repeat(32)}`];
+    const unsigned = await pushBody(1, undefined, headers);
+    expect(unsigned.status).toBe(401);
+    expect(unsigned.closed).toBe(true);
+    expect(unsigned.sent).toBeLessThan(20 * MB);
+    // A valid signature for a short body: the body that follows is read no further than that.
+    const signed = await sign(body(11), 1);
+    const lines = Object.entries(signed).map(([name, value]) => `${name}: ${value}`);
+    const longer = await pushBody(1, undefined, lines);
+    // Cut as soon as the body outgrows its signed length (its answer may or may not get out first).
+    expect(longer.closed).toBe(true);
+    expect(longer.sent).toBeLessThan(20 * MB);
+    expect([401, undefined]).toContain(longer.status);
+    // Its head was admitted (its nonce is used up): the body was what it was refused for.
+    const [used] = await db.query('SELECT 1 FROM codexec_replica_nonces WHERE nonce = $1', [
+      signed[SIGNED.nonce],
+    ]);
+    expect(used).toBeDefined();
+  });
 });
+
+const MB = 1024 * 1024;
+
+interface Pushed {
+  /** The status the server answered with, if its answer arrived (a reset may eat it). */
+  readonly status: number | undefined;
+  /** Body bytes written when the first byte of the answer came (all of them if none came). */
+  readonly sentBeforeAnswer: number;
+  readonly sent: number;
+  /** Whether the server closed the connection before the client stopped sending. */
+  readonly closed: boolean;
+}
+
+/**
+ * POST /mcp to a replica with `head` lines, then write a body as fast as the connection takes it:
+ * `length` bytes (Content-Length), or chunks without end (chunked) until the server closes the
+ * connection or 200 MB went out.
+ */
+async function pushBody(replica: number, length: number | undefined, head: string[]): Promise<Pushed> {
+  const { port } = new URL((replicas[replica] as HttpServer).url);
+  const socket = connect(Number(port), '127.0.0.1');
+  let received = '';
+  let sent = 0;
+  let sentBeforeAnswer: number | undefined;
+  let closed = false;
+  socket.on('data', (chunk: Buffer) => {
+    sentBeforeAnswer ??= sent;
+    received += chunk.toString('latin1');
+  });
+  socket.on('error', () => {}); // a reset, once the server closes with the body unread
+  const gone = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  void gone.then(() => (closed = true));
+  const framing = length === undefined ? 'transfer-encoding: chunked' : `content-length: ${length}`;
+  const lines = ['POST /mcp HTTP/1.1', 'host: 127.0.0.1', 'content-type: application/json', ...head, framing];
+  socket.write(`${lines.join('\r\n')}\r\n\r\n`);
+  const chunk = Buffer.alloc(MB, 0x20);
+  const framed = Buffer.concat([Buffer.from(`${MB.toString(16)}\r\n`), chunk, Buffer.from('\r\n')]);
+  const limit = length ?? 200 * MB;
+  while (!closed && sent < limit) {
+    const ok = socket.write(length === undefined ? framed : chunk.subarray(0, Math.min(MB, limit - sent)));
+    sent += Math.min(MB, limit - sent);
+    if (!ok) await Promise.race([new Promise((resolve) => socket.once('drain', resolve)), gone]);
+  }
+  const wasClosed = closed;
+  socket.destroy();
+  const status = /^HTTP\/1\.1 (\d{3})/.exec(received)?.[1];
+  return {
+    status: status ? Number(status) : undefined,
+    sentBeforeAnswer: sentBeforeAnswer ?? sent,
+    sent,
+    closed: wasClosed,
+  };
+}
+
+/** A replica's id in the registry, by its index here. */
+async function idOf(replica: number): Promise<string> {
+  const origin = new URL((replicas[replica] as HttpServer).url).origin;
+  const [row] = await db.query<{ replica_id: string }>(
+    'SELECT replica_id FROM codexec_replicas WHERE url = $1',
+    [origin],
+  );
+  if (!row) throw new Error(`replica ${replica} (${origin}) is not registered`);
+  return row.replica_id;
+}
 
 describe('replicas: list_sessions and a lost owner', () => {
   const ids: Record<string, string> = {};

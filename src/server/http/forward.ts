@@ -1,5 +1,8 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { ReplicaRow } from '../../store/index.js';
 import { log } from '../../util/index.js';
+import type { Refusal } from './guards.js';
+import { BodyTooLarge, readBody } from './node.js';
 import type { Tenants } from './owned.js';
 import { type Outgoing, proxy } from './proxy.js';
 import { ReplicaAuth } from './replica-auth.js';
@@ -7,7 +10,16 @@ import { type Replicas, SESSIONS_PATH } from './replicas.js';
 
 /** The caller's headers that carry MCP meaning (others, its token first, stay on this replica). */
 const PASSED = new Set(['accept', 'content-type', 'last-event-id']);
-const EMPTY = Buffer.alloc(0);
+
+const NOT_SIGNED: Refusal = {
+  status: 401,
+  message: 'not a valid request from another replica (signature, target, time or body)',
+};
+
+/** A request from another replica: served as `principal` with `body` (POST), or refused. */
+export type Admission =
+  | { readonly admitted: true; readonly principal: string; readonly body: Buffer | undefined }
+  | { readonly admitted: false; readonly refusal: Refusal };
 
 /**
  * The HTTP side of replicas: a request naming a session another live replica runs is proxied to
@@ -31,10 +43,30 @@ export class Forwarder {
     return ReplicaAuth.claims(req.headers);
   }
 
-  /** The principal another replica's request is served as; undefined: forged, old or replayed (401). */
-  verify(req: IncomingMessage, body: Buffer | undefined): string | undefined {
-    const parts = { method: req.method ?? 'GET', path: req.url ?? '/', body: body ?? EMPTY };
-    return this.replicas.auth.verify(parts, req.headers);
+  /**
+   * Another replica's request, judged on its head before a byte of its body is read (a forged,
+   * misdirected, old or replayed one is refused with its body unread), then its body read no
+   * further than the signed length and checked against the signed digest.
+   */
+  async admit(req: IncomingMessage, maxBodyBytes: number): Promise<Admission> {
+    const signed = await this.replicas.auth.admit(req.method ?? 'GET', req.url ?? '/', req.headers);
+    if (!signed) return { admitted: false, refusal: NOT_SIGNED };
+    if (signed.length > maxBodyBytes) {
+      const message = `request body over ${maxBodyBytes} bytes (CODEXEC_HTTP_MAX_BODY_BYTES)`;
+      return { admitted: false, refusal: { status: 413, message } };
+    }
+    const declared = req.headers['content-length'];
+    if (declared !== undefined && Number(declared) !== signed.length)
+      return { admitted: false, refusal: NOT_SIGNED };
+    let body: Buffer;
+    try {
+      body = await readBody(req, signed.length);
+    } catch (error) {
+      if (error instanceof BodyTooLarge) return { admitted: false, refusal: NOT_SIGNED };
+      throw error;
+    }
+    if (!ReplicaAuth.matches(signed, body)) return { admitted: false, refusal: NOT_SIGNED };
+    return { admitted: true, principal: signed.principal, body: req.method === 'POST' ? body : undefined };
   }
 
   /** SESSIONS_PATH: `principal`'s sessions on this replica, for another's list_sessions. */
@@ -65,7 +97,7 @@ export class Forwarder {
     if (!record || record.principal !== principal) return false;
     const owner = await this.replicas.ownerOf(record);
     if (owner) {
-      const outcome = await proxy(this.outgoing(req, body, principal, owner.url), res, signal);
+      const outcome = await proxy(this.outgoing(req, body, principal, owner), res, signal);
       if (outcome === 'answered') return true;
       log('warn', `replica ${owner.replicaId} (${owner.url}) unreachable: session ${sessionId} is lost`);
     }
@@ -74,8 +106,8 @@ export class Forwarder {
     return false;
   }
 
-  private outgoing(req: IncomingMessage, body: Buffer, principal: string, base: string): Outgoing {
-    const url = new URL(`${base}/mcp`);
+  private outgoing(req: IncomingMessage, body: Buffer, principal: string, owner: ReplicaRow): Outgoing {
+    const url = new URL(`${owner.url}/mcp`);
     const method = req.method ?? 'POST';
     const passed = passedHeaders(req.headers);
     const parts = { method, path: `${url.pathname}${url.search}`, body };
@@ -83,7 +115,7 @@ export class Forwarder {
       url,
       method,
       body,
-      headers: () => ({ ...passed, ...this.replicas.auth.sign(parts, principal) }),
+      headers: () => ({ ...passed, ...this.replicas.auth.sign(parts, principal, owner.replicaId) }),
     };
   }
 }

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 
 /** A body over the limit: answered 413 before anything parses it. */
 export class BodyTooLarge extends Error {}
@@ -15,6 +16,42 @@ export async function readBody(req: IncomingMessage, limit: number): Promise<Buf
     chunks.push(chunk);
   }
   return Buffer.concat(chunks);
+}
+
+/** A refused request's body is dropped up to this many bytes; past them it is no longer read. */
+const DROP_BYTES = 1024 * 1024;
+/** How long a refused request's body may take to end before its connection is cut. */
+const DROP_MS = 1000;
+
+/**
+ * The rest of a refused request's body: node:http reads it and throws it away to find the next
+ * request on the connection. Past DROP_BYTES the connection stops being read (the client is held
+ * back by TCP), and one whose body has not ended within DROP_MS is cut. Not at once: closing a
+ * socket with bytes unread resets it, and the answer could be lost with it.
+ */
+export function dropBody(req: IncomingMessage): void {
+  // Taken now: node:http detaches it from `req` once the answer is sent (and has when it is gone).
+  const socket = req.socket as Socket | null;
+  if (!socket || socket.destroyed) return;
+  let dropped = 0;
+  let held = false;
+  const count = (chunk: Buffer) => {
+    dropped += chunk.length;
+    if (dropped <= DROP_BYTES || held) return;
+    held = true;
+    socket.pause();
+  };
+  const timer = setTimeout(() => {
+    if (!req.complete) socket.destroy();
+  }, DROP_MS).unref();
+  socket.on('data', count);
+  const done = () => {
+    clearTimeout(timer);
+    socket.off('data', count);
+    if (held && req.complete && !socket.destroyed) socket.resume(); // it ended in the last bytes read
+  };
+  req.once('end', done);
+  socket.once('close', done);
 }
 
 /**

@@ -6,92 +6,158 @@ export const SIGNED = {
   principal: 'x-codexec-replica-principal',
   time: 'x-codexec-replica-time',
   nonce: 'x-codexec-replica-nonce',
+  target: 'x-codexec-replica-target',
+  length: 'x-codexec-replica-length',
+  digest: 'x-codexec-replica-sha256',
   signature: 'x-codexec-replica-signature',
 } as const;
 
 /** A signed request older or newer than this (either replica's clock) is refused. */
 export const SIGNED_WINDOW_MS = 30_000;
-/** Signatures remembered to refuse a replay; past it the oldest are forgotten (only floods get there). */
-const REMEMBERED = 100_000;
 /** A principal as token files name them (and `default`, `local`): no separator can hide in it. */
 const PRINCIPAL = /^[A-Za-z0-9._-]{1,64}$/;
+/** A replica id (host, pid, random part) as the registry writes it. */
+const TARGET = /^[A-Za-z0-9._-]{1,128}$/;
 const NONCE = /^[0-9a-f]{32}$/;
-const SIGNATURE = /^[0-9a-f]{64}$/;
+const HEX_256 = /^[0-9a-f]{64}$/;
 
 /** What a signed request is: its method, its path (with any query) and its body's bytes. */
-export interface SignedParts {
+export interface SignedRequest {
   readonly method: string;
   readonly path: string;
   readonly body: Uint8Array;
 }
 
+/** Nonces used by any replica, kept until a signature carrying one is too old to be served anyway. */
+export interface Nonces {
+  /** True the first time `nonce` is claimed, by whichever replica; remembered at least until `untilMs`. */
+  claim(nonce: string, untilMs: number): Promise<boolean>;
+}
+
+/** What a verified head promises: who is served, and the one body that may follow it. */
+export interface Admitted {
+  readonly principal: string;
+  readonly length: number;
+  readonly digest: Buffer;
+}
+
 /**
- * Requests between replicas: one replica names the caller's principal, a timestamp and a nonce,
- * with an HMAC-SHA256 under the replicas' shared key over those, the method, the path and the
- * body's SHA-256. The receiver serves the request as that principal only when the HMAC verifies,
- * the timestamp is within SIGNED_WINDOW_MS of its clock and the signature was not seen before.
+ * The headers that make `request` a call from a replica to replica `target` on behalf of
+ * `principal`: an HMAC-SHA256 under the replicas' shared key over the method, the path, the
+ * principal, the time, a nonce, the target and the body's length and SHA-256. Everything the
+ * receiver needs to refuse it is in the head: it never reads a body it has not admitted.
+ */
+export function signRequest(
+  key: Uint8Array,
+  request: SignedRequest,
+  principal: string,
+  target: string,
+  now: number = Date.now(),
+): Record<string, string> {
+  const head = {
+    principal,
+    time: String(now),
+    nonce: randomBytes(16).toString('hex'),
+    target,
+    length: String(request.body.length),
+    digest: createHash('sha256').update(request.body).digest('hex'),
+  };
+  return {
+    [SIGNED.principal]: head.principal,
+    [SIGNED.time]: head.time,
+    [SIGNED.nonce]: head.nonce,
+    [SIGNED.target]: head.target,
+    [SIGNED.length]: head.length,
+    [SIGNED.digest]: head.digest,
+    [SIGNED.signature]: mac(key, request.method, request.path, head).toString('hex'),
+  };
+}
+
+/**
+ * Requests between replicas, as this replica (`self`) receives them. A head is admitted when its
+ * HMAC verifies, it names this replica, its time is within SIGNED_WINDOW_MS of this clock and its
+ * nonce was never claimed (the ledger is shared: a replay to another replica, or to this one after
+ * a restart, finds it). Only then is the body read, no longer than the signed length, and it must
+ * hash to the signed digest.
  */
 export class ReplicaAuth {
-  /** Signature → when it may be forgotten (insertion order is expiry order). */
-  private readonly seen = new Map<string, number>();
-
   constructor(
     private readonly key: Uint8Array,
+    private readonly self: string,
+    private readonly nonces: Nonces,
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** The headers that make `parts` a request from a replica on behalf of `principal`. */
-  sign(parts: SignedParts, principal: string): Record<string, string> {
-    const time = String(this.now());
-    const nonce = randomBytes(16).toString('hex');
-    return {
-      [SIGNED.principal]: principal,
-      [SIGNED.time]: time,
-      [SIGNED.nonce]: nonce,
-      [SIGNED.signature]: this.mac(parts, principal, time, nonce).toString('hex'),
-    };
+  /** The headers for a request to replica `target` on behalf of `principal`. */
+  sign(request: SignedRequest, principal: string, target: string): Record<string, string> {
+    return signRequest(this.key, request, principal, target, this.now());
   }
 
   /** Whether a request claims to come from a replica (then it is verified, never served by token). */
   static claims(headers: IncomingHttpHeaders): boolean {
-    return Object.values(SIGNED).some((name) => headers[name] !== undefined);
+    return Object.keys(headers).some((name) => name.startsWith('x-codexec-replica-'));
   }
 
-  /** The principal a signed request is served as, or undefined when anything about it is off. */
-  verify(parts: SignedParts, headers: IncomingHttpHeaders): string | undefined {
-    const principal = single(headers[SIGNED.principal]);
-    const time = single(headers[SIGNED.time]);
-    const nonce = single(headers[SIGNED.nonce]);
-    const signature = single(headers[SIGNED.signature]);
-    if (!principal || !time || !nonce || !signature) return undefined;
-    if (!PRINCIPAL.test(principal) || !/^\d{1,16}$/.test(time) || !NONCE.test(nonce)) return undefined;
-    if (!SIGNATURE.test(signature)) return undefined;
-    const now = this.now();
-    if (Math.abs(now - Number(time)) > SIGNED_WINDOW_MS) return undefined;
-    const expected = this.mac(parts, principal, time, nonce);
-    if (!timingSafeEqual(expected, Buffer.from(signature, 'hex'))) return undefined;
-    this.forget(now);
-    if (this.seen.has(signature)) return undefined; // a replay, within the window
-    this.seen.set(signature, now + 2 * SIGNED_WINDOW_MS);
-    if (this.seen.size > REMEMBERED) this.seen.delete(this.seen.keys().next().value as string);
-    return principal;
+  /** What a signed head admits, from the headers alone; undefined when anything about it is off. */
+  async admit(method: string, path: string, headers: IncomingHttpHeaders): Promise<Admitted | undefined> {
+    const head = parseHead(headers);
+    if (!head || head.target !== this.self) return undefined;
+    if (Math.abs(this.now() - Number(head.time)) > SIGNED_WINDOW_MS) return undefined;
+    const expected = mac(this.key, method, path, head);
+    if (!timingSafeEqual(expected, Buffer.from(head.signature, 'hex'))) return undefined;
+    // Past twice the window no replica serves it whatever its clock says (within the window of ours).
+    if (!(await this.nonces.claim(head.nonce, Number(head.time) + 2 * SIGNED_WINDOW_MS))) return undefined;
+    return {
+      principal: head.principal,
+      length: Number(head.length),
+      digest: Buffer.from(head.digest, 'hex'),
+    };
   }
 
-  private mac(parts: SignedParts, principal: string, time: string, nonce: string): Buffer {
-    const digest = createHash('sha256').update(parts.body).digest('hex');
-    return createHmac('sha256', this.key)
-      .update(['codexec-replica-1', parts.method, parts.path, principal, time, nonce, digest].join('\n'))
-      .digest();
-  }
-
-  private forget(now: number): void {
-    for (const [signature, until] of this.seen) {
-      if (until > now) break;
-      this.seen.delete(signature);
-    }
+  /** Whether `body` is the one an admitted head signed for. */
+  static matches(admitted: Admitted, body: Uint8Array): boolean {
+    if (body.length !== admitted.length) return false;
+    return timingSafeEqual(createHash('sha256').update(body).digest(), admitted.digest);
   }
 }
 
-function single(value: string | string[] | undefined): string | undefined {
-  return typeof value === 'string' ? value : undefined;
+interface Head {
+  readonly principal: string;
+  readonly time: string;
+  readonly nonce: string;
+  readonly target: string;
+  readonly length: string;
+  readonly digest: string;
+}
+
+function parseHead(headers: IncomingHttpHeaders): (Head & { signature: string }) | undefined {
+  const field = (name: string) => {
+    const value = headers[name];
+    return typeof value === 'string' ? value : '';
+  };
+  const head = {
+    principal: field(SIGNED.principal),
+    time: field(SIGNED.time),
+    nonce: field(SIGNED.nonce),
+    target: field(SIGNED.target),
+    length: field(SIGNED.length),
+    digest: field(SIGNED.digest),
+    signature: field(SIGNED.signature),
+  };
+  const wellFormed =
+    PRINCIPAL.test(head.principal) &&
+    /^\d{1,16}$/.test(head.time) &&
+    NONCE.test(head.nonce) &&
+    TARGET.test(head.target) &&
+    /^\d{1,12}$/.test(head.length) &&
+    HEX_256.test(head.digest) &&
+    HEX_256.test(head.signature);
+  return wellFormed ? head : undefined;
+}
+
+function mac(key: Uint8Array, method: string, path: string, head: Head): Buffer {
+  const fields = [head.principal, head.time, head.nonce, head.target, head.length, head.digest];
+  return createHmac('sha256', key)
+    .update(['codexec-replica-2', method, path, ...fields].join('\n'))
+    .digest();
 }

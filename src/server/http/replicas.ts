@@ -2,6 +2,7 @@ import { ConfigError } from '../../errors/index.js';
 import type { SessionInfo } from '../../sessions/index.js';
 import {
   deriveKey,
+  NonceLedger,
   type Postgres,
   ReplicaRegistry,
   type ReplicaRow,
@@ -35,7 +36,7 @@ export class Replicas implements SessionRecords {
   ) {
     this.registry = new ReplicaRegistry(store);
     this.directory = new SessionDirectory(store);
-    this.auth = new ReplicaAuth(deriveKey(approvalKey, 'replica'));
+    this.auth = new ReplicaAuth(deriveKey(approvalKey, 'replica'), this.registry.id, new NonceLedger(store));
   }
 
   get id(): string {
@@ -115,7 +116,7 @@ export class Replicas implements SessionRecords {
     try {
       const answer = await fetch(url, {
         method: 'POST',
-        headers: this.auth.sign(parts, principal),
+        headers: this.auth.sign(parts, principal, replica.replicaId),
         signal: AbortSignal.timeout(LIST_TIMEOUT_MS),
       });
       if (!answer.ok) throw new Error(`HTTP ${answer.status}`);

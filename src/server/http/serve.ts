@@ -12,11 +12,11 @@ import { RunFeed } from '../feed.js';
 import { createServer, VERSION } from '../server.js';
 import { closeRecords, createServices, type Services, stopWork } from '../services.js';
 import { loadPrincipals, type Principals } from './auth.js';
-import { boundConnections } from './connections.js';
+import { boundConnections, type ConnectionBounds } from './connections.js';
 import { Forwarder } from './forward.js';
 import { checkHost, checkOrigins, isLoopback, type Refusal, type RequestHead } from './guards.js';
 import { answerMetrics, metricSources } from './metrics.js';
-import { BodyTooLarge, readBody, sendWebResponse, toWebRequest } from './node.js';
+import { BodyTooLarge, dropBody, readBody, sendWebResponse, toWebRequest } from './node.js';
 import { Tenants } from './owned.js';
 import { Replicas } from './replicas.js';
 import { SharedTrust } from './trust.js';
@@ -87,17 +87,6 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
   const inFlight = new Set<AbortController>();
   const dashboard = lazyDashboard({ services, tenants, admins: config.http.admins });
   const limits = config.http;
-  const ctx: RouteContext = {
-    config,
-    principals,
-    loopback,
-    handler,
-    inFlight,
-    metrics,
-    dashboard,
-    forwarder,
-    tenants,
-  };
   const http = createHttpServer(
     {
       // Slow or silent clients (slowloris) get 408 and lose their connection in bounded time.
@@ -117,7 +106,22 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
     },
   );
   http.keepAliveTimeout = limits.keepAliveTimeoutMs;
-  const bounds = boundConnections(http, limits.maxConnections);
+  const bounds = boundConnections(http, {
+    max: limits.maxConnections,
+    perAddress: limits.maxConnectionsPerAddress,
+  });
+  const ctx: RouteContext = {
+    config,
+    principals,
+    loopback,
+    handler,
+    inFlight,
+    metrics,
+    dashboard,
+    forwarder,
+    tenants,
+    bounds,
+  };
   await new Promise<void>((resolve, reject) => {
     http.once('error', (error: NodeJS.ErrnoException) => {
       // A port in use or a host not on this machine is a setting to fix: exit 2 saying which.
@@ -202,6 +206,8 @@ interface RouteContext {
   /** A postgres store: requests to and from the other replicas. */
   readonly forwarder: Forwarder | undefined;
   readonly tenants: Tenants;
+  /** Told which connections made an authenticated request: they are kept when the cap is full. */
+  readonly bounds: ConnectionBounds;
 }
 
 /**
@@ -252,6 +258,7 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: RouteContex
     return replicaRoute(req, res, ctx, ctx.forwarder, internal);
   const principal = ctx.principals ? ctx.principals.identify(req.headers.authorization ?? null) : 'local';
   if (principal === undefined) return refuse(res, UNAUTHORIZED);
+  ctx.bounds.trust(req.socket);
   // The principal is bound here, once: every service a request reaches reads it (util/principal).
   if (page === 'api') {
     const dashboard = await ctx.dashboard();
@@ -260,15 +267,10 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: RouteContex
   return asPrincipal(principal, () => serveMcp(req, res, ctx, principal, { from: 'client' }));
 }
 
-const REPLICA_UNAUTHORIZED: Refusal = {
-  status: 401,
-  message: 'not a valid request from another replica (signature, time or body)',
-};
-
 /**
  * A request from another replica: no token, but the principal it names, signed under the
- * replicas' shared key over the body, which is read first. Served as that principal; never
- * forwarded again.
+ * replicas' shared key. Judged on its head before its body is read; served as that principal;
+ * never forwarded again.
  */
 async function replicaRoute(
   req: IncomingMessage,
@@ -277,11 +279,11 @@ async function replicaRoute(
   forwarder: Forwarder,
   internal: boolean,
 ): Promise<void> {
-  const body = await readPost(req, res, ctx);
-  if (body === null) return;
-  const principal = forwarder.verify(req, body);
-  if (principal === undefined) return refuse(res, REPLICA_UNAUTHORIZED);
-  if (internal) return forwarder.serveSessions(res, principal);
+  const admission = await forwarder.admit(req, ctx.config.http.maxBodyBytes);
+  if (!admission.admitted) return refuse(res, admission.refusal);
+  ctx.bounds.trust(req.socket);
+  const { principal, body } = admission;
+  if (internal) return asPrincipal(principal, () => forwarder.serveSessions(res, principal));
   return asPrincipal(principal, () => serveMcp(req, res, ctx, principal, { from: 'replica', body }));
 }
 
@@ -337,11 +339,17 @@ function metricsRoute(req: IncomingMessage, res: ServerResponse, head: RequestHe
   const open = ctx.config.http.metricsPublic || !ctx.principals;
   if (!open && ctx.principals?.identify(req.headers.authorization ?? null) === undefined)
     return refuse(res, UNAUTHORIZED);
+  if (!open) ctx.bounds.trust(req.socket);
   return answerMetrics(req, res, ctx.metrics);
 }
 
-/** A refusal in JSON-RPC error shape, so MCP clients can show the sentence. */
+/**
+ * A refusal in JSON-RPC error shape, so MCP clients can show the sentence. The body of a refused
+ * request is never read into memory: what is left of it is dropped, and the connection is cut if
+ * it does not end soon (anyone can send one without a token).
+ */
 function refuse(res: ServerResponse, refusal: Refusal): void {
+  if (!res.req.complete) dropBody(res.req); // before the answer: once it ends, the socket is detached
   res.writeHead(refusal.status, { 'content-type': 'application/json', ...refusal.headers });
   res.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32000, message: refusal.message } }));
 }
