@@ -34,7 +34,8 @@ describe.each(ERAS)('execute_code (%s era)', (era) => {
     const { tools } = await server.client.listTools();
     const tool = tools.find((t) => t.name === 'execute_code');
     expect(tool?.inputSchema.required).toEqual(['language', 'code']);
-    expect(tool?.inputSchema.properties).toHaveProperty('working_dir');
+    // No host directory is open by default (CODEXEC_ALLOWED_PATHS): working_dir is not offered.
+    expect(tool?.inputSchema.properties).not.toHaveProperty('working_dir');
     expect(tool?.outputSchema?.properties).toHaveProperty('execution_id');
     expect(tool?.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true });
   });

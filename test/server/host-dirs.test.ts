@@ -424,3 +424,23 @@ describe.runIf(IS_ROOT)('file tools in a host directory do only what its owner m
     expect(own.value.images).toHaveLength(1);
   });
 });
+
+describe('tools/list and host directories', () => {
+  it('offers working_dir only where CODEXEC_ALLOWED_PATHS lists roots, naming them', async () => {
+    const root = tempDir('codexec-allowed-');
+    for (const env of [{}, allowing(root)]) {
+      const server = await startServer({ env });
+      try {
+        const { tools } = await server.client.listTools();
+        for (const name of ['execute_code', 'start_session', 'run_script']) {
+          const properties = (tools.find((tool) => tool.name === name)?.inputSchema.properties ??
+            {}) as Record<string, { description?: string }>;
+          if ('CODEXEC_ALLOWED_PATHS' in env) expect(properties.working_dir?.description).toContain(root);
+          else expect(properties).not.toHaveProperty('working_dir');
+        }
+      } finally {
+        await server.close();
+      }
+    }
+  });
+});
