@@ -117,6 +117,8 @@ export interface Config {
     /** CODEXEC_HTTP_APPROVERS (default the admins): who may decide approvals in the dashboard. */
     readonly approvers: readonly string[];
     readonly maxBodyBytes: number;
+    /** CODEXEC_HTTP_MAX_INFLIGHT_BYTES: body bytes one principal holds until answered. */
+    readonly maxInflightBytes: number;
     /** Connections open at once, and how long a request head, a whole request and an idle connection may take. */
     readonly maxConnections: number;
     /** CODEXEC_HTTP_MAX_CONNECTIONS_PER_ADDRESS: connections not yet authenticated, per client address. */
@@ -295,6 +297,9 @@ export function loadConfig(
       admins: s.CODEXEC_HTTP_ADMINS ?? [],
       approvers: s.CODEXEC_HTTP_APPROVERS ?? s.CODEXEC_HTTP_ADMINS ?? [],
       maxBodyBytes: s.CODEXEC_HTTP_MAX_BODY_BYTES ?? s.CODEXEC_MAX_MESSAGE_BYTES,
+      maxInflightBytes:
+        s.CODEXEC_HTTP_MAX_INFLIGHT_BYTES ??
+        2 * (s.CODEXEC_HTTP_MAX_BODY_BYTES ?? s.CODEXEC_MAX_MESSAGE_BYTES),
       maxConnections: s.CODEXEC_HTTP_MAX_CONNECTIONS,
       maxConnectionsPerAddress: s.CODEXEC_HTTP_MAX_CONNECTIONS_PER_ADDRESS,
       headersTimeoutMs: s.CODEXEC_HTTP_HEADERS_TIMEOUT_MS,

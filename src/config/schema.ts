@@ -359,6 +359,11 @@ export const settingsSchema = z
     CODEXEC_HTTP_MAX_BODY_BYTES: int(1024, 500_000_000)
       .optional()
       .describe('serve --http: largest request body (413 above); default CODEXEC_MAX_MESSAGE_BYTES.'),
+    CODEXEC_HTTP_MAX_INFLIGHT_BYTES: int(1024, 10_000_000_000)
+      .optional()
+      .describe(
+        'serve --http: request body bytes one principal may have read and not yet answered (429 past it); default twice CODEXEC_HTTP_MAX_BODY_BYTES.',
+      ),
     CODEXEC_HTTP_MAX_CONNECTIONS: int(1, 100_000)
       .default(256)
       .describe(

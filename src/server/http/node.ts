@@ -3,17 +3,32 @@ import type { Socket } from 'node:net';
 
 /** A body over the limit: answered 413 before anything parses it. */
 export class BodyTooLarge extends Error {}
+/** The body would pass what its principal may have in flight (the bytes it took are given back). */
+export class BudgetSpent extends Error {}
 
-/** Read a request body, stopping (and failing) as soon as it passes `limit` bytes. */
-export async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+/**
+ * Read a request body, stopping (and failing) as soon as it passes `limit` bytes, or as soon as
+ * `take` refuses a chunk (its principal's bytes in flight): then what was taken is given back.
+ */
+export async function readBody(
+  req: IncomingMessage,
+  limit: number,
+  budget?: { take(bytes: number): boolean; release(bytes: number): void },
+): Promise<Buffer> {
   const declared = Number(req.headers['content-length'] ?? Number.NaN);
   if (declared > limit) throw new BodyTooLarge();
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) throw new BodyTooLarge();
-    chunks.push(chunk);
+  try {
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      if (size + chunk.length > limit) throw new BodyTooLarge();
+      if (budget && !budget.take(chunk.length)) throw new BudgetSpent();
+      size += chunk.length;
+      chunks.push(chunk);
+    }
+  } catch (error) {
+    if (budget) budget.release(size); // what was taken, chunk by chunk
+    throw error;
   }
   return Buffer.concat(chunks);
 }

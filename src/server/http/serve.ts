@@ -12,11 +12,12 @@ import { RunFeed } from '../feed.js';
 import { createServer, VERSION } from '../server.js';
 import { closeRecords, createServices, type Services, stopWork } from '../services.js';
 import { loadPrincipals, type Principals } from './auth.js';
+import { InflightBytes } from './budget.js';
 import { boundConnections, type ConnectionBounds } from './connections.js';
 import { Forwarder } from './forward.js';
 import { checkHost, checkOrigins, isLoopback, type Refusal, type RequestHead } from './guards.js';
 import { answerMetrics, metricSources } from './metrics.js';
-import { BodyTooLarge, dropBody, readBody, sendWebResponse, toWebRequest } from './node.js';
+import { BodyTooLarge, BudgetSpent, dropBody, readBody, sendWebResponse, toWebRequest } from './node.js';
 import { Tenants } from './owned.js';
 import { Replicas } from './replicas.js';
 import { SharedTrust } from './trust.js';
@@ -116,6 +117,7 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
     loopback,
     handler,
     inFlight,
+    inflightBytes: new InflightBytes(config.http.maxInflightBytes),
     metrics,
     dashboard,
     forwarder,
@@ -201,6 +203,8 @@ interface RouteContext {
   readonly loopback: boolean;
   readonly handler: ReturnType<typeof createMcpHandler>;
   readonly inFlight: Set<AbortController>;
+  /** CODEXEC_HTTP_MAX_INFLIGHT_BYTES: request bytes each principal holds in memory until answered. */
+  readonly inflightBytes: InflightBytes;
   readonly metrics: PrometheusMetrics;
   readonly dashboard: () => Promise<Dashboard>;
   /** A postgres store: requests to and from the other replicas. */
@@ -299,7 +303,7 @@ async function serveMcp(
   res.once('close', () => {
     if (!res.writableFinished) controller.abort(); // the client went away: cancel its exchange only
   });
-  const body = received.from === 'replica' ? received.body : await readPost(req, res, ctx);
+  const body = received.from === 'replica' ? received.body : await readPost(req, res, ctx, principal);
   if (body === null) return;
   ctx.inFlight.add(controller);
   try {
@@ -312,15 +316,32 @@ async function serveMcp(
     await sendWebResponse(res, await ctx.handler.fetch(request, { authInfo }));
   } finally {
     ctx.inFlight.delete(controller);
+    if (received.from === 'client' && body) ctx.inflightBytes.release(principal, body.length);
   }
 }
 
-/** A POST's body (undefined for other methods), or null once answered 413 for its size. */
-async function readPost(req: IncomingMessage, res: ServerResponse, ctx: RouteContext) {
+/**
+ * A POST's body (undefined for other methods), counted in its principal's bytes in flight until
+ * its answer (serveMcp gives them back); null once answered 413 for its size, or 429 for what the
+ * principal has in flight already.
+ */
+async function readPost(req: IncomingMessage, res: ServerResponse, ctx: RouteContext, principal: string) {
   if (req.method !== 'POST') return undefined;
+  const budget = {
+    take: (bytes: number) => ctx.inflightBytes.take(principal, bytes),
+    release: (bytes: number) => ctx.inflightBytes.release(principal, bytes),
+  };
   try {
-    return await readBody(req, ctx.config.http.maxBodyBytes);
+    return await readBody(req, ctx.config.http.maxBodyBytes, budget);
   } catch (error) {
+    if (error instanceof BudgetSpent) {
+      refuse(res, {
+        status: 429,
+        message: `request bytes in flight for this principal over ${ctx.inflightBytes.max} (CODEXEC_HTTP_MAX_INFLIGHT_BYTES); wait for answers, then try again`,
+        headers: { connection: 'close' },
+      });
+      return null;
+    }
     if (!(error instanceof BodyTooLarge)) throw error;
     refuse(res, {
       status: 413,
