@@ -5,8 +5,6 @@
 // cannot be asked waits for the page. And over stdio, which has no dashboard, dashboard/both refuse to start.
 import { spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Client } from '@modelcontextprotocol/client';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,35 +19,12 @@ import {
 } from '../helpers/approvals.js';
 import { launchBrowser, shoot, signedIn } from '../helpers/browser.js';
 import { connectHttp, type HttpServer } from '../helpers/http.js';
+import { fetchCode, origin } from '../helpers/origin.js';
 import { baseEnv, CLI, callTool, tempDir } from '../helpers/server.js';
 import { overHttp, pollFor, pollUntilDone, type Reply, type Send } from '../helpers/tasks.js';
 
 const APPROVE = { action: 'accept', content: { decision: 'approve' } };
 
-/** An origin on the host's loopback that counts the connections that reached it. */
-async function origin() {
-  const server = createServer((_request, response) => response.end('hello'));
-  const state = { accepted: 0, server, port: 0 };
-  server.on('connection', () => {
-    state.accepted++;
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  state.port = (server.address() as AddressInfo).port;
-  return state;
-}
-
-/** Python fetching the origin through the proxy (no_proxy dropped: the origin is on the host's loopback). */
-const fetchCode = (port: number, marker: string) => `
-# ${marker}
-import json, os, urllib.request, urllib.error
-for name in ("no_proxy", "NO_PROXY"):
-    os.environ.pop(name, None)
-try:
-    with urllib.request.urlopen("http://127.0.0.1:${port}/hello", timeout=30) as response:
-        print(json.dumps([response.status, response.read().decode()]))
-except urllib.error.HTTPError as error:
-    print(json.dumps([error.code, ""]))
-`;
 const output = (reply: Reply) =>
   (reply.result?.result as { structuredContent?: { stdout?: string } } | undefined)?.structuredContent
     ?.stdout;

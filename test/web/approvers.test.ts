@@ -3,8 +3,6 @@
 // that made the call; only the principals in CODEXEC_HTTP_APPROVERS decide, never the one whose
 // call waits; the audit names the decider; and one principal's parked approvals leave room for
 // another's (CODEXEC_MAX_PENDING_APPROVALS_PER_PRINCIPAL).
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -23,39 +21,9 @@ import {
 } from '../helpers/approvals.js';
 import { eventually } from '../helpers/eventually.js';
 import { connectHttp, type HttpServer } from '../helpers/http.js';
+import { fetchCode, type Origin, origin } from '../helpers/origin.js';
 import { callTool } from '../helpers/server.js';
 import { overHttp, pollFor, pollUntilDone, type Reply, type Send } from '../helpers/tasks.js';
-
-interface Origin {
-  readonly port: number;
-  accepted: number;
-  readonly server: Server;
-}
-
-/** An origin on the host's loopback that counts who reached it: what code must not reach unasked. */
-async function origin(): Promise<Origin> {
-  const server = createServer((_request, response) => response.end('hello'));
-  const state = { accepted: 0, server, port: 0 };
-  server.on('connection', () => {
-    state.accepted++;
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  state.port = (server.address() as AddressInfo).port;
-  return state;
-}
-
-/** Python fetching through the proxy (no_proxy dropped: the origin is on the host's loopback). */
-const fetchCode = (port: number, marker: string) => `
-# ${marker}
-import json, os, urllib.request, urllib.error
-for name in ("no_proxy", "NO_PROXY"):
-    os.environ.pop(name, None)
-try:
-    with urllib.request.urlopen("http://127.0.0.1:${port}/hello", timeout=30) as response:
-        print(json.dumps([response.status, response.read().decode()]))
-except urllib.error.HTTPError as error:
-    print(json.dumps([error.code, ""]))
-`;
 
 const accept = (decision: string) => ({ action: 'accept' as const, content: { decision } });
 const structured = (reply: Reply) =>
