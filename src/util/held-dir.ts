@@ -16,12 +16,14 @@ export class HeldDir {
   private open = true;
 
   private constructor(
-    /** Its real path when it was opened (for messages, results and bind mounts; never re-resolved by the server). */
+    /**
+     * Its real path when it was opened: for messages, results and where the sandbox mounts it
+     * (what is mounted there is the descriptor's directory, never this path looked up again).
+     */
     readonly path: string,
     private readonly fd: number,
     readonly dev: number,
     readonly ino: number,
-    readonly owner: Owner,
     /**
      * A host directory (beneath CODEXEC_ALLOWED_PATHS), not one codexec made: never lent to the
      * sandbox user; a root server runs code there as `runAs`.
@@ -37,15 +39,7 @@ export class HeldDir {
     options: { readonly host?: { readonly runAs?: Owner }; readonly onClose?: () => void } = {},
   ): HeldDir {
     const stat = fstatSync(fd);
-    return new HeldDir(
-      path,
-      fd,
-      stat.dev,
-      stat.ino,
-      { uid: stat.uid, gid: stat.gid },
-      options.host,
-      options.onClose,
-    );
+    return new HeldDir(path, fd, stat.dev, stat.ino, options.host, options.onClose);
   }
 
   /** Opens a directory codexec made (a workspace), by a path no caller chose. */
@@ -88,10 +82,6 @@ export class HeldDir {
     return this.fd;
   }
 
-  get isOpen(): boolean {
-    return this.open;
-  }
-
   close(): void {
     if (!this.open) return;
     this.open = false;
@@ -111,7 +101,7 @@ export function pathOf(root: Root): string {
 const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
 
 /** Opens absolute `path` from `/`, one name at a time, refusing a symlink anywhere on the way. */
-export function openNoFollow(path: string): number {
+function openNoFollow(path: string): number {
   let fd = openSync('/', DIR_FLAGS);
   try {
     for (const name of path.split('/').filter((part) => part !== '' && part !== '.')) {

@@ -24,7 +24,7 @@ export {
 export { type BoundedRead, readUpTo } from './bounded.js';
 export { type CpuMeter, chargeCpu, cpuBetween, metering, withCpuMeter } from './cpu-meter.js';
 export { holdsOnly } from './dirs.js';
-export { HeldDir, type Owner, openNoFollow, pathOf, type Root } from './held-dir.js';
+export { HeldDir, type Owner, pathOf, type Root } from './held-dir.js';
 export { type IdPrefix, newId } from './ids.js';
 export { type LogLevel, log, setLogLevel } from './log.js';
 export { needsShowing, quotedPath, shownName, unshownName } from './names.js';
