@@ -1,5 +1,5 @@
 // Spawns the real `codexec serve` (dist/cli.js) and connects the official MCP client over stdio.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/client';
@@ -47,6 +47,17 @@ export function tempDir(prefix = 'codexec-test-'): string {
   return mkdtempSync(join(tmpdir(), prefix));
 }
 
+/**
+ * A fresh CODEXEC_HOME that others may pass through (0711, no listing), as a host directory's owner
+ * must in landlock mode, where codexec lends a login user no search on its directories (a closed
+ * home refuses such runs: test/server/host-dirs.test.ts).
+ */
+export function passableHome(): string {
+  const home = tempDir();
+  chmodSync(home, 0o711);
+  return home;
+}
+
 // What a user's MCP client would pass on: basics, plus the proxy and CA settings package
 // installs need to reach the registry from this machine.
 const PASSED_ON =
@@ -71,7 +82,7 @@ export function baseEnv(home: string): Record<string, string> {
 }
 
 export async function startServer(options: StartOptions = {}): Promise<TestServer> {
-  const home = options.home ?? tempDir();
+  const home = options.home ?? passableHome();
   const [command = process.execPath, ...args] = [...(options.wrapper ?? []), process.execPath, CLI, 'serve'];
   const transport = new StdioClientTransport({
     command,

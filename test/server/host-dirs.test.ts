@@ -266,8 +266,11 @@ describe("landlock mode: host directories and codexec's own", () => {
   it.runIf(IS_ROOT)(
     "a login user is never lent a way into codexec's directories: a closed home refuses its run",
     async () => {
-      // The test's home is 0700: the owner could reach its run's workspace only through an ACL.
-      const server = await startServer({ env: { ...allowing(root), CODEXEC_SANDBOX_MODE: 'landlock' } });
+      // A home of 0700: the owner could reach its run's workspace only through an ACL.
+      const server = await startServer({
+        home: tempDir(),
+        env: { ...allowing(root), CODEXEC_SANDBOX_MODE: 'landlock' },
+      });
       try {
         const call = await callTool<Refusal>(server.client, 'execute_code', {
           language: 'bash',
