@@ -50,7 +50,10 @@ export class HostDirs {
       throw new ForbiddenPathError(
         `${argument} ${input} is refused: no host directory is open to code (CODEXEC_ALLOWED_PATHS lists none). Omit ${argument} to work in a fresh workspace, or ask the operator to list the directory's root in CODEXEC_ALLOWED_PATHS`,
       );
-    const real = realOrMissing(expandHome(input), input, argument);
+    // A forbidden place is refused as written too: a missing ~/.ssh is no less forbidden.
+    const requested = expandHome(input);
+    this.refuseForbidden(requested, input, argument);
+    const real = realOrMissing(requested, input, argument);
     const root = roots.map(realOrUndefined).find((path) => path !== undefined && isWithin(real, path));
     if (root === undefined)
       throw new ForbiddenPathError(
