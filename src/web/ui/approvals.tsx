@@ -7,7 +7,7 @@ type Decision = 'approve' | 'deny' | 'approve_trust_session';
 
 /**
  * The approvals waiting for this page (CODEXEC_APPROVER=dashboard or both): the choices of the
- * client's approval form (ADR 036), one card per question (code to run, a host to reach), oldest
+ * client's approval form, one card per question (code to run, a host to reach), oldest
  * first. An approver (CODEXEC_HTTP_APPROVERS) decides other principals' cards; everyone else, and
  * an approver on its own call's card, sees it wait. A card leaves when anyone answers it (here,
  * another tab, or the client first) or its call ends.
