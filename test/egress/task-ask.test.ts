@@ -1,40 +1,10 @@
 // The egress allowlist under CODEXEC_APPROVAL=ask in a 2026-07-28 task: a 2026-era call cannot be
 // paused mid-run, its task can. A host off the list becomes the task's input request
 // (`egress:<host>:<port>`, the host form), answered with tasks/update while the code waits.
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fetchCode, type Origin, origin } from '../helpers/origin.js';
 import { type RawServer, startRawServer } from '../helpers/raw.js';
 import { overStdio, pollFor, pollUntilDone, type Send } from '../helpers/tasks.js';
-
-interface Origin {
-  readonly port: number;
-  accepted: number;
-  readonly server: Server;
-}
-
-async function origin(): Promise<Origin> {
-  const server = createServer((_request, response) => response.end('hello'));
-  const state = { accepted: 0, server, port: 0 };
-  server.on('connection', () => {
-    state.accepted++;
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  state.port = (server.address() as AddressInfo).port;
-  return state;
-}
-
-/** Python fetching through the proxy (no_proxy dropped: the origin is on the host's loopback). */
-const fetchCode = (port: number) => `
-import json, os, urllib.request, urllib.error
-for name in ("no_proxy", "NO_PROXY"):
-    os.environ.pop(name, None)
-try:
-    with urllib.request.urlopen("http://127.0.0.1:${port}/hello", timeout=30) as response:
-        print(json.dumps([response.status, response.read().decode()]))
-except urllib.error.HTTPError as error:
-    print(json.dumps([error.code, ""]))
-`;
 
 const decision = (value: string) => ({ action: 'accept', content: { decision: value } });
 

@@ -3,30 +3,11 @@
 // step (npm as the operator's own, here from a local registry) keeps the operator's network.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Origin, origin } from '../helpers/origin.js';
 import { callTool, startServer, tempDir } from '../helpers/server.js';
 import { type LocalRegistry, startRegistry } from './fixtures.js';
-
-interface Origin {
-  readonly port: number;
-  /** Connections it accepted. */
-  accepted: number;
-  readonly server: Server;
-}
-
-async function origin(): Promise<Origin> {
-  const server = createServer((_request, response) => response.end('hello'));
-  const state = { accepted: 0, server, port: 0 };
-  server.on('connection', () => {
-    state.accepted++;
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  state.port = (server.address() as AddressInfo).port;
-  return state;
-}
 
 /**
  * `npm pack` of a package whose install script asks both origins for /hello (through the proxy the
