@@ -27,6 +27,7 @@ export { countCpu } from './tree-cpu.js';
 export type {
   Availability,
   BackendMode,
+  Capabilities,
   EgressEndpoint,
   Exit,
   LimitKind,

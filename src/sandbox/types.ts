@@ -175,8 +175,45 @@ export interface Availability {
   readonly reason?: string;
 }
 
+/**
+ * What a backend can do, as data: code outside src/sandbox asks these, never which mode it is
+ * (`mode` is for reports: results, logs, metrics).
+ */
+export interface Capabilities {
+  /** Code gets a home and temp directory of its own (false: the host's, as in subprocess mode). */
+  readonly ownHome: boolean;
+  /**
+   * How code can reach the egress proxy: `socket`, a Unix socket in its workspace relayed to its
+   * own loopback by a forwarder; `port`, the proxy's port on the host's loopback (Landlock confines
+   * TCP by port, so a host outside that answers on the same port is reachable too); `none`, code
+   * has the host network, which no proxy can confine.
+   */
+  readonly egress: 'socket' | 'port' | 'none';
+  /**
+   * A session's background processes are host processes that outlive its driver's sandbox: the
+   * server kills their process groups itself when the session ends.
+   */
+  readonly processesOutlive: boolean;
+  /**
+   * A pty session's terminal: `own`, drivers/pty_relay.py opens one on the sandbox's devpts;
+   * `handed`, the backend hands one over, opened before confinement (SandboxSpec.terminal).
+   */
+  readonly terminal: 'own' | 'handed';
+  /** kill() signals a process group, not every process of the run (an interrupt must be relayed). */
+  readonly signalsGroup: boolean;
+  /**
+   * Sessions run interpreters of their own (a container's image): packages for a session are
+   * installed by its sandbox's own pip or npm, and host-side installs need another sandbox.
+   */
+  readonly ownInterpreters: boolean;
+  /** The setting a memory limit's note names where it is not CODEXEC_MEMORY_LIMIT_MB. */
+  readonly memorySetting?: string;
+}
+
 export interface SandboxBackend {
+  /** The mode's name, for reports; decisions go by `capabilities`. */
   readonly mode: BackendMode;
+  readonly capabilities: Capabilities;
   probe(): Promise<Availability>;
   spawn(spec: SandboxSpec): SandboxedProcess;
   /** Release what the backend keeps across runs (persistent containers); runs are the engine's. */

@@ -12,7 +12,7 @@ import { isWithin } from '../../util/index.js';
 import { FORWARDER, forwards } from '../egress.js';
 import { identityFor, Lease, NOBODY } from '../namespace/ownership.js';
 import { DRIVERS } from '../namespace/zygote.js';
-import type { Availability, SandboxBackend, SandboxedProcess, SandboxSpec } from '../types.js';
+import type { Availability, Capabilities, SandboxBackend, SandboxedProcess, SandboxSpec } from '../types.js';
 import { NotForkableError } from '../types.js';
 import type { Watcher } from '../watcher.js';
 import {
@@ -61,13 +61,24 @@ interface Ready {
 
 export class ContainerBackend implements SandboxBackend {
   readonly mode = 'docker' as const;
+  readonly capabilities: Capabilities;
   private ready: Ready | undefined;
   private probing: Promise<Availability> | undefined;
   /** Names this server's containers and marks them as its own (reaper.ts sweeps dead servers'). */
   private readonly serverId = randomBytes(4).toString('hex');
   private count = 0;
 
-  constructor(private readonly options: ContainerOptions) {}
+  constructor(private readonly options: ContainerOptions) {
+    this.capabilities = {
+      ownHome: true,
+      egress: 'socket',
+      processesOutlive: false,
+      terminal: 'own',
+      signalsGroup: true,
+      ownInterpreters: true,
+      memorySetting: `CODEXEC_DOCKER_MEMORY=${options.memory}`,
+    };
+  }
 
   /** What the image says of itself, once probed. */
   get image(): ImageInfo | undefined {

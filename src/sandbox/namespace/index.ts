@@ -16,6 +16,7 @@ import { processGroupReaper } from '../subprocess/reaper.js';
 import type {
   Availability,
   BackendMode,
+  Capabilities,
   Exit,
   LimitKind,
   SandboxBackend,
@@ -129,6 +130,18 @@ export class NamespaceBackend implements SandboxBackend {
 
   get mode(): 'namespace' | 'landlock' {
     return this.options.confine === 'landlock' ? 'landlock' : 'namespace';
+  }
+
+  get capabilities(): Capabilities {
+    const landlock = this.options.confine === 'landlock';
+    return {
+      ownHome: true,
+      egress: landlock ? 'port' : 'socket',
+      processesOutlive: landlock,
+      terminal: landlock ? 'handed' : 'own',
+      signalsGroup: false,
+      ownInterpreters: false,
+    };
   }
 
   private cgroups: RunCgroups | undefined;

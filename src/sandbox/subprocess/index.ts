@@ -5,6 +5,7 @@ import { childStdio } from '../fds.js';
 import { ignoreStreamErrors } from '../streams.js';
 import {
   type Availability,
+  type Capabilities,
   type Exit,
   NotForkableError,
   type SandboxBackend,
@@ -20,6 +21,14 @@ import { processGroupReaper } from './reaper.js';
  */
 export class SubprocessBackend implements SandboxBackend {
   readonly mode = 'subprocess' as const;
+  readonly capabilities: Capabilities = {
+    ownHome: false,
+    egress: 'none',
+    processesOutlive: true,
+    terminal: 'own',
+    signalsGroup: true,
+    ownInterpreters: false,
+  };
   private readonly reaper = processGroupReaper();
 
   async probe(): Promise<Availability> {
