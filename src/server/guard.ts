@@ -18,7 +18,6 @@ import { wireOnly } from './run-facts.js';
 import type { Services } from './services.js';
 import { currentTaskRun, startAsTask, type TaskHandle, taskScopeEra } from './tasks.js';
 
-export type { Attempt } from '../approvals/index.js';
 export { type RunFacts, runFacts } from './run-facts.js';
 
 /**
