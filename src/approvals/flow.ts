@@ -56,10 +56,14 @@ export type Asked =
     };
 
 /**
- * The one approval flow, for code to run and for a host the running code asks to reach: ask
- * (trusted already? anybody to ask? a place among the pending approvals) → route to an approver
- * (the client, the dashboard, both) → decide (approved, trusted from now on, or denied, and by
- * whom) → audit (every refusal here; the gate's run writes its own entry with `audit`).
+ * The one approval flow, for code to run and for a host the running code asks to reach:
+ * - ask (here): trusted already? anybody to ask? a place among the pending approvals
+ *   (pending.ts); what is asked and the form that shows it (question.ts);
+ * - route (route.ts) to the approvers CODEXEC_APPROVER names: the MCP client (client.ts), the
+ *   dashboard's queue (dashboard.ts; across replicas, share.ts); the first answer wins;
+ * - decide (decide.ts): approved, trusted from now on, or denied, and by whom;
+ * - audit (audit.ts): every refusal is written here; the gate writes an approved run's entry,
+ *   with what it did, through `audit` once it ends.
  */
 export class Approvals {
   private readonly asker: ApprovalAsker;
