@@ -1,8 +1,8 @@
 import type { McpServer, ServerContext } from '@modelcontextprotocol/server';
 import { z } from 'zod';
+import { isModernRequest } from '../approvals/index.js';
 import type { BridgeRun } from '../bridge/index.js';
 import { createSampler, type Sampler } from '../codemode/index.js';
-import { isModernRequest } from './approval.js';
 import type { Services } from './services.js';
 
 /** The code-mode inputs of a tool that runs code (DESIGN §8 "Code mode"). */

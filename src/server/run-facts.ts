@@ -1,19 +1,8 @@
-import type { ToolCallCount, ToolCallRecord } from '../bridge/index.js';
-import { CONNECTIONS, type LoggedConnection } from '../egress/index.js';
+import type { RunFacts } from '../approvals/index.js';
+import { CONNECTIONS } from '../egress/index.js';
 
-/** What the audit keeps of a finished run. */
-export interface RunFacts {
-  readonly execution_id: string | null;
-  readonly exit_code: number | null;
-  readonly duration_ms: number | null;
-  readonly stdout: string;
-  /** Code mode: the downstream tool calls the code made. */
-  readonly tool_calls?: readonly ToolCallRecord[] | undefined;
-  /** Code mode: the calls past those, counted per tool and outcome. */
-  readonly tool_calls_omitted?: readonly ToolCallCount[] | undefined;
-  /** The egress allowlist: every connection the run made through the proxy. */
-  readonly [CONNECTIONS]?: readonly LoggedConnection[] | undefined;
-}
+// What the audit keeps of a run is the approvals' audit stage's; the tools take it from here.
+export type { RunFacts };
 
 /** A result without what only the audit keeps (a run's every connection): the client's. */
 export function wireOnly<R>(result: R): R {

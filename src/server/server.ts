@@ -1,13 +1,13 @@
 import { McpServer } from '@modelcontextprotocol/server';
+import { ApprovalAsker } from '../approvals/index.js';
 import type { Config } from '../config/index.js';
 import { PACKAGE_VERSION } from '../util/index.js';
-import { ApprovalAsker } from './approval.js';
 import { selectTools } from './define-tool.js';
 import { Gatekeeper } from './guard.js';
 import { registerResources } from './resources.js';
 import type { Services } from './services.js';
 import { registerTaskMethods } from './task-methods.js';
-import { readTaskParams, TASKS_EXTENSION } from './tasks.js';
+import { currentTaskRun, readTaskParams, TASKS_EXTENSION } from './tasks.js';
 import { registerExecuteCode } from './tools/execute-code.js';
 import { registerExecuteCommand } from './tools/execute-command.js';
 import { registerFileTools } from './tools/files.js';
@@ -93,7 +93,7 @@ export function createServer(services: Services): McpServer {
   selectTools(server, config.codemode.tools, config.codemode.compact);
   const gate = new Gatekeeper(
     services,
-    new ApprovalAsker(server, config.gate.approvalTimeoutMs, services.approvalKey),
+    new ApprovalAsker(server, config.gate.approvalTimeoutMs, services.approvalKey, currentTaskRun),
     services.trusted,
   );
   if (config.gate.enabled) registerExecuteCode(server, services, gate);

@@ -1,4 +1,5 @@
 import { basename, join } from 'node:path';
+import { type ApprovalQueue, PendingApprovals } from '../approvals/index.js';
 import { type AuditLog, AuditTrail, KEY_FILE, PgAuditTrail } from '../audit/index.js';
 import { type Bridge, loadMcpConfig, McpBridge } from '../bridge/index.js';
 import { type Config, globalPackageDirs, runRoots } from '../config/index.js';
@@ -36,9 +37,7 @@ import { deriveKey, loadApprovalKey, Postgres, replicaId } from '../store/index.
 import { PgTaskStore, Tasks } from '../tasks/index.js';
 import type { Tracing } from '../traces/index.js';
 import { currentPrincipal, log } from '../util/index.js';
-import type { ApprovalQueue } from './approval-queue.js';
 import type { RunFeed } from './feed.js';
-import { PendingApprovals } from './pending-approvals.js';
 import { RunSlots } from './slots.js';
 
 /**

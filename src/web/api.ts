@@ -1,8 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Decision } from '../approvals/index.js';
 import { CodexecError } from '../errors/index.js';
 import { searchFiltersSchema } from '../logs/index.js';
 import type { DashboardDeps } from '../server/http/index.js';
-import { type Decision, healthReport } from '../server/index.js';
+import { healthReport } from '../server/index.js';
 import type { SessionInfo } from '../sessions/index.js';
 import { asPrincipal, log } from '../util/index.js';
 import { recentAudit, verifyTrail } from './audit.js';

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { ApprovalEvent, ApprovalQueue, FeedEvent, RunFeed } from '../server/index.js';
+import type { ApprovalEvent, ApprovalQueue } from '../approvals/index.js';
+import type { FeedEvent, RunFeed } from '../server/index.js';
 
 /** A watcher further behind than this is cut off; its page reconnects and starts from a snapshot. */
 const MAX_BUFFERED_BYTES = 1_000_000;

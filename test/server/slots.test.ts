@@ -1,7 +1,7 @@
 // RunSlots alone (no server): first come, first served; a slot handed straight to the next in
 // line; the queue's bound, its wait, a cancel and the server's stop each refuse with LIMIT_REACHED.
 import { describe, expect, it } from 'vitest';
-import { PendingApprovals } from '../../src/server/pending-approvals.js';
+import { PendingApprovals } from '../../src/approvals/index.js';
 import { type Release, RunSlots } from '../../src/server/slots.js';
 
 const slots = (running: number, queued = 10, waitMs = 10_000) => new RunSlots({ running, queued, waitMs });

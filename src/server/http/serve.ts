@@ -1,13 +1,12 @@
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createMcpHandler } from '@modelcontextprotocol/server';
+import { ApprovalQueue, SharedApprovals } from '../../approvals/index.js';
 import type { Config } from '../../config/index.js';
 import { ConfigError } from '../../errors/index.js';
 import { loadMetrics, type PrometheusMetrics, setQuotaSink } from '../../metrics/index.js';
 import { startTracing } from '../../traces/index.js';
 import { asPrincipal, log } from '../../util/index.js';
-import { ApprovalQueue } from '../approval-queue.js';
-import { SharedApprovals } from '../approval-share.js';
 import { RunFeed } from '../feed.js';
 import { createServer, VERSION } from '../server.js';
 import { closeRecords, createServices, type Services, stopWork } from '../services.js';

@@ -23,7 +23,7 @@ export interface Run {
   output: string;
 }
 
-/** An approval waiting for the dashboard (src/server/approval-queue.ts QueuedApproval). */
+/** An approval waiting for the dashboard (src/approvals/dashboard.ts QueuedApproval). */
 export interface Approval {
   id: string;
   principal: string;

@@ -1,43 +1,15 @@
 import { createHash } from 'node:crypto';
-import { isIP } from 'node:net';
 import {
   CLIENT_CAPABILITIES_META_KEY,
   type ClientCapabilities,
   createRequestStateCodec,
-  type ElicitRequestFormParams,
-  type InputRequiredResult,
   inputRequired,
   inputResponse,
   type McpServer,
   type ServerContext,
 } from '@modelcontextprotocol/server';
-import { z } from 'zod';
 import type { TaskRun } from '../tasks/index.js';
-import { currentTaskRun } from './tasks.js';
-
-export const DECISIONS = ['approve', 'deny', 'approve_trust_session'] as const;
-export type Decision = (typeof DECISIONS)[number];
-
-/** What the person approving sees. */
-export interface ApprovalForm {
-  readonly tool: string;
-  readonly language: string;
-  readonly sessionId: string | null;
-  readonly code: string;
-  /** Code mode: what else the run may do (call these tools, ask the model). */
-  readonly powers?: string | undefined;
-  /** Why this run asks (every run asks, or the rule that asked). */
-  readonly reason: string;
-}
-
-export type Answer =
-  | { readonly kind: 'decided'; readonly decision: Exclude<Decision, 'deny'> }
-  | { readonly kind: 'refused'; readonly why: string }
-  /** 2026 era: return this from the handler; the client asks and retries the call. */
-  | { readonly kind: 'pending'; readonly result: InputRequiredResult };
-
-/** An answer read from the client (not the 2026-era "ask first" result). */
-export type Reply = Exclude<Answer, { readonly kind: 'pending' }>;
+import { type Answer, type ApprovalForm, paramsOf, type Question, type Reply, read } from './question.js';
 
 /** How the client can be asked from where a question arises (ApprovalAsker.channel). */
 export type ClientChannel =
@@ -48,8 +20,6 @@ export type ClientChannel =
   | { readonly kind: 'retry'; ask(form: ApprovalForm): Promise<Answer> };
 
 const KEY = 'approval';
-const MAX_SHOWN_CHARS = 8000;
-const answerSchema = z.object({ decision: z.enum(DECISIONS) });
 interface Ticket {
   /** Fingerprint of what was shown, so an answer approves exactly that code. */
   readonly f: string;
@@ -74,11 +44,14 @@ export class ApprovalAsker {
   /**
    * `ticketKey` is the server process's (Services): over HTTP every request gets a server of its
    * own, and the retry that carries the answer must verify a ticket another one minted.
+   * `currentTask`: the task the caller runs in, if any (the server's tasks keep it), which a
+   * 2026-era question is asked through.
    */
   constructor(
     private readonly server: McpServer,
     private readonly timeoutMs: number,
     ticketKey: Uint8Array,
+    readonly currentTask: () => TaskRun | undefined,
   ) {
     this.tickets = createRequestStateCodec<Ticket>({ key: ticketKey, ttlSeconds: 24 * 3600 });
   }
@@ -110,7 +83,7 @@ export class ApprovalAsker {
     if (why) return { kind: 'none', why };
     if (!this.modernRequest(ctx))
       return { kind: 'wait', ask: (question, withdraw) => this.askNow(ctx, question, withdraw) };
-    const task = currentTaskRun();
+    const task = this.currentTask();
     if (task) return { kind: 'wait', ask: (question, withdraw) => this.askInTask(task, question, withdraw) };
     if (kind === 'host')
       return { kind: 'none', why: 'a 2026-era call cannot be paused mid-run to ask (a task can)' };
@@ -135,7 +108,7 @@ export class ApprovalAsker {
    * carries the answer and our ticket.
    */
   private async askByRetry(ctx: ServerContext, form: ApprovalForm): Promise<Answer> {
-    const params = formParams(form);
+    const params = paramsOf({ kind: 'run', form });
     // Only the 2026 era's ticket binds the answer to the code (a hash of all of it: ~2 ms a MB).
     const fingerprint = fingerprintOf(form);
     const response = inputResponse(ctx.mcpReq.inputResponses, KEY);
@@ -216,83 +189,10 @@ export class ApprovalAsker {
   }
 }
 
-function read(action: string, content: Record<string, unknown> | undefined): Reply {
-  if (action === 'decline') return { kind: 'refused', why: 'the client declined the approval request' };
-  if (action !== 'accept') return { kind: 'refused', why: 'the approval request was cancelled' };
-  const parsed = answerSchema.safeParse(content ?? {});
-  if (!parsed.success) return { kind: 'refused', why: 'the answer had no valid decision' };
-  if (parsed.data.decision === 'deny') return { kind: 'refused', why: 'denied by the user' };
-  return { kind: 'decided', decision: parsed.data.decision };
-}
-
+/** The fingerprint a ticket carries: a hash of everything the form showed. */
 function fingerprintOf(form: ApprovalForm): string {
   const shown = JSON.stringify([form.tool, form.language, form.sessionId, form.code, form.powers ?? null]);
   return createHash('sha256').update(shown).digest('base64url');
-}
-
-function formParams(form: ApprovalForm): ElicitRequestFormParams {
-  const shown =
-    form.code.length > MAX_SHOWN_CHARS
-      ? `${form.code.slice(0, MAX_SHOWN_CHARS)}\n[... ${form.code.length - MAX_SHOWN_CHARS} more characters ...]`
-      : form.code;
-  const trust = form.sessionId
-    ? `trust session ${form.sessionId} from now on`
-    : `trust ${form.tool} with ${form.language} on this connection from now on`;
-  return {
-    mode: 'form',
-    message:
-      `codexec asks to run ${form.language} code.\n` +
-      `Tool: ${form.tool}\nLanguage: ${form.language}\nSession: ${form.sessionId ?? 'none (one-shot)'}\n` +
-      (form.powers ? `The code may also: ${form.powers}\n` : '') +
-      `Why you are asked: ${form.reason}\n\n${shown}`,
-    requestedSchema: decisionSchema(
-      `approve: run it once; deny: do not run it; approve_trust_session: run it and ${trust}`,
-    ),
-  };
-}
-
-/** The form's one field: a decision among DECISIONS, each explained. */
-function decisionSchema(description: string): ElicitRequestFormParams['requestedSchema'] {
-  return {
-    type: 'object',
-    properties: { decision: { type: 'string', title: 'Decision', description, enum: [...DECISIONS] } },
-    required: ['decision'],
-  };
-}
-
-/** What is asked: may this code run, or may the running code connect to a host off the allowlist. */
-export type Question =
-  | { readonly kind: 'run'; readonly form: ApprovalForm }
-  | { readonly kind: 'host'; readonly form: HostForm };
-
-function paramsOf(question: Question): ElicitRequestFormParams {
-  return question.kind === 'run' ? formParams(question.form) : hostFormParams(question.form);
-}
-
-/** What the person approving a connection sees: the host a running program asks for. */
-export interface HostForm {
-  readonly tool: string;
-  readonly sessionId: string | null;
-  readonly host: string;
-  readonly port: number;
-}
-
-function hostFormParams(form: HostForm): ElicitRequestFormParams {
-  const target = `${form.host}:${form.port}`;
-  const trust = form.sessionId
-    ? `allow ${target} in session ${form.sessionId} from now on`
-    : `allow ${target} on this connection from now on`;
-  return {
-    mode: 'form',
-    message:
-      `Code running in ${form.tool}${form.sessionId ? ` (session ${form.sessionId})` : ''} asks to connect ` +
-      `to ${target}, which is not on the server's allowed list (CODEXEC_ALLOWED_DOMAINS).` +
-      // No DNS answer may point an approved name inward (ask is before resolution).
-      (isIP(form.host) === 0 ? ' Approved, the name reaches public addresses only.' : ''),
-    requestedSchema: decisionSchema(
-      `approve: allow it for this run; deny: refuse it; approve_trust_session: ${trust}`,
-    ),
-  };
 }
 
 /** Whether a request is of the 2026-07-28 era (per-request envelope), not a 2025-era connection's. */

@@ -1,7 +1,7 @@
-// The dashboard's approval queue on its own (src/server/approval-queue.ts): an answer, the
+// The dashboard's approval queue on its own (src/approvals/dashboard.ts): an answer, the
 // timeout, a withdrawal, and who may see and decide what; every change told to its watchers.
 import { describe, expect, it } from 'vitest';
-import { type ApprovalEvent, ApprovalQueue } from '../../src/server/index.js';
+import { type ApprovalEvent, ApprovalQueue } from '../../src/approvals/index.js';
 
 const form = (code: string) =>
   ({

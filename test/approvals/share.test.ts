@@ -1,8 +1,7 @@
-// The dashboard's approval queue across replicas (src/server/approval-share.ts) on a real
+// The dashboard's approval queue across replicas (src/approvals/share.ts) on a real
 // PostgreSQL: two queues with two replica ids on one database, as two replicas would be.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SharedApprovals } from '../../src/server/approval-share.js';
-import { type ApprovalEvent, ApprovalQueue } from '../../src/server/index.js';
+import { type ApprovalEvent, ApprovalQueue, SharedApprovals } from '../../src/approvals/index.js';
 import { Postgres } from '../../src/store/index.js';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
 

@@ -1,14 +1,14 @@
 import { z } from 'zod';
 import { DEAD_AFTER_MS, migrateReplicas, NOW_MS, type Postgres, replicaId } from '../store/index.js';
 import { log } from '../util/index.js';
-import { DECISIONS, type Decision } from './approval.js';
 import {
   type ApprovalEvent,
   type ApprovalPeers,
   type ApprovalQueue,
   ownCall,
   type QueuedApproval,
-} from './approval-queue.js';
+} from './dashboard.js';
+import { DECISIONS, type Decision } from './question.js';
 
 const MIGRATIONS = [
   `CREATE TABLE codexec_approvals (

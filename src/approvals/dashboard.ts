@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { CodexecError } from '../errors/index.js';
-import type { Decision, Question, Reply } from './approval.js';
+import type { Decision, Question, Reply } from './question.js';
 
 /** Code shown on a card: the approval form's bound (the elicitation message shows as much). */
 const MAX_CODE_CHARS = 8000;
@@ -47,7 +47,7 @@ interface Waiting {
 }
 
 /**
- * Approvals waiting on other replicas (CODEXEC_STORE=postgres: approval-share.ts): the queue
+ * Approvals waiting on other replicas (CODEXEC_STORE=postgres: share.ts): the queue
  * lists them beside its own and sends a decision on one to its owner.
  */
 export interface ApprovalPeers {

@@ -2,9 +2,10 @@ import type { InputRequiredResult } from '@modelcontextprotocol/server';
 import type { Approver } from '../config/index.js';
 import type { Metrics } from '../metrics/index.js';
 import { phase } from '../traces/index.js';
-import type { ClientChannel, Question, Reply } from './approval.js';
-import type { ApprovalQueue } from './approval-queue.js';
-import type { PendingApprovals } from './pending-approvals.js';
+import type { ClientChannel } from './client.js';
+import type { ApprovalQueue } from './dashboard.js';
+import type { PendingApprovals } from './pending.js';
+import type { Question, Reply } from './question.js';
 
 /** What became of a question: its answer and who gave it, the 2026-era "ask first", or nobody to ask. */
 export type Routed =

@@ -1,0 +1,106 @@
+import { isIP } from 'node:net';
+import type { ElicitRequestFormParams, InputRequiredResult } from '@modelcontextprotocol/server';
+import { z } from 'zod';
+
+export const DECISIONS = ['approve', 'deny', 'approve_trust_session'] as const;
+export type Decision = (typeof DECISIONS)[number];
+
+/** What the person approving sees. */
+export interface ApprovalForm {
+  readonly tool: string;
+  readonly language: string;
+  readonly sessionId: string | null;
+  readonly code: string;
+  /** Code mode: what else the run may do (call these tools, ask the model). */
+  readonly powers?: string | undefined;
+  /** Why this run asks (every run asks, or the rule that asked). */
+  readonly reason: string;
+}
+
+export type Answer =
+  | { readonly kind: 'decided'; readonly decision: Exclude<Decision, 'deny'> }
+  | { readonly kind: 'refused'; readonly why: string }
+  /** 2026 era: return this from the handler; the client asks and retries the call. */
+  | { readonly kind: 'pending'; readonly result: InputRequiredResult };
+
+/** An answer read from the client (not the 2026-era "ask first" result). */
+export type Reply = Exclude<Answer, { readonly kind: 'pending' }>;
+
+const MAX_SHOWN_CHARS = 8000;
+const answerSchema = z.object({ decision: z.enum(DECISIONS) });
+
+/** What is asked: may this code run, or may the running code connect to a host off the allowlist. */
+export type Question =
+  | { readonly kind: 'run'; readonly form: ApprovalForm }
+  | { readonly kind: 'host'; readonly form: HostForm };
+
+/** What the person approving a connection sees: the host a running program asks for. */
+export interface HostForm {
+  readonly tool: string;
+  readonly sessionId: string | null;
+  readonly host: string;
+  readonly port: number;
+}
+
+function hostFormParams(form: HostForm): ElicitRequestFormParams {
+  const target = `${form.host}:${form.port}`;
+  const trust = form.sessionId
+    ? `allow ${target} in session ${form.sessionId} from now on`
+    : `allow ${target} on this connection from now on`;
+  return {
+    mode: 'form',
+    message:
+      `Code running in ${form.tool}${form.sessionId ? ` (session ${form.sessionId})` : ''} asks to connect ` +
+      `to ${target}, which is not on the server's allowed list (CODEXEC_ALLOWED_DOMAINS).` +
+      // No DNS answer may point an approved name inward (ask is before resolution).
+      (isIP(form.host) === 0 ? ' Approved, the name reaches public addresses only.' : ''),
+    requestedSchema: decisionSchema(
+      `approve: allow it for this run; deny: refuse it; approve_trust_session: ${trust}`,
+    ),
+  };
+}
+
+/** The decision an elicitation's result carries, as a reply (anything but an approval refuses). */
+export function read(action: string, content: Record<string, unknown> | undefined): Reply {
+  if (action === 'decline') return { kind: 'refused', why: 'the client declined the approval request' };
+  if (action !== 'accept') return { kind: 'refused', why: 'the approval request was cancelled' };
+  const parsed = answerSchema.safeParse(content ?? {});
+  if (!parsed.success) return { kind: 'refused', why: 'the answer had no valid decision' };
+  if (parsed.data.decision === 'deny') return { kind: 'refused', why: 'denied by the user' };
+  return { kind: 'decided', decision: parsed.data.decision };
+}
+
+/** The elicitation form that asks `question`. */
+export function paramsOf(question: Question): ElicitRequestFormParams {
+  return question.kind === 'run' ? formParams(question.form) : hostFormParams(question.form);
+}
+
+function formParams(form: ApprovalForm): ElicitRequestFormParams {
+  const shown =
+    form.code.length > MAX_SHOWN_CHARS
+      ? `${form.code.slice(0, MAX_SHOWN_CHARS)}\n[... ${form.code.length - MAX_SHOWN_CHARS} more characters ...]`
+      : form.code;
+  const trust = form.sessionId
+    ? `trust session ${form.sessionId} from now on`
+    : `trust ${form.tool} with ${form.language} on this connection from now on`;
+  return {
+    mode: 'form',
+    message:
+      `codexec asks to run ${form.language} code.\n` +
+      `Tool: ${form.tool}\nLanguage: ${form.language}\nSession: ${form.sessionId ?? 'none (one-shot)'}\n` +
+      (form.powers ? `The code may also: ${form.powers}\n` : '') +
+      `Why you are asked: ${form.reason}\n\n${shown}`,
+    requestedSchema: decisionSchema(
+      `approve: run it once; deny: do not run it; approve_trust_session: run it and ${trust}`,
+    ),
+  };
+}
+
+/** The form's one field: a decision among DECISIONS, each explained. */
+function decisionSchema(description: string): ElicitRequestFormParams['requestedSchema'] {
+  return {
+    type: 'object',
+    properties: { decision: { type: 'string', title: 'Decision', description, enum: [...DECISIONS] } },
+    required: ['decision'],
+  };
+}
