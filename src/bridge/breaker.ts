@@ -1,4 +1,4 @@
-// A circuit breaker per downstream server (DESIGN §8): after `threshold` failures in a row the
+// A circuit breaker per downstream server: after `threshold` failures in a row the
 // circuit opens and calls fail at once for `openMs`; then one call may try (half-open): success
 // closes it, failure opens it again. A dead server costs the code one clear error, not a timeout
 // per call.

@@ -5,7 +5,7 @@ import { log } from '../util/index.js';
 import type { DownstreamSpec } from './config.js';
 import type { ToolInfo } from './types.js';
 
-// The tools each downstream server listed, kept on disk (DESIGN §8: LRU, 24 h, stale on error): a
+// The tools each downstream server listed, kept on disk (LRU, 24 h, served stale when a server is down): a
 // restarted codexec answers discovery without starting or reaching any server, and a server that is
 // down is still described by what it listed last. An entry belongs to the server's exact spec
 // (command, args, url…), so a changed config never serves another server's tools.

@@ -1,4 +1,4 @@
-// Code mode's bridge to downstream MCP servers (DESIGN §8 "Code mode").
+// Code mode's bridge to downstream MCP servers: sandboxed code calls their tools through it.
 export { BREAKER_DEFAULTS, type BreakerOptions, CircuitBreaker } from './breaker.js';
 export { McpBridge, type McpBridgeOptions, qualifiedName } from './bridge.js';
 export { SchemaCache } from './cache.js';

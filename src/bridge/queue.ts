@@ -1,6 +1,6 @@
 import { BridgeError } from './errors.js';
 
-// The bridge's bounded queue (DESIGN §8: 100 calls running, 200 waiting, 30 s): however many runs
+// The bridge's bounded queue (100 calls running, 200 waiting, 30 s each): however many runs
 // call at once, downstream servers see a bounded load, and a call that cannot get a turn fails
 // with a clear error instead of waiting past its run.
 

@@ -1,6 +1,6 @@
 import type { ToolCallCount, ToolCallLog, ToolCallRecord } from './types.js';
 
-// The record of a run's tool calls (DESIGN §9 "Bounds on everything a caller can grow"): the
+// The record of a run's tool calls, bounded like everything a caller can grow: the
 // first `max` in full, then only counts per tool and outcome. A loop of 139,312 calls once made a
 // 44 MB result (past the SDK client's 10 MiB line), 21 MB log and audit lines and a 10 s stall.
 

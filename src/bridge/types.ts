@@ -1,5 +1,5 @@
 /**
- * Code mode's seam (DESIGN §8 "Code mode"): the bridge to downstream MCP servers, as the sandbox
+ * Code mode's seam: the bridge to downstream MCP servers, as the sandbox
  * channel sees it. `src/bridge/` implements it (downstream clients, allowlists, discovery, cache,
  * breaker, rate limit, queue); `src/codemode/` carries calls from sandboxed code to it.
  */

@@ -2,7 +2,7 @@ import type { ServerContext } from '@modelcontextprotocol/server';
 import { BridgeError } from '../bridge/index.js';
 import type { SecretsFilter } from '../policy/index.js';
 
-// llm.ask / llm.think (DESIGN §8): sandboxed code asks the client's model through MCP sampling,
+// llm.ask / llm.think: sandboxed code asks the client's model through MCP sampling,
 // within the run's rounds and tokens, with the secrets filter on what goes out and what comes back.
 // Only a 2025-era connection can be asked while a call runs: the 2026-07-28 revision has no
 // server-to-client request during a call (input_required would end the run's call first).

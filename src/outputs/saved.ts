@@ -43,7 +43,7 @@ export function savedBytes(saved: OutputSaved): number {
 }
 
 /**
- * Output past the truncation cap, kept for paging (DESIGN §9 "Long work and interaction"):
+ * Output past the truncation cap, kept for paging:
  * `$CODEXEC_HOME/output/<principal folder>/<execution_id>.stdout|.stderr`, 0600 in 0700
  * directories. The principal's folder is the ownership check of last resort (another principal
  * looks in its own); callers check the execution log first, so both say "not found" alike.

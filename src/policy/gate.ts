@@ -48,7 +48,7 @@ export async function prepareDecision(request: GateRequest): Promise<void> {
 /**
  * The one decision before anything is created: is the runtime allowed, what do the rules say,
  * does the run need the client's approval. Pure (after prepareDecision): asking and trust live in the server layer,
- * which has the connection. `auto` never asks (ADR 036 `autoApprove: true`), so there an `ask`
+ * which has the connection. `auto` never asks (it approves every run), so there an `ask`
  * rule only names itself in the audit; `risky` asks exactly for those; `ask` asks for every run
  * an `allow` rule does not wave through. A `deny` rule refuses in every mode.
  */
@@ -87,8 +87,8 @@ export function decide(request: GateRequest, policy: GatePolicy): GateDecision {
 }
 
 /**
- * write_file runs nothing, but changes what code will see (a planted `statistics.py` inside an
- * approved cell, issue #30): it asks as code does — every write under `ask`, one whose content a
+ * write_file runs nothing, but changes what code will see (a planted `statistics.py` imported by
+ * an approved cell): it asks as code does — every write under `ask`, one whose content a
  * rule flags (any action but allow) under `risky` — and is never refused by a rule.
  */
 function decideWrite(request: GateRequest, policy: GatePolicy): GateDecision {

@@ -4,7 +4,7 @@ import { transpileTypeScript } from './typescript.js';
 export const LANGUAGES = ['python', 'node', 'typescript', 'bash'] as const;
 export type Language = (typeof LANGUAGES)[number];
 
-/** Other names a caller may give a language (ADR 036); results always carry the language's own. */
+/** Other names a caller may give a language (`py`, `nodejs`, …); results always carry the language's own. */
 export const LANGUAGE_ALIASES = {
   py: 'python',
   nodejs: 'node',

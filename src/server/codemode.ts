@@ -5,7 +5,7 @@ import type { BridgeRun } from '../bridge/index.js';
 import { createSampler, type Sampler } from '../codemode/index.js';
 import type { Services } from './services.js';
 
-/** The code-mode inputs of a tool that runs code (DESIGN §8 "Code mode"). */
+/** The code-mode inputs of a tool that runs code: which other MCP servers' tools its code may call. */
 export const codeModeInput = {
   allowed_tools: z
     .array(z.string().min(1).max(512))

@@ -1,4 +1,4 @@
-// The egress allowlist's fields of the tools that run code (DESIGN §9 "Network egress allowlist").
+// The egress allowlist's fields of the tools that run code.
 import { z } from 'zod';
 import type { Config } from '../config/index.js';
 

@@ -19,7 +19,7 @@ import { readSavedWhole } from './saved-output.js';
 import type { Services } from './services.js';
 import { maskedText, readConfined } from './tools/files.js';
 
-// Files in codexec's workspaces as MCP resources (DESIGN §8 "Rich output and files"). Each result's
+// Files in codexec's workspaces as MCP resources. Each result's
 // artifacts come back as resource_link blocks; resources/read serves them and any other file of
 // those workspaces, confined exactly as read_file (one function: tools/files.ts readConfined):
 //   codexec://exec/<execution_id>/<path>   the working directory of that run, send or command

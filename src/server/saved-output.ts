@@ -1,4 +1,4 @@
-// Output past the truncation cap (DESIGN §9 "Long work and interaction"): the `output_saved`
+// Output past the truncation cap: the `output_saved`
 // field of the results that run code, and reading it back — read_file {execution_id, path} pages
 // it, resources/read of codexec://exec/<id>/stdout returns it whole. Only the principal that ran
 // the execution finds it: the execution log is asked first (history.get), so another principal's

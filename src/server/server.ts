@@ -30,8 +30,8 @@ const NAMES: Record<string, string> = {
 };
 
 /**
- * What the model is told at initialize / discovery (ADR 036 "Soul integration", MassGen's result
- * guidance): what it can do, when to, and to say what ran. Kept short: clients put it in context.
+ * What the model is told at initialize / discovery: what it can do, when to, and to say what ran.
+ * Kept short: clients put it in context.
  */
 export function instructions(config: Config): string {
   if (!config.gate.enabled) {

@@ -1,6 +1,6 @@
 // Paths under a workspace, reached without following a symlink and without leaving it, whatever
-// code running beside the server renames or swaps meanwhile (DESIGN §9 "Edges safe for many
-// principals"). Node has no openat(2): the kernel's `/proc/self/fd/<fd>/<name>` gives the same
+// code running beside the server renames or swaps meanwhile (so no caller reaches
+// outside what it was given). Node has no openat(2): the kernel's `/proc/self/fd/<fd>/<name>` gives the same
 // lookup. It starts at the very directory the fd holds (a rename of any path above it changes
 // nothing) and looks up one name; O_NOFOLLOW refuses a symlink there, O_DIRECTORY anything but a
 // directory. One name at a time, never "..": RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS by hand.
