@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { from, fromContext, resolveLayout, setting, settingsOf } from '../../src/config/settings/define.js';
+import {
+  from,
+  fromContext,
+  joinLayouts,
+  resolveLayout,
+  setting,
+  settingsOf,
+} from '../../src/config/settings/define.js';
 
 const context = { home: '/home/u', root: '/home/u/.codexec', runs: '/home/u/.codexec' };
 
@@ -24,6 +31,13 @@ describe('a settings layout', () => {
     expect(() => settingsOf({ a: setting('X_A', z.string()), b: setting('X_A', z.string()) })).toThrow(
       /setting X_A is declared twice/,
     );
+  });
+
+  it('refuses a Config field two subjects both lay out', () => {
+    expect(() => joinLayouts({ limit }, { other: total }, { limit: total })).toThrow(
+      /Config field limit is laid out twice/,
+    );
+    expect(Object.keys(joinLayouts({ limit }, { other: total }))).toEqual(['limit', 'other']);
   });
 
   it('fills the layout, deriving fields from settings and leaving absent values out', () => {

@@ -115,6 +115,19 @@ export type SettingsOf<T extends Layout> = string extends keyof SettingsIn<T>
   ? never
   : Simplify<SettingsIn<T>>;
 
+/** One layout of several subjects' parts; a field two parts both define is a mistake, refused. */
+export function joinLayouts<const Parts extends readonly Layout[]>(
+  ...parts: Parts
+): Simplify<UnionToIntersection<Parts[number]>> {
+  const joined: Record<string, Layout[string]> = {};
+  for (const part of parts)
+    for (const [field, node] of Object.entries(part)) {
+      if (field in joined) throw new Error(`Config field ${field} is laid out twice`);
+      joined[field] = node;
+    }
+  return joined as Simplify<UnionToIntersection<Parts[number]>>;
+}
+
 /** Every setting of `layout`, by variable, in the order the layout reaches them. */
 export function settingsOf(layout: Layout): Map<string, Setting> {
   const found = new Map<string, Setting>();

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { codemode } from './codemode.js';
 import {
   type Context,
-  type Layout,
+  joinLayouts,
   resolveLayout,
   type SettingsOf,
   type Shape,
@@ -22,16 +22,7 @@ export type { Context } from './define.js';
 export { APPROVAL_MODES, type ApprovalMode, type Approver, RUNTIME_NAMES } from './policy.js';
 export { SANDBOX_MODES, type SandboxMode } from './sandbox.js';
 
-const layout = {
-  ...home,
-  ...runLimits,
-  ...kept,
-  ...capacity,
-  ...sandbox,
-  ...policy,
-  ...codemode,
-  ...http,
-} satisfies Layout;
+const layout = joinLayouts(home, runLimits, kept, capacity, sandbox, policy, codemode, http);
 
 /** The resolved configuration every module reads. Paths are absolute. */
 export type Config = Shape<typeof layout>;
