@@ -1,5 +1,5 @@
 import { ConfigError } from '../errors/index.js';
-import type { Settings } from './schema.js';
+import type { Settings } from './settings/index.js';
 
 // Settings that constrain each other. A value someone set (env or config.json) wins over a
 // default: a default that conflicts with it moves to fit, with a warning, because a user who

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { LOCAL_PRINCIPAL, principalFolder } from '../util/index.js';
-import type { Config } from './load.js';
+import type { Config } from './settings/index.js';
 
 /** Where a root server whose default home its sandbox user cannot reach keeps its runs (runHome). */
 export const SHARED_RUN_BASE = '/var/lib/codexec';
@@ -36,7 +36,7 @@ function othersMaySearchAbove(path: string): boolean {
 }
 
 /**
- * execute_command's persistent workspace of `principal` (DESIGN §9): the local principal (stdio,
+ * execute_command's persistent workspace of `principal`: the local principal (stdio,
  * the CLI) keeps CODEXEC_WORKSPACE; every other one has its own in `$CODEXEC_HOME/principals/`,
  * beside (never inside) the local one, so no principal's workspace holds another's.
  */

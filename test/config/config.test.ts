@@ -90,6 +90,24 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ CODEXEC_HOME: home, ...env })).toThrow(message);
   });
 
+  it('parses every boolean setting one way: true/false or 1/0 in env, a JSON boolean in config.json', () => {
+    home = tempDir();
+    const flags = (env: Record<string, string>) => {
+      const config = loadConfig({ CODEXEC_HOME: home, ...env });
+      return [config.secrets.redact, config.gate.enabled, config.http.metricsPublic];
+    };
+    expect(flags({})).toEqual([true, true, false]);
+    const off = { CODEXEC_REDACT_SECRETS: '0', CODEXEC_ENABLED: 'false', CODEXEC_METRICS_PUBLIC: '1' };
+    expect(flags(off)).toEqual([false, false, true]);
+    writeFileSync(
+      join(home, 'config.json'),
+      JSON.stringify({ CODEXEC_REDACT_SECRETS: false, CODEXEC_ENABLED: true, CODEXEC_METRICS_PUBLIC: true }),
+    );
+    expect(flags({})).toEqual([false, true, true]);
+    for (const name of ['CODEXEC_REDACT_SECRETS', 'CODEXEC_ENABLED', 'CODEXEC_METRICS_PUBLIC'])
+      expect(() => loadConfig({ CODEXEC_HOME: home, [name]: 'yes' })).toThrow(new RegExp(`^${name}: `));
+  });
+
   it('rejects a config file with an unknown setting or bad JSON', () => {
     home = tempDir();
     mkdirSync(home, { recursive: true });
