@@ -3,7 +3,7 @@ import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { baseEnv, CLI, callTool, startServer, type TestServer, tempDir } from '../helpers/server.js';
 
-// Issue #17: CODEXEC_MAX_TIMEOUT_MS=2000 alone used to stop start-up with exit 2.
+// A regression: CODEXEC_MAX_TIMEOUT_MS=2000 alone used to stop start-up with exit 2.
 
 describe('codexec serve with CODEXEC_MAX_TIMEOUT_MS=2000 alone', () => {
   let server: TestServer;

@@ -1,4 +1,4 @@
-// Disk bounds (issue #37): a workspace past CODEXEC_MAX_WORKSPACE_MB has its run or session
+// Disk bounds: a workspace past CODEXEC_MAX_WORKSPACE_MB has its run or session
 // killed with limit "disk"; a principal whose workspaces hold CODEXEC_MAX_PRINCIPAL_DISK_MB is
 // refused new runs and sessions (LIMIT_REACHED). Real server, real bubblewrap, real files.
 import { rmSync, writeFileSync } from 'node:fs';

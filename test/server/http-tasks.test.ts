@@ -1,4 +1,4 @@
-// MCP Tasks over serve --http (DESIGN §9 "Long work and interaction"): a task outlives the HTTP
+// MCP Tasks over serve --http: a task outlives the HTTP
 // exchange (and TCP connection) that made it, any later connection of its principal polls and
 // cancels it, and another principal is told it does not exist (nor can it answer its approval).
 import { rmSync, writeFileSync } from 'node:fs';

@@ -1,4 +1,4 @@
-// Approval inside a 2026-07-28 task (DESIGN §9: "approval inside a task is input_required"): the
+// Approval inside a 2026-07-28 task (the task waits in input_required): the
 // call is answered at once with a task that asks the approval form (tasks/get's inputRequests);
 // tasks/update answers it. Approved, the task completes with the run's result; refused (deny,
 // decline, cancel, no answer in time), with the APPROVAL_DENIED result a plain call gets, nothing

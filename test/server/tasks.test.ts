@@ -1,4 +1,4 @@
-// MCP Tasks (DESIGN §9 "Long work and interaction") over stdio, the 2026-07-28 extension (raw
+// MCP Tasks (long work that outlives a call and may ask for input) over stdio, the 2026-07-28 extension (raw
 // JSON-RPC: the SDK client rejects its handles) and the 2025-11-25 tasks (the SDK client): a call
 // that asks is answered at once with a task; tasks/get shows the output so far, then the very
 // result the call would have had; tasks/cancel kills the run; a task left working by a killed

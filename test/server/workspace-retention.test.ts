@@ -1,4 +1,4 @@
-// Kept workspaces are swept (issue #37): soon after start-up a server removes run workspaces past
+// Kept workspaces are swept (so disks do not fill): soon after start-up a server removes run workspaces past
 // CODEXEC_WORKSPACE_RETENTION_HOURS and a dead server's leftovers, never a live session's or a
 // running run's, and never what a symbolic link in a workspace points to.
 import {

@@ -1,4 +1,4 @@
-// Traces (DESIGN §9 "Operators"): with OTEL_EXPORTER_OTLP_ENDPOINT set, a span per tool call and
+// Traces: with OTEL_EXPORTER_OTLP_ENDPOINT set, a span per tool call and
 // its run's phases reach an OTLP/HTTP receiver (here a loopback one), from stdio and HTTP servers
 // alike, flushed when the server stops.
 import { once } from 'node:events';
