@@ -32,7 +32,8 @@ export interface RawServer {
 
 export function startRawServer(env: Record<string, string> = {}): RawServer {
   const home = tempDir();
-  const proc = spawn(process.execPath, [CLI, 'serve'], { env: { ...baseEnv(home), ...env } });
+  // In its home, not the repository: podman's conmon leaves `oom` in the directory it inherits.
+  const proc = spawn(process.execPath, [CLI, 'serve'], { env: { ...baseEnv(home), ...env }, cwd: home });
   const received: unknown[] = [];
   const waiters = new Set<() => void>();
   let stdout = '';
