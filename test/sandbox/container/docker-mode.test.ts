@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RETENTION_FIRST_MS } from '../../../src/pool/retention.js';
 import { SWEEP_MIN_AGE_MS } from '../../../src/pool/sweep.js';
 import { eventually } from '../../helpers/eventually.js';
-import { warmReady } from '../../helpers/pool.js';
+import { warmReady } from '../../helpers/health.js';
 import { callTool, startServer, type TestServer } from '../../helpers/server.js';
 import { containersOf, ensureImage, RUNTIMES, runtimeOf, sessionContainersOf } from './engine.js';
 

@@ -8,7 +8,7 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../../helpers/eventually.js';
-import { warmReady } from '../../helpers/pool.js';
+import { warmReady } from '../../helpers/health.js';
 import { CLI, callTool, startServer, type TestServer, tempDir } from '../../helpers/server.js';
 
 const IMAGE = 'codexec-sandbox-dockerd-test';
