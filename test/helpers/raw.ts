@@ -126,7 +126,8 @@ export function startRawServer(env: Record<string, string> = {}): RawServer {
     },
     async close() {
       proc.stdin.end();
-      const timer = setTimeout(() => proc.kill('SIGKILL'), 10_000);
+      // A deadline, generous for a busy machine: a server that has not exited by then is killed.
+      const timer = setTimeout(() => proc.kill('SIGKILL'), 30_000);
       await exited;
       clearTimeout(timer);
       rmSync(home, { recursive: true, force: true });
