@@ -141,7 +141,7 @@ describe('serve --http: approval inside a task (CODEXEC_APPROVAL=ask)', () => {
       code: -32602,
       message: expect.stringContaining('not found'),
     });
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await new Promise((resolve) => setTimeout(resolve, 300)); // the time a wrong answer is given to land
     const still = await alice('tasks/get', { taskId });
     expect(still.result).toMatchObject({ status: 'input_required', inputRequests: { approval: {} } });
 

@@ -129,7 +129,7 @@ describe('approval inside a 2026-era task', () => {
     expect(cancelled.result).toMatchObject({ status: 'cancelled' });
     expect(cancelled.result?.inputRequests).toBeUndefined();
     await send('tasks/update', { taskId, inputResponses: { approval: APPROVE } });
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await new Promise((resolve) => setTimeout(resolve, 500)); // the time a wrong run is given to start
     expect((await send('tasks/get', { taskId })).result?.status).toBe('cancelled');
     expect((await written('cancelled.txt'))?.isError).toBe(true);
     expect(audit(server.home).filter((entry) => entry.input_code.includes('cancelled.txt'))).toMatchObject([
