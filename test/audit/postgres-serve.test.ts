@@ -1,4 +1,4 @@
-// Issue #35, end to end: two real `serve --http` replicas on one PostgreSQL database, each
+// The audit over replicas, end to end: two real `serve --http` replicas on one PostgreSQL database, each
 // running code for its clients, write one audit chain each (and no audit files); `codexec audit
 // verify` and the dashboard's verify (an admin's) show both chains intact, then name a tampered row.
 import { spawnSync } from 'node:child_process';

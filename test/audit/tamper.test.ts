@@ -1,4 +1,4 @@
-// Issue #30: `codexec audit verify` (the real CLI) catches tampering with the trail's tail — an
+// `codexec audit verify` (the real CLI) catches tampering with the trail's tail — an
 // entry edited with its sha256 recomputed, the last entry deleted or cut in half, a day file
 // gone, the anchor edited without the key — and passes an intact trail, a crash's leftovers and
 // what retention removed. The trails are written by the real AuditTrail (src), in this process

@@ -88,8 +88,7 @@ describe('the circuit breaker', () => {
       message: expect.stringContaining('circuit open'),
     });
     expect(startCount()).toBe(started); // refused without trying the server
-    await new Promise((resolve) => setTimeout(resolve, 700));
-    expect(bridge.health()[0]?.circuit).toBe('half-open');
+    await expect.poll(() => bridge.health()[0]?.circuit, { timeout: 10_000, interval: 50 }).toBe('half-open');
     rmSync(crash);
     await expect(calls.call('mcp__fx__echo', { text: 'back' })).resolves.toMatchObject({
       content: [{ type: 'text', text: 'back' }],

@@ -1,4 +1,4 @@
-// `codexec doctor` on the bounds of all runs together (issue #37): the totals where cgroups are
+// `codexec doctor` on the bounds of all runs together: the totals where cgroups are
 // writable, and that they are not enforced where they are not (a non-root server on cgroup v1).
 import { spawnSync } from 'node:child_process';
 import { chmodSync, rmSync } from 'node:fs';

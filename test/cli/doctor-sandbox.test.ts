@@ -1,4 +1,4 @@
-// `codexec doctor`'s sandbox lines (DESIGN.md §9): what auto will pick, whether namespaces can be
+// `codexec doctor`'s sandbox lines: what auto will pick, whether namespaces can be
 // made and if not why (cause and fix), and Landlock's ABI with the rules each ABI adds. The real
 // thing on this machine, and as root without CAP_SYS_ADMIN. Denied user namespaces and seccomp
 // filters are in test/sandbox/auto.test.ts, with the server they stop.

@@ -1,4 +1,4 @@
-// `codexec setup <client>` (DESIGN §8 "Rich output and files"): merges codexec into each client's
+// `codexec setup <client>`: merges codexec into each client's
 // config in a temp HOME — other servers, keys and comments kept, a .bak of the previous file,
 // nothing written the second time or on --dry-run — then starts the server exactly as written and
 // lists its tools.

@@ -1,4 +1,4 @@
-// `codexec wrappers` (issue #20): typed modules from the downstream servers' tool schemas. The
+// `codexec wrappers`: typed modules from the downstream servers' tool schemas. The
 // TypeScript ones type-check under --strict, the Python ones compile, and both work as they are in
 // a code-mode run against the real fixture server.
 import { execFileSync, spawnSync } from 'node:child_process';

@@ -1,4 +1,4 @@
-// Code mode (DESIGN §8): sandboxed code calls the tools of downstream MCP servers through codexec's
+// Code mode: sandboxed code calls the tools of downstream MCP servers through codexec's
 // bridge, over a Unix socket in its own workspace with a per-run token; the network stays off.
 // The downstream server is a real MCP server over stdio (test/fixtures/mcp/tools-server.mjs).
 import { spawn, spawnSync } from 'node:child_process';

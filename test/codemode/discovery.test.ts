@@ -1,4 +1,4 @@
-// Code mode's discovery in every run (DESIGN §9, issue #30): with downstream servers configured and
+// Code mode's discovery in every run: with downstream servers configured and
 // no allowed_tools, one-shot runs (warm ones too), sessions and saved scripts find and describe the
 // tools; calls stay refused, naming the tool and "not allowed". A server that is down at start is
 // named with its circuit's state, never as "no tool". No downstream server: nothing changes.

@@ -1,4 +1,4 @@
-// Bounded tool-call records (DESIGN §9 "Bounds", issue #37): a loop of refused calls once made
+// Bounded tool-call records: a loop of refused calls once made
 // 139,312 records, a 44 MB result the SDK client could not read, 21 MB log and audit lines and a
 // 10 s stall. Now a result, its log entry and its audit entry keep the first
 // CODEXEC_MAX_TOOL_CALL_RECORDS calls and count the rest; refused calls take slots of the rate

@@ -1,4 +1,4 @@
-// llm.ask / llm.think (DESIGN §8 "Code mode"): sandboxed code asks the client's model through MCP
+// llm.ask / llm.think (code mode): sandboxed code asks the client's model through MCP
 // sampling. A real SDK client over stdio declares sampling and answers sampling/createMessage; the
 // run's rounds and tokens are limited; the secrets filter masks what goes out and what comes back;
 // a client without sampling, and a 2026-era client (no server-to-client request during a call),

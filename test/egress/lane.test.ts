@@ -1,4 +1,4 @@
-// The egress proxy (issue #32): asking a person, and the lane itself: its socket, its bounds, its
+// The egress proxy: asking a person, and the lane itself: its socket, its bounds, its
 // close, and clients that misbehave.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';

@@ -1,4 +1,4 @@
-// Issue #32's acceptance: a real `npm install` in a sandboxed run (execute_command) goes through the
+// The allowlist's acceptance test: a real `npm install` in a sandboxed run (execute_command) goes through the
 // egress proxy to npm's registry when only the registry's host is listed, and is refused, named in
 // `network_denied`, when it is not. The registry is the one npm on this machine is configured with
 // (`npm config get registry`): no host is named here. It needs that registry reachable from the

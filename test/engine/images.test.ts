@@ -31,7 +31,7 @@ describe('collectImages', () => {
       writeFileSync(join(dir, 'a.png'), PNG);
       writeFileSync(join(dir, 'big.gif'), Buffer.concat([Buffer.from('GIF89a'), Buffer.alloc(100)]));
       writeFileSync(join(dir, 'jpeg.png'), Buffer.from([0xff, 0xd8, 0xff, 0xe0])); // bytes and name differ
-      // No link is followed, not even one within the dir (DESIGN §9: resolved beneath, no symlinks).
+      // No link is followed, not even one within the dir: paths resolve beneath it, with no symlinks.
       symlinkSync(join(dir, 'a.png'), join(dir, 'inside.png'));
       const got = await collectImages({
         workspace: dir,

@@ -22,6 +22,7 @@ export async function startHttp(
   const home = options.home ?? tempDir();
   const child = spawn(process.execPath, [CLI, 'serve', '--http', '--port', '0', ...(options.args ?? [])], {
     env: { ...baseEnv(home), ...options.env },
+    cwd: home, // not the repository: podman's conmon leaves `oom` in the directory it inherits
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';

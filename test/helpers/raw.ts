@@ -32,7 +32,8 @@ export interface RawServer {
 
 export function startRawServer(env: Record<string, string> = {}): RawServer {
   const home = tempDir();
-  const proc = spawn(process.execPath, [CLI, 'serve'], { env: { ...baseEnv(home), ...env } });
+  // In its home, not the repository: podman's conmon leaves `oom` in the directory it inherits.
+  const proc = spawn(process.execPath, [CLI, 'serve'], { env: { ...baseEnv(home), ...env }, cwd: home });
   const received: unknown[] = [];
   const waiters = new Set<() => void>();
   let stdout = '';
@@ -125,7 +126,8 @@ export function startRawServer(env: Record<string, string> = {}): RawServer {
     },
     async close() {
       proc.stdin.end();
-      const timer = setTimeout(() => proc.kill('SIGKILL'), 10_000);
+      // A deadline, generous for a busy machine: a server that has not exited by then is killed.
+      const timer = setTimeout(() => proc.kill('SIGKILL'), 30_000);
       await exited;
       clearTimeout(timer);
       rmSync(home, { recursive: true, force: true });

@@ -88,6 +88,9 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
     command,
     args,
     env: { ...baseEnv(home), ...options.env },
+    // In its home, not the repository: podman's conmon writes a file named `oom` into the working
+    // directory it inherits when a container is OOM-killed (the docker-mode memory tests).
+    cwd: home,
     stderr: 'pipe',
   });
   let stderr = '';

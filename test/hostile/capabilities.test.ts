@@ -1,4 +1,4 @@
-// Hostile code reads its own capability sets (issue #17): in namespace mode all five are empty in
+// Hostile code reads its own capability sets: in namespace mode all five are empty in
 // every way code starts — a one-shot cold run, a warm one (pre-started, or forked from the
 // zygote), a REPL session — in every language, whether the server runs as root (bwrap privileged,
 // then the drop program) or not (bwrap in a user namespace). In landlock mode the same, but for a
@@ -95,26 +95,45 @@ describe.each(MODES)('capability sets of the code (%s mode)', (label) => {
     expected(result.stdout);
   });
 
-  it.each(LANGUAGES)('%s, one-shot, warm', async (language) => {
-    // The first run of a language warms its pool; a later one takes a warm process.
-    let result = await run(rig, language, READ[language] as string);
-    for (let attempt = 0; !result.warm && attempt < 40; attempt++) {
-      await new Promise((resolve) => setTimeout(resolve, 250));
-      result = await run(rig, language, READ[language] as string);
-    }
-    expect(result.warm).toBe(true);
-    expected(result.stdout);
-  });
+  it.each(LANGUAGES)(
+    '%s, one-shot, warm',
+    async (language) => {
+      // The first run of a language warms its pool; a later one takes a warm process.
+      // Poll until one is warm: a pool's start (a gVisor container on a busy machine) takes its time.
+      const deadline = Date.now() + 60_000;
+      let result = await run(rig, language, READ[language] as string);
+      while (!result.warm && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 250)); // the poll's interval
+        result = await run(rig, language, READ[language] as string);
+      }
+      expect(result.warm).toBe(true);
+      expected(result.stdout);
+    },
+    120_000,
+  );
 
-  it.each(LANGUAGES)('%s, session', async (language) => {
-    const started = await callTool<{ session_id: string }>(rig.server.client, 'start_session', { language });
-    expect(started.isError).toBe(false);
-    const sent = await callTool<{ stdout: string; success: boolean }>(rig.server.client, 'send_to_session', {
-      session_id: started.value.session_id,
-      code: READ[language],
-    });
-    expect(sent.value.success).toBe(true);
-    expected(sent.value.stdout);
-    await callTool(rig.server.client, 'close_session', { session_id: started.value.session_id });
-  });
+  it.each(LANGUAGES)(
+    '%s, session',
+    async (language) => {
+      const start = () => callTool<{ session_id: string }>(rig.server.client, 'start_session', { language });
+      let started = await start();
+      // A driver gets a fixed time to say it is ready; a TypeScript driver under gVisor on a busy
+      // machine can overrun it. What this asserts is the session's capability sets, not its start-up
+      // time: a start that only ran out of time is tried once more; any other refusal fails here.
+      if (started.isError && /did not start within/.test(started.text)) started = await start();
+      expect(started.isError, started.text).toBe(false);
+      const sent = await callTool<{ stdout: string; success: boolean }>(
+        rig.server.client,
+        'send_to_session',
+        {
+          session_id: started.value.session_id,
+          code: READ[language],
+        },
+      );
+      expect(sent.value.success).toBe(true);
+      expected(sent.value.stdout);
+      await callTool(rig.server.client, 'close_session', { session_id: started.value.session_id });
+    },
+    120_000,
+  );
 });

@@ -1,4 +1,4 @@
-// The library's behaviour, the same on both backends (issue #35): the disk library and the
+// The library's behaviour, the same on both backends: the disk library and the
 // PostgreSQL one (a real throwaway cluster) number versions alike, keep at most maxVersions,
 // refuse with the same codes and sentences, count runs, and list and search in the same order.
 import { rmSync } from 'node:fs';

@@ -1,4 +1,4 @@
-// The library in PostgreSQL shared by replicas (issue #35): two libraries on one database stand
+// The library in PostgreSQL shared by replicas: two libraries on one database stand
 // for two replicas. What one saves, the other gets, lists and runs; saves of one name from both at
 // once get distinct, consecutive versions and lose none; a principal reaches only its own rows.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

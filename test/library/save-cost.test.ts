@@ -1,4 +1,4 @@
-// A save costs the same whatever the library's size (issue #37): measured without a clock, as the
+// A save costs the same whatever the library's size: measured without a clock, as the
 // bytes the real server process reads and writes (/proc/<pid>/io) and how often index.json is
 // replaced, while 100 scripts are saved into a library of 400 made by an earlier version.
 import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';

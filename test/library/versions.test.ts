@@ -1,5 +1,5 @@
-// CODEXEC_MAX_SCRIPT_VERSIONS and CODEXEC_MAX_SCRIPT_BYTES (issue #37, DESIGN §9 "Bounds on
-// everything a caller can grow"): a script keeps at most that many versions, the current one
+// CODEXEC_MAX_SCRIPT_VERSIONS and CODEXEC_MAX_SCRIPT_BYTES (a caller cannot grow the library
+// without bound): a script keeps at most that many versions, the current one
 // included, and each save says how many it pruned; code over the byte limit is refused.
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';

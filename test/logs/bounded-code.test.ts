@@ -1,4 +1,4 @@
-// Issue #37: 9 MB of code made ~36 MB of log and index per call. A log entry keeps the code's
+// 9 MB of code once made ~36 MB of log and index per call. A log entry keeps the code's
 // first MAX_LOGGED_CODE_CHARS characters, says it was cut, and carries the whole's sha256.
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';

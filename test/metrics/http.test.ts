@@ -1,4 +1,4 @@
-// GET /metrics on serve --http (DESIGN §9 "Operators"): Prometheus text from the server's own
+// GET /metrics on serve --http: Prometheus text from the server's own
 // registry, behind the MCP endpoint's bearer tokens unless CODEXEC_METRICS_PUBLIC=true; its
 // counters move with the runs the gate lets through.
 import { rmSync } from 'node:fs';

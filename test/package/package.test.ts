@@ -1,4 +1,4 @@
-// What `npm pack` ships (DESIGN §8: the tarball installs globally and works): every runtime file
+// What `npm pack` ships (the tarball must install globally and work): every runtime file
 // — the built server, every driver, server.json, Dockerfile.sandbox — and nothing of the tests; server.json agrees
 // with package.json. The install itself is scripts/pack-smoke.sh, run by .ci/run after npm test
 // (better-sqlite3 compiles from source there: minutes, too slow for npm test).

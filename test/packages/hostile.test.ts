@@ -1,4 +1,4 @@
-// Issue #37's critical finding, as a hostile model ran it: install_package ran the installer on
+// A critical finding of a security review, as a hostile model ran it: install_package ran the installer on
 // the host, as root, in a directory the session's code could write. Each attack plants files (or
 // a link) in the session's package directory, or publishes a package with an install script, and
 // checks that nothing ran on the host and nothing outside the sandbox changed.

@@ -10,7 +10,7 @@ import {
   startRegistry,
 } from './fixtures.js';
 
-// Issue #17: installs must see the config files the operator's own pip / npm would, whatever
+// Installs must see the config files the operator's own pip / npm would, whatever
 // directory they install into. Each setting here lives only in a *global* config file, placed
 // where pip and npm look for it on an operator's machine; a local registry records the requests.
 
@@ -33,8 +33,8 @@ describe('install_package with registries set in the global config files', () =>
     index = await startRegistry({
       pypi: { 'codexec-globalconf-demo': { file: wheel, bytes: readFileSync(join(dir, wheel)) } },
     });
-    // The npm registry is HTTPS behind a CA only the global npmrc's `cafile` names (issue #17's
-    // SELF_SIGNED_CERT_IN_CHAIN machine).
+    // The npm registry is HTTPS behind a CA only the global npmrc's `cafile` names (as on a machine
+    // that once failed with SELF_SIGNED_CERT_IN_CHAIN).
     const tls = selfSignedCert(dir);
     npmRegistry = await startRegistry({
       tls,

@@ -19,7 +19,7 @@ export const SAMPLES: readonly RuleSample[] = [
       'rm -r -f ~',
       'cd x && rm -Rf --no-preserve-root /',
       'rm -rf "$HOME"',
-      // issue #30: spellings bash reads as rm -rf /
+      // spellings bash reads as rm -rf /
       'r""m -rf /',
       "$'\\x72\\x6d' -rf /",
       '\\rm -rf /',

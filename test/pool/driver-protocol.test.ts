@@ -81,14 +81,14 @@ describe.each(['python', 'node', 'bash'] as const)('%s warm driver', (language) 
     const framed = Buffer.concat([Buffer.from(`${job.length} 3\n`), job]);
     // Split, and no half-close: the driver reads until it has the whole job.
     driver.control.write(framed.subarray(0, 3));
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await new Promise((resolve) => setTimeout(resolve, 50)); // the pause splits the job in two reads
     driver.control.write(framed.subarray(3));
     await driver.saying('0\n');
     expect(driver.said()).toBe('R\n0\n');
     // Reported: it waits for the channel's end (a sandbox held stopped ends it with its kill).
     let exited = false;
     void driver.exited.then(() => (exited = true));
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await new Promise((resolve) => setTimeout(resolve, 200)); // the time a wrong exit is given to show
     expect(exited).toBe(false);
     driver.control.end();
     expect(await driver.exited).toBe(0);

@@ -4,6 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { runsRunning } from '../helpers/health.js';
 import { IS_ROOT } from '../helpers/mode.js';
 import { baseEnv, CLI, callTool, startServer, type TestServer, tempDir } from '../helpers/server.js';
 import { type QuotaRefusal, quotasFile, removeQuotaFiles, roomInMinute } from './helpers.js';
@@ -34,7 +35,7 @@ describe('CODEXEC_QUOTAS over stdio', () => {
     const file = quotasFile({ '*': { max_concurrent_runs: 5 }, local: { max_concurrent_runs: 1 } });
     server = await startServer({ env: { CODEXEC_QUOTAS: file } });
     const first = bash(server, 'sleep 1.5; echo slow');
-    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(await runsRunning(server.client)).toBe(true);
     const second = await bash(server, 'echo second');
     expect(second.isError).toBe(true);
     expect(second.value).toMatchObject({
@@ -83,7 +84,8 @@ describe('CODEXEC_QUOTAS over stdio', () => {
     expect(retry).toBeLessThanOrEqual(60_000);
     // When the window slot frees: the next minute's start, give or take the call's round trip.
     expect(Math.abs(retry - untilNextMinute)).toBeLessThan(2000);
-    // A refused call is not counted: after the wait, the next minute admits two again.
+    // A refused call is not counted: after the wait, the next minute admits two again. (The wait
+    // is for the clock: the quota's window is the calendar minute.)
     await new Promise((resolve) => setTimeout(resolve, retry + 50));
     expect((await bash(server, 'echo 4')).isError).toBe(false);
   }, 90_000);

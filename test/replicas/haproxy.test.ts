@@ -1,4 +1,4 @@
-// Scale-out as an operator runs it (DESIGN §9): PostgreSQL, three `serve --http` replicas on one
+// Scale-out as an operator runs it: PostgreSQL, three `serve --http` replicas on one
 // database and one approval key, the shipped deploy/haproxy.cfg in front. Through HAProxy: both
 // eras, runs spread over the replicas, a session used whichever replica a request lands on, log
 // search equal from every replica, a 2026-era approval whose retry lands on another replica,

@@ -1,4 +1,4 @@
-// Sandbox mode auto where namespaces are denied (DESIGN.md §9), through the real server over stdio:
+// Sandbox mode auto where namespaces are denied, through the real server over stdio:
 // a non-root server whose user namespace limit is 0 runs code confined by Landlock, and a server
 // under a seccomp filter that denies namespaces on a "kernel" without Landlock runs none. Each
 // denial reaches only the server under test (fixtures/sandbox/*.py), never the machine: test files

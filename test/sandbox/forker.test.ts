@@ -32,6 +32,28 @@ function processes(): Proc[] {
   return found;
 }
 
+/** Live children of `pid`, from each of its threads' children list. */
+function childrenOf(pid: number): number[] {
+  const found: number[] = [];
+  try {
+    for (const task of readdirSync(`/proc/${pid}/task`))
+      for (const child of readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').split(' '))
+        if (child.trim()) found.push(Number(child));
+  } catch {
+    // it ended while we looked
+  }
+  return found;
+}
+
+/** The argv of `pid` ([] once it is gone). */
+function argvOf(pid: number): string[] {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+  } catch {
+    return [];
+  }
+}
+
 const forkerOf = (server: number) =>
   processes().find((p) => p.ppid === server && p.argv.some((arg) => arg.endsWith('/drivers/forker.py')));
 
@@ -115,21 +137,32 @@ describe.runIf(makesCgroups())('forker under load', () => {
         code: 'echo first',
       });
       expect(first.value.stdout).toBe('first\n');
-      // Four launchers wait per one-shot shape; twelve runs at once take them all, and the rest
-      // wait for the next ones the forker makes instead of a start of the server's own (a shell
-      // that joins the run cgroup then becomes bwrap, a child of the server).
+      // Four launchers wait per one-shot shape. Once all four are ready, eight runs at once take
+      // them and four more wait for the next ones the forker makes (one round of starts, which a
+      // busy machine still gives within the engine's wait) instead of a start of the server's own
+      // (a shell that joins the run cgroup then becomes bwrap, a child of the server).
+      await expect.poll(() => forkerOf(server.pid), { timeout: 30_000 }).toBeDefined();
+      const forker = (forkerOf(server.pid) as Proc).pid;
+      const ready = () =>
+        childrenOf(forker).filter((pid) => {
+          const argv = argvOf(pid);
+          return argv.includes('codexec-launcher') || argv.some((a) => a.endsWith('/drivers/forker.py'));
+        }).length;
+      await expect.poll(ready, { timeout: 30_000, interval: 50 }).toBeGreaterThanOrEqual(4);
+      // The watch reads only the server's own children (/proc/<pid>/task/*/children), not every
+      // process: scanning all of /proc this often would itself load the machine. A direct start
+      // lives as long as its run (0.4 s at least), so a look every 20 ms sees it.
       const direct = new Set<number>();
       let watching = true;
       const watch = (async () => {
         while (watching) {
-          for (const p of processes())
-            if (p.ppid === server.pid && p.argv.some((arg) => arg.endsWith('bwrap') || arg === 'join'))
-              direct.add(p.pid);
-          await new Promise((resolve) => setTimeout(resolve, 10));
+          for (const pid of childrenOf(server.pid))
+            if (argvOf(pid).some((arg) => arg.endsWith('bwrap') || arg === 'join')) direct.add(pid);
+          await new Promise((resolve) => setTimeout(resolve, 20)); // the poll's interval
         }
       })();
       const runs = await Promise.all(
-        Array.from({ length: 12 }, (_, i) =>
+        Array.from({ length: 8 }, (_, i) =>
           callTool<{ stdout: string; warm: boolean }>(server.client, 'execute_code', {
             language: 'bash',
             code: `sleep 0.4; echo run ${i}`,

@@ -1,4 +1,4 @@
-// Sandbox mode landlock with the egress allowlist (#32): no network namespace, so Landlock alone
+// Sandbox mode landlock with the egress allowlist: no network namespace, so Landlock alone
 // says where TCP goes (one connect rule: the proxy's port on the host's loopback, no bind) and
 // seccomp which sockets exist (AF_UNIX and TCP). Two TCP servers here stand for the proxy (P) and
 // any other service (Q); the runs are cold (python, bash) and, for a root server, zygote-forked.

@@ -244,10 +244,10 @@ print("mounts", sorted(l.split()[4] for l in open("/proc/self/mountinfo") if l.s
     const { exit } = await output(proc);
     expect(exit.code).toBe(137);
     expect(exit.limit).toBe('memory');
-    // New cgroups may only be pre-started launchers (a bash waiting inside), never an empty leftover.
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    const leftovers = cgroupChildren().filter((dir) => !before.includes(dir) && members(dir) === 0);
-    expect(leftovers).toEqual([]);
+    // New cgroups may only be pre-started launchers (a bash waiting inside), never an empty leftover
+    // (the run's own is removed just after its end: polled).
+    const leftovers = () => cgroupChildren().filter((dir) => !before.includes(dir) && members(dir) === 0);
+    await expect.poll(leftovers, { timeout: 10_000 }).toEqual([]);
   });
 
   // Without cgroups (an ordinary user's server) RLIMIT_DATA holds the memory limit instead: the

@@ -1,5 +1,5 @@
 // A sandbox whose bwrap monitor died before the sandbox was built waits forever for it, outside
-// every run cgroup (issue #17: found after full test runs). The next namespace backend kills such
+// every run cgroup (found after full test runs). The next namespace backend kills such
 // orphans when it first sets up.
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';

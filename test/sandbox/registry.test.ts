@@ -1,4 +1,4 @@
-// How the registry picks a backend, above all what `auto` does when namespaces fail (DESIGN.md §9):
+// How the registry picks a backend, above all what `auto` does when namespaces fail:
 // landlock if the kernel has it, else on Linux no code runs. Real backends where this machine has
 // them (namespaces work here), fakes for the states it is not in.
 import { afterEach, describe, expect, it, vi } from 'vitest';

@@ -230,6 +230,7 @@ print(zygote.load_placeholder())`,
     ].join('\n');
     const value = await forkedRun(server, code);
     expect(value.exit_code).toBe(0);
+    // A loop that outlived the run would go on making files: this pause is the time it is given.
     await new Promise((resolve) => setTimeout(resolve, 300));
     const files = readdirSync(value.working_dir).filter((name) => name.startsWith('f'));
     expect(files.length).toBeGreaterThanOrEqual(10);

@@ -181,7 +181,7 @@ describe.each(ERAS)('CODEXEC_ENABLED and CODEXEC_ALLOWED_RUNTIMES (%s era)', (er
       const tools = new Map((await server.client.listTools()).tools.map((tool) => [tool.name, tool]));
       const languageEnum = (name: string) =>
         (tools.get(name)?.inputSchema.properties?.language as { enum?: string[] } | undefined)?.enum;
-      // With its alias (ADR 036), and no alias of a language refused.
+      // With its alias, and no alias of a language refused.
       expect(languageEnum('execute_code')).toEqual(['python', 'py']);
       expect(languageEnum('start_session')).toEqual(['python', 'py']);
       expect(languageEnum('install_package')).toEqual(['python']);

@@ -1,4 +1,4 @@
-// Artifact lists bounded in entries and bytes (issue #37): a run that makes thousands of files
+// Artifact lists bounded in entries and bytes (a result the client can read): a run that makes thousands of files
 // with long names in deeply nested long-named directories gets a small result that says what was
 // left out (`artifacts_omitted`), the server answers ping within 2 s meanwhile, the connection
 // survives; the same bound for execute_command, send_to_session and the execution log.

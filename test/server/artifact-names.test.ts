@@ -1,7 +1,7 @@
 // File names code writes, as the model reads them: names that are not UTF-8 are listed, escaped
 // (before: left out silently); control characters (ESC, newline, RTL override, C1) are escaped in
 // artifact lists, resource link names, read_file's path echo and errors naming a path (util/names).
-// Secrets (issue #30) are masked in artifact names, resource links, read_file text (utf8 and
+// Secrets are masked in artifact names, resource links, read_file text (utf8 and
 // base64) and resources/read text, as in run output.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,4 +1,4 @@
-// Server-wide bounds (DESIGN §9 "Bounds on everything a caller can grow", issue #37), each found
+// Server-wide bounds (on everything a caller can grow), each found in a review and
 // scaled down through the real server: runs at once (CODEXEC_MAX_CONCURRENT_RUNS, its queue and
 // its wait), sessions per principal over HTTP, pending approvals; and a cheap call (health, ping)
 // still answers within 2 s while each is saturated.

@@ -1,4 +1,4 @@
-// A server killed with SIGKILL (issue #17, faults): nothing it started outlives it, with no next
+// A server killed with SIGKILL: nothing it started outlives it, with no next
 // server to clean up; what it wrote stays valid (the script library, the JSONL logs but for a torn
 // last line); and the next server on the same CODEXEC_HOME catches the search index up and removes
 // what the dead one left (its run cgroups, its workspaces).

@@ -1,4 +1,4 @@
-// Disk bounds (issue #37): a workspace past CODEXEC_MAX_WORKSPACE_MB has its run or session
+// Disk bounds: a workspace past CODEXEC_MAX_WORKSPACE_MB has its run or session
 // killed with limit "disk"; a principal whose workspaces hold CODEXEC_MAX_PRINCIPAL_DISK_MB is
 // refused new runs and sessions (LIMIT_REACHED). Real server, real bubblewrap, real files.
 import { rmSync, writeFileSync } from 'node:fs';
@@ -95,9 +95,14 @@ describe('disk bounds across a restart', () => {
       await first.close();
       const second = await startServer({ home, env });
       try {
-        // Its first sweep, 5 s after start-up, finds the kept workspaces and their principal.
-        await sleep(6500);
-        const refused = await run(second, 'print(1)');
+        // Its first sweep, 5 s after start-up, finds the kept workspaces and their principal: until
+        // then a run may still go through; from then on every one is refused.
+        const deadline = Date.now() + 30_000;
+        let refused = await run(second, 'print(1)');
+        while (refused.value.code !== 'LIMIT_REACHED' && Date.now() < deadline) {
+          await sleep(250); // the poll's interval
+          refused = await run(second, 'print(1)');
+        }
         expect(refused.value.code).toBe('LIMIT_REACHED');
         expect(refused.value.error).toContain('CODEXEC_MAX_PRINCIPAL_DISK_MB=30');
       } finally {

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allowing, OWNER, ownedDir } from '../helpers/host-dir.js';
 import { IS_ROOT, SANDBOX_MODE } from '../helpers/mode.js';
+import { processesWith, sleepMarker } from '../helpers/procs.js';
 import { callTool, ERAS, startServer, type TestServer, tempDir } from '../helpers/server.js';
 
 interface Result {
@@ -112,12 +113,16 @@ describe('execute_command', () => {
   });
 
   it('leaves no background process running after the call', async () => {
-    const marker = `bg-${Date.now()}`;
-    const started = await run({ command: `(sleep 2; touch ${marker}) > /dev/null 2>&1 & echo started` });
+    // The shell that would touch the file and its sleep both carry the marker in their argv: once
+    // neither is alive, the file can never appear.
+    const marker = sleepMarker();
+    const started = await run({
+      command: `sh -c 'sleep ${marker}; touch bg-file' ${marker} > /dev/null 2>&1 & echo started`,
+    });
     expect(started.value).toMatchObject({ success: true, stdout: 'started\n', timed_out: false });
     expect(started.value.execution_time).toBeLessThan(2);
-    await new Promise((resolve) => setTimeout(resolve, 3500));
-    expect(existsSync(join(started.value.work_dir, marker))).toBe(false);
+    await expect.poll(() => processesWith(marker), { timeout: 10_000 }).toEqual([]);
+    expect(existsSync(join(started.value.work_dir, 'bg-file'))).toBe(false);
   });
 
   it('has no network and none of the server secrets', async () => {

@@ -1,4 +1,4 @@
-// Issue #30's critical finding, as an attacker ran it: code in a session swaps a real directory
+// A critical finding of a security review, as an attacker ran it: code in a session swaps a real directory
 // and a symlink to a root-only host directory (renameat2 RENAME_EXCHANGE, in a loop on a thread)
 // while the client reads and writes through that path. Neither tool may reach the host.
 import { chmodSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';

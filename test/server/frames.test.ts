@@ -97,7 +97,7 @@ describe('classifyText', () => {
     }
   });
 
-  it('refuses a request whose params are not an object with -32602 and its id (issue #17)', () => {
+  it('refuses a request whose params are not an object with -32602 and its id', () => {
     const line = '{"jsonrpc":"2.0","id":"p1","method":"tools/call","params":"not-an-object"}';
     expect(replyOf(classifyText(line))).toMatchObject({ id: 'p1', error: { code: -32602 } });
   });

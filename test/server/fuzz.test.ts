@@ -1,4 +1,4 @@
-// Seeded fuzzing of a live server (issue #17): malformed frames on raw stdio, and hostile tool
+// Seeded fuzzing of a live server: malformed frames on raw stdio, and hostile tool
 // arguments through the SDK client. After every burst a normal request must be answered; every
 // request whose id is readable must get an answer; at the end the server is alive and serving.
 // Replay a run with FUZZ_SEED=<seed printed below>; FUZZ_MS sets the time budget (default 20 s).

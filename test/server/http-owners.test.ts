@@ -1,5 +1,4 @@
-// Execution logs and audit entries belong to the principal that made them (DESIGN §8 "Streamable
-// HTTP"): over serve --http, with a token file of two principals, each sees only its own runs in
+// Execution logs and audit entries belong to the principal that made them: over serve --http, with a token file of two principals, each sees only its own runs in
 // search_execution_logs and get_execution_log; stdio is principal `local` and sees its own (and
 // the lines written before principals existed); the operator's CLI sees everyone's.
 import { execFileSync } from 'node:child_process';

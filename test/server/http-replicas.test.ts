@@ -1,4 +1,4 @@
-// Replicas over one PostgreSQL (DESIGN §9 "Scale-out"): three real `serve --http` processes, each
+// Replicas over one PostgreSQL (scale-out): three real `serve --http` processes, each
 // with its own CODEXEC_HOME, one database and one approval key. A session lives in the replica
 // that started it; a call naming it through another replica is forwarded there (signed as the
 // caller's principal, never with its token), in both eras, progress included; another principal

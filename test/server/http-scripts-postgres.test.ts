@@ -1,4 +1,4 @@
-// The script library shared by replicas (issue #35): two real `serve --http` processes with homes
+// The script library shared by replicas: two real `serve --http` processes with homes
 // of their own and one CODEXEC_STORE. A script saved through one is listed, searched, run and
 // versioned through the other; another principal sees it through neither; nothing lands on disk.
 import { randomBytes } from 'node:crypto';

@@ -1,5 +1,5 @@
-// The script library belongs to the principal that saves into it (DESIGN §9 "Edges safe for many
-// principals", issue #30): over serve --http each principal's save_script, get_script,
+// The script library belongs to the principal that saves into it (one
+// principal must not read or replace another's scripts): over serve --http each principal's save_script, get_script,
 // list_scripts, search_scripts and run_script see only its own library; another's script is
 // NOT_FOUND like an unknown one, and a same-named save never replaces it. A principal named `..`
 // reaches nothing outside its own folder. Stdio (principal `local`) keeps the library from before

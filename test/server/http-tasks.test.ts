@@ -1,4 +1,4 @@
-// MCP Tasks over serve --http (DESIGN §9 "Long work and interaction"): a task outlives the HTTP
+// MCP Tasks over serve --http: a task outlives the HTTP
 // exchange (and TCP connection) that made it, any later connection of its principal polls and
 // cancels it, and another principal is told it does not exist (nor can it answer its approval).
 import { rmSync, writeFileSync } from 'node:fs';
@@ -141,7 +141,7 @@ describe('serve --http: approval inside a task (CODEXEC_APPROVAL=ask)', () => {
       code: -32602,
       message: expect.stringContaining('not found'),
     });
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await new Promise((resolve) => setTimeout(resolve, 300)); // the time a wrong answer is given to land
     const still = await alice('tasks/get', { taskId });
     expect(still.result).toMatchObject({ status: 'input_required', inputRequests: { approval: {} } });
 

@@ -1,4 +1,4 @@
-// Issue #30 (High): over serve --http, bob read alice's files in the command workspace through
+// A fixed leak: over serve --http, bob once read alice's files in the command workspace through
 // read_file {workspace: "command"}, resources/read codexec://workspace/… and execute_command cat.
 // Each principal now has a command workspace of its own; the stdio user keeps CODEXEC_WORKSPACE.
 import { existsSync, rmSync, writeFileSync } from 'node:fs';

@@ -1,4 +1,4 @@
-// Messages of any size (issue #17): one over CODEXEC_MAX_MESSAGE_BYTES is refused by its id and
+// Messages of any size: one over CODEXEC_MAX_MESSAGE_BYTES is refused by its id and
 // the server keeps serving; one under it but over CODEXEC_MAX_CODE_BYTES gets the tool's refusal.
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectHttp, startHttp } from '../helpers/http.js';
@@ -52,8 +52,20 @@ describe('background processes', () => {
     call<Info>('start_process', { session_id: sessionId, command });
   const read = (processId: string, offset?: number) =>
     call<Page>('read_process_output', { process_id: processId, ...(offset !== undefined && { offset }) });
-  const newSession = async (language = 'python') =>
-    (await call<{ session_id: string }>('start_session', { language })).value.session_id;
+  /** Each session's working directory, where a cell leaves the marks the tests wait for. */
+  const dirs = new Map<string, string>();
+  const newSession = async (language = 'python') => {
+    const { value } = await call<{ session_id: string; working_dir: string }>('start_session', { language });
+    dirs.set(value.session_id, value.working_dir);
+    return value.session_id;
+  };
+  /** Wait until the cell running in session `id` has left `name` in its directory (`sub` below it). */
+  const marked = (id: string, name: string, sub = '') =>
+    until(
+      async () => existsSync(join(dirs.get(id) as string, sub, name)),
+      (found) => found,
+      30_000,
+    );
 
   beforeAll(async () => {
     server = await startServer({
@@ -263,10 +275,10 @@ describe('background processes', () => {
     // Started while a cell runs (the driver then handles SIGINT itself) and interrupted with it.
     const slow = call<{ timed_out: boolean; session_alive: boolean }>('send_to_session', {
       session_id: crashing,
-      code: 'import time; time.sleep(30)',
+      code: 'import time; open("running", "w").close(); time.sleep(30)',
       timeout_ms: 1500,
     });
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await marked(crashing, 'running');
     const { value } = await start(`sleep ${marker}`, crashing);
     expect((await slow).value).toMatchObject({ timed_out: true, session_alive: true });
     expect((await read(value.process_id)).value.running).toBe(true);
@@ -319,7 +331,8 @@ describe('background processes', () => {
         session_id: id,
         command: `sleep ${marker}`,
       });
-      // Reads every 0.5 s keep the session for 4 s, past its 3 s idle time.
+      // Reads every 0.5 s keep the session for 4 s, past its 3 s idle time (the pauses are the
+      // idle time under test).
       for (let i = 0; i < 8; i++) {
         await new Promise((resolve) => setTimeout(resolve, 500));
         const page = await callTool<Page>(own.client, 'read_process_output', {
@@ -373,6 +386,7 @@ describe('background processes', () => {
 
   it('relays a flood at 2 MiB/s at most, the process waiting on its pipe', async () => {
     const { value } = await start('yes');
+    // The rate over a window of time is what is measured: this pause is that window.
     await new Promise((resolve) => setTimeout(resolve, 2000));
     const page = await read(value.process_id, 1e12);
     expect(page.value.running).toBe(true);
@@ -385,11 +399,16 @@ describe('background processes', () => {
   it.each(['node', 'typescript'])('runs in a %s session too, also while a send awaits', async (language) => {
     const id = await newSession(language);
     const marker = sleepMarker();
+    // The cell runs until the test lets it end (a file it waits for), so the process surely
+    // starts and ticks while a send awaits.
     const slow = call<{ stdout: string }>('send_to_session', {
       session_id: id,
-      code: 'await new Promise((resolve) => setTimeout(resolve, 1500)); console.log("slept")',
+      code:
+        'const fs = await import("node:fs"); fs.writeFileSync("running", "");\n' +
+        'while (!fs.existsSync("release")) await new Promise((resolve) => setTimeout(resolve, 20));\n' +
+        'console.log("slept")',
     });
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await marked(id, 'running');
     const loop = await start(
       `sleep ${marker} & while true; do echo tick; echo tock >&2; sleep 0.2; done`,
       id,
@@ -400,6 +419,7 @@ describe('background processes', () => {
       (page) => page.value.output.startsWith('tick\ntock\ntick\ntock\n'),
     );
     expect(ticks.value.running).toBe(true);
+    writeFileSync(join(dirs.get(id) as string, 'release'), '');
     expect((await slow).value.stdout).toBe('slept\n');
     const cat = (await start('cat; exit 4', id)).value.process_id;
     await call('write_stdin', { process_id: cat, data: 'one\ntwo\n', eof: true });
@@ -423,9 +443,9 @@ describe('background processes', () => {
     const marker = sleepMarker();
     const slow = call<{ stdout: string }>('send_to_session', {
       session_id: id,
-      code: 'sleep 1.5; echo slept',
+      code: 'touch running; until [ -e release ]; do sleep 0.02; done; echo slept',
     });
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await marked(id, 'running', 'sub');
     const loop = await start(`pwd; sleep ${marker} & while true; do echo tick; sleep 0.2; done`, id);
     expect(loop.isError).toBe(false);
     const ticks = await until(
@@ -433,7 +453,8 @@ describe('background processes', () => {
       (page) => page.value.output.includes('tick\ntick\n'),
     );
     expect(ticks.value.output).toMatch(/\/sub\ntick\n/);
-    // Started while the cell ran, not after it.
+    // Started while the cell ran, not after it: the cell ends only now.
+    writeFileSync(join(dirs.get(id) as string, 'sub', 'release'), '');
     expect((await slow).value.stdout).toBe('slept\n');
     const cat = (await start('cat; exit 4', id)).value.process_id;
     await call('write_stdin', { process_id: cat, data: 'one\n', eof: true });

@@ -1,4 +1,4 @@
-// Artifacts as resource links (DESIGN §8 "Rich output and files"): every run, send and command
+// Artifacts as resource links: every run, send and command
 // result carries a resource_link per file it created or modified (codexec://exec/<id>/<path>),
 // and resources/read returns it (text, or a base64 blob), confined like read_file, in both eras.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

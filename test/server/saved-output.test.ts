@@ -1,4 +1,4 @@
-// Output past the truncation cap is kept and paged (DESIGN §9 "Long work and interaction"): a
+// Output past the truncation cap is kept and paged (nothing a run printed is lost): a
 // truncated result says where (output_saved), read_file {execution_id,
 // path, offset, length} pages it back byte-exact, resources/read returns it whole; a run that
 // fits keeps nothing; secrets are masked in the saved copy; CODEXEC_MAX_SAVED_OUTPUT_BYTES caps

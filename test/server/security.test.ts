@@ -137,7 +137,7 @@ describe('execute_code environment and working_dir policy', () => {
     expect(value.code).toBe('FORBIDDEN_PATH');
   });
 
-  it("refuses codexec home, its sandbox dir, a session's workspace and any dir in them (issue #30)", async () => {
+  it("refuses codexec home, its sandbox dir, a session's workspace and any dir in them", async () => {
     const session = await callTool<{ session_id: string; working_dir: string }>(
       server.client,
       'start_session',

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callTool, startServer, type TestServer, tempDir } from '../helpers/server.js';
 
-// Issue #30: the command lists and the built-in rules read a shell line as bash does (a real
+// The command lists and the built-in rules read a shell line as bash does (a real
 // parser), not as one string. Attacks are sent as written; those that would do harm if a filter
 // missed them come after `exit 0`, so a miss fails the test without wiping anything.
 

@@ -1,5 +1,5 @@
 // When the client goes away (stdin closed), the server stops its runs and sessions and exits
-// within a few seconds, leaving no process behind (issue #17).
+// within a few seconds, leaving no process behind.
 import { describe, expect, it } from 'vitest';
 import { processesUnder, processesWith, sleepMarker } from '../helpers/procs.js';
 import { startRawServer } from '../helpers/raw.js';

@@ -1,4 +1,4 @@
-// Approval inside a 2026-07-28 task (DESIGN §9: "approval inside a task is input_required"): the
+// Approval inside a 2026-07-28 task (the task waits in input_required): the
 // call is answered at once with a task that asks the approval form (tasks/get's inputRequests);
 // tasks/update answers it. Approved, the task completes with the run's result; refused (deny,
 // decline, cancel, no answer in time), with the APPROVAL_DENIED result a plain call gets, nothing
@@ -129,7 +129,7 @@ describe('approval inside a 2026-era task', () => {
     expect(cancelled.result).toMatchObject({ status: 'cancelled' });
     expect(cancelled.result?.inputRequests).toBeUndefined();
     await send('tasks/update', { taskId, inputResponses: { approval: APPROVE } });
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await new Promise((resolve) => setTimeout(resolve, 500)); // the time a wrong run is given to start
     expect((await send('tasks/get', { taskId })).result?.status).toBe('cancelled');
     expect((await written('cancelled.txt'))?.isError).toBe(true);
     expect(audit(server.home).filter((entry) => entry.input_code.includes('cancelled.txt'))).toMatchObject([

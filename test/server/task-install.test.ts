@@ -106,7 +106,7 @@ describe('install_package as a task', () => {
     expect((await send('tasks/get', { taskId })).result?.status).toBe('cancelled');
     expect(await gone(() => processesWith(marker))).toEqual([]);
     expect(await gone(() => processesUnder(stage))).toEqual([]);
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await new Promise((resolve) => setTimeout(resolve, 500)); // the time a wrong change of status is given
     expect((await send('tasks/get', { taskId })).result?.status).toBe('cancelled');
   }, 150_000);
 });

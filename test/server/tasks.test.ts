@@ -1,4 +1,4 @@
-// MCP Tasks (DESIGN §9 "Long work and interaction") over stdio, the 2026-07-28 extension (raw
+// MCP Tasks (long work that outlives a call and may ask for input) over stdio, the 2026-07-28 extension (raw
 // JSON-RPC: the SDK client rejects its handles) and the 2025-11-25 tasks (the SDK client): a call
 // that asks is answered at once with a task; tasks/get shows the output so far, then the very
 // result the call would have had; tasks/cancel kills the run; a task left working by a killed
@@ -134,7 +134,8 @@ describe('MCP Tasks over stdio (2026-07-28)', () => {
     expect(cancelled.result).toMatchObject({ status: 'cancelled' });
     expect(outputOf(cancelled)).toContain('started');
     expect(await gone(marker)).toEqual([]);
-    // The run's own end, after the cancel, leaves the task cancelled.
+    // The run's own end, after the cancel, leaves the task cancelled: the run says nothing when it
+    // has ended, so this pause is the time a wrong change of status is given to show.
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect((await send('tasks/get', { taskId })).result?.status).toBe('cancelled');
   });
@@ -176,13 +177,14 @@ describe('MCP Tasks over stdio (2025-11-25, the SDK client)', () => {
       start_session: undefined,
     });
 
-    const started = Date.now();
+    // The run waits (on a sleep the test ends) until the test has seen it working: the answer
+    // comes at once, while the run cannot have ended, however slow the machine.
+    const marker = sleepMarker();
     const created = await request('tools/call', {
       name: 'execute_code',
-      arguments: { language: 'bash', code: 'echo first; sleep 2; echo done' },
+      arguments: { language: 'bash', code: `echo first; sleep ${marker}; echo done` },
       task: { ttl: 60_000 },
     });
-    expect(Date.now() - started).toBeLessThan(2000);
     expect(created.task).toMatchObject({ status: 'working', ttl: 3_600_000, pollInterval: 500 });
     const taskId = (created.task as { taskId: string }).taskId;
 
@@ -201,8 +203,9 @@ describe('MCP Tasks over stdio (2025-11-25, the SDK client)', () => {
     expect((listed.tasks as Array<{ taskId: string }>).map((task) => task.taskId)).toContain(taskId);
 
     // tasks/result waits for the end, then answers what the call would have.
-    const result = await request('tasks/result', { taskId });
-    expect(result).toMatchObject({
+    const result = request('tasks/result', { taskId });
+    for (const pid of await appeared(marker)) process.kill(pid, 'SIGTERM');
+    expect(await result).toMatchObject({
       structuredContent: { success: true, stdout: 'first\ndone\n' },
       _meta: { 'io.modelcontextprotocol/related-task': { taskId } },
     });
@@ -372,7 +375,8 @@ describe('MCP Tasks under CODEXEC_APPROVAL=ask', () => {
 
 describe('MCP Tasks TTL (CODEXEC_TASK_TTL_MS)', () => {
   it('a finished task is gone once its TTL has passed', async () => {
-    const server = startRawServer({ CODEXEC_TASK_TTL_MS: '1500' });
+    // Long enough for a busy machine to see the task completed before it expires.
+    const server = startRawServer({ CODEXEC_TASK_TTL_MS: '5000' });
     try {
       await server.discover();
       const send = overStdio(server);
@@ -380,11 +384,16 @@ describe('MCP Tasks TTL (CODEXEC_TASK_TTL_MS)', () => {
         name: 'execute_code',
         arguments: { language: 'bash', code: 'echo hi' },
       });
-      expect(created.result?.ttlMs).toBe(1500);
+      expect(created.result?.ttlMs).toBe(5000);
       const taskId = created.result?.taskId as string;
       expect((await pollUntilDone(send, taskId)).result?.status).toBe('completed');
-      await new Promise((resolve) => setTimeout(resolve, 1600));
-      expect((await send('tasks/get', { taskId })).error?.code).toBe(-32602);
+      // Gone once its TTL has passed: polled, as the sweep runs on its own schedule.
+      await expect
+        .poll(async () => (await send('tasks/get', { taskId })).error?.code, {
+          timeout: 15_000,
+          interval: 200,
+        })
+        .toBe(-32602);
     } finally {
       await server.close();
     }

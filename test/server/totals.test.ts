@@ -1,4 +1,4 @@
-// One parent cgroup over all runs (issue #37): CODEXEC_TOTAL_MEMORY_MB and CODEXEC_TOTAL_MAX_PROCS
+// One parent cgroup over all runs: CODEXEC_TOTAL_MEMORY_MB and CODEXEC_TOTAL_MAX_PROCS
 // stop runs that each stay within their own limits, and the result names the setting.
 import { readdirSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-// Issue #30 (Medium): under CODEXEC_APPROVAL=ask, write_file planted `.packages/python/statistics.py`
+// A fixed hole: under CODEXEC_APPROVAL=ask, write_file once planted `.packages/python/statistics.py`
 // unasked, and it shadowed the standard library inside a cell the user then approved. write_file
 // now asks as code does, and installed packages come after the standard library.
 import { existsSync } from 'node:fs';

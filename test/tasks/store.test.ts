@@ -61,7 +61,7 @@ describe('SqliteTaskStore', () => {
       expect(await store.get(task.taskId, 'bob')).toBeUndefined();
       expect(await store.list('bob')).toEqual([]);
       expect((await store.list('alice')).map((t) => t.taskId)).toEqual([task.taskId]);
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      await new Promise((resolve) => setTimeout(resolve, 300)); // the clock passes the 200 ms TTL
       expect((await store.get(task.taskId, 'alice'))?.status).toBe('working'); // running: kept past its TTL
       expect(
         await store.finish(task.taskId, { status: 'completed', result: { content: [] }, output: '' }),

@@ -1,10 +1,11 @@
-// Traces (DESIGN §9 "Operators"): with OTEL_EXPORTER_OTLP_ENDPOINT set, a span per tool call and
+// Traces: with OTEL_EXPORTER_OTLP_ENDPOINT set, a span per tool call and
 // its run's phases reach an OTLP/HTTP receiver (here a loopback one), from stdio and HTTP servers
 // alike, flushed when the server stops.
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runsRunning } from '../helpers/health.js';
 import { connectHttp, startHttp } from '../helpers/http.js';
 import { callTool, startServer } from '../helpers/server.js';
 
@@ -137,7 +138,7 @@ describe('traces over OTLP/HTTP', () => {
       code: 'import time\ntime.sleep(30)',
       timeout_ms: 500,
     });
-    await new Promise((resolve) => setTimeout(resolve, 150)); // the slow one holds the only slot
+    expect(await runsRunning(client)).toBe(true); // the slow one holds the only slot
     const queued = await callTool<{ execution_id: string }>(client, 'execute_code', {
       language: 'python',
       code: 'print(1)',

@@ -78,7 +78,7 @@ describe('serve --http: approvals answered in the dashboard', () => {
     void call.then(() => {
       settled = true;
     });
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await new Promise((resolve) => setTimeout(resolve, 500)); // the time a wrong answer is given to land
     expect(settled).toBe(false);
     await shoot(page, 'approval-waiting');
     // Alice sees her call wait, with nothing to press: the requester does not approve itself.

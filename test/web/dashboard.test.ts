@@ -1,4 +1,4 @@
-// The dashboard of serve --http (issue #34) in a real browser: sign-in, a run's output streaming
+// The dashboard of serve --http in a real browser: sign-in, a run's output streaming
 // into the page before the run ends, principals' isolation (an admin sees all), closing a
 // session, log search. Prints the page's weight and paint timings.
 import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

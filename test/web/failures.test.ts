@@ -1,4 +1,4 @@
-// The dashboard's "failures by cause" chart (issue #34, DESIGN §9) in a real browser: runs that
+// The dashboard's "failures by cause" chart in a real browser: runs that
 // fail in known ways (a non-zero exit, a timeout, a memory limit) counted by cause, a send left
 // waiting for input not counted, a principal's chart its own runs only, an admin's everyone's.
 import { rmSync, writeFileSync } from 'node:fs';

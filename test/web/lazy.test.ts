@@ -1,4 +1,4 @@
-// The dashboard costs nothing until used (DESIGN §9): serve --http loads src/web only on the first
+// The dashboard costs nothing until used (a stdio server never pays for it): serve --http loads src/web only on the first
 // request for the page or its API, and stdio never loads it. Every module either process
 // loads is recorded by a preloaded hook (test/helpers/module-log.ts).
 import { existsSync, rmSync } from 'node:fs';

@@ -1,8 +1,13 @@
 // Sandbox mode docker through the real server, the real engine (podman here) and the real image,
 // under each OCI runtime of RUNTIMES (the engine's default, and gVisor's runsc where installed).
 // What a runtime does not offer is probed, and the test that needs it is skipped saying so.
+import { readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RETENTION_FIRST_MS } from '../../../src/pool/retention.js';
+import { SWEEP_MIN_AGE_MS } from '../../../src/pool/sweep.js';
 import { eventually } from '../../helpers/eventually.js';
+import { warmReady } from '../../helpers/health.js';
 import { callTool, startServer, type TestServer } from '../../helpers/server.js';
 import { containersOf, ensureImage, RUNTIMES, runtimeOf, sessionContainersOf } from './engine.js';
 
@@ -17,6 +22,15 @@ interface Run {
   artifacts: string[];
   limit?: string;
   duration_ms: number;
+}
+
+/** Milliseconds since `path` last changed (its ctime, as the sweep reads it); 0 once it is gone. */
+function ageOf(path: string): number {
+  try {
+    return Date.now() - statSync(path).ctimeMs;
+  } catch {
+    return 0;
+  }
 }
 
 const python = (server: TestServer, code: string, extra: Record<string, unknown> = {}) =>
@@ -51,20 +65,17 @@ describe.each(RUNTIMES)('runtime $name', ({ name, env: DOCKER, missing }) => {
         bash: 'sh /workspace\n',
       };
       for (const [language, source] of Object.entries(code)) {
-        const runs: Run[] = [];
-        for (let i = 0; i < 3; i++) {
-          const { value } = await callTool<Run>(server.client, 'execute_code', { language, code: source });
-          runs.push(value);
-          await new Promise((resolve) => setTimeout(resolve, 400)); // the pool refills
+        const run = async () =>
+          (await callTool<Run>(server.client, 'execute_code', { language, code: source })).value;
+        const first = await run();
+        // Once the pool holds a container of the language (it may still be starting), a run takes it.
+        expect(await warmReady(server.client, language), `${language}: the pool fills`).toBe(true);
+        const second = await run();
+        for (const each of [first, second]) {
+          expect(each, language).toMatchObject({ success: true, sandbox_mode: 'docker' });
+          expect(each.stdout).toBe(expected[language as keyof typeof expected]);
         }
-        for (const run of runs) {
-          expect(run, language).toMatchObject({ success: true, sandbox_mode: 'docker' });
-          expect(run.stdout).toBe(expected[language as keyof typeof expected]);
-        }
-        expect(
-          runs.some((run) => run.warm),
-          `${language}: a warm container was used`,
-        ).toBe(true);
+        expect(second.warm, `${language}: a warm container was used`).toBe(true);
       }
     });
 
@@ -189,6 +200,7 @@ describe.each(RUNTIMES)('runtime $name', ({ name, env: DOCKER, missing }) => {
     it('keeps the workspaces of a live session and of warm containers through the sweep of dead servers’ ones', async () => {
       // The sweep (at a run's take, and retention's first pass 5 s after start) removes workspaces
       // no live process names; a container's is named by its engine's `--volume <dir>:…` only.
+      const serverStart = Date.now();
       const own = await startServer({ env: DOCKER });
       try {
         const { value: started } = await callTool<{ session_id: string }>(own.client, 'start_session', {
@@ -203,11 +215,20 @@ describe.each(RUNTIMES)('runtime $name', ({ name, env: DOCKER, missing }) => {
             code: 'echo one',
           });
         expect((await oneShot()).value.stdout).toBe('one\n');
-        // Past the sweep's minimum age (5 s) and retention's first pass: the next take sweeps again.
-        await new Promise((resolve) => setTimeout(resolve, 7000));
+        // Until every workspace is past the sweep's minimum age (the youngest, a warm container's,
+        // is made after the first run) and retention's first pass is due: the next take sweeps again.
+        const sandbox = join(own.home, 'sandbox');
+        const aged = () =>
+          Date.now() - serverStart > RETENTION_FIRST_MS + 500 &&
+          readdirSync(sandbox)
+            .filter((name) => /^(exec|sess)_/.test(name))
+            .every((name) => ageOf(join(sandbox, name)) > SWEEP_MIN_AGE_MS + 500);
+        await expect.poll(aged, { timeout: 30_000, interval: 200 }).toBe(true);
         const warm = await oneShot();
         expect(warm.value).toMatchObject({ success: true, stdout: 'one\n', warm: true });
-        await new Promise((resolve) => setTimeout(resolve, 500)); // the sweep runs in the background
+        // The sweep runs in the background and says nothing when it keeps everything: this pause
+        // is the time it is given to do harm, which the checks below would see.
+        await new Promise((resolve) => setTimeout(resolve, 500));
         expect((await oneShot()).value).toMatchObject({ success: true, stdout: 'one\n' });
         expect((await send('print(open("keep.txt").read())')).value.stdout).toBe('kept\n');
         expect(own.stderr()).not.toContain('left by a killed server');
@@ -262,7 +283,7 @@ describe.each(RUNTIMES)('runtime $name', ({ name, env: DOCKER, missing }) => {
       });
       afterAll(() => server?.close());
       const overrun = async () => {
-        if (kind === 'warm') await new Promise((resolve) => setTimeout(resolve, 1000)); // the pool refills
+        if (kind === 'warm') expect(await warmReady(server.client, 'python')).toBe(true);
         const started = Date.now();
         const { value } = await python(server, 'b = bytearray(400 * 1024 * 1024)\nprint("survived")');
         expect(value).toMatchObject({ success: false, timed_out: false, warm: kind === 'warm' });

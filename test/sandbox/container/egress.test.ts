@@ -1,4 +1,4 @@
-// The egress allowlist in sandbox mode docker (issue #32): a container with only loopback, where the
+// The egress allowlist in sandbox mode docker: a container with only loopback, where the
 // forwarder (drivers/egress_forward.py) relays 127.0.0.1:PORT to the proxy's Unix socket in the
 // workspace. The command line as data, then the real backend, engine and image under each runtime
 // of RUNTIMES, with a tiny "proxy" in the test that answers each connection with a fixed reply.

@@ -1,4 +1,4 @@
-// Docker mode under steady load (issue #36): runs paced closer than a container start, with a pool
+// Docker mode under steady load: runs paced closer than a container start, with a pool
 // of one, find a container whose driver waits already, because the pool grows with the arrival
 // rate and a replacement starts before the last one is handed out.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

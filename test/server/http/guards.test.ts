@@ -1,4 +1,4 @@
-// serve --http's Host and Origin guards (issue #30), with raw requests: a Host that is empty or not
+// serve --http's Host and Origin guards (against DNS rebinding), with raw requests: a Host that is empty or not
 // name[:port] is a bad request (400 with a sentence, never 500); on a loopback bind a page's own
 // loopback origin may call, a rebinding page (foreign Host or Origin) still gets 403.
 import { rmSync } from 'node:fs';

@@ -112,16 +112,18 @@ describe('proxy', () => {
 
   it('cuts the upstream request when the client goes away', async () => {
     let closed = false;
+    let streaming = false;
     const target = await listen((res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write('data: one\n\n');
+      streaming = true;
       res.once('close', () => {
         closed = true;
       });
     });
     const { client, controller, outcomes } = await front(target);
     const pending = client();
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await expect.poll(() => streaming).toBe(true); // the stream is open when the client goes
     controller.abort();
     await pending;
     await expect.poll(() => closed).toBe(true);

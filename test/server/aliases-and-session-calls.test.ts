@@ -1,5 +1,6 @@
-// ADR 036's shapes: language aliases, execute_code {session_id}, kill_session.
-import { readFileSync } from 'node:fs';
+// The call shapes agents reach for: language aliases (py, js, ts, sh…), execute_code with a
+// session_id (run in that session), and kill_session (end one in the middle of a send).
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callTool, startServer, type TestServer } from '../helpers/server.js';
@@ -15,7 +16,7 @@ interface Run {
   working_dir: string;
 }
 
-describe('ADR 036 shapes', () => {
+describe('language aliases and session calls', () => {
   let server: TestServer;
   beforeAll(async () => {
     server = await startServer();
@@ -121,10 +122,11 @@ describe('ADR 036 shapes', () => {
     const started = Date.now();
     const running = callTool<Run & { session_alive: boolean }>(server.client, 'send_to_session', {
       session_id,
-      code: 'import time\ntime.sleep(120)',
+      code: 'import time\nopen("sending", "w").close()\ntime.sleep(120)',
       timeout_ms: 120_000,
     });
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // The send is under way once its code has made its mark in the workspace.
+    expect(await waitUntil(() => existsSync(join(session.working_dir, 'sending')), 30_000)).toBe(true);
     const killed = await callTool<{ success: boolean; session_id: string }>(server.client, 'kill_session', {
       session_id,
     });
