@@ -1,4 +1,4 @@
-// How the registry picks a backend, above all what `auto` does when namespaces fail (DESIGN.md §9):
+// How the registry picks a backend, above all what `auto` does when namespaces fail:
 // landlock if the kernel has it, else on Linux no code runs. Real backends where this machine has
 // them (namespaces work here), fakes for the states it is not in.
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -6,16 +6,25 @@ import {
   type Availability,
   BackendRegistry,
   type Diagnosis,
+  LandlockBackend,
   NamespaceBackend,
 } from '../../src/sandbox/index.js';
 
 class Fake extends NamespaceBackend {
   probes = 0;
-  constructor(
-    private readonly answer: Availability,
-    confine: 'namespaces' | 'landlock' = 'namespaces',
-  ) {
-    super({ confine });
+  constructor(private readonly answer: Availability) {
+    super();
+  }
+  override async probe() {
+    this.probes++;
+    return this.answer;
+  }
+}
+
+class FakeLandlock extends LandlockBackend {
+  probes = 0;
+  constructor(private readonly answer: Availability) {
+    super();
   }
   override async probe() {
     this.probes++;
@@ -67,7 +76,7 @@ describe('BackendRegistry', () => {
   });
 
   it('auto picks namespace when it works here, and never looks at Landlock then', async () => {
-    const landlock = new Fake({ available: true }, 'landlock');
+    const landlock = new FakeLandlock({ available: true });
     const registry = new BackendRegistry('auto', new NamespaceBackend(), undefined, {
       landlock,
       landlockAbi: () => 7,
@@ -78,7 +87,7 @@ describe('BackendRegistry', () => {
 
   it('auto on Linux without namespaces uses landlock when the kernel has it, and says why', async () => {
     captureStderr();
-    const landlock = new Fake({ available: true }, 'landlock');
+    const landlock = new FakeLandlock({ available: true });
     const namespace = unavailable();
     const registry = new BackendRegistry('auto', namespace, undefined, {
       landlock,
@@ -99,7 +108,7 @@ describe('BackendRegistry', () => {
 
   it('auto on Linux refuses to run code when neither works: cause, fix and the explicit opt-out', async () => {
     let diagnosed = 0;
-    const landlock = new Fake({ available: true }, 'landlock');
+    const landlock = new FakeLandlock({ available: true });
     const registry = new BackendRegistry('auto', unavailable(), undefined, {
       landlock,
       landlockAbi: () => 0,
@@ -121,7 +130,7 @@ describe('BackendRegistry', () => {
   });
 
   it('auto refuses too when the kernel has Landlock but its probe fails, naming both reasons', async () => {
-    const landlock = new Fake({ available: false, reason: 'landlock_restrict_self: EPERM' }, 'landlock');
+    const landlock = new FakeLandlock({ available: false, reason: 'landlock_restrict_self: EPERM' });
     const registry = new BackendRegistry('auto', unavailable(), undefined, {
       landlock,
       landlockAbi: () => 6,
@@ -156,8 +165,9 @@ describe('BackendRegistry', () => {
   it('landlock requested: its own backend, with the namespace settings, refused while unavailable', async () => {
     const namespace = new NamespaceBackend({ cgroups: false });
     const registry = new BackendRegistry('landlock', namespace);
+    expect(registry.landlock).toBeInstanceOf(LandlockBackend);
     expect(registry.landlock.mode).toBe('landlock');
-    expect(registry.landlock.settings).toEqual({ cgroups: false, confine: 'landlock' });
+    expect(registry.landlock.settings).toEqual({ cgroups: false });
     const probe = await registry.landlock.probe();
     if (probe.available) expect((await registry.get()).mode).toBe('landlock');
     else

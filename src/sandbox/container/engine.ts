@@ -5,7 +5,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { SandboxUnavailableError } from '../../errors/index.js';
-import { findOnPath } from '../namespace/index.js';
+import { findOnPath } from '../host/index.js';
 import { dockerRuntimes, missingRuntime } from './runtime.js';
 
 const run = promisify(execFile);
