@@ -8,6 +8,7 @@ import {
   type Diagnosis,
   LandlockBackend,
   NamespaceBackend,
+  SubprocessBackend,
 } from '../../src/sandbox/index.js';
 
 class Fake extends NamespaceBackend {
@@ -175,5 +176,37 @@ describe('BackendRegistry', () => {
         code: 'SANDBOX_UNAVAILABLE',
         message: expect.stringContaining(`sandbox mode "landlock" is not available here: ${probe.reason}`),
       });
+  });
+
+  it('each backend says what it can do, the same whichever settings it was made with', () => {
+    const namespace = new NamespaceBackend({ cgroups: false });
+    expect([namespace.mode, namespace.capabilities]).toEqual([
+      'namespace',
+      {
+        ownHome: true,
+        egress: 'socket',
+        processesOutlive: false,
+        terminal: 'own',
+        signalsGroup: false,
+        ownInterpreters: false,
+      },
+    ]);
+    const landlock = new BackendRegistry('landlock', namespace).landlock;
+    expect([landlock.mode, landlock.capabilities]).toEqual([
+      'landlock',
+      {
+        ownHome: true,
+        egress: 'port',
+        processesOutlive: true,
+        terminal: 'handed',
+        signalsGroup: false,
+        ownInterpreters: false,
+      },
+    ]);
+    expect(new SubprocessBackend().capabilities).toMatchObject({
+      ownHome: false,
+      egress: 'none',
+      signalsGroup: true,
+    });
   });
 });
