@@ -1,16 +1,12 @@
 // What the sandbox modes share of the host: finding programs, what a sandbox sees of the system,
 // cgroups, launchers, zygotes, ownership, seccomp, rlimits, reapers, and the base of the two backends.
 export { HostBackend, type HostOptions, lendTo, OUTSIDE_FORKED_CGROUP } from './backend.js';
-export { findCgroups } from './cgroup-layout.js';
-export { type CgroupTotals, totalLimitNote } from './cgroup-parent.js';
-export type { CgroupLayout, CgroupLimits, RunCgroup } from './cgroups.js';
+export type { RunCgroup } from './cgroups.js';
 export { FORWARDER, forwardedArgv, forwards } from './egress.js';
 export { staticExecutable } from './elf.js';
 export { childStdio } from './fds.js';
-export type { ChildLike } from './forker.js';
 export {
   HOST_DIR_FD,
-  REPORT_FD,
   type Ready,
   SECCOMP_FD,
   type Shape,
@@ -21,8 +17,8 @@ export { type Identity, identityFor, Lease, lendable, NOBODY } from './ownership
 export { alive } from './process.js';
 export { processGroupReaper } from './reaper.js';
 export { cpu, type Rlimit, runRlimits, ulimitArgs } from './rlimits.js';
-export { hostFilter, type SocketPolicy, socketPolicy } from './seccomp.js';
-export { type HostSetup, kernelAtLeast, type Layer, type Tools } from './setup.js';
+export { hostFilter, socketPolicy } from './seccomp.js';
+export type { HostSetup, Layer, Tools } from './setup.js';
 export { ignoreStreamErrors } from './streams.js';
 export {
   BOUND_ETC,
