@@ -6,6 +6,7 @@ import {
   BackendRegistry,
   type Diagnosis,
   diagnoseNamespaces,
+  LandlockBackend,
   landlockAbi,
   NamespaceBackend,
   type SandboxBackend,
@@ -24,7 +25,7 @@ export const LANDLOCK_ABI_RULES: readonly string[] = [
 
 export interface SandboxFacts {
   readonly namespace: NamespaceBackend;
-  readonly landlock: NamespaceBackend;
+  readonly landlock: LandlockBackend;
   readonly diagnosis: Diagnosis;
   readonly abi: number;
   /** The backend a run would get under the configured mode; undefined: runs are refused. */
@@ -34,11 +35,7 @@ export interface SandboxFacts {
 /** The configured mode's backend, and what auto would pick (both printed in the summary). */
 export async function sandboxSummary(config: Config): Promise<SandboxFacts> {
   const namespace = new NamespaceBackend({ totals: config.totals, roots: runRoots(config) });
-  const landlock = new NamespaceBackend({
-    totals: config.totals,
-    roots: runRoots(config),
-    confine: 'landlock',
-  });
+  const landlock = new LandlockBackend({ totals: config.totals, roots: runRoots(config) });
   const diagnosis = diagnoseNamespaces();
   const abi = landlockAbi();
   const pick = async (mode: SandboxMode) => {

@@ -8,22 +8,23 @@ export {
   describeRuntime,
   findEngine,
 } from './container/index.js';
+export { countCpu, FORWARDER, findOnPath, type Layer } from './host/index.js';
+export { LandlockBackend, type LandlockOptions, landlockAbi } from './landlock/index.js';
 export {
   type Attempt,
+  buildBwrapArgs,
   type Cause,
   type CauseId,
   type DiagnoseOptions,
   type Diagnosis,
   diagnoseNamespaces,
   explainCauses,
+  NamespaceBackend,
+  type NamespaceOptions,
   tryNamespaces,
-} from './diagnose.js';
-export { FORWARDER } from './egress.js';
-export { landlockAbi } from './landlock/index.js';
-export { buildBwrapArgs, findOnPath, type Layer, NamespaceBackend } from './namespace/index.js';
+} from './namespace/index.js';
 export { type AutoOptions, BackendRegistry } from './registry.js';
 export { SubprocessBackend } from './subprocess/index.js';
-export { countCpu } from './tree-cpu.js';
 export type {
   Availability,
   BackendMode,

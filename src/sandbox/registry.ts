@@ -2,16 +2,15 @@ import type { SandboxMode } from '../config/index.js';
 import { SandboxUnavailableError } from '../errors/index.js';
 import { log } from '../util/index.js';
 import { ContainerBackend, type ContainerOptions } from './container/index.js';
-import { type Diagnosis, diagnoseNamespaces, explainCauses } from './diagnose.js';
-import { landlockAbi } from './landlock/index.js';
-import { NamespaceBackend } from './namespace/index.js';
+import { LandlockBackend, landlockAbi } from './landlock/index.js';
+import { type Diagnosis, diagnoseNamespaces, explainCauses, NamespaceBackend } from './namespace/index.js';
 import { SubprocessBackend } from './subprocess/index.js';
 import type { SandboxBackend } from './types.js';
 
 /** What `auto` consults besides the namespace backend (tests put fakes here). */
 export interface AutoOptions {
   /** The landlock backend (default: one with the namespace backend's settings). */
-  readonly landlock?: NamespaceBackend;
+  readonly landlock?: LandlockBackend;
   readonly landlockAbi?: () => number;
   readonly diagnose?: () => Diagnosis;
   readonly platform?: NodeJS.Platform;
@@ -32,14 +31,13 @@ export class BackendRegistry {
     private readonly auto: AutoOptions = {},
   ) {}
 
-  private landlockBackend: NamespaceBackend | undefined;
+  private landlockBackend: LandlockBackend | undefined;
   /** Why namespaces fail here, found once (it runs unshare); as cached as the namespace probe. */
   private diagnosis: Diagnosis | undefined;
 
   /** The backend of sandbox mode landlock, made once (its probe is cached with it). */
-  get landlock(): NamespaceBackend {
-    this.landlockBackend ??=
-      this.auto.landlock ?? new NamespaceBackend({ ...this.namespace.settings, confine: 'landlock' });
+  get landlock(): LandlockBackend {
+    this.landlockBackend ??= this.auto.landlock ?? new LandlockBackend(this.namespace.settings);
     return this.landlockBackend;
   }
 

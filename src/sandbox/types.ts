@@ -57,7 +57,8 @@ export interface SandboxSpec {
   readonly terminal?: boolean;
   /**
    * argv is `[python, drivers/warm_python.py]`: a backend may instead fork the driver from a
-   * pre-initialised interpreter of the same path (the namespace backend's zygote, as root).
+   * pre-initialised interpreter of the same path (the namespace and landlock backends' zygotes,
+   * as root).
    * 'only': fork it or throw NotForkableError (the caller then runs cold).
    */
   readonly zygote?: 'prefer' | 'only';

@@ -1,11 +1,10 @@
 // A sandbox backend of the mode under test (CODEXEC_TEST_SANDBOX_MODE, mode.ts), driven directly.
-import { NamespaceBackend } from '../../src/sandbox/index.js';
-import type { NamespaceOptions } from '../../src/sandbox/namespace/index.js';
+import { LandlockBackend, NamespaceBackend, type NamespaceOptions } from '../../src/sandbox/index.js';
 import { SANDBOX_MODE } from './mode.js';
 
-/** A backend of the mode under test (the landlock backend is a NamespaceBackend that confines so). */
-export function sandboxBackend(options: NamespaceOptions = {}): NamespaceBackend {
-  return new NamespaceBackend({ ...options, ...(SANDBOX_MODE === 'landlock' && { confine: 'landlock' }) });
+/** A backend of the mode under test, namespace or landlock, with the same settings either way. */
+export function sandboxBackend(options: NamespaceOptions = {}): NamespaceBackend | LandlockBackend {
+  return SANDBOX_MODE === 'landlock' ? new LandlockBackend(options) : new NamespaceBackend(options);
 }
 
 /**

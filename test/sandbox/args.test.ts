@@ -1,13 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import {
-  buildBwrapArgs,
-  interpreterMount,
-  nprocInside,
-  reportsEnd,
-  rlimitsFor,
-} from '../../src/sandbox/namespace/args.js';
-import type { SystemMount } from '../../src/sandbox/namespace/host.js';
-import { kernelAtLeast } from '../../src/sandbox/namespace/setup.js';
+import { kernelAtLeast } from '../../src/sandbox/host/setup.js';
+import { interpreterMount, type SystemMount } from '../../src/sandbox/host/system.js';
+import { buildBwrapArgs, nprocInside, reportsEnd, rlimitsFor } from '../../src/sandbox/namespace/args.js';
 import type { SandboxSpec } from '../../src/sandbox/types.js';
 
 const spec: SandboxSpec = {

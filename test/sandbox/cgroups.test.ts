@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { findCgroups } from '../../src/sandbox/namespace/cgroup-layout.js';
-import { runsParentLayout, totalLimitWrites } from '../../src/sandbox/namespace/cgroup-parent.js';
+import { findCgroups } from '../../src/sandbox/host/cgroup-layout.js';
+import { runsParentLayout, totalLimitWrites } from '../../src/sandbox/host/cgroup-parent.js';
 
 const V1_MOUNTS = [
   '31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755',

@@ -1,4 +1,4 @@
-// Why namespaces fail (src/sandbox/diagnose.ts): each cause from a fake /proc tree, then what this
+// Why namespaces fail (src/sandbox/namespace/diagnose.ts): each cause from a fake /proc tree, then what this
 // machine really says. The real denials (a user namespace limit of 0, a seccomp filter, root
 // without CAP_SYS_ADMIN) are driven through `codexec doctor` in test/cli/doctor-sandbox.test.ts.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';

@@ -3,7 +3,7 @@
 // neither it nor they may outlive the server, however the server ends.
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { Forker } from '../../src/sandbox/namespace/forker.js';
+import { Forker } from '../../src/sandbox/host/forker.js';
 import { SANDBOX_ENV } from '../helpers/mode.js';
 import { processesUnder } from '../helpers/procs.js';
 import { makesCgroups } from '../helpers/sandbox.js';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SandboxUnavailableError } from '../../src/errors/index.js';
-import { landlockAbi, NamespaceBackend, type SandboxSpec } from '../../src/sandbox/index.js';
+import { LandlockBackend, landlockAbi, type SandboxSpec } from '../../src/sandbox/index.js';
 import {
   type Access,
   landlockScript,
@@ -111,7 +111,7 @@ describe('the allowlist’s Landlock rules', () => {
 });
 
 describe.runIf(landlockAbi() >= 4)('landlock runs with the egress allowlist', () => {
-  const backend = new NamespaceBackend({ confine: 'landlock' });
+  const backend = new LandlockBackend();
   let base: string;
   let workspace: string;
   let proxy: Listener;
@@ -153,7 +153,7 @@ describe.runIf(landlockAbi() >= 4)('landlock runs with the egress allowlist', ()
     return { ...rest, network };
   }
 
-  async function output(proc: ReturnType<NamespaceBackend['spawn']>) {
+  async function output(proc: ReturnType<LandlockBackend['spawn']>) {
     let stdout = '';
     let stderr = '';
     proc.stdout.on('data', (chunk: Buffer) => {

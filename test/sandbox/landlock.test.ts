@@ -17,7 +17,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { landlockAbi, NamespaceBackend, type SandboxSpec } from '../../src/sandbox/index.js';
+import { LandlockBackend, landlockAbi, type SandboxSpec } from '../../src/sandbox/index.js';
 import { confineProgram, MAX_RECORDS } from '../../src/sandbox/landlock/confine.js';
 import { Confiner } from '../../src/sandbox/landlock/index.js';
 import { Reach } from '../../src/sandbox/landlock/reach.js';
@@ -140,7 +140,7 @@ describe('Landlock on this kernel', () => {
 });
 
 describe('landlock runs', () => {
-  const backend = new NamespaceBackend({ confine: 'landlock' });
+  const backend = new LandlockBackend();
   let base: string;
   let workspace: string;
   let outside: string;
@@ -172,7 +172,7 @@ describe('landlock runs', () => {
     };
   }
 
-  async function output(proc: ReturnType<NamespaceBackend['spawn']>) {
+  async function output(proc: ReturnType<LandlockBackend['spawn']>) {
     let out = '';
     proc.stdout.on('data', (chunk: Buffer) => {
       out += chunk.toString();

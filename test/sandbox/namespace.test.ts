@@ -15,8 +15,8 @@ import {
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { NamespaceBackend, type SandboxSpec } from '../../src/sandbox/index.js';
-import { type CgroupLayout, type RunCgroup, RunCgroups } from '../../src/sandbox/namespace/cgroups.js';
+import { type CgroupLayout, type RunCgroup, RunCgroups } from '../../src/sandbox/host/cgroups.js';
+import { NamespaceBackend, type SandboxBackend, type SandboxSpec } from '../../src/sandbox/index.js';
 import { DROP_NAME, dropProgram } from '../../src/sandbox/namespace/drop.js';
 import { IS_ROOT, SANDBOX_MODE } from '../helpers/mode.js';
 import { makesCgroups, sandboxBackend } from '../helpers/sandbox.js';
@@ -161,7 +161,7 @@ describe('NamespaceBackend', () => {
     'as root: drops to the sandbox user with the drop program, or setpriv when told not to',
     async () => {
       // The sandbox's pid 1 is a fork of bwrap: its command line is the run's.
-      const started = async (sandbox: NamespaceBackend) => {
+      const started = async (sandbox: SandboxBackend) => {
         const { exit, stdout } = await output(
           sandbox.spawn(spec(workspace(), ['/bin/cat', '/proc/1/cmdline'])),
         );

@@ -11,7 +11,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { identityFor, Lease, NOBODY } from '../../src/sandbox/namespace/ownership.js';
+import { identityFor, Lease, NOBODY } from '../../src/sandbox/host/ownership.js';
 import { allowing } from '../helpers/host-dir.js';
 import { SANDBOX_ENV } from '../helpers/mode.js';
 import { callTool, startServer } from '../helpers/server.js';

@@ -6,16 +6,26 @@ import {
   type Availability,
   BackendRegistry,
   type Diagnosis,
+  LandlockBackend,
   NamespaceBackend,
+  SubprocessBackend,
 } from '../../src/sandbox/index.js';
 
 class Fake extends NamespaceBackend {
   probes = 0;
-  constructor(
-    private readonly answer: Availability,
-    confine: 'namespaces' | 'landlock' = 'namespaces',
-  ) {
-    super({ confine });
+  constructor(private readonly answer: Availability) {
+    super();
+  }
+  override async probe() {
+    this.probes++;
+    return this.answer;
+  }
+}
+
+class FakeLandlock extends LandlockBackend {
+  probes = 0;
+  constructor(private readonly answer: Availability) {
+    super();
   }
   override async probe() {
     this.probes++;
@@ -67,7 +77,7 @@ describe('BackendRegistry', () => {
   });
 
   it('auto picks namespace when it works here, and never looks at Landlock then', async () => {
-    const landlock = new Fake({ available: true }, 'landlock');
+    const landlock = new FakeLandlock({ available: true });
     const registry = new BackendRegistry('auto', new NamespaceBackend(), undefined, {
       landlock,
       landlockAbi: () => 7,
@@ -78,7 +88,7 @@ describe('BackendRegistry', () => {
 
   it('auto on Linux without namespaces uses landlock when the kernel has it, and says why', async () => {
     captureStderr();
-    const landlock = new Fake({ available: true }, 'landlock');
+    const landlock = new FakeLandlock({ available: true });
     const namespace = unavailable();
     const registry = new BackendRegistry('auto', namespace, undefined, {
       landlock,
@@ -99,7 +109,7 @@ describe('BackendRegistry', () => {
 
   it('auto on Linux refuses to run code when neither works: cause, fix and the explicit opt-out', async () => {
     let diagnosed = 0;
-    const landlock = new Fake({ available: true }, 'landlock');
+    const landlock = new FakeLandlock({ available: true });
     const registry = new BackendRegistry('auto', unavailable(), undefined, {
       landlock,
       landlockAbi: () => 0,
@@ -121,7 +131,7 @@ describe('BackendRegistry', () => {
   });
 
   it('auto refuses too when the kernel has Landlock but its probe fails, naming both reasons', async () => {
-    const landlock = new Fake({ available: false, reason: 'landlock_restrict_self: EPERM' }, 'landlock');
+    const landlock = new FakeLandlock({ available: false, reason: 'landlock_restrict_self: EPERM' });
     const registry = new BackendRegistry('auto', unavailable(), undefined, {
       landlock,
       landlockAbi: () => 6,
@@ -156,8 +166,9 @@ describe('BackendRegistry', () => {
   it('landlock requested: its own backend, with the namespace settings, refused while unavailable', async () => {
     const namespace = new NamespaceBackend({ cgroups: false });
     const registry = new BackendRegistry('landlock', namespace);
+    expect(registry.landlock).toBeInstanceOf(LandlockBackend);
     expect(registry.landlock.mode).toBe('landlock');
-    expect(registry.landlock.settings).toEqual({ cgroups: false, confine: 'landlock' });
+    expect(registry.landlock.settings).toEqual({ cgroups: false });
     const probe = await registry.landlock.probe();
     if (probe.available) expect((await registry.get()).mode).toBe('landlock');
     else
@@ -165,5 +176,37 @@ describe('BackendRegistry', () => {
         code: 'SANDBOX_UNAVAILABLE',
         message: expect.stringContaining(`sandbox mode "landlock" is not available here: ${probe.reason}`),
       });
+  });
+
+  it('each backend says what it can do, the same whichever settings it was made with', () => {
+    const namespace = new NamespaceBackend({ cgroups: false });
+    expect([namespace.mode, namespace.capabilities]).toEqual([
+      'namespace',
+      {
+        ownHome: true,
+        egress: 'socket',
+        processesOutlive: false,
+        terminal: 'own',
+        signalsGroup: false,
+        ownInterpreters: false,
+      },
+    ]);
+    const landlock = new BackendRegistry('landlock', namespace).landlock;
+    expect([landlock.mode, landlock.capabilities]).toEqual([
+      'landlock',
+      {
+        ownHome: true,
+        egress: 'port',
+        processesOutlive: true,
+        terminal: 'handed',
+        signalsGroup: false,
+        ownInterpreters: false,
+      },
+    ]);
+    expect(new SubprocessBackend().capabilities).toMatchObject({
+      ownHome: false,
+      egress: 'none',
+      signalsGroup: true,
+    });
   });
 });

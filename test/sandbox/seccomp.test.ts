@@ -5,7 +5,7 @@ import {
   type Instruction,
   RET,
   seccompArch,
-} from '../../src/sandbox/namespace/seccomp.js';
+} from '../../src/sandbox/host/seccomp.js';
 
 // A classic-BPF interpreter for the few opcodes the filter uses, so the program's decisions are
 // checked instruction by instruction without loading it into a kernel.

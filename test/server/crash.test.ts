@@ -5,7 +5,7 @@
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { findCgroups } from '../../src/sandbox/namespace/cgroup-layout.js';
+import { findCgroups } from '../../src/sandbox/host/cgroup-layout.js';
 import { processesUnder, processesWith, sleepMarker } from '../helpers/procs.js';
 import { callTool, startServer, type TestServer, tempDir } from '../helpers/server.js';
 import { startRig } from '../hostile/probes.js';

@@ -8,8 +8,7 @@ import { existsSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { isWithin } from '../../util/index.js';
-import { forwardedArgv, forwards } from '../egress.js';
-import { DRIVERS } from '../namespace/zygote.js';
+import { DRIVERS, forwardedArgv, forwards } from '../host/index.js';
 import type { SandboxSpec } from '../types.js';
 
 export const WORKSPACE = '/workspace';
@@ -312,7 +311,7 @@ function commandLine(
 /**
  * The spec's environment with paths mapped. PATH is the image's, after only those of the spec's
  * entries that lie in a mount (a work_dir's `.venv/bin`): the host's own layout (its PATH) never
- * reaches a container (issue #30).
+ * reaches a container, whose image lays its programs out its own way.
  */
 function containerEnv(
   env: Readonly<Record<string, string>>,

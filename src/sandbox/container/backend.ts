@@ -9,12 +9,10 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { SandboxUnavailableError } from '../../errors/index.js';
 import { isWithin } from '../../util/index.js';
-import { FORWARDER, forwards } from '../egress.js';
-import { identityFor, Lease, NOBODY } from '../namespace/ownership.js';
-import { DRIVERS } from '../namespace/zygote.js';
+import type { Watcher } from '../host/index.js';
+import { DRIVERS, FORWARDER, forwards, identityFor, Lease, NOBODY } from '../host/index.js';
 import type { Availability, Capabilities, SandboxBackend, SandboxedProcess, SandboxSpec } from '../types.js';
 import { NotForkableError } from '../types.js';
-import type { Watcher } from '../watcher.js';
 import {
   buildContainerArgs,
   buildExecArgs,

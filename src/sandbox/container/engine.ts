@@ -1,12 +1,12 @@
 // Which container engine drives sandbox mode docker: the docker CLI when its daemon answers, else
 // podman (no daemon). Both take the same commands; podman is given runc where it is installed,
 // as crun fails on hosts with hybrid cgroups, unless CODEXEC_DOCKER_RUNTIME names another runtime
-// (runtime.ts places it on each engine's command line).
+// (runtime.ts places it on each engine's command line; a docker daemon must know it).
 import { execFile } from 'node:child_process';
+import { basename } from 'node:path';
 import { promisify } from 'node:util';
 import { SandboxUnavailableError } from '../../errors/index.js';
-import { findOnPath } from '../namespace/index.js';
-import { dockerRuntimes, missingRuntime } from './runtime.js';
+import { findOnPath } from '../host/index.js';
 
 const run = promisify(execFile);
 
@@ -68,4 +68,21 @@ async function tryEngine(name: EngineName, runtime: string | undefined): Promise
       (error as { stderr?: string }).stderr?.trim().split('\n').pop() || (error as Error).message;
     return `${name}${runtime ? ` (runtime ${runtime}, CODEXEC_DOCKER_RUNTIME)` : ''}: ${detail}`;
   }
+}
+
+/** The runtimes a docker daemon knows (`docker info`): an engine asked for another does not count. */
+export async function dockerRuntimes(engine: Pick<ContainerEngine, 'binary' | 'global'>): Promise<string[]> {
+  const format = '{{range $name, $_ := .Runtimes}}{{$name}}\n{{end}}';
+  const { stdout } = await run(engine.binary, [...engine.global, 'info', '--format', format], {
+    timeout: ANSWER_MS,
+  });
+  return stdout.split('\n').filter(Boolean);
+}
+
+export function missingRuntime(runtime: string, known: readonly string[]): string {
+  return (
+    `its daemon does not know the runtime "${runtime}" (CODEXEC_DOCKER_RUNTIME; it knows ` +
+    `${known.join(', ') || 'none'}): add it, e.g. dockerd --add-runtime ${basename(runtime)}=/usr/bin/runsc ` +
+    'or "runtimes" in /etc/docker/daemon.json'
+  );
 }

@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import type { Interpreters } from '../../runtimes/index.js';
 import { isWithin } from '../../util/index.js';
-import { findOnPath } from '../namespace/index.js';
+import { findOnPath } from '../host/index.js';
 import { HostFileSet } from './host-files.js';
 import { imageEtc, ownNames } from './image-etc.js';
 import { sharedLibraries } from './ldd.js';

@@ -2,7 +2,7 @@
 // host's files by name, piped into `<engine> import -`. No copy of the files is ever staged on disk.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { SandboxUnavailableError } from '../../errors/index.js';
-import { findOnPath } from '../namespace/index.js';
+import { findOnPath } from '../host/index.js';
 import type { ContainerEngine } from './engine.js';
 import { type TarEntry, tarEntries } from './tar.js';
 

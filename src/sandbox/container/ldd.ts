@@ -3,7 +3,7 @@
 // exactly these beside the binaries, and nothing else of /usr/lib.
 import { spawn } from 'node:child_process';
 import { SandboxUnavailableError } from '../../errors/index.js';
-import { findOnPath } from '../namespace/index.js';
+import { findOnPath } from '../host/index.js';
 
 /** Files per ldd call: one process for hundreds of extension modules, within any argv limit. */
 const BATCH = 200;

@@ -4,7 +4,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
-import { DRIVERS } from '../namespace/zygote.js';
+import { DRIVERS } from '../host/index.js';
 import type { SandboxSpec } from '../types.js';
 import { buildPersistentArgs, type ContainerRun, DRIVERS_INSIDE, type Mount, WORKSPACE } from './args.js';
 import type { ContainerEngine } from './engine.js';

@@ -5,10 +5,8 @@ import { readFileSync, unlinkSync } from 'node:fs';
 import type { Writable } from 'node:stream';
 import { promisify } from 'node:util';
 import { metering, quietly } from '../../util/index.js';
-import { findOnPath } from '../namespace/index.js';
-import type { Lease } from '../namespace/ownership.js';
-import { ignoreStreamErrors } from '../streams.js';
-import { SAMPLE_MS } from '../tree-cpu.js';
+import type { Lease } from '../host/index.js';
+import { findOnPath, ignoreStreamErrors, SAMPLE_MS } from '../host/index.js';
 import type { Exit, LimitKind, SandboxedProcess, SandboxSpec } from '../types.js';
 import type { ControlListener } from './control.js';
 import { ContainerCpu } from './cpu.js';
@@ -49,16 +47,7 @@ export function wrap(handle: Handle, lease: Lease | undefined): SandboxedProcess
   let cliExited = false;
   /** A limit the container's cgroups showed when the server stopped it (its note may not come). */
   let limitAtStop: LimitKind | undefined;
-  /**
-   * The container's cgroups: from its driver's channel (a warm run) or the wrapper's file, kept
-   * once read (the file lies in the workspace, which the program may write).
-   */
-  let noted: string | undefined;
-  const cgroups = () => {
-    if (control) return control.cgroups();
-    noted ??= readCgroups(`${handle.limitNote}.cgroup`);
-    return noted;
-  };
+  const cgroups = cgroupsOf(handle);
   // Sampled only under a meter (CODEXEC_QUOTAS' cpu_seconds_per_day): a run without one pays nothing.
   // A warm driver's or a session's container is there until the server removes it: read at the end.
   const fresh = !!handle.ownContainer && !control;
@@ -193,6 +182,19 @@ function hostCgroups(handle: Handle): () => string | undefined {
 }
 
 /** The cgroups a wrapper left beside its note (a container of its own), if it did. */
+/**
+ * The container's cgroups: from its driver's channel (a warm run) or the wrapper's file, kept
+ * once read (the file lies in the workspace, which the program may write).
+ */
+function cgroupsOf(handle: Pick<Handle, 'control' | 'limitNote'>): () => string | undefined {
+  let noted: string | undefined;
+  return () => {
+    if (handle.control) return handle.control.cgroups();
+    noted ??= readCgroups(`${handle.limitNote}.cgroup`);
+    return noted;
+  };
+}
+
 function readCgroups(path: string): string | undefined {
   try {
     return readFileSync(path, 'utf8').trim() || undefined;

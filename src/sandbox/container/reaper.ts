@@ -1,4 +1,4 @@
-// No container outlives its server. While it runs, a watcher (../watcher.ts) holds the names of
+// No container outlives its server. While it runs, a watcher (../host/watcher.ts) holds the names of
 // its containers and, when the server is gone, however it went, removes every one still listed. A
 // server that starts removes what dead servers left (their `codexec.pid` is gone, or is another
 // process now).
@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { promisify } from 'node:util';
 import { log } from '../../util/index.js';
-import { Watcher } from '../watcher.js';
+import { Watcher } from '../host/index.js';
 import type { ContainerEngine } from './engine.js';
 
 const run = promisify(execFile);

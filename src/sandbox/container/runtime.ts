@@ -36,23 +36,6 @@ export function isGvisor(runtime: string | undefined): boolean {
   return runtime !== undefined && basename(runtime).startsWith('runsc');
 }
 
-/** The runtimes a docker daemon knows (`docker info`). */
-export async function dockerRuntimes(engine: Pick<ContainerEngine, 'binary' | 'global'>): Promise<string[]> {
-  const format = '{{range $name, $_ := .Runtimes}}{{$name}}\n{{end}}';
-  const { stdout } = await run(engine.binary, [...engine.global, 'info', '--format', format], {
-    timeout: ANSWER_MS,
-  });
-  return stdout.split('\n').filter(Boolean);
-}
-
-export function missingRuntime(runtime: string, known: readonly string[]): string {
-  return (
-    `its daemon does not know the runtime "${runtime}" (CODEXEC_DOCKER_RUNTIME; it knows ` +
-    `${known.join(', ') || 'none'}): add it, e.g. dockerd --add-runtime ${basename(runtime)}=/usr/bin/runsc ` +
-    'or "runtimes" in /etc/docker/daemon.json'
-  );
-}
-
 /** The runtime an engine runs containers with, as the engine reports it (for `codexec doctor`). */
 export async function describeRuntime(engine: ContainerEngine): Promise<string> {
   if (engine.name === 'podman') {

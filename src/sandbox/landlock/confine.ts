@@ -17,7 +17,7 @@
 // that fails (without bit 12) writes "step N failed with errno E" to stderr and exits 126; a
 // failed exec of PROGRAM, "errno E" and 127; a malformed script, the usage and 126. The script is
 // the server's, never a caller's: its offsets are not checked against the buffer.
-import { staticExecutable } from '../elf.js';
+import { staticExecutable } from '../host/index.js';
 
 /** Where the launcher reads its script. */
 export const SCRIPT_FD = 4;

@@ -20,7 +20,7 @@
 import { statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { SandboxUnavailableError } from '../../errors/index.js';
-import type { Rlimit } from '../namespace/args.js';
+import type { Rlimit } from '../host/index.js';
 import { TERMINAL_FDS } from '../types.js';
 import { type Data, Script } from './script.js';
 
@@ -219,7 +219,7 @@ export interface Launch {
   readonly seccomp: Buffer;
   /** A root server's runs drop to this uid and gid, with no groups. */
   readonly identity?: { readonly uid: number; readonly gid: number };
-  /** Set here, not by a launcher (prlimit names and values, as args.ts rlimitsFor gives them). */
+  /** Set here, not by a launcher (prlimit names and values, as host/rlimits.ts gives them). */
   readonly rlimits: readonly Rlimit[];
   /** Started by the server itself (no launcher, no cgroup): it dies with the server. */
   readonly dieWithParent?: boolean;

@@ -1,38 +1,22 @@
 // The sandbox command line, built as data: (prlimit) → bwrap → (drop program or setpriv) → argv.
 // Pure: no I/O, so every flag is unit-tested without spawning anything.
-import { dirname, posix } from 'node:path';
-import { FORWARDER, forwardedArgv, forwards } from '../egress.js';
+import { dirname } from 'node:path';
+import {
+  FORWARDER,
+  forwardedArgv,
+  forwards,
+  HOST_DIR_FD,
+  interpreterMount,
+  type Rlimit,
+  runRlimits,
+  SECCOMP_FD,
+  type SystemMount,
+  type Tools,
+} from '../host/index.js';
 import type { SandboxSpec } from '../types.js';
 import { dropsTo } from './drop.js';
-import type { SystemMount } from './host.js';
-
-/**
- * Fixed child fds: 3 is the control channel (spec.control), then ours. bwrap reads the seccomp
- * program from SECCOMP_FD to its end once the sandbox is built, before it starts anything in it: a
- * direct start's server sends it only after moving bwrap into the run's cgroup (launcher.ts), and
- * an empty program (the server gone first) makes bwrap fail instead of running the code.
- */
-export const SECCOMP_FD = 4;
-/** Where the drop program reads a run's end mark and reports its status (`drop -r`, drop.ts). */
-export const REPORT_FD = 7;
-/** The host directory's descriptor in bwrap (`--bind-fd`), on a direct start. */
-export const HOST_DIR_FD = 8;
 
 const MIB = 1024 * 1024;
-/**
- * RLIMIT_AS only catches absurd reservations: V8 and every WebAssembly memory reserve ~10 GiB of
- * address space, so AS cannot be the memory limit. RLIMIT_DATA (private writable memory) can,
- * and is used whenever no memory cgroup is there to do it (and to report it).
- */
-export const ADDRESS_SPACE_BYTES = 64 * 1024 * MIB;
-export const MAX_OPEN_FILES = 1024;
-
-export interface Tools {
-  readonly bwrap: string;
-  /** Present when the server runs as root: drops to `identity` inside the namespaces. */
-  readonly setpriv?: string;
-  readonly prlimit?: string;
-}
 
 export interface BwrapOptions {
   readonly tools: Tools;
@@ -65,7 +49,7 @@ export interface BwrapOptions {
    */
   readonly placeholder?: boolean;
   /**
-   * This kernel counts RLIMIT_NPROC per user namespace (Linux >= 5.14, setup.ts): an ordinary
+   * This kernel counts RLIMIT_NPROC per user namespace (Linux >= 5.14, host/setup.ts): an ordinary
    * user's sandbox then gets its process limit inside its own namespace (nprocInside).
    */
   readonly nprocPerUserNamespace?: boolean;
@@ -149,43 +133,18 @@ export function nprocInside(spec: SandboxSpec, options: BwrapOptions): number | 
   return spec.limits.maxProcs + 1;
 }
 
-export interface Rlimit {
-  /** prlimit's option name. */
-  readonly prlimit: string;
-  /** bash's ulimit flag, and the factor from the value to ulimit's unit. */
-  readonly ulimit: string;
-  readonly unit: number;
-  /** Bytes, seconds or a count, as prlimit takes it. */
-  readonly value: number;
-}
-
-const limit = (prlimit: string, ulimit: string, unit: number, value: number): Rlimit => ({
-  prlimit,
-  ulimit,
-  unit,
-  value,
-});
-
-/** The run's rlimits, one table for prlimit's options and bash's ulimit flags. */
+/** The run's rlimits (host/rlimits.ts), the reporting drop program counted among its processes. */
 export function rlimitsFor(
   spec: SandboxSpec,
   options: Pick<BwrapOptions, 'cgroup' | 'identity' | 'cpuSeconds' | 'drop' | 'placeholder'>,
 ): Rlimit[] {
-  const { memoryMb, maxFileMb } = spec.limits;
-  const limits = [
-    limit('as', '-v', 1024, ADDRESS_SPACE_BYTES),
-    limit('fsize', '-f', 1024, maxFileMb * MIB),
-    limit('nofile', '-n', 1, MAX_OPEN_FILES),
-    limit('core', '-c', 1, 0),
-  ];
-  if (options.cpuSeconds !== undefined) limits.push(limit('cpu', '-t', 1, options.cpuSeconds));
-  if (!options.cgroup) {
-    limits.push(limit('data', '-d', 1024, memoryMb * MIB));
-    // Per-uid, so only meaningful for the dedicated sandbox uid of a root server.
-    if (options.identity)
-      limits.push(limit('nproc', '-u', 1, spec.limits.maxProcs + extraProcs(spec, options)));
-  }
-  return limits;
+  const { cgroup, identity, cpuSeconds } = options;
+  return runRlimits(spec, {
+    cgroup,
+    ...(identity && { identity }),
+    ...(cpuSeconds !== undefined && { cpuSeconds }),
+    extraProcs: extraProcs(spec, options),
+  });
 }
 
 /** Processes of the run's that are not the code's: the reporting drop program. */
@@ -194,11 +153,6 @@ export function extraProcs(
   options: Pick<BwrapOptions, 'identity' | 'drop' | 'placeholder'>,
 ): number {
   return reportsEnd(spec, options) ? 1 : 0;
-}
-
-/** The same limits as arguments to bash's ulimit (which sets soft and hard, like prlimit). */
-export function ulimitArgs(limits: readonly Rlimit[]): string[] {
-  return limits.flatMap((l) => [l.ulimit, String(Math.floor(l.value / l.unit))]);
 }
 
 function namespaceFlags(spec: SandboxSpec, privileged: boolean, placeholder: boolean): string[] {
@@ -266,16 +220,6 @@ function filesystem(
   return args;
 }
 
-/**
- * What a confiner opens for `path`: the host directory through the server's descriptor where the
- * spec has it (/proc/<server pid>/fd/<n>: the very directory, whatever is at its name now).
- */
-export function bindSource(spec: Pick<SandboxSpec, 'hostDir' | 'hostDirFd'>, path: string): string {
-  return path === spec.hostDir && spec.hostDirFd !== undefined
-    ? `/proc/${process.pid}/fd/${spec.hostDirFd}`
-    : path;
-}
-
 const covered = (path: string, roots: readonly string[]) =>
   roots.some((root) => path === root || path.startsWith(root.endsWith('/') ? root : `${root}/`));
 
@@ -287,16 +231,4 @@ const hostPaths = (system: readonly SystemMount[]) =>
 function parentDir(path: string): string[] {
   const parent = dirname(path);
   return parent === '/' ? [] : ['--dir', parent];
-}
-
-/**
- * What to bind for an interpreter outside the system dirs: its install prefix (`/opt/py/bin/python3`
- * → `/opt/py`), or only the binary when the prefix would be `/` or would contain a private dir
- * (`~/bin/python` must not expose the whole home).
- */
-export function interpreterMount(binary: string, privateDirs: readonly string[] = []): string {
-  const dir = posix.dirname(binary);
-  const prefix = posix.basename(dir) === 'bin' ? posix.dirname(dir) : dir;
-  const exposes = (secret: string) => secret === prefix || secret.startsWith(`${prefix}/`) || prefix === '/';
-  return privateDirs.some(exposes) || prefix === '/' ? binary : prefix;
 }

@@ -18,8 +18,7 @@
 // stdout and stderr after all the program wrote, the status on REPORT_FD ("N\n", 128+N after
 // signal N, as bwrap reports it), and exits with it.
 import { spawnSync } from 'node:child_process';
-import { staticExecutable } from '../elf.js';
-import { findOnPath } from './host.js';
+import { findOnPath, staticExecutable } from '../host/index.js';
 
 /** Its name in the sandbox's /etc (the copy, etc.ts): `/etc/codexec-drop [-r] UID GID PROGRAM [ARG]...`. */
 export const DROP_NAME = 'codexec-drop';

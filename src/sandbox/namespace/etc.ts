@@ -16,7 +16,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { alive } from './process.js';
+import { alive } from '../host/index.js';
 
 const PREFIX = 'codexec-etc-';
 

@@ -1,8 +1,7 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import type { Duplex } from 'node:stream';
-import { childStdio } from '../fds.js';
-import { ignoreStreamErrors } from '../streams.js';
+import { childStdio, ignoreStreamErrors, processGroupReaper } from '../host/index.js';
 import {
   type Availability,
   type Capabilities,
@@ -12,7 +11,6 @@ import {
   type SandboxedProcess,
   type SandboxSpec,
 } from '../types.js';
-import { processGroupReaper } from './reaper.js';
 
 /**
  * The seed's light mode: a plain child process in its own session and process group, with the

@@ -14,9 +14,9 @@ import {
   containerNetwork,
 } from '../../../src/sandbox/container/args.js';
 import { ContainerBackend } from '../../../src/sandbox/container/index.js';
-import { FORWARDER as EGRESS_FORWARDER } from '../../../src/sandbox/egress.js';
+import { FORWARDER as EGRESS_FORWARDER } from '../../../src/sandbox/host/egress.js';
+import { DRIVERS } from '../../../src/sandbox/host/zygote.js';
 import type { SandboxedProcess, SandboxSpec } from '../../../src/sandbox/index.js';
-import { DRIVERS } from '../../../src/sandbox/namespace/zygote.js';
 import { DOCKER_MODE, ensureImage, IMAGE, RUNTIMES } from './engine.js';
 
 const PORT = 3128;

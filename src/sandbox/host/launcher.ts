@@ -10,14 +10,24 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import type { Writable } from 'node:stream';
 import { log } from '../../util/index.js';
-import { childStdio } from '../fds.js';
-import { ignoreStreamErrors } from '../streams.js';
 import type { SandboxSpec } from '../types.js';
-import { HOST_DIR_FD, REPORT_FD, SECCOMP_FD } from './args.js';
 import type { CgroupLimits, RunCgroup } from './cgroups.js';
+import { childStdio } from './fds.js';
 import type { ChildLike, Forker } from './forker.js';
 import { signal } from './process.js';
+import { ignoreStreamErrors } from './streams.js';
 
+/**
+ * Fixed child fds: 3 is the control channel (spec.control), then ours. bwrap reads the seccomp
+ * program from SECCOMP_FD to its end once the sandbox is built, before it starts anything in it: a
+ * direct start's server sends it only after moving bwrap into the run's cgroup, and an empty
+ * program (the server gone first) makes bwrap fail instead of running the code.
+ */
+export const SECCOMP_FD = 4;
+/** Where the drop program reads a run's end mark and reports its status (`drop -r`, namespace/drop.ts). */
+export const REPORT_FD = 7;
+/** The host directory's descriptor in bwrap (`--bind-fd`), on a direct start. */
+export const HOST_DIR_FD = 8;
 export const ARGV_FD = 6;
 // The job on ARGV_FD: the number of ulimit arguments, those arguments, then the argv to exec.
 const SCRIPT = `readarray -d '' -t job <&${ARGV_FD} && exec ${ARGV_FD}<&- && [ "\${#job[@]}" -gt 1 ] || exit 0

@@ -1,8 +1,9 @@
-// Subprocess mode's runs are plain process groups: a server killed with SIGKILL cannot end them.
-// The reaper is a watcher (../watcher.ts), started with the first run, that holds the groups in
+// Subprocess mode's runs, and landlock runs without a cgroup, are plain process groups: a server
+// killed with SIGKILL cannot end them.
+// The reaper is a watcher (watcher.ts), started with the first run, that holds the groups in
 // use (`+PGID` when one starts, `-PGID` when its leader has exited) and, when the server is gone,
 // SIGKILLs every group still listed.
-import { Watcher } from '../watcher.js';
+import { Watcher } from './watcher.js';
 
 export function processGroupReaper(): Watcher {
   return new Watcher({

@@ -1,14 +1,21 @@
-// What this host offers the namespace backend, detected once (synchronously, no process spawned):
+// What this host offers the namespace and landlock backends, detected once (synchronously, no process spawned):
 // the tools on PATH, the seccomp program, the cgroup layout. `doctor` prints the same facts.
 
 import { accessSync, constants } from 'node:fs';
 import { homedir, release, userInfo } from 'node:os';
-import type { Tools } from './args.js';
 import { prepareCgroups } from './cgroup-layout.js';
 import type { CgroupTotals } from './cgroup-parent.js';
 import type { CgroupLayout } from './cgroups.js';
-import { findOnPath, hostSystemMounts, type SystemMount } from './host.js';
 import { seccompArch } from './seccomp.js';
+import { findOnPath, hostSystemMounts, type SystemMount } from './system.js';
+
+/** The programs a namespace sandbox is built with (bwrap's command line, namespace/args.ts). */
+export interface Tools {
+  readonly bwrap: string;
+  /** Present when the server runs as root: drops to `identity` inside the namespaces. */
+  readonly setpriv?: string;
+  readonly prlimit?: string;
+}
 
 export interface Layer {
   readonly name: string;
@@ -30,7 +37,7 @@ export interface HostSetup {
   readonly python?: string;
   /** The placeholder a zygote's sandbox runs where the zygote cannot run its own (`cat`). */
   readonly cat?: string;
-  /** RLIMIT_NPROC is counted per user namespace (ucounts, Linux >= 5.14): args.ts nprocInside. */
+  /** RLIMIT_NPROC is counted per user namespace (ucounts, Linux >= 5.14): namespace/args.ts nprocInside. */
   readonly nprocPerUserNamespace: boolean;
   /** Home directories of the server's user: never visible in a sandbox. */
   readonly privateDirs: readonly string[];
@@ -52,8 +59,33 @@ export function detectHost(options: DetectOptions = { cgroups: true }): HostSetu
   const root = process.getuid?.() === 0;
   const nprocPerUserNamespace = kernelAtLeast(release(), 5, 14);
   // Without cgroups: RLIMIT_NPROC on the sandbox uid of a root server, or inside an ordinary
-  // user's sandbox where the kernel counts it per user namespace (args.ts nprocInside).
+  // user's sandbox where the kernel counts it per user namespace (namespace/args.ts nprocInside).
   const nproc = root || nprocPerUserNamespace;
+  const found = toolLayers(root, nproc);
+  const { cgroups, layer } = cgroupLayer(options, nproc);
+  const bashPath = findOnPath('bash');
+  // The system one first: a version manager's shim on PATH may start slowly or not at all as root.
+  const pythonPath =
+    ['/usr/bin/python3', '/usr/local/bin/python3'].find(isExecutable) ?? findOnPath('python3');
+  const layers = [...found.layers, layer, ...(cgroups ? [launcherLayer(pythonPath)] : [])];
+  const missing = layers.find((each) => each.required && !each.ok);
+  return {
+    ...(found.tools && { tools: found.tools }),
+    system: hostSystemMounts(),
+    root,
+    ...(cgroups && { cgroups }),
+    ...(bashPath && { bash: bashPath }),
+    ...(pythonPath && { python: pythonPath }),
+    ...(root && { cat: findOnPath('cat') ?? '/bin/cat' }),
+    nprocPerUserNamespace,
+    privateDirs: [homedir(), ...passwdHome()],
+    layers,
+    ...(missing && { unavailable: `${missing.name}: ${missing.detail}` }),
+  };
+}
+
+/** bubblewrap, setpriv (a root server's), seccomp and prlimit: found or not, and the tools found. */
+function toolLayers(root: boolean, nproc: boolean): { layers: Layer[]; tools: Tools | undefined } {
   const layers: Layer[] = [];
   const bwrap = findOnPath('bwrap');
   layers.push({
@@ -91,12 +123,20 @@ export function detectHost(options: DetectOptions = { cgroups: true }): HostSetu
       ? `${prlimit}: AS, CPU, FSIZE, NOFILE, CORE=0 (and DATA when no memory cgroup${nproc ? ', NPROC when no pids cgroup' : ''})`
       : 'prlimit not found (util-linux); runs have no rlimits — install util-linux',
   });
-  let cgroups: CgroupLayout | undefined;
+  const tools: Tools | undefined =
+    bwrap && (!root || setpriv)
+      ? { bwrap, ...(setpriv && { setpriv }), ...(prlimit && { prlimit }) }
+      : undefined;
+  return { layers, tools };
+}
+
+/** The runs' parent cgroup, prepared where this process may, and its layer. */
+function cgroupLayer(options: DetectOptions, nproc: boolean): { cgroups?: CgroupLayout; layer: Layer } {
   try {
     if (!options.cgroups) throw new Error('disabled by the caller');
     const totals = options.totals ?? UNBOUNDED;
-    cgroups = prepareCgroups(totals);
-    layers.push({
+    const cgroups = prepareCgroups(totals);
+    const layer = {
       name: 'cgroups',
       ok: true,
       required: false,
@@ -104,9 +144,10 @@ export function detectHost(options: DetectOptions = { cgroups: true }): HostSetu
         `v${cgroups.version} memory + pids per run, under ${cgroups.memory}, which bounds all runs ` +
         `together: ${totals.memoryMb} MB (CODEXEC_TOTAL_MEMORY_MB), ${totals.maxProcs} processes ` +
         '(CODEXEC_TOTAL_MAX_PROCS)',
-    });
+    };
+    return { cgroups, layer };
   } catch (error) {
-    layers.push({
+    const layer = {
       name: 'cgroups',
       ok: false,
       required: false,
@@ -115,39 +156,20 @@ export function detectHost(options: DetectOptions = { cgroups: true }): HostSetu
         `(falling back to RLIMIT_DATA${nproc ? ' and RLIMIT_NPROC' : ''}) and no bound on all runs together ` +
         '(CODEXEC_TOTAL_MEMORY_MB, CODEXEC_TOTAL_MAX_PROCS are not enforced) — run as root or with a ' +
         'delegated cgroup v2 subtree',
-    });
+    };
+    return { layer };
   }
-  const bashPath = findOnPath('bash');
-  // The system one first: a version manager's shim on PATH may start slowly or not at all as root.
-  const pythonPath =
-    ['/usr/bin/python3', '/usr/local/bin/python3'].find(isExecutable) ?? findOnPath('python3');
-  if (cgroups) {
-    layers.push({
-      name: 'launchers',
-      ok: true,
-      required: false,
-      detail: pythonPath
-        ? `pre-forked by ${pythonPath} (drivers/forker.py): the server never forks itself per run`
-        : 'bash launchers spawned by the server (no host python3 to fork them)',
-    });
-  }
-  const missing = layers.find((layer) => layer.required && !layer.ok);
-  const tools: Tools | undefined =
-    bwrap && (!root || setpriv)
-      ? { bwrap, ...(setpriv && { setpriv }), ...(prlimit && { prlimit }) }
-      : undefined;
+}
+
+/** Who starts the pre-forked launchers (there are some only where the host has cgroups). */
+function launcherLayer(python: string | undefined): Layer {
   return {
-    ...(tools && { tools }),
-    system: hostSystemMounts(),
-    root,
-    ...(cgroups && { cgroups }),
-    ...(bashPath && { bash: bashPath }),
-    ...(pythonPath && { python: pythonPath }),
-    ...(root && { cat: findOnPath('cat') ?? '/bin/cat' }),
-    nprocPerUserNamespace,
-    privateDirs: [homedir(), ...passwdHome()],
-    layers,
-    ...(missing && { unavailable: `${missing.name}: ${missing.detail}` }),
+    name: 'launchers',
+    ok: true,
+    required: false,
+    detail: python
+      ? `pre-forked by ${python} (drivers/forker.py): the server never forks itself per run`
+      : 'bash launchers spawned by the server (no host python3 to fork them)',
   };
 }
 

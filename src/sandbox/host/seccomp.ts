@@ -4,6 +4,7 @@
 // open TCP without connect(); it kills any process that enters through a foreign ABI (i386
 // `int 0x80`, x32, arm32 compat), where syscall numbers would not match the table below.
 import { arch as hostArch } from 'node:os';
+import type { SandboxSpec } from '../types.js';
 
 export type SeccompArch = 'x64' | 'arm64';
 
@@ -118,6 +119,11 @@ const jump = (code: number, k: number, jt: number, jf: number): Instruction => (
  * `any` (the host's network).
  */
 export type SocketPolicy = 'unix' | 'unix+tcp' | 'any';
+
+/** The sockets a run's code may create: its network's. */
+export function socketPolicy(spec: Pick<SandboxSpec, 'network'>): SocketPolicy {
+  return spec.network === 'host' ? 'any' : spec.network === 'allowlist' ? 'unix+tcp' : 'unix';
+}
 
 export interface FilterOptions {
   readonly sockets: SocketPolicy;

@@ -3,8 +3,8 @@
 // the server is gone, however it went — the script deals with everything still listed. Both
 // reapers (subprocess mode's process groups, docker mode's containers) are one of these.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { log } from '../util/index.js';
-import { findOnPath } from './namespace/host.js';
+import { log } from '../../util/index.js';
+import { findOnPath } from './system.js';
 
 /** The part of a watcher's script that keeps the list: the associative array `names`. */
 export const READ_NAMES = `declare -A names

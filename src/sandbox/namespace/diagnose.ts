@@ -3,7 +3,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { findOnPath } from './namespace/index.js';
+import { findOnPath } from '../host/index.js';
 
 export type CauseId =
   | 'apparmor'

@@ -1,8 +1,8 @@
 // The sandbox's side of the egress allowlist (SandboxSpec.egress): the forwarder a namespace or
 // container sandbox runs before its program, listening on the sandbox's own loopback and relaying
 // to the server's proxy through a Unix socket in the workspace.
-import { packagePath } from '../util/index.js';
-import type { EgressEndpoint, SandboxSpec } from './types.js';
+import { packagePath } from '../../util/index.js';
+import type { EgressEndpoint, SandboxSpec } from '../types.js';
 
 export const FORWARDER = packagePath('drivers', 'egress_forward.py');
 

@@ -8,8 +8,8 @@
 // exits, and one that lives less than SAMPLE_MS may not be seen at all. Nothing is sampled unless the
 // caller meters (a principal with a CPU budget): a run without one costs nothing.
 import { readdirSync, readFileSync } from 'node:fs';
-import { cpuBetween, metering } from '../util/index.js';
-import type { SandboxedProcess } from './types.js';
+import { cpuBetween, metering } from '../../util/index.js';
+import type { SandboxedProcess } from '../types.js';
 
 /** How often the tree is sampled while a metered run goes. */
 export const SAMPLE_MS = 100;

@@ -1,7 +1,8 @@
 // What the sandbox sees of the host: the system directories interpreters need, read-only, and a
 // few files from /etc. Read once per process; nothing here is per run.
 import { lstatSync, readdirSync, readlinkSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, posix } from 'node:path';
+import type { SandboxSpec } from '../types.js';
 
 /** A mount the sandbox gets regardless of the run: `['--ro-bind', src, dest]` or a symlink. */
 export type SystemMount =
@@ -37,7 +38,7 @@ const ETC_ENTRIES = [
 ];
 
 /**
- * Entries of /etc bound from the host even when the rest is a copy (etc.ts): directories of
+ * Entries of /etc bound from the host even when the rest is a copy (namespace/etc.ts): directories of
  * hundreds of entries (the copy is checked against the host's every second), private keys.
  */
 export const BOUND_ETC = ['alternatives', 'ssl', 'pki'];
@@ -55,7 +56,7 @@ function kindOf(path: string): 'dir' | 'file' | 'symlink' | undefined {
 
 /**
  * The system mounts for a host whose root is `root` (tests pass a fake tree): with `etcCopy`, /etc
- * is that copy of etcEntries() (etc.ts) and the BOUND_ETC entries; without, a bind per entry.
+ * is that copy of etcEntries() (namespace/etc.ts) and the BOUND_ETC entries; without, a bind per entry.
  */
 export function systemMounts(root = '/', etcCopy?: string): SystemMount[] {
   const mounts: SystemMount[] = [];
@@ -108,4 +109,26 @@ export function findOnPath(name: string, path = process.env.PATH ?? '/usr/bin:/b
     if (kindOf(candidate) === 'file' || kindOf(candidate) === 'symlink') return candidate;
   }
   return undefined;
+}
+
+/**
+ * What a confiner opens for `path`: the host directory through the server's descriptor where the
+ * spec has it (/proc/<server pid>/fd/<n>: the very directory, whatever is at its name now).
+ */
+export function bindSource(spec: Pick<SandboxSpec, 'hostDir' | 'hostDirFd'>, path: string): string {
+  return path === spec.hostDir && spec.hostDirFd !== undefined
+    ? `/proc/${process.pid}/fd/${spec.hostDirFd}`
+    : path;
+}
+
+/**
+ * What to bind for an interpreter outside the system dirs: its install prefix (`/opt/py/bin/python3`
+ * → `/opt/py`), or only the binary when the prefix would be `/` or would contain a private dir
+ * (`~/bin/python` must not expose the whole home).
+ */
+export function interpreterMount(binary: string, privateDirs: readonly string[] = []): string {
+  const dir = posix.dirname(binary);
+  const prefix = posix.basename(dir) === 'bin' ? posix.dirname(dir) : dir;
+  const exposes = (secret: string) => secret === prefix || secret.startsWith(`${prefix}/`) || prefix === '/';
+  return privateDirs.some(exposes) || prefix === '/' ? binary : prefix;
 }

@@ -1,0 +1,50 @@
+// The zygotes of a backend (zygote.ts): one per interpreter and start-up environment, each forking
+// the warm Python drivers of the runs that match it.
+import { dirname } from 'node:path';
+import type { SandboxSpec } from '../types.js';
+import { DRIVERS, Zygote } from './zygote.js';
+
+/**
+ * Variables a run's sandbox may set to its own values (most of them paths in its workspace) without
+ * a zygote of its own: the forked process takes the whole of the run's environment before the
+ * driver starts (drivers/zygote.py), and of these the interpreter reads at start-up only PYTHONPATH
+ * (and CODEXEC_PYTHON_PACKAGES, through drivers/mpl/sitecustomize.py), which the zygote then puts
+ * on sys.path as the interpreter would have, and HOME, for a user
+ * site-packages the zygote never has (its HOME does not exist; site's user dirs are cleared). The
+ * matplotlib ones (engine/images.ts figureEnv) are read only once the program imports matplotlib
+ * (MPLCONFIGDIR), saves a figure (CODEXEC_FIGURES_DIR) or fontconfig builds its cache
+ * (XDG_CACHE_HOME).
+ */
+const PER_RUN_ENV: ReadonlySet<string> = new Set([
+  'PYTHONPATH',
+  'CODEXEC_PYTHON_PACKAGES',
+  'HOME',
+  'CODEXEC_FIGURES_DIR',
+  'MPLCONFIGDIR',
+  'XDG_CACHE_HOME',
+]);
+
+export class Zygotes {
+  private readonly zygotes = new Map<string, Zygote>();
+
+  /** Each zygote is let go after `idleMs` without a fork. */
+  constructor(private readonly idleMs: number) {}
+
+  /**
+   * The zygote of the spec's interpreter (drivers/zygote.py) that forks its warm Python driver,
+   * made on first use; undefined for a spec that is no such driver's. The variables a run may
+   * change (PER_RUN_ENV) are set in the forked process; the others must match.
+   */
+  for(spec: SandboxSpec): Zygote | undefined {
+    const [python, driver] = spec.argv;
+    if (!spec.zygote || !python || !driver || dirname(driver) !== DRIVERS) return undefined;
+    const fixed = Object.fromEntries(Object.entries(spec.env).filter(([name]) => !PER_RUN_ENV.has(name)));
+    const key = JSON.stringify([python, fixed]);
+    let zygote = this.zygotes.get(key);
+    if (!zygote) {
+      zygote = new Zygote(python, fixed, this.idleMs);
+      this.zygotes.set(key, zygote);
+    }
+    return zygote;
+  }
+}

@@ -1,0 +1,227 @@
+// Sandbox mode landlock: the host's runs (cgroups, launchers, zygotes, ownership lending) with no
+// namespace at all. Each program is confined by Landlock (the kernel's best ABI), codexec's
+// seccomp filter and rlimits, applied by codexec's launcher from a script built per run.
+import { rmSync } from 'node:fs';
+import { SandboxUnavailableError } from '../../errors/index.js';
+import {
+  cpu,
+  HostBackend,
+  type HostOptions,
+  type HostSetup,
+  hostFilter,
+  type Identity,
+  identityFor,
+  lendable,
+  lendTo,
+  NOBODY,
+  OUTSIDE_FORKED_CGROUP,
+  processGroupReaper,
+  type Ready,
+  type RunCgroup,
+  runRlimits,
+  type Shape,
+  type Started,
+  socketPolicy,
+  startDirect,
+  ulimitArgs,
+  type Watcher,
+} from '../host/index.js';
+import type { Capabilities, SandboxedProcess, SandboxSpec } from '../types.js';
+import { confiner, ownTmp } from './confiner.js';
+import { Reach } from './reach.js';
+
+export interface LandlockOptions extends HostOptions {
+  /**
+   * Where runs live (the sandbox dir, package environments, command workspaces): a root server's
+   * runs must be able to reach them as the sandbox user, which the probe checks.
+   */
+  readonly roots?: readonly string[];
+  /**
+   * Directories that hold nothing but run and session workspaces (the sandbox dir), each 0700 and
+   * lent to its own run's uid: the only ones a login user (a host directory's owner) is ever lent
+   * search on.
+   */
+  readonly workspaceDirs?: readonly string[];
+}
+
+/** What a cold run is started with, besides its spec. */
+interface ColdStart {
+  readonly identity: Identity | undefined;
+  readonly seccomp: Buffer;
+  readonly ready: Ready | undefined;
+  readonly shape: Shape;
+  readonly limits: SandboxSpec['limits'];
+  readonly cgroup: RunCgroup | undefined;
+  readonly tmp: string | undefined;
+}
+
+export class LandlockBackend extends HostBackend<LandlockOptions> {
+  readonly mode = 'landlock' as const;
+  readonly capabilities: Capabilities = {
+    ownHome: true,
+    egress: 'port',
+    processesOutlive: true,
+    terminal: 'handed',
+    signalsGroup: false,
+    ownInterpreters: false,
+  };
+
+  /** The launcher and host facts, one per server process. */
+  private readonly confiner = confiner();
+  /** What a root server's runs can reach as the sandbox user, and lending search to them. */
+  private readonly reach: Reach;
+  /** Process groups of runs without a cgroup, killed if the server dies (even by SIGKILL). */
+  private groups: Watcher | undefined;
+
+  constructor(options: LandlockOptions = {}) {
+    super(options);
+    this.reach = new Reach(
+      options.roots ?? [],
+      (script) => this.confiner.runScript(script),
+      options.workspaceDirs,
+    );
+  }
+
+  protected unavailable(host: HostSetup): string | undefined {
+    return this.confiner.unavailable() ?? this.unreachableRoot(host);
+  }
+
+  /** Why `spec` cannot run here: no Landlock, or a network it cannot confine. */
+  private refusal(spec: SandboxSpec): string | undefined {
+    return this.confiner.unavailable() ?? this.confiner.refusal(spec);
+  }
+
+  protected launchShape(spec: SandboxSpec): Shape {
+    return shapeOf(spec);
+  }
+
+  /**
+   * Fork the run of `spec` from a zygote, for spawn() to take: within `ms`, or not at all (spawn()
+   * then starts it, or throws NotForkableError for `zygote: 'only'`).
+   */
+  async reserveFork(spec: SandboxSpec, ms: number): Promise<void> {
+    const host = this.setup();
+    if (!this.mayFork(spec, host) || this.refusal(spec)) return;
+    const zygote = this.zygoteFor(spec);
+    const seccomp = hostFilter({ sockets: socketPolicy(spec) });
+    if (!zygote?.usable || !seccomp) return;
+    const identity = identityFor(spec);
+    if (this.unreachable(spec, identity)) return; // a cold start reports it
+    const parts = await this.forkParts(spec, host, identity, () => ownTmp(spec, identity));
+    if (!parts) return;
+    const prepared = { ...parts, alone: true };
+    let forking: ReturnType<typeof zygote.fork>;
+    try {
+      const { uid, gid } = identity;
+      const access = this.confiner.access(spec, parts.tmp, host.privateDirs);
+      const landlock = this.confiner.landlockOnly(access).toString('hex');
+      const env = parts.tmp ? { ...spec.env, TMPDIR: parts.tmp } : spec.env;
+      const sandbox = { landlock, uid, gid, env, cwd: spec.cwd };
+      const rlimits = runRlimits(spec, { cgroup: true, identity, ...cpu(spec) });
+      forking = zygote.fork(spec, parts.cgroup, sandbox, seccomp, ulimitArgs(rlimits));
+    } catch (error) {
+      await this.release(prepared);
+      throw error;
+    }
+    await this.keepFork(spec, prepared, forking, ms);
+  }
+
+  protected spawnWith(spec: SandboxSpec, held: (shape: Shape) => Ready | undefined): SandboxedProcess {
+    const host = this.setup();
+    const missing = this.refusal(spec);
+    if (missing) throw new SandboxUnavailableError(`landlock sandbox unavailable: ${missing}`);
+    const forked = this.takeFork(spec);
+    if (forked) return forked;
+    // Without a cgroup or a pid namespace, a run is ended through its process group.
+    const sessionFixed = !host.cgroups;
+    const seccomp = this.seccompFor(spec, sessionFixed);
+    const identity = host.root ? identityFor(spec) : undefined;
+    const blocked = identity ? this.unreachable(spec, identity) : undefined;
+    if (blocked) throw new SandboxUnavailableError(`landlock sandbox: ${blocked}`);
+    const lease = lendTo(spec, identity);
+    const shape = shapeOf(spec);
+    // No bwrap: the run's cgroup holds its program's processes alone, as a forked run's.
+    const maxProcs = Math.max(1, spec.limits.maxProcs - OUTSIDE_FORKED_CGROUP);
+    const limits = { ...spec.limits, maxProcs };
+    const ready = this.launcherFor(host, shape, held);
+    const undo = () => void lease?.giveBack();
+    const { cgroup, tmp } = this.runParts(host, ready, limits, undo, () => ownTmp(spec, identity));
+    let started: Started;
+    try {
+      started = this.start(spec, host, { identity, seccomp, ready, shape, limits, cgroup, tmp });
+    } catch (error) {
+      if (tmp) rmSync(tmp, { recursive: true, force: true });
+      throw error;
+    }
+    const run = this.wrap(started.child, { cgroup, lease, alone: true, ...(tmp && { tmp }) });
+    return sessionFixed ? this.reaped(run) : run;
+  }
+
+  /** Start a cold run: its confine script, run by a ready launcher or by a direct start. */
+  private start(spec: SandboxSpec, host: HostSetup, cold: ColdStart): Started {
+    const { identity, ready, cgroup, tmp } = cold;
+    const rlimits = runRlimits(spec, {
+      cgroup: cgroup !== undefined,
+      ...(identity && { identity }),
+      ...cpu(spec),
+    });
+    const script = this.confiner.launch({
+      access: this.confiner.access(spec, tmp, host.privateDirs),
+      seccomp: cold.seccomp,
+      ...(identity && { identity }),
+      // A launcher sets the rlimits (and kills the run with the server: its cgroup); else the script.
+      dieWithParent: !ready,
+      rlimits: ready ? [] : rlimits,
+      argv: spec.argv,
+      env: tmp ? { ...spec.env, TMPDIR: tmp } : spec.env,
+      cwd: spec.cwd,
+      ...(spec.terminal && { terminal: true }),
+    });
+    // The launcher's own arguments are the program's: it runs them if the script's exec fails.
+    const argv = [this.confiner.program(), ...spec.argv];
+    return ready
+      ? ready.launch(argv, script, cold.limits, ulimitArgs(rlimits))
+      : startDirect(argv, cold.shape, script, cgroup);
+  }
+
+  private reaped(run: SandboxedProcess): SandboxedProcess {
+    const { pid } = run;
+    if (pid === undefined) return run;
+    this.groups ??= processGroupReaper();
+    const groups = this.groups;
+    groups.watch(pid);
+    return {
+      ...run,
+      async dispose() {
+        await run.dispose();
+        groups.release(pid);
+      },
+    };
+  }
+
+  /** Why the sandbox user of a root server's run cannot reach a path of `spec`, or undefined. */
+  private unreachable(spec: SandboxSpec, identity: Identity): string | undefined {
+    // The run's own workspaces are lent to its uid before it starts: their insides need no search.
+    const lent = lendable(spec);
+    for (const path of [spec.cwd, ...spec.writablePaths, ...spec.readablePaths]) {
+      const why = this.reach.check(path, identity, false, lent);
+      if (why) return why;
+    }
+    return undefined;
+  }
+
+  /** A root server's runs: the first root of runs the sandbox user cannot reach, as a sentence. */
+  private unreachableRoot(host: HostSetup): string | undefined {
+    if (!host.root) return undefined;
+    for (const root of this.options.roots ?? []) {
+      const why = this.reach.check(root, NOBODY, true);
+      if (why) return why;
+    }
+    return undefined;
+  }
+}
+
+/** A run's stdio shape: no drop program reports a landlock run's end. */
+function shapeOf(spec: SandboxSpec): Shape {
+  return { stdin: spec.stdin, control: spec.control === true, report: false };
+}
