@@ -27,6 +27,7 @@ import {
 } from './args.js';
 import { listenForDriver } from './control.js';
 import { type ContainerEngine, type EngineChoice, findEngine } from './engine.js';
+import { engineCwd } from './engine-cwd.js';
 import { inspectImage } from './inspect.js';
 import { PersistentContainers } from './persistent.js';
 import { type Handle, removeContainer, spawnWhenStarted, wrap } from './process.js';
@@ -191,7 +192,7 @@ export class ContainerBackend implements SandboxBackend {
     });
     reaper.watch(name);
     const cli = [...engine.global, ...runtimeArgs(engine, network).before, ...args];
-    const child = spawn(engine.binary, cli, { stdio: [spec.stdin, 'pipe', 'pipe'] });
+    const child = spawn(engine.binary, cli, { stdio: [spec.stdin, 'pipe', 'pipe'], cwd: engineCwd() });
     return {
       child,
       control,

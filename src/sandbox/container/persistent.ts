@@ -8,6 +8,7 @@ import { DRIVERS } from '../host/index.js';
 import type { SandboxSpec } from '../types.js';
 import { buildPersistentArgs, type ContainerRun, DRIVERS_INSIDE, type Mount, WORKSPACE } from './args.js';
 import type { ContainerEngine } from './engine.js';
+import { engineCwd } from './engine-cwd.js';
 import { runtimeArgs } from './runtime.js';
 
 /** A persistent container unused this long is removed (the next command starts another). */
@@ -86,9 +87,7 @@ export class PersistentContainers {
     const child = spawn(
       this.engine.binary,
       [...this.engine.global, ...before, ...buildPersistentArgs(mounts, run, limits)],
-      {
-        stdio: ['pipe', 'pipe', 'pipe'],
-      },
+      { stdio: ['pipe', 'pipe', 'pipe'], cwd: engineCwd() },
     );
     this.onStart(name);
     child.stdin?.on('error', () => {});
