@@ -155,11 +155,6 @@ function prepareSchema(db: Db, logDir: string): void {
   }).immediate();
 }
 
-/** An in-memory database: the PostgreSQL store tokenizes with FTS5's own tokenizer (pg-tokens.ts). */
-export function openMemoryDb(): Db {
-  return new (loadDriver())(':memory:');
-}
-
 type Driver = typeof Database;
 let driver: Driver | undefined;
 

@@ -10,7 +10,6 @@ import { parseLine } from './lines.js';
 import { insertBatch, toBatch } from './pg-rows.js';
 import { LOG_COMPONENT, LOG_MIGRATIONS } from './pg-schema.js';
 import { pgSearch } from './pg-search.js';
-import { Tokenizer } from './pg-tokens.js';
 import {
   applyRetention,
   type Cutoffs,
@@ -49,7 +48,6 @@ export interface PgExecutionLogsOptions {
  */
 export class PgExecutionLogs implements History {
   readonly writer: LogWriter;
-  private readonly tokenizer = new Tokenizer();
   private pending: string[] = [];
   private failures = 0;
   private sending: Promise<void> = Promise.resolve();
@@ -63,7 +61,7 @@ export class PgExecutionLogs implements History {
 
   async search(filters: SearchFilters, principal?: string): Promise<SearchPage> {
     await this.caughtUp();
-    return pgSearch(this.options.store, this.tokenizer, filters, principal);
+    return pgSearch(this.options.store, filters, principal);
   }
 
   async get(executionId: string, principal?: string): Promise<FullEntry> {
@@ -145,7 +143,6 @@ export class PgExecutionLogs implements History {
     } catch (error) {
       log('warn', `could not send execution logs to postgres: ${(error as Error).message}`);
     }
-    this.tokenizer.close();
   }
 
   /** The tables exist, and every line appended so far is in them. */
@@ -178,7 +175,7 @@ export class PgExecutionLogs implements History {
     await store.migrate(LOG_COMPONENT, LOG_MIGRATIONS);
     while (this.pending.length > 0) {
       const lines = this.pending.slice(0, BATCH_LINES);
-      const batch = toBatch(lines, this.tokenizer, this.options.replica);
+      const batch = toBatch(lines, this.options.replica);
       try {
         await store.transaction((tx) => insertBatch(tx, batch));
         this.failures = 0;

@@ -10,7 +10,7 @@ import {
   SPILL,
   statusLexeme,
   type TermTokens,
-  type Tokenizer,
+  termTokens,
 } from './pg-tokens.js';
 import { queryTerms } from './search.js';
 
@@ -144,11 +144,10 @@ interface Row extends Omit<SearchResult, 'code_preview' | 'error_preview'> {
 /** Run a search: `filters.query` is split into terms as the SQLite index splits it. */
 export async function pgSearch(
   store: Postgres,
-  tokenizer: Tokenizer,
   filters: SearchFilters,
   principal: string | undefined,
 ): Promise<SearchPage> {
-  const terms = filters.query === undefined ? undefined : tokenizer.terms(queryTerms(filters.query));
+  const terms = filters.query === undefined ? undefined : termTokens(queryTerms(filters.query));
   const rows = await store.transaction(async (tx) => {
     // One snapshot for the check below and the search.
     await tx.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY');
