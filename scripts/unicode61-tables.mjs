@@ -1,4 +1,4 @@
-// Writes src/logs/pg-unicode61-tables.ts: which characters SQLite FTS5's unicode61 tokenizer
+// Writes src/logs/postgres/unicode61-tables.ts: which characters SQLite FTS5's unicode61 tokenizer
 // (index.db's, with its defaults) treats as separators, and what it folds each character to. The
 // PostgreSQL log index must cut words exactly as index.db does; these tables let it do so in
 // TypeScript. Derived by asking FTS5 itself about every code point: run again after an upgrade of
@@ -6,7 +6,7 @@
 import { writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 
-const OUT = new URL('../src/logs/pg-unicode61-tables.ts', import.meta.url);
+const OUT = new URL('../src/logs/postgres/unicode61-tables.ts', import.meta.url);
 const MAX = 0x110000;
 const STEP = 20_000;
 

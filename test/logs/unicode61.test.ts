@@ -2,7 +2,7 @@
 // between two letters, random mixed text, and tokens past FTS5's size limit cut as it cuts them.
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
-import { tokenize } from '../../src/logs/pg-unicode61.js';
+import { tokenize } from '../../src/logs/postgres/unicode61.js';
 
 const db = new Database(':memory:');
 db.exec(`CREATE VIRTUAL TABLE words USING fts5 (code);

@@ -1,6 +1,12 @@
-import type { Postgres } from '../store/index.js';
-import { parseSince, type SearchFilters, type SearchPage, type SearchResult } from './filters.js';
-import { ID_SLOTS, timeKey } from './keys.js';
+import type { Postgres } from '../../store/index.js';
+import {
+  parseSince,
+  queryTerms,
+  type SearchFilters,
+  type SearchPage,
+  type SearchResult,
+} from '../filters.js';
+import { ID_SLOTS, timeKey } from '../keys.js';
 import {
   isCut,
   languageLexeme,
@@ -11,8 +17,7 @@ import {
   statusLexeme,
   type TermTokens,
   termTokens,
-} from './pg-tokens.js';
-import { queryTerms } from './search.js';
+} from './tokens.js';
 
 /** A statement and its parameters ($1 …): nothing from the caller is ever spliced into the SQL. */
 export interface PgStatement {

@@ -2,7 +2,7 @@
 // TypeScript: PostgreSQL's own parser would split `/tmp/data.csv`, `foo-bar` or `3.14` otherwise,
 // and the PostgreSQL index must find exactly what index.db finds. The character tables are
 // FTS5's own, read out of it by scripts/unicode61-tables.mjs.
-import { FOLDS, REMOVED, SEPARATORS } from './pg-unicode61-tables.js';
+import { FOLDS, REMOVED, SEPARATORS } from './unicode61-tables.js';
 
 /** FTS5 keeps at most this many bytes of a token (FTS5_MAX_TOKEN_SIZE); the rest is dropped. */
 const MAX_TOKEN_BYTES = 32_768;

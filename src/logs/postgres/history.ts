@@ -1,15 +1,11 @@
 import { readdirSync } from 'node:fs';
-import type { Postgres } from '../store/index.js';
-import { log } from '../util/index.js';
-import { type FullEntry, toFullEntry } from './entry.js';
-import { ExecutionNotFoundError } from './errors.js';
-import { parseLogFileName } from './files.js';
-import type { SearchFilters, SearchPage } from './filters.js';
-import type { History } from './history-api.js';
-import { parseLine } from './lines.js';
-import { insertBatch, toBatch } from './pg-rows.js';
-import { LOG_COMPONENT, LOG_MIGRATIONS } from './pg-schema.js';
-import { pgSearch } from './pg-search.js';
+import type { Postgres } from '../../store/index.js';
+import { log } from '../../util/index.js';
+import { type FullEntry, toFullEntry } from '../entry.js';
+import { ExecutionNotFoundError } from '../errors.js';
+import { parseLogFileName } from '../files.js';
+import type { SearchFilters, SearchPage } from '../filters.js';
+import { parseLine } from '../lines.js';
 import {
   applyRetention,
   type Cutoffs,
@@ -18,9 +14,13 @@ import {
   type RetentionDays,
   type RetentionIndex,
   type RetentionReport,
-} from './retention.js';
-import { RetentionSchedule } from './schedule.js';
-import { LogWriter } from './writer.js';
+} from '../retention.js';
+import { RetentionSchedule } from '../schedule.js';
+import type { History } from '../store.js';
+import { LogWriter } from '../writer.js';
+import { insertBatch, toBatch } from './rows.js';
+import { LOG_COMPONENT, LOG_MIGRATIONS } from './schema.js';
+import { pgSearch } from './search.js';
 
 /** How long appends are batched before they go to PostgreSQL (as index.db's indexing). */
 const INDEX_DELAY_MS = 200;

@@ -2,7 +2,7 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import type Database from 'better-sqlite3';
-import { log } from '../util/index.js';
+import { log } from '../../util/index.js';
 
 export type Db = Database.Database;
 

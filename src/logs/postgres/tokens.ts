@@ -1,8 +1,8 @@
 // Words for the PostgreSQL index, cut as SQLite FTS5's unicode61 tokenizer (index.db's) cuts them
-// (pg-unicode61.ts), so that search finds exactly what the SQLite index finds. Lexemes go to
+// (unicode61.ts), so that search finds exactly what the SQLite index finds. Lexemes go to
 // PostgreSQL as they are (a tsvector/tsquery literal: no parser, no dictionary, no stemming).
 import { createHash } from 'node:crypto';
-import { tokenize } from './pg-unicode61.js';
+import { tokenize } from './unicode61.js';
 
 /** PostgreSQL keeps lexemes under 2 KB; longer tokens are indexed by their start and re-checked. */
 const LEXEME_BYTES = 1000;

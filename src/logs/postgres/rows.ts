@@ -1,8 +1,8 @@
-import type { Queryable } from '../store/index.js';
-import { LOCAL_PRINCIPAL } from '../util/index.js';
-import { ID_SLOTS, timeKey } from './keys.js';
-import { codePreview, errorPreview, executedAt, parseLine, statusOf } from './lines.js';
-import { entryWords, facetsSql } from './pg-tokens.js';
+import type { Queryable } from '../../store/index.js';
+import { LOCAL_PRINCIPAL } from '../../util/index.js';
+import { ID_SLOTS, timeKey } from '../keys.js';
+import { codePreview, errorPreview, executedAt, parseLine, statusOf } from '../lines.js';
+import { entryWords, facetsSql } from './tokens.js';
 
 /** What a batch of appended JSONL lines puts into PostgreSQL. */
 export interface LogBatch {
