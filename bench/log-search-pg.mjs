@@ -14,10 +14,10 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { ExecutionLogs, PgExecutionLogs } from '../dist/logs/index.js';
-import { insertBatch, toBatch } from '../dist/logs/pg-rows.js';
-import { LOG_COMPONENT, LOG_MIGRATIONS } from '../dist/logs/pg-schema.js';
-import { searchStatement } from '../dist/logs/pg-search.js';
-import { Tokenizer } from '../dist/logs/pg-tokens.js';
+import { insertBatch, toBatch } from '../dist/logs/postgres/rows.js';
+import { LOG_COMPONENT, LOG_MIGRATIONS } from '../dist/logs/postgres/schema.js';
+import { searchStatement } from '../dist/logs/postgres/search.js';
+import { termTokens } from '../dist/logs/postgres/tokens.js';
 import { Postgres } from '../dist/store/index.js';
 import { startPostgres } from './cluster.mjs';
 import { generate, VOCAB } from './log-corpus.mjs';
@@ -45,11 +45,10 @@ async function load(store, logDir) {
      AND indexname NOT IN ('codexec_log_executions_pkey', 'codexec_log_executions_execution_id_key')`,
   );
   for (const { indexname } of indexes) await store.query(`DROP INDEX ${indexname}`);
-  const tokenizer = new Tokenizer();
   let inFlight = Promise.resolve();
   let lines = [];
   const send = async () => {
-    const batch = toBatch(lines, tokenizer, 'bench');
+    const batch = toBatch(lines, 'bench');
     lines = [];
     await inFlight;
     inFlight = store.transaction((tx) => insertBatch(tx, batch));
@@ -63,7 +62,6 @@ async function load(store, logDir) {
   }
   if (lines.length > 0) await send();
   await inFlight;
-  tokenizer.close();
   await store.transaction(async (tx) => {
     await tx.query("SET LOCAL maintenance_work_mem = '512MB'");
     for (const { indexdef } of indexes) await tx.query(indexdef);
@@ -168,7 +166,7 @@ try {
   if (opts.explain) {
     // --explain 'pandas': PostgreSQL's plan for that query, with the settings pgSearch uses (one
     // principal in the log: no principal filter, as pgSearch leaves it out).
-    const terms = new Tokenizer().terms([opts.explain]);
+    const terms = termTokens([opts.explain]);
     const { sql, params } = searchStatement({ query: opts.explain, limit: 20 }, undefined, terms);
     const plan = await store.transaction(async (tx) => {
       await tx.query("SELECT set_config('jit', 'off', true), set_config('work_mem', '32MB', true)");

@@ -3,15 +3,15 @@
 
 export { ScriptLibrary } from './library.js';
 export { assertScriptName } from './names.js';
-export { PostgresScriptStore } from './postgres-store.js';
+export { PostgresScriptStore } from './postgres.js';
 export { libraryDir, PRINCIPALS_FOLDER } from './principals.js';
 export { type Relevance, type SearchHit, searchScripts } from './search.js';
-export { DiskScriptStore } from './store.js';
+export { DiskScriptStore } from './sqlite.js';
+export type { ScriptStore } from './store.js';
 export type {
   LibraryLimits,
   SavedScript,
   SaveScriptInput,
   ScriptMetadata,
-  ScriptStore,
   StoredScript,
 } from './types.js';

@@ -1,5 +1,6 @@
 // What a search asks for and what it answers: the zod schema shared by the tool and the CLI.
 import { z } from 'zod';
+import { InvalidInputError } from '../errors/index.js';
 import { LANGUAGES } from '../runtimes/index.js';
 
 export const STATUSES = ['success', 'failed', 'timeout'] as const;
@@ -72,4 +73,15 @@ export interface SearchPage {
   results: SearchResult[];
   /** How many executions match, before `limit`. */
   total_count: number;
+}
+
+/** A query's terms: its whitespace-separated parts with a letter or digit (at least one). */
+export function queryTerms(query: string): string[] {
+  const terms = query.split(/\s+/).filter((term) => HAS_WORD.test(term));
+  if (terms.length === 0) {
+    throw new InvalidInputError(
+      'query: must contain a letter or digit (search matches words in code and output)',
+    );
+  }
+  return terms;
 }

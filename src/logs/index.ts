@@ -13,10 +13,10 @@ export {
   STATUSES,
   searchFiltersSchema,
 } from './filters.js';
-export { ExecutionLogs, type ExecutionLogsOptions } from './history.js';
-export type { History } from './history-api.js';
 export { networkConnectionSchema, toolCallCountSchema, toolCallSchema } from './lines.js';
-export { PgExecutionLogs, type PgExecutionLogsOptions } from './pg-history.js';
+export { PgExecutionLogs, type PgExecutionLogsOptions } from './postgres/index.js';
 export type { ExpiredExecution, RetentionDays, RetentionReport } from './retention.js';
+export { ExecutionLogs, type ExecutionLogsOptions } from './sqlite/index.js';
+export type { History } from './store.js';
 export type { ExecutionLogEntry } from './types.js';
 export { LogWriter, type LogWriterOptions } from './writer.js';

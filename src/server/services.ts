@@ -1,18 +1,12 @@
 import { basename, join } from 'node:path';
 import { type ApprovalQueue, PendingApprovals } from '../approvals/index.js';
-import { type AuditLog, AuditTrail, KEY_FILE, PgAuditTrail } from '../audit/index.js';
+import type { AuditLog } from '../audit/index.js';
 import { type Bridge, loadMcpConfig, McpBridge } from '../bridge/index.js';
 import { type Config, globalPackageDirs, runRoots } from '../config/index.js';
 import { DiskQuota } from '../disk/index.js';
 import { Engine } from '../engine/index.js';
-import { ScriptLibrary } from '../library/index.js';
-import {
-  ExecutionLogs,
-  type ExpiredExecution,
-  type History,
-  type LogWriter,
-  PgExecutionLogs,
-} from '../logs/index.js';
+import type { ScriptLibrary } from '../library/index.js';
+import type { ExpiredExecution, History, LogWriter } from '../logs/index.js';
 import { type Metrics, NO_METRICS } from '../metrics/index.js';
 import { SavedOutputs } from '../outputs/index.js';
 import { type CheckContext, PackageService } from '../packages/index.js';
@@ -24,7 +18,8 @@ import {
   type SecretsFilter,
 } from '../policy/index.js';
 import { WorkspaceRetention } from '../pool/index.js';
-import { createQuotas, type RunQuotas } from '../quotas/index.js';
+import type { RunQuotas } from '../quotas/index.js';
+import { openRecords } from '../records/index.js';
 import { Interpreters } from '../runtimes/index.js';
 import {
   BackendRegistry,
@@ -33,8 +28,8 @@ import {
   SubprocessBackend,
 } from '../sandbox/index.js';
 import { SessionManager } from '../sessions/index.js';
-import { deriveKey, loadApprovalKey, Postgres, replicaId } from '../store/index.js';
-import { PgTaskStore, Tasks } from '../tasks/index.js';
+import { loadApprovalKey, type Postgres } from '../store/index.js';
+import { Tasks } from '../tasks/index.js';
 import type { Tracing } from '../traces/index.js';
 import { currentPrincipal, log } from '../util/index.js';
 import type { RunFeed } from './feed.js';
@@ -115,19 +110,14 @@ export interface Observers {
 }
 
 export function createServices(config: Config, observers: Observers = {}): Services {
-  const store = config.store.kind === 'postgres' ? new Postgres(config.store.url) : undefined;
   const approvalKey = loadApprovalKey(config.approvalKeyFile);
   const outputs = new SavedOutputs(config.home, config.maxSavedOutputBytes);
-  const logOptions = {
-    logDir: config.logDir,
-    retentionDays: config.retentionDays,
+  const records = openRecords(config, {
+    approvalKey,
     // Saved output lives as long as its execution's log entry.
     onExpired: (expired: readonly ExpiredExecution[]) => outputs.remove(expired),
-  };
-  // The JSONL files are each replica's own either way; the index is index.db or the shared tables.
-  const history: History = store
-    ? new PgExecutionLogs({ ...logOptions, store, replica: replicaId() })
-    : new ExecutionLogs({ ...logOptions, indexPath: join(config.home, 'index.db') });
+  });
+  const { store, history } = records;
   const logs = history.writer;
   const interpreters = new Interpreters(config.interpreters);
   const namespace = new NamespaceBackend({
@@ -145,7 +135,7 @@ export function createServices(config: Config, observers: Observers = {}): Servi
   // Downstream servers configured: every python/node run has discovery, warm ones too.
   const codeMode = downstream.size > 0;
   const engine = new Engine({ config, backends, interpreters, logs, secrets, disk, codeMode, outputs });
-  const quotas = createQuotas(config, store);
+  const { quotas } = records;
   const hostDirs = new HostDirs(config);
   const sessions = new SessionManager({
     config,
@@ -196,25 +186,13 @@ export function createServices(config: Config, observers: Observers = {}): Servi
     logs,
     history,
     outputs,
-    scripts: new ScriptLibrary(config.scriptsDir, config.scriptLimits, store),
+    scripts: records.scripts,
     packageCheck,
     packages,
     sessions,
     quotas,
     rules: loadRules(config),
-    // On postgres every replica and the CLI verify every chain: the key comes from the shared one.
-    audit: store
-      ? new PgAuditTrail({
-          pg: store,
-          key: deriveKey(approvalKey, 'audit'),
-          chainId: replicaId(),
-          retentionDays: config.auditRetentionDays,
-        })
-      : new AuditTrail({
-          dir: config.logDir,
-          keyFile: join(config.home, KEY_FILE),
-          retentionDays: config.auditRetentionDays,
-        }),
+    audit: records.audit,
     slots: new RunSlots({
       running: config.runs.maxConcurrent,
       queued: config.runs.maxQueued,
@@ -227,10 +205,7 @@ export function createServices(config: Config, observers: Observers = {}): Servi
     hostDirs,
     approvalKey,
     ...(store && { store }),
-    tasks: new Tasks({
-      ttlMs: config.taskTtlMs,
-      ...(store ? { store: new PgTaskStore(store) } : { path: join(config.home, 'tasks.db') }),
-    }),
+    tasks: new Tasks({ ttlMs: config.taskTtlMs, store: records.tasks }),
     secrets,
     metrics: observers.metrics ?? NO_METRICS,
     tracing: observers.tracing,

@@ -1,6 +1,5 @@
 import { log } from '../util/index.js';
 import { TaskInput } from './input.js';
-import { SqliteTaskStore } from './sqlite.js';
 import type { TaskEnd, TaskRecord, TaskStore } from './store.js';
 
 /** What a run started as a task is handed instead of its request's signal and progress stream. */
@@ -17,13 +16,12 @@ export interface TaskRun {
   readonly ask: (key: string, request: unknown, signal?: AbortSignal) => Promise<unknown>;
 }
 
-export type TasksOptions = {
+export interface TasksOptions {
   /** CODEXEC_TASK_TTL_MS: how long a task is kept after it was created. */
   readonly ttlMs: number;
-} & (
-  | /** `$CODEXEC_HOME/tasks.db`. */ { readonly path: string }
-  | /** The shared store (replicas), or any other. */ { readonly store: TaskStore }
-);
+  /** Where the records are: tasks.db, or the shared database (replicas). */
+  readonly store: TaskStore;
+}
 
 /** Output kept per task (its tail), and how often it is written while the run goes on. */
 const KEPT_CHARS = 64 * 1024;
@@ -55,7 +53,7 @@ export class Tasks {
   private unreachable = false;
 
   constructor(private readonly options: TasksOptions) {
-    this.store = 'store' in options ? options.store : new SqliteTaskStore(options.path);
+    this.store = options.store;
     this.input = new TaskInput(this.store, (error) => log('error', `tasks: ${error.message}`));
   }
 

@@ -2,7 +2,7 @@
 // for two replicas. What one saves, the other gets, lists and runs; saves of one name from both at
 // once get distinct, consecutive versions and lose none; a principal reaches only its own rows.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type SaveScriptInput, ScriptLibrary } from '../../src/library/index.js';
+import { PostgresScriptStore, type SaveScriptInput, ScriptLibrary } from '../../src/library/index.js';
 import { Postgres } from '../../src/store/index.js';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
 
@@ -27,7 +27,9 @@ async function replicas(
   const url = await cluster.createDatabase(database);
   const [a, b] = [new Postgres(url), new Postgres(url)];
   opened.push(a, b);
-  return [new ScriptLibrary('/nonexistent', limits, a), new ScriptLibrary('/nonexistent', limits, b), a];
+  const library = (pg: Postgres) =>
+    new ScriptLibrary((principal) => new PostgresScriptStore(pg, principal, limits));
+  return [library(a), library(b), a];
 }
 
 const input = (name: string, code: string, description = `the ${name} script`): SaveScriptInput => ({

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type ExecutionLogEntry, ExecutionLogs, parseSince } from '../../src/logs/index.js';
-import { ftsExpression } from '../../src/logs/search.js';
+import { ftsExpression } from '../../src/logs/sqlite/search.js';
 import { MAX_LOGGED_CODE_CHARS } from '../../src/logs/writer.js';
 import { tempDir } from '../helpers/server.js';
 import { DAY_MS, oneshot } from './fixtures.js';

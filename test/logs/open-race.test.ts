@@ -12,7 +12,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const OPENS = 25;
 const script = `
-  const { openIndexDb } = await import(${JSON.stringify(resolve(import.meta.dirname, '../../dist/logs/db.js'))});
+  const { openIndexDb } = await import(${JSON.stringify(resolve(import.meta.dirname, '../../dist/logs/sqlite/db.js'))});
   const [dir, startAt] = process.argv.slice(1);
   let failures = 0;
   for (let i = 0; i < ${OPENS}; i++) {
@@ -46,7 +46,7 @@ describe('an opened search index', () => {
   // better-sqlite3 builds SQLite with a 16 MB page cache: a long-lived server's index filled it
   // slowly, which the load test's memory slope read as a leak for ~45,000 runs.
   it('keeps its page cache at SQLite’s own default of 2 MB', async () => {
-    const { openIndexDb } = await import('../../src/logs/db.js');
+    const { openIndexDb } = await import('../../src/logs/sqlite/db.js');
     const db = openIndexDb(join(dir, 'cache.db'), join(dir, 'logs'));
     try {
       expect(db.pragma('cache_size', { simple: true })).toBe(-2000);

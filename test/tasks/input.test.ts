@@ -31,7 +31,7 @@ describe('task input', () => {
     return join(dir, 'tasks.db');
   }
   function tasksAt(path: string): Tasks {
-    const tasks = new Tasks({ path, ttlMs: 60_000 });
+    const tasks = new Tasks({ store: new SqliteTaskStore(path), ttlMs: 60_000 });
     closers.push(async () => {
       await tasks.shutdown();
       await tasks.close();

@@ -2,8 +2,7 @@ import type { AuditAttempt } from '../../policy/index.js';
 import type { Postgres } from '../../store/index.js';
 import { log } from '../../util/index.js';
 import { chainEntry, GENESIS } from '../chain.js';
-import type { AuditLog, AuditRow } from '../log.js';
-import { viewOf } from '../recent.js';
+import { type AuditLog, type AuditRow, viewOf } from '../store.js';
 import type { ChainsReport } from './report.js';
 import { pruneChains } from './retention.js';
 import {

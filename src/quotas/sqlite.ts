@@ -1,13 +1,9 @@
+// Quotas counted without a shared database (CODEXEC_STORE=sqlite, the default): in this process,
+// CPU seconds kept across restarts in quota-usage.json (CpuLedger).
 import type { Quota, QuotaTable } from '../config/index.js';
 import type { CpuLedger } from './ledger.js';
-import {
-  assertRunRoom,
-  assertSessionRoom,
-  MINUTE_MS,
-  quotaOf,
-  type RunHold,
-  type RunQuotas,
-} from './limits.js';
+import { assertRunRoom, assertSessionRoom, MINUTE_MS, quotaOf } from './limits.js';
+import type { RunHold, RunQuotas } from './store.js';
 
 /**
  * The per-principal quotas of CODEXEC_QUOTAS, counted in this process. A principal's quota is

@@ -1,8 +1,8 @@
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
-import { log } from '../util/index.js';
+import { log } from '../../util/index.js';
+import { GENESIS } from '../chain.js';
 import { type Anchor, anchorSigned, readAnchorFile, writeAnchor } from './anchor.js';
-import { GENESIS } from './chain.js';
 import { ANCHOR_FILE, dayFile, fileDay, KEY_FILE, listAuditFiles } from './files.js';
 import { countEntries, lastEntryOf } from './tail.js';
 

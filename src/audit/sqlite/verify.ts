@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { checkLine, GENESIS, type LineCheck } from '../chain.js';
+import { hmacMatches, readKey } from '../key.js';
 import { type AnchorDay, type AnchorFile, anchorSigned, readAnchorFile } from './anchor.js';
-import { checkLine, GENESIS, type LineCheck } from './chain.js';
 import { ANCHOR_FILE, dayFile, fileDay, listAuditFiles } from './files.js';
-import { hmacMatches, readKey } from './key.js';
 
 export interface AuditPlace {
   readonly file: string;

@@ -1,13 +1,10 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
+import { type AuditRow, viewOf } from '../store.js';
 import { listAuditFiles } from './files.js';
-import type { AuditRow } from './log.js';
 
 /** How much of the newest audit file is read for the view: its last entries, not the whole day. */
 const TAIL_BYTES = 1024 * 1024;
-/** How much of an entry's code the view shows. */
-export const VIEW_CODE_CHARS = 300;
-
 /**
  * The newest entries `principal` may see (undefined: all), newest first, from the last megabyte
  * of the newest audit file. Entries written before they named a principal show to admins only.
@@ -28,26 +25,6 @@ export function recentFromFiles(dir: string, principal: string | undefined, max:
     rows.push(viewOf(entry));
   }
   return rows;
-}
-
-/** The fields a viewer shows of an entry, its code cut short. */
-export function viewOf(entry: AuditRow): AuditRow {
-  const { at, tool, runtime, execution_id, session_id, input_code, exit_code, approved, approved_by, rule } =
-    entry;
-  return {
-    at,
-    principal: entry.principal ?? null,
-    tool,
-    runtime,
-    execution_id,
-    session_id,
-    input_code: input_code.slice(0, VIEW_CODE_CHARS),
-    exit_code,
-    approved,
-    approved_by,
-    ...(entry.decided_by !== undefined && { decided_by: entry.decided_by }),
-    rule,
-  };
 }
 
 function tail(path: string): string {

@@ -1,20 +1,20 @@
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
-import { log } from '../util/index.js';
-import { isCorruption, removeIndexFiles } from './db.js';
-import type { FullEntry } from './entry.js';
-import { ExecutionNotFoundError } from './errors.js';
-import type { SearchFilters, SearchPage } from './filters.js';
-import type { History } from './history-api.js';
+import { log } from '../../util/index.js';
+import type { FullEntry } from '../entry.js';
+import { ExecutionNotFoundError } from '../errors.js';
+import type { SearchFilters, SearchPage } from '../filters.js';
 import {
   applyRetention,
   cutoffs,
   type ExpiredExecution,
   type RetentionDays,
   type RetentionReport,
-} from './retention.js';
-import { RetentionSchedule } from './schedule.js';
-import { IndexStore } from './store.js';
-import { LogWriter } from './writer.js';
+} from '../retention.js';
+import { RetentionSchedule } from '../schedule.js';
+import type { History } from '../store.js';
+import { LogWriter } from '../writer.js';
+import { isCorruption, removeIndexFiles } from './db.js';
+import { IndexStore } from './index-store.js';
 
 /** Re-check the directory for lines other writers left unindexed at most this often. */
 const RESCAN_MS = 1000;

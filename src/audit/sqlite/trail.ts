@@ -1,13 +1,13 @@
 import { closeSync, fstatSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import type { AuditAttempt } from '../policy/index.js';
-import { log } from '../util/index.js';
-import { chainLine } from './chain.js';
+import type { AuditAttempt } from '../../policy/index.js';
+import { log } from '../../util/index.js';
+import { chainLine } from '../chain.js';
+import { loadOrCreateKey } from '../key.js';
+import type { AuditLog, AuditRow } from '../store.js';
 import { auditFileName, fileDay, LOCK_FILE, listAuditFiles } from './files.js';
 import { AnchorKeeper } from './keeper.js';
-import { loadOrCreateKey } from './key.js';
 import { HeldLock } from './lock.js';
-import type { AuditLog, AuditRow } from './log.js';
 import { recentFromFiles } from './recent.js';
 import { pruneAuditFiles } from './retention.js';
 import { lastEntry, lastEntryOf } from './tail.js';

@@ -3,15 +3,8 @@ import type { Quota, QuotaTable } from '../config/index.js';
 import { DEAD_AFTER_MS, migrateReplicas, NOW_MS, type Postgres, replicaId } from '../store/index.js';
 import { log } from '../util/index.js';
 import { utcDay } from './ledger.js';
-import {
-  assertRunRoom,
-  assertSessionRoom,
-  MINUTE_MS,
-  quotaOf,
-  type RunHold,
-  type RunQuotas,
-  type RunUsage,
-} from './limits.js';
+import { assertRunRoom, assertSessionRoom, MINUTE_MS, quotaOf, type RunUsage } from './limits.js';
+import type { RunHold, RunQuotas } from './store.js';
 
 /** Never edit one that shipped: append. */
 const MIGRATIONS = [

@@ -1,11 +1,11 @@
 import { closeSync, fstatSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Statement } from 'better-sqlite3';
-import { LOCAL_PRINCIPAL, log } from '../util/index.js';
+import { LOCAL_PRINCIPAL, log } from '../../util/index.js';
+import { parseLogFileName } from '../files.js';
+import { facetTokens, ID_SLOTS, ownerToken, sessionToken, timeKey } from '../keys.js';
+import { codePreview, type ExecutionLine, errorPreview, executedAt, parseLine, statusOf } from '../lines.js';
 import type { Db } from './db.js';
-import { parseLogFileName } from './files.js';
-import { facetTokens, ID_SLOTS, ownerToken, sessionToken, timeKey } from './keys.js';
-import { codePreview, type ExecutionLine, errorPreview, executedAt, parseLine, statusOf } from './lines.js';
 
 // About 2,000 entries: one transaction that blocks the event loop for tens of ms, not seconds.
 const CHUNK_BYTES = 1024 * 1024;

@@ -1,6 +1,12 @@
-import type { Postgres } from '../store/index.js';
-import { parseSince, type SearchFilters, type SearchPage, type SearchResult } from './filters.js';
-import { ID_SLOTS, timeKey } from './keys.js';
+import type { Postgres } from '../../store/index.js';
+import {
+  parseSince,
+  queryTerms,
+  type SearchFilters,
+  type SearchPage,
+  type SearchResult,
+} from '../filters.js';
+import { ID_SLOTS, timeKey } from '../keys.js';
 import {
   isCut,
   languageLexeme,
@@ -10,9 +16,8 @@ import {
   SPILL,
   statusLexeme,
   type TermTokens,
-  type Tokenizer,
-} from './pg-tokens.js';
-import { queryTerms } from './search.js';
+  termTokens,
+} from './tokens.js';
 
 /** A statement and its parameters ($1 …): nothing from the caller is ever spliced into the SQL. */
 export interface PgStatement {
@@ -144,11 +149,10 @@ interface Row extends Omit<SearchResult, 'code_preview' | 'error_preview'> {
 /** Run a search: `filters.query` is split into terms as the SQLite index splits it. */
 export async function pgSearch(
   store: Postgres,
-  tokenizer: Tokenizer,
   filters: SearchFilters,
   principal: string | undefined,
 ): Promise<SearchPage> {
-  const terms = filters.query === undefined ? undefined : tokenizer.terms(queryTerms(filters.query));
+  const terms = filters.query === undefined ? undefined : termTokens(queryTerms(filters.query));
   const rows = await store.transaction(async (tx) => {
     // One snapshot for the check below and the search.
     await tx.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY');

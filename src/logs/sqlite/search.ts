@@ -1,8 +1,13 @@
 import type { Statement } from 'better-sqlite3';
-import { InvalidInputError } from '../errors/index.js';
+import {
+  parseSince,
+  queryTerms,
+  type SearchFilters,
+  type SearchPage,
+  type SearchResult,
+} from '../filters.js';
+import { facetFilter, ownerToken, sessionToken, timeKey } from '../keys.js';
 import type { Db } from './db.js';
-import { HAS_WORD, parseSince, type SearchFilters, type SearchPage, type SearchResult } from './filters.js';
-import { facetFilter, ownerToken, sessionToken, timeKey } from './keys.js';
 
 /**
  * The FTS5 expression for a user's query: each whitespace-separated term becomes a quoted phrase
@@ -12,17 +17,6 @@ export function ftsExpression(query: string): string {
   return queryTerms(query)
     .map((term) => `${quote(term)}*`)
     .join(' ');
-}
-
-/** A query's terms: its whitespace-separated parts with a letter or digit (at least one). */
-export function queryTerms(query: string): string[] {
-  const terms = query.split(/\s+/).filter((term) => HAS_WORD.test(term));
-  if (terms.length === 0) {
-    throw new InvalidInputError(
-      'query: must contain a letter or digit (search matches words in code and output)',
-    );
-  }
-  return terms;
 }
 
 function quote(text: string): string {

@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import { closeSync, openSync, readFileSync, renameSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { hmacHex, hmacMatches } from '../key.js';
 import { ANCHOR_FILE } from './files.js';
-import { hmacHex, hmacMatches } from './key.js';
 
 // The anchor (`audit-anchor.json`, beside the day files): where the chain starts (after the days
 // retention removed) and, per day, how many entries its file had and the last one's hash, signed

@@ -1,16 +1,11 @@
 import { readdirSync } from 'node:fs';
-import type { Postgres } from '../store/index.js';
-import { log } from '../util/index.js';
-import { type FullEntry, toFullEntry } from './entry.js';
-import { ExecutionNotFoundError } from './errors.js';
-import { parseLogFileName } from './files.js';
-import type { SearchFilters, SearchPage } from './filters.js';
-import type { History } from './history-api.js';
-import { parseLine } from './lines.js';
-import { insertBatch, toBatch } from './pg-rows.js';
-import { LOG_COMPONENT, LOG_MIGRATIONS } from './pg-schema.js';
-import { pgSearch } from './pg-search.js';
-import { Tokenizer } from './pg-tokens.js';
+import type { Postgres } from '../../store/index.js';
+import { log } from '../../util/index.js';
+import { type FullEntry, toFullEntry } from '../entry.js';
+import { ExecutionNotFoundError } from '../errors.js';
+import { parseLogFileName } from '../files.js';
+import type { SearchFilters, SearchPage } from '../filters.js';
+import { parseLine } from '../lines.js';
 import {
   applyRetention,
   type Cutoffs,
@@ -19,9 +14,13 @@ import {
   type RetentionDays,
   type RetentionIndex,
   type RetentionReport,
-} from './retention.js';
-import { RetentionSchedule } from './schedule.js';
-import { LogWriter } from './writer.js';
+} from '../retention.js';
+import { RetentionSchedule } from '../schedule.js';
+import type { History } from '../store.js';
+import { LogWriter } from '../writer.js';
+import { insertBatch, toBatch } from './rows.js';
+import { LOG_COMPONENT, LOG_MIGRATIONS } from './schema.js';
+import { pgSearch } from './search.js';
 
 /** How long appends are batched before they go to PostgreSQL (as index.db's indexing). */
 const INDEX_DELAY_MS = 200;
@@ -49,7 +48,6 @@ export interface PgExecutionLogsOptions {
  */
 export class PgExecutionLogs implements History {
   readonly writer: LogWriter;
-  private readonly tokenizer = new Tokenizer();
   private pending: string[] = [];
   private failures = 0;
   private sending: Promise<void> = Promise.resolve();
@@ -63,7 +61,7 @@ export class PgExecutionLogs implements History {
 
   async search(filters: SearchFilters, principal?: string): Promise<SearchPage> {
     await this.caughtUp();
-    return pgSearch(this.options.store, this.tokenizer, filters, principal);
+    return pgSearch(this.options.store, filters, principal);
   }
 
   async get(executionId: string, principal?: string): Promise<FullEntry> {
@@ -145,7 +143,6 @@ export class PgExecutionLogs implements History {
     } catch (error) {
       log('warn', `could not send execution logs to postgres: ${(error as Error).message}`);
     }
-    this.tokenizer.close();
   }
 
   /** The tables exist, and every line appended so far is in them. */
@@ -178,7 +175,7 @@ export class PgExecutionLogs implements History {
     await store.migrate(LOG_COMPONENT, LOG_MIGRATIONS);
     while (this.pending.length > 0) {
       const lines = this.pending.slice(0, BATCH_LINES);
-      const batch = toBatch(lines, this.tokenizer, this.options.replica);
+      const batch = toBatch(lines, this.options.replica);
       try {
         await store.transaction((tx) => insertBatch(tx, batch));
         this.failures = 0;

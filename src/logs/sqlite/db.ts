@@ -2,7 +2,7 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import type Database from 'better-sqlite3';
-import { log } from '../util/index.js';
+import { log } from '../../util/index.js';
 
 export type Db = Database.Database;
 
@@ -153,11 +153,6 @@ function prepareSchema(db: Db, logDir: string): void {
     db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('log_dir', ?)").run(logDir);
     db.pragma(`user_version = ${SCHEMA_VERSION}`);
   }).immediate();
-}
-
-/** An in-memory database: the PostgreSQL store tokenizes with FTS5's own tokenizer (pg-tokens.ts). */
-export function openMemoryDb(): Db {
-  return new (loadDriver())(':memory:');
 }
 
 type Driver = typeof Database;

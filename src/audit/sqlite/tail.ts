@@ -1,6 +1,6 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
-import { checkLine } from './chain.js';
+import { checkLine } from '../chain.js';
 
 const CHUNK = 64 * 1024;
 /** How far back the last whole entry is looked for (an entry is at most ~700 KB). */

@@ -1,10 +1,8 @@
-// Words for the PostgreSQL index, cut by SQLite FTS5's own tokenizer (unicode61, the index.db
-// default): PostgreSQL's parser would split `/tmp/data.csv`, `foo-bar` or `3.14` differently, and
-// search must find exactly what the SQLite index finds. Lexemes go to PostgreSQL as they are (a
-// tsvector/tsquery literal: no parser, no dictionary, no stemming).
+// Words for the PostgreSQL index, cut as SQLite FTS5's unicode61 tokenizer (index.db's) cuts them
+// (unicode61.ts), so that search finds exactly what the SQLite index finds. Lexemes go to
+// PostgreSQL as they are (a tsvector/tsquery literal: no parser, no dictionary, no stemming).
 import { createHash } from 'node:crypto';
-import type { Statement } from 'better-sqlite3';
-import { type Db, openMemoryDb } from './db.js';
+import { tokenize } from './unicode61.js';
 
 /** PostgreSQL keeps lexemes under 2 KB; longer tokens are indexed by their start and re-checked. */
 const LEXEME_BYTES = 1000;
@@ -24,65 +22,15 @@ export interface EntryWords {
 /** One query term: its tokens, in order (a phrase whose last token is a prefix, as FTS5's `"…"*`). */
 export type TermTokens = readonly string[];
 
-/** Tokenizes with an in-memory FTS5 table and its `instance` vocabulary (~20 µs an entry). */
-export class Tokenizer {
-  private db: Db | undefined;
-  private stmt:
-    | { insert: Statement<unknown[]>; read: Statement<[], unknown[]>; clear: Statement<[]> }
-    | undefined;
-
-  /** The words of each entry's code, stdout and stderr, in the order given. */
-  entries(texts: ReadonlyArray<readonly [string, string, string]>): EntryWords[] {
-    const stmt = this.open();
-    const db = this.db as Db;
-    const columns: string[][][] = texts.map(() => [[], [], []]);
-    db.transaction(() => {
-      texts.forEach((text, doc) => {
-        stmt.insert.run(doc, ...text);
-      });
-      for (const [doc, col, term] of stmt.read.iterate() as Iterable<[number, string, string]>) {
-        columns[doc]?.[COLUMN_INDEX[col] ?? 0]?.push(term);
-      }
-      stmt.clear.run();
-    })();
-    return columns.map(wordsOf);
-  }
-
-  /** The tokens of each query term (FTS5 tokenizes a quoted phrase with the same tokenizer). */
-  terms(terms: readonly string[]): TermTokens[] {
-    return this.entries(terms.map((term) => [term, '', ''] as const)).map((words) => {
-      const code = words.tokens.split('\n')[0] ?? '';
-      return code.split(' ').filter((token) => token !== '');
-    });
-  }
-
-  close(): void {
-    this.db?.close();
-    this.db = undefined;
-    this.stmt = undefined;
-  }
-
-  private open(): NonNullable<Tokenizer['stmt']> {
-    if (this.stmt) return this.stmt;
-    const db = openMemoryDb();
-    db.exec(
-      `CREATE VIRTUAL TABLE words USING fts5 (code, stdout, stderr);
-       CREATE VIRTUAL TABLE words_seen USING fts5vocab (words, 'instance');`,
-    );
-    this.db = db;
-    this.stmt = {
-      insert: db.prepare('INSERT INTO words (rowid, code, stdout, stderr) VALUES (?, ?, ?, ?)'),
-      read: db.prepare('SELECT doc, col, term FROM words_seen ORDER BY doc, col, offset').raw() as Statement<
-        [],
-        unknown[]
-      >,
-      clear: db.prepare('DELETE FROM words'),
-    };
-    return this.stmt;
-  }
+/** The words of an entry's code, stdout and stderr. */
+export function entryWords(code: string, stdout: string, stderr: string): EntryWords {
+  return wordsOf([tokenize(code), tokenize(stdout), tokenize(stderr)]);
 }
 
-const COLUMN_INDEX: Record<string, number> = { code: 0, stdout: 1, stderr: 2 };
+/** The tokens of each query term (FTS5 tokenizes a quoted phrase with the same tokenizer). */
+export function termTokens(terms: readonly string[]): TermTokens[] {
+  return terms.map(tokenize);
+}
 
 function wordsOf(columns: string[][]): EntryWords {
   const tokens = columns.map((list) => (list.length === 0 ? ' ' : ` ${list.join(' ')} `)).join('\n');

@@ -1,8 +1,8 @@
-import type { Queryable } from '../store/index.js';
-import { LOCAL_PRINCIPAL } from '../util/index.js';
-import { ID_SLOTS, timeKey } from './keys.js';
-import { codePreview, errorPreview, executedAt, parseLine, statusOf } from './lines.js';
-import { facetsSql, type Tokenizer } from './pg-tokens.js';
+import type { Queryable } from '../../store/index.js';
+import { LOCAL_PRINCIPAL } from '../../util/index.js';
+import { ID_SLOTS, timeKey } from '../keys.js';
+import { codePreview, errorPreview, executedAt, parseLine, statusOf } from '../lines.js';
+import { entryWords, facetsSql } from './tokens.js';
 
 /** What a batch of appended JSONL lines puts into PostgreSQL. */
 export interface LogBatch {
@@ -18,7 +18,7 @@ const COLUMN_COUNT = 15;
  * Parse appended lines as the SQLite indexer does (parseLine: execution and session_start lines
  * count, others are skipped) and derive the same columns index.db keeps, plus the words.
  */
-export function toBatch(lines: readonly string[], tokenizer: Tokenizer, replica: string): LogBatch {
+export function toBatch(lines: readonly string[], replica: string): LogBatch {
   const sessions = new Map<string, string>();
   const executions = [];
   for (const text of lines) {
@@ -26,9 +26,7 @@ export function toBatch(lines: readonly string[], tokenizer: Tokenizer, replica:
     if (parsed.kind === 'session_start') sessions.set(parsed.sessionId, parsed.language);
     if (parsed.kind === 'execution') executions.push({ line: parsed.line, text: text.trimEnd() });
   }
-  const words = tokenizer.entries(
-    executions.map(({ line }) => [line.code, line.stdout, line.stderr] as const),
-  );
+  const words = executions.map(({ line }) => entryWords(line.code, line.stdout, line.stderr));
   const columns: unknown[][] = Array.from({ length: COLUMN_COUNT }, () => []);
   executions.forEach(({ line, text }, i) => {
     const status = statusOf(line);
