@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { CodexecError } from '../../errors/index.js';
 import { type ScriptMetadata, type ScriptStore, searchScripts } from '../../library/index.js';
 import { findMissingPackages } from '../../packages/index.js';
+import { executeCodeResultSchema } from '../../results/index.js';
 import { LANGUAGES } from '../../runtimes/index.js';
 import { currentPrincipal } from '../../util/index.js';
 import { discovers } from '../codemode.js';
@@ -14,7 +15,6 @@ import { withProgress } from '../progress.js';
 import { runContent } from '../resources.js';
 import { SAVED_HELP } from '../saved-output.js';
 import type { Services } from '../services.js';
-import { executionResultSchema } from './execute-code.js';
 import { languageInput } from './languages.js';
 
 const name = z
@@ -201,7 +201,7 @@ export function registerScriptTools(server: McpServer, services: Services, gate:
       SAVED_HELP,
     input: runScriptInput,
     advertisedInput: advertisedWorkingDir(advertisedEgress(runScriptInput, services.config), services.config),
-    output: executionResultSchema,
+    output: executeCodeResultSchema,
     tasks: services.tasks,
     extraContent: runContent,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
