@@ -109,11 +109,14 @@ const EFFECTS = { readOnlyHint: false, destructiveHint: true, idempotentHint: fa
 /** start_session and send_to_session run code: they exist only while CODEXEC_ENABLED is true. */
 export function registerSessionTools(server: McpServer, services: Services, gate: Gatekeeper): void {
   const { config } = services;
-  if (config.gate.enabled) registerCodeTools(server, services, gate);
+  if (config.gate.enabled) {
+    registerStartSession(server, services);
+    registerSendToSession(server, services, gate);
+  }
   registerReadTools(server, services);
 }
 
-function registerCodeTools(server: McpServer, services: Services, gate: Gatekeeper): void {
+function registerStartSession(server: McpServer, services: Services): void {
   const { sessions, config } = services;
   defineTool(server, {
     name: 'start_session',
@@ -176,6 +179,10 @@ function registerCodeTools(server: McpServer, services: Services, gate: Gatekeep
       }
     },
   });
+}
+
+function registerSendToSession(server: McpServer, services: Services, gate: Gatekeeper): void {
+  const { sessions } = services;
   defineTool(server, {
     name: 'send_to_session',
     title: 'Run code in a session',
