@@ -113,7 +113,7 @@ export function registerExecuteCode(server: McpServer, services: Services, gate:
 }
 
 /**
- * ADR 036's `execute_code {session_id}`: the code goes to that session as send_to_session would
+ * `execute_code {session_id}`, so one tool serves both kinds of run: the code goes to that session as send_to_session would
  * send it, and the result is execute_code's shape with the session's fields beside it.
  */
 async function sendInSession(

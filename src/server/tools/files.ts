@@ -1,4 +1,4 @@
-// write_file / read_file (DESIGN §8 "Rich output and files"): move files into and out of a
+// write_file / read_file: move files into and out of a
 // session's workspace or execute_command's persistent workspace. Writing a file is not running
 // code, but it changes what code will see, so write_file exists only when CODEXEC_ENABLED is on;
 // read_file is read-only and always there.

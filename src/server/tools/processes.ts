@@ -5,7 +5,7 @@ import { defineTool } from '../define-tool.js';
 import type { Gatekeeper } from '../guard.js';
 import type { Services } from '../services.js';
 
-// Background processes in a session (DESIGN.md §9 "Long work and interaction"): servers and
+// Background processes in a session, for long work: servers and
 // watchers that keep running between calls, inside the session's sandbox (src/sessions/processes.ts).
 
 const processId = z.string().min(1).describe('The process id start_process returned (proc_…)');
