@@ -1,7 +1,6 @@
 import { useState } from 'preact/hooks';
-import { api } from './api.js';
+import { api, type Me } from './api.js';
 import type { Approval } from './feed.js';
-import type { Me } from './main.js';
 
 type Decision = 'approve' | 'deny' | 'approve_trust_session';
 
