@@ -1,11 +1,11 @@
-import type { BridgeRun, ToolCallCount, ToolCallRecord } from '../bridge/index.js';
+import type { z } from 'zod';
+import type { BridgeRun } from '../bridge/index.js';
 import type { Sampler } from '../codemode/index.js';
 import type { CONNECTIONS, LaneUser, loggedConnection } from '../egress/index.js';
-import type { OutputSaved } from '../outputs/index.js';
+import type { executionResultSchema } from '../results/index.js';
 import type { Language } from '../runtimes/index.js';
-import type { LimitKind } from '../sandbox/index.js';
 import type { HeldDir } from '../util/index.js';
-import type { ResultImage, SkippedImage } from './images.js';
+import type { ResultImage } from './images.js';
 import type { ArtifactsOmitted } from './listing.js';
 
 export interface ExecutionRequest {
@@ -50,42 +50,14 @@ export interface RunOptions {
   readonly onOutput?: ((stream: OutputStream, text: string) => void) | undefined;
 }
 
-/** One shape for every backend and every outcome; field names are the wire's (snake_case). */
-export interface ExecutionResult {
-  success: boolean;
-  execution_id: string;
-  language: Language;
-  stdout: string;
-  stderr: string;
-  /** null when the run was stopped (timeout, cancel) or never started. */
-  exit_code: number | null;
-  duration_ms: number;
-  timed_out: boolean;
-  cancelled: boolean;
-  truncated: boolean;
-  /** Where the whole output of a truncated stream is kept, for paging (present when any is). */
-  output_saved?: OutputSaved;
-  /** Files created or modified in the working directory, relative to it. */
-  artifacts: string[];
-  artifacts_deleted: string[];
-  /** Present when names were left out (CODEXEC_MAX_ARTIFACTS / CODEXEC_MAX_ARTIFACT_BYTES): how many. */
-  artifacts_omitted?: ArtifactsOmitted;
-  working_dir: string;
-  sandbox_mode: string;
-  /** true when a pre-started pool process ran it (no interpreter start-up on the request path). */
-  warm: boolean;
-  /** Present when a resource limit stopped the run (namespace mode reports it; stderr says so too). */
-  limit?: LimitKind;
-  /** Figures, then image files among the artifacts (images.ts); their bytes go into MCP content. */
+/**
+ * One shape for every backend and every outcome: the wire's schema (results/), plus what never
+ * goes on the wire: each picture's bytes (sent as image content) and the proxy's connections.
+ * `walk_stopped` is only ever true here, as the execution log's entry expects.
+ */
+export type ExecutionResult = Omit<z.infer<typeof executionResultSchema>, 'images' | 'artifacts_omitted'> & {
   images: ResultImage[];
-  /** Present when pictures were left out (over CODEXEC_MAX_IMAGE_BYTES, or past the fourth). */
-  images_skipped?: SkippedImage[];
-  /** Code mode: the downstream tool calls the code made, in order (the first CODEXEC_MAX_TOOL_CALL_RECORDS). */
-  tool_calls?: ToolCallRecord[];
-  /** Code mode: the calls past those, counted per tool and outcome (present only when there were some). */
-  tool_calls_omitted?: ToolCallCount[];
-  /** The egress allowlist: each host and port the proxy refused the run, once (present when any). */
-  network_denied?: Array<{ host: string; port: number }>;
+  artifacts_omitted?: ArtifactsOmitted;
   /** The egress allowlist: every connection through the proxy, for the log and audit (never sent). */
   [CONNECTIONS]?: Array<ReturnType<typeof loggedConnection>>;
-}
+};

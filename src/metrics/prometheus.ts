@@ -28,7 +28,40 @@ interface RunSeries {
 export function createPrometheusMetrics(): PrometheusMetrics {
   const register = new Registry();
   collectDefaultMetrics({ register });
-  const registers = [register];
+  // Made in this order, which is the order /metrics shows them in.
+  const runs = runMetrics([register]);
+  const pool = warmPoolCounts([register]);
+  const { approvals, slotWait, quota, bridgeCalls } = gateMetrics([register]);
+  return {
+    runEnded(tool, language, result, wallMs) {
+      const fields = (typeof result === 'object' && result !== null ? result : {}) as RunResult;
+      const mode = typeof fields.sandbox_mode === 'string' ? fields.sandbox_mode : 'none';
+      const run = runs.seriesOf(tool, language, mode, outcomeOf(result));
+      run.pending += 1;
+      run.seconds.observe((typeof fields.duration_ms === 'number' ? fields.duration_ms : wallMs) / 1000);
+      if (typeof fields.warm === 'boolean' && fields.session_id === undefined) {
+        if (fields.warm) pool.hit += 1;
+        else pool.miss += 1;
+      }
+      if (fields.tool_calls) countCalls(bridgeCalls, fields);
+    },
+    runFailed(tool, language, wallMs) {
+      const run = runs.seriesOf(tool, language, 'none', 'failed');
+      run.pending += 1;
+      run.seconds.observe(wallMs / 1000);
+    },
+    approvalAsked: () => approvals.inc({ result: 'asked' }),
+    approvalAnswered: (approved) => approvals.inc({ result: approved ? 'approved' : 'denied' }),
+    slotWaited: (ms) => slotWait.observe(ms / 1000),
+    quotaRefused: (limit) => quota.inc({ limit }),
+    watch: (sources: MetricSources) => registerGauges(register, sources),
+    contentType: register.contentType,
+    text: () => register.metrics(),
+  };
+}
+
+/** The runs' count and durations, by tool, language, sandbox mode (and outcome, for the count). */
+function runMetrics(registers: Registry[]) {
   const series = new Map<string, RunSeries>();
   new Counter({
     name: 'codexec_runs_total',
@@ -50,43 +83,6 @@ export function createPrometheusMetrics(): PrometheusMetrics {
     buckets: RUN_BUCKETS,
     registers,
   });
-  const pool = { hit: 0, miss: 0 };
-  new Counter({
-    name: 'codexec_warm_pool_runs_total',
-    help: 'One-shot runs by whether a pre-started pool process ran them (hit) or a cold start (miss)',
-    labelNames: ['result'] as const,
-    registers,
-    collect() {
-      for (const result of ['hit', 'miss'] as const) {
-        this.inc({ result }, pool[result]); // 0 too: both series show from the first scrape
-        pool[result] = 0;
-      }
-    },
-  });
-  const approvals = new Counter({
-    name: 'codexec_approvals_total',
-    help: 'Approval forms asked, and answers: approved or denied (declined, cancelled, timed out)',
-    labelNames: ['result'] as const,
-    registers,
-  });
-  const slotWait = new Histogram({
-    name: 'codexec_run_slot_wait_seconds',
-    help: 'How long runs that found every run slot taken waited for one',
-    buckets: WAIT_BUCKETS,
-    registers,
-  });
-  const quota = new Counter({
-    name: 'codexec_quota_refusals_total',
-    help: 'Calls refused QUOTA_EXCEEDED, by the limit that refused them',
-    labelNames: ['limit'] as const,
-    registers,
-  });
-  const bridgeCalls = new Counter({
-    name: 'codexec_bridge_calls_total',
-    help: 'Code mode: downstream tool calls made by runs, by success',
-    labelNames: ['success'] as const,
-    registers,
-  });
   const seriesOf = (tool: string, language: string, mode: string, outcome: Outcome): RunSeries => {
     const key = `${tool}\0${language}\0${mode}\0${outcome}`;
     let found = series.get(key);
@@ -100,32 +96,54 @@ export function createPrometheusMetrics(): PrometheusMetrics {
     }
     return found;
   };
-  const gauges = (sources: MetricSources) => registerGauges(register, sources);
-  return {
-    runEnded(tool, language, result, wallMs) {
-      const fields = (typeof result === 'object' && result !== null ? result : {}) as RunResult;
-      const mode = typeof fields.sandbox_mode === 'string' ? fields.sandbox_mode : 'none';
-      const run = seriesOf(tool, language, mode, outcomeOf(result));
-      run.pending += 1;
-      run.seconds.observe((typeof fields.duration_ms === 'number' ? fields.duration_ms : wallMs) / 1000);
-      if (typeof fields.warm === 'boolean' && fields.session_id === undefined) {
-        if (fields.warm) pool.hit += 1;
-        else pool.miss += 1;
+  return { seriesOf };
+}
+
+/** One-shot runs by warm pool hit or miss, counted as plain numbers and handed over at each scrape. */
+function warmPoolCounts(registers: Registry[]): { hit: number; miss: number } {
+  const pool = { hit: 0, miss: 0 };
+  new Counter({
+    name: 'codexec_warm_pool_runs_total',
+    help: 'One-shot runs by whether a pre-started pool process ran them (hit) or a cold start (miss)',
+    labelNames: ['result'] as const,
+    registers,
+    collect() {
+      for (const result of ['hit', 'miss'] as const) {
+        this.inc({ result }, pool[result]); // 0 too: both series show from the first scrape
+        pool[result] = 0;
       }
-      if (fields.tool_calls) countCalls(bridgeCalls, fields);
     },
-    runFailed(tool, language, wallMs) {
-      const run = seriesOf(tool, language, 'none', 'failed');
-      run.pending += 1;
-      run.seconds.observe(wallMs / 1000);
-    },
-    approvalAsked: () => approvals.inc({ result: 'asked' }),
-    approvalAnswered: (approved) => approvals.inc({ result: approved ? 'approved' : 'denied' }),
-    slotWaited: (ms) => slotWait.observe(ms / 1000),
-    quotaRefused: (limit) => quota.inc({ limit }),
-    watch: gauges,
-    contentType: register.contentType,
-    text: () => register.metrics(),
+  });
+  return pool;
+}
+
+/** What the gate and code mode count: approvals, waits for a run slot, quota refusals, bridge calls. */
+function gateMetrics(registers: Registry[]) {
+  return {
+    approvals: new Counter({
+      name: 'codexec_approvals_total',
+      help: 'Approval forms asked, and answers: approved or denied (declined, cancelled, timed out)',
+      labelNames: ['result'] as const,
+      registers,
+    }),
+    slotWait: new Histogram({
+      name: 'codexec_run_slot_wait_seconds',
+      help: 'How long runs that found every run slot taken waited for one',
+      buckets: WAIT_BUCKETS,
+      registers,
+    }),
+    quota: new Counter({
+      name: 'codexec_quota_refusals_total',
+      help: 'Calls refused QUOTA_EXCEEDED, by the limit that refused them',
+      labelNames: ['limit'] as const,
+      registers,
+    }),
+    bridgeCalls: new Counter({
+      name: 'codexec_bridge_calls_total',
+      help: 'Code mode: downstream tool calls made by runs, by success',
+      labelNames: ['success'] as const,
+      registers,
+    }),
   };
 }
 

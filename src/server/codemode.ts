@@ -38,31 +38,6 @@ export const codeModeInput = {
     .describe('tokens the llm.* calls may ask for in all'),
 };
 
-/** `tool_calls` (and `tool_calls_omitted`) in results that ran code in code mode. */
-export const toolCallsField = {
-  tool_calls: z
-    .array(
-      z.object({
-        tool: z.string(),
-        success: z.boolean(),
-        duration_ms: z.number(),
-        error: z.string().optional(),
-      }),
-    )
-    .optional()
-    .describe(
-      'code mode: the downstream tool calls the code made, in order: the first CODEXEC_MAX_TOOL_CALL_RECORDS (100). ' +
-        'Present with allowed_tools or enable_sampling, or when a call was made',
-    ),
-  tool_calls_omitted: z
-    .array(z.object({ tool: z.string(), success: z.boolean(), count: z.number().int() }))
-    .optional()
-    .describe(
-      'code mode: the calls past those in tool_calls, counted per tool and outcome (tool "*": every tool past ' +
-        'the first 100 distinct ones); absent when none was left out',
-    ),
-};
-
 type CodeModeArgs = z.output<z.ZodObject<typeof codeModeInput>>;
 
 /**

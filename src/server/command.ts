@@ -1,6 +1,8 @@
+import type { z } from 'zod';
 import { CONNECTIONS } from '../egress/index.js';
 import type { ExecutionRequest, ExecutionResult, RunOptions } from '../engine/index.js';
 import { detectVenv, openCommandDir, type Venv } from '../policy/index.js';
+import type { commandResultSchema } from '../results/index.js';
 import type { HeldDir } from '../util/index.js';
 import type { Services } from './services.js';
 
@@ -23,31 +25,10 @@ export interface PreparedCommand {
   readonly allowedDomains?: readonly string[] | undefined;
 }
 
-/** The result execute_command returns (MassGen's names first, then ours). */
-export interface CommandResult {
-  success: boolean;
-  exit_code: number | null;
-  stdout: string;
-  stderr: string;
-  /** Seconds, as MassGen reports it. */
-  execution_time: number;
-  execution_id: string;
-  duration_ms: number;
-  timed_out: boolean;
-  cancelled: boolean;
-  truncated: boolean;
-  output_saved?: ExecutionResult['output_saved'];
-  work_dir: string;
-  sandbox_mode: string;
-  artifacts: string[];
-  artifacts_deleted: string[];
-  artifacts_omitted?: ExecutionResult['artifacts_omitted'];
-  /** The .venv put first on PATH, or null. */
-  venv: string | null;
-  limit?: ExecutionResult['limit'];
-  network_denied?: ExecutionResult['network_denied'];
+/** The result execute_command returns: its schema (results/), plus the proxy's connections (never sent). */
+export type CommandResult = z.infer<typeof commandResultSchema> & {
   [CONNECTIONS]?: ExecutionResult[typeof CONNECTIONS];
-}
+};
 
 /**
  * Where a command runs, shared by the tool and `codexec run --command`: the directory (workspace

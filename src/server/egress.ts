@@ -1,4 +1,5 @@
-// The egress allowlist's fields of the tools that run code.
+// The egress allowlist's input field of the tools that run code: a call may narrow the hosts its
+// code reaches (the result's `network_denied` is in results/).
 import { z } from 'zod';
 import type { Config } from '../config/index.js';
 
@@ -24,14 +25,3 @@ export function advertisedEgress<T extends z.ZodObject<typeof egressInput & z.Zo
 ): z.ZodObject {
   return config.network === 'allowlist' ? schema : schema.omit({ allowed_domains: true } as never);
 }
-
-/** `network_denied` in results: where the proxy refused the code. */
-export const egressField = {
-  network_denied: z
-    .array(z.object({ host: z.string(), port: z.number().int() }))
-    .optional()
-    .describe(
-      'CODEXEC_NETWORK=allowlist: each host and port the egress proxy refused this code (not on the list, ' +
-        'denied, or an internal address); present when any was',
-    ),
-};

@@ -109,6 +109,10 @@ export interface Observers {
   readonly tracing?: Tracing | undefined;
 }
 
+/**
+ * Every service, made in one pass: the records (logs, audit, tasks, scripts, quotas: on the store
+ * when there is one), the runners (engine, sessions, packages) over them, and the gate's parts.
+ */
 export function createServices(config: Config, observers: Observers = {}): Services {
   const approvalKey = loadApprovalKey(config.approvalKeyFile);
   const outputs = new SavedOutputs(config.home, config.maxSavedOutputBytes);
@@ -117,8 +121,43 @@ export function createServices(config: Config, observers: Observers = {}): Servi
     // Saved output lives as long as its execution's log entry.
     onExpired: (expired: readonly ExpiredExecution[]) => outputs.remove(expired),
   });
-  const { store, history } = records;
+  const { store, history, quotas } = records;
   const logs = history.writer;
+  const { downstream, ...runners } = createRunners(config, { logs, outputs, quotas });
+  return {
+    config,
+    ...runners,
+    workspaces: createWorkspaces(config, runners.disk, history),
+    logs,
+    history,
+    outputs,
+    scripts: records.scripts,
+    quotas,
+    ...gateParts(config),
+    audit: records.audit,
+    approvalKey,
+    ...(store && { store }),
+    tasks: new Tasks({ ttlMs: config.taskTtlMs, store: records.tasks }),
+    metrics: observers.metrics ?? NO_METRICS,
+    tracing: observers.tracing,
+    bridge: new McpBridge(downstream, {
+      rateLimitPerMinute: config.codemode.rateLimitPerMinute,
+      maxToolCallRecords: config.codemode.maxToolCallRecords,
+      cacheFile: join(config.home, 'cache', 'mcp-tools.json'),
+    }),
+  };
+}
+
+/** What runs code (the engine, sessions, installs) and what every run shares (secrets, disk). */
+function createRunners(
+  config: Config,
+  records: {
+    readonly logs: LogWriter;
+    readonly outputs: SavedOutputs;
+    readonly quotas: RunQuotas | undefined;
+  },
+) {
+  const { logs, outputs, quotas } = records;
   const interpreters = new Interpreters(config.interpreters);
   const namespace = new NamespaceBackend({
     idleMs: config.pool.idleMs,
@@ -135,8 +174,6 @@ export function createServices(config: Config, observers: Observers = {}): Servi
   // Downstream servers configured: every python/node run has discovery, warm ones too.
   const codeMode = downstream.size > 0;
   const engine = new Engine({ config, backends, interpreters, logs, secrets, disk, codeMode, outputs });
-  const { quotas } = records;
-  const hostDirs = new HostDirs(config);
   const sessions = new SessionManager({
     config,
     backends,
@@ -147,16 +184,6 @@ export function createServices(config: Config, observers: Observers = {}): Servi
     outputs,
     quotas,
   });
-  const packageCheck: CheckContext = {
-    python: () => interpreters.get('python'),
-    // The caller's own global environment (read per check: a principal's request).
-    get pythonPath() {
-      return [globalPackageDirs(config, currentPrincipal()).python];
-    },
-    get nodeModules() {
-      return [globalPackageDirs(config, currentPrincipal()).nodeModules];
-    },
-  };
   const packages = new PackageService(
     config,
     interpreters,
@@ -166,7 +193,36 @@ export function createServices(config: Config, observers: Observers = {}): Servi
     secrets,
   );
   packages.attachSessions(sessions);
-  const workspaces = new WorkspaceRetention({
+  const packageCheck = packageCheckOf(config, interpreters);
+  return {
+    engine,
+    disk,
+    sessions,
+    packages,
+    packageCheck,
+    secrets,
+    downstream,
+    hostDirs: new HostDirs(config),
+  };
+}
+
+/** Where an install looks for what is installed: the caller's own global environment. */
+function packageCheckOf(config: Config, interpreters: Interpreters): CheckContext {
+  return {
+    python: () => interpreters.get('python'),
+    // Read per check: a principal's request.
+    get pythonPath() {
+      return [globalPackageDirs(config, currentPrincipal()).python];
+    },
+    get nodeModules() {
+      return [globalPackageDirs(config, currentPrincipal()).nodeModules];
+    },
+  };
+}
+
+/** Workspaces kept past their run, removed when old; the disk account follows them. */
+function createWorkspaces(config: Config, disk: DiskQuota, history: History): WorkspaceRetention {
+  return new WorkspaceRetention({
     sandboxDir: config.sandboxDir,
     maxAgeMs: config.disk.retentionMs,
     inUse: (dir) => disk.inUse(dir),
@@ -178,21 +234,12 @@ export function createServices(config: Config, observers: Observers = {}): Servi
       if (principal !== undefined) await disk.measure(dir, principal).catch(() => {});
     },
   });
+}
+
+/** What the gate holds: the rules, the run slots, and the approvals waiting. */
+function gateParts(config: Config) {
   return {
-    config,
-    engine,
-    disk,
-    workspaces,
-    logs,
-    history,
-    outputs,
-    scripts: records.scripts,
-    packageCheck,
-    packages,
-    sessions,
-    quotas,
     rules: loadRules(config),
-    audit: records.audit,
     slots: new RunSlots({
       running: config.runs.maxConcurrent,
       queued: config.runs.maxQueued,
@@ -202,18 +249,6 @@ export function createServices(config: Config, observers: Observers = {}): Servi
       config.gate.maxPendingApprovals,
       config.gate.maxPendingApprovalsPerPrincipal,
     ),
-    hostDirs,
-    approvalKey,
-    ...(store && { store }),
-    tasks: new Tasks({ ttlMs: config.taskTtlMs, store: records.tasks }),
-    secrets,
-    metrics: observers.metrics ?? NO_METRICS,
-    tracing: observers.tracing,
-    bridge: new McpBridge(downstream, {
-      rateLimitPerMinute: config.codemode.rateLimitPerMinute,
-      maxToolCallRecords: config.codemode.maxToolCallRecords,
-      cacheFile: join(config.home, 'cache', 'mcp-tools.json'),
-    }),
   };
 }
 

@@ -1,10 +1,10 @@
-import type { BridgeRun, ToolCallCount, ToolCallRecord } from '../bridge/index.js';
+import type { z } from 'zod';
+import type { BridgeRun } from '../bridge/index.js';
 import type { Sampler, SamplingLimits } from '../codemode/index.js';
 import type { CONNECTIONS, LaneUser, LoggedConnection } from '../egress/index.js';
-import type { ArtifactsOmitted, ResultImage, SkippedImage } from '../engine/index.js';
-import type { OutputSaved } from '../outputs/index.js';
+import type { ResultImage } from '../engine/index.js';
+import type { sendResultSchema } from '../results/index.js';
 import type { Language } from '../runtimes/index.js';
-import type { LimitKind } from '../sandbox/index.js';
 import type { HeldDir } from '../util/index.js';
 
 /** Why a session ended, as written to `session_end`. */
@@ -61,51 +61,15 @@ export interface StartResult {
   sandbox_mode: string;
 }
 
-/** One send's outcome: the one-shot result shape plus session fields (wire names). */
-export interface SendResult {
-  success: boolean;
-  execution_id: string;
-  session_id: string;
-  language: Language;
-  stdout: string;
-  stderr: string;
-  /** 0 ok, 1 error, 130 interrupted; the process's code when it exited; null when stopped. */
-  exit_code: number | null;
-  duration_ms: number;
-  timed_out: boolean;
-  cancelled: boolean;
-  truncated: boolean;
-  /** Where the whole output of a truncated stream is kept, for paging (present when any is). */
-  output_saved?: OutputSaved;
-  artifacts: string[];
-  artifacts_deleted: string[];
-  /** Present when names were left out (CODEXEC_MAX_ARTIFACTS / CODEXEC_MAX_ARTIFACT_BYTES): how many. */
-  artifacts_omitted?: ArtifactsOmitted;
-  /** false when this send ended the session (the process exited or was killed). */
-  session_alive: boolean;
-  /** Set when the session died: what happened and what to do. */
-  error?: string;
-  /** Set when a bound killed the session during this send (its workspace's disk). */
-  limit?: LimitKind;
-  /** The figures this send made (or left open), then image files it wrote (engine/images.ts). */
+/**
+ * One send's outcome: the wire's schema (results/), plus what never goes on the wire: each
+ * picture's bytes (sent as image content) and the proxy's connections.
+ */
+export type SendResult = Omit<z.infer<typeof sendResultSchema>, 'images'> & {
   images: ResultImage[];
-  images_skipped?: SkippedImage[];
-  /** Code mode: the downstream tool calls this send's code made (the first CODEXEC_MAX_TOOL_CALL_RECORDS). */
-  tool_calls?: ToolCallRecord[];
-  /** Code mode: this send's calls past those, counted per tool and outcome. */
-  tool_calls_omitted?: ToolCallCount[];
-  /** The egress allowlist: each host and port the proxy refused this send, once (present when any). */
-  network_denied?: Array<{ host: string; port: number }>;
-  /**
-   * The code is blocked reading its input: the send returned without waiting for it to end
-   * (send_to_session's `input` answers). Present (true) only then, with `prompt`.
-   */
-  waiting_for_input?: true;
-  /** The last line of the output before the read: what the program asks. */
-  prompt?: string;
   /** The egress allowlist: every connection of this send, for the audit (never sent). */
   [CONNECTIONS]?: LoggedConnection[];
-}
+};
 
 export interface CloseResult {
   success: true;

@@ -53,3 +53,10 @@ export function phase(name: string): (() => void) | undefined {
     if (call.open) call.phases.push({ name, start, end: now() });
   };
 }
+
+/** Where finished calls go as spans; flush() sends what is batched now, shutdown() the rest. */
+export interface Tracing {
+  record(call: FinishedCall): void;
+  flush(): Promise<void>;
+  shutdown(): Promise<void>;
+}

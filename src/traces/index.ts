@@ -1,15 +1,16 @@
 // Traces over OTLP/HTTP when OTEL_EXPORTER_OTLP_ENDPOINT is set: a span per tool call, its run's
 // phases as children. Unset, the OpenTelemetry packages are never loaded (otel.ts is imported here only).
-import type { FinishedCall } from './calls.js';
+import type { Tracing } from './calls.js';
 
-export { type FinishedCall, inCall, now, type OpenCall, type Phase, phase } from './calls.js';
-
-/** Where finished calls go as spans; flush() sends what is batched now, shutdown() the rest. */
-export interface Tracing {
-  record(call: FinishedCall): void;
-  flush(): Promise<void>;
-  shutdown(): Promise<void>;
-}
+export {
+  type FinishedCall,
+  inCall,
+  now,
+  type OpenCall,
+  type Phase,
+  phase,
+  type Tracing,
+} from './calls.js';
 
 /** The tracing the standard OTel variables ask for, or undefined (and nothing loaded) without an endpoint. */
 export async function startTracing(env: NodeJS.ProcessEnv, version: string): Promise<Tracing | undefined> {

@@ -2,8 +2,7 @@ import { ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, trace } from '@opent
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
-import type { FinishedCall } from './calls.js';
-import type { Tracing } from './index.js';
+import type { FinishedCall, Tracing } from './calls.js';
 
 /**
  * The official SDK's provider with a batching OTLP/HTTP exporter, which reads the standard

@@ -2,12 +2,12 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Decision } from '../approvals/index.js';
 import { CodexecError } from '../errors/index.js';
 import { searchFiltersSchema } from '../logs/index.js';
-import type { DashboardDeps } from '../server/http/index.js';
 import { healthReport } from '../server/index.js';
 import type { SessionInfo } from '../sessions/index.js';
 import { asPrincipal, log } from '../util/index.js';
 import { recentAudit, verifyTrail } from './audit.js';
 import { streamEvents } from './events.js';
+import type { DashboardDeps } from './types.js';
 
 /** One API call: who asks, whether they see everyone's, and the services as they may see them. */
 interface Call {

@@ -9,7 +9,9 @@ const documented = new Set(
   doc
     .split('\n')
     .filter((line) => line.startsWith('| `'))
-    .flatMap((line) => [...(line.split('|')[1] ?? '').matchAll(/`([A-Z][A-Z0-9_]+)`/g)].map((m) => m[1])),
+    .flatMap((line) =>
+      [...(line.split('|')[1] ?? '').matchAll(/`([A-Z][A-Z0-9_]+)`/g)].map((m) => m[1] as string),
+    ),
 );
 /** Read by the OpenTelemetry exporter itself, not by the schema. */
 const OTEL = ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'OTEL_SERVICE_NAME'];

@@ -2,56 +2,17 @@ import type { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import type { ExecutionRequest } from '../../engine/index.js';
 import { InvalidInputError } from '../../errors/index.js';
-import { LANGUAGES } from '../../runtimes/index.js';
-import { artifactsOmitted, NAMES_HELP } from '../artifacts.js';
-import { codeModeFor, codeModeInput, codeModePowers, sessionSampler, toolCallsField } from '../codemode.js';
+import { executeCodeResultSchema } from '../../results/index.js';
+import { codeModeFor, codeModeInput, codeModePowers, sessionSampler } from '../codemode.js';
 import { defineTool } from '../define-tool.js';
-import { advertisedEgress, egressField, egressInput } from '../egress.js';
+import { advertisedEgress, egressInput } from '../egress.js';
 import { type Gatekeeper, runFacts } from '../guard.js';
 import { advertisedWorkingDir } from '../host-dirs.js';
-import { imageFields } from '../images.js';
 import { withProgress } from '../progress.js';
 import { runContent } from '../resources.js';
-import { outputSavedField, SAVED_HELP } from '../saved-output.js';
+import { SAVED_HELP } from '../saved-output.js';
 import type { Services } from '../services.js';
-import { waitingFields } from '../waiting.js';
 import { advertisedLanguage, languageInput } from './languages.js';
-
-export const executionResultSchema = z.object({
-  success: z.boolean().describe('true when the code exited 0 within its time limit'),
-  execution_id: z.string().describe('exec_ + 12 hex; find it later in the execution logs'),
-  language: z.enum(LANGUAGES),
-  stdout: z.string(),
-  stderr: z.string(),
-  exit_code: z.number().int().nullable().describe('null when the run was stopped (timeout, cancel)'),
-  duration_ms: z.number().int(),
-  timed_out: z.boolean(),
-  cancelled: z.boolean(),
-  truncated: z.boolean().describe('true when stdout or stderr was cut to head + tail'),
-  ...outputSavedField,
-  artifacts: z
-    .array(z.string())
-    .describe(`files created or modified, relative to working_dir (${NAMES_HELP})`),
-  artifacts_deleted: z.array(z.string()),
-  artifacts_omitted: artifactsOmitted,
-  working_dir: z.string().describe('absolute directory the code ran in; artifacts live here'),
-  sandbox_mode: z.string().describe('isolation actually used: namespace, landlock, subprocess or docker'),
-  warm: z.boolean().describe('true when a pre-started sandboxed interpreter ran it'),
-  limit: z
-    .enum(['memory', 'processes', 'cpu', 'file_size', 'disk'])
-    .optional()
-    .describe('present when a resource limit stopped the run: memory, processes, cpu, file_size or disk'),
-  ...imageFields,
-  ...toolCallsField,
-  ...egressField,
-  session_id: z.string().optional().describe('with session_id: the session it ran in'),
-  session_alive: z
-    .boolean()
-    .optional()
-    .describe('with session_id: false when the session ended during this run'),
-  error: z.string().optional().describe('with session_id: why the session ended, when it did'),
-  ...waitingFields,
-});
 
 const LANGUAGE_HELP = 'python, node (JavaScript, ES module), typescript or bash';
 const inputSchema = z.object({
@@ -117,7 +78,7 @@ export function registerExecuteCode(server: McpServer, services: Services, gate:
       ),
       services.config,
     ),
-    output: executionResultSchema,
+    output: executeCodeResultSchema,
     extraContent: runContent,
     tasks: services.tasks,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
@@ -152,7 +113,7 @@ export function registerExecuteCode(server: McpServer, services: Services, gate:
 }
 
 /**
- * ADR 036's `execute_code {session_id}`: the code goes to that session as send_to_session would
+ * `execute_code {session_id}`, so one tool serves both kinds of run: the code goes to that session as send_to_session would
  * send it, and the result is execute_code's shape with the session's fields beside it.
  */
 async function sendInSession(

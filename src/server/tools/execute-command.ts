@@ -1,13 +1,13 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
-import { artifactsOmitted, NAMES_HELP } from '../artifacts.js';
+import { commandResultSchema } from '../../results/index.js';
 import { prepareCommand, runPreparedCommand } from '../command.js';
 import { defineTool } from '../define-tool.js';
-import { advertisedEgress, egressField, egressInput } from '../egress.js';
+import { advertisedEgress, egressInput } from '../egress.js';
 import { type Gatekeeper, runFacts } from '../guard.js';
 import { withProgress } from '../progress.js';
 import { artifactLinks } from '../resources.js';
-import { outputSavedField, SAVED_HELP } from '../saved-output.js';
+import { SAVED_HELP } from '../saved-output.js';
 import type { Services } from '../services.js';
 
 const DEFAULT_TIMEOUT_SECONDS = 60;
@@ -34,30 +34,6 @@ const inputSchema = z.object({
   ...egressInput,
 });
 
-const outputSchema = z.object({
-  success: z.boolean().describe('true when the command exited 0 within its time limit'),
-  exit_code: z.number().int().nullable().describe('null when the command was stopped (timeout, cancel)'),
-  stdout: z.string(),
-  stderr: z.string(),
-  execution_time: z.number().describe('seconds the command ran'),
-  execution_id: z.string().describe('exec_ + 12 hex; find it later in the execution logs'),
-  duration_ms: z.number().int(),
-  timed_out: z.boolean(),
-  cancelled: z.boolean(),
-  truncated: z.boolean().describe('true when stdout or stderr was cut to head + tail'),
-  ...outputSavedField,
-  work_dir: z.string().describe('absolute directory the command ran in'),
-  sandbox_mode: z.string().describe('isolation actually used: namespace, landlock, subprocess or docker'),
-  artifacts: z
-    .array(z.string())
-    .describe(`files created or modified, relative to work_dir (caches left out; ${NAMES_HELP})`),
-  artifacts_deleted: z.array(z.string()),
-  artifacts_omitted: artifactsOmitted,
-  venv: z.string().nullable().describe('the work_dir/.venv put first on PATH (VIRTUAL_ENV set), or null'),
-  limit: z.enum(['memory', 'processes', 'cpu', 'file_size', 'disk']).optional(),
-  ...egressField,
-});
-
 export function registerExecuteCommand(server: McpServer, services: Services, gate: Gatekeeper): void {
   defineTool(server, {
     name: 'execute_command',
@@ -76,7 +52,7 @@ export function registerExecuteCommand(server: McpServer, services: Services, ga
       'text, execute_code is simpler.',
     input: inputSchema,
     advertisedInput: advertisedEgress(inputSchema, services.config),
-    output: outputSchema,
+    output: commandResultSchema,
     extraContent: artifactLinks,
     tasks: services.tasks,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },

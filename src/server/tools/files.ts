@@ -1,4 +1,4 @@
-// write_file / read_file (DESIGN §8 "Rich output and files"): move files into and out of a
+// write_file / read_file: move files into and out of a
 // session's workspace or execute_command's persistent workspace. Writing a file is not running
 // code, but it changes what code will see, so write_file exists only when CODEXEC_ENABLED is on;
 // read_file is read-only and always there.
@@ -118,52 +118,60 @@ export class FileTooLargeError extends CodexecError {
 }
 
 export function registerFileTools(server: McpServer, services: Services, gate: Gatekeeper): void {
+  // write_file changes a workspace as code would: it exists only while CODEXEC_ENABLED is true.
+  if (services.config.gate.enabled) registerWriteFile(server, services, gate);
+  registerReadFile(server, services);
+}
+
+function registerWriteFile(server: McpServer, services: Services, gate: Gatekeeper): void {
   const limit = services.config.maxFileTransferBytes;
-  if (services.config.gate.enabled) {
-    defineTool(server, {
-      name: 'write_file',
-      title: 'Write a file into a workspace',
-      description:
-        'Write a file into a session\'s working directory (session_id) or execute_command\'s workspace (workspace: "command"). ' +
-        'Parent directories are created; an existing file is replaced. encoding base64 for binary content.',
-      input: writeInput,
-      output: writeOutput,
-      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
-      handler: async (args, ctx) => {
-        const root = workspaceOf(services, args);
-        const data =
-          args.encoding === 'base64' ? decodeBase64(args.content) : Buffer.from(args.content, 'utf8');
-        if (data.length > limit)
-          throw new FileTooLargeError(
-            `content is ${data.length} bytes; the limit is ${limit} (CODEXEC_MAX_FILE_TRANSFER_BYTES)`,
-          );
-        // Approval and the audit entry as for code (CODEXEC_APPROVAL): what is asked shows the
-        // path, the size and the first lines.
-        const language =
-          args.session_id !== undefined ? services.sessions.describe(args.session_id).language : 'bash';
-        return gate.run(
-          ctx,
-          {
-            tool: 'write_file',
-            language,
-            code: writeSummary(args.path, data),
-            sessionId: args.session_id ?? null,
-            runs: false,
-          },
-          async () => {
-            await writeConfined(root, args.path, data);
-            return {
-              success: true,
-              path: shownName(args.path),
-              bytes: data.length,
-              working_dir: pathOf(root),
-            };
-          },
-          () => ({ execution_id: null, exit_code: null, duration_ms: null, stdout: '' }),
+  defineTool(server, {
+    name: 'write_file',
+    title: 'Write a file into a workspace',
+    description:
+      'Write a file into a session\'s working directory (session_id) or execute_command\'s workspace (workspace: "command"). ' +
+      'Parent directories are created; an existing file is replaced. encoding base64 for binary content.',
+    input: writeInput,
+    output: writeOutput,
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+    handler: async (args, ctx) => {
+      const root = workspaceOf(services, args);
+      const data =
+        args.encoding === 'base64' ? decodeBase64(args.content) : Buffer.from(args.content, 'utf8');
+      if (data.length > limit)
+        throw new FileTooLargeError(
+          `content is ${data.length} bytes; the limit is ${limit} (CODEXEC_MAX_FILE_TRANSFER_BYTES)`,
         );
-      },
-    });
-  }
+      // Approval and the audit entry as for code (CODEXEC_APPROVAL): what is asked shows the
+      // path, the size and the first lines.
+      const language =
+        args.session_id !== undefined ? services.sessions.describe(args.session_id).language : 'bash';
+      return gate.run(
+        ctx,
+        {
+          tool: 'write_file',
+          language,
+          code: writeSummary(args.path, data),
+          sessionId: args.session_id ?? null,
+          runs: false,
+        },
+        async () => {
+          await writeConfined(root, args.path, data);
+          return {
+            success: true,
+            path: shownName(args.path),
+            bytes: data.length,
+            working_dir: pathOf(root),
+          };
+        },
+        () => ({ execution_id: null, exit_code: null, duration_ms: null, stdout: '' }),
+      );
+    },
+  });
+}
+
+function registerReadFile(server: McpServer, services: Services): void {
+  const limit = services.config.maxFileTransferBytes;
   defineTool(server, {
     name: 'read_file',
     title: "Read a file from a workspace, or a run's saved output",

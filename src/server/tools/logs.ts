@@ -7,8 +7,8 @@ import {
   toolCallCountSchema,
   toolCallSchema,
 } from '../../logs/index.js';
+import { artifactsOmitted } from '../../results/index.js';
 import { currentPrincipal } from '../../util/index.js';
-import { artifactsOmitted } from '../artifacts.js';
 import { defineTool } from '../define-tool.js';
 import type { Services } from '../services.js';
 

@@ -1,8 +1,8 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { parsePackageSpec } from '../../packages/index.js';
+import { egressField } from '../../results/index.js';
 import { defineTool } from '../define-tool.js';
-import { egressField } from '../egress.js';
 import type { Gatekeeper } from '../guard.js';
 import type { Services } from '../services.js';
 import { currentTaskRun } from '../tasks.js';

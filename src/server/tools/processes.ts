@@ -5,7 +5,7 @@ import { defineTool } from '../define-tool.js';
 import type { Gatekeeper } from '../guard.js';
 import type { Services } from '../services.js';
 
-// Background processes in a session (DESIGN.md §9 "Long work and interaction"): servers and
+// Background processes in a session, for long work: servers and
 // watchers that keep running between calls, inside the session's sandbox (src/sessions/processes.ts).
 
 const processId = z.string().min(1).describe('The process id start_process returned (proc_…)');
@@ -49,8 +49,16 @@ const EFFECTS = { readOnlyHint: false, destructiveHint: true, idempotentHint: fa
  * none of these tools, as no process can exist.
  */
 export function registerProcessTools(server: McpServer, services: Services, gate: Gatekeeper): void {
+  if (!services.config.gate.enabled) return;
+  registerStartProcess(server, services, gate);
+  registerReadProcessOutput(server, services);
+  registerWriteStdin(server, services);
+  registerKillProcess(server, services);
+  registerListProcesses(server, services);
+}
+
+function registerStartProcess(server: McpServer, services: Services, gate: Gatekeeper): void {
   const { sessions, config } = services;
-  if (!config.gate.enabled) return;
   const cap = config.processes.perSession;
   defineTool(server, {
     name: 'start_process',
@@ -80,6 +88,10 @@ export function registerProcessTools(server: McpServer, services: Services, gate
       return gate.run(ctx, attempt, () => sessions.startProcess(args.session_id, args.command), noFacts);
     },
   });
+}
+
+function registerReadProcessOutput(server: McpServer, services: Services): void {
+  const { sessions, config } = services;
   defineTool(server, {
     name: 'read_process_output',
     title: 'Read a background process',
@@ -96,6 +108,10 @@ export function registerProcessTools(server: McpServer, services: Services, gate
     annotations: READ_ONLY,
     handler: async (args) => sessions.readProcess(args.process_id, args.offset ?? 0),
   });
+}
+
+function registerWriteStdin(server: McpServer, services: Services): void {
+  const { sessions } = services;
   defineTool(server, {
     name: 'write_stdin',
     title: 'Write to a background process or a session',
@@ -127,6 +143,10 @@ export function registerProcessTools(server: McpServer, services: Services, gate
       return sessions.writeProcess(args.process_id as string, args.data, args.eof ?? false);
     },
   });
+}
+
+function registerKillProcess(server: McpServer, services: Services): void {
+  const { sessions } = services;
   defineTool(server, {
     name: 'kill_process',
     title: 'Kill a background process',
@@ -138,6 +158,10 @@ export function registerProcessTools(server: McpServer, services: Services, gate
     annotations: EFFECTS,
     handler: (args) => sessions.killProcess(args.process_id),
   });
+}
+
+function registerListProcesses(server: McpServer, services: Services): void {
+  const { sessions } = services;
   defineTool(server, {
     name: 'list_processes',
     title: 'List background processes',

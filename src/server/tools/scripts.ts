@@ -1,8 +1,10 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
+import type { ExecutionRequest, ExecutionResult, RunOptions } from '../../engine/index.js';
 import { CodexecError } from '../../errors/index.js';
 import { type ScriptMetadata, type ScriptStore, searchScripts } from '../../library/index.js';
 import { findMissingPackages } from '../../packages/index.js';
+import { executeCodeResultSchema } from '../../results/index.js';
 import { LANGUAGES } from '../../runtimes/index.js';
 import { currentPrincipal } from '../../util/index.js';
 import { discovers } from '../codemode.js';
@@ -14,7 +16,6 @@ import { withProgress } from '../progress.js';
 import { runContent } from '../resources.js';
 import { SAVED_HELP } from '../saved-output.js';
 import type { Services } from '../services.js';
-import { executionResultSchema } from './execute-code.js';
 import { languageInput } from './languages.js';
 
 const name = z
@@ -43,11 +44,23 @@ const runScriptInput = z.object({
   ...egressInput,
 });
 
+/** The script library's tools: each on its own, over the caller's own library. */
 export function registerScriptTools(server: McpServer, services: Services, gate: Gatekeeper): void {
-  // The caller's own library (serve --http: its bearer token's principal); no tool names another.
-  const mine = (): ScriptStore => services.scripts.of(currentPrincipal());
-  const { maxVersions, maxScriptBytes } = services.config.scriptLimits;
+  registerSaveScript(server, services);
+  registerGetScript(server, services);
+  registerListScripts(server, services);
+  registerSearchScripts(server, services);
+  // run_script runs code: it exists only while CODEXEC_ENABLED is true.
+  if (services.config.gate.enabled) registerRunScript(server, services, gate);
+}
 
+/** The caller's own library (serve --http: its bearer token's principal); no tool names another. */
+function mine(services: Services): ScriptStore {
+  return services.scripts.of(currentPrincipal());
+}
+
+function registerSaveScript(server: McpServer, services: Services): void {
+  const { maxVersions, maxScriptBytes } = services.config.scriptLimits;
   defineTool(server, {
     name: 'save_script',
     title: 'Save a script',
@@ -86,7 +99,7 @@ export function registerScriptTools(server: McpServer, services: Services, gate:
     }),
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     handler: async (args) => {
-      const saved = await mine().save({ ...args, sourceExecutionId: args.source_execution_id });
+      const saved = await mine(services).save({ ...args, sourceExecutionId: args.source_execution_id });
       const { metadata } = saved;
       return {
         success: true as const,
@@ -99,7 +112,9 @@ export function registerScriptTools(server: McpServer, services: Services, gate:
       };
     },
   });
+}
 
+function registerGetScript(server: McpServer, services: Services): void {
   defineTool(server, {
     name: 'get_script',
     title: 'Get a saved script',
@@ -126,7 +141,7 @@ export function registerScriptTools(server: McpServer, services: Services, gate:
     }),
     annotations: readOnly,
     handler: async (args) => {
-      const scripts = mine();
+      const scripts = mine(services);
       const stored = await scripts.get(args.name, args.version);
       const { script_id: _id, ...metadata } = stored.metadata;
       return {
@@ -138,7 +153,9 @@ export function registerScriptTools(server: McpServer, services: Services, gate:
       };
     },
   });
+}
 
+function registerListScripts(server: McpServer, services: Services): void {
   defineTool(server, {
     name: 'list_scripts',
     title: 'List saved scripts',
@@ -147,7 +164,7 @@ export function registerScriptTools(server: McpServer, services: Services, gate:
     output: z.object({ scripts: z.array(summary), total_count: z.number().int() }),
     annotations: readOnly,
     handler: async (args) => {
-      const all = await mine().list();
+      const all = await mine(services).list();
       const chosen = all.filter(
         (s: ScriptMetadata) =>
           (!args.language || s.language === args.language) && (!args.tag || s.tags.includes(args.tag)),
@@ -155,7 +172,9 @@ export function registerScriptTools(server: McpServer, services: Services, gate:
       return { scripts: chosen.map(toSummary), total_count: chosen.length };
     },
   });
+}
 
+function registerSearchScripts(server: McpServer, services: Services): void {
   defineTool(server, {
     name: 'search_scripts',
     title: 'Search saved scripts',
@@ -177,7 +196,7 @@ export function registerScriptTools(server: McpServer, services: Services, gate:
     }),
     annotations: readOnly,
     handler: async (args) => {
-      const hits = searchScripts(await mine().list(), args.query).slice(0, args.limit);
+      const hits = searchScripts(await mine(services).list(), args.query).slice(0, args.limit);
       return {
         results: hits.map((hit) => ({
           ...toSummary(hit.metadata),
@@ -188,9 +207,9 @@ export function registerScriptTools(server: McpServer, services: Services, gate:
       };
     },
   });
+}
 
-  // run_script runs code: it exists only while CODEXEC_ENABLED is true.
-  if (!services.config.gate.enabled) return;
+function registerRunScript(server: McpServer, services: Services, gate: Gatekeeper): void {
   defineTool(server, {
     name: 'run_script',
     title: 'Run a saved script',
@@ -201,12 +220,12 @@ export function registerScriptTools(server: McpServer, services: Services, gate:
       SAVED_HELP,
     input: runScriptInput,
     advertisedInput: advertisedWorkingDir(advertisedEgress(runScriptInput, services.config), services.config),
-    output: executionResultSchema,
+    output: executeCodeResultSchema,
     tasks: services.tasks,
     extraContent: runContent,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
     handler: async (args, ctx) => {
-      const scripts = mine();
+      const scripts = mine(services);
       const { metadata, code } = await scripts.get(args.name);
       const missing = await findMissingPackages(metadata.language, metadata.packages, services.packageCheck);
       if (missing.length > 0) {
@@ -227,31 +246,12 @@ export function registerScriptTools(server: McpServer, services: Services, gate:
           attempt,
           () =>
             withProgress(ctx, async (options) => {
-              // Code mode's discovery, where downstream servers are configured (no call allowed).
-              const ended = new AbortController();
-              const bridge = discovers(services, metadata.language)
-                ? services.bridge.openRun({ allowedTools: [], signal: ended.signal })
-                : undefined;
-              try {
-                const result = await services.engine.run(
-                  {
-                    language: metadata.language,
-                    code,
-                    timeoutMs: args.timeout_ms,
-                    workingDir,
-                    args: args.args,
-                    scriptName: metadata.name,
-                    allowedDomains: args.allowed_domains,
-                    askEgress: gate.egressAsker(ctx, 'run_script', null),
-                    bridge,
-                  },
-                  options,
-                );
-                await scripts.recordRun(args.name, result.success);
-                return result;
-              } finally {
-                ended.abort(new Error('the run ended'));
-              }
+              const result = await runSaved(services, { metadata, code }, args, options, {
+                workingDir,
+                askEgress: gate.egressAsker(ctx, 'run_script', null),
+              });
+              await scripts.recordRun(args.name, result.success);
+              return result;
             }),
           runFacts,
         );
@@ -260,6 +260,39 @@ export function registerScriptTools(server: McpServer, services: Services, gate:
       }
     },
   });
+}
+
+/** One run of a saved script through the engine, with code mode's discovery where it applies. */
+async function runSaved(
+  services: Services,
+  { metadata, code }: { metadata: ScriptMetadata; code: string },
+  args: z.output<typeof runScriptInput>,
+  options: RunOptions,
+  { workingDir, askEgress }: Pick<ExecutionRequest, 'workingDir' | 'askEgress'>,
+): Promise<ExecutionResult> {
+  // Code mode's discovery, where downstream servers are configured (no call allowed).
+  const ended = new AbortController();
+  const bridge = discovers(services, metadata.language)
+    ? services.bridge.openRun({ allowedTools: [], signal: ended.signal })
+    : undefined;
+  try {
+    return await services.engine.run(
+      {
+        language: metadata.language,
+        code,
+        timeoutMs: args.timeout_ms,
+        workingDir,
+        args: args.args,
+        scriptName: metadata.name,
+        allowedDomains: args.allowed_domains,
+        askEgress,
+        bridge,
+      },
+      options,
+    );
+  } finally {
+    ended.abort(new Error('the run ended'));
+  }
 }
 
 function toSummary(s: z.infer<typeof summary>) {

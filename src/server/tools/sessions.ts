@@ -2,20 +2,19 @@ import type { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { InvalidInputError } from '../../errors/index.js';
 import { runtimeRefusal } from '../../policy/index.js';
+import { sendResultSchema } from '../../results/index.js';
 import { LANGUAGES } from '../../runtimes/index.js';
 import { assertPtyLanguage } from '../../sessions/index.js';
-import { artifactsOmitted, NAMES_HELP } from '../artifacts.js';
-import { codeModeInput, discovers, sessionSampler, toolCallsField } from '../codemode.js';
+import { codeModeInput, discovers, sessionSampler } from '../codemode.js';
 import { defineTool } from '../define-tool.js';
-import { advertisedEgress, egressField, egressInput } from '../egress.js';
+import { advertisedEgress, egressInput } from '../egress.js';
 import { type Gatekeeper, runFacts } from '../guard.js';
 import { advertisedWorkingDir } from '../host-dirs.js';
-import { imageFields } from '../images.js';
 import { withProgress } from '../progress.js';
 import { runContent } from '../resources.js';
-import { outputSavedField, SAVED_HELP } from '../saved-output.js';
+import { SAVED_HELP } from '../saved-output.js';
 import type { Services } from '../services.js';
-import { WAITING_HELP, waitingFields } from '../waiting.js';
+import { WAITING_HELP } from '../waiting.js';
 import { advertisedLanguage, languageInput } from './languages.js';
 
 const sessionId = z.string().min(1).describe('The session id start_session returned (sess_…)');
@@ -76,36 +75,6 @@ const sendInput = z.object({
     .optional()
     .describe('Wall-clock limit for this send in ms (default 30000; clamped to the server maximum)'),
 });
-const sendOutput = z.object({
-  success: z.boolean().describe('true when the code ran without error within its time limit'),
-  execution_id: z.string(),
-  session_id: z.string(),
-  language: z.enum(LANGUAGES),
-  stdout: z.string().describe("output, including the display of a trailing expression's value"),
-  stderr: z.string(),
-  exit_code: z.number().int().nullable().describe('0 ok, 1 error, 130 interrupted; null when stopped'),
-  duration_ms: z.number().int(),
-  timed_out: z.boolean(),
-  cancelled: z.boolean(),
-  truncated: z.boolean().describe('true when stdout or stderr was cut to head + tail'),
-  ...outputSavedField,
-  artifacts: z
-    .array(z.string())
-    .describe(`files created or modified by this send, relative to working_dir (${NAMES_HELP})`),
-  artifacts_deleted: z.array(z.string()),
-  artifacts_omitted: artifactsOmitted,
-  session_alive: z.boolean().describe('false when the session ended during this send'),
-  error: z.string().optional().describe('why the session ended, when it did'),
-  limit: z
-    .enum(['memory', 'processes', 'cpu', 'file_size', 'disk'])
-    .optional()
-    .describe('present when a bound ended the session during this send: disk (its workspace)'),
-  ...imageFields,
-  ...toolCallsField,
-  ...egressField,
-  ...waitingFields,
-});
-
 const closeOutput = z.object({
   success: z.literal(true),
   session_id: z.string(),
@@ -140,11 +109,14 @@ const EFFECTS = { readOnlyHint: false, destructiveHint: true, idempotentHint: fa
 /** start_session and send_to_session run code: they exist only while CODEXEC_ENABLED is true. */
 export function registerSessionTools(server: McpServer, services: Services, gate: Gatekeeper): void {
   const { config } = services;
-  if (config.gate.enabled) registerCodeTools(server, services, gate);
+  if (config.gate.enabled) {
+    registerStartSession(server, services);
+    registerSendToSession(server, services, gate);
+  }
   registerReadTools(server, services);
 }
 
-function registerCodeTools(server: McpServer, services: Services, gate: Gatekeeper): void {
+function registerStartSession(server: McpServer, services: Services): void {
   const { sessions, config } = services;
   defineTool(server, {
     name: 'start_session',
@@ -207,6 +179,10 @@ function registerCodeTools(server: McpServer, services: Services, gate: Gatekeep
       }
     },
   });
+}
+
+function registerSendToSession(server: McpServer, services: Services, gate: Gatekeeper): void {
+  const { sessions } = services;
   defineTool(server, {
     name: 'send_to_session',
     title: 'Run code in a session',
@@ -220,7 +196,7 @@ function registerCodeTools(server: McpServer, services: Services, gate: Gatekeep
       WAITING_HELP +
       SAVED_HELP,
     input: sendInput,
-    output: sendOutput,
+    output: sendResultSchema,
     extraContent: runContent,
     tasks: services.tasks,
     annotations: EFFECTS,

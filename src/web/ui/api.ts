@@ -9,6 +9,14 @@ export const token = {
   clear: () => sessionStorage.removeItem(KEY),
 };
 
+/** Who signed in, as /api/me answers. */
+export interface Me {
+  readonly principal: string;
+  readonly admin: boolean;
+  /** In CODEXEC_HTTP_APPROVERS: decides other principals' approvals. */
+  readonly approver: boolean;
+}
+
 export class ApiError extends Error {
   constructor(
     readonly status: number,

@@ -1,7 +1,6 @@
 import { useState } from 'preact/hooks';
-import { api } from './api.js';
+import { api, type Me } from './api.js';
 import type { Approval } from './feed.js';
-import type { Me } from './main.js';
 
 type Decision = 'approve' | 'deny' | 'approve_trust_session';
 
@@ -50,63 +49,82 @@ export function Approvals({
         <p class="muted">Nothing waits for approval. Runs that ask appear here as their calls wait.</p>
       )}
       {list.map((approval) => (
-        <article class="approval" key={approval.id} data-approval={approval.id}>
-          <div class="meta">
-            <b>{approval.tool}</b> {approval.kind === 'host' ? 'network' : approval.language}
-            {everyone && <span class="tag">{approval.principal}</span>}
-            <span class="tag">{approval.session_id ?? 'one-shot'}</span>
-            <span class="muted">asked {new Date(approval.asked_at).toLocaleTimeString()}</span>
-          </div>
-          <p class="reason">Why: {approval.reason}</p>
-          {approval.powers && <p class="reason">The code may also: {approval.powers}</p>}
-          {approval.kind === 'host' ? (
-            <p class="approval-host">
-              Connect to <code>{`${approval.host}:${approval.port}`}</code>
-            </p>
-          ) : (
-            <pre class="approval-code">
-              {approval.code}
-              {approval.code_chars > approval.code.length &&
-                `\n[... ${approval.code_chars - approval.code.length} more characters ...]`}
-            </pre>
-          )}
-          {!me.approver || approval.principal === me.principal ? (
-            <p class="muted waits">
-              {me.approver
-                ? 'Your own call: another approver decides it.'
-                : 'Waits for an approver (CODEXEC_HTTP_APPROVERS) to decide.'}
-            </p>
-          ) : (
-            <div class="actions">
-              <button
-                type="button"
-                class="approve"
-                disabled={busy !== null}
-                onClick={() => decide(approval.id, 'approve')}
-              >
-                Approve
-              </button>
-              <button
-                type="button"
-                class="danger"
-                disabled={busy !== null}
-                onClick={() => decide(approval.id, 'deny')}
-              >
-                Deny
-              </button>
-              <button
-                type="button"
-                disabled={busy !== null}
-                title={trustTitle(approval)}
-                onClick={() => decide(approval.id, 'approve_trust_session')}
-              >
-                Approve &amp; Trust Session
-              </button>
-            </div>
-          )}
-        </article>
+        <Card key={approval.id} approval={approval} me={me} everyone={everyone} busy={busy} decide={decide} />
       ))}
     </section>
+  );
+}
+
+/** One question waiting: what asks, and the choices, or who else decides it. */
+function Card({
+  approval,
+  me,
+  everyone,
+  busy,
+  decide,
+}: {
+  approval: Approval;
+  me: Me;
+  everyone: boolean;
+  busy: string | null;
+  decide: (id: string, decision: Decision) => Promise<void>;
+}) {
+  return (
+    <article class="approval" data-approval={approval.id}>
+      <div class="meta">
+        <b>{approval.tool}</b> {approval.kind === 'host' ? 'network' : approval.language}
+        {everyone && <span class="tag">{approval.principal}</span>}
+        <span class="tag">{approval.session_id ?? 'one-shot'}</span>
+        <span class="muted">asked {new Date(approval.asked_at).toLocaleTimeString()}</span>
+      </div>
+      <p class="reason">Why: {approval.reason}</p>
+      {approval.powers && <p class="reason">The code may also: {approval.powers}</p>}
+      {approval.kind === 'host' ? (
+        <p class="approval-host">
+          Connect to <code>{`${approval.host}:${approval.port}`}</code>
+        </p>
+      ) : (
+        <pre class="approval-code">
+          {approval.code}
+          {approval.code_chars > approval.code.length &&
+            `\n[... ${approval.code_chars - approval.code.length} more characters ...]`}
+        </pre>
+      )}
+      {!me.approver || approval.principal === me.principal ? (
+        <p class="muted waits">
+          {me.approver
+            ? 'Your own call: another approver decides it.'
+            : 'Waits for an approver (CODEXEC_HTTP_APPROVERS) to decide.'}
+        </p>
+      ) : (
+        <div class="actions">
+          <button
+            type="button"
+            class="approve"
+            disabled={busy !== null}
+            onClick={() => decide(approval.id, 'approve')}
+          >
+            Approve
+          </button>
+          <button
+            type="button"
+            class="danger"
+            disabled={busy !== null}
+            onClick={() => decide(approval.id, 'deny')}
+          >
+            Deny
+          </button>
+          <button
+            type="button"
+            disabled={busy !== null}
+            title={trustTitle(approval)}
+            onClick={() => decide(approval.id, 'approve_trust_session')}
+          >
+            Approve &amp; Trust Session
+          </button>
+        </div>
+      )}
+    </article>
   );
 }
 

@@ -1,7 +1,7 @@
 // The dashboard page: sign in with a bearer token, then the views, each over /api as that principal.
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError, api, token } from './api.js';
+import { ApiError, api, type Me, token } from './api.js';
 import { Approvals } from './approvals.js';
 import { Audit } from './audit.js';
 import { useFeed } from './feed.js';
@@ -9,13 +9,6 @@ import { Health } from './health.js';
 import { Logs } from './logs.js';
 import { Runs } from './runs.js';
 import { Sessions } from './sessions.js';
-
-export interface Me {
-  readonly principal: string;
-  readonly admin: boolean;
-  /** In CODEXEC_HTTP_APPROVERS: decides other principals' approvals. */
-  readonly approver: boolean;
-}
 
 const VIEWS = {
   runs: 'Live runs',

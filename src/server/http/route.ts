@@ -1,0 +1,188 @@
+// Where each HTTP request goes: /healthz, /metrics, the dashboard, a replica's request, or MCP at
+// /mcp as the bearer token's principal; refusals in JSON-RPC error shape.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { createMcpHandler } from '@modelcontextprotocol/server';
+import type { Config } from '../../config/index.js';
+import type { PrometheusMetrics } from '../../metrics/index.js';
+import { asPrincipal } from '../../util/index.js';
+import type { Dashboard } from '../../web/index.js';
+import type { Principals } from './auth.js';
+import type { InflightBytes } from './budget.js';
+import type { ConnectionBounds } from './connections.js';
+import type { Forwarder } from './forward.js';
+import { checkHost, checkOrigins, type Refusal, type RequestHead } from './guards.js';
+import { answerMetrics } from './metrics.js';
+import { BodyTooLarge, BudgetSpent, dropBody, readBody, sendWebResponse, toWebRequest } from './node.js';
+import type { Tenants } from './owned.js';
+
+function isDashboardPath(path: string): 'asset' | 'api' | undefined {
+  if (path === '/' || path.startsWith('/assets/')) return 'asset';
+  if (path.startsWith('/api/')) return 'api';
+  return undefined;
+}
+
+export interface RouteContext {
+  readonly config: Config;
+  readonly principals: Principals | undefined;
+  readonly loopback: boolean;
+  readonly handler: ReturnType<typeof createMcpHandler>;
+  readonly inFlight: Set<AbortController>;
+  /** CODEXEC_HTTP_MAX_INFLIGHT_BYTES: request bytes each principal holds in memory until answered. */
+  readonly inflightBytes: InflightBytes;
+  readonly metrics: PrometheusMetrics;
+  readonly dashboard: () => Promise<Dashboard>;
+  /** A postgres store: requests to and from the other replicas. */
+  readonly forwarder: Forwarder | undefined;
+  readonly tenants: Tenants;
+  /** Told which connections made an authenticated request: they are kept when the cap is full. */
+  readonly bounds: ConnectionBounds;
+}
+
+const UNAUTHORIZED: Refusal = {
+  status: 401,
+  message: 'missing or wrong bearer token (Authorization: Bearer <token>)',
+  headers: { 'www-authenticate': 'Bearer realm="codexec"' },
+};
+
+export async function route(req: IncomingMessage, res: ServerResponse, ctx: RouteContext): Promise<void> {
+  const head: RequestHead = {
+    host: req.headers.host,
+    origin: req.headers.origin,
+    localPort: req.socket.localPort,
+  };
+  const badHost = checkHost(head);
+  if (badHost) return refuse(res, badHost);
+  const path = (req.url ?? '/').split('?')[0] ?? '/';
+  if (path === '/healthz') {
+    if (req.method !== 'GET' && req.method !== 'HEAD')
+      return refuse(res, { status: 405, message: 'use GET' });
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ status: 'ok' }));
+    return;
+  }
+  if (path === '/metrics') return metricsRoute(req, res, head, ctx);
+  const page = isDashboardPath(path);
+  const internal = ctx.forwarder?.isInternal(path) === true;
+  if (path !== '/mcp' && !page && !internal)
+    return refuse(res, { status: 404, message: 'not found: MCP is served at /mcp' });
+  // Origin and Host first: a rebinding page must learn nothing, not even that a token is wanted.
+  const refused = checkOrigins(head, ctx.loopback, ctx.config.http.allowedOrigins);
+  if (refused) return refuse(res, refused);
+  // The page and its files are public (they hold no data); every /api call needs a token.
+  if (page === 'asset') return (await ctx.dashboard()).serveAsset(req, res, path);
+  if (ctx.forwarder && (internal || ctx.forwarder.claimsReplica(req)) && !page)
+    return replicaRoute(req, res, ctx, ctx.forwarder, internal);
+  const principal = ctx.principals ? ctx.principals.identify(req.headers.authorization ?? null) : 'local';
+  if (principal === undefined) return refuse(res, UNAUTHORIZED);
+  ctx.bounds.trust(req.socket);
+  // The principal is bound here, once: every service a request reaches reads it (util/principal).
+  if (page === 'api') {
+    const dashboard = await ctx.dashboard();
+    return asPrincipal(principal, () => dashboard.serveApi(req, res, path, principal));
+  }
+  return asPrincipal(principal, () => serveMcp(req, res, ctx, principal, { from: 'client' }));
+}
+
+/**
+ * A request from another replica: no token, but the principal it names, signed under the
+ * replicas' shared key. Judged on its head before its body is read; served as that principal;
+ * never forwarded again.
+ */
+async function replicaRoute(
+  req: IncomingMessage,
+  res: ServerResponse,
+  ctx: RouteContext,
+  forwarder: Forwarder,
+  internal: boolean,
+): Promise<void> {
+  const admission = await forwarder.admit(req, ctx.config.http.maxBodyBytes);
+  if (!admission.admitted) return refuse(res, admission.refusal);
+  ctx.bounds.trust(req.socket);
+  const { principal, body } = admission;
+  if (internal) return asPrincipal(principal, () => forwarder.serveSessions(res, principal));
+  return asPrincipal(principal, () => serveMcp(req, res, ctx, principal, { from: 'replica', body }));
+}
+
+/** An MCP exchange as `principal`; a client's call for a session on another replica goes there. */
+async function serveMcp(
+  req: IncomingMessage,
+  res: ServerResponse,
+  ctx: RouteContext,
+  principal: string,
+  received: { from: 'client' } | { from: 'replica'; body: Buffer | undefined },
+): Promise<void> {
+  const controller = new AbortController();
+  res.once('close', () => {
+    if (!res.writableFinished) controller.abort(); // the client went away: cancel its exchange only
+  });
+  const body = received.from === 'replica' ? received.body : await readPost(req, res, ctx, principal);
+  if (body === null) return;
+  ctx.inFlight.add(controller);
+  try {
+    const elsewhere = received.from === 'client' && body !== undefined && ctx.forwarder;
+    if (elsewhere && (await elsewhere.forward(req, res, body, principal, controller.signal))) return;
+    const prepared = ctx.tenants.prepare(principal); // a shared store: what it trusted elsewhere
+    if (prepared) await prepared;
+    const request = toWebRequest(req, body, controller.signal);
+    const authInfo = { token: '', clientId: principal, scopes: [] };
+    await sendWebResponse(res, await ctx.handler.fetch(request, { authInfo }));
+  } finally {
+    ctx.inFlight.delete(controller);
+    if (received.from === 'client' && body) ctx.inflightBytes.release(principal, body.length);
+  }
+}
+
+/**
+ * A POST's body (undefined for other methods), counted in its principal's bytes in flight until
+ * its answer (serveMcp gives them back); null once answered 413 for its size, or 429 for what the
+ * principal has in flight already.
+ */
+async function readPost(req: IncomingMessage, res: ServerResponse, ctx: RouteContext, principal: string) {
+  if (req.method !== 'POST') return undefined;
+  const budget = {
+    take: (bytes: number) => ctx.inflightBytes.take(principal, bytes),
+    release: (bytes: number) => ctx.inflightBytes.release(principal, bytes),
+  };
+  try {
+    return await readBody(req, ctx.config.http.maxBodyBytes, budget);
+  } catch (error) {
+    if (error instanceof BudgetSpent) {
+      refuse(res, {
+        status: 429,
+        message: `request bytes in flight for this principal over ${ctx.inflightBytes.max} (CODEXEC_HTTP_MAX_INFLIGHT_BYTES); wait for answers, then try again`,
+        headers: { connection: 'close' },
+      });
+      return null;
+    }
+    if (!(error instanceof BodyTooLarge)) throw error;
+    refuse(res, {
+      status: 413,
+      message: `request body over ${ctx.config.http.maxBodyBytes} bytes (CODEXEC_HTTP_MAX_BODY_BYTES)`,
+      headers: { connection: 'close' },
+    });
+    return null;
+  }
+}
+
+/** GET /metrics: the Origin rules and tokens of /mcp, unless CODEXEC_METRICS_PUBLIC=true. */
+function metricsRoute(req: IncomingMessage, res: ServerResponse, head: RequestHead, ctx: RouteContext) {
+  if (req.method !== 'GET' && req.method !== 'HEAD') return refuse(res, { status: 405, message: 'use GET' });
+  const refused = checkOrigins(head, ctx.loopback, ctx.config.http.allowedOrigins);
+  if (refused) return refuse(res, refused);
+  const open = ctx.config.http.metricsPublic || !ctx.principals;
+  if (!open && ctx.principals?.identify(req.headers.authorization ?? null) === undefined)
+    return refuse(res, UNAUTHORIZED);
+  if (!open) ctx.bounds.trust(req.socket);
+  return answerMetrics(req, res, ctx.metrics);
+}
+
+/**
+ * A refusal in JSON-RPC error shape, so MCP clients can show the sentence. The body of a refused
+ * request is never read into memory: what is left of it is dropped, and the connection is cut if
+ * it does not end soon (anyone can send one without a token).
+ */
+export function refuse(res: ServerResponse, refusal: Refusal): void {
+  if (!res.req.complete) dropBody(res.req); // before the answer: once it ends, the socket is detached
+  res.writeHead(refusal.status, { 'content-type': 'application/json', ...refusal.headers });
+  res.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32000, message: refusal.message } }));
+}
