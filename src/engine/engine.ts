@@ -213,7 +213,11 @@ export class Engine {
           });
         let opened: OpenedLane | undefined;
         if (!warm && egress) {
-          opened = await openRunLane(execDir, backend.mode, await this.deps.interpreters.get('python'));
+          opened = await openRunLane(
+            execDir,
+            backend.capabilities.egress,
+            await this.deps.interpreters.get('python'),
+          );
           lane = opened.lane;
           lane.use(egress);
         }
@@ -237,7 +241,7 @@ export class Engine {
               files: command ? [] : channel ? [scriptPath, ...CODE_MODE_FILES] : [scriptPath],
               pathPrefix: request.pathPrefix,
               timeoutMs: this.timeoutMs(request),
-              confined: backend.mode !== 'subprocess',
+              confined: backend.capabilities.ownHome,
               command,
             })),
             endMark,
@@ -255,7 +259,7 @@ export class Engine {
               timeoutMs: this.timeoutMs(request),
               killGraceMs: config.killGraceMs,
               output: config.output,
-              limits: namedLimits(config, backend.mode),
+              limits: namedLimits(config, backend.capabilities),
               signal: options.signal,
               onOutput: options.onOutput,
               secrets: this.deps.secrets,
@@ -419,13 +423,15 @@ export class Engine {
     // The egress allowlist: the lane waits with nobody's rules (all refused) until a run takes it.
     const opened =
       config.network === 'allowlist'
-        ? await openRunLane(execDir, backend.mode, await this.deps.interpreters.get('python')).catch(
-            async (error: unknown) => {
-              await channel?.close();
-              await rm(execDir, { recursive: true, force: true });
-              throw error;
-            },
-          )
+        ? await openRunLane(
+            execDir,
+            backend.capabilities.egress,
+            await this.deps.interpreters.get('python'),
+          ).catch(async (error: unknown) => {
+            await channel?.close();
+            await rm(execDir, { recursive: true, force: true });
+            throw error;
+          })
         : undefined;
     const spec = await buildRunSpec({
       config,
@@ -444,7 +450,7 @@ export class Engine {
       files: [driver, ...WARM_DRIVERS[kind].imports.map(driverPath), ...(channel ? CODE_MODE_FILES : [])],
       timeoutMs: config.maxTimeoutMs,
       control: true,
-      confined: backend.mode !== 'subprocess',
+      confined: backend.capabilities.ownHome,
     });
     const launch = WARM_DRIVERS[kind].forkable && !opened ? { ...spec, zygote } : spec;
     const script = openScriptFile(execDir, kind);

@@ -6,7 +6,7 @@ import { type Config, commandWorkspace, globalPackageDirs } from '../config/inde
 import { ForbiddenPathError } from '../errors/index.js';
 import { sandboxEnv } from '../policy/index.js';
 import type { InterpreterKind } from '../runtimes/index.js';
-import type { BackendMode, EgressEndpoint, SandboxSpec } from '../sandbox/index.js';
+import type { Capabilities, EgressEndpoint, SandboxSpec } from '../sandbox/index.js';
 import { currentPrincipal, type HeldDir, LOCAL_PRINCIPAL } from '../util/index.js';
 import { figureEnv, PYTHON_SUPPORT_FILES } from './images.js';
 
@@ -91,11 +91,10 @@ export function hostDirOf(
   return { hostDir: held.path, ...(runAs && { runAs, hostDirFd: held.descriptor }) };
 }
 
-/** The limits a run's notes name: docker mode's memory is its own setting. */
-export function namedLimits(config: Config, mode: BackendMode) {
-  return mode === 'docker'
-    ? { ...config.limits, memorySetting: `CODEXEC_DOCKER_MEMORY=${config.docker.memory}` }
-    : config.limits;
+/** The limits a run's notes name: a backend whose memory bound is a setting of its own names that. */
+export function namedLimits(config: Config, capabilities: Capabilities) {
+  const { memorySetting } = capabilities;
+  return memorySetting ? { ...config.limits, memorySetting } : config.limits;
 }
 
 const CPUS = availableParallelism();

@@ -208,7 +208,7 @@ export class PackageInstaller {
     signal: AbortSignal | undefined,
   ): Promise<{ step: CommandResult; denied: InstallResult['network_denied'] }> {
     const python = () => this.interpreters.get('python');
-    const network = await openPackageNetwork(this.config, backend.mode, laneDir, python);
+    const network = await openPackageNetwork(this.config, backend.capabilities.egress, laneDir, python);
     try {
       const writable =
         network.spec.egress?.socket && !writablePaths.includes(laneDir)

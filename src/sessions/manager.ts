@@ -83,8 +83,8 @@ const TOMBSTONES = 200;
  */
 export class SessionManager implements SessionPackageHost {
   private readonly sessions = new Map<string, Session>();
-  /** The container backend docker-mode sessions run in: their packages are installed by it too. */
-  private containers: SandboxBackend | undefined;
+  /** The backend each session runs in: one with interpreters of its own installs its packages too. */
+  private readonly backends = new Map<string, SandboxBackend>();
   private readonly idleTimers = new Map<string, NodeJS.Timeout>();
   /** Ended sessions: why, and whose (only its owner is told it ended; anyone else, that it is unknown). */
   private readonly ended = new Map<string, { readonly detail: string; readonly principal: string }>();
@@ -349,9 +349,8 @@ export class SessionManager implements SessionPackageHost {
     const workspace = join(this.deps.config.sandboxDir, sessionId);
     const env = sessionPackageEnv(workspace, kind);
     // A container's interpreter may not be the host's: its packages are installed by its image.
-    return session.options.sandboxMode === 'docker' && this.containers
-      ? { ...env, sandbox: { backend: this.containers, workspace } }
-      : env;
+    const backend = this.backends.get(sessionId);
+    return backend?.capabilities.ownInterpreters ? { ...env, sandbox: { backend, workspace } } : env;
   }
 
   /** Track an install for list_sessions and log it in the session's file. */
@@ -438,7 +437,6 @@ export class SessionManager implements SessionPackageHost {
       this.deps.backends.get(),
       this.deps.interpreters.get(driver.interpreter),
     ]);
-    if (backend.mode === 'docker') this.containers = backend;
     // The egress allowlist: the session's rules (its allowed_domains narrow the server's).
     const record =
       config.network === 'allowlist' || request.allowedDomains
@@ -448,7 +446,7 @@ export class SessionManager implements SessionPackageHost {
     const workspace = join(config.sandboxDir, id);
     const cwd = request.workingDir?.path ?? workspace;
     await mkdir(workspace, { recursive: true, mode: 0o700 });
-    const sandboxed = backend.mode === 'subprocess' ? undefined : workspace;
+    const sandboxed = backend.capabilities.ownHome ? workspace : undefined;
     // A pty session: its sandbox must run the relay and give it a terminal (found out once).
     const pty =
       request.pty &&
@@ -462,12 +460,14 @@ export class SessionManager implements SessionPackageHost {
       }));
     const opened =
       record &&
-      (await openRunLane(workspace, backend.mode, await this.deps.interpreters.get('python')).catch(
-        async (error: unknown) => {
-          await rm(workspace, { recursive: true, force: true });
-          throw error;
-        },
-      ));
+      (await openRunLane(
+        workspace,
+        backend.capabilities.egress,
+        await this.deps.interpreters.get('python'),
+      ).catch(async (error: unknown) => {
+        await rm(workspace, { recursive: true, force: true });
+        throw error;
+      }));
     opened?.lane.use(record);
     const packages = await sessionPackages(config, driver.interpreter, workspace);
     // Python sends return their matplotlib figures (engine/images.ts).
@@ -481,7 +481,9 @@ export class SessionManager implements SessionPackageHost {
     };
     if (channel && python)
       runtimeEnv.PYTHONPATH = [runtimeEnv.PYTHONPATH, CODE_MODE_DIR].filter(Boolean).join(':');
-    const driverArgv = pty ? ptyArgv(backend.mode, pty, driver.argv(interpreter)) : driver.argv(interpreter);
+    const driverArgv = pty
+      ? ptyArgv(backend.capabilities, pty, driver.argv(interpreter))
+      : driver.argv(interpreter);
     // bash: its background processes are served by a host in front of the driver (bash-host.ts).
     const host = request.language === 'bash' ? await bashHostPython(this.deps.interpreters) : undefined;
     const argv = host ? hostArgv(host, driverArgv) : driverArgv;
@@ -537,7 +539,7 @@ export class SessionManager implements SessionPackageHost {
       onProcess: (event) => this.table.onEvent(session, event),
       onEnd: (ended, exit) => {
         unwatch();
-        this.table.sessionEnded(ended, backend.mode === 'subprocess' || backend.mode === 'landlock');
+        this.table.sessionEnded(ended, backend.capabilities.processesOutlive);
         dir.close();
         return this.onEnd(ended, exit, workspace);
       },
@@ -557,6 +559,7 @@ export class SessionManager implements SessionPackageHost {
       throw error;
     }
     this.sessions.set(id, session);
+    this.backends.set(id, backend);
     if (opened && record) this.egress.set(id, { lane: opened.lane, record, mark: 0 });
     this.quota.bind(hold, id);
     if (channel && request.bridge) {
@@ -598,6 +601,7 @@ export class SessionManager implements SessionPackageHost {
     this.quota.end(session.id);
     this.clearIdle(session.id);
     this.bridges.delete(session.id);
+    this.backends.delete(session.id);
     this.sendCalls.delete(session.id);
     this.sampling.delete(session.id);
     await Promise.all([this.channels.get(session.id)?.close(), this.egress.get(session.id)?.lane.close()]);
