@@ -27,7 +27,6 @@ import {
   type Lane,
   loggedConnection,
   type OpenedLane,
-  openRunLane,
   PROXY_SOCKET,
 } from '../egress/index.js';
 import { InvalidInputError } from '../errors/index.js';
@@ -52,6 +51,7 @@ import { driverPath, openScriptFile, SCRIPT_BASENAME, WARM_DRIVERS } from './dri
 import { collectImages, FIGURES_DIR } from './images.js';
 import { listArtifacts } from './listing.js';
 import { coldMark, executionEntry, syntaxFailure, toolCallsOf } from './outcomes.js';
+import { type LaneOptions, openSandboxLane } from './sandbox-spec.js';
 import { buildRunSpec, namedLimits, warmFits } from './spec.js';
 import type { ExecutionRequest, ExecutionResult, RunOptions } from './types.js';
 
@@ -213,13 +213,8 @@ export class Engine {
           });
         let opened: OpenedLane | undefined;
         if (!warm && egress) {
-          opened = await openRunLane(
-            execDir,
-            backend.capabilities.egress,
-            await this.deps.interpreters.get('python'),
-          );
+          opened = await openSandboxLane({ ...this.laneOf(backend, execDir), user: egress });
           lane = opened.lane;
-          lane.use(egress);
         }
         const running =
           warm?.proc ??
@@ -241,7 +236,7 @@ export class Engine {
               files: command ? [] : channel ? [scriptPath, ...CODE_MODE_FILES] : [scriptPath],
               pathPrefix: request.pathPrefix,
               timeoutMs: this.timeoutMs(request),
-              confined: backend.capabilities.ownHome,
+              capabilities: backend.capabilities,
               command,
             })),
             endMark,
@@ -353,6 +348,15 @@ export class Engine {
     return backend.spawn(spec);
   }
 
+  /** Where a sandbox of `backend` with workspace `execDir` gets its egress lane. */
+  private laneOf(backend: SandboxBackend, execDir: string): LaneOptions {
+    return {
+      egress: backend.capabilities.egress,
+      workspace: execDir,
+      python: () => this.deps.interpreters.get('python'),
+    };
+  }
+
   /** Work that need not delay a result; shutdown waits for it. */
   private background(work: Promise<unknown>): void {
     const done = work.catch(() => {}).finally(() => this.pending.delete(done));
@@ -423,11 +427,7 @@ export class Engine {
     // The egress allowlist: the lane waits with nobody's rules (all refused) until a run takes it.
     const opened =
       config.network === 'allowlist'
-        ? await openRunLane(
-            execDir,
-            backend.capabilities.egress,
-            await this.deps.interpreters.get('python'),
-          ).catch(async (error: unknown) => {
+        ? await openSandboxLane(this.laneOf(backend, execDir)).catch(async (error: unknown) => {
             await channel?.close();
             await rm(execDir, { recursive: true, force: true });
             throw error;
@@ -450,7 +450,7 @@ export class Engine {
       files: [driver, ...WARM_DRIVERS[kind].imports.map(driverPath), ...(channel ? CODE_MODE_FILES : [])],
       timeoutMs: config.maxTimeoutMs,
       control: true,
-      confined: backend.capabilities.ownHome,
+      capabilities: backend.capabilities,
     });
     const launch = WARM_DRIVERS[kind].forkable && !opened ? { ...spec, zygote } : spec;
     const script = openScriptFile(execDir, kind);

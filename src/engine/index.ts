@@ -33,5 +33,13 @@ export {
   type OutputLimits,
   type OutputSink,
 } from './output.js';
-export { globalPackages, hostDirOf, type PackageAccess } from './spec.js';
+export {
+  codeEnv,
+  hostDirOf,
+  type LaneOptions,
+  openSandboxLane,
+  type SpecOptions,
+  sandboxSpec,
+} from './sandbox-spec.js';
+export { globalPackages, type PackageAccess } from './spec.js';
 export type { ExecutionRequest, ExecutionResult, OutputStream, RunOptions } from './types.js';

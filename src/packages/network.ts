@@ -6,7 +6,8 @@
 // "Installs"). The host step before them (pip / npm as the operator's own) is not package code and
 // keeps the operator's network in every setting.
 import type { Config } from '../config/index.js';
-import { callRules, deniedOf, EgressRecord, type OpenedLane, openRunLane } from '../egress/index.js';
+import { callRules, deniedOf, EgressRecord } from '../egress/index.js';
+import { openSandboxLane } from '../engine/index.js';
 import type { Capabilities, SandboxSpec } from '../sandbox/index.js';
 
 /**
@@ -46,8 +47,7 @@ export async function openPackageNetwork(
 ): Promise<PackageNetwork> {
   if (config.network !== 'allowlist') return HOST;
   const record = new EgressRecord(callRules(config));
-  const opened: OpenedLane = await openRunLane(dir, egress, await python());
-  opened.lane.use(record);
+  const opened = await openSandboxLane({ egress, workspace: dir, python, user: record });
   return {
     spec: { network: 'allowlist', egress: opened.endpoint },
     env: (env) => ({

@@ -1,5 +1,6 @@
 // start_session {pty: true}: a bash driver on a pseudo-terminal made inside the sandbox by
 // drivers/pty_relay.py (Python's stdlib pty), so the terminal is the sandbox's own, never the server's.
+import { sandboxSpec } from '../engine/index.js';
 import { InvalidInputError } from '../errors/index.js';
 import type { Interpreters, Language } from '../runtimes/index.js';
 import type { Capabilities, SandboxBackend, SandboxSpec } from '../sandbox/index.js';
@@ -71,17 +72,17 @@ function assertPtyAvailable(backend: SandboxBackend, python: string, spec: Probe
 
 async function probe(backend: SandboxBackend, python: string, spec: ProbeSpec): Promise<void> {
   const handed = backend.capabilities.terminal === 'handed';
-  const proc = backend.spawn({
-    argv: [python, '-c', PROBE, ...(handed ? [String(TERMINAL_FDS.slave)] : [])],
-    ...(handed && { terminal: true }),
-    cwd: spec.workspace,
-    env: spec.env,
-    writablePaths: [spec.workspace],
-    readablePaths: [],
-    limits: spec.limits,
-    network: 'none',
-    stdin: 'ignore',
-  });
+  const proc = backend.spawn(
+    sandboxSpec({
+      argv: [python, '-c', PROBE, ...(handed ? [String(TERMINAL_FDS.slave)] : [])],
+      terminal: handed,
+      cwd: spec.workspace,
+      env: spec.env,
+      writable: [spec.workspace],
+      limits: spec.limits,
+      network: 'none',
+    }),
+  );
   let said = '';
   const hear = (chunk: Buffer) => {
     if (said.length < 4000) said += chunk.toString('utf8');
