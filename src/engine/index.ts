@@ -4,8 +4,9 @@
 export { type ArtifactDiff, diffSnapshots, type Snapshot, snapshotDir } from './artifacts.js';
 export { type Collected, type CollectOptions, closeSaved, collect } from './collect.js';
 export { type CommandOptions, type CommandResult, runCommand } from './command.js';
+export type { EngineDeps } from './deps.js';
 export { SCRIPT_BASENAME } from './drivers.js';
-export { Engine, type EngineDeps } from './engine.js';
+export { Engine } from './engine.js';
 export { isGenerated } from './generated.js';
 export {
   type CollectedImages,
