@@ -222,7 +222,8 @@ export async function execute(
 ): Promise<Collected> {
   const { config } = host.deps;
   const prepared = run.prepared as string;
-  await writeScript(run, prepared);
+  const writing = writeScript(run, prepared);
+  if (writing) await writing;
   if (request.bridge && run.channel) run.channel.attach(request.bridge, request.sampler);
   else if (request.bridge) run.channel = await openChannel(run.execDir, request.bridge, request.sampler);
   // Every warm driver writes its end mark after the program's output; a cold run's sandbox does

@@ -47,8 +47,8 @@ export interface InstallResult {
 }
 
 /**
- * Runs pip or npm for one package (issue #37: installers never read a file code can write, and
- * never run a package's code on the host):
+ * Runs pip or npm for one package (installers never read a file code can write, and never run a
+ * package's code on the host: either would let code act with the server's rights):
  * 1. on the host, as the operator's own pip / npm would (their config files, caches, CA and proxy
  *    settings), in a fresh empty directory outside every workspace, installing into it: wheels
  *    only (`--only-binary :all:`: building an sdist runs its code) and npm with `--ignore-scripts`.
