@@ -5,7 +5,7 @@
 import { join } from 'node:path';
 import type { Config } from '../config/index.js';
 import { InvalidInputError, SandboxUnavailableError } from '../errors/index.js';
-import type { BackendMode, EgressEndpoint } from '../sandbox/index.js';
+import type { Capabilities, EgressEndpoint } from '../sandbox/index.js';
 import { log } from '../util/index.js';
 import { openLane } from './proxy.js';
 import { EgressRules, parseRules } from './rules.js';
@@ -30,15 +30,20 @@ export interface OpenedLane {
 }
 
 /**
- * A lane for the sandbox whose workspace is `workspace`, in the form its backend needs; `python`
- * runs the forwarder (namespace and docker modes).
+ * A lane for the sandbox whose workspace is `workspace`, in the form its backend reaches the proxy
+ * (`egress`, the backend's capability); `python` runs the forwarder (a socket relayed to the
+ * sandbox's own loopback).
  */
-export async function openRunLane(workspace: string, mode: BackendMode, python: string): Promise<OpenedLane> {
-  if (mode === 'subprocess')
+export async function openRunLane(
+  workspace: string,
+  egress: Capabilities['egress'],
+  python: string,
+): Promise<OpenedLane> {
+  if (egress === 'none')
     throw new SandboxUnavailableError(
       'CODEXEC_NETWORK=allowlist needs a sandbox (namespace, landlock or docker mode): in subprocess mode code has the host network, which no proxy can confine',
     );
-  if (mode === 'landlock') {
+  if (egress === 'port') {
     if (!warnedPortScoped) {
       warnedPortScoped = true;
       log(

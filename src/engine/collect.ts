@@ -59,28 +59,7 @@ export interface Collected {
  * left behind. Notes on stderr say why a run was stopped.
  */
 export async function collect(proc: SandboxedProcess, options: CollectOptions): Promise<Collected> {
-  const stdout = new OutputCollector(options.output, options.secrets?.stream());
-  const stderr = new OutputCollector(options.output, options.secrets?.stream());
-  if (options.save) {
-    stdout.saveTo(options.save.stdout);
-    stderr.saveTo(options.save.stderr);
-  }
-  const mark = options.endMark ? Buffer.from(options.endMark) : undefined;
-  const filters = mark && { stdout: new EndMarkFilter(mark), stderr: new EndMarkFilter(mark) };
-  let bothMarked: () => void = () => {};
-  const marked = new Promise<void>((resolve) => {
-    bothMarked = resolve;
-  });
-  /** Both marks are in: so is all output, which no timer need then wait for. */
-  const allIn = () => filters?.stdout.seen === true && filters.stderr.seen;
-  const forward = (name: OutputStream, collector: OutputCollector) => (chunk: Buffer) => {
-    const text = collector.push(filters ? filters[name].push(chunk) : chunk);
-    if (text) options.onOutput?.(name, text);
-    if (allIn()) bothMarked();
-  };
-  proc.stdout.on('data', forward('stdout', stdout));
-  proc.stderr.on('data', forward('stderr', stderr));
-
+  const { stdout, stderr, filters, marked, allIn } = listen(proc, options);
   let timed_out = false;
   let cancelled = false;
   let stopping: Promise<void> | undefined;
@@ -150,6 +129,36 @@ export async function collect(proc: SandboxedProcess, options: CollectOptions): 
     clearTimeout(timer);
     options.signal?.removeEventListener('abort', onAbort);
   }
+}
+
+/**
+ * The process's output into bounded collectors (saved whole where asked), through the end marks'
+ * filters where the run has marks, to `onOutput` as it comes; `marked` resolves, and allIn() is
+ * true, once both marks went by.
+ */
+function listen(proc: SandboxedProcess, options: CollectOptions) {
+  const stdout = new OutputCollector(options.output, options.secrets?.stream());
+  const stderr = new OutputCollector(options.output, options.secrets?.stream());
+  if (options.save) {
+    stdout.saveTo(options.save.stdout);
+    stderr.saveTo(options.save.stderr);
+  }
+  const mark = options.endMark ? Buffer.from(options.endMark) : undefined;
+  const filters = mark && { stdout: new EndMarkFilter(mark), stderr: new EndMarkFilter(mark) };
+  let bothMarked: () => void = () => {};
+  const marked = new Promise<void>((resolve) => {
+    bothMarked = resolve;
+  });
+  /** Both marks are in: so is all output, which no timer need then wait for. */
+  const allIn = () => filters?.stdout.seen === true && filters.stderr.seen;
+  const forward = (name: OutputStream, collector: OutputCollector) => (chunk: Buffer) => {
+    const text = collector.push(filters ? filters[name].push(chunk) : chunk);
+    if (text) options.onOutput?.(name, text);
+    if (allIn()) bothMarked();
+  };
+  proc.stdout.on('data', forward('stdout', stdout));
+  proc.stderr.on('data', forward('stderr', stderr));
+  return { stdout, stderr, filters, marked, allIn };
 }
 
 /** Close the saved streams; what they kept, undefined when nothing. */

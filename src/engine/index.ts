@@ -4,8 +4,9 @@
 export { type ArtifactDiff, diffSnapshots, type Snapshot, snapshotDir } from './artifacts.js';
 export { type Collected, type CollectOptions, closeSaved, collect } from './collect.js';
 export { type CommandOptions, type CommandResult, runCommand } from './command.js';
+export type { EngineDeps } from './deps.js';
 export { SCRIPT_BASENAME } from './drivers.js';
-export { Engine, type EngineDeps } from './engine.js';
+export { Engine } from './engine.js';
 export { isGenerated } from './generated.js';
 export {
   type CollectedImages,
@@ -33,5 +34,13 @@ export {
   type OutputLimits,
   type OutputSink,
 } from './output.js';
-export { globalPackages, hostDirOf, type PackageAccess } from './spec.js';
+export {
+  codeEnv,
+  hostDirOf,
+  type LaneOptions,
+  openSandboxLane,
+  type SpecOptions,
+  sandboxSpec,
+} from './sandbox-spec.js';
+export { globalPackages, type PackageAccess } from './spec.js';
 export type { ExecutionRequest, ExecutionResult, OutputStream, RunOptions } from './types.js';

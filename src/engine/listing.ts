@@ -1,5 +1,5 @@
-// What a result says about the files a run changed (DESIGN §9 "Bounds on everything a caller can
-// grow", issues #37 and #30): at most CODEXEC_MAX_ARTIFACTS names and CODEXEC_MAX_ARTIFACT_BYTES
+// What a result says about the files a run changed, bounded as everything a caller can make grow
+// (code chooses how many files it makes, and their names): at most CODEXEC_MAX_ARTIFACTS names and CODEXEC_MAX_ARTIFACT_BYTES
 // of them (created, then modified, then deleted), the rest counted in `artifacts_omitted`; names
 // as the walk shows them (util/names: escaped) with secrets masked, as in the output. Only the
 // listed names are ever masked, measured or copied: a run that made 10,000 files costs no more here

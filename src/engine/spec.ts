@@ -3,12 +3,11 @@ import { symlink } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { type Config, commandWorkspace, globalPackageDirs } from '../config/index.js';
-import { ForbiddenPathError } from '../errors/index.js';
-import { sandboxEnv } from '../policy/index.js';
 import type { InterpreterKind } from '../runtimes/index.js';
-import type { BackendMode, EgressEndpoint, SandboxSpec } from '../sandbox/index.js';
+import type { Capabilities, EgressEndpoint, SandboxSpec } from '../sandbox/index.js';
 import { currentPrincipal, type HeldDir, LOCAL_PRINCIPAL } from '../util/index.js';
 import { figureEnv, PYTHON_SUPPORT_FILES } from './images.js';
+import { codeEnv, sandboxSpec } from './sandbox-spec.js';
 
 export interface RunSpecInput {
   readonly config: Config;
@@ -27,8 +26,8 @@ export interface RunSpecInput {
   readonly files: readonly string[];
   readonly timeoutMs: number;
   readonly control?: boolean;
-  /** The host's home is not visible (namespace mode): HOME becomes the workspace. */
-  readonly confined: boolean;
+  /** What the backend gives code: a home of its own (the workspace then) or the host's. */
+  readonly capabilities: Pick<Capabilities, 'ownHome'>;
   /** Directories put first on PATH (execute_command's .venv/bin). */
   readonly pathPrefix?: readonly string[] | undefined;
   /** execute_command's run: it shares the principal's persistent sandbox where the backend keeps one. */
@@ -40,62 +39,41 @@ export interface RunSpecInput {
 /** The SandboxSpec of one run: stripped env, workspace, global packages, limits. */
 export async function buildRunSpec(input: RunSpecInput): Promise<SandboxSpec> {
   const { config, cwd, execDir } = input;
-  const host = hostDirOf(input.held);
   const packages = await globalPackages(config, input.kind, execDir, input.principal);
   const env: Record<string, string> = { ...input.runtimeEnv, ...packages.env };
   // The script lives outside a custom working dir; keep that dir importable as `python -c` would.
   if (input.kind === 'python' && cwd !== execDir)
     env.PYTHONPATH = [cwd, env.PYTHONPATH].filter(Boolean).join(':');
   if (input.kind === 'python') Object.assign(env, figureEnv(execDir, env.PYTHONPATH));
-  const runEnv = sandboxEnv(input.hostEnv, env, input.confined ? execDir : undefined);
+  const runEnv = codeEnv(input.capabilities, input.hostEnv, env, execDir);
   if (input.pathPrefix?.length) runEnv.PATH = [...input.pathPrefix, runEnv.PATH].filter(Boolean).join(':');
-  return {
+  return sandboxSpec({
     argv: input.argv,
     cwd,
     env: runEnv,
-    writablePaths: cwd === execDir ? [execDir] : [execDir, cwd],
-    readablePaths: [
+    writable: [execDir, cwd],
+    readable: [
       ...input.files,
       ...packages.readable,
       ...(input.kind === 'python' ? PYTHON_SUPPORT_FILES : []),
     ],
     limits: { ...config.limits, cpuSeconds: cpuBackstop(input.timeoutMs, config.killGraceMs) },
     network: config.network,
-    ...(input.egress && { egress: input.egress }),
-    stdin: 'ignore',
-    ...(input.control && { control: true }),
-    ...host,
+    egress: input.egress,
+    control: input.control,
+    held: input.held,
     // A host directory's run is its owner's: never in the principal's shared command sandbox.
-    ...(input.command &&
-      !host && {
-        persistent: {
-          key: `command:${currentPrincipal()}`,
-          mounts: [commandWorkspace(config, currentPrincipal())],
-        },
-      }),
-  };
+    persistent:
+      input.command && !input.held?.host
+        ? { key: `command:${currentPrincipal()}`, mounts: [commandWorkspace(config, currentPrincipal())] }
+        : undefined,
+  });
 }
 
-/**
- * The spec's fields for a host directory (CODEXEC_ALLOWED_PATHS): its path, and for a root
- * server (runAs) the held descriptor the sandbox binds in its place, so what is at the path later
- * does not count. A directory already moved or replaced since it was opened refuses the run.
- */
-export function hostDirOf(
-  held: HeldDir | undefined,
-): Pick<SandboxSpec, 'hostDir' | 'hostDirFd' | 'runAs'> | undefined {
-  if (!held?.host) return undefined;
-  if (!held.isAt(held.path))
-    throw new ForbiddenPathError(`${held.path} was moved or replaced since the call named it`);
-  const { runAs } = held.host;
-  return { hostDir: held.path, ...(runAs && { runAs, hostDirFd: held.descriptor }) };
-}
-
-/** The limits a run's notes name: docker mode's memory is its own setting. */
-export function namedLimits(config: Config, mode: BackendMode) {
-  return mode === 'docker'
-    ? { ...config.limits, memorySetting: `CODEXEC_DOCKER_MEMORY=${config.docker.memory}` }
-    : config.limits;
+/** The limits a run's notes name: a backend whose memory bound is a setting of its own names that. */
+export function namedLimits(config: Config, capabilities: Capabilities) {
+  const { memorySetting } = capabilities;
+  return memorySetting ? { ...config.limits, memorySetting } : config.limits;
 }
 
 const CPUS = availableParallelism();

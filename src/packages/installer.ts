@@ -2,7 +2,7 @@ import { constants } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Config } from '../config/index.js';
-import { type CommandResult, runCommand } from '../engine/index.js';
+import { type CommandResult, runCommand, sandboxSpec } from '../engine/index.js';
 import { SandboxUnavailableError } from '../errors/index.js';
 import { type SecretsFilter, sandboxEnv } from '../policy/index.js';
 import type { Interpreters } from '../runtimes/index.js';
@@ -47,8 +47,8 @@ export interface InstallResult {
 }
 
 /**
- * Runs pip or npm for one package (issue #37: installers never read a file code can write, and
- * never run a package's code on the host):
+ * Runs pip or npm for one package (installers never read a file code can write, and never run a
+ * package's code on the host: either would let code act with the server's rights):
  * 1. on the host, as the operator's own pip / npm would (their config files, caches, CA and proxy
  *    settings), in a fresh empty directory outside every workspace, installing into it: wheels
  *    only (`--only-binary :all:`: building an sdist runs its code) and npm with `--ignore-scripts`.
@@ -108,7 +108,11 @@ export class PackageInstaller {
         argv = npmInstallArgv(npm, out, config.files, pkg.spec);
       }
       const steps = [
-        await this.step(this.host, argv, stage, processEnv, [stage], [], { network: 'host' }, signal),
+        await this.step(
+          this.host,
+          { argv, cwd: stage, env: processEnv, writable: [stage], network: 'host' },
+          signal,
+        ),
       ];
       let denied: InstallResult['network_denied'];
       if (exitedWell(steps) && env.language === 'node' && (await hasInstallScripts(out))) {
@@ -122,11 +126,7 @@ export class PackageInstaller {
         await rm(join(out, 'node_modules', '.package-lock.json'), { force: true });
         const ran = await this.packageStep(
           await this.sandbox(),
-          rebuild,
-          out,
-          scriptEnv,
-          [stage],
-          [dirname(npm)],
+          { argv: rebuild, cwd: out, env: scriptEnv, writable: [stage], readable: [dirname(npm)] },
           stage,
           signal,
         );
@@ -137,18 +137,14 @@ export class PackageInstaller {
         // cwd at the root: the copy runs as the uid that has it (a session's), see ownership.ts.
         await mkdir(env.root, { recursive: true }); // the global envs' own; a session's exists
         const place = ['/bin/sh', '-c', PLACE_SCRIPT[env.language], 'sh', out, env.dir];
-        steps.push(
-          await this.step(
-            await this.sandbox(),
-            place,
-            env.root,
-            processEnv,
-            [env.root],
-            [out],
-            { network: 'none' },
-            signal,
-          ),
-        );
+        const placing = {
+          argv: place,
+          cwd: env.root,
+          env: processEnv,
+          writable: [env.root],
+          readable: [out],
+        };
+        steps.push(await this.step(await this.sandbox(), { ...placing, network: 'none' }, signal));
       }
       return { ...(await this.result(env, pkg, steps, started)), ...(denied && { network_denied: denied }) };
     } finally {
@@ -181,11 +177,7 @@ export class PackageInstaller {
     // The lane's socket goes in the stage: the session's own lane has the workspace's name.
     const { step, denied } = await this.packageStep(
       sandbox.backend,
-      argv,
-      sandbox.workspace,
-      processEnv,
-      [sandbox.workspace],
-      [],
+      { argv, cwd: sandbox.workspace, env: processEnv, writable: [sandbox.workspace] },
       stage,
       signal,
     );
@@ -199,32 +191,16 @@ export class PackageInstaller {
    */
   private async packageStep(
     backend: SandboxBackend,
-    argv: string[],
-    cwd: string,
-    env: Record<string, string>,
-    writablePaths: string[],
-    readablePaths: string[],
+    step: Step,
     laneDir: string,
     signal: AbortSignal | undefined,
   ): Promise<{ step: CommandResult; denied: InstallResult['network_denied'] }> {
     const python = () => this.interpreters.get('python');
-    const network = await openPackageNetwork(this.config, backend.mode, laneDir, python);
+    const network = await openPackageNetwork(this.config, backend.capabilities.egress, laneDir, python);
     try {
-      const writable =
-        network.spec.egress?.socket && !writablePaths.includes(laneDir)
-          ? [...writablePaths, laneDir]
-          : writablePaths;
-      const step = await this.step(
-        backend,
-        argv,
-        cwd,
-        network.env(env),
-        writable,
-        readablePaths,
-        network.spec,
-        signal,
-      );
-      return { step, denied: network.denied() };
+      // The spec builder makes the lane's socket directory writable where it is not already.
+      const ran = await this.step(backend, { ...step, env: network.env(step.env), ...network.spec }, signal);
+      return { step: ran, denied: network.denied() };
     } finally {
       await network.close();
     }
@@ -232,35 +208,16 @@ export class PackageInstaller {
 
   private step(
     backend: SandboxBackend,
-    argv: string[],
-    cwd: string,
-    env: Record<string, string>,
-    writablePaths: string[],
-    readablePaths: string[],
-    { network, egress }: Pick<SandboxSpec, 'network' | 'egress'>,
+    step: Step & Pick<SandboxSpec, 'network' | 'egress'>,
     signal: AbortSignal | undefined,
   ): Promise<CommandResult> {
-    return runCommand(
-      backend,
-      {
-        argv,
-        cwd,
-        env,
-        writablePaths,
-        readablePaths,
-        limits: this.config.limits,
-        network,
-        ...(egress && { egress }),
-        stdin: 'ignore',
-      },
-      {
-        timeoutMs: this.config.installTimeoutMs,
-        killGraceMs: this.config.killGraceMs,
-        output: this.config.output,
-        secrets: this.secrets,
-        signal,
-      },
-    );
+    return runCommand(backend, sandboxSpec({ ...step, limits: this.config.limits }), {
+      timeoutMs: this.config.installTimeoutMs,
+      killGraceMs: this.config.killGraceMs,
+      output: this.config.output,
+      secrets: this.secrets,
+      signal,
+    });
   }
 
   private async result(
@@ -306,6 +263,15 @@ export class PackageInstaller {
       throw new SandboxUnavailableError('npm was not found next to node; install npm to add node packages');
     }
   }
+}
+
+/** One step's program: what it runs, where, with what it may write and read. */
+interface Step {
+  readonly argv: readonly string[];
+  readonly cwd: string;
+  readonly env: Record<string, string>;
+  readonly writable: readonly string[];
+  readonly readable?: readonly string[];
 }
 
 function failedBeforeStart(pkg: PackageSpec, output: string, started: number): InstallResult {

@@ -6,8 +6,9 @@
 // "Installs"). The host step before them (pip / npm as the operator's own) is not package code and
 // keeps the operator's network in every setting.
 import type { Config } from '../config/index.js';
-import { callRules, deniedOf, EgressRecord, type OpenedLane, openRunLane } from '../egress/index.js';
-import type { BackendMode, SandboxSpec } from '../sandbox/index.js';
+import { callRules, deniedOf, EgressRecord } from '../egress/index.js';
+import { openSandboxLane } from '../engine/index.js';
+import type { Capabilities, SandboxSpec } from '../sandbox/index.js';
 
 /**
  * The operator's proxy settings (HTTP_PROXY, npm_config_https_proxy, npm_config_noproxy,
@@ -35,19 +36,18 @@ const HOST: PackageNetwork = {
 };
 
 /**
- * The network of one such step, whose sandbox (of `mode`) has `dir` among its writable paths (the
- * lane's socket goes there); `python` runs the forwarder (namespace and docker modes).
+ * The network of one such step, whose sandbox (reaching the proxy as `egress` says) has `dir`
+ * among its writable paths (the lane's socket goes there); `python` runs the forwarder.
  */
 export async function openPackageNetwork(
   config: Pick<Config, 'network' | 'egress'>,
-  mode: BackendMode,
+  egress: Capabilities['egress'],
   dir: string,
   python: () => Promise<string>,
 ): Promise<PackageNetwork> {
   if (config.network !== 'allowlist') return HOST;
   const record = new EgressRecord(callRules(config));
-  const opened: OpenedLane = await openRunLane(dir, mode, await python());
-  opened.lane.use(record);
+  const opened = await openSandboxLane({ egress, workspace: dir, python, user: record });
   return {
     spec: { network: 'allowlist', egress: opened.endpoint },
     env: (env) => ({

@@ -34,7 +34,7 @@ export function parsePackageSpec(
     );
   }
   // pip and npm read a name that exists as a file in their working directory as a local archive
-  // (issue #37); installs run in an empty directory, and such names are refused before that.
+  // (code could plant one); installs run in an empty directory, and such names are refused before that.
   if (ARCHIVE.test(parsed.name)) {
     throw new InvalidInputError(
       `package ${JSON.stringify(parsed.name)} looks like an archive file, which ${language === 'python' ? 'pip' : 'npm'} ` +

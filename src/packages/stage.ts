@@ -1,8 +1,9 @@
-// Where an install happens and how its result reaches the environment (issue #37: installs never
-// read what code can write). The installer runs in a fresh, empty directory of its own outside
-// every workspace and installs into it; the result is then copied into the environment by a
-// process in the code sandbox, as the sandbox's uid, so a session's directory (which its code can
-// change at any moment: links, planted files) is only ever written by that uid, never by root.
+// Where an install happens and how its result reaches the environment (installs never read what
+// code can write: a file planted there would become the installer's input). The installer runs
+// in a fresh, empty directory of its own outside every workspace and installs into it; the result
+// is then copied into the environment by a process in the code sandbox, as the sandbox's uid, so a
+// session's directory (which its code can change at any moment: links, planted files) is only
+// ever written by that uid, never by root.
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { PackageLanguage } from './spec.js';

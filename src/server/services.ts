@@ -261,7 +261,7 @@ async function installSandbox(
   namespace: NamespaceBackend,
 ): Promise<SandboxBackend> {
   const backend = await backends.get();
-  if (backend.mode !== 'docker') return backend;
+  if (!backend.capabilities.ownInterpreters) return backend;
   return (await namespace.probe()).available ? namespace : new SubprocessBackend();
 }
 

@@ -1,51 +1,27 @@
-// The sessions of a server: start (sandbox, packages, code mode's channel, the egress lane), send,
-// close and kill, quotas, idle timers, and the per-session state each of those keeps. Over 400
-// lines: every piece of that state must follow the session's life in one place (onEnd); the
-// session itself, its processes, quotas, disk watch and packages live in files of their own.
-import { mkdir, rm } from 'node:fs/promises';
-import { join } from 'node:path';
-import { type BridgeRun, toolCallFields } from '../bridge/index.js';
-import {
-  type Channel,
-  CODE_MODE_DIR,
-  CODE_MODE_FILES,
-  channelEnv,
-  NODE_IMPORT,
-  openChannel,
-  type SamplingLimits,
-  type SamplingUse,
-} from '../codemode/index.js';
+// The sessions of a server: one record per live session (record.ts), started in stages (start.ts),
+// found for its owner only, sent to, listed, closed and killed, within the quotas; its end logged.
+import type { SamplingLimits, SamplingUse } from '../codemode/index.js';
 import type { Config } from '../config/index.js';
 import type { DiskQuota } from '../disk/index.js';
-import {
-  CONNECTIONS,
-  callRules,
-  deniedOf,
-  EgressRecord,
-  type Lane,
-  loggedConnection,
-  openRunLane,
-} from '../egress/index.js';
-import { figureEnv, hostDirOf, PYTHON_SUPPORT_FILES } from '../engine/index.js';
 import { InvalidInputError } from '../errors/index.js';
 import type { LogWriter } from '../logs/index.js';
 import type { SavedOutputs } from '../outputs/index.js';
 import type { PackageEnv, PackageLanguage, SessionPackageHost } from '../packages/index.js';
-import { type SecretsFilter, sandboxEnv } from '../policy/index.js';
+import type { SecretsFilter } from '../policy/index.js';
 import type { RunQuotas } from '../quotas/index.js';
-import type { Interpreters } from '../runtimes/index.js';
-import type { BackendRegistry, Exit, SandboxBackend } from '../sandbox/index.js';
-import { currentPrincipal, HeldDir, log, newId } from '../util/index.js';
-import { BASH_HOST_FILES, bashHostPython, hostArgv } from './bash-host.js';
-import { watchSessionDisk } from './disk.js';
-import { DRIVERS } from './drivers.js';
+import type { Interpreters, Language } from '../runtimes/index.js';
+import type { BackendRegistry, Exit } from '../sandbox/index.js';
+import { currentPrincipal, type HeldDir, log } from '../util/index.js';
 import { SessionLimitError, SessionLostError, SessionNotFoundError } from './errors.js';
-import { treeRssMb } from './memory.js';
-import { sessionPackageEnv, sessionPackages } from './packages.js';
+import { announce, closeOut } from './lines.js';
+import { sessionPackageEnv } from './packages.js';
 import { type ProcessInfo, ProcessTable } from './processes.js';
-import { assertPtyLanguage, PTY_RELAY, ptyArgv, ptyPython } from './pty.js';
+import { assertPtyLanguage } from './pty.js';
 import { type SessionHold, SessionQuota } from './quota.js';
-import { describeExit, Session } from './session.js';
+import { SessionRecord } from './record.js';
+import { describeExit } from './send-result.js';
+import type { Session } from './session.js';
+import { gatherExtras, placeSession, type StartDeps, startDriver } from './start.js';
 import type {
   CloseResult,
   EndReason,
@@ -82,10 +58,8 @@ const TOMBSTONES = 200;
  * stops.
  */
 export class SessionManager implements SessionPackageHost {
-  private readonly sessions = new Map<string, Session>();
-  /** The container backend docker-mode sessions run in: their packages are installed by it too. */
-  private containers: SandboxBackend | undefined;
-  private readonly idleTimers = new Map<string, NodeJS.Timeout>();
+  /** Every live session here: one record each, holding what the session holds. */
+  private readonly records = new Map<string, SessionRecord>();
   /** Ended sessions: why, and whose (only its owner is told it ended; anyone else, that it is unknown). */
   private readonly ended = new Map<string, { readonly detail: string; readonly principal: string }>();
   /** Replicas: where the other replicas' sessions are found (absent: this server's are all there are). */
@@ -93,22 +67,11 @@ export class SessionManager implements SessionPackageHost {
   /** Replicas: whether `principal`'s session ran on a replica that is gone (SESSION_LOST). */
   private isLost: (sessionId: string, principal: string) => boolean = () => false;
   private readonly endListeners: Array<(sessionId: string) => void> = [];
-  /** Code mode: each such session's view of the bridge and the channel its driver talks on. */
-  private readonly bridges = new Map<string, BridgeRun>();
-  private readonly channels = new Map<string, Channel>();
-  /** The tool calls of each code-mode session's latest send (sends to one session run in order). */
-  private readonly sendCalls = new Map<string, ReturnType<typeof toolCallFields>>();
-  /** Code mode with sampling: each such session's limits and what its sends used of them. */
-  private readonly sampling = new Map<
-    string,
-    { readonly limits: SamplingLimits; readonly used: SamplingUse }
-  >();
-  /** The egress allowlist: each session's lane, its record, and where its current send began in it. */
-  private readonly egress = new Map<string, { lane: Lane; record: EgressRecord; mark: number }>();
   private readonly quota: SessionQuota;
   private stopped = false;
   /** Background processes of sessions (start_process and the tools after it). */
   private readonly table: ProcessTable;
+  private readonly starting: StartDeps;
 
   constructor(private readonly deps: SessionManagerDeps) {
     this.quota = new SessionQuota(deps.config.maxSessions, deps.config.maxSessionsTotal);
@@ -116,6 +79,7 @@ export class SessionManager implements SessionPackageHost {
     this.table = new ProcessTable(deps.config, deps.secrets, (id, entry) => {
       deps.logs.appendSession(id, entry).catch(() => {});
     });
+    this.starting = { ...deps, hostEnv: deps.hostEnv ?? process.env };
   }
 
   /** Start `command` in the session's sandbox, in the background (processes.ts). */
@@ -127,7 +91,7 @@ export class SessionManager implements SessionPackageHost {
 
   /** The caller's live session that can run background processes, or the refusal to give. */
   processHost(sessionId: string): Session {
-    const session = this.get(sessionId);
+    const { session } = this.get(sessionId);
     ProcessTable.assertHost(session);
     return session;
   }
@@ -156,9 +120,8 @@ export class SessionManager implements SessionPackageHost {
 
   /** A call about a session's processes is the session's activity: its idle time starts again. */
   private touch(session: Session): void {
-    if (!this.sessions.has(session.id)) return;
-    session.lastActivityAt = new Date();
-    if (!session.busy) this.armIdle(session);
+    const record = this.records.get(session.id);
+    if (record?.session === session) record.touch();
   }
 
   /**
@@ -199,17 +162,7 @@ export class SessionManager implements SessionPackageHost {
 
   /** Code mode: a sampling session's limits and use (each send makes its sampler from them). */
   samplingOf(sessionId: string): { readonly limits: SamplingLimits; readonly used: SamplingUse } | undefined {
-    this.get(sessionId);
-    return this.sampling.get(sessionId);
-  }
-
-  /** Code mode: the calls a session's send made (those since its previous send), kept for its result. */
-  private newCalls(id: string): ReturnType<typeof toolCallFields> | undefined {
-    const log = this.bridges.get(id)?.takeCalls();
-    const calls = log && toolCallFields(log);
-    if (calls) this.sendCalls.set(id, calls);
-    else this.sendCalls.delete(id);
-    return calls;
+    return this.get(sessionId).samplingState;
   }
 
   /** Call `listener` with the id of every session that ends, however it ends (close, idle, crash). */
@@ -225,40 +178,14 @@ export class SessionManager implements SessionPackageHost {
         `${what} is ${bytes} bytes; the limit is ${this.deps.config.maxCodeBytes} (CODEXEC_MAX_CODE_BYTES)`,
       );
     }
-    const session = this.get(sessionId);
+    const record = this.get(sessionId);
     this.deps.disk.assertRoom(currentPrincipal());
-    this.clearIdle(sessionId);
-    // This send's llm.* go through this send's own request.
-    this.channels.get(sessionId)?.setSampler(request.sampler);
-    const egress = this.egress.get(sessionId);
-    if (egress) {
-      egress.mark = egress.record.size;
-      egress.record.ask = request.askEgress;
-    }
-    return session
-      .send(request)
-      .then((result) => {
-        const calls = this.sendCalls.get(sessionId);
-        const sent: SendResult = calls ? { ...result, ...calls } : result;
-        if (!egress) return sent;
-        const connections = egress.record.since(egress.mark);
-        const denied = deniedOf(connections);
-        return {
-          ...sent,
-          ...(denied && { network_denied: denied }),
-          [CONNECTIONS]: connections.map(loggedConnection),
-        };
-      })
-      .finally(() => {
-        this.channels.get(sessionId)?.setSampler(undefined);
-        if (egress) egress.record.ask = undefined;
-        this.armIdle(session);
-      });
+    return record.send(request);
   }
 
   /** write_stdin {session_id}: text to the session's stdin, at once, whatever it runs. */
   writeStdin(sessionId: string, data: string, eof: boolean): { session_id: string; bytes_written: number } {
-    const session = this.get(sessionId);
+    const { session } = this.get(sessionId);
     const bytes = Buffer.from(data, 'utf8');
     session.writeStdin(bytes, eof);
     return { session_id: session.id, bytes_written: bytes.length };
@@ -266,7 +193,7 @@ export class SessionManager implements SessionPackageHost {
 
   /** End a session now (SIGKILL, a send in progress too): `killed` by kill_session, else `closed`. */
   async close(sessionId: string, reason: 'closed' | 'killed' = 'closed'): Promise<CloseResult> {
-    const session = this.get(sessionId);
+    const { session } = this.get(sessionId);
     await session.kill(reason);
     return {
       success: true,
@@ -279,7 +206,7 @@ export class SessionManager implements SessionPackageHost {
   /** Live sessions of every principal (the metrics' gauge). */
   liveCount(): number {
     let live = 0;
-    for (const session of this.sessions.values()) if (session.alive && !session.endReason) live++;
+    for (const { session } of this.records.values()) if (session.alive && !session.endReason) live++;
     return live;
   }
 
@@ -305,53 +232,30 @@ export class SessionManager implements SessionPackageHost {
 
   private describeLive(include: (sessionId: string) => boolean): Promise<SessionInfo[]> {
     return Promise.all(
-      [...this.sessions.values()]
-        .filter((session) => session.alive && !session.endReason && include(session.id))
-        .map(async (session) => ({
-          session_id: session.id,
-          language: session.options.language,
-          name: session.options.name,
-          started_at: session.startedAt.toISOString(),
-          last_activity_at: session.lastActivityAt.toISOString(),
-          executions_count: session.executionsCount,
-          pid: session.pid,
-          memory_mb: (await treeRssMb(session.pid)) ?? null,
-          packages_installed: [...session.packagesInstalled],
-          working_dir: session.options.cwd,
-          busy: session.busy,
-          waiting_for_input: session.waitingForInput,
-          pty: session.options.pty === true,
-        })),
+      [...this.records.values()]
+        .filter(({ session }) => session.alive && !session.endReason && include(session.id))
+        .map((record) => record.info()),
     );
   }
 
   /** Record a package installed into a session (for list_sessions' packages_installed). */
   recordPackageInstall(sessionId: string, name: string): void {
-    const session = this.get(sessionId);
-    if (!session.packagesInstalled.includes(name)) session.packagesInstalled.push(name);
+    this.get(sessionId).addPackage(name);
   }
 
   /** Where install_package puts a package for this session (its workspace's `.packages/`). */
   packageEnv(sessionId: string, language: PackageLanguage): PackageEnv {
-    const session = this.get(sessionId);
-    const kind =
-      session.options.language === 'python'
-        ? 'python'
-        : session.options.language === 'bash'
-          ? undefined
-          : 'node';
+    const { session, backend, workspace } = this.get(sessionId);
+    const kind = packageKind(session.options.language);
     if (kind !== language) {
       throw new InvalidInputError(
         `session ${sessionId} is a ${session.options.language} session; it can only take ` +
           (kind ? `${kind} packages` : 'no packages (install globally by leaving out session_id)'),
       );
     }
-    const workspace = join(this.deps.config.sandboxDir, sessionId);
     const env = sessionPackageEnv(workspace, kind);
     // A container's interpreter may not be the host's: its packages are installed by its image.
-    return session.options.sandboxMode === 'docker' && this.containers
-      ? { ...env, sandbox: { backend: this.containers, workspace } }
-      : env;
+    return backend.capabilities.ownInterpreters ? { ...env, sandbox: { backend, workspace } } : env;
   }
 
   /** Track an install for list_sessions and log it in the session's file. */
@@ -362,8 +266,7 @@ export class SessionManager implements SessionPackageHost {
     // The caller's session, live or ended during the install (its log still gets the line).
     const whose = this.quota.ownerOf(sessionId) ?? this.ended.get(sessionId)?.principal;
     if (whose !== currentPrincipal()) throw unknownSession(sessionId);
-    if (install.success && this.sessions.has(sessionId))
-      this.recordPackageInstall(sessionId, install.package);
+    if (install.success && this.records.has(sessionId)) this.recordPackageInstall(sessionId, install.package);
     await this.deps.logs.appendSession(sessionId, {
       type: 'package_install',
       session_id: sessionId,
@@ -383,7 +286,7 @@ export class SessionManager implements SessionPackageHost {
     pid: number;
     sandboxMode: string;
   } {
-    const session = this.get(sessionId);
+    const { session } = this.get(sessionId);
     return {
       language: session.options.language,
       workingDir: session.options.cwd,
@@ -396,7 +299,7 @@ export class SessionManager implements SessionPackageHost {
   /** Kill every session and wait until each end is logged and its workspace removed. */
   async shutdown(): Promise<void> {
     this.stopped = true;
-    await Promise.all([...this.sessions.values()].map((session) => session.kill('server_shutdown')));
+    await Promise.all([...this.records.values()].map(({ session }) => session.kill('server_shutdown')));
   }
 
   /**
@@ -405,14 +308,14 @@ export class SessionManager implements SessionPackageHost {
    * (SESSION_NOT_FOUND): ids reveal nothing. The principal is the request's (util/principal),
    * bound when the request arrived.
    */
-  private get(sessionId: string): Session {
+  private get(sessionId: string): SessionRecord {
     const principal = currentPrincipal();
-    const session = this.sessions.get(sessionId);
-    const mine = session !== undefined && this.quota.ownerOf(sessionId) === principal;
-    if (mine && session.alive && !session.endReason) return session;
+    const record = this.records.get(sessionId);
+    const mine = record !== undefined && this.quota.ownerOf(sessionId) === principal;
+    if (mine && record.session.alive && !record.session.endReason) return record;
     const tombstone = this.ended.get(sessionId);
     const ended =
-      tombstone?.principal === principal ? tombstone.detail : mine ? session.endDetail : undefined;
+      tombstone?.principal === principal ? tombstone.detail : mine ? record.session.endDetail : undefined;
     if (ended)
       throw new SessionNotFoundError(
         `session ${sessionId} has ended (${ended}); start a new one with start_session`,
@@ -423,225 +326,66 @@ export class SessionManager implements SessionPackageHost {
 
   /** The principal that started a live session here (the dashboard's admins see it). */
   ownerOf(anyId: string): string | undefined {
-    return this.sessions.has(anyId) ? this.quota.ownerOf(anyId) : undefined;
+    return this.records.has(anyId) ? this.quota.ownerOf(anyId) : undefined;
   }
 
   /** Whether a session runs here, whoever's it is (a replica answers for it, not another). */
   isLocal(anyId: string): boolean {
-    return this.sessions.has(anyId);
+    return this.records.has(anyId);
   }
 
   private async spawn(request: StartRequest, hold: SessionHold): Promise<StartResult> {
-    const { config, logs } = this.deps;
-    const driver = DRIVERS[request.language];
-    const [backend, interpreter] = await Promise.all([
-      this.deps.backends.get(),
-      this.deps.interpreters.get(driver.interpreter),
-    ]);
-    if (backend.mode === 'docker') this.containers = backend;
-    // The egress allowlist: the session's rules (its allowed_domains narrow the server's).
-    const record =
-      config.network === 'allowlist' || request.allowedDomains
-        ? new EgressRecord(callRules(config, request.allowedDomains))
-        : undefined;
-    const id = newId('sess');
-    const workspace = join(config.sandboxDir, id);
-    const cwd = request.workingDir?.path ?? workspace;
-    await mkdir(workspace, { recursive: true, mode: 0o700 });
-    const sandboxed = backend.mode === 'subprocess' ? undefined : workspace;
-    // A pty session: its sandbox must run the relay and give it a terminal (found out once).
-    const pty =
-      request.pty &&
-      (await ptyPython(this.deps.interpreters, backend, {
-        workspace,
-        env: sandboxEnv(this.deps.hostEnv ?? process.env, {}, sandboxed),
-        limits: config.limits,
-      }).catch(async (error: unknown) => {
-        await rm(workspace, { recursive: true, force: true });
-        throw error;
-      }));
-    const opened =
-      record &&
-      (await openRunLane(workspace, backend.mode, await this.deps.interpreters.get('python')).catch(
-        async (error: unknown) => {
-          await rm(workspace, { recursive: true, force: true });
-          throw error;
-        },
-      ));
-    opened?.lane.use(record);
-    const packages = await sessionPackages(config, driver.interpreter, workspace);
-    // Python sends return their matplotlib figures (engine/images.ts).
-    const python = driver.interpreter === 'python';
-    // Code mode: the channel lives in the session's workspace for the session's life.
-    const channel = request.bridge && (await openChannel(workspace, request.bridge));
-    const runtimeEnv = {
-      ...driver.env,
-      ...packages.env,
-      ...(python && figureEnv(workspace, packages.env.PYTHONPATH)),
-    };
-    if (channel && python)
-      runtimeEnv.PYTHONPATH = [runtimeEnv.PYTHONPATH, CODE_MODE_DIR].filter(Boolean).join(':');
-    const driverArgv = pty ? ptyArgv(backend.mode, pty, driver.argv(interpreter)) : driver.argv(interpreter);
-    // bash: its background processes are served by a host in front of the driver (bash-host.ts).
-    const host = request.language === 'bash' ? await bashHostPython(this.deps.interpreters) : undefined;
-    const argv = host ? hostArgv(host, driverArgv) : driverArgv;
-    const proc = backend.spawn({
-      argv: channel && !python ? [argv[0] as string, ...NODE_IMPORT, ...argv.slice(1)] : argv,
-      cwd,
-      ...hostDirOf(request.workingDir),
-      env: sandboxEnv(
-        this.deps.hostEnv ?? process.env,
-        { ...runtimeEnv, ...channelEnv(channel), ...opened?.env },
-        sandboxed,
-      ),
-      writablePaths: cwd === workspace ? [workspace] : [workspace, cwd],
-      readablePaths: [
-        driver.file,
-        ...(pty ? [PTY_RELAY] : []),
-        ...(host ? BASH_HOST_FILES : []),
-        ...packages.readable,
-        ...(python ? PYTHON_SUPPORT_FILES : []),
-        ...(channel ? CODE_MODE_FILES : []),
-      ],
-      limits: config.limits,
-      network: config.network,
-      ...(opened && { egress: opened.endpoint }),
-      stdin: 'pipe',
-      control: true,
-      ...(pty && { terminal: true }),
+    const place = await placeSession(this.starting, request);
+    const extras = await gatherExtras(this.starting, request, place);
+    const { id, backend } = place;
+    const session = await startDriver(this.starting, request, place, extras, {
+      // Not awaited: the reply should not wait for the disk; LogWriter orders and reports writes.
+      onExecution: (entry) =>
+        void this.deps.logs
+          .appendSession(id, this.records.get(id)?.executionLine(entry) ?? entry)
+          .catch(() => {}),
+      onProcess: (ended, event) => this.table.onEvent(ended, event),
+      processesEnd: (ended) => this.table.sessionEnded(ended, backend.capabilities.processesOutlive),
+      onEnd: (ended, exit) => this.onEnd(ended, exit),
+      stopped: () => this.stopped,
     });
-    // Held from here for the session's life; a caller's is start_session's until this point.
-    const dir = request.workingDir ?? HeldDir.ofOwn(workspace);
-    const session = new Session(proc, {
-      id,
-      language: request.language,
-      name: request.name ?? null,
-      cwd,
-      dir,
-      workspace,
-      ...(python && { figuresWorkspace: workspace }),
-      config,
-      sandboxMode: backend.mode,
-      pty: Boolean(pty),
-      hostsProcesses: request.language !== 'bash' || host !== undefined,
-      secrets: this.deps.secrets,
-      outputs: this.deps.outputs,
-      onExecution: (entry) => {
-        // Code mode: the calls since the send before this one (the bridge keeps them all, in order).
-        const calls = this.newCalls(id);
-        const egress = this.egress.get(id);
-        const network = egress?.record.since(egress.mark).map(loggedConnection);
-        // Not awaited: the reply should not wait for the disk; LogWriter orders and reports writes.
-        logs.appendSession(id, { ...entry, ...calls, ...(network && { network }) }).catch(() => {});
-      },
-      onProcess: (event) => this.table.onEvent(session, event),
-      onEnd: (ended, exit) => {
-        unwatch();
-        this.table.sessionEnded(ended, backend.mode === 'subprocess' || backend.mode === 'landlock');
-        dir.close();
-        return this.onEnd(ended, exit, workspace);
-      },
+    const { channel, lane } = extras;
+    const record = new SessionRecord({
+      session,
+      backend,
+      workspace: place.workspace,
+      codeMode: channel && request.bridge && { channel, bridge: request.bridge, sampling: request.sampling },
+      egress: lane && place.rules && { lane: lane.lane, record: place.rules },
+      idleMs: this.deps.config.sessionIdleTimeoutMs,
     });
-    const unwatch = watchSessionDisk(this.deps.disk, workspace, currentPrincipal(), session);
-    try {
-      await session.ready();
-      // The server began to stop while this driver was starting: nobody else will kill it.
-      if (this.stopped) {
-        await session.kill('server_shutdown');
-        throw new SessionLimitError('the server is shutting down; no new sessions');
-      }
-    } catch (error) {
-      dir.close();
-      await Promise.all([channel?.close(), opened?.lane.close()]);
-      await rm(workspace, { recursive: true, force: true });
-      throw error;
-    }
-    this.sessions.set(id, session);
-    if (opened && record) this.egress.set(id, { lane: opened.lane, record, mark: 0 });
+    this.records.set(id, record);
     this.quota.bind(hold, id);
-    if (channel && request.bridge) {
-      this.channels.set(id, channel);
-      this.bridges.set(id, request.bridge);
-      if (request.sampling)
-        this.sampling.set(id, { limits: request.sampling, used: { rounds: 0, tokens: 0 } });
-    }
-    this.armIdle(session);
-    const started_at = session.startedAt.toISOString();
-    await logs.appendSession(id, {
-      type: 'session_start',
-      session_id: id,
-      language: request.language,
-      name: request.name ?? null,
-      pid: session.pid,
-      agent_id: null,
-      working_dir: cwd,
+    record.armIdle();
+    return announce(this.deps.logs, request, session, {
       sandbox_mode: backend.mode,
-      ...(pty && { pty: true }),
-      started_at,
+      pty: Boolean(extras.pty),
     });
-    return {
-      success: true,
-      session_id: id,
-      language: request.language,
-      name: request.name ?? null,
-      pid: session.pid,
-      started_at,
-      working_dir: cwd,
-      sandbox_mode: backend.mode,
-    };
   }
 
-  private async onEnd(session: Session, exit: Exit, workspace: string): Promise<void> {
-    if (this.sessions.get(session.id) !== session) return; // never registered: start-up failed
+  private async onEnd(session: Session, exit: Exit): Promise<void> {
+    const record = this.records.get(session.id);
+    if (record?.session !== session) return; // never registered: start-up failed
     const owner = this.quota.ownerOf(session.id);
-    this.sessions.delete(session.id);
+    this.records.delete(session.id);
     this.quota.end(session.id);
-    this.clearIdle(session.id);
-    this.bridges.delete(session.id);
-    this.sendCalls.delete(session.id);
-    this.sampling.delete(session.id);
-    await Promise.all([this.channels.get(session.id)?.close(), this.egress.get(session.id)?.lane.close()]);
-    this.channels.delete(session.id);
-    this.egress.delete(session.id);
+    await record.release();
     for (const listener of this.endListeners) listener(session.id);
     const reason: EndReason = session.endReason ?? 'crashed';
     this.ended.set(session.id, { detail: session.endDetail, principal: owner ?? '' });
     if (this.ended.size > TOMBSTONES) this.ended.delete(this.ended.keys().next().value as string);
     if (reason === 'crashed') log('warn', `session ${session.id} ended unexpectedly (${describeExit(exit)})`);
-    // Clean up first, so a session_end line means the session is entirely gone.
-    await rm(workspace, { recursive: true, force: true }).catch((error: Error) =>
-      log('warn', `could not remove session workspace ${workspace}: ${error.message}`),
-    );
-    await this.deps.logs
-      .appendSession(session.id, {
-        type: 'session_end',
-        session_id: session.id,
-        reason,
-        total_duration_ms: Date.now() - session.startedAt.getTime(),
-        executions_count: session.executionsCount,
-        exit_code: exit.code,
-        signal: exit.signal,
-        at: new Date().toISOString(),
-      })
-      .catch(() => {}); // LogWriter has reported it
+    await closeOut(this.deps.logs, session, { exit, reason, workspace: record.workspace });
   }
+}
 
-  private armIdle(session: Session): void {
-    if (!this.sessions.has(session.id)) return;
-    this.clearIdle(session.id);
-    const timer = setTimeout(() => {
-      this.idleTimers.delete(session.id);
-      if (session.busy) return; // the send in flight re-arms the timer when it ends
-      void session.kill('idle_timeout');
-    }, this.deps.config.sessionIdleTimeoutMs);
-    timer.unref();
-    this.idleTimers.set(session.id, timer);
-  }
-
-  private clearIdle(id: string): void {
-    clearTimeout(this.idleTimers.get(id));
-    this.idleTimers.delete(id);
-  }
+/** The packages a session of `language` takes (bash: none). */
+function packageKind(language: Language): PackageLanguage | undefined {
+  return language === 'python' ? 'python' : language === 'bash' ? undefined : 'node';
 }
 
 function unknownSession(sessionId: string): SessionNotFoundError {

@@ -1,8 +1,9 @@
 // start_session {pty: true}: a bash driver on a pseudo-terminal made inside the sandbox by
 // drivers/pty_relay.py (Python's stdlib pty), so the terminal is the sandbox's own, never the server's.
+import { sandboxSpec } from '../engine/index.js';
 import { InvalidInputError } from '../errors/index.js';
 import type { Interpreters, Language } from '../runtimes/index.js';
-import type { BackendMode, SandboxBackend, SandboxSpec } from '../sandbox/index.js';
+import type { Capabilities, SandboxBackend, SandboxSpec } from '../sandbox/index.js';
 // From the leaf module: sandbox/index.js may still be loading here (it reaches sessions/ itself).
 import { TERMINAL_FDS } from '../sandbox/types.js';
 import { packagePath } from '../util/index.js';
@@ -10,17 +11,6 @@ import { packagePath } from '../util/index.js';
 /** The relay; the sandbox must be able to read it. */
 export const PTY_RELAY = packagePath('drivers', 'pty_relay.py');
 
-/**
- * Modes that signal a process group, not every process: the driver, in a session of its own on
- * its terminal, is outside that group, so the relay passes an interrupt on.
- */
-const GROUP_SIGNALLED: ReadonlySet<BackendMode> = new Set(['subprocess', 'docker']);
-
-/**
- * Modes whose sandbox lets no program open a terminal: the backend hands one over, opened before
- * confinement (SandboxSpec.terminal), on TERMINAL_FDS.
- */
-const HANDED: ReadonlySet<BackendMode> = new Set(['landlock']);
 const handedFds = `${TERMINAL_FDS.master},${TERMINAL_FDS.slave}`;
 
 /** What the probe runs: Python with its pty modules, and a terminal (its own, or the one handed over). */
@@ -49,13 +39,18 @@ export function assertPtyLanguage(language: Language): void {
     throw new InvalidInputError(`pty: true is for bash sessions; a ${language} session runs without one`);
 }
 
-/** The relay's command line around the driver's. */
-export function ptyArgv(mode: BackendMode, python: string, driverArgv: readonly string[]): string[] {
+/**
+ * The relay's command line around the driver's. Where the backend signals a process group, not
+ * every process, the driver (in a session of its own on its terminal) is outside that group, so
+ * the relay passes an interrupt on; where the sandbox lets no program open a terminal, the backend
+ * hands one over (SandboxSpec.terminal) on TERMINAL_FDS.
+ */
+export function ptyArgv(capabilities: Capabilities, python: string, driverArgv: readonly string[]): string[] {
   return [
     python,
     PTY_RELAY,
-    ...(GROUP_SIGNALLED.has(mode) ? ['--forward-signals'] : []),
-    ...(HANDED.has(mode) ? ['--terminal-fds', handedFds] : []),
+    ...(capabilities.signalsGroup ? ['--forward-signals'] : []),
+    ...(capabilities.terminal === 'handed' ? ['--terminal-fds', handedFds] : []),
     '--',
     ...driverArgv,
   ];
@@ -76,18 +71,18 @@ function assertPtyAvailable(backend: SandboxBackend, python: string, spec: Probe
 }
 
 async function probe(backend: SandboxBackend, python: string, spec: ProbeSpec): Promise<void> {
-  const handed = HANDED.has(backend.mode);
-  const proc = backend.spawn({
-    argv: [python, '-c', PROBE, ...(handed ? [String(TERMINAL_FDS.slave)] : [])],
-    ...(handed && { terminal: true }),
-    cwd: spec.workspace,
-    env: spec.env,
-    writablePaths: [spec.workspace],
-    readablePaths: [],
-    limits: spec.limits,
-    network: 'none',
-    stdin: 'ignore',
-  });
+  const handed = backend.capabilities.terminal === 'handed';
+  const proc = backend.spawn(
+    sandboxSpec({
+      argv: [python, '-c', PROBE, ...(handed ? [String(TERMINAL_FDS.slave)] : [])],
+      terminal: handed,
+      cwd: spec.workspace,
+      env: spec.env,
+      writable: [spec.workspace],
+      limits: spec.limits,
+      network: 'none',
+    }),
+  );
   let said = '';
   const hear = (chunk: Buffer) => {
     if (said.length < 4000) said += chunk.toString('utf8');

@@ -187,3 +187,44 @@ export function promptOf(output: string): string {
   const line = text.slice(text.lastIndexOf('\n') + 1).replace(/\r$/, '');
   return line.length > 500 ? line.slice(-500) : line;
 }
+
+/** How long output must have been quiet before /proc is asked whether the code waits for input. */
+const QUIET_MS = 100;
+/** How often it is asked then (every LOOK_MS, LONG_LOOK_MS once the send has run LONG_SEND_MS). */
+const LOOK_MS = 150;
+const LONG_LOOK_MS = 500;
+const LONG_SEND_MS = 3000;
+export const WAITING = Symbol('waiting for input');
+
+/**
+ * Resolves when the code is seen blocked reading input: looked at in /proc once output has been
+ * quiet a moment (`lastOutputAt`), and again a moment later (a read about to be fed does not
+ * count). A send that ends sooner never looks; a stopped one (timeout, cancel) no longer does.
+ */
+export function watchInput(
+  watch: InputWatch,
+  started: number,
+  lastOutputAt: () => number,
+  stopped: () => boolean,
+): { waiting: Promise<typeof WAITING>; stop(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  let over = false;
+  const quiet = () => !over && !stopped() && Date.now() - lastOutputAt() >= QUIET_MS;
+  const waiting = new Promise<typeof WAITING>((resolve) => {
+    const look = async () => {
+      if (quiet() && (await watch.waiting())) {
+        await new Promise((wait) => setTimeout(wait, QUIET_MS));
+        if (quiet() && (await watch.waiting())) return resolve(WAITING);
+      }
+      if (!over) timer = setTimeout(look, Date.now() - started < LONG_SEND_MS ? LOOK_MS : LONG_LOOK_MS);
+    };
+    timer = setTimeout(look, LOOK_MS);
+  });
+  return {
+    waiting,
+    stop: () => {
+      over = true;
+      clearTimeout(timer);
+    },
+  };
+}

@@ -30,7 +30,7 @@ describe('openPackageNetwork', () => {
   it.each(['host', 'none'] as const)(
     'network %s: the host network, the environment as it is',
     async (network) => {
-      const opened = await openPackageNetwork({ network, egress }, 'namespace', dir, python);
+      const opened = await openPackageNetwork({ network, egress }, 'socket', dir, python);
       expect(opened.spec).toEqual({ network: 'host' });
       expect(opened.env(OPERATOR)).toEqual(OPERATOR);
       expect(opened.denied()).toBeUndefined();
@@ -39,7 +39,7 @@ describe('openPackageNetwork', () => {
   );
 
   it("allowlist: a lane in the directory; its proxy variables replace the operator's", async () => {
-    const opened = await openPackageNetwork({ network: 'allowlist', egress }, 'namespace', dir, python);
+    const opened = await openPackageNetwork({ network: 'allowlist', egress }, 'socket', dir, python);
     try {
       expect(opened.spec).toEqual({
         network: 'allowlist',
@@ -67,7 +67,7 @@ describe('openPackageNetwork', () => {
   });
 
   it('allowlist in landlock mode: a port on the host loopback, no socket', async () => {
-    const opened = await openPackageNetwork({ network: 'allowlist', egress }, 'landlock', dir, python);
+    const opened = await openPackageNetwork({ network: 'allowlist', egress }, 'port', dir, python);
     try {
       expect(opened.spec.egress?.socket).toBeUndefined();
       expect(opened.env({}).HTTPS_PROXY).toBe(`http://127.0.0.1:${opened.spec.egress?.port}`);
