@@ -5,6 +5,7 @@ import {
   type Availability,
   BackendRegistry,
   type Diagnosis,
+  describePick,
   diagnoseNamespaces,
   LandlockBackend,
   landlockAbi,
@@ -52,16 +53,8 @@ export async function sandboxSummary(config: Config): Promise<SandboxFacts> {
     `  mode in use:             ${configured instanceof Error ? `none — ${configured.message}` : configured.mode}`,
   );
   const auto = config.sandboxMode === 'auto' ? configured : await pick('auto');
-  console.log(`  auto will pick:          ${autoPick(auto, abi)}`);
+  console.log(`  auto will pick:          ${describePick(auto, abi)}`);
   return { namespace, landlock, diagnosis, abi, inUse };
-}
-
-function autoPick(auto: SandboxBackend | Error, abi: number): string {
-  if (auto instanceof Error)
-    return 'nothing: it refuses to run code (namespaces fail and Landlock cannot stand in)';
-  if (auto.mode === 'namespace') return 'namespace (a probe sandbox started)';
-  if (auto.mode === 'landlock') return `landlock (namespaces fail here, see below; Landlock ABI ${abi})`;
-  return `${auto.mode} (not Linux: code is NOT confined)`;
 }
 
 /** The namespace layers' last lines: whether namespaces can be made here, and if not why. */

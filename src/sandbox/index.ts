@@ -23,7 +23,7 @@ export {
   type NamespaceOptions,
   tryNamespaces,
 } from './namespace/index.js';
-export { type AutoOptions, BackendRegistry } from './registry.js';
+export { type AutoOptions, BackendRegistry, describePick } from './registry.js';
 export { SubprocessBackend } from './subprocess/index.js';
 export type {
   Availability,

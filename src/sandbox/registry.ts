@@ -126,3 +126,12 @@ export class BackendRegistry {
     );
   }
 }
+
+/** What `auto` picked, and why, in the words `codexec doctor` prints (an Error: it refuses). */
+export function describePick(auto: SandboxBackend | Error, abi: number): string {
+  if (auto instanceof Error)
+    return 'nothing: it refuses to run code (namespaces fail and Landlock cannot stand in)';
+  if (auto.mode === 'namespace') return 'namespace (a probe sandbox started)';
+  if (auto.mode === 'landlock') return `landlock (namespaces fail here, see below; Landlock ABI ${abi})`;
+  return `${auto.mode} (not Linux: code is NOT confined)`;
+}
