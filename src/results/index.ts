@@ -16,3 +16,4 @@ export {
   executionResultSchema,
   sendResultSchema,
 } from './run.js';
+export { closeResultSchema, sessionInfoSchema, startResultSchema } from './sessions.js';

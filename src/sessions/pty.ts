@@ -3,9 +3,7 @@
 import { sandboxSpec } from '../engine/index.js';
 import { InvalidInputError } from '../errors/index.js';
 import type { Interpreters, Language } from '../runtimes/index.js';
-import type { Capabilities, SandboxBackend, SandboxSpec } from '../sandbox/index.js';
-// From the leaf module: sandbox/index.js may still be loading here (it reaches sessions/ itself).
-import { TERMINAL_FDS } from '../sandbox/types.js';
+import { type Capabilities, type SandboxBackend, type SandboxSpec, TERMINAL_FDS } from '../sandbox/index.js';
 import { packagePath } from '../util/index.js';
 
 /** The relay; the sandbox must be able to read it. */

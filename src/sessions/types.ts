@@ -3,7 +3,12 @@ import type { BridgeRun } from '../bridge/index.js';
 import type { Sampler, SamplingLimits } from '../codemode/index.js';
 import type { CONNECTIONS, LaneUser, LoggedConnection } from '../egress/index.js';
 import type { ResultImage } from '../engine/index.js';
-import type { sendResultSchema } from '../results/index.js';
+import type {
+  closeResultSchema,
+  sendResultSchema,
+  sessionInfoSchema,
+  startResultSchema,
+} from '../results/index.js';
 import type { Language } from '../runtimes/index.js';
 import type { HeldDir } from '../util/index.js';
 
@@ -50,16 +55,7 @@ export interface SendOptions {
   readonly askEgress?: LaneUser['ask'] | undefined;
 }
 
-export interface StartResult {
-  success: true;
-  session_id: string;
-  language: Language;
-  name: string | null;
-  pid: number;
-  started_at: string;
-  working_dir: string;
-  sandbox_mode: string;
-}
+export type StartResult = z.infer<typeof startResultSchema>;
 
 /**
  * One send's outcome: the wire's schema (results/), plus what never goes on the wire: each
@@ -71,30 +67,9 @@ export type SendResult = Omit<z.infer<typeof sendResultSchema>, 'images'> & {
   [CONNECTIONS]?: LoggedConnection[];
 };
 
-export interface CloseResult {
-  success: true;
-  session_id: string;
-  duration_total_ms: number;
-  executions_count: number;
-}
+export type CloseResult = z.infer<typeof closeResultSchema>;
 
-export interface SessionInfo {
-  session_id: string;
-  language: Language;
-  name: string | null;
-  started_at: string;
-  last_activity_at: string;
-  executions_count: number;
-  pid: number;
-  memory_mb: number | null;
-  packages_installed: string[];
-  working_dir: string;
-  busy: boolean;
-  /** Its code is blocked reading input (a send returned waiting_for_input). */
-  waiting_for_input: boolean;
-  /** The session runs on a pseudo-terminal (start_session {pty: true}). */
-  pty: boolean;
-}
+export type SessionInfo = z.infer<typeof sessionInfoSchema>;
 
 /**
  * Where replicas (a postgres store) record their sessions: the shared session directory and the

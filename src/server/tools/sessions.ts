@@ -2,8 +2,12 @@ import type { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { InvalidInputError } from '../../errors/index.js';
 import { runtimeRefusal } from '../../policy/index.js';
-import { sendResultSchema } from '../../results/index.js';
-import { LANGUAGES } from '../../runtimes/index.js';
+import {
+  closeResultSchema,
+  sendResultSchema,
+  sessionInfoSchema,
+  startResultSchema,
+} from '../../results/index.js';
 import { assertPtyLanguage } from '../../sessions/index.js';
 import { codeModeInput, discovers, sessionSampler } from '../codemode.js';
 import { defineTool } from '../define-tool.js';
@@ -40,17 +44,6 @@ const startInput = z.object({
   ...codeModeInput,
   ...egressInput,
 });
-const startOutput = z.object({
-  success: z.literal(true),
-  session_id: z.string(),
-  language: z.enum(LANGUAGES),
-  name: z.string().nullable(),
-  pid: z.number().int(),
-  started_at: z.string(),
-  working_dir: z.string().describe('absolute directory the session runs in; artifacts live here'),
-  sandbox_mode: z.string(),
-});
-
 const sendInput = z.object({
   session_id: sessionId,
   code: z.string().min(1, 'code must not be empty').optional().describe('Code to run in the session'),
@@ -75,34 +68,7 @@ const sendInput = z.object({
     .optional()
     .describe('Wall-clock limit for this send in ms (default 30000; clamped to the server maximum)'),
 });
-const closeOutput = z.object({
-  success: z.literal(true),
-  session_id: z.string(),
-  duration_total_ms: z.number().int(),
-  executions_count: z.number().int(),
-});
-
-const listOutput = z.object({
-  sessions: z.array(
-    z.object({
-      session_id: z.string(),
-      language: z.enum(LANGUAGES),
-      name: z.string().nullable(),
-      started_at: z.string(),
-      last_activity_at: z.string(),
-      executions_count: z.number().int(),
-      pid: z.number().int(),
-      memory_mb: z.number().nullable().describe("resident memory of the session's process tree"),
-      packages_installed: z.array(z.string()),
-      working_dir: z.string(),
-      busy: z.boolean().describe('a send is running or queued'),
-      waiting_for_input: z
-        .boolean()
-        .describe('its code is blocked reading input: answer with send_to_session {session_id, input}'),
-      pty: z.boolean().describe('the session runs on a pseudo-terminal (start_session pty: true)'),
-    }),
-  ),
-});
+const listOutput = z.object({ sessions: z.array(sessionInfoSchema) });
 
 const EFFECTS = { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true };
 
@@ -133,7 +99,7 @@ function registerStartSession(server: McpServer, services: Services): void {
       advertisedEgress(startInput.extend({ language: advertisedLanguage(config, LANGUAGE_HELP) }), config),
       config,
     ),
-    output: startOutput,
+    output: startResultSchema,
     annotations: EFFECTS,
     handler: async (args) => {
       // Starting runs no code of the caller's: only the runtime is checked; each send is gated.
@@ -246,7 +212,7 @@ function registerReadTools(server: McpServer, services: Services): void {
       'Kill a session and every process it started, and delete its workspace (not a working_dir you gave). ' +
       'Returns how long it lived and how many sends it ran.',
     input: z.object({ session_id: sessionId }),
-    output: closeOutput,
+    output: closeResultSchema,
     annotations: { ...EFFECTS, openWorldHint: false },
     handler: (args) => sessions.close(args.session_id),
   });
@@ -258,7 +224,7 @@ function registerReadTools(server: McpServer, services: Services): void {
       'every process it started, and delete its workspace. For a session that hangs or runs away; ' +
       'close_session is the usual end. Returns how long it lived and how many sends it ran.',
     input: z.object({ session_id: sessionId }),
-    output: closeOutput,
+    output: closeResultSchema,
     annotations: { ...EFFECTS, openWorldHint: false },
     handler: (args) => sessions.close(args.session_id, 'killed'),
   });
