@@ -12,4 +12,4 @@ export {
   type ReplicaRow,
   replicaId,
 } from './replicas.js';
-export { LOST_KEPT_MS, SessionDirectory, type SessionRecord } from './sessions.js';
+export { LOST_KEPT_MS, type SessionRow, SessionTable } from './sessions.js';

@@ -18,7 +18,7 @@ export const LOST_KEPT_MS = 24 * 60 * 60 * 1000;
 /** A row this young is never pruned for its replica's absence: that replica may be registering. */
 const REGISTERING_MS = 60_000;
 
-export interface SessionRecord {
+export interface SessionRow {
   readonly sessionId: string;
   readonly replicaId: string;
   readonly principal: string;
@@ -41,10 +41,10 @@ interface Row {
  * lost, those of one that died when another replica notices; lost rows (answering SESSION_LOST)
  * are pruned after LOST_KEPT_MS.
  */
-export class SessionDirectory {
+export class SessionTable {
   constructor(private readonly pg: Postgres) {}
 
-  async add(record: Omit<SessionRecord, 'lost'>): Promise<void> {
+  async add(record: Omit<SessionRow, 'lost'>): Promise<void> {
     await this.pg.migrate('sessions', MIGRATIONS);
     await this.pg.query(
       `INSERT INTO codexec_sessions (session_id, replica_id, principal, language, started_ms)
@@ -71,7 +71,7 @@ export class SessionDirectory {
     );
   }
 
-  async find(sessionId: string): Promise<SessionRecord | undefined> {
+  async find(sessionId: string): Promise<SessionRow | undefined> {
     await this.pg.migrate('sessions', MIGRATIONS);
     const [row] = await this.pg.query<Row>(
       'SELECT session_id, replica_id, principal, language, lost_ms FROM codexec_sessions WHERE session_id = $1',

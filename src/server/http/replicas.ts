@@ -7,8 +7,8 @@ import {
   ReplicaRegistry,
   type ReplicaRow,
   redactUrl,
-  SessionDirectory,
-  type SessionRecord,
+  type SessionRow,
+  SessionTable,
 } from '../../store/index.js';
 import { log } from '../../util/index.js';
 import type { SessionRecords } from './owned.js';
@@ -26,7 +26,7 @@ const LIST_TIMEOUT_MS = 5000;
  */
 export class Replicas implements SessionRecords {
   readonly registry: ReplicaRegistry;
-  readonly directory: SessionDirectory;
+  readonly directory: SessionTable;
   readonly auth: ReplicaAuth;
   private stopped = false;
 
@@ -35,7 +35,7 @@ export class Replicas implements SessionRecords {
     approvalKey: Uint8Array,
   ) {
     this.registry = new ReplicaRegistry(store);
-    this.directory = new SessionDirectory(store);
+    this.directory = new SessionTable(store);
     this.auth = new ReplicaAuth(deriveKey(approvalKey, 'replica'), this.registry.id, new NonceLedger(store));
   }
 
@@ -81,13 +81,13 @@ export class Replicas implements SessionRecords {
   }
 
   /** The directory's row for a session another replica runs, or undefined (unknown, or this replica's). */
-  async elsewhereRecord(sessionId: string): Promise<SessionRecord | undefined> {
+  async elsewhereRecord(sessionId: string): Promise<SessionRow | undefined> {
     const record = await this.directory.find(sessionId);
     return record && record.replicaId !== this.id ? record : undefined;
   }
 
   /** The replica running `record`'s session while it is alive; undefined once it is gone. */
-  async ownerOf(record: SessionRecord): Promise<ReplicaRow | undefined> {
+  async ownerOf(record: SessionRow): Promise<ReplicaRow | undefined> {
     return record.lost ? undefined : await this.registry.alive(record.replicaId);
   }
 
