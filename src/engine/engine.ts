@@ -31,7 +31,6 @@ import type { LaneOptions } from './sandbox-spec.js';
 import type { ExecutionRequest, ExecutionResult, RunOptions } from './types.js';
 import { LAUNCHER_WAIT_MS, startWarm } from './warm.js';
 
-
 /** How long after a run its sandbox is released (killed, cgroup emptied), the result being out. */
 const RELEASE_DELAY_MS = 5;
 
