@@ -1,7 +1,8 @@
 // This build against another (--base its dist/cli.js, e.g. a worktree of the commit before a change),
 // alternated call by call over MCP stdio and paced as an agent's calls are: a warm one-shot run
-// per language and a session send (python, bash, node; and a python send of 400 ms), p50 / p99 of each and the ratio this ÷ base.
-// Usage: node bench/ab.mjs --base /path/to/other/dist/cli.js [--n 150] [--only send]
+// per language and a session send (python, bash, node; and a python send of 400 ms), p50 / p99 of each and the ratio this ÷ base;
+// then throughput: blocks of mixed one-shots at concurrency 8, alternated block by block, runs/s of each.
+// Usage: node bench/ab.mjs --base /path/to/other/dist/cli.js [--n 150] [--only send] [--blocks 10]
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -83,6 +84,38 @@ for (const [label, tool, args, language] of CASES.filter(([label]) => !only || l
   console.log(
     `${label.padEnd(18)} base p50 ${ms(row.base.p50)} p99 ${ms(row.base.p99)} | this p50 ${ms(row.this.p50)} ` +
       `p99 ${ms(row.this.p99)} | ratio p50 ${(row.this.p50 / row.base.p50).toFixed(2)}`,
+  );
+}
+
+/** Mixed one-shots (python, node, bash in turn), `CONCURRENCY` at a time, `BLOCK` per block. */
+const CONCURRENCY = 8;
+const BLOCK = 48;
+const BLOCKS = Number(arg('--blocks') ?? 10);
+async function block(client) {
+  let next = 0;
+  const worker = async () => {
+    while (next < BLOCK) {
+      const [, tool, args] = CASES[next++ % 3];
+      const result = await client.callTool({ name: tool, arguments: args });
+      if (!result.structuredContent?.success) throw new Error(`throughput: ${JSON.stringify(result)}`);
+    }
+  };
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+  return performance.now() - t0;
+}
+if (!only || 'throughput'.includes(only)) {
+  const spent = { base: 0, this: 0 };
+  for (let round = -1; round < BLOCKS; round++) {
+    for (const name of round % 2 === 0 ? ['base', 'this'] : ['this', 'base']) {
+      const took = await block(servers[name]);
+      if (round >= 0) spent[name] += took;
+    }
+  }
+  const rate = (name) => (BLOCKS * BLOCK * 1000) / spent[name];
+  console.log(
+    `${'throughput c=8'.padEnd(18)} base ${rate('base').toFixed(1)} runs/s | this ${rate('this').toFixed(1)} runs/s | ` +
+      `ratio ${(rate('this') / rate('base')).toFixed(2)}`,
   );
 }
 for (const client of Object.values(servers)) await client.close();
