@@ -1,4 +1,4 @@
-// Code mode's cost to a warm run that makes no call (issue #30: with downstream servers configured,
+// Code mode's cost to a warm run that makes no call (with downstream servers configured,
 // every run has discovery, and warm runs must keep their speed). A warm one-shot print(1) /
 // console.log(1), over MCP stdio, paced as an agent's calls are, alternated run by run between:
 //   base      another build (--base DIST_CLI, e.g. one of the commit before) with the fixture

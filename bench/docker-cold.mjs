@@ -1,4 +1,4 @@
-// Where a docker-mode container start goes (issue #36): wall time and CPU per container for
+// Where a docker-mode container start goes: wall time and CPU per container for
 // variants of the engine's `run`, beside the floor (`run --rm IMAGE true`) measured in the same
 // run. CPU is the cpuacct of the CLI (a cgroup of this bench's) plus the engine's cgroup parent
 // (conmon, runc, the container, the cleanup conmon runs): podman with cgroupfs on cgroup v1 (root).

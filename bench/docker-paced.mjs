@@ -1,4 +1,4 @@
-// Paced one-shots in docker mode (issue #36): `print(1)`-like runs 100 ms apart, per language,
+// Paced one-shots in docker mode: `print(1)`-like runs 100 ms apart, per language,
 // p50 / p99 / p99.9 and how many ran warm, for this build and optionally others (--base: another
 // dist/cli.js). Builds run in alternated blocks of --block runs (each its own server, the other
 // idle meanwhile), so both see the same phases of a shared machine without each server's

@@ -1,4 +1,4 @@
-// The egress proxy's own cost (issue #32), in two parts, each alternated A/B in one run:
+// The egress proxy's own cost, in two parts, each alternated A/B in one run:
 //  1. proxy alone: a 1 MB download from an origin on 127.0.0.1 by a client in this process,
 //     directly and through lanes from openLane (Unix socket and TCP, CONNECT and absolute-form
 //     GET), and through the sandbox's Python forwarder relaying to a Unix lane (run here on the

@@ -1,4 +1,4 @@
-// The cost of polling an MCP task (issue #33: "polling a task costs under 2 ms p50"), over stdio
+// The cost of polling an MCP task (the target: under 2 ms p50), over stdio
 // with the official client (2025-11-25 tasks, through the SDK's generic request), interleaved in
 // one run with the floor: `ping`, a request that does no work at all. The task polled is a run
 // still working (`sleep`), so each tasks/get reads its record, output so far included, from

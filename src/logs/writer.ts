@@ -138,7 +138,7 @@ async function appendLine(path: string, line: Buffer): Promise<void> {
 export const MAX_LOGGED_CODE_CHARS = 100_000;
 
 /**
- * An entry whose `code` is over MAX_LOGGED_CODE_CHARS keeps its start (issue #37: 9 MB of code made
+ * An entry whose `code` is over MAX_LOGGED_CODE_CHARS keeps its start (9 MB of code once made
  * ~36 MB of log and index per call); the output beside it is bounded already (CODEXEC_MAX_OUTPUT_CHARS).
  */
 function boundedCode(entry: object): object {
