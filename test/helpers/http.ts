@@ -3,7 +3,15 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { baseEnv, CLI, type ElicitAnswer, type ElicitParams, type Era, tempDir } from './server.js';
+import {
+  baseEnv,
+  CLI,
+  type ElicitAnswer,
+  type ElicitParams,
+  type Era,
+  serverCwd,
+  tempDir,
+} from './server.js';
 
 export interface HttpServer {
   readonly url: string;
@@ -22,7 +30,7 @@ export async function startHttp(
   const home = options.home ?? tempDir();
   const child = spawn(process.execPath, [CLI, 'serve', '--http', '--port', '0', ...(options.args ?? [])], {
     env: { ...baseEnv(home), ...options.env },
-    cwd: home, // not the repository: podman's conmon leaves `oom` in the directory it inherits
+    cwd: serverCwd(home),
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';

@@ -2,7 +2,7 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { rmSync } from 'node:fs';
-import { baseEnv, CLI, tempDir } from './server.js';
+import { baseEnv, CLI, serverCwd, tempDir } from './server.js';
 
 export interface RawServer {
   readonly proc: ChildProcessWithoutNullStreams;
@@ -32,8 +32,10 @@ export interface RawServer {
 
 export function startRawServer(env: Record<string, string> = {}): RawServer {
   const home = tempDir();
-  // In its home, not the repository: podman's conmon leaves `oom` in the directory it inherits.
-  const proc = spawn(process.execPath, [CLI, 'serve'], { env: { ...baseEnv(home), ...env }, cwd: home });
+  const proc = spawn(process.execPath, [CLI, 'serve'], {
+    env: { ...baseEnv(home), ...env },
+    cwd: serverCwd(home),
+  });
   const received: unknown[] = [];
   const waiters = new Set<() => void>();
   let stdout = '';

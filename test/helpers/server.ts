@@ -1,5 +1,5 @@
 // Spawns the real `codexec serve` (dist/cli.js) and connects the official MCP client over stdio.
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/client';
@@ -41,6 +41,15 @@ export interface ElicitParams {
 export interface ElicitAnswer {
   readonly action: 'accept' | 'decline' | 'cancel';
   readonly content?: Record<string, string>;
+}
+
+/**
+ * Where a test's server runs: its home, not the repository (a server must leave nothing in the
+ * directory it was started from); the system's temp dir while that home does not exist yet (a
+ * first start makes it, and spawning in a missing directory fails).
+ */
+export function serverCwd(home: string): string {
+  return existsSync(home) ? home : tmpdir();
 }
 
 export function tempDir(prefix = 'codexec-test-'): string {
@@ -88,9 +97,7 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
     command,
     args,
     env: { ...baseEnv(home), ...options.env },
-    // In its home, not the repository: podman's conmon writes a file named `oom` into the working
-    // directory it inherits when a container is OOM-killed (the docker-mode memory tests).
-    cwd: home,
+    cwd: serverCwd(home),
     stderr: 'pipe',
   });
   let stderr = '';
