@@ -1,16 +1,12 @@
 // The sessions of a server: one record per live session (record.ts), started in stages (start.ts),
 // found for its owner only, sent to, listed, closed and killed, within the quotas; its end logged.
 import type { SamplingLimits, SamplingUse } from '../codemode/index.js';
-import type { Config } from '../config/index.js';
-import type { DiskQuota } from '../disk/index.js';
+import type { EngineDeps } from '../engine/index.js';
 import { InvalidInputError } from '../errors/index.js';
-import type { LogWriter } from '../logs/index.js';
-import type { SavedOutputs } from '../outputs/index.js';
 import type { PackageEnv, PackageLanguage, SessionPackageHost } from '../packages/index.js';
-import type { SecretsFilter } from '../policy/index.js';
 import type { RunQuotas } from '../quotas/index.js';
-import type { Interpreters, Language } from '../runtimes/index.js';
-import type { BackendRegistry, Exit } from '../sandbox/index.js';
+import type { Language } from '../runtimes/index.js';
+import type { Exit } from '../sandbox/index.js';
 import { currentPrincipal, type HeldDir, log } from '../util/index.js';
 import { SessionLimitError, SessionLostError, SessionNotFoundError } from './errors.js';
 import { announce, closeOut } from './lines.js';
@@ -33,18 +29,8 @@ import type {
   StartResult,
 } from './types.js';
 
-export interface SessionManagerDeps {
-  readonly config: Config;
-  readonly backends: BackendRegistry;
-  readonly interpreters: Interpreters;
-  readonly logs: LogWriter;
-  readonly hostEnv?: NodeJS.ProcessEnv;
-  /** Masks secrets in session output (absent: redaction off). */
-  readonly secrets?: SecretsFilter | undefined;
-  /** The disk bounds, shared with the engine (a principal's quota spans both). */
-  readonly disk: DiskQuota;
-  /** Keeps the whole output of a send the result truncates (absent: none kept). */
-  readonly outputs?: SavedOutputs | undefined;
+/** What the engine is built from (sessions share its disk bounds, secrets filter and saved outputs). */
+export interface SessionManagerDeps extends Omit<EngineDeps, 'codeMode'> {
   /** CODEXEC_QUOTAS: a principal's max_sessions, over CODEXEC_MAX_SESSIONS (absent: none). */
   readonly quotas?: RunQuotas | undefined;
 }
