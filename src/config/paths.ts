@@ -11,8 +11,8 @@ export const SHARED_RUN_BASE = '/var/lib/codexec';
 /**
  * The directory runs live beneath (workspaces, package environments, command workspaces, install
  * stages): CODEXEC_HOME, but for a root server with the default home (`~/.codexec`) behind a
- * directory other users may not search (`/root`, 0700, as in most containers). Its runs' uid
- * (65534) must reach their paths on the host's own tree in landlock mode, which binds nothing, and
+ * directory other users may not search (`/root`, 0700, as in most containers). Its runs' uids
+ * (group 65534) must reach their paths on the host's own tree in landlock mode, which binds nothing, and
  * codexec opens no directory that is not its own: those runs live in
  * `/var/lib/codexec/runs/<the first 16 hex digits of the home path's SHA-256>` instead, one per
  * home. The rest of its state (logs, scripts, databases, keys) stays in the home.

@@ -24,7 +24,8 @@ export interface SandboxSpec {
   readonly hostDirFd?: number;
   /**
    * Whom a root server runs the code as: the host directory's owner, an ordinary user. Absent:
-   * nobody (65534) for a root server, the server's own uid otherwise.
+   * nobody (65534; landlock mode: a uid of the run's own) for a root server, the server's own uid
+   * otherwise.
    */
   readonly runAs?: { readonly uid: number; readonly gid: number };
   /** Extra paths the code must be able to read (the script file, the interpreter's tree). */

@@ -1,5 +1,6 @@
 // The confining sandbox mode the suites run in, and what they may expect of the user running them.
 // CODEXEC_TEST_SANDBOX_MODE (namespace by default, or landlock) switches every suite at once.
+import { isRunIdentity } from '../../src/sandbox/landlock/uids.js';
 
 export type ConfinedMode = 'namespace' | 'landlock';
 
@@ -21,5 +22,11 @@ export const SANDBOX_ENV = { CODEXEC_SANDBOX_MODE: SANDBOX_MODE } as const;
  */
 export const IS_ROOT = process.getuid?.() === 0;
 
-/** The uid code sees in the sandbox of a server run by this test's user. */
-export const SANDBOX_UID = IS_ROOT ? 65534 : (process.getuid?.() ?? 65534);
+/**
+ * Whether `uid` is what code sees in the sandbox of a server run by this test's user: 65534 under
+ * a root server (in landlock mode, a uid of the run's own), an ordinary user's own uid under theirs.
+ */
+export function isSandboxUid(uid: number): boolean {
+  if (!IS_ROOT) return uid === process.getuid?.();
+  return SANDBOX_MODE === 'landlock' ? isRunIdentity({ uid, gid: 65534 }) && uid !== 65534 : uid === 65534;
+}

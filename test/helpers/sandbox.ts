@@ -7,6 +7,14 @@ export function sandboxBackend(options: NamespaceOptions = {}): NamespaceBackend
   return SANDBOX_MODE === 'landlock' ? new LandlockBackend(options) : new NamespaceBackend(options);
 }
 
+/** `backend` once probed: what a server does before its first run (a root landlock server claims its runs' uids then). */
+export async function probed<Backend extends { probe(): Promise<unknown> }>(
+  backend: Backend,
+): Promise<Backend> {
+  await backend.probe();
+  return backend;
+}
+
 /**
  * Whether this process can make run cgroups (root, or a delegated cgroup v2 subtree): pre-started
  * launchers, the forker and cgroup limits exist only then; without, rlimits stand in.

@@ -118,6 +118,7 @@ describe.runIf(landlockAbi() >= 4)('landlock runs with the egress allowlist', ()
   let other: Listener;
 
   beforeAll(async () => {
+    await backend.probe(); // runs start after it, as a server's do
     base = mkdtempSync(join(tmpdir(), 'codexec-landlock-egress-'));
     chmodSync(base, 0o755);
     workspace = join(base, 'workspace');

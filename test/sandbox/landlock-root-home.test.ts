@@ -1,7 +1,7 @@
 // A root server with the default home (`~/.codexec`, CODEXEC_HOME unset) where `~` is 0700, as
-// /root is in most containers: its landlock runs (uid 65534 on the host's own tree) could not
-// reach a workspace under it. Its runs live under /var/lib/codexec/runs/<id> instead, lent search
-// for that uid alone; its home stays closed and keeps the rest (logs, scripts).
+// /root is in most containers: its landlock runs (uids of their own, group nogroup, on the host's
+// own tree) could not reach a workspace under it. Its runs live under /var/lib/codexec/runs/<id>
+// instead, lent search for that group alone; its home stays closed and keeps the rest (logs, scripts).
 import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, readdirSync, rmdirSync, rmSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, runRoots } from '../../src/config/index.js';
 import { SHARED_RUN_BASE } from '../../src/config/paths.js';
 import { landlockAbi } from '../../src/sandbox/index.js';
+import { isRunIdentity } from '../../src/sandbox/landlock/uids.js';
 import { IS_ROOT } from '../helpers/mode.js';
 import { callTool, startServer, type TestServer, tempDir } from '../helpers/server.js';
 
@@ -19,10 +20,10 @@ interface Run {
   sandbox_mode: string;
 }
 
-/** Whether uid 65534 can stat `path` (search every directory above it). */
-const nobodyStats = (path: string) => {
+/** Whether `uid` (group nogroup) can stat `path` (search every directory above it). */
+const stats = (path: string, uid: number | string = 65534) => {
   try {
-    execFileSync('/usr/bin/setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', 'stat', path], {
+    execFileSync('/usr/bin/setpriv', [`--reuid=${uid}`, '--regid=65534', '--clear-groups', 'stat', path], {
       stdio: 'ignore',
     });
     return true;
@@ -30,6 +31,10 @@ const nobodyStats = (path: string) => {
     return false;
   }
 };
+const nobodyStats = (path: string) => stats(path);
+/** A uid of a run's own (landlock/uids.ts), not nobody's. */
+const runUid = (uid: string | undefined) =>
+  isRunIdentity({ uid: Number(uid), gid: 65534 }) && uid !== '65534';
 
 describe.runIf(IS_ROOT)('where a root server keeps its runs', () => {
   let user: string;
@@ -94,19 +99,22 @@ describe.runIf(IS_ROOT && landlockAbi() >= 1)('a root server with the default ho
     }
   });
 
-  it('runs code (one-shot runs, a session, a command) as uid 65534, its home still closed', async () => {
+  it('runs code (one-shot runs, a session, a command) as uids of their own, its home still closed', async () => {
     const code = 'import os; print(os.getuid(), os.getcwd())';
+    const uids = new Set<string | undefined>();
     for (let i = 0; i < 2; i++) {
       const { value } = await callTool<Run>(server.client, 'execute_code', { language: 'python', code });
       expect(value).toMatchObject({ success: true, sandbox_mode: 'landlock', stderr: '' });
       const [uid, cwd] = value.stdout.trim().split(' ');
-      expect(uid).toBe('65534');
+      expect(runUid(uid)).toBe(true);
+      uids.add(uid);
       expect(cwd?.startsWith(join(runHome, 'sandbox', 'exec_'))).toBe(true);
     }
     const bash = await callTool<Run>(server.client, 'execute_code', { language: 'bash', code: 'id -u; pwd' });
-    expect(bash.value.stdout).toMatch(
-      new RegExp(`^65534\\n${join(runHome, 'sandbox')}/exec_[0-9a-f]{12}\\n$`),
-    );
+    const [bashUid, bashCwd] = bash.value.stdout.split('\n');
+    expect(runUid(bashUid)).toBe(true);
+    uids.add(bashUid);
+    expect(bashCwd).toMatch(new RegExp(`^${join(runHome, 'sandbox')}/exec_[0-9a-f]{12}$`));
     const session = await callTool<{ session_id: string }>(server.client, 'start_session', {
       language: 'python',
     });
@@ -115,13 +123,25 @@ describe.runIf(IS_ROOT && landlockAbi() >= 1)('a root server with the default ho
       session_id: session.value.session_id,
       code: 'import os\nopen("kept.txt", "w").write("x")\nprint(os.getuid(), os.getcwd())',
     });
-    expect(sent.value.stdout).toBe(`65534 ${join(runHome, 'sandbox', session.value.session_id)}\n`);
+    const [sessionUid, sessionCwd] = sent.value.stdout.trim().split(' ');
+    expect(runUid(sessionUid)).toBe(true);
+    uids.add(sessionUid);
+    expect(sessionCwd).toBe(join(runHome, 'sandbox', session.value.session_id));
     const command = await callTool<Run>(server.client, 'execute_command', { command: 'id -u; pwd' });
-    expect(command.value.stdout).toBe(`65534\n${join(runHome, 'workspace')}\n`);
+    const [commandUid, commandCwd] = command.value.stdout.split('\n');
+    expect(runUid(commandUid)).toBe(true);
+    uids.add(commandUid);
+    expect(commandCwd).toBe(join(runHome, 'workspace'));
+    // No two of the five had one uid: four one-shot runs ended and gave theirs back, but a uid just
+    // returned is the last to come again.
+    expect(uids.size).toBe(5);
     // The server's state is at home, which no other user may enter; its logs are there.
     expect(existsSync(join(user, '.codexec', 'logs'))).toBe(true);
     expect(statSync(user).mode & 0o777).toBe(0o700);
     expect(nobodyStats(join(user, '.codexec'))).toBe(false);
-    expect(nobodyStats(join(runHome, 'sandbox', session.value.session_id, 'kept.txt'))).toBe(true);
+    // The session's files: its own uid reaches them, nobody (as other runs) does not.
+    const kept = join(runHome, 'sandbox', session.value.session_id, 'kept.txt');
+    expect(stats(kept, sessionUid)).toBe(true);
+    expect(nobodyStats(kept)).toBe(false);
   });
 });

@@ -14,6 +14,8 @@ interface Call {
   arch: number;
   arg0?: number;
   arg1?: number;
+  /** The upper half of args[1] (a pointer's). */
+  arg1Hi?: number;
   arg2?: number;
   arg3?: number;
 }
@@ -24,6 +26,7 @@ function run(program: readonly Instruction[], call: Call): number {
   data.writeUInt32LE(call.arch, 4);
   data.writeUInt32LE(call.arg0 ?? 0, 16);
   data.writeUInt32LE(call.arg1 ?? 0, 24);
+  data.writeUInt32LE(call.arg1Hi ?? 0, 28);
   data.writeUInt32LE(call.arg2 ?? 0, 32);
   data.writeUInt32LE(call.arg3 ?? 0, 40);
   let a = 0;
@@ -162,6 +165,37 @@ describe('seccomp filter (aarch64)', () => {
     expect(run(offline, { nr: 269, arch: ARM64, arg3: 0x20000000 })).toBe(EPERM); // sendmmsg
     expect(run(offline, { nr: 206, arch: ARM64 })).toBe(RET.allow);
     expect(run(offline, { nr: 63, arch: 0x40000028 })).toBe(RET.killProcess); // AUDIT_ARCH_ARM
+  });
+});
+
+describe('seccomp filter: metadata changed through descriptors only', () => {
+  const x64 = buildFilter('x64', { sockets: 'unix', metadataByDescriptor: true });
+  const arm64 = buildFilter('arm64', { sockets: 'unix', metadataByDescriptor: true });
+  const plain = buildFilter('x64', { sockets: 'unix' });
+
+  it('refuses mode, owner, time and xattr changes by path; allows them through a descriptor', () => {
+    // chmod, fchmodat, fchmodat2, chown, lchown, fchownat, utime, utimes, futimesat, setxattr,
+    // lsetxattr, removexattr, lremovexattr, setxattrat, removexattrat
+    for (const nr of [90, 268, 452, 92, 94, 260, 132, 235, 261, 188, 189, 197, 199, 463, 466])
+      expect(run(x64, { nr, arch: X64 }), `syscall ${nr}`).toBe(EPERM);
+    // fchmod, fchown, fsetxattr, fremovexattr, read
+    for (const nr of [91, 93, 190, 196, 0])
+      expect(run(x64, { nr, arch: X64 }), `syscall ${nr}`).toBe(RET.allow);
+    // utimensat: a path (either half of the pointer) refused; none (futimens) allowed.
+    expect(run(x64, { nr: 280, arch: X64, arg1: 0x1000 })).toBe(EPERM);
+    expect(run(x64, { nr: 280, arch: X64, arg1Hi: 0x7fff })).toBe(EPERM);
+    expect(run(x64, { nr: 280, arch: X64 })).toBe(RET.allow);
+    // What follows the block still applies: a namespace clone, a socket.
+    expect(run(x64, { nr: 56, arch: X64, arg0: 0x10000000 })).toBe(EPERM);
+    expect(run(x64, { nr: 41, arch: X64, arg0: 2 })).toBe(RET.errno(13));
+  });
+
+  it('on aarch64 too (fchmodat, fchownat, utimensat, setxattr); not without the option', () => {
+    for (const nr of [53, 452, 54, 5, 6, 14, 15]) expect(run(arm64, { nr, arch: ARM64 })).toBe(EPERM);
+    expect(run(arm64, { nr: 88, arch: ARM64, arg1: 8 })).toBe(EPERM);
+    expect(run(arm64, { nr: 88, arch: ARM64 })).toBe(RET.allow);
+    expect(run(arm64, { nr: 52 /* fchmod */, arch: ARM64 })).toBe(RET.allow);
+    for (const nr of [90, 268, 280]) expect(run(plain, { nr, arch: X64, arg1: 8 })).toBe(RET.allow);
   });
 });
 

@@ -15,7 +15,7 @@ import { type Identity, Lease } from './ownership.js';
 import { probeRun } from './probe.js';
 import { killOrphanedSandboxes } from './process.js';
 import { type Prepared, type Run, releaseRun, wrapRun } from './run.js';
-import { hostFilter, socketPolicy } from './seccomp.js';
+import { type FilterOptions, hostFilter, socketPolicy } from './seccomp.js';
 import { detectHost, type HostSetup, type Layer } from './setup.js';
 import type { Zygote } from './zygote.js';
 import { Zygotes } from './zygotes.js';
@@ -106,10 +106,14 @@ export abstract class HostBackend<Options extends HostOptions = HostOptions> imp
     this.probed ??= (async () => {
       const missing = this.unavailable(this.setup());
       if (missing) return { available: false, reason: missing };
+      await this.prepare(this.setup());
       return probeRun(this, this.setup().root);
     })();
     return this.probed;
   }
+
+  /** What runs need made once, before the first (the probe's): nothing, but where a backend says. */
+  protected async prepare(_host: HostSetup): Promise<void> {}
 
   forksDrivers(): boolean {
     const host = this.setup();
@@ -218,9 +222,9 @@ export abstract class HostBackend<Options extends HostOptions = HostOptions> imp
     return undefined;
   }
 
-  /** The seccomp filter of `spec`'s run (sessionFixed: no process of it may leave its session). */
-  protected seccompFor(spec: SandboxSpec, sessionFixed = false): Buffer {
-    const seccomp = hostFilter({ sockets: socketPolicy(spec), sessionFixed });
+  /** The seccomp filter of `spec`'s run, with `options` beyond its network's sockets. */
+  protected seccompFor(spec: SandboxSpec, options: Omit<FilterOptions, 'sockets'> = {}): Buffer {
+    const seccomp = hostFilter({ sockets: socketPolicy(spec), ...options });
     if (!seccomp)
       throw new SandboxUnavailableError(`${this.mode} sandbox unavailable: no seccomp filter for this arch`);
     return seccomp;

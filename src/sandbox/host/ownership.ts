@@ -3,8 +3,9 @@
 //
 // Rule: a host directory (policy's HostDirs: an ordinary user's, beneath CODEXEC_ALLOWED_PATHS)
 // runs the code as its owner and is never lent: no host tree changes owner. Everything else runs
-// as nobody (65534), and codexec's own workspaces, which root owns, are lent to that uid for the
-// run and given back afterwards, with every file the run created or changed.
+// as nobody (65534; in landlock mode, a uid of the run's own), and codexec's own workspaces, which
+// root owns, are lent to that uid for the run and given back afterwards, with every file the run
+// created or changed.
 import { closeSync, fchownSync, fstatSync, lchownSync } from 'node:fs';
 import { at, holdsOnly, openRoot, quietly, walkBeneath } from '../../util/index.js';
 import type { SandboxSpec } from '../types.js';
@@ -12,6 +13,11 @@ import type { SandboxSpec } from '../types.js';
 export interface Identity {
   readonly uid: number;
   readonly gid: number;
+  /**
+   * A uid lent to one run (landlock mode's run uids): called once the lease of its workspaces is
+   * given back, when nothing of the host is that uid's any more.
+   */
+  readonly returned?: () => void;
 }
 
 export const NOBODY: Identity = { uid: 65534, gid: 65534 };
@@ -91,6 +97,12 @@ export class Lease {
 
   /** Call only once no process of the run is left. Never follows symlinks. */
   async giveBack(): Promise<void> {
+    await this.giveRoots();
+    // Not after a failure: a uid that may still own a file here is never handed to another run.
+    this.identity.returned?.();
+  }
+
+  private async giveRoots(): Promise<void> {
     const roots = this.roots;
     this.roots = [];
     for (const root of roots) {

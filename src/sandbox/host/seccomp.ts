@@ -31,6 +31,9 @@ const ARCHES: Readonly<Record<SeccompArch, ArchTable>> = {
       finit_module: 313, kexec_file_load: 320, bpf: 321, userfaultfd: 323, io_uring_setup: 425,
       io_uring_enter: 426, io_uring_register: 427, open_tree: 428, move_mount: 429, fsopen: 430,
       fsconfig: 431, fsmount: 432, fspick: 433, clone3: 435, mount_setattr: 442,
+      chmod: 90, fchmodat: 268, fchmodat2: 452, chown: 92, lchown: 94, fchownat: 260, utime: 132, utimes: 235,
+      futimesat: 261, utimensat: 280, setxattr: 188, lsetxattr: 189, removexattr: 197, lremovexattr: 199,
+      setxattrat: 463, removexattrat: 466,
     },
   },
   arm64: {
@@ -43,7 +46,8 @@ const ARCHES: Readonly<Record<SeccompArch, ArchTable>> = {
       process_vm_readv: 270, process_vm_writev: 271, finit_module: 273, kexec_file_load: 294, bpf: 280,
       userfaultfd: 282, io_uring_setup: 425, io_uring_enter: 426, io_uring_register: 427, open_tree: 428,
       move_mount: 429, fsopen: 430, fsconfig: 431, fsmount: 432, fspick: 433, clone3: 435,
-      mount_setattr: 442,
+      mount_setattr: 442, fchmodat: 53, fchmodat2: 452, fchownat: 54, utimensat: 88, setxattr: 5,
+      lsetxattr: 6, removexattr: 14, lremovexattr: 15, setxattrat: 463, removexattrat: 466,
     },
   },
 };
@@ -57,6 +61,19 @@ export const DENIED_SYSCALLS = [
   'kexec_load', 'kexec_file_load', 'init_module', 'finit_module', 'delete_module', 'reboot',
   'swapon', 'swapoff', 'io_uring_setup', 'io_uring_enter', 'io_uring_register', 'acct', 'quotactl',
   'syslog', 'vhangup', 'iopl', 'ioperm', 'name_to_handle_at', 'open_by_handle_at',
+] as const;
+
+/**
+ * Calls that change a file's mode, owner, times or extended attributes (ACLs among them) found by
+ * a path: Landlock checks none of them, so where the run's uid owns files outside its writable
+ * paths they are refused, and the same changes through a descriptor (fchmod, fchown, futimens,
+ * fsetxattr on a file the run could open, which Landlock did check) are what is left.
+ * utimensat with no path is futimens: handled apart.
+ */
+// biome-ignore format: a list of names
+export const METADATA_BY_PATH = [
+  'chmod', 'fchmodat', 'fchmodat2', 'chown', 'lchown', 'fchownat', 'utime', 'utimes', 'futimesat',
+  'setxattr', 'lsetxattr', 'removexattr', 'lremovexattr', 'setxattrat', 'removexattrat',
 ] as const;
 
 // biome-ignore format: flag names beside their values
@@ -91,6 +108,7 @@ const OFF_NR = 0;
 const OFF_ARCH = 4;
 const OFF_ARG0_LO = 16;
 const OFF_ARG1_LO = 24;
+const OFF_ARG1_HI = 28;
 const OFF_ARG2_LO = 32;
 const OFF_ARG3_LO = 40;
 
@@ -132,6 +150,11 @@ export interface FilterOptions {
    * with neither a pid namespace nor a cgroup (landlock mode, a non-root server) is ended whole.
    */
   readonly sessionFixed?: boolean;
+  /**
+   * Refuse METADATA_BY_PATH (and utimensat given a path): for runs whose uid owns files outside
+   * what Landlock lets them open (landlock mode, code run as a host directory's owner).
+   */
+  readonly metadataByDescriptor?: boolean;
 }
 
 /** The filter as instructions (exported for tests, which run it through a tiny BPF interpreter). */
@@ -151,6 +174,7 @@ export function buildFilter(arch: SeccompArch, options: FilterOptions): Instruct
   if (options.sessionFixed)
     for (const name of ['setsid', 'setpgid'])
       program.push(jump(JEQ, nr(table, name), 0, 1), ret(RET.errno(EPERM)));
+  if (options.metadataByDescriptor) program.push(...metadataByDescriptor(table));
   // glibc falls back from clone3 to clone on ENOSYS; clone3 flags live in memory BPF cannot read.
   program.push(jump(JEQ, nr(table, 'clone3'), 0, 1), ret(RET.errno(ENOSYS)));
   if (options.sockets === 'unix') {
@@ -194,6 +218,27 @@ export function buildFilter(arch: SeccompArch, options: FilterOptions): Instruct
   return program;
 }
 
+/** METADATA_BY_PATH refused; utimensat only with a null path (futimens on a descriptor). */
+function metadataByDescriptor(table: ArchTable): Instruction[] {
+  const program: Instruction[] = [];
+  for (const name of METADATA_BY_PATH) {
+    const nr = table.nr[name];
+    if (nr !== undefined) program.push(jump(JEQ, nr, 0, 1), ret(RET.errno(EPERM)));
+  }
+  // biome-ignore format: one instruction per line, jumps counted in the comments
+  program.push(
+    jump(JEQ, nr(table, 'utimensat'), 0, 6),
+    ld(OFF_ARG1_LO),
+    jump(JEQ, 0, 0, 2), //  low half set → deny
+    ld(OFF_ARG1_HI),
+    jump(JEQ, 0, 1, 0), //  both halves zero → allow
+    ret(RET.errno(EPERM)), // deny:
+    ret(RET.allow), //       allow:
+    ld(OFF_NR), //           (not utimensat: the number again for what follows)
+  );
+  return program;
+}
+
 /**
  * System call `nr` with any of `flags` in the argument at `offset`: refused (EPERM); without them,
  * allowed. Any other call skips the block, the accumulator still holding its number.
@@ -231,7 +276,7 @@ const cache = new Map<string, Buffer>();
 export function hostFilter(options: FilterOptions): Buffer | undefined {
   const arch = seccompArch();
   if (!arch) return undefined;
-  const key = `${arch}:${options.sockets}:${options.sessionFixed === true}`;
+  const key = `${arch}:${options.sockets}:${options.sessionFixed === true}:${options.metadataByDescriptor === true}`;
   let encoded = cache.get(key);
   if (!encoded) {
     encoded = encodeFilter(buildFilter(arch, options));

@@ -101,7 +101,7 @@ function toolLayers(root: boolean, nproc: boolean): { layers: Layer[]; tools: To
       ok: setpriv !== undefined,
       required: true,
       detail: setpriv
-        ? `${setpriv}; code runs as uid 65534 (or the working dir's owner), never host root`
+        ? `${setpriv}; code runs as uid 65534 (landlock: a uid of the run's own; or the working dir's owner), never host root`
         : 'setpriv not found (util-linux); install util-linux, or run codexec as a non-root user',
     });
   }

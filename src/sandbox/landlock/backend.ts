@@ -10,7 +10,6 @@ import {
   type HostSetup,
   hostFilter,
   type Identity,
-  identityFor,
   lendable,
   lendTo,
   NOBODY,
@@ -29,6 +28,7 @@ import {
 import type { Capabilities, SandboxedProcess, SandboxSpec } from '../types.js';
 import { confiner, ownTmp } from './confiner.js';
 import { Reach } from './reach.js';
+import { claimBlock, RunUids } from './uids.js';
 
 export interface LandlockOptions extends HostOptions {
   /**
@@ -72,6 +72,9 @@ export class LandlockBackend extends HostBackend<LandlockOptions> {
   private readonly reach: Reach;
   /** Process groups of runs without a cgroup, killed if the server dies (even by SIGKILL). */
   private groups: Watcher | undefined;
+  /** A root server's runs: each a uid of its own, from the block its probe claimed. */
+  private runUids: RunUids | undefined;
+  private claimed: Promise<void> | undefined;
 
   constructor(options: LandlockOptions = {}) {
     super(options);
@@ -103,10 +106,10 @@ export class LandlockBackend extends HostBackend<LandlockOptions> {
     const host = this.setup();
     if (!this.mayFork(spec, host) || this.refusal(spec)) return;
     const zygote = this.zygoteFor(spec);
-    const seccomp = hostFilter({ sockets: socketPolicy(spec) });
+    const seccomp = hostFilter({ sockets: socketPolicy(spec), metadataByDescriptor: ownsBeyond(spec) });
     if (!zygote?.usable || !seccomp) return;
-    const identity = identityFor(spec);
-    if (this.unreachable(spec, identity)) return; // a cold start reports it
+    if (!(spec.runAs || this.runUids) || this.unreachable(spec, spec.runAs ?? NOBODY)) return; // a cold start reports it
+    const identity = this.identityOf(spec);
     const parts = await this.forkParts(spec, host, identity, () => ownTmp(spec, identity));
     if (!parts) return;
     const prepared = { ...parts, alone: true };
@@ -134,11 +137,11 @@ export class LandlockBackend extends HostBackend<LandlockOptions> {
     if (forked) return forked;
     // Without a cgroup or a pid namespace, a run is ended through its process group.
     const sessionFixed = !host.cgroups;
-    const seccomp = this.seccompFor(spec, sessionFixed);
-    const identity = host.root ? identityFor(spec) : undefined;
-    const blocked = identity ? this.unreachable(spec, identity) : undefined;
+    const seccomp = this.seccompFor(spec, { sessionFixed, metadataByDescriptor: ownsBeyond(spec) });
+    const blocked = host.root ? this.unreachable(spec, spec.runAs ?? NOBODY) : undefined;
     if (blocked) throw new SandboxUnavailableError(`landlock sandbox: ${blocked}`);
-    const lease = lendTo(spec, identity);
+    const identity = host.root ? this.identityOf(spec) : undefined;
+    const lease = this.lendTo(spec, identity);
     const shape = shapeOf(spec);
     // No bwrap: the run's cgroup holds its program's processes alone, as a forked run's.
     const maxProcs = Math.max(1, spec.limits.maxProcs - OUTSIDE_FORKED_CGROUP);
@@ -151,10 +154,42 @@ export class LandlockBackend extends HostBackend<LandlockOptions> {
       started = this.start(spec, host, { identity, seccomp, ready, shape, limits, cgroup, tmp });
     } catch (error) {
       if (tmp) rmSync(tmp, { recursive: true, force: true });
+      undo();
       throw error;
     }
     const run = this.wrap(started.child, { cgroup, lease, alone: true, ...(tmp && { tmp }) });
     return sessionFixed ? this.reaped(run) : run;
+  }
+
+  /**
+   * Whom a root server runs `spec`'s code as: its host directory's owner, else a uid of the run's
+   * own (shared only with runs that write the same workspace), returned with the lease.
+   */
+  private identityOf(spec: SandboxSpec): Identity {
+    if (spec.runAs) return spec.runAs;
+    if (!this.runUids)
+      throw new SandboxUnavailableError(
+        "landlock sandbox: a root server's runs start after the backend's probe, which claims their uids",
+      );
+    return this.runUids.take(lendable(spec));
+  }
+
+  protected override async prepare(host: HostSetup): Promise<void> {
+    if (!host.root) return;
+    this.claimed ??= claimBlock().then((block) => {
+      this.runUids = new RunUids(block);
+    });
+    await this.claimed;
+  }
+
+  /** lendTo(), the run's uid returned if lending fails. */
+  private lendTo(spec: SandboxSpec, identity: Identity | undefined): ReturnType<typeof lendTo> {
+    try {
+      return lendTo(spec, identity);
+    } catch (error) {
+      identity?.returned?.();
+      throw error;
+    }
   }
 
   /** Start a cold run: its confine script, run by a ready launcher or by a direct start. */
@@ -219,6 +254,18 @@ export class LandlockBackend extends HostBackend<LandlockOptions> {
     }
     return undefined;
   }
+}
+
+/**
+ * Whether the run's uid owns files beyond the paths it may write: a host directory's owner, run
+ * by a root server. Landlock checks no change of mode, owner, times or extended attributes, so
+ * those go through descriptors only, which only what Landlock let the run open yields. A root
+ * server's other runs each have a uid of their own, which owns nothing else. (A non-root server's
+ * runs are its user, who owns more: that gap is documented, as refusing them by path there would
+ * take `python -m venv`, `shutil.copytree` and `chmod +x` from the mode's every user.)
+ */
+function ownsBeyond(spec: SandboxSpec): boolean {
+  return spec.runAs !== undefined;
 }
 
 /** A run's stdio shape: no drop program reports a landlock run's end. */

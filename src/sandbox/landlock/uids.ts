@@ -1,0 +1,126 @@
+// The uids of a root server's landlock runs: one of its own for each run. Landlock checks no
+// change of a file's mode, times or extended attributes, and landlock mode binds nothing: had
+// runs one uid between them, the code of one could chmod another's workspace (its files lent to
+// that uid) by path, or reset their times. A uid owns only its own run's workspaces, on loan.
+//
+// Servers on one host share the range: each claims a block of it by listening on an abstract Unix
+// socket named for the block. The kernel lets one socket hold a name, and frees it when the server
+// exits however it ends, so no two live servers hold a block and a dead one's is free again.
+import { createServer, type Server } from 'node:net';
+import { SandboxUnavailableError } from '../../errors/index.js';
+import type { Identity } from '../host/index.js';
+
+/**
+ * The range runs' uids come from: above the ranges useradd hands out to login users and their
+ * subordinate ids (up to 600100000) and systemd's container ranges (up to 1879048191), below
+ * systemd's foreign range (0x7FFE0000) and the 2^31 where tools that hold a uid in a signed int
+ * break. No account names them.
+ */
+const RANGE = { first: 0x7000_0000, end: 0x7ffe_0000 } as const;
+/** Uids in a server's block: runs it may hold at once (warm processes, runs, sessions). */
+export const BLOCK_SIZE = 4096;
+const BLOCKS = Math.floor((RANGE.end - RANGE.first) / BLOCK_SIZE);
+/** Every run's group: nogroup. Directories runs must search are lent to this group, not per uid. */
+export const RUN_GID = 65534;
+
+/** A run's identity, taken from RunUids: `returned()` once its workspaces are given back. */
+export interface RunIdentity extends Identity {
+  returned(): void;
+}
+
+/** Whether `identity` is a run's own (or nobody's, which stands for them): not a login user's. */
+export function isRunIdentity(identity: Identity): boolean {
+  return identity.uid === 65534 || (identity.uid >= RANGE.first && identity.uid < RANGE.end);
+}
+
+/** A block of the range, this server's while `hold` listens. */
+export interface UidBlock {
+  readonly first: number;
+  readonly count: number;
+  release(): void;
+}
+
+/** Claim a free block: from a random one (or `start`) on, the first whose socket name nobody holds. */
+export async function claimBlock(start = Math.floor(Math.random() * BLOCKS)): Promise<UidBlock> {
+  for (let tried = 0; tried < BLOCKS; tried++) {
+    const index = (start + tried) % BLOCKS;
+    const hold = await listen(`\0codexec-run-uids-${index}`);
+    if (!hold) continue;
+    hold.unref();
+    return { first: RANGE.first + index * BLOCK_SIZE, count: BLOCK_SIZE, release: () => hold.close() };
+  }
+  throw new SandboxUnavailableError('every block of landlock run uids is held by another codexec server');
+}
+
+/** A server listening on `name`, or undefined where another socket holds it. */
+function listen(name: string): Promise<Server | undefined> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', (error: NodeJS.ErrnoException) =>
+      error.code === 'EADDRINUSE' ? resolve(undefined) : reject(error),
+    );
+    server.listen(name, () => resolve(server));
+  });
+}
+
+/** The uids of one server's runs, from its block. */
+export class RunUids {
+  /** Trees on loan, by path: the uid they are lent to and how many runs hold them. */
+  private readonly trees = new Map<string, { readonly uid: number; holders: number }>();
+  /** Uids taken, with how many runs hold each. */
+  private readonly taken = new Map<number, number>();
+  private next = 0;
+
+  constructor(private readonly range: Pick<UidBlock, 'first' | 'count'>) {}
+
+  /**
+   * The identity of a run that writes `trees` (its lendable workspaces): the uid one of them is on
+   * loan to already (runs sharing a tree, as commands in one workspace, share its owner), else a
+   * uid no run holds, the next in turn (so a uid just returned is the last to come again).
+   */
+  take(trees: readonly string[]): RunIdentity {
+    const uid =
+      trees.map((tree) => this.trees.get(tree)?.uid).find((held) => held !== undefined) ?? this.fresh();
+    const held: string[] = [];
+    for (const tree of trees) {
+      const loan = this.trees.get(tree);
+      if (loan && loan.uid !== uid) continue; // lent to another run's uid: this one cannot own it
+      if (loan) loan.holders++;
+      else this.trees.set(tree, { uid, holders: 1 });
+      held.push(tree);
+    }
+    this.taken.set(uid, (this.taken.get(uid) ?? 0) + 1);
+    let returned = false;
+    return {
+      uid,
+      gid: RUN_GID,
+      returned: () => {
+        if (returned) return;
+        returned = true;
+        for (const tree of held) {
+          const loan = this.trees.get(tree);
+          if (loan && --loan.holders === 0) this.trees.delete(tree);
+        }
+        const holders = (this.taken.get(uid) ?? 1) - 1;
+        if (holders === 0) this.taken.delete(uid);
+        else this.taken.set(uid, holders);
+      },
+    };
+  }
+
+  /** How many uids runs hold now. */
+  get inUse(): number {
+    return this.taken.size;
+  }
+
+  private fresh(): number {
+    for (let tried = 0; tried < this.range.count; tried++) {
+      const uid = this.range.first + this.next;
+      this.next = (this.next + 1) % this.range.count;
+      if (!this.taken.has(uid)) return uid;
+    }
+    throw new SandboxUnavailableError(
+      `all ${this.range.count} uids of this server's landlock runs are held by runs that have not ended; end some runs or sessions`,
+    );
+  }
+}
