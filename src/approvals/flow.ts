@@ -10,6 +10,7 @@ import type { ApprovalAsker } from './client.js';
 import type { ApprovalQueue } from './dashboard.js';
 import { decided } from './decide.js';
 import type { PendingApprovals } from './pending.js';
+import { trustKey } from './question.js';
 import { ApprovalRouter } from './route.js';
 
 /** What one gate's approvals are made of (one gate per connection, or per request over HTTP). */
@@ -88,7 +89,7 @@ export class Approvals {
    * can answer here (APPROVAL_UNAVAILABLE), too many approvals wait already (LIMIT_REACHED).
    */
   async ask(ctx: ServerContext, attempt: Attempt, asked: AskedBy): Promise<Asked> {
-    const key = attempt.sessionId ? `session:${attempt.sessionId}` : `${attempt.tool}:${attempt.language}`;
+    const key = trustKey(attempt);
     if (this.trusted.has(key)) return { kind: 'trusted', approval: { approved_by: 'trusted_session' } };
     const refused = { approved: false, approved_by: null, rule: asked.rule } as const;
     const unavailable = this.router.nobody(this.asker.channel(ctx, 'run'));

@@ -26,6 +26,27 @@ export type Answer =
 /** An answer read from the client (not the 2026-era "ask first" result). */
 export type Reply = Exclude<Answer, { readonly kind: 'pending' }>;
 
+/** Tools a session's trust covers: code sent into its REPL (send_to_session, or execute_code given the session) and installs into it. */
+const SESSION_WIDE: ReadonlySet<string> = new Set(['send_to_session', 'execute_code', 'install_package']);
+
+/**
+ * What `approve_trust_session` trusts from then on: a session (for the tools SESSION_WIDE names),
+ * another tool in a session (start_process, write_file: that tool there alone), or a one-shot
+ * tool with its language on this connection.
+ */
+export function trustKey(form: Pick<ApprovalForm, 'tool' | 'language' | 'sessionId'>): string {
+  if (!form.sessionId) return `${form.tool}:${form.language}`;
+  return SESSION_WIDE.has(form.tool) ? `session:${form.sessionId}` : `session:${form.sessionId}:${form.tool}`;
+}
+
+/** The same, as the form tells the person approving. */
+function trustShown(form: ApprovalForm): string {
+  if (!form.sessionId) return `trust ${form.tool} with ${form.language} on this connection from now on`;
+  return SESSION_WIDE.has(form.tool)
+    ? `trust session ${form.sessionId} from now on`
+    : `trust ${form.tool} in session ${form.sessionId} from now on`;
+}
+
 const MAX_SHOWN_CHARS = 8000;
 const answerSchema = z.object({ decision: z.enum(DECISIONS) });
 
@@ -80,9 +101,7 @@ function formParams(form: ApprovalForm): ElicitRequestFormParams {
     form.code.length > MAX_SHOWN_CHARS
       ? `${form.code.slice(0, MAX_SHOWN_CHARS)}\n[... ${form.code.length - MAX_SHOWN_CHARS} more characters ...]`
       : form.code;
-  const trust = form.sessionId
-    ? `trust session ${form.sessionId} from now on`
-    : `trust ${form.tool} with ${form.language} on this connection from now on`;
+  const trust = trustShown(form);
   return {
     mode: 'form',
     message:

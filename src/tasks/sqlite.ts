@@ -3,6 +3,7 @@ import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import type Database from 'better-sqlite3';
+import { privateDatabase } from '../util/index.js';
 import {
   answering,
   changedInput,
@@ -69,6 +70,7 @@ export class SqliteTaskStore implements TaskStore {
     if (this.db) return this.db;
     mkdirSync(dirname(this.path), { recursive: true });
     const Sqlite = createRequire(import.meta.url)('better-sqlite3') as typeof Database;
+    privateDatabase(this.path);
     const db = new Sqlite(this.path);
     try {
       db.pragma('busy_timeout = 10000');

@@ -31,5 +31,6 @@ export { needsShowing, quotedPath, shownName, unshownName } from './names.js';
 export { PACKAGE_VERSION, packagePath } from './package.js';
 export { expandHome, isWithin } from './paths.js';
 export { asPrincipal, currentPrincipal, LOCAL_PRINCIPAL, principalFolder } from './principal.js';
+export { privateDatabase } from './private-file.js';
 export { quietly } from './quietly.js';
 export { settledWithin } from './time.js';

@@ -97,7 +97,7 @@ describe.each(ERAS)('approval (%s era)', (era) => {
     }
   });
 
-  it('approve_trust_session on a send trusts that session only', async () => {
+  it('approve_trust_session on a send trusts sends into that session only', async () => {
     const { server, forms } = await gated(era, decide('approve_trust_session'));
     try {
       const start = (language: string) =>
@@ -115,10 +115,28 @@ describe.each(ERAS)('approval (%s era)', (era) => {
       expect((await send(a, 'x + 1')).value).toMatchObject({ success: true, stdout: '21\n' });
       expect(forms).toHaveLength(1); // trusted
 
+      // The session's trust is for code sent into it: a background process or a file written
+      // there asks, and trusting one trusts that tool in that session alone.
+      const process = () => callTool(server.client, 'start_process', { session_id: a, command: 'true' });
+      expect((await process()).isError).toBe(false);
+      expect(forms).toHaveLength(2);
+      expect(forms[1]?.message).toContain('Tool: start_process');
+      expect(JSON.stringify(forms[1]?.requestedSchema)).toContain(`trust start_process in session ${a}`);
+      expect((await process()).isError).toBe(false);
+      expect(forms).toHaveLength(2);
+      const written = await callTool(server.client, 'write_file', {
+        session_id: a,
+        path: 'w.txt',
+        content: 'x',
+      });
+      expect(written.isError).toBe(false);
+      expect(forms).toHaveLength(3);
+      expect(forms[2]?.message).toContain('Tool: write_file');
+
       await send(b, 'y = 1');
-      expect(forms).toHaveLength(2); // another session asks
+      expect(forms).toHaveLength(4); // another session asks
       await callTool(server.client, 'execute_code', { language: 'python', code: 'print(1)' });
-      expect(forms).toHaveLength(3); // and so does a one-shot run
+      expect(forms).toHaveLength(5); // and so does a one-shot run
     } finally {
       await server.close();
     }

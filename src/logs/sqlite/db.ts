@@ -2,7 +2,7 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import type Database from 'better-sqlite3';
-import { log } from '../../util/index.js';
+import { log, privateDatabase } from '../../util/index.js';
 
 export type Db = Database.Database;
 
@@ -92,6 +92,7 @@ export function openIndexDb(path: string, logDir: string): Db {
 function openOnce(path: string, logDir: string): Db {
   mkdirSync(dirname(path), { recursive: true });
   const Sqlite = loadDriver();
+  privateDatabase(path);
   const db = new Sqlite(path);
   try {
     // Several codexec processes may share CODEXEC_HOME: WAL lets readers run beside one writer,
