@@ -348,11 +348,13 @@ def become_program(run, namespaces):
     os.environ.update(env)
     extra = [entry for entry in env.get("PYTHONPATH", "").split(":") if entry]
     sys.path[1:1] = [os.path.abspath(entry) for entry in extra]
-    # What drivers/mpl/sitecustomize.py does at a cold start: packages after the standard library.
-    for entry in env.get("CODEXEC_PYTHON_PACKAGES", "").split(":"):
-        if entry and entry not in sys.path:
-            sys.path.append(entry)
     import site
+
+    # What drivers/mpl/sitecustomize.py does at a cold start: packages after the standard library,
+    # before the system's site- and dist-packages.
+    sites = {os.path.abspath(p) for p in site.getsitepackages()}
+    at = next((i for i, e in enumerate(sys.path) if os.path.abspath(e or ".") in sites), len(sys.path))
+    sys.path[at:at] = [e for e in env.get("CODEXEC_PYTHON_PACKAGES", "").split(":") if e and e not in sys.path]
 
     site.USER_BASE = None
     site.USER_SITE = None

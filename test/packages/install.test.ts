@@ -14,6 +14,7 @@ describe('install_package into the global environment', () => {
   beforeAll(async () => {
     buildWheel(wheels);
     buildWheel(wheels, 'codexec_session_demo', '2.0.0', 7);
+    buildWheel(wheels, 'numpy', '99.0.0', 99);
     server = await startServer({
       env: { PIP_NO_INDEX: '1', PIP_FIND_LINKS: wheels, CODEXEC_PACKAGE_BLOCKLIST: 'evil-pkg, left-pad' },
     });
@@ -142,6 +143,39 @@ describe('install_package into the global environment', () => {
     });
     await call('close_session', { session_id: id });
     await call('close_session', { session_id: String(other.value.session_id) });
+  });
+
+  it("puts a session's packages before the system's dist-packages: its numpy, not Debian's", async () => {
+    // An installed package's dependency loses to an older system copy if the system's
+    // dist-packages come first: the package then fails to import (pandas over Debian's numpy).
+    const system = await call('execute_code', {
+      language: 'python',
+      code: 'import numpy; print(numpy.__file__)',
+    });
+    expect(system.value.stdout).toMatch(/dist-packages\/numpy\/__init__\.py/);
+    const session = await call('start_session', { language: 'python' });
+    const id = String(session.value.session_id);
+    const installed = await call('install_package', {
+      language: 'python',
+      package: 'numpy==99.0.0',
+      session_id: id,
+    });
+    expect(installed.value).toMatchObject({ success: true, version: '99.0.0' });
+    const used = await call('send_to_session', {
+      session_id: id,
+      code: [
+        'import os, sys, sysconfig, numpy',
+        'print(numpy.VALUE)',
+        'at = lambda test: min(i for i, p in enumerate(sys.path) if test(p))',
+        'stdlib = at(lambda p: os.path.abspath(p or ".") == sysconfig.get_paths()["stdlib"])',
+        'mine = at(lambda p: "/.packages/" in p)',
+        'system = at(lambda p: p.endswith("-packages"))',
+        'print(stdlib < mine < system)',
+      ].join('\n'),
+    });
+    // The installed one; the standard library still ahead of it, the system's packages after it.
+    expect(used.value).toMatchObject({ success: true, stdout: '99\nTrue\n' });
+    await call('close_session', { session_id: id });
   });
 
   it('installs from npm into a node session, which can require and import it', async () => {
