@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { type Config, globalPackageDirs } from '../config/index.js';
 import { CodexecError } from '../errors/index.js';
 import type { LogWriter } from '../logs/index.js';
@@ -83,9 +84,14 @@ export class PackageService {
     return { ...result, language: request.language, session_id: request.sessionId ?? null };
   }
 
+  /** A session's environment, with the global one its code sees after it. */
   private sessionEnv(sessionId: string, language: PackageLanguage): PackageEnv {
     if (!this.sessions)
       throw new CodexecError('SESSION_NOT_FOUND', `no session ${sessionId}; start_session first`);
-    return this.sessions.packageEnv(sessionId, language);
+    const global = this.globalEnv(language).dir;
+    return {
+      ...this.sessions.packageEnv(sessionId, language),
+      ...(existsSync(global) && { beside: [global] }),
+    };
   }
 }

@@ -8,12 +8,21 @@ import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 
-/** Build a minimal pure-Python wheel by hand into `dir`; returns its file name. */
-export function buildWheel(dir: string, name = 'codexec_demo', version = '1.2.3', value = 42): string {
+/**
+ * Build a minimal pure-Python wheel by hand into `dir`; returns its file name. Its module sets
+ * VALUE to `value`, or is `source` when given.
+ */
+export function buildWheel(
+  dir: string,
+  name = 'codexec_demo',
+  version = '1.2.3',
+  value = 42,
+  source?: string,
+): string {
   const script = `
 import zipfile, hashlib, base64, sys
 name, ver = sys.argv[2], sys.argv[3]
-files = {f'{name}/__init__.py': f'VALUE = {sys.argv[4]}\\n',
+files = {f'{name}/__init__.py': sys.argv[5] if len(sys.argv) > 5 else f'VALUE = {sys.argv[4]}\\n',
   f'{name}-{ver}.dist-info/METADATA': f'Metadata-Version: 2.1\\nName: {name.replace("_", "-")}\\nVersion: {ver}\\n',
   f'{name}-{ver}.dist-info/WHEEL': 'Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n'}
 record = []
@@ -25,7 +34,15 @@ with zipfile.ZipFile(f'{sys.argv[1]}/{name}-{ver}-py3-none-any.whl', 'w') as z:
     record.append(f'{name}-{ver}.dist-info/RECORD,,')
     z.writestr(f'{name}-{ver}.dist-info/RECORD', '\\n'.join(record) + '\\n')
 `;
-  execFileSync('python3', ['-c', script, dir, name, version, String(value)]);
+  execFileSync('python3', [
+    '-c',
+    script,
+    dir,
+    name,
+    version,
+    String(value),
+    ...(source === undefined ? [] : [source]),
+  ]);
   return `${name}-${version}-py3-none-any.whl`;
 }
 

@@ -15,6 +15,15 @@ describe('install_package into the global environment', () => {
     buildWheel(wheels);
     buildWheel(wheels, 'codexec_session_demo', '2.0.0', 7);
     buildWheel(wheels, 'numpy', '99.0.0', 99);
+    // Installs, then fails to import: a dependency pip did not bring (and a mark of where it ran).
+    const broken = [
+      'try:',
+      "    open('/tmp/codexec-import-check-ran', 'w').close()",
+      'except OSError:',
+      '    pass',
+      'import codexec_absent_dependency',
+    ].join('\n');
+    buildWheel(wheels, 'codexec_broken', '1.0.0', 0, broken);
     server = await startServer({
       env: { PIP_NO_INDEX: '1', PIP_FIND_LINKS: wheels, CODEXEC_PACKAGE_BLOCKLIST: 'evil-pkg, left-pad' },
     });
@@ -38,6 +47,18 @@ describe('install_package into the global environment', () => {
       code: 'import codexec_demo\nprint(codexec_demo.VALUE)',
     });
     expect(ran.value).toMatchObject({ success: true, stdout: '42\n' });
+  });
+
+  it('says success: false, naming the error, when what pip installed does not import', async () => {
+    rmSync('/tmp/codexec-import-check-ran', { force: true });
+    const installed = await call('install_package', { language: 'python', package: 'codexec-broken' });
+    expect(installed.value).toMatchObject({ success: false, package: 'codexec-broken', version: '1.0.0' });
+    expect(installed.value.install_output).toContain('Successfully installed codexec-broken-1.0.0');
+    expect(installed.value.install_output).toContain(
+      "codexec-broken installed, but does not import: import codexec_broken: ModuleNotFoundError: No module named 'codexec_absent_dependency'",
+    );
+    // The import ran the package's code in the sandbox: its /tmp is not the host's (or not writable).
+    expect(existsSync('/tmp/codexec-import-check-ran')).toBe(false);
   });
 
   it('lets run_script pass its pre-flight once the package is installed', async () => {
