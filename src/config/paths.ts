@@ -64,17 +64,19 @@ export function globalPackageDirs(
 
 /**
  * The directories runs live beneath that are codexec's to open to its sandbox user: where runs
- * live (CODEXEC_HOME, or all of SHARED_RUN_BASE when they were moved there), the workspaces,
- * package environments and command workspaces (every principal's). Not the host directories of
+ * live (CODEXEC_HOME, or all of SHARED_RUN_BASE when they were moved there), the workspaces and
+ * package environments (every principal's). Not a command workspace itself, which is lent whole to
+ * each command's uid, so closed to every other run; not the host directories of
  * CODEXEC_ALLOWED_PATHS: code works there as their owner, and codexec changes nothing of theirs.
  */
-export function runRoots(
-  config: Pick<Config, 'sandboxDir' | 'envsDir' | 'home' | 'runHome' | 'command'>,
-): string[] {
-  return [
-    config.runHome === config.home ? config.home : SHARED_RUN_BASE,
-    config.sandboxDir,
-    config.envsDir,
-    config.command.workspace,
-  ];
+export function runRoots(config: Pick<Config, 'sandboxDir' | 'envsDir' | 'home' | 'runHome'>): string[] {
+  return [config.runHome === config.home ? config.home : SHARED_RUN_BASE, config.sandboxDir, config.envsDir];
+}
+
+/**
+ * codexec's trees that outlive a server and that its runs are lent: the command workspaces and
+ * package environments, every principal's. A server killed mid-run never gives them back.
+ */
+export function sharedTrees(config: Pick<Config, 'envsDir' | 'runHome' | 'command'>): string[] {
+  return [config.command.workspace, config.envsDir, join(config.runHome, 'principals')];
 }

@@ -2,7 +2,7 @@ import { basename, join } from 'node:path';
 import { type ApprovalQueue, PendingApprovals } from '../approvals/index.js';
 import type { AuditLog } from '../audit/index.js';
 import { type Bridge, loadMcpConfig, McpBridge } from '../bridge/index.js';
-import { type Config, globalPackageDirs, runRoots } from '../config/index.js';
+import { type Config, globalPackageDirs, runRoots, sharedTrees } from '../config/index.js';
 import { DiskQuota } from '../disk/index.js';
 import { Engine } from '../engine/index.js';
 import type { ScriptLibrary } from '../library/index.js';
@@ -164,6 +164,7 @@ function createRunners(
     totals: config.totals,
     roots: runRoots(config),
     workspaceDirs: [config.sandboxDir],
+    sharedTrees: sharedTrees(config),
   });
   const backends = new BackendRegistry(config.sandboxMode, namespace, config.docker);
   // Built once: the secrets are the server's own environment's and the secrets file's at start-up.

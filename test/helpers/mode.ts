@@ -28,5 +28,5 @@ export const IS_ROOT = process.getuid?.() === 0;
  */
 export function isSandboxUid(uid: number): boolean {
   if (!IS_ROOT) return uid === process.getuid?.();
-  return SANDBOX_MODE === 'landlock' ? isRunIdentity({ uid, gid: 65534 }) && uid !== 65534 : uid === 65534;
+  return SANDBOX_MODE === 'landlock' ? isRunIdentity({ uid, gid: 0 }) : uid === 65534;
 }

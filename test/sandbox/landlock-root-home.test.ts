@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, runRoots } from '../../src/config/index.js';
 import { SHARED_RUN_BASE } from '../../src/config/paths.js';
 import { landlockAbi } from '../../src/sandbox/index.js';
-import { isRunIdentity } from '../../src/sandbox/landlock/uids.js';
+import { isRunIdentity, RUN_GID } from '../../src/sandbox/landlock/uids.js';
 import { IS_ROOT } from '../helpers/mode.js';
 import { callTool, startServer, type TestServer, tempDir } from '../helpers/server.js';
 
@@ -20,10 +20,10 @@ interface Run {
   sandbox_mode: string;
 }
 
-/** Whether `uid` (group nogroup) can stat `path` (search every directory above it). */
-const stats = (path: string, uid: number | string = 65534) => {
+/** Whether `uid` in group `gid` can stat `path` (search every directory above it). */
+const stats = (path: string, uid: number | string = 65534, gid: number = 65534) => {
   try {
-    execFileSync('/usr/bin/setpriv', [`--reuid=${uid}`, '--regid=65534', '--clear-groups', 'stat', path], {
+    execFileSync('/usr/bin/setpriv', [`--reuid=${uid}`, `--regid=${gid}`, '--clear-groups', 'stat', path], {
       stdio: 'ignore',
     });
     return true;
@@ -139,9 +139,10 @@ describe.runIf(IS_ROOT && landlockAbi() >= 1)('a root server with the default ho
     expect(existsSync(join(user, '.codexec', 'logs'))).toBe(true);
     expect(statSync(user).mode & 0o777).toBe(0o700);
     expect(nobodyStats(join(user, '.codexec'))).toBe(false);
-    // The session's files: its own uid reaches them, nobody (as other runs) does not.
+    // The session's files: its own uid reaches them; another run's uid, or nobody, does not.
     const kept = join(runHome, 'sandbox', session.value.session_id, 'kept.txt');
-    expect(stats(kept, sessionUid)).toBe(true);
+    expect(stats(kept, sessionUid, RUN_GID)).toBe(true);
+    expect(stats(kept, Number(sessionUid) + 1, RUN_GID)).toBe(false);
     expect(nobodyStats(kept)).toBe(false);
   });
 });

@@ -23,7 +23,7 @@ import { Confiner } from '../../src/sandbox/landlock/index.js';
 import { Reach } from '../../src/sandbox/landlock/reach.js';
 import { handledFs } from '../../src/sandbox/landlock/rules.js';
 import { Script } from '../../src/sandbox/landlock/script.js';
-import { isRunIdentity } from '../../src/sandbox/landlock/uids.js';
+import { ANY_RUN, isRunIdentity, RUN_GID } from '../../src/sandbox/landlock/uids.js';
 
 const root = process.getuid?.() === 0;
 const PYTHON = '/usr/bin/python3';
@@ -220,7 +220,7 @@ print(json.dumps(out))
     expect(exit.code).toBe(0);
     const seen = JSON.parse(out);
     // A root server's run: a uid of its own, which no other run (nor nobody) has.
-    if (root) expect(isRunIdentity({ uid: seen.uid, gid: 65534 }) && seen.uid !== 65534).toBe(true);
+    if (root) expect(isRunIdentity({ uid: seen.uid, gid: RUN_GID })).toBe(true);
     expect(seen).toEqual({
       uid: root ? seen.uid : process.getuid?.(),
       read_outside: 'Permission denied',
@@ -288,7 +288,7 @@ print(json.dumps(out))
     const cmdline = readFileSync(`/proc/${proc.pid}/cmdline`, 'utf8');
     expect(cmdline).toContain('zygote.py');
     const uid = Number(/^Uid:\s+(\d+)\s/m.exec(status)?.[1]);
-    expect(isRunIdentity({ uid, gid: 65534 }) && uid !== 65534).toBe(true);
+    expect(isRunIdentity({ uid, gid: RUN_GID })).toBe(true);
     expect(status).toMatch(/^NoNewPrivs:\s+1$/m);
     expect(status).toMatch(/^Seccomp:\s+2$/m);
     expect(status).toMatch(/^CapBnd:\s+0{16}$/m);
@@ -308,26 +308,28 @@ describe.runIf(root)('what a root server lends its sandbox user', () => {
 
   afterAll(() => rmSync(base, { recursive: true, force: true }));
 
-  const nobody = { uid: 65534, gid: 65534 };
+  const run = ANY_RUN;
   const confiner = new Confiner();
 
-  it('search on a directory of codexec’s own, by an ACL entry for that user alone', () => {
+  it('search on a directory of codexec’s own, by an ACL entry for the runs’ group alone', () => {
     const home = join(base, 'home');
     mkdirSync(join(home, 'sandbox', 'run'), { recursive: true, mode: 0o700 });
     chmodSync(home, 0o700);
     const reach = new Reach([home], (script) => confiner.runScript(script));
-    expect(reach.check(join(home, 'sandbox', 'run', 'main.py'), nobody)).toBeUndefined();
+    expect(reach.check(join(home, 'sandbox', 'run', 'main.py'), run)).toBeUndefined();
     // Others still may not search it (mode 0710 + ACL: the group bits are the ACL's mask).
     expect(statSync(home).mode & 0o007).toBe(0);
-    const as = (path: string) =>
+    const as = (uid: number, gid: number, path: string) =>
       spawnSync(
         '/usr/bin/setpriv',
-        ['--reuid=65534', '--regid=65534', '--clear-groups', '/usr/bin/stat', path],
+        [`--reuid=${uid}`, `--regid=${gid}`, '--clear-groups', '/usr/bin/stat', path],
         {
           encoding: 'utf8',
         },
       ).status;
-    expect(as(join(home, 'sandbox', 'run'))).toBe(0);
+    // Any run's uid, in the runs' group; not nobody, whose group (nogroup) daemons run as.
+    expect(as(run.uid + 7, RUN_GID, join(home, 'sandbox', 'run'))).toBe(0);
+    expect(as(65534, 65534, join(home, 'sandbox', 'run'))).not.toBe(0);
     const as1000 = spawnSync(
       '/usr/bin/setpriv',
       ['--reuid=1000', '--regid=1000', '--clear-groups', '/usr/bin/stat', join(home, 'sandbox')],
@@ -341,7 +343,7 @@ describe.runIf(root)('what a root server lends its sandbox user', () => {
     mkdirSync(join(theirs, 'codexec'), { recursive: true });
     chmodSync(theirs, 0o700);
     const reach = new Reach([join(theirs, 'codexec')], (script) => confiner.runScript(script));
-    const why = reach.check(join(theirs, 'codexec', 'sandbox'), nobody);
+    const why = reach.check(join(theirs, 'codexec', 'sandbox'), run);
     expect(why).toContain(`${theirs} does not let them search and is not codexec's to open`);
     expect(why).toContain('CODEXEC_HOME');
     expect(statSync(theirs).mode & 0o777).toBe(0o700);

@@ -1,7 +1,15 @@
 // The uids of a root server's landlock runs: one per run, shared only by runs writing the same
 // workspace, back to the block when their workspaces are given back; a block per live server.
+
+import { spawnSync } from 'node:child_process';
+import { chmodSync, chownSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { BLOCK_SIZE, claimBlock, isRunIdentity, RunUids } from '../../src/sandbox/landlock/uids.js';
+import { reclaimTree } from '../../src/sandbox/host/index.js';
+import { claimBlock } from '../../src/sandbox/landlock/uid-blocks.js';
+import { BLOCK_SIZE, isRunIdentity, RUN_GID, RunUids } from '../../src/sandbox/landlock/uids.js';
+import { IS_ROOT } from '../helpers/mode.js';
+import { tempDir } from '../helpers/server.js';
 
 describe('RunUids', () => {
   it('gives each run a uid of its own, and runs writing one workspace the same', () => {
@@ -11,7 +19,7 @@ describe('RunUids', () => {
     const sharing = uids.take(['/w/a']);
     expect(a.uid).not.toBe(b.uid);
     expect(sharing.uid).toBe(a.uid);
-    expect([a.gid, b.gid]).toEqual([65534, 65534]);
+    expect([a.gid, b.gid]).toEqual([RUN_GID, RUN_GID]);
     // A stage that writes a session's directory and a fresh one: the session's owner.
     expect(uids.take(['/w/stage', '/w/b']).uid).toBe(b.uid);
   });
@@ -39,26 +47,66 @@ describe('RunUids', () => {
   });
 });
 
-describe('claimBlock', () => {
-  it('skips a block another claim holds (a socket name the kernel gives one holder), and frees it on release', async () => {
-    const first = await claimBlock(7);
-    const second = await claimBlock(7);
+describe.runIf(IS_ROOT)('claimBlock: a lock file per block, in a directory of root’s', () => {
+  const base = tempDir('codexec-uid-locks-');
+  const dir = join(base, 'locks');
+  const flock = '/usr/bin/flock';
+  const reclaimed: number[] = [];
+  const claim = (start: number) =>
+    claimBlock({
+      dir,
+      flock,
+      start,
+      reclaim: async (blocks) => void reclaimed.push(...blocks.map((b) => b.first)),
+    });
+
+  it('skips a block a live server holds; a block whose holder is gone is reclaimed, then served again', async () => {
+    const first = await claim(7);
+    const second = await claim(7);
     expect(second.first).toBe(first.first + BLOCK_SIZE);
-    for (const claim of [first, second]) {
-      expect(claim.count).toBe(BLOCK_SIZE);
-      expect(isRunIdentity({ uid: claim.first, gid: 65534 })).toBe(true);
-      expect(isRunIdentity({ uid: claim.first + claim.count - 1, gid: 65534 })).toBe(true);
+    for (const block of [first, second]) {
+      expect(block.count).toBe(BLOCK_SIZE);
+      expect(isRunIdentity({ uid: block.first, gid: RUN_GID })).toBe(true);
+      expect(isRunIdentity({ uid: block.first + block.count - 1, gid: RUN_GID })).toBe(true);
     }
+    expect(reclaimed).toEqual([]);
+    // Its server gone (the holder's stdin closed): the lock goes with it, the file stays.
     first.release();
-    // Closing is asynchronous: the name is free once the kernel has let go of it.
-    let again = await claimBlock(7);
-    for (let tries = 0; again.first !== first.first && tries < 50; tries++) {
-      again.release();
+    const free = () => spawnSync(flock, ['--nonblock', '-E', '75', join(dir, '7'), 'true']).status === 0;
+    for (let tries = 0; !free() && tries < 100; tries++)
       await new Promise((resolve) => setTimeout(resolve, 20));
-      again = await claimBlock(7);
-    }
+    const again = await claim(100);
+    // A known, unlocked block comes first, what its runs left given back before.
     expect(again.first).toBe(first.first);
+    expect(reclaimed).toContain(first.first);
+    expect(readdirSync(dir).sort()).toEqual(['7', '8']);
     again.release();
     second.release();
+  });
+
+  it('refuses a lock directory others may write', async () => {
+    const open = join(base, 'open');
+    mkdirSync(open, { mode: 0o777 });
+    chmodSync(open, 0o777);
+    await expect(claimBlock({ dir: join(open, 'locks'), flock, reclaim: async () => {} })).rejects.toThrow(
+      /must be a directory of root's that nobody else may write/,
+    );
+  });
+});
+
+describe.runIf(IS_ROOT)('reclaimTree', () => {
+  it('gives entries a dead run’s uid owns back to root, and leaves every other owner', async () => {
+    const tree = tempDir('codexec-reclaim-');
+    mkdirSync(join(tree, 'sub'));
+    writeFileSync(join(tree, 'sub', 'stale.txt'), 'x');
+    writeFileSync(join(tree, 'mine.txt'), 'x');
+    const stale = 0x7000_0000 + 5;
+    chownSync(tree, stale, 65534);
+    chownSync(join(tree, 'sub'), stale, 65534);
+    chownSync(join(tree, 'sub', 'stale.txt'), stale, 65534);
+    chownSync(join(tree, 'mine.txt'), 4242, 4242);
+    await reclaimTree(tree, (uid) => uid === stale);
+    const owner = (path: string) => statSync(join(tree, path)).uid;
+    expect([owner('.'), owner('sub'), owner('sub/stale.txt'), owner('mine.txt')]).toEqual([0, 0, 0, 4242]);
   });
 });

@@ -13,7 +13,7 @@ export {
   type Started,
   startDirect,
 } from './launcher.js';
-export { type Identity, identityFor, Lease, lendable, NOBODY } from './ownership.js';
+export { type Identity, identityFor, Lease, lendable, NOBODY, reclaimTree } from './ownership.js';
 export { alive } from './process.js';
 export { processGroupReaper } from './reaper.js';
 export { cpu, type Rlimit, runRlimits, ulimitArgs } from './rlimits.js';

@@ -135,6 +135,28 @@ export class Lease {
   }
 }
 
+/**
+ * Give every entry beneath `path` (and itself) whose owner `stale` names back to root: what runs of
+ * a server that died left lent, before their uids serve again. Walked by directory fds, as giveBack.
+ */
+export async function reclaimTree(path: string, stale: (uid: number) => boolean): Promise<void> {
+  const rootFd = openRootQuietly(path);
+  if (rootFd === undefined) return;
+  try {
+    if (stale(fstatSync(rootFd).uid)) quietly(() => fchownSync(rootFd, 0, 0));
+    const walk = walkBeneath(rootFd, { maxEntries: Number.POSITIVE_INFINITY, maxDepth: MAX_DEPTH });
+    let count = 0;
+    for (let step = walk.next(false); !step.done; ) {
+      const { dirFd, raw, stat } = step.value;
+      if (stale(stat.uid)) quietly(() => lchownSync(at(dirFd, raw), 0, 0));
+      if (++count % YIELD_EVERY === 0) await new Promise((resolve) => setImmediate(resolve));
+      step = walk.next(stat.isDirectory());
+    }
+  } finally {
+    closeSync(rootFd);
+  }
+}
+
 /** Levels walked: each directory is reopened from the root, one name at a time. */
 const MAX_DEPTH = 64;
 const YIELD_EVERY = 512;

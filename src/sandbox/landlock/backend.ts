@@ -5,6 +5,7 @@ import { rmSync } from 'node:fs';
 import { SandboxUnavailableError } from '../../errors/index.js';
 import {
   cpu,
+  findOnPath,
   HostBackend,
   type HostOptions,
   type HostSetup,
@@ -12,11 +13,11 @@ import {
   type Identity,
   lendable,
   lendTo,
-  NOBODY,
   OUTSIDE_FORKED_CGROUP,
   processGroupReaper,
   type Ready,
   type RunCgroup,
+  reclaimTree,
   runRlimits,
   type Shape,
   type Started,
@@ -28,7 +29,8 @@ import {
 import type { Capabilities, SandboxedProcess, SandboxSpec } from '../types.js';
 import { confiner, ownTmp } from './confiner.js';
 import { Reach } from './reach.js';
-import { claimBlock, RunUids } from './uids.js';
+import { claimBlock } from './uid-blocks.js';
+import { ANY_RUN, RunUids } from './uids.js';
 
 export interface LandlockOptions extends HostOptions {
   /**
@@ -42,6 +44,11 @@ export interface LandlockOptions extends HostOptions {
    * search on.
    */
   readonly workspaceDirs?: readonly string[];
+  /**
+   * codexec's trees that outlive a server (command workspaces, package environments): what runs of
+   * a server that died left owned there is given back when its uids serve again.
+   */
+  readonly sharedTrees?: readonly string[];
 }
 
 /** What a cold run is started with, besides its spec. */
@@ -108,7 +115,7 @@ export class LandlockBackend extends HostBackend<LandlockOptions> {
     const zygote = this.zygoteFor(spec);
     const seccomp = hostFilter({ sockets: socketPolicy(spec), metadataByDescriptor: ownsBeyond(spec) });
     if (!zygote?.usable || !seccomp) return;
-    if (!(spec.runAs || this.runUids) || this.unreachable(spec, spec.runAs ?? NOBODY)) return; // a cold start reports it
+    if (!(spec.runAs || this.runUids) || this.unreachable(spec, spec.runAs ?? ANY_RUN)) return; // a cold start reports it
     const identity = this.identityOf(spec);
     const parts = await this.forkParts(spec, host, identity, () => ownTmp(spec, identity));
     if (!parts) return;
@@ -138,7 +145,7 @@ export class LandlockBackend extends HostBackend<LandlockOptions> {
     // Without a cgroup or a pid namespace, a run is ended through its process group.
     const sessionFixed = !host.cgroups;
     const seccomp = this.seccompFor(spec, { sessionFixed, metadataByDescriptor: ownsBeyond(spec) });
-    const blocked = host.root ? this.unreachable(spec, spec.runAs ?? NOBODY) : undefined;
+    const blocked = host.root ? this.unreachable(spec, spec.runAs ?? ANY_RUN) : undefined;
     if (blocked) throw new SandboxUnavailableError(`landlock sandbox: ${blocked}`);
     const identity = host.root ? this.identityOf(spec) : undefined;
     const lease = this.lendTo(spec, identity);
@@ -176,7 +183,17 @@ export class LandlockBackend extends HostBackend<LandlockOptions> {
 
   protected override async prepare(host: HostSetup): Promise<void> {
     if (!host.root) return;
-    this.claimed ??= claimBlock().then((block) => {
+    const flock = findOnPath('flock');
+    if (!flock)
+      throw new SandboxUnavailableError(
+        "landlock sandbox: flock not found (util-linux); it holds this server's block of run uids",
+      );
+    const trees = this.options.sharedTrees ?? [];
+    const reclaim = async (blocks: ReadonlyArray<{ first: number; count: number }>) => {
+      const dead = (uid: number) => blocks.some(({ first, count }) => uid >= first && uid < first + count);
+      for (const tree of trees) await reclaimTree(tree, dead);
+    };
+    this.claimed ??= claimBlock({ flock, reclaim }).then((block) => {
       this.runUids = new RunUids(block);
     });
     await this.claimed;
@@ -249,7 +266,7 @@ export class LandlockBackend extends HostBackend<LandlockOptions> {
   private unreachableRoot(host: HostSetup): string | undefined {
     if (!host.root) return undefined;
     for (const root of this.options.roots ?? []) {
-      const why = this.reach.check(root, NOBODY, true);
+      const why = this.reach.check(root, ANY_RUN, true);
       if (why) return why;
     }
     return undefined;

@@ -1,9 +1,9 @@
 // Whether the sandbox user can reach a path. A root server's landlock runs are uids of their own
-// (landlock/uids.ts, group nogroup) on the host's own tree (no namespace binds their paths into a
+// (landlock/uids.ts, in a group of their own) on the host's own tree (no namespace binds their paths into a
 // tree of their own): every directory above a path a run uses must let them search it.
 // Directories of codexec's own (CODEXEC_HOME, the sandbox dir and the other roots runs live
-// beneath) are lent search for the runs' group alone, by a POSIX ACL entry (`group:65534:--x`: no
-// listing, no other user); any other directory that blocks (a CODEXEC_HOME set under /root, 0700)
+// beneath) are lent search for the runs' group alone, by a POSIX ACL entry (`group:<RUN_GID>:--x`:
+// no listing, no host process); any other directory that blocks (a CODEXEC_HOME set under /root, 0700)
 // refuses the run, naming it and the fix: no mount can lift that without namespaces, and codexec
 // does not change the permissions of the host's directories.
 // (The default home keeps a root server's runs out of such a place: config/paths.ts runHome.)
@@ -76,7 +76,7 @@ export class Reach {
             path,
             dir,
             who,
-            "codexec lends search on its directories (but the sandbox dir, which holds only workspaces) to its runs' group (65534) alone, never to a login user",
+            "codexec lends search on its directories (but the sandbox dir, which holds only workspaces) to its runs' group alone, never to a login user",
           );
         if (!this.lend(dir, stats, who))
           return unreachable(path, dir, who, "is codexec's, but an ACL could not be added to it");
@@ -91,7 +91,7 @@ export class Reach {
   }
 
   /**
-   * Add `group:65534:--x` (a run) or `user:<uid>:--x` (a login user) to the directory's ACL (absent
+   * Add `group:<RUN_GID>:--x` (a run) or `user:<uid>:--x` (a login user) to the directory's ACL (absent
    * before codexec's first lend, then codexec's own), keeping what its mode granted before.
    */
   private lend(dir: string, stats: { mode: number }, who: Identity): boolean {
@@ -170,7 +170,7 @@ function mayReach(dir: string, who: Identity): boolean {
 
 function unreachable(path: string, dir: string, who: Identity, why: string): string {
   return (
-    `${isRunIdentity(who) ? "the sandbox's runs (uids of their own, group 65534)" : `the sandbox user (uid ${who.uid})`} ` +
+    `${isRunIdentity(who) ? "the sandbox's runs (uids and a group of their own)" : `the sandbox user (uid ${who.uid})`} ` +
     `cannot reach ${path}: ${dir} does not let them search and ${why} ` +
     "(landlock mode binds nothing: code sees the host's own tree). Put CODEXEC_HOME (or " +
     'CODEXEC_SANDBOX_DIR, CODEXEC_WORKSPACE) under a directory every user may search, e.g. ' +

@@ -2,11 +2,7 @@
 // change of a file's mode, times or extended attributes, and landlock mode binds nothing: had
 // runs one uid between them, the code of one could chmod another's workspace (its files lent to
 // that uid) by path, or reset their times. A uid owns only its own run's workspaces, on loan.
-//
-// Servers on one host share the range: each claims a block of it by listening on an abstract Unix
-// socket named for the block. The kernel lets one socket hold a name, and frees it when the server
-// exits however it ends, so no two live servers hold a block and a dead one's is free again.
-import { createServer, type Server } from 'node:net';
+// Which block of the range a server takes: uid-blocks.ts.
 import { SandboxUnavailableError } from '../../errors/index.js';
 import type { Identity } from '../host/index.js';
 
@@ -16,51 +12,34 @@ import type { Identity } from '../host/index.js';
  * systemd's foreign range (0x7FFE0000) and the 2^31 where tools that hold a uid in a signed int
  * break. No account names them.
  */
-const RANGE = { first: 0x7000_0000, end: 0x7ffe_0000 } as const;
+export const RANGE = { first: 0x7000_0000, end: 0x7ffe_0000 } as const;
 /** Uids in a server's block: runs it may hold at once (warm processes, runs, sessions). */
 export const BLOCK_SIZE = 4096;
-const BLOCKS = Math.floor((RANGE.end - RANGE.first) / BLOCK_SIZE);
-/** Every run's group: nogroup. Directories runs must search are lent to this group, not per uid. */
-export const RUN_GID = 65534;
+export const BLOCKS = Math.floor((RANGE.end - RANGE.first) / BLOCK_SIZE);
+/**
+ * Every run's group: the range's first id, as a gid no host group has (not nogroup, which daemons
+ * run as). Directories runs must search are lent to this group, not per uid, so no host process
+ * gains that search.
+ */
+export const RUN_GID = RANGE.first;
+/** Stands for every run where what a run may reach is checked (the group's search is what counts). */
+export const ANY_RUN: Identity = { uid: RANGE.first, gid: RUN_GID };
 
 /** A run's identity, taken from RunUids: `returned()` once its workspaces are given back. */
 export interface RunIdentity extends Identity {
   returned(): void;
 }
 
-/** Whether `identity` is a run's own (or nobody's, which stands for them): not a login user's. */
+/** Whether `identity` is a run's own: not a login user's. */
 export function isRunIdentity(identity: Identity): boolean {
-  return identity.uid === 65534 || (identity.uid >= RANGE.first && identity.uid < RANGE.end);
+  return identity.uid >= RANGE.first && identity.uid < RANGE.end;
 }
 
-/** A block of the range, this server's while `hold` listens. */
+/** A block of the range, this server's until it is released (or the server ends). */
 export interface UidBlock {
   readonly first: number;
   readonly count: number;
   release(): void;
-}
-
-/** Claim a free block: from a random one (or `start`) on, the first whose socket name nobody holds. */
-export async function claimBlock(start = Math.floor(Math.random() * BLOCKS)): Promise<UidBlock> {
-  for (let tried = 0; tried < BLOCKS; tried++) {
-    const index = (start + tried) % BLOCKS;
-    const hold = await listen(`\0codexec-run-uids-${index}`);
-    if (!hold) continue;
-    hold.unref();
-    return { first: RANGE.first + index * BLOCK_SIZE, count: BLOCK_SIZE, release: () => hold.close() };
-  }
-  throw new SandboxUnavailableError('every block of landlock run uids is held by another codexec server');
-}
-
-/** A server listening on `name`, or undefined where another socket holds it. */
-function listen(name: string): Promise<Server | undefined> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', (error: NodeJS.ErrnoException) =>
-      error.code === 'EADDRINUSE' ? resolve(undefined) : reject(error),
-    );
-    server.listen(name, () => resolve(server));
-  });
 }
 
 /** The uids of one server's runs, from its block. */

@@ -34,6 +34,8 @@ export interface NamespaceOptions extends HostOptions {
    */
   readonly roots?: readonly string[];
   readonly workspaceDirs?: readonly string[];
+  /** codexec's trees that outlive a server: the landlock backend reclaims dead runs' files there. */
+  readonly sharedTrees?: readonly string[];
 }
 
 export class NamespaceBackend extends HostBackend<NamespaceOptions> {

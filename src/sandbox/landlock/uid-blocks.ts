@@ -1,0 +1,117 @@
+// Which block of the runs' uid range (uids.ts) is this server's. Each block has a lock file in a
+// directory only root may enter, which no sandbox can reach (an abstract socket's name, which any
+// landlock run may bind, could be squatted: every block held, or a dead server's left free). A
+// server holds its block's lock for its life through flock(1), whose holder ends, the lock with it,
+// when the server's end of its pipe closes, however the server ends. A lock file found unlocked is
+// a block whose server is gone: what its runs left owned in codexec's shared trees (the command
+// workspaces, package environments: a server killed mid-run never gave them back) is given back to
+// root before the block serves again, so no new run's uid owns a dead one's files.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { lstatSync, mkdirSync, readdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import type { Writable } from 'node:stream';
+import { SandboxUnavailableError } from '../../errors/index.js';
+import { BLOCK_SIZE, BLOCKS, RANGE, type UidBlock } from './uids.js';
+
+/** Where the blocks' lock files are: root's alone, out of every sandbox's reach. */
+export const LOCK_DIR = '/run/codexec/run-uids';
+const HELD = 'held\n';
+const TAKEN = 75;
+
+export interface ClaimOptions {
+  /** flock(1), from util-linux. */
+  readonly flock: string;
+  /** Give back to root what uids of `blocks` own in codexec's shared trees (dead servers'). */
+  readonly reclaim: (blocks: ReadonlyArray<Pick<UidBlock, 'first' | 'count'>>) => Promise<void>;
+  readonly dir?: string;
+  /** Where the search for a never-used block starts (default: at random). */
+  readonly start?: number;
+}
+
+/**
+ * This server's block. Every known block no live server holds is a dead server's: each is locked,
+ * what its runs left is reclaimed, and the first serves this server (the rest are let go again);
+ * with none, a never-used block.
+ */
+export async function claimBlock(options: ClaimOptions): Promise<UidBlock> {
+  const dir = options.dir ?? LOCK_DIR;
+  ensureRootDir(dir);
+  const known = new Set(
+    readdirSync(dir)
+      .filter((name) => /^\d+$/.test(name))
+      .map(Number),
+  );
+  const dead: UidBlock[] = [];
+  for (const index of known) {
+    const holder = await hold(options.flock, join(dir, String(index)));
+    if (holder) dead.push(blockOf(index, holder)); // else a live server's
+  }
+  if (dead.length > 0) {
+    try {
+      await options.reclaim(dead);
+    } catch (error) {
+      for (const block of dead) block.release();
+      throw error;
+    }
+    for (const block of dead.slice(1)) block.release();
+    return dead[0] as UidBlock;
+  }
+  const start = options.start ?? Math.floor(Math.random() * BLOCKS);
+  for (let tried = 0; tried < BLOCKS; tried++) {
+    const index = (start + tried) % BLOCKS;
+    if (known.has(index)) continue;
+    const holder = await hold(options.flock, join(dir, String(index)));
+    if (holder) return blockOf(index, holder);
+  }
+  throw new SandboxUnavailableError('every block of landlock run uids is held by another codexec server');
+}
+
+function blockOf(index: number, holder: ChildProcess): UidBlock {
+  return {
+    first: RANGE.first + index * BLOCK_SIZE,
+    count: BLOCK_SIZE,
+    release: () => {
+      holder.stdin?.end();
+      holder.kill();
+    },
+  };
+}
+
+/** A process holding the lock on `path` while this server's end of its stdin is open; none if taken. */
+function hold(flock: string, path: string): Promise<ChildProcess | undefined> {
+  return new Promise((resolve, reject) => {
+    const holder = spawn(
+      flock,
+      ['--nonblock', '--conflict-exit-code', String(TAKEN), path, '/bin/sh', '-c', 'echo held; exec cat'],
+      { stdio: ['pipe', 'pipe', 'ignore'] },
+    );
+    let said = '';
+    holder.stdout?.on('data', (chunk: Buffer) => {
+      said += chunk.toString();
+      if (!said.startsWith(HELD)) return;
+      holder.stdout?.destroy();
+      // Neither keeps the server's event loop alive: the lock lasts as long as the server does.
+      holder.unref();
+      (holder.stdin as Writable & { unref?: () => void }).unref?.();
+      resolve(holder);
+    });
+    holder.once('error', reject);
+    holder.once('exit', (code) =>
+      code === TAKEN
+        ? resolve(undefined)
+        : reject(new SandboxUnavailableError(`could not lock ${path} with ${flock} (exit ${code})`)),
+    );
+  });
+}
+
+/** `dir` made, and with its parent root's alone: a lock file anybody else could reach proves nothing. */
+function ensureRootDir(dir: string): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  for (const path of [dirname(dir), dir]) {
+    const stat = lstatSync(path);
+    if (!stat.isDirectory() || stat.uid !== 0 || (stat.mode & 0o022) !== 0)
+      throw new SandboxUnavailableError(
+        `${path} must be a directory of root's that nobody else may write (it holds the landlock run uids' locks)`,
+      );
+  }
+}
