@@ -4,6 +4,8 @@
 // The import runs package code, so it runs in the code sandbox, never on the host.
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { type CommandResult, figureEnv, PYTHON_SUPPORT_FILES } from '../engine/index.js';
+import { sandboxEnv } from '../policy/index.js';
 
 /** At most this many top-level modules of one distribution are imported. */
 const MAX_MODULES = 8;
@@ -64,4 +66,64 @@ function isModuleName(name: string): boolean {
 /** PEP 503's comparison of distribution names. */
 function normalized(name: string): string {
   return name.toLowerCase().replace(/[-_.]+/g, '_');
+}
+
+/** What of an install's result the check may change. */
+interface InstallOutcome {
+  readonly success: boolean;
+  readonly package: string;
+  readonly install_output: string;
+  readonly exit_code: number | null;
+  readonly timed_out: boolean;
+}
+
+/**
+ * The check's step: the installed environment where code will see it (before the system's
+ * site-packages: drivers/mpl/sitecustomize.py), its root bound as the placing step binds it, so
+ * nothing beneath is resolved on the host.
+ */
+export function importCheckStep(input: {
+  /** The environment (installer.ts PackageEnv): its directory, its root, what code sees after it. */
+  readonly env: {
+    readonly dir: string;
+    readonly root: string;
+    readonly beside?: readonly string[] | undefined;
+  };
+  readonly modules: readonly string[];
+  readonly python: string;
+  readonly stage: string;
+  readonly hostEnv: NodeJS.ProcessEnv;
+}) {
+  const { env, stage } = input;
+  const beside = env.beside ?? [];
+  return {
+    argv: [input.python, '-c', IMPORT_CHECK, ...input.modules],
+    cwd: env.root,
+    env: {
+      ...sandboxEnv(input.hostEnv, {}),
+      ...figureEnv(stage),
+      CODEXEC_PYTHON_PACKAGES: [env.dir, ...beside].join(':'),
+      HOME: stage,
+    },
+    writable: [env.root, stage],
+    readable: [...PYTHON_SUPPORT_FILES, ...beside],
+  };
+}
+
+/** An install whose package then failed to import: not a success, and the error says why. */
+export function importFailure<Result extends InstallOutcome>(result: Result, check: CommandResult): Result {
+  if (check.exit_code === 0) return result;
+  const why = check.timed_out
+    ? 'importing it did not end within CODEXEC_INSTALL_TIMEOUT_MS'
+    : check.stdout.trim() || check.stderr.trim() || `the import check exited ${check.exit_code}`;
+  return {
+    ...result,
+    success: false,
+    exit_code: check.exit_code,
+    timed_out: result.timed_out || check.timed_out,
+    install_output:
+      `${result.install_output}\n\n${result.package} installed, but does not import: ${why}. ` +
+      'An installed dependency may need another version (install it with its version), or the ' +
+      'package may not support this Python.',
+  };
 }

@@ -2,20 +2,14 @@ import { constants } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Config } from '../config/index.js';
-import {
-  type CommandResult,
-  figureEnv,
-  PYTHON_SUPPORT_FILES,
-  runCommand,
-  sandboxSpec,
-} from '../engine/index.js';
+import { type CommandResult, runCommand, sandboxSpec } from '../engine/index.js';
 import { SandboxUnavailableError } from '../errors/index.js';
 import { type SecretsFilter, sandboxEnv } from '../policy/index.js';
 import type { Interpreters } from '../runtimes/index.js';
 import { type SandboxBackend, type SandboxSpec, SubprocessBackend } from '../sandbox/index.js';
 import { listBeneath, openBeneath, readUpTo } from '../util/index.js';
 import { installerEnvAdditions, npmInstallArgv, pipInstallArgv } from './commands.js';
-import { IMPORT_CHECK, installedModules } from './imports.js';
+import { importCheckStep, importFailure, installedModules } from './imports.js';
 import { openPackageNetwork } from './network.js';
 import { type NpmConfigAnswer, readNpmConfigFiles } from './npm-config.js';
 import type { PackageLanguage, PackageSpec } from './spec.js';
@@ -183,21 +177,8 @@ export class PackageInstaller {
   ): Promise<CommandResult | undefined> {
     const modules = await installedModules(out, pkg.name);
     if (modules.length === 0) return undefined;
-    const beside = env.beside ?? [];
     const python = await this.interpreters.get('python');
-    // The environment's root is bound as the placing step binds it (nothing beneath resolved here).
-    const check = {
-      argv: [python, '-c', IMPORT_CHECK, ...modules],
-      cwd: env.root,
-      env: {
-        ...sandboxEnv(this.hostEnv, {}),
-        ...figureEnv(stage),
-        CODEXEC_PYTHON_PACKAGES: [env.dir, ...beside].join(':'),
-        HOME: stage,
-      },
-      writable: [env.root, stage],
-      readable: [...PYTHON_SUPPORT_FILES, ...beside],
-    };
+    const check = importCheckStep({ env, modules, python, stage, hostEnv: this.hostEnv });
     return this.step(await this.sandbox(), { ...check, network: 'none' }, signal);
   }
 
@@ -321,24 +302,6 @@ interface Step {
   readonly env: Record<string, string>;
   readonly writable: readonly string[];
   readonly readable?: readonly string[];
-}
-
-/** An install whose package then failed to import: not a success, and the error says why. */
-function importFailure(result: InstallResult, check: CommandResult): InstallResult {
-  if (check.exit_code === 0) return result;
-  const why = check.timed_out
-    ? 'importing it did not end within CODEXEC_INSTALL_TIMEOUT_MS'
-    : check.stdout.trim() || check.stderr.trim() || `the import check exited ${check.exit_code}`;
-  return {
-    ...result,
-    success: false,
-    exit_code: check.exit_code,
-    timed_out: result.timed_out || check.timed_out,
-    install_output:
-      `${result.install_output}\n\n${result.package} installed, but does not import: ${why}. ` +
-      'An installed dependency may need another version (install it with its version), or the ' +
-      'package may not support this Python.',
-  };
 }
 
 function failedBeforeStart(pkg: PackageSpec, output: string, started: number): InstallResult {

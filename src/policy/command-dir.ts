@@ -29,7 +29,8 @@ export async function openCommandDir(
 ): Promise<HeldDir> {
   if (workDir?.includes('\0')) throw new InvalidInputError('work_dir must not contain NUL characters');
   const own = commandWorkspace(config, principal);
-  await mkdir(own, { recursive: true, mode: 0o755 });
+  // Root's (or the server user's) alone between commands; lent to a command's uid while it runs.
+  await mkdir(own, { recursive: true, mode: 0o700 });
   const workspace = await realpath(own);
   if (workDir === undefined || workDir === '' || workDir === '.') return HeldDir.ofOwn(workspace);
   const absolute = workDir.startsWith('~') || isAbsolute(workDir);

@@ -4,19 +4,27 @@
 // host directory as its owner chmods the owner's home 0777 and a private file 0666. A root
 // server's runs now each have a uid of their own; code run as a host directory's owner makes such
 // changes through descriptors only. A non-root server's runs are its user: the gap stays, measured.
-import { chmodSync, chownSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, chownSync, existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { landlockAbi } from '../../src/sandbox/index.js';
+import { ANY_RUN, isRunIdentity, RUN_GID } from '../../src/sandbox/landlock/uids.js';
+import { eventually } from '../helpers/eventually.js';
 import { allowing, OWNER, ownedDir } from '../helpers/host-dir.js';
 import { IS_ROOT } from '../helpers/mode.js';
-import { callTool, startServer, type TestServer, tempDir } from '../helpers/server.js';
+import { callTool, passableHome, startServer, type TestServer, tempDir } from '../helpers/server.js';
 
 interface Run {
   success: boolean;
   stdout: string;
   stderr: string;
 }
+
+/** Whether a host process as `uid` in group `gid` (nobody, nogroup by default) reads `path`. */
+const readableBy = (path: string, uid = 65534, gid = 65534) =>
+  spawnSync('/usr/bin/setpriv', [`--reuid=${uid}`, `--regid=${gid}`, '--clear-groups', '/bin/cat', path])
+    .status === 0;
 
 /** Python that tries each change on `target` by path and prints one verdict a line. */
 const tamper = (target: string) => `
@@ -127,6 +135,49 @@ print("uid", os.getuid())
     const after = statSync(elsewhere);
     expect([after.mode, after.mtimeMs]).toEqual([before.mode, before.mtimeMs]);
     expect(statSync(join(project, 'tool.sh')).mode & 0o777).toBe(0o755);
+  });
+});
+
+describe.runIf(landlock && IS_ROOT)('landlock: the command workspace across a killed server', () => {
+  const env = { CODEXEC_SANDBOX_MODE: 'landlock' };
+  const home = passableHome();
+  const workspace = join(home, 'workspace');
+
+  it('is closed to other users and groups, and a server killed mid-command leaves it to the next', async () => {
+    const first = await startServer({ home, env });
+    try {
+      const made = await callTool<Run>(first.client, 'execute_command', {
+        command: 'echo before > kept.txt',
+      });
+      expect(made.value.success).toBe(true);
+      // Its files are root's and the runs' alone: nobody, or group nogroup, reads nothing there.
+      expect(statSync(workspace).mode & 0o077).toBe(0);
+      expect(readableBy(join(workspace, 'kept.txt'))).toBe(false);
+      expect(readableBy(join(workspace, 'kept.txt'), ANY_RUN.uid, RUN_GID)).toBe(false);
+      void callTool(first.client, 'execute_command', { command: 'echo during > during.txt; sleep 60' }).catch(
+        () => {},
+      );
+      expect(await eventually(() => existsSync(join(workspace, 'during.txt')), 10_000)).toBe(true);
+      const stale = statSync(workspace).uid;
+      expect(isRunIdentity({ uid: stale, gid: RUN_GID })).toBe(true);
+      process.kill(first.pid, 'SIGKILL');
+    } finally {
+      await first.close().catch(() => {});
+    }
+    // The dead run's uid still owns the workspace; the next server gives it back before its runs.
+    const second = await startServer({ home, env });
+    try {
+      const { value } = await callTool<Run>(second.client, 'execute_command', {
+        command: 'cat kept.txt during.txt; echo after > after.txt; id -u',
+      });
+      const [kept, during, uid] = value.stdout.trim().split('\n');
+      expect([value.success, kept, during]).toEqual([true, 'before', 'during']);
+      expect(Number(uid)).not.toBe(statSync(join(workspace, 'kept.txt')).uid);
+      for (const name of ['.', 'kept.txt', 'during.txt', 'after.txt'])
+        expect(statSync(join(workspace, name)).uid, name).toBe(0);
+    } finally {
+      await second.close();
+    }
   });
 });
 

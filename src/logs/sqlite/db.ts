@@ -90,7 +90,7 @@ export function openIndexDb(path: string, logDir: string): Db {
 }
 
 function openOnce(path: string, logDir: string): Db {
-  mkdirSync(dirname(path), { recursive: true });
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 }); // a first start makes CODEXEC_HOME here
   const Sqlite = loadDriver();
   privateDatabase(path);
   const db = new Sqlite(path);

@@ -35,6 +35,10 @@ const ETC_ENTRIES = [
   'matplotlibrc',
   // fontconfig's setup (matplotlib lists the fonts with fc-list; without it, an error on stderr).
   'fonts',
+  // git reads it at every start: unreadable (landlock mode: present but not allowed), git stops.
+  'gitconfig',
+  // ensurepip (python -m venv) reads it on Debian: unreadable, the venv gets no pip.
+  'debian_version',
 ];
 
 /**

@@ -269,7 +269,7 @@ function workspaceOf(services: Services, args: { session_id?: string; workspace?
     throw new InvalidInputError('give exactly one of session_id or workspace');
   if (args.session_id !== undefined) return services.sessions.describe(args.session_id).dir;
   const workspace = commandWorkspace(services.config, currentPrincipal());
-  mkdirSync(workspace, { recursive: true });
+  mkdirSync(workspace, { recursive: true, mode: 0o700 }); // as execute_command makes it
   return realpathSync(workspace);
 }
 
