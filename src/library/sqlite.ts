@@ -46,7 +46,7 @@ export class DiskScriptStore implements ScriptStore {
       const previous = await this.readMetadata(name).catch(() => undefined);
       // A new script starts at version 1: files left by one whose metadata is gone are not its own.
       if (!previous) await rm(versions, { recursive: true, force: true });
-      await mkdir(versions, { recursive: true });
+      await mkdir(versions, { recursive: true, mode: 0o700 }); // the server's alone: the home is lent search
       const now = new Date().toISOString();
       const ext = extension(input.language);
       if (previous && this.limits.maxVersions > 1) {

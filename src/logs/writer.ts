@@ -41,7 +41,7 @@ export class LogWriter {
   append(file: string, entry: object): Promise<void> {
     const text = `${JSON.stringify({ ...boundedCode(entry), principal: currentPrincipal() })}\n`;
     return this.exclusive(async () => {
-      this.dirReady ??= mkdir(this.dir, { recursive: true }).catch((error: Error) => {
+      this.dirReady ??= mkdir(this.dir, { recursive: true, mode: 0o700 }).catch((error: Error) => {
         this.dirReady = undefined; // retry on the next write
         throw error;
       });

@@ -138,6 +138,60 @@ print("uid", os.getuid())
   });
 });
 
+// A set-id copy of an interpreter in a run's workspace, handed to a host process (a descriptor over
+// an abstract socket), ran as the run's uid outside any sandbox, and outlived it.
+describe.each(landlock ? ['namespace', 'landlock'] : ['namespace'])(
+  '%s: no set-id file, no System V IPC',
+  (mode) => {
+    let server: TestServer;
+    beforeAll(async () => {
+      server = await startServer({ env: { CODEXEC_SANDBOX_MODE: mode } });
+    });
+    afterAll(() => server.close());
+
+    it('refuses the setuid and setgid bits by chmod, fchmod and open; plain modes still work', async () => {
+      const { value } = await callTool<Run>(server.client, 'execute_code', {
+        language: 'python',
+        code: `import os, shutil
+shutil.copy("/bin/true", "t")
+fd = os.open("t", os.O_RDONLY)
+for name, change in [
+    ("chmod", lambda: os.chmod("t", 0o4755)),
+    ("fchmod", lambda: os.fchmod(fd, 0o2755)),
+    ("open", lambda: os.close(os.open("u", os.O_CREAT | os.O_WRONLY, 0o6755))),
+]:
+    try:
+        change()
+        print(name, "changed")
+    except OSError as error:
+        print(name, error.strerror)
+os.chmod("t", 0o755)
+print(oct(os.stat("t").st_mode & 0o7777), os.path.exists("u"))
+`,
+      });
+      expect(value.stdout.trim().split('\n')).toEqual([
+        'chmod Operation not permitted',
+        'fchmod Operation not permitted',
+        'open Operation not permitted',
+        '0o755 False',
+      ]);
+    });
+
+    it.runIf(mode === 'landlock')(
+      'refuses System V shared memory (no IPC namespace to hold it)',
+      async () => {
+        const { value } = await callTool<Run>(server.client, 'execute_code', {
+          language: 'python',
+          code: `import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+print(libc.shmget(0, 1 << 20, 0o1600), os.strerror(ctypes.get_errno()))`,
+        });
+        expect(value.stdout).toBe('-1 Operation not permitted\n');
+      },
+    );
+  },
+);
+
 describe.runIf(landlock && IS_ROOT)('landlock: the command workspace across a killed server', () => {
   const env = { CODEXEC_SANDBOX_MODE: 'landlock' };
   const home = passableHome();

@@ -60,7 +60,7 @@ describe.runIf(IS_ROOT)('claimBlock: a lock file per block, in a directory of ro
       reclaim: async (blocks) => void reclaimed.push(...blocks.map((b) => b.first)),
     });
 
-  it('skips a block a live server holds; a block whose holder is gone is reclaimed, then served again', async () => {
+  it('skips a block a live server holds; a dead server’s is reclaimed and never served again', async () => {
     const first = await claim(7);
     const second = await claim(7);
     expect(second.first).toBe(first.first + BLOCK_SIZE);
@@ -70,17 +70,23 @@ describe.runIf(IS_ROOT)('claimBlock: a lock file per block, in a directory of ro
       expect(isRunIdentity({ uid: block.first + block.count - 1, gid: RUN_GID })).toBe(true);
     }
     expect(reclaimed).toEqual([]);
-    // Its server gone (the holder's stdin closed): the lock goes with it, the file stays.
+    // Its server gone without giving every uid back (the holder's stdin closed): the lock goes
+    // with it, the file stays, and the block's uids may own files anywhere.
     first.release();
     const free = () => spawnSync(flock, ['--nonblock', '-E', '75', join(dir, '7'), 'true']).status === 0;
     for (let tries = 0; !free() && tries < 100; tries++)
       await new Promise((resolve) => setTimeout(resolve, 20));
-    const again = await claim(100);
-    // A known, unlocked block comes first, what its runs left given back before.
-    expect(again.first).toBe(first.first);
-    expect(reclaimed).toContain(first.first);
+    const third = await claim(7);
+    // What it left in this server's trees is given back first; then a block never served.
+    expect(reclaimed).toEqual([first.first]);
+    expect([first.first, second.first]).not.toContain(third.first);
+    expect(readdirSync(dir).sort()).toEqual(['7', '8', '9']);
+    // A server that ends with every uid given back retires its block: served again.
+    third.retire();
     expect(readdirSync(dir).sort()).toEqual(['7', '8']);
-    again.release();
+    const fourth = await claim(9);
+    expect(fourth.first).toBe(third.first);
+    fourth.release();
     second.release();
   });
 

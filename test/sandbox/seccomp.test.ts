@@ -199,6 +199,50 @@ describe('seccomp filter: metadata changed through descriptors only', () => {
   });
 });
 
+describe('seccomp filter: no set-id file, no System V IPC outside an IPC namespace', () => {
+  const x64 = buildFilter('x64', { sockets: 'unix' });
+  const landlock = buildFilter('x64', { sockets: 'unix', noSysvIpc: true });
+  const arm64 = buildFilter('arm64', { sockets: 'unix' });
+  const ENOSYS = RET.errno(38);
+
+  it('refuses a mode with the setuid or setgid bit, by every call that sets one; allows the rest', () => {
+    // chmod, fchmod, fchmodat, fchmodat2, creat, mknod, mknodat: [nr, index of the mode argument]
+    const calls: Array<[number, number]> = [
+      [90, 1],
+      [91, 1],
+      [268, 2],
+      [452, 2],
+      [85, 1],
+      [133, 1],
+      [259, 2],
+    ];
+    const withMode = (nr: number, at: number, mode: number) => ({ nr, arch: X64, [`arg${at}`]: mode });
+    for (const [nr, at] of calls) {
+      expect(run(x64, withMode(nr, at, 0o4755)), `${nr} setuid`).toBe(EPERM);
+      expect(run(x64, withMode(nr, at, 0o2755)), `${nr} setgid`).toBe(EPERM);
+      expect(run(x64, withMode(nr, at, 0o755)), `${nr} plain`).toBe(RET.allow);
+    }
+    // open/openat: only a call that creates counts its mode (O_CREAT 0o100, O_TMPFILE).
+    expect(run(x64, { nr: 2, arch: X64, arg1: 0o101, arg2: 0o4755 })).toBe(EPERM);
+    expect(run(x64, { nr: 257, arch: X64, arg2: 0o20000002, arg3: 0o6755 })).toBe(EPERM);
+    expect(run(x64, { nr: 257, arch: X64, arg2: 0o101, arg3: 0o644 })).toBe(RET.allow);
+    expect(run(x64, { nr: 257, arch: X64, arg2: 0, arg3: 0o4000 })).toBe(RET.allow);
+    // openat2 carries its mode in memory: refused whole, as not there (callers fall back).
+    expect(run(x64, { nr: 437, arch: X64 })).toBe(ENOSYS);
+    expect(run(arm64, { nr: 53, arch: ARM64, arg2: 0o4755 })).toBe(EPERM); // fchmodat
+    expect(run(arm64, { nr: 56, arch: ARM64, arg2: 0o100, arg3: 0o2755 })).toBe(EPERM); // openat
+    expect(run(arm64, { nr: 52, arch: ARM64, arg1: 0o755 })).toBe(RET.allow); // fchmod
+  });
+
+  it('refuses System V shared memory, semaphores and queues where asked (landlock), not otherwise', () => {
+    // shmget, shmat, shmctl, shmdt, semget, semop, semctl, semtimedop, msgget, msgsnd, msgrcv, msgctl
+    for (const nr of [29, 30, 31, 67, 64, 65, 66, 220, 68, 69, 70, 71]) {
+      expect(run(landlock, { nr, arch: X64 }), `${nr}`).toBe(EPERM);
+      expect(run(x64, { nr, arch: X64 }), `${nr}`).toBe(RET.allow);
+    }
+  });
+});
+
 describe('seccompArch', () => {
   it('supports x86_64 and aarch64 and refuses the rest', () => {
     expect(seccompArch('x64')).toBe('x64');

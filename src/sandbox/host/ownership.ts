@@ -97,32 +97,36 @@ export class Lease {
 
   /** Call only once no process of the run is left. Never follows symlinks. */
   async giveBack(): Promise<void> {
-    await this.giveRoots();
-    // Not after a failure: a uid that may still own a file here is never handed to another run.
-    this.identity.returned?.();
+    // Not after a failure, nor where a bound stopped the walk (a tree deeper than MAX_DEPTH, or
+    // larger than maxEntries): a uid that may still own a file here is never handed to another run.
+    if (await this.giveRoots()) this.identity.returned?.();
   }
 
-  private async giveRoots(): Promise<void> {
+  /** Whether every entry was seen (and given back where it was the run's). */
+  private async giveRoots(): Promise<boolean> {
     const roots = this.roots;
     this.roots = [];
+    let whole = true;
     for (const root of roots) {
       const rootFd = openRootQuietly(root.path);
       if (rootFd === undefined) continue;
       try {
         // A run that left nothing (a fresh workspace's usual case): no walk, µs.
-        if (!holdsOnly(at(rootFd), NOTHING)) await this.giveTree(rootFd, root);
+        if (!holdsOnly(at(rootFd), NOTHING)) whole = (await this.giveTree(rootFd, root)) && whole;
         const own = root.loans.get('');
         if (own) quietly(() => fchownSync(rootFd, own.uid, own.gid));
       } finally {
         closeSync(rootFd);
       }
     }
+    return whole;
   }
 
-  private async giveTree(rootFd: number, root: Root): Promise<void> {
+  private async giveTree(rootFd: number, root: Root): Promise<boolean> {
     const walk = walkBeneath(rootFd, { maxEntries: this.maxEntries, maxDepth: MAX_DEPTH });
     let count = 0;
-    for (let step = walk.next(false); !step.done; ) {
+    let step = walk.next(false);
+    for (; !step.done; ) {
       const { dirFd, raw, rel, stat } = step.value;
       if (stat.uid === this.identity.uid) {
         const owner = root.loans.get(rel) ?? root;
@@ -132,6 +136,7 @@ export class Lease {
       if (++count % YIELD_EVERY === 0) await new Promise((resolve) => setImmediate(resolve));
       step = walk.next(stat.isDirectory());
     }
+    return step.value;
   }
 }
 

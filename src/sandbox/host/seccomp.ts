@@ -33,7 +33,9 @@ const ARCHES: Readonly<Record<SeccompArch, ArchTable>> = {
       fsconfig: 431, fsmount: 432, fspick: 433, clone3: 435, mount_setattr: 442,
       chmod: 90, fchmodat: 268, fchmodat2: 452, chown: 92, lchown: 94, fchownat: 260, utime: 132, utimes: 235,
       futimesat: 261, utimensat: 280, setxattr: 188, lsetxattr: 189, removexattr: 197, lremovexattr: 199,
-      setxattrat: 463, removexattrat: 466,
+      setxattrat: 463, removexattrat: 466, fchmod: 91, open: 2, openat: 257, creat: 85, mknod: 133, mknodat: 259,
+      openat2: 437, shmget: 29, shmat: 30, shmctl: 31, shmdt: 67, semget: 64, semop: 65, semctl: 66,
+      semtimedop: 220, msgget: 68, msgsnd: 69, msgrcv: 70, msgctl: 71,
     },
   },
   arm64: {
@@ -47,7 +49,9 @@ const ARCHES: Readonly<Record<SeccompArch, ArchTable>> = {
       userfaultfd: 282, io_uring_setup: 425, io_uring_enter: 426, io_uring_register: 427, open_tree: 428,
       move_mount: 429, fsopen: 430, fsconfig: 431, fsmount: 432, fspick: 433, clone3: 435,
       mount_setattr: 442, fchmodat: 53, fchmodat2: 452, fchownat: 54, utimensat: 88, setxattr: 5,
-      lsetxattr: 6, removexattr: 14, lremovexattr: 15, setxattrat: 463, removexattrat: 466,
+      lsetxattr: 6, removexattr: 14, lremovexattr: 15, setxattrat: 463, removexattrat: 466, fchmod: 52,
+      openat: 56, mknodat: 33, openat2: 437, shmget: 194, shmat: 196, shmctl: 195, shmdt: 197, semget: 190,
+      semop: 193, semctl: 191, semtimedop: 192, msgget: 186, msgsnd: 189, msgrcv: 188, msgctl: 187,
     },
   },
 };
@@ -74,6 +78,31 @@ export const DENIED_SYSCALLS = [
 export const METADATA_BY_PATH = [
   'chmod', 'fchmodat', 'fchmodat2', 'chown', 'lchown', 'fchownat', 'utime', 'utimes', 'futimesat',
   'setxattr', 'lsetxattr', 'removexattr', 'lremovexattr', 'setxattrat', 'removexattrat',
+] as const;
+
+/**
+ * Calls that set a file's mode, with the argument that carries it: a mode with the setuid or setgid
+ * bit is refused in every run. A run owns files on the host while it runs (its workspace, lent): a
+ * set-id copy of an interpreter there, handed to a host process, would run as the run's uid (or in
+ * the runs' group) outside any sandbox, and outlive it. openat2's mode is in a struct BPF cannot
+ * read: it is refused whole (ENOSYS: callers fall back to openat).
+ */
+// biome-ignore format: one call per entry
+const MODE_ARGUMENT: ReadonlyArray<readonly [string, number]> = [
+  ['chmod', 1], ['fchmod', 1], ['fchmodat', 2], ['fchmodat2', 2], ['creat', 1], ['mknod', 1], ['mknodat', 2],
+];
+/** open and openat: the mode counts only where the flags (argument: the first) create a file. */
+// biome-ignore format: one call per entry
+const CREATE_MODE_ARGUMENT: ReadonlyArray<readonly [string, number, number]> = [['open', 1, 2], ['openat', 2, 3]];
+const SET_ID_BITS = 0o6000;
+/** O_CREAT and __O_TMPFILE (the same on x86-64 and the generic table). */
+const CREATES = 0o100 | 0o20000000;
+
+/** System V IPC: outside an IPC namespace (landlock mode), what a run made outlives it, host-wide. */
+// biome-ignore format: a list of names
+export const SYSV_IPC = [
+  'shmget', 'shmat', 'shmctl', 'shmdt', 'semget', 'semop', 'semctl', 'semtimedop', 'msgget', 'msgsnd',
+  'msgrcv', 'msgctl',
 ] as const;
 
 // biome-ignore format: flag names beside their values
@@ -111,6 +140,8 @@ const OFF_ARG1_LO = 24;
 const OFF_ARG1_HI = 28;
 const OFF_ARG2_LO = 32;
 const OFF_ARG3_LO = 40;
+/** The low 32 bits of args[i]. */
+const argLo = (i: number) => 16 + 8 * i;
 
 const LD_ABS = 0x20;
 const JEQ = 0x15;
@@ -155,6 +186,8 @@ export interface FilterOptions {
    * what Landlock lets them open (landlock mode, code run as a host directory's owner).
    */
   readonly metadataByDescriptor?: boolean;
+  /** Refuse System V IPC (a run with no IPC namespace of its own: landlock mode). */
+  readonly noSysvIpc?: boolean;
 }
 
 /** The filter as instructions (exported for tests, which run it through a tiny BPF interpreter). */
@@ -175,6 +208,30 @@ export function buildFilter(arch: SeccompArch, options: FilterOptions): Instruct
     for (const name of ['setsid', 'setpgid'])
       program.push(jump(JEQ, nr(table, name), 0, 1), ret(RET.errno(EPERM)));
   if (options.metadataByDescriptor) program.push(...metadataByDescriptor(table));
+  if (options.noSysvIpc)
+    for (const name of SYSV_IPC) {
+      const number = table.nr[name];
+      if (number !== undefined) program.push(jump(JEQ, number, 0, 1), ret(RET.errno(EPERM)));
+    }
+  program.push(jump(JEQ, nr(table, 'openat2'), 0, 1), ret(RET.errno(ENOSYS)));
+  for (const [name, arg] of MODE_ARGUMENT) {
+    const number = table.nr[name];
+    if (number !== undefined) program.push(...refuseFlags(number, argLo(arg), SET_ID_BITS));
+  }
+  for (const [name, flags, mode] of CREATE_MODE_ARGUMENT) {
+    const number = table.nr[name];
+    // biome-ignore format: one instruction per line, jumps counted in the comments
+    if (number !== undefined)
+      program.push(
+        jump(JEQ, number, 0, 6),
+        ld(argLo(flags)),
+        jump(JSET, CREATES, 0, 3), //     not creating → allow
+        ld(argLo(mode)),
+        jump(JSET, SET_ID_BITS, 0, 1), // no set-id bit → allow
+        ret(RET.errno(EPERM)),
+        ret(RET.allow),
+      );
+  }
   // glibc falls back from clone3 to clone on ENOSYS; clone3 flags live in memory BPF cannot read.
   program.push(jump(JEQ, nr(table, 'clone3'), 0, 1), ret(RET.errno(ENOSYS)));
   if (options.sockets === 'unix') {
@@ -276,7 +333,7 @@ const cache = new Map<string, Buffer>();
 export function hostFilter(options: FilterOptions): Buffer | undefined {
   const arch = seccompArch();
   if (!arch) return undefined;
-  const key = `${arch}:${options.sockets}:${options.sessionFixed === true}:${options.metadataByDescriptor === true}`;
+  const key = `${arch}:${options.sockets}:${options.sessionFixed === true}:${options.metadataByDescriptor === true}:${options.noSysvIpc === true}`;
   let encoded = cache.get(key);
   if (!encoded) {
     encoded = encodeFilter(buildFilter(arch, options));

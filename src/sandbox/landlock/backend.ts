@@ -30,7 +30,7 @@ import type { Capabilities, SandboxedProcess, SandboxSpec } from '../types.js';
 import { confiner, ownTmp } from './confiner.js';
 import { Reach } from './reach.js';
 import { claimBlock } from './uid-blocks.js';
-import { ANY_RUN, RunUids } from './uids.js';
+import { ANY_RUN, RunUids, type UidBlock } from './uids.js';
 
 export interface LandlockOptions extends HostOptions {
   /**
@@ -81,6 +81,7 @@ export class LandlockBackend extends HostBackend<LandlockOptions> {
   private groups: Watcher | undefined;
   /** A root server's runs: each a uid of its own, from the block its probe claimed. */
   private runUids: RunUids | undefined;
+  private block: UidBlock | undefined;
   private claimed: Promise<void> | undefined;
 
   constructor(options: LandlockOptions = {}) {
@@ -113,7 +114,11 @@ export class LandlockBackend extends HostBackend<LandlockOptions> {
     const host = this.setup();
     if (!this.mayFork(spec, host) || this.refusal(spec)) return;
     const zygote = this.zygoteFor(spec);
-    const seccomp = hostFilter({ sockets: socketPolicy(spec), metadataByDescriptor: ownsBeyond(spec) });
+    const seccomp = hostFilter({
+      sockets: socketPolicy(spec),
+      metadataByDescriptor: ownsBeyond(spec),
+      noSysvIpc: true,
+    });
     if (!zygote?.usable || !seccomp) return;
     if (!(spec.runAs || this.runUids) || this.unreachable(spec, spec.runAs ?? ANY_RUN)) return; // a cold start reports it
     const identity = this.identityOf(spec);
@@ -144,7 +149,11 @@ export class LandlockBackend extends HostBackend<LandlockOptions> {
     if (forked) return forked;
     // Without a cgroup or a pid namespace, a run is ended through its process group.
     const sessionFixed = !host.cgroups;
-    const seccomp = this.seccompFor(spec, { sessionFixed, metadataByDescriptor: ownsBeyond(spec) });
+    const seccomp = this.seccompFor(spec, {
+      sessionFixed,
+      metadataByDescriptor: ownsBeyond(spec),
+      noSysvIpc: true,
+    });
     const blocked = host.root ? this.unreachable(spec, spec.runAs ?? ANY_RUN) : undefined;
     if (blocked) throw new SandboxUnavailableError(`landlock sandbox: ${blocked}`);
     const identity = host.root ? this.identityOf(spec) : undefined;
@@ -194,9 +203,17 @@ export class LandlockBackend extends HostBackend<LandlockOptions> {
       for (const tree of trees) await reclaimTree(tree, dead);
     };
     this.claimed ??= claimBlock({ flock, reclaim }).then((block) => {
+      this.block = block;
       this.runUids = new RunUids(block);
     });
     await this.claimed;
+  }
+
+  /** The block goes back to serve again only when every uid of it was given back whole. */
+  async shutdown(): Promise<void> {
+    if (this.runUids?.inUse === 0) this.block?.retire();
+    else this.block?.release();
+    this.block = undefined;
   }
 
   /** lendTo(), the run's uid returned if lending fails. */

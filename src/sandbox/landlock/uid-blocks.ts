@@ -2,12 +2,14 @@
 // directory only root may enter, which no sandbox can reach (an abstract socket's name, which any
 // landlock run may bind, could be squatted: every block held, or a dead server's left free). A
 // server holds its block's lock for its life through flock(1), whose holder ends, the lock with it,
-// when the server's end of its pipe closes, however the server ends. A lock file found unlocked is
-// a block whose server is gone: what its runs left owned in codexec's shared trees (the command
-// workspaces, package environments: a server killed mid-run never gave them back) is given back to
-// root before the block serves again, so no new run's uid owns a dead one's files.
+// when the server's end of its pipe closes, however the server ends. A server that ends with every
+// uid given back removes its lock file: a block is served again only then. A lock file found
+// unlocked is a dead (or unclean) server's block, whose uids may still own files anywhere (kept
+// workspaces, another home): it is never served again. What they own in this server's shared trees
+// (the command workspaces, package environments: a server killed mid-run never gave them back) is
+// given back to root, so those trees serve new runs.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { lstatSync, mkdirSync, readdirSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Writable } from 'node:stream';
 import { SandboxUnavailableError } from '../../errors/index.js';
@@ -29,9 +31,9 @@ export interface ClaimOptions {
 }
 
 /**
- * This server's block. Every known block no live server holds is a dead server's: each is locked,
- * what its runs left is reclaimed, and the first serves this server (the rest are let go again);
- * with none, a never-used block.
+ * This server's block: one no lock file names. Every known block no live server holds is a dead
+ * one's: each is locked while what its runs left in this server's shared trees is reclaimed, then
+ * let go again, its lock file kept so that none of its uids ever serves again.
  */
 export async function claimBlock(options: ClaimOptions): Promise<UidBlock> {
   const dir = options.dir ?? LOCK_DIR;
@@ -44,35 +46,35 @@ export async function claimBlock(options: ClaimOptions): Promise<UidBlock> {
   const dead: UidBlock[] = [];
   for (const index of known) {
     const holder = await hold(options.flock, join(dir, String(index)));
-    if (holder) dead.push(blockOf(index, holder)); // else a live server's
+    if (holder) dead.push(blockOf(index, holder, join(dir, String(index)))); // else a live server's
   }
-  if (dead.length > 0) {
-    try {
-      await options.reclaim(dead);
-    } catch (error) {
-      for (const block of dead) block.release();
-      throw error;
-    }
-    for (const block of dead.slice(1)) block.release();
-    return dead[0] as UidBlock;
+  try {
+    if (dead.length > 0) await options.reclaim(dead);
+  } finally {
+    for (const block of dead) block.release();
   }
   const start = options.start ?? Math.floor(Math.random() * BLOCKS);
   for (let tried = 0; tried < BLOCKS; tried++) {
     const index = (start + tried) % BLOCKS;
     if (known.has(index)) continue;
     const holder = await hold(options.flock, join(dir, String(index)));
-    if (holder) return blockOf(index, holder);
+    if (holder) return blockOf(index, holder, join(dir, String(index)));
   }
   throw new SandboxUnavailableError('every block of landlock run uids is held by another codexec server');
 }
 
-function blockOf(index: number, holder: ChildProcess): UidBlock {
+function blockOf(index: number, holder: ChildProcess, path: string): UidBlock {
+  const release = () => {
+    holder.stdin?.end();
+    holder.kill();
+  };
   return {
     first: RANGE.first + index * BLOCK_SIZE,
     count: BLOCK_SIZE,
-    release: () => {
-      holder.stdin?.end();
-      holder.kill();
+    release,
+    retire: () => {
+      rmSync(path, { force: true }); // while still locked: nobody takes it meanwhile
+      release();
     },
   };
 }

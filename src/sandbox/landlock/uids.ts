@@ -39,7 +39,10 @@ export function isRunIdentity(identity: Identity): boolean {
 export interface UidBlock {
   readonly first: number;
   readonly count: number;
+  /** Let the block go; its lock file stays: none of its uids serves again (they may own files). */
   release(): void;
+  /** Let it go to serve again: only once every uid of it was given back whole. */
+  retire(): void;
 }
 
 /** The uids of one server's runs, from its block. */
