@@ -80,10 +80,10 @@ describe.runIf(IS_ROOT)('claimBlock: a lock file per block, in a directory of ro
     // What it left in this server's trees is given back first; then a block never served.
     expect(reclaimed).toEqual([first.first]);
     expect([first.first, second.first]).not.toContain(third.first);
-    expect(readdirSync(dir).sort()).toEqual(['7', '8', '9']);
+    expect(readdirSync(dir).sort()).toEqual(['7.dead', '8', '9']); // never probed again
     // A server that ends with every uid given back retires its block: served again.
     third.retire();
-    expect(readdirSync(dir).sort()).toEqual(['7', '8']);
+    expect(readdirSync(dir).sort()).toEqual(['7.dead', '8']);
     const fourth = await claim(9);
     expect(fourth.first).toBe(third.first);
     fourth.release();

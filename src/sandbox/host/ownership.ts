@@ -6,7 +6,16 @@
 // as nobody (65534; in landlock mode, a uid of the run's own), and codexec's own workspaces, which
 // root owns, are lent to that uid for the run and given back afterwards, with every file the run
 // created or changed.
-import { closeSync, fchownSync, fstatSync, lchownSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  fchmodSync,
+  fchownSync,
+  fstatSync,
+  lchownSync,
+  openSync,
+  type Stats,
+} from 'node:fs';
 import { at, holdsOnly, openRoot, quietly, walkBeneath } from '../../util/index.js';
 import type { SandboxSpec } from '../types.js';
 
@@ -42,6 +51,8 @@ interface Owner {
 
 interface Root extends Owner {
   readonly path: string;
+  /** The root's mode when lent: its run may have opened it to everybody. */
+  readonly mode: number;
   /** Entries lent, by path relative to the root ('' for the root), with their owner before. */
   readonly loans: Map<string, Owner>;
 }
@@ -68,7 +79,7 @@ export class Lease {
       if (rootFd === undefined) continue; // bwrap reports a missing bind source itself
       try {
         const stat = fstatSync(rootFd);
-        const root: Root = { path, uid: stat.uid, gid: stat.gid, loans: new Map() };
+        const root: Root = { path, uid: stat.uid, gid: stat.gid, mode: stat.mode & 0o7777, loans: new Map() };
         this.roots.push(root);
         if (this.lendable(stat.uid)) {
           fchownSync(rootFd, this.identity.uid, this.identity.gid);
@@ -114,7 +125,10 @@ export class Lease {
         // A run that left nothing (a fresh workspace's usual case): no walk, µs.
         if (!holdsOnly(at(rootFd), NOTHING)) whole = (await this.giveTree(rootFd, root)) && whole;
         const own = root.loans.get('');
-        if (own) quietly(() => fchownSync(rootFd, own.uid, own.gid));
+        if (own) {
+          quietly(() => fchownSync(rootFd, own.uid, own.gid));
+          quietly(() => fchmodSync(rootFd, root.mode));
+        }
       } finally {
         closeSync(rootFd);
       }
@@ -131,6 +145,7 @@ export class Lease {
       if (stat.uid === this.identity.uid) {
         const owner = root.loans.get(rel) ?? root;
         quietly(() => lchownSync(at(dirFd, raw), owner.uid, owner.gid));
+        if ((stat.mode & 0o007) !== 0 && !stat.isSymbolicLink()) closeToOthers(dirFd, raw, stat);
       }
       // A big tree: let the event loop run between batches.
       if (++count % YIELD_EVERY === 0) await new Promise((resolve) => setImmediate(resolve));
@@ -159,6 +174,27 @@ export async function reclaimTree(path: string, stale: (uid: number) => boolean)
     }
   } finally {
     closeSync(rootFd);
+  }
+}
+
+/**
+ * What a run made, closed to others (the world's bits cleared) once given back: a descriptor it
+ * handed a host process (an O_PATH one, reopened through /proc) must not reach what later runs
+ * put there. By descriptor: what is at the name now is checked to be what was walked.
+ */
+function closeToOthers(dirFd: number, raw: string | Buffer, walked: Stats): void {
+  let fd: number | undefined;
+  try {
+    fd = openSync(
+      at(dirFd, raw),
+      constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY,
+    );
+    const now = fstatSync(fd);
+    if (now.ino === walked.ino && now.dev === walked.dev) fchmodSync(fd, now.mode & 0o7770);
+  } catch {
+    // gone, or not a file or directory to open: nothing of it to hand out
+  } finally {
+    if (fd !== undefined) closeSync(fd);
   }
 }
 

@@ -208,30 +208,7 @@ export function buildFilter(arch: SeccompArch, options: FilterOptions): Instruct
     for (const name of ['setsid', 'setpgid'])
       program.push(jump(JEQ, nr(table, name), 0, 1), ret(RET.errno(EPERM)));
   if (options.metadataByDescriptor) program.push(...metadataByDescriptor(table));
-  if (options.noSysvIpc)
-    for (const name of SYSV_IPC) {
-      const number = table.nr[name];
-      if (number !== undefined) program.push(jump(JEQ, number, 0, 1), ret(RET.errno(EPERM)));
-    }
-  program.push(jump(JEQ, nr(table, 'openat2'), 0, 1), ret(RET.errno(ENOSYS)));
-  for (const [name, arg] of MODE_ARGUMENT) {
-    const number = table.nr[name];
-    if (number !== undefined) program.push(...refuseFlags(number, argLo(arg), SET_ID_BITS));
-  }
-  for (const [name, flags, mode] of CREATE_MODE_ARGUMENT) {
-    const number = table.nr[name];
-    // biome-ignore format: one instruction per line, jumps counted in the comments
-    if (number !== undefined)
-      program.push(
-        jump(JEQ, number, 0, 6),
-        ld(argLo(flags)),
-        jump(JSET, CREATES, 0, 3), //     not creating → allow
-        ld(argLo(mode)),
-        jump(JSET, SET_ID_BITS, 0, 1), // no set-id bit → allow
-        ret(RET.errno(EPERM)),
-        ret(RET.allow),
-      );
-  }
+  program.push(...noSysvIpc(table, options), ...noSetId(table));
   // glibc falls back from clone3 to clone on ENOSYS; clone3 flags live in memory BPF cannot read.
   program.push(jump(JEQ, nr(table, 'clone3'), 0, 1), ret(RET.errno(ENOSYS)));
   if (options.sockets === 'unix') {
@@ -272,6 +249,42 @@ export function buildFilter(arch: SeccompArch, options: FilterOptions): Instruct
     ...refuseFlags(nr(table, 'sendmmsg'), OFF_ARG3_LO, MSG_FASTOPEN),
     ret(RET.allow),
   );
+  return program;
+}
+
+/** SYSV_IPC refused, where asked (a run with no IPC namespace of its own). */
+function noSysvIpc(table: ArchTable, options: FilterOptions): Instruction[] {
+  const program: Instruction[] = [];
+  if (options.noSysvIpc)
+    for (const name of SYSV_IPC) {
+      const number = table.nr[name];
+      if (number !== undefined) program.push(jump(JEQ, number, 0, 1), ret(RET.errno(EPERM)));
+    }
+  return program;
+}
+
+/** No mode with a set-id bit (MODE_ARGUMENT, CREATE_MODE_ARGUMENT); openat2 not there. */
+function noSetId(table: ArchTable): Instruction[] {
+  const program: Instruction[] = [];
+  program.push(jump(JEQ, nr(table, 'openat2'), 0, 1), ret(RET.errno(ENOSYS)));
+  for (const [name, arg] of MODE_ARGUMENT) {
+    const number = table.nr[name];
+    if (number !== undefined) program.push(...refuseFlags(number, argLo(arg), SET_ID_BITS));
+  }
+  for (const [name, flags, mode] of CREATE_MODE_ARGUMENT) {
+    const number = table.nr[name];
+    // biome-ignore format: one instruction per line, jumps counted in the comments
+    if (number !== undefined)
+      program.push(
+        jump(JEQ, number, 0, 6),
+        ld(argLo(flags)),
+        jump(JSET, CREATES, 0, 3), //     not creating → allow
+        ld(argLo(mode)),
+        jump(JSET, SET_ID_BITS, 0, 1), // no set-id bit → allow
+        ret(RET.errno(EPERM)),
+        ret(RET.allow),
+      );
+  }
   return program;
 }
 

@@ -9,10 +9,11 @@
 // (the command workspaces, package environments: a server killed mid-run never gave them back) is
 // given back to root, so those trees serve new runs.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { lstatSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Writable } from 'node:stream';
 import { SandboxUnavailableError } from '../../errors/index.js';
+import { quietly } from '../../util/index.js';
 import { BLOCK_SIZE, BLOCKS, RANGE, type UidBlock } from './uids.js';
 
 /** Where the blocks' lock files are: root's alone, out of every sandbox's reach. */
@@ -31,27 +32,27 @@ export interface ClaimOptions {
 }
 
 /**
- * This server's block: one no lock file names. Every known block no live server holds is a dead
- * one's: each is locked while what its runs left in this server's shared trees is reclaimed, then
- * let go again, its lock file kept so that none of its uids ever serves again.
+ * This server's block: one no lock file names. Every `<n>` no live server holds is a dead one's:
+ * each is locked while what its runs left in this server's shared trees is reclaimed, then renamed
+ * `<n>.dead` (still locked: nobody takes it meanwhile), so that none of its uids ever serves again
+ * and later servers no longer probe it.
  */
 export async function claimBlock(options: ClaimOptions): Promise<UidBlock> {
   const dir = options.dir ?? LOCK_DIR;
   ensureRootDir(dir);
+  const names = readdirSync(dir);
   const known = new Set(
-    readdirSync(dir)
-      .filter((name) => /^\d+$/.test(name))
-      .map(Number),
+    names.filter((name) => /^\d+(\.dead)?$/.test(name)).map((name) => Number.parseInt(name, 10)),
   );
   const dead: UidBlock[] = [];
-  for (const index of known) {
-    const holder = await hold(options.flock, join(dir, String(index)));
-    if (holder) dead.push(blockOf(index, holder, join(dir, String(index)))); // else a live server's
+  for (const name of names.filter((entry) => /^\d+$/.test(entry))) {
+    const holder = await hold(options.flock, join(dir, name));
+    if (holder) dead.push(blockOf(Number(name), holder, join(dir, name))); // else a live server's
   }
   try {
     if (dead.length > 0) await options.reclaim(dead);
   } finally {
-    for (const block of dead) block.release();
+    for (const block of dead) block.bury();
   }
   const start = options.start ?? Math.floor(Math.random() * BLOCKS);
   for (let tried = 0; tried < BLOCKS; tried++) {
@@ -68,14 +69,17 @@ function blockOf(index: number, holder: ChildProcess, path: string): UidBlock {
     holder.stdin?.end();
     holder.kill();
   };
+  // Both while still locked: nobody takes the block meanwhile.
+  const after = (change: () => void) => () => {
+    quietly(change);
+    release();
+  };
   return {
     first: RANGE.first + index * BLOCK_SIZE,
     count: BLOCK_SIZE,
     release,
-    retire: () => {
-      rmSync(path, { force: true }); // while still locked: nobody takes it meanwhile
-      release();
-    },
+    retire: after(() => rmSync(path, { force: true })),
+    bury: after(() => renameSync(path, `${path}.dead`)),
   };
 }
 

@@ -43,6 +43,8 @@ export interface UidBlock {
   release(): void;
   /** Let it go to serve again: only once every uid of it was given back whole. */
   retire(): void;
+  /** Let a dead server's block go for good: marked, so no server probes or serves it again. */
+  bury(): void;
 }
 
 /** The uids of one server's runs, from its block. */
