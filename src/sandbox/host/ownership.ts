@@ -6,16 +6,7 @@
 // as nobody (65534; in landlock mode, a uid of the run's own), and codexec's own workspaces, which
 // root owns, are lent to that uid for the run and given back afterwards, with every file the run
 // created or changed.
-import {
-  closeSync,
-  constants,
-  fchmodSync,
-  fchownSync,
-  fstatSync,
-  lchownSync,
-  openSync,
-  type Stats,
-} from 'node:fs';
+import { closeSync, fchmodSync, fchownSync, fstatSync, lchownSync } from 'node:fs';
 import { at, holdsOnly, openRoot, quietly, walkBeneath } from '../../util/index.js';
 import type { SandboxSpec } from '../types.js';
 
@@ -145,7 +136,6 @@ export class Lease {
       if (stat.uid === this.identity.uid) {
         const owner = root.loans.get(rel) ?? root;
         quietly(() => lchownSync(at(dirFd, raw), owner.uid, owner.gid));
-        if ((stat.mode & 0o007) !== 0 && !stat.isSymbolicLink()) closeToOthers(dirFd, raw, stat);
       }
       // A big tree: let the event loop run between batches.
       if (++count % YIELD_EVERY === 0) await new Promise((resolve) => setImmediate(resolve));
@@ -174,27 +164,6 @@ export async function reclaimTree(path: string, stale: (uid: number) => boolean)
     }
   } finally {
     closeSync(rootFd);
-  }
-}
-
-/**
- * What a run made, closed to others (the world's bits cleared) once given back: a descriptor it
- * handed a host process (an O_PATH one, reopened through /proc) must not reach what later runs
- * put there. By descriptor: what is at the name now is checked to be what was walked.
- */
-function closeToOthers(dirFd: number, raw: string | Buffer, walked: Stats): void {
-  let fd: number | undefined;
-  try {
-    fd = openSync(
-      at(dirFd, raw),
-      constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY,
-    );
-    const now = fstatSync(fd);
-    if (now.ino === walked.ino && now.dev === walked.dev) fchmodSync(fd, now.mode & 0o7770);
-  } catch {
-    // gone, or not a file or directory to open: nothing of it to hand out
-  } finally {
-    if (fd !== undefined) closeSync(fd);
   }
 }
 
