@@ -123,7 +123,7 @@ describe('background processes', () => {
       const port = 20_000 + Math.floor(Math.random() * 20_000);
       await run('send_to_session', {
         session_id: id,
-        code: "open('hello.txt','w').write('hi from the workspace')",
+        code: "with open('hello.txt', 'w') as f:\n    f.write('hi from the workspace')",
       });
       const { value } = await run<Info>('start_process', {
         session_id: id,
@@ -133,11 +133,11 @@ describe('background processes', () => {
         () => run<Page>('read_process_output', { process_id: value.process_id }),
         (page) => page.value.output.includes('Serving HTTP'),
       );
-      const fetched = await run<{ stdout: string }>('send_to_session', {
+      const fetched = await run<{ stdout: string; stderr: string }>('send_to_session', {
         session_id: id,
         code: `import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:${port}/hello.txt').read().decode())`,
       });
-      expect(fetched.value.stdout).toBe('hi from the workspace\n');
+      expect(fetched.value.stdout, fetched.value.stderr).toBe('hi from the workspace\n');
       const log = await run<Page>('read_process_output', { process_id: value.process_id });
       expect(log.value.output).toContain('"GET /hello.txt HTTP/1.1" 200');
     } finally {
