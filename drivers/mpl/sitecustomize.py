@@ -22,7 +22,8 @@ def first_site(path):
 def _place_packages():
     here = os.path.dirname(os.path.abspath(__file__))
     entries = [e for e in os.environ.get("CODEXEC_PYTHON_PACKAGES", "").split(":") if e and e not in sys.path]
-    sys.path[first_site(sys.path) : first_site(sys.path)] = entries
+    at = first_site(sys.path)
+    sys.path[at:at] = entries
     others = [entry for entry in sys.path if os.path.abspath(entry or ".") != here]
     spec = importlib.machinery.PathFinder.find_spec("sitecustomize", others)
     if spec is not None and spec.loader is not None:

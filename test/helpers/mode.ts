@@ -1,6 +1,6 @@
 // The confining sandbox mode the suites run in, and what they may expect of the user running them.
 // CODEXEC_TEST_SANDBOX_MODE (namespace by default, or landlock) switches every suite at once.
-import { isRunIdentity } from '../../src/sandbox/landlock/uids.js';
+import { isRunUid } from '../../src/sandbox/landlock/uids.js';
 
 export type ConfinedMode = 'namespace' | 'landlock';
 
@@ -28,5 +28,5 @@ export const IS_ROOT = process.getuid?.() === 0;
  */
 export function isSandboxUid(uid: number): boolean {
   if (!IS_ROOT) return uid === process.getuid?.();
-  return SANDBOX_MODE === 'landlock' ? isRunIdentity({ uid, gid: 0 }) : uid === 65534;
+  return SANDBOX_MODE === 'landlock' ? isRunUid(uid) : uid === 65534;
 }

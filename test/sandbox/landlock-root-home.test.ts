@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, runRoots } from '../../src/config/index.js';
 import { SHARED_RUN_BASE } from '../../src/config/paths.js';
 import { landlockAbi } from '../../src/sandbox/index.js';
-import { isRunIdentity, RUN_GID } from '../../src/sandbox/landlock/uids.js';
+import { isRunUid, RUN_GID } from '../../src/sandbox/landlock/uids.js';
 import { IS_ROOT } from '../helpers/mode.js';
 import { callTool, startServer, type TestServer, tempDir } from '../helpers/server.js';
 
@@ -33,8 +33,7 @@ const stats = (path: string, uid: number | string = 65534, gid: number = 65534) 
 };
 const nobodyStats = (path: string) => stats(path);
 /** A uid of a run's own (landlock/uids.ts), not nobody's. */
-const runUid = (uid: string | undefined) =>
-  isRunIdentity({ uid: Number(uid), gid: 65534 }) && uid !== '65534';
+const runUid = (uid: string | undefined) => isRunUid(Number(uid)) && uid !== '65534';
 
 describe.runIf(IS_ROOT)('where a root server keeps its runs', () => {
   let user: string;

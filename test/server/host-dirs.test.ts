@@ -16,7 +16,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isRunIdentity } from '../../src/sandbox/landlock/uids.js';
+import { isRunUid } from '../../src/sandbox/landlock/uids.js';
 import { allowing, OWNER, ownedDir } from '../helpers/host-dir.js';
 import { IS_ROOT } from '../helpers/mode.js';
 import { callTool, startServer, type TestServer, tempDir } from '../helpers/server.js';
@@ -263,8 +263,7 @@ describe("landlock mode: host directories and codexec's own", () => {
     return call.value.stdout.trim();
   };
   // A root server's other runs: each a uid of its own (not a login user's); an ordinary user's: itself.
-  const sandboxed = (id: string) =>
-    IS_ROOT ? isRunIdentity({ uid: Number(id), gid: 0 }) : id === String(OWNER.uid);
+  const sandboxed = (id: string) => (IS_ROOT ? isRunUid(Number(id)) : id === String(OWNER.uid));
 
   it.runIf(IS_ROOT)(
     "a login user is never lent a way into codexec's directories: a closed home refuses its run",

@@ -11,7 +11,7 @@ import { statSync } from 'node:fs';
 import { dirname, relative } from 'node:path';
 import type { Identity } from '../host/index.js';
 import { Script } from './script.js';
-import { isRunIdentity, RUN_GID } from './uids.js';
+import { isRunUid, RUN_GID } from './uids.js';
 
 /** Run `script` with the launcher; its exit status (0: every call succeeded). */
 export type RunScript = (script: Buffer) => number;
@@ -58,7 +58,7 @@ export class Reach {
   check(path: string, who: Identity, within = false, lent: readonly string[] = []): string | undefined {
     for (const dir of within ? [...above(path), path] : above(path)) {
       if (lent.some((root) => isBeneath(dir, root))) continue; // the run's own, lent to `who` itself
-      const key = `${isRunIdentity(who) ? 'runs' : who.uid}:${dir}`;
+      const key = `${isRunUid(who.uid) ? 'runs' : who.uid}:${dir}`;
       if (this.searchable.has(key)) continue;
       let stats: { mode: number; uid: number; gid: number };
       try {
@@ -71,7 +71,7 @@ export class Reach {
         // A login user (a host directory's owner) is never lent a way into codexec's directories,
         // but for those that hold only workspaces (each closed to all but its own run): outside
         // any sandbox it could reach, by name, what the others hold (index.db, logs, keys).
-        if (!isRunIdentity(who) && !this.workspaceDirs.includes(dir))
+        if (!isRunUid(who.uid) && !this.workspaceDirs.includes(dir))
           return unreachable(
             path,
             dir,
@@ -97,7 +97,7 @@ export class Reach {
   private lend(dir: string, stats: { mode: number }, who: Identity): boolean {
     const first = !this.lent.has(dir);
     const record = this.lent.get(dir) ?? { mode: stats.mode, group: false, uids: new Set<number>() };
-    const run = isRunIdentity(who);
+    const run = isRunUid(who.uid);
     const uids = [...new Set([...record.uids, ...(run ? [] : [who.uid])])].sort((a, b) => a - b);
     const bits = (shift: number) => (record.mode >> shift) & 7;
     const entries: [number, number, number][] = [
@@ -170,7 +170,7 @@ function mayReach(dir: string, who: Identity): boolean {
 
 function unreachable(path: string, dir: string, who: Identity, why: string): string {
   return (
-    `${isRunIdentity(who) ? "the sandbox's runs (uids and a group of their own)" : `the sandbox user (uid ${who.uid})`} ` +
+    `${isRunUid(who.uid) ? "the sandbox's runs (uids and a group of their own)" : `the sandbox user (uid ${who.uid})`} ` +
     `cannot reach ${path}: ${dir} does not let them search and ${why} ` +
     "(landlock mode binds nothing: code sees the host's own tree). Put CODEXEC_HOME (or " +
     'CODEXEC_SANDBOX_DIR, CODEXEC_WORKSPACE) under a directory every user may search, e.g. ' +

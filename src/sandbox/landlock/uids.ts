@@ -30,9 +30,9 @@ export interface RunIdentity extends Identity {
   returned(): void;
 }
 
-/** Whether `identity` is a run's own: not a login user's. */
-export function isRunIdentity(identity: Identity): boolean {
-  return identity.uid >= RANGE.first && identity.uid < RANGE.end;
+/** Whether `uid` is a run's own: not a login user's. */
+export function isRunUid(uid: number): boolean {
+  return uid >= RANGE.first && uid < RANGE.end;
 }
 
 /** A block of the range, this server's until it is released (or the server ends). */
