@@ -19,6 +19,8 @@ export interface CollectedOutput {
  */
 export interface OutputSink {
   write(text: string): void;
+  /** The line under the truncation mark that says how to read on from byte `offset`. */
+  pageHint(offset: number): string;
 }
 
 /**
@@ -112,13 +114,15 @@ export class OutputCollector {
     this.flush();
     const { maxChars, head, tail } = this.limits;
     if (this.total <= maxChars) return { text: this.head, truncated: false, totalChars: this.total };
-    const kept = this.head.slice(0, head);
-    const end = tail > 0 ? this.tail.slice(-tail) : '';
+    const kept = toLineEnd(this.head.slice(0, head));
+    const end = fromLineStart(tail > 0 ? this.tail.slice(-tail) : '');
     const omitted = this.total - kept.length - end.length;
-    // The seed's format, unchanged (clients look for it): where the rest is kept is the result's
-    // output_saved field.
+    // The seed's mark, unchanged (clients look for it), on a line of its own; under it, where the
+    // rest is kept and from which byte to read it (the result's output_saved says it too).
+    const hint = this.sink ? `${this.sink.pageHint(Buffer.byteLength(kept))}\n` : '';
+    const before = kept === '' || kept.endsWith('\n') ? kept : `${kept}\n`;
     return {
-      text: `${kept}\n\n[... truncated ${omitted} characters ...]\n\n${end}`,
+      text: `${before}[... truncated ${omitted} characters ...]\n${hint}${end}`,
       truncated: true,
       totalChars: this.total,
     };
@@ -140,4 +144,16 @@ export class OutputCollector {
     this.tail += text.length > keep ? text.slice(-keep) : text;
     if (this.tail.length > keep * 2) this.tail = this.tail.slice(-keep);
   }
+}
+
+/** The head cut after its last line end, unless that would drop more than half of it. */
+function toLineEnd(text: string): string {
+  const at = text.lastIndexOf('\n');
+  return at >= text.length / 2 ? text.slice(0, at + 1) : text;
+}
+
+/** The tail from its first line start, unless that would drop more than half of it. */
+function fromLineStart(text: string): string {
+  const at = text.indexOf('\n');
+  return at !== -1 && at < text.length / 2 ? text.slice(at + 1) : text;
 }

@@ -24,11 +24,8 @@ export function parseSince(value: string): number | undefined {
 
 /** The filters of `search_execution_logs` (and `codexec logs search`), validated at the edge. */
 export const searchFiltersSchema = z.object({
-  language: z.enum(LANGUAGES).optional().describe('Only executions in this language'),
-  status: z
-    .enum(STATUSES)
-    .optional()
-    .describe('success (exit 0), failed (non-zero exit, error or cancelled) or timeout'),
+  language: z.enum(LANGUAGES).optional(),
+  status: z.enum(STATUSES).optional().describe('failed: an error, non-zero exit or cancel'),
   query: z
     .string()
     .trim()
@@ -37,22 +34,15 @@ export const searchFiltersSchema = z.object({
     .refine((value) => HAS_WORD.test(value), 'must contain a letter or digit')
     .optional()
     .describe(
-      'Full-text search over code, stdout and stderr. Every word must appear, as a word or the start ' +
-        'of one (case-insensitive): "pandas read_csv", "ModuleNotFound"',
+      'Words that must all appear in code, stdout or stderr, as words or their starts: "pandas read_csv"',
     ),
   since: z
     .string()
     .refine((value) => parseSince(value) !== undefined, 'expected a date (2026-02-01) or an ISO date-time')
     .optional()
-    .describe('Only executions at or after this UTC date (2026-02-01) or date-time (2026-02-01T10:00:00Z)'),
-  session_id: z.string().min(1).optional().describe('Only the executions of this session (sess_…)'),
-  limit: z
-    .number()
-    .int()
-    .min(1)
-    .max(MAX_LIMIT)
-    .default(20)
-    .describe(`How many results to return, newest first (default 20, max ${MAX_LIMIT})`),
+    .describe('UTC date (2026-02-01) or ISO date-time: this and later'),
+  session_id: z.string().min(1).optional(),
+  limit: z.number().int().min(1).max(MAX_LIMIT).default(20),
 });
 
 export type SearchFilters = z.output<typeof searchFiltersSchema>;

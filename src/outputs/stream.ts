@@ -40,6 +40,14 @@ export class SavedStream {
     return `codexec://exec/${this.executionId}/${this.stream}`;
   }
 
+  /** How to read this stream on from byte `offset`, in one line. */
+  pageHint(offset: number): string {
+    if (this.partial && this.bytes <= offset) return '[the rest is not kept: saving stopped before it]';
+    const call = JSON.stringify({ execution_id: this.executionId, path: this.stream, offset });
+    const kept = this.partial ? `; only the first ${this.bytes} bytes are kept` : '';
+    return `[the rest: read_file ${call}; offset and length count bytes${kept}]`;
+  }
+
   write(text: string): void {
     if (this.partial || this.failed) return;
     let data = Buffer.from(text, 'utf8');

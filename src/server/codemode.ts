@@ -41,6 +41,17 @@ export const codeModeInput = {
 type CodeModeArgs = z.output<z.ZodObject<typeof codeModeInput>>;
 
 /**
+ * A tool's advertised input without `allowed_tools` when no downstream server is configured (there
+ * is no tool to allow); the sampling fields stay, since the client's model answers those.
+ */
+export function advertisedCodeMode(
+  schema: z.ZodObject,
+  services: { readonly bridge: { readonly configured: boolean } },
+): z.ZodObject {
+  return services.bridge.configured ? schema : schema.omit({ allowed_tools: true } as never);
+}
+
+/**
  * The run's view of the bridge and its sampler: when the call asked for code mode, or, for
  * discovery, whenever downstream servers are configured (python, node, typescript); undefined
  * otherwise (no socket, no helpers). Both end with `signal`.

@@ -5,15 +5,16 @@ import {
   isInputRequiredResult,
   type McpServer,
   type ServerContext,
-  type StandardSchemaWithJSON,
   type ToolAnnotations,
 } from '@modelcontextprotocol/server';
 import type { z } from 'zod';
 import { InvalidInputError } from '../errors/index.js';
 import type { Tasks } from '../tasks/index.js';
 import { asPrincipal, LOCAL_PRINCIPAL } from '../util/index.js';
+import { advertisedInput, advertisedOutput } from './advertised.js';
 import { errorResult, okResult } from './results.js';
 import { inTaskScope, isTaskHandle, type TaskHandle, type TaskScope, taskEra } from './tasks.js';
+import type { TextShape } from './text.js';
 
 export interface ToolDefinition<I extends z.ZodObject, O extends z.ZodObject> {
   readonly name: string;
@@ -32,7 +33,9 @@ export interface ToolDefinition<I extends z.ZodObject, O extends z.ZodObject> {
   readonly compactInput?: z.ZodObject;
   readonly output: O;
   readonly annotations: ToolAnnotations;
-  /** Content blocks to send after the JSON text (images, resource links), made from the value. */
+  /** How the result reads as text (what is plain text, what is left out): src/server/text.ts. */
+  readonly text?: TextShape;
+  /** Content blocks to send after the text (images, resource links), made from the value. */
   readonly extraContent?: (value: z.input<O>) => ContentBlock[];
   /**
    * MCP Tasks: where a call that asks for one (2026: declares the extension; 2025: `task`) is
@@ -64,8 +67,8 @@ export function defineTool<I extends z.ZodObject, O extends z.ZodObject>(
     {
       title: tool.title,
       description: (compact && tool.compactDescription) || tool.description,
-      inputSchema: passThrough((compact && tool.compactInput) || tool.advertisedInput || tool.input),
-      ...(!compact && { outputSchema: tool.tasks ? admittingTaskHandles(tool.output) : tool.output }),
+      inputSchema: advertisedInput((compact && tool.compactInput) || tool.advertisedInput || tool.input),
+      ...(!compact && { outputSchema: advertisedOutput(tool.output, tool.tasks ? isTaskHandle : undefined) }),
       annotations: tool.annotations,
     },
     async (raw: unknown, ctx: ServerContext) => {
@@ -76,7 +79,11 @@ export function defineTool<I extends z.ZodObject, O extends z.ZodObject>(
         const { value } = outcome;
         if (isInputRequiredResult(value) || isTaskHandle((value as CallToolResult).structuredContent))
           return value as unknown as CallToolResult;
-        return okResult(value as Record<string, unknown>, tool.extraContent?.(value as z.input<O>) ?? []);
+        return okResult(
+          value as Record<string, unknown>,
+          tool.extraContent?.(value as z.input<O>) ?? [],
+          tool.text,
+        );
       };
       const handle = () => tool.handler(parsed.data, ctx);
       const era = tool.tasks && taskEra(ctx);
@@ -103,31 +110,6 @@ export function selectTools(server: McpServer, names: readonly string[] | undefi
 /** Who a request acts for: serve --http passes the bearer token's principal as the client id. */
 export function principalOf(ctx: ServerContext): string {
   return ctx.http?.authInfo?.clientId || LOCAL_PRINCIPAL;
-}
-
-function passThrough(schema: z.ZodObject): StandardSchemaWithJSON<unknown, unknown> {
-  const standard = schema['~standard'];
-  return {
-    '~standard': {
-      version: 1,
-      vendor: 'codexec',
-      validate: (value: unknown) => ({ value }),
-      jsonSchema: standard.jsonSchema,
-    },
-  };
-}
-
-/** The tool's output schema, but a task handle's structured content passes (it is no result). */
-function admittingTaskHandles(schema: z.ZodObject): StandardSchemaWithJSON<unknown, unknown> {
-  const standard = schema['~standard'];
-  return {
-    '~standard': {
-      version: 1,
-      vendor: 'codexec',
-      validate: (value: unknown) => (isTaskHandle(value) ? { value } : standard.validate(value)),
-      jsonSchema: standard.jsonSchema,
-    },
-  };
 }
 
 function describeIssues(error: z.ZodError): string {

@@ -3,13 +3,17 @@
 // resources/read of codexec://exec/<id>/stdout returns it whole. Only the principal that ran
 // the execution finds it: the execution log is asked first (history.get), so another principal's
 // id fails exactly like an unknown one.
+
+import type { Config } from '../config/index.js';
 import type { SavedSlice, SavedStreamName } from '../outputs/index.js';
 import type { Services } from './services.js';
 
 /** The sentence tool descriptions add about truncated output. */
-export const SAVED_HELP =
-  'When output is truncated, the whole of it is kept (output_saved): page it with read_file ' +
-  '{execution_id, path: "stdout" or "stderr", offset}.';
+export function savedHelp(config: Pick<Config, 'output' | 'maxSavedOutputBytes'>): string {
+  const cut = `Output past ${config.output.maxChars.toLocaleString('en-US')} characters per stream is cut at line ends to its start and end`;
+  if (config.maxSavedOutputBytes === 0) return `${cut}.`;
+  return `${cut}; the line under the cut names the read_file call that pages the rest.`;
+}
 
 /** read_file's default and largest slice of saved output. */
 export const DEFAULT_SLICE_BYTES = 64 * 1024;

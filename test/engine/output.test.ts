@@ -19,7 +19,29 @@ describe('OutputCollector', () => {
     expect(out.totalChars).toBe(1000);
     const expectedHead = Array.from({ length: 40 }, (_, i) => String(i % 10)).join('');
     const expectedTail = Array.from({ length: 30 }, (_, i) => String((970 + i) % 10)).join('');
-    expect(out.text).toBe(`${expectedHead}\n\n[... truncated 930 characters ...]\n\n${expectedTail}`);
+    expect(out.text).toBe(`${expectedHead}\n[... truncated 930 characters ...]\n${expectedTail}`);
+  });
+
+  it('cuts at line ends and says under the mark how to read the rest, in bytes', () => {
+    const hints: number[] = [];
+    const c = new OutputCollector(limits);
+    const pageHint = (offset: number) => {
+      hints.push(offset);
+      return `[read on from ${offset}]`;
+    };
+    c.saveTo({ write: () => {}, pageHint });
+    const lines = Array.from({ length: 100 }, (_, i) => `line ${i} é`);
+    c.push(Buffer.from(`${lines.join('\n')}\n`));
+    const out = c.finish();
+    // 40 characters hold lines 0-3 whole (9 each with the line end) and cut line 4: it goes; the
+    // last 30 begin at line 97's start, so the tail keeps 98 and 99 only (the é is 2 bytes).
+    const head = `${lines.slice(0, 4).join('\n')}\n`;
+    const tail = `${lines.slice(98).join('\n')}\n`;
+    expect(hints).toEqual([Buffer.byteLength(head)]);
+    const omitted = out.totalChars - head.length - tail.length;
+    expect(out.text).toBe(
+      `${head}[... truncated ${omitted} characters ...]\n[read on from ${hints[0]}]\n${tail}`,
+    );
   });
 
   it('never splits a multi-byte character across chunks', () => {

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import { expect } from 'vitest';
 import { SANDBOX_ENV } from './mode.js';
 
 export const CLI = resolve(import.meta.dirname, '../../dist/cli.js');
@@ -138,7 +139,21 @@ export interface ToolCall<T> {
   readonly text: string;
 }
 
-/** Call a tool and return its structured value (checking that the text content says the same). */
+/**
+ * What a result's text says, checked against its structured value: the first line is compact JSON
+ * whose every field is the value's (src/server/text.ts); the lines after it are the plain text.
+ */
+export function textFacts(text: string, value: object): Record<string, unknown> {
+  const facts = JSON.parse(text.slice(0, text.indexOf('\n'))) as Record<string, unknown>;
+  for (const [key, fact] of Object.entries(facts)) {
+    expect(value).toHaveProperty(key);
+    if (fact === null || typeof fact !== 'object')
+      expect(fact).toEqual((value as Record<string, unknown>)[key]);
+  }
+  return facts;
+}
+
+/** Call a tool and return its structured value, and its text. */
 export async function callTool<T = Record<string, unknown>>(
   client: Client,
   name: string,

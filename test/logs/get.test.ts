@@ -1,7 +1,7 @@
 // get_execution_log through the real server: real runs, seed-format entries, sessions, scripts.
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callTool, startServer, type TestServer, tempDir } from '../helpers/server.js';
+import { callTool, startServer, type TestServer, tempDir, textFacts } from '../helpers/server.js';
 import { KEEP_ALL, writeOneshots, writeSession } from './fixtures.js';
 
 describe('get_execution_log', () => {
@@ -58,7 +58,8 @@ describe('get_execution_log', () => {
       working_dir: run.value.working_dir,
     });
     expect(Date.parse(got.value.executed_at as string)).toBeGreaterThan(Date.now() - 60_000);
-    expect(JSON.parse(got.text)).toEqual(got.value);
+    expect(textFacts(got.text, got.value)).toMatchObject({ artifacts_created: ['made.txt'] });
+    expect(got.text).toContain(`\ndone\n--- code ---\n${code}`);
   });
 
   it('returns a seed-format entry with the seed field names', async () => {

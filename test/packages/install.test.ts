@@ -42,6 +42,9 @@ describe('install_package into the global environment', () => {
       session_id: null,
     });
     expect(installed.value.install_output).toContain('Successfully installed codexec-demo-1.2.3');
+    // The model reads the one line that says what was installed; the log stays in structuredContent.
+    const facts = { package: 'codexec-demo', version: '1.2.3', exit_code: 0 };
+    expect(installed.text).toBe(`${JSON.stringify(facts)}\nSuccessfully installed codexec-demo-1.2.3\n`);
     const ran = await call('execute_code', {
       language: 'python',
       code: 'import codexec_demo\nprint(codexec_demo.VALUE)',
@@ -53,6 +56,7 @@ describe('install_package into the global environment', () => {
     rmSync('/tmp/codexec-import-check-ran', { force: true });
     const installed = await call('install_package', { language: 'python', package: 'codexec-broken' });
     expect(installed.value).toMatchObject({ success: false, package: 'codexec-broken', version: '1.0.0' });
+    expect(installed.text).toContain(`\n${installed.value.install_output}`);
     expect(installed.value.install_output).toContain('Successfully installed codexec-broken-1.0.0');
     expect(installed.value.install_output).toContain(
       "codexec-broken installed, but does not import: import codexec_broken: ModuleNotFoundError: No module named 'codexec_absent_dependency'",

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allowing, OWNER, ownedDir } from '../helpers/host-dir.js';
 import { IS_ROOT, SANDBOX_MODE } from '../helpers/mode.js';
 import { processesWith, sleepMarker } from '../helpers/procs.js';
-import { callTool, ERAS, startServer, type TestServer, tempDir } from '../helpers/server.js';
+import { callTool, ERAS, startServer, type TestServer, tempDir, textFacts } from '../helpers/server.js';
 
 interface Result {
   success: boolean;
@@ -57,7 +57,8 @@ describe.each(ERAS)('execute_command (%s era)', (era) => {
     });
     expect(isError).toBe(false);
     expect(value).toMatchObject({ success: true, exit_code: 0, stdout: 'BASH\n2\n', stderr: '' });
-    expect(JSON.parse(text)).toEqual(value);
+    expect(textFacts(text, value)).toMatchObject({ exit_code: 0, execution_id: value.execution_id });
+    expect(text).toMatch(/\nBASH\n2\n$/);
   });
 });
 

@@ -8,6 +8,7 @@ import { callTool, startServer, type TestServer } from '../helpers/server.js';
 
 interface Result {
   success: boolean;
+  execution_id: string;
   stdout: string;
   stderr: string;
   exit_code: number | null;
@@ -99,7 +100,9 @@ describe('execute_code limits', () => {
       code: 'print("".join(str(i % 10) for i in range(25000)), end="")',
     });
     expect(value.truncated).toBe(true);
-    const [head, tail] = value.stdout.split('\n\n[... truncated 17000 characters ...]\n\n');
+    const [head, tail] = value.stdout.split(
+      /\n\[\.\.\. truncated 17000 characters \.\.\.\]\n\[the rest: [^\n]*\]\n/,
+    );
     expect(head).toHaveLength(4000);
     expect(tail).toHaveLength(4000);
     expect(head?.startsWith('0123456789')).toBe(true);
@@ -146,10 +149,11 @@ describe('execute_code truncation settings', () => {
         language: 'bash',
         code: 'printf "abcdefghij%0200dvwxyz" 0 >&2',
       });
-      expect(big.value).toMatchObject({
-        truncated: true,
-        stderr: 'abcdefghij\n\n[... truncated 200 characters ...]\n\nvwxyz',
-      });
+      expect(big.value.truncated).toBe(true);
+      const page = JSON.stringify({ execution_id: big.value.execution_id, path: 'stderr', offset: 10 });
+      expect(big.value.stderr).toBe(
+        `abcdefghij\n[... truncated 200 characters ...]\n[the rest: read_file ${page}; offset and length count bytes]\nvwxyz`,
+      );
     } finally {
       await server.close();
     }

@@ -86,8 +86,8 @@ describe('saved output over stdio', () => {
     expect(big.output_saved).toEqual({
       stdout: { bytes, uri: `codexec://exec/${big.execution_id}/stdout`, partial: false },
     });
-    // The seed's format, unchanged: head, separator, tail (output_saved says where the rest is).
-    expect(big.stdout).toMatch(/\n\n\[\.\.\. truncated \d+ characters \.\.\.\]\n\n/);
+    // The seed's mark on a line of its own; under it, the read_file call that pages the rest.
+    expect(big.stdout).toMatch(/\n\[\.\.\. truncated \d+ characters \.\.\.\]\n\[the rest: read_file /);
     expect(big.stdout.endsWith(EXPECTED.slice(-100))).toBe(true);
     const [file] = savedFiles(server.home);
     expect(file).toMatch(new RegExp(`${big.execution_id}\\.stdout$`));

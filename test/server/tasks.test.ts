@@ -65,7 +65,8 @@ describe('MCP Tasks over stdio (2026-07-28)', () => {
     expect(done.result?.status).toBe('completed');
     const result = done.result?.result as { structuredContent: Record<string, unknown>; content: unknown[] };
     expect(result.structuredContent).toMatchObject({ success: true, stdout: 'first\ndone\n', exit_code: 0 });
-    expect(result.content[0]).toEqual({ type: 'text', text: JSON.stringify(result.structuredContent) });
+    const facts = { execution_id: result.structuredContent.execution_id, exit_code: 0 };
+    expect(result.content[0]).toEqual({ type: 'text', text: `${JSON.stringify(facts)}\nfirst\ndone\n` });
 
     // Without the extension the same call answers with its result, of the same shape.
     const plain = await send(

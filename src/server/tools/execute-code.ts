@@ -5,19 +5,20 @@ import { InvalidInputError } from '../../errors/index.js';
 import { executeCodeResultSchema } from '../../results/index.js';
 import { codeModeFor, codeModeInput, codeModePowers, sessionSampler } from '../codemode.js';
 import { defineTool } from '../define-tool.js';
-import { advertisedEgress, egressInput } from '../egress.js';
+import { egressInput } from '../egress.js';
 import { type Gatekeeper, runFacts } from '../guard.js';
-import { advertisedWorkingDir } from '../host-dirs.js';
 import { withProgress } from '../progress.js';
 import { runContent } from '../resources.js';
-import { SAVED_HELP } from '../saved-output.js';
+import { savedHelp } from '../saved-output.js';
 import type { Services } from '../services.js';
+import { RUN_TEXT } from '../text.js';
+import { advertisedArguments } from './arguments.js';
 import { advertisedLanguage, languageInput } from './languages.js';
 
-const LANGUAGE_HELP = 'python, node (JavaScript, ES module), typescript or bash';
+const LANGUAGE_HELP = 'node runs JavaScript (ES module)';
 const inputSchema = z.object({
   language: languageInput.describe(LANGUAGE_HELP),
-  code: z.string().min(1, 'code must not be empty').describe('The complete program to run'),
+  code: z.string().min(1, 'code must not be empty').describe('The whole program'),
   timeout_ms: z
     .number()
     .int()
@@ -36,7 +37,7 @@ const inputSchema = z.object({
     .min(1)
     .max(200)
     .optional()
-    .describe('Run it in this session (start_session) instead, as send_to_session does: its state is kept'),
+    .describe('Run it in this session instead (as send_to_session)'),
   ...codeModeInput,
   ...egressInput,
 });
@@ -47,38 +48,29 @@ export function registerExecuteCode(server: McpServer, services: Services, gate:
     name: 'execute_code',
     title: 'Run code',
     description:
-      'Run a complete Python, JavaScript (node), TypeScript or Bash program once, in a fresh process with no ' +
-      'state from earlier calls, and return its stdout, stderr, exit code and the files it created. ' +
-      'Use it for calculations, data parsing, file transformations and quick experiments; for multi-step ' +
-      'work that keeps variables between calls, use a session instead. Print what you want to see: only ' +
-      'output is returned; matplotlib figures and image files come back as images. Output beyond the server limit (default 10,000 characters per stream) is cut ' +
-      'to its first and last parts. ' +
-      SAVED_HELP +
-      ' Code runs without API keys or other secrets from the server environment. ' +
-      'A failing program is a normal result with success=false; read stderr and fix the code.',
+      'Run a Python, JavaScript (node), TypeScript or Bash program once, in a fresh sandboxed process with no ' +
+      'state from earlier calls; returns stdout, stderr, exit code and the files it wrote. For work that keeps ' +
+      'variables between calls, use a session. Only printed output comes back; matplotlib figures and image ' +
+      `files come back as images. ${savedHelp(services.config)} No server secrets reach the code. A failing ` +
+      'program is a normal result with success=false: read stderr and fix the code.',
     compactDescription:
       'Run a Python, JavaScript (node), TypeScript or Bash program once in a sandbox; returns stdout, stderr, ' +
       "exit code, files. The code can find other MCP servers' tools (discoverMCPTools, searchTools, " +
       'getToolSchema) and call those in allowed_tools (callMCPTool; python: await call_mcp_tool, …).',
     input: inputSchema,
-    advertisedInput: advertisedWorkingDir(
-      advertisedEgress(
-        inputSchema.extend({ language: advertisedLanguage(services.config, LANGUAGE_HELP) }),
-        services.config,
-      ),
-      services.config,
+    advertisedInput: advertisedArguments(
+      inputSchema.extend({ language: advertisedLanguage(services.config, LANGUAGE_HELP) }),
+      services,
     ),
-    // Alone (codemode), without sessions to name nor aliases to list.
-    compactInput: advertisedWorkingDir(
-      advertisedEgress(
-        inputSchema
-          .omit({ session_id: true })
-          .extend({ language: advertisedLanguage(services.config, LANGUAGE_HELP, false) }),
-        services.config,
-      ),
-      services.config,
+    // Alone (codemode), without sessions to name nor aliases to list; its point is allowed_tools.
+    compactInput: advertisedArguments(
+      inputSchema
+        .omit({ session_id: true })
+        .extend({ language: advertisedLanguage(services.config, LANGUAGE_HELP, false) }),
+      { ...services, bridge: { configured: true } },
     ),
     output: executeCodeResultSchema,
+    text: RUN_TEXT,
     extraContent: runContent,
     tasks: services.tasks,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },

@@ -3,12 +3,14 @@ import { z } from 'zod';
 import { commandResultSchema } from '../../results/index.js';
 import { prepareCommand, runPreparedCommand } from '../command.js';
 import { defineTool } from '../define-tool.js';
-import { advertisedEgress, egressInput } from '../egress.js';
+import { egressInput } from '../egress.js';
 import { type Gatekeeper, runFacts } from '../guard.js';
 import { withProgress } from '../progress.js';
 import { artifactLinks } from '../resources.js';
-import { SAVED_HELP } from '../saved-output.js';
+import { savedHelp } from '../saved-output.js';
 import type { Services } from '../services.js';
+import { RUN_TEXT } from '../text.js';
+import { advertisedArguments } from './arguments.js';
 
 const DEFAULT_TIMEOUT_SECONDS = 60;
 
@@ -16,7 +18,7 @@ const inputSchema = z.object({
   command: z
     .string()
     .min(1, 'command must not be empty')
-    .describe('The command line, run by bash -c (pipes, &&, redirections work), e.g. "pytest tests/ -v"'),
+    .describe('Run by bash -c: pipes, && and redirections work'),
   timeout: z
     .number()
     .positive()
@@ -39,20 +41,23 @@ export function registerExecuteCommand(server: McpServer, services: Services, ga
     name: 'execute_command',
     title: 'Run a command line',
     description:
-      'Run one shell command line (bash -c) in a persistent sandboxed workspace whose files survive between ' +
-      'calls: run tests ("pytest tests/ -v"), builds ("npm run build"), scripts ("python main.py"), file ' +
-      'operations. A .venv in work_dir is activated automatically (python -m venv .venv, then pip/python ' +
-      'use it). No network unless the server allows it; no server secrets; background processes end with ' +
-      'the call (for a server or watcher that must keep running, use start_process in a session). ' +
-      'timeout is in seconds (default 60). Output beyond the server limit is cut to its first and ' +
-      'last parts. ' +
-      SAVED_HELP +
-      ' A failing command is a normal result with success=false; read stderr. Commands the ' +
-      'server blocks are refused with code COMMAND_BLOCKED. For a Python or JavaScript program you have as ' +
-      'text, execute_code is simpler.',
+      'Run a command line (bash -c) in a persistent sandboxed workspace whose files survive between calls: ' +
+      'tests ("pytest tests/ -v"), builds, scripts, file operations. A .venv in work_dir is activated. No ' +
+      'server secrets; no network unless the server allows it; background processes end with the call (use ' +
+      `start_process in a session for what must keep running). ${savedHelp(services.config)} A failing ` +
+      'command is a normal result with success=false: read stderr. Blocked commands are refused ' +
+      '(COMMAND_BLOCKED). For a program you have as text, execute_code is simpler.',
     input: inputSchema,
-    advertisedInput: advertisedEgress(inputSchema, services.config),
+    advertisedInput: advertisedArguments(
+      inputSchema.extend({
+        timeout: inputSchema.shape.timeout.describe(
+          `Wall-clock limit in seconds (default ${DEFAULT_TIMEOUT_SECONDS}, at most ${services.config.maxTimeoutMs / 1000})`,
+        ),
+      }),
+      services,
+    ),
     output: commandResultSchema,
+    text: RUN_TEXT,
     extraContent: artifactLinks,
     tasks: services.tasks,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },

@@ -33,17 +33,14 @@ import { DEFAULT_SLICE_BYTES, readSavedSlice } from '../saved-output.js';
 import type { Services } from '../services.js';
 
 const target = {
-  session_id: z.string().min(1).optional().describe("a session's id: its working directory"),
-  workspace: z
-    .enum(['command'])
-    .optional()
-    .describe('"command": execute_command\'s persistent workspace (CODEXEC_WORKSPACE)'),
+  session_id: z.string().min(1).optional().describe("the session's working directory"),
+  workspace: z.enum(['command']).optional().describe("execute_command's workspace"),
   path: z.string().min(1).max(4096).describe('relative to the workspace; no "..", no absolute path'),
 };
 
 const writeInput = z.object({
   ...target,
-  content: z.string().describe('the file content, as text or base64 per encoding'),
+  content: z.string(),
   encoding: z.enum(['utf8', 'base64']).default('utf8'),
 });
 const readInput = z.object({
@@ -52,29 +49,20 @@ const readInput = z.object({
     .string()
     .min(1)
     .max(4096)
-    .describe(
-      'relative to the workspace; no "..", no absolute path. With execution_id: "stdout" or "stderr"',
-    ),
+    .describe('relative to the workspace, without ".."; with execution_id: "stdout" or "stderr"'),
   encoding: z.enum(['utf8', 'base64']).default('utf8'),
   execution_id: z
     .string()
     .regex(EXECUTION_ID, 'expected exec_ + 12 hex, from a result')
     .optional()
-    .describe("a truncated run's id (its output_saved): read its saved stdout or stderr instead of a file"),
-  offset: z
-    .number()
-    .int()
-    .min(0)
-    .optional()
-    .describe('with execution_id: the byte to start at (default 0); continue from next_offset'),
+    .describe("a truncated run's id: read its whole stdout or stderr"),
+  offset: z.number().int().min(0).optional().describe('with execution_id: the byte to start at'),
   length: z
     .number()
     .int()
     .min(1)
     .optional()
-    .describe(
-      `with execution_id: bytes to read (default ${DEFAULT_SLICE_BYTES}; at most CODEXEC_MAX_FILE_TRANSFER_BYTES)`,
-    ),
+    .describe(`with execution_id: bytes to read (default ${DEFAULT_SLICE_BYTES})`),
 });
 
 const writeOutput = z.object({
@@ -129,8 +117,8 @@ function registerWriteFile(server: McpServer, services: Services, gate: Gatekeep
     name: 'write_file',
     title: 'Write a file into a workspace',
     description:
-      'Write a file into a session\'s working directory (session_id) or execute_command\'s workspace (workspace: "command"). ' +
-      'Parent directories are created; an existing file is replaced. encoding base64 for binary content.',
+      "Write a file into a session's working directory (session_id) or execute_command's workspace " +
+      '(workspace: "command"), making parent directories, replacing a file; base64 for binary content.',
     input: writeInput,
     output: writeOutput,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
@@ -176,13 +164,12 @@ function registerReadFile(server: McpServer, services: Services): void {
     name: 'read_file',
     title: "Read a file from a workspace, or a run's saved output",
     description:
-      'Read a file from a session\'s working directory (session_id) or execute_command\'s workspace (workspace: "command"). ' +
-      'encoding utf8 (default) refuses a file that is not UTF-8 text: use base64 for it. ' +
-      'With execution_id instead (a result whose output was truncated: output_saved) and path "stdout" or ' +
-      '"stderr": a slice of that whole output, `length` bytes from `offset` (cut to whole characters), with ' +
-      'total_bytes and next_offset (null at the end).',
+      "Read a file from a session's working directory (session_id) or execute_command's workspace " +
+      '(workspace: "command"); base64 for a file that is not UTF-8 text. With execution_id: a slice of a ' +
+      "truncated run's whole stdout or stderr, in bytes, and next_offset (null at the end).",
     input: readInput,
     output: readOutput,
+    text: { plain: ['content'] },
     annotations: { readOnlyHint: true, openWorldHint: false },
     handler: async (args) => {
       if (args.execution_id !== undefined)

@@ -89,13 +89,10 @@ export function registerLogTools(server: McpServer, services: Services): void {
     name: 'search_execution_logs',
     title: 'Search past executions',
     description:
-      'Search the history of code this server ran (one-shot runs, session sends and script runs), newest ' +
-      'first. Use it to recall how something was done before, or to find earlier failures and their errors ' +
-      'before retrying. Filter by language, status (success, failed, timeout), a date (since), a session, ' +
-      'and full-text words in code, stdout and stderr (query). Results are previews (first 200 characters ' +
-      'of code, last error line); call get_execution_log with an execution_id for the full entry. ' +
-      'total_count is the number of matches before limit. Old entries expire: successful one-shot runs ' +
-      'after 30 days, failures and session work after 90.',
+      'Search the code this server ran (runs, session sends, scripts), newest first: recall how something ' +
+      'was done, or find earlier failures before retrying. Filter by language, status, date, session and ' +
+      'words in code, stdout and stderr. Results are previews; get_execution_log has the whole entry. ' +
+      'Successful one-shot runs expire after 30 days, the rest after 90.',
     input: searchFiltersSchema,
     output: searchOutput,
     annotations: readOnly,
@@ -106,13 +103,13 @@ export function registerLogTools(server: McpServer, services: Services): void {
     name: 'get_execution_log',
     title: 'Get one past execution',
     description:
-      'Return the full log entry of one execution: code, stdout, stderr, exit code, duration, artifacts ' +
-      'created/modified/deleted, sandbox mode, session, time, code mode tool calls. Use an execution_id from a run result or ' +
-      'from search_execution_logs. An unknown or expired id is refused with code NOT_FOUND.',
+      'The whole log entry of one execution (an execution_id from a result or a search): code, output, exit ' +
+      'code, files, session, time, tool calls.',
     input: z.object({
-      execution_id: z.string().min(1).max(200).describe('exec_ followed by 12 hex characters'),
+      execution_id: z.string().min(1).max(200),
     }),
     output: entryOutput,
+    text: { plain: ['stdout', 'stderr', 'code'] },
     annotations: readOnly,
     handler: (args) => services.history.get(args.execution_id, currentPrincipal()),
   });

@@ -9,9 +9,9 @@ import { currentTaskRun } from '../tasks.js';
 import { packageLanguages } from './languages.js';
 
 const inputSchema = z.object({
-  package: z.string().min(1).max(214).describe('Registry name, optionally with a version spec'),
+  package: z.string().min(1).max(214),
   language: z.enum(['python', 'node']).describe('python (pip) or node (npm)'),
-  session_id: z.string().min(1).max(64).optional().describe('Install into this session only'),
+  session_id: z.string().min(1).max(64).optional(),
 });
 
 /** install_package runs installers (and their packages' scripts): only while CODEXEC_ENABLED. */
@@ -22,11 +22,10 @@ export function registerPackageTools(server: McpServer, services: Services, gate
     name: 'install_package',
     title: 'Install a package',
     description:
-      'Install one pip (language "python") or npm (language "node", also used by typescript) package. With ' +
-      'session_id it goes into that session only; without, into the global environment every later run and ' +
-      'session of that language can import from. Give a registry name with an optional version ' +
-      '("pandas", "pandas>=2.0", "lodash@^4"); URLs, paths and options are refused. A failed install is a ' +
-      'normal result with success=false and the installer output.',
+      'Install a pip (python) or npm (node, also for typescript) package: into one session with session_id, ' +
+      'else for every later run and session of that language. A registry name with an optional version ' +
+      '("pandas>=2.0", "lodash@^4"); no URLs, paths or options. A python package is checked by importing ' +
+      'it. A failure is a normal result with success=false and the installer output.',
     input: inputSchema,
     advertisedInput: inputSchema.extend({
       language: z.enum(managers as ['python' | 'node']).describe('python (pip) or node (npm)'),
@@ -43,6 +42,7 @@ export function registerPackageTools(server: McpServer, services: Services, gate
       duration_ms: z.number().int(),
       ...egressField,
     }),
+    text: { plain: ['install_output'], quiet: ['language', 'duration_ms'], shown: installText },
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     tasks: services.tasks,
     handler: async (args, ctx) => {
@@ -76,4 +76,19 @@ export function registerPackageTools(server: McpServer, services: Services, gate
       );
     },
   });
+}
+
+/**
+ * A successful install reads as the installer's one line that says what it installed (pip's
+ * "Successfully installed …", npm's "added N packages …"); a failed one keeps all of its output.
+ */
+function installText(value: Record<string, unknown>): Record<string, unknown> {
+  const output = typeof value.install_output === 'string' ? value.install_output : '';
+  if (value.success !== true) return value;
+  const lines = output
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '');
+  const said = lines.findLast((line) => /^(Successfully installed |added \d+ package|up to date)/.test(line));
+  return { ...value, install_output: said ?? lines.at(-1) ?? '' };
 }

@@ -8,7 +8,7 @@ import type { Services } from '../services.js';
 // Background processes in a session, for long work: servers and
 // watchers that keep running between calls, inside the session's sandbox (src/sessions/processes.ts).
 
-const processId = z.string().min(1).describe('The process id start_process returned (proc_…)');
+const processId = z.string().min(1).describe('proc_… from start_process');
 
 const processFields = {
   process_id: z.string(),
@@ -64,16 +64,13 @@ function registerStartProcess(server: McpServer, services: Services, gate: Gatek
     name: 'start_process',
     title: 'Start a background process in a session',
     description:
-      'Start a shell command (bash -c) in the background inside a session, and return at once with its ' +
-      'process_id: for servers (python -m http.server 8000), watchers, builds in watch mode, anything that ' +
-      "must keep running between calls. It runs in the session's sandbox: same files, working directory, " +
-      'limits and network. Read its output with read_process_output, feed its stdin with write_stdin, stop it ' +
-      'with kill_process. For a command that finishes, use execute_command (it waits and returns the ' +
-      'output). Any session language; the command itself may be anything. At most ' +
-      `${cap} per session; they end with their session.`,
+      'Start a command (bash -c) in the background in a session and return its process_id at once: for ' +
+      `watchers, builds in watch mode, long jobs${config.network === 'host' ? ', servers' : ''}. It shares the ` +
+      "session's sandbox, files and limits. read_process_output reads it, write_stdin feeds it, kill_process " +
+      `stops it. At most ${cap} per session; they end with it. For a command that finishes, use execute_command.`,
     input: z.object({
-      session_id: z.string().min(1).describe('A session start_session returned (sess_…)'),
-      command: z.string().min(1, 'command must not be empty').describe('The command line, run by bash -c'),
+      session_id: z.string().min(1).describe('sess_… from start_session'),
+      command: z.string().min(1, 'command must not be empty'),
     }),
     output: processInfo,
     annotations: { ...EFFECTS, openWorldHint: true },
@@ -96,15 +93,15 @@ function registerReadProcessOutput(server: McpServer, services: Services): void 
     name: 'read_process_output',
     title: 'Read a background process',
     description:
-      'Output of a process started by start_process (stdout and stderr together, in the order written) from ' +
-      'offset (default 0), and whether it is still running (exit_code once it ended). Poll with the ' +
-      'next_offset of the previous read to get only new output. Only the last ' +
-      `${Math.round(config.processes.outputBytes / 1024)} KiB are kept; dropped_bytes says what was lost.`,
+      "A background process's output (stdout and stderr as written) from offset, and whether it still runs. " +
+      'Poll with the last next_offset to get only new output. The last ' +
+      `${Math.round(config.processes.outputBytes / 1024)} KiB are kept; dropped_bytes counts what was lost.`,
     input: z.object({
       process_id: processId,
-      offset: z.number().int().min(0).optional().describe('Byte offset to read from (default 0)'),
+      offset: z.number().int().min(0).optional().describe('Byte to read from (default 0)'),
     }),
     output: readOutput,
+    text: { plain: ['output'] },
     annotations: READ_ONLY,
     handler: async (args) => sessions.readProcess(args.process_id, args.offset ?? 0),
   });
@@ -116,16 +113,14 @@ function registerWriteStdin(server: McpServer, services: Services): void {
     name: 'write_stdin',
     title: 'Write to a background process or a session',
     description:
-      'Write text to the stdin of a process started by start_process (include the newline a line needs); eof: ' +
-      'true then closes its stdin (a program reading to the end, like cat or sort, finishes). Read the answer ' +
-      "with read_process_output. With session_id instead: to the session's own stdin, at once, whatever it " +
-      'runs (send_to_session {input} is the usual way to answer a send that returned waiting_for_input; eof ' +
-      'there closes the session stdin for good).',
+      "Write text to a background process's stdin (include a line's newline); eof: true then closes it. " +
+      "With session_id instead: to the session's own stdin, at once (send_to_session {input} is the usual " +
+      'answer to waiting_for_input).',
     input: z.object({
       process_id: processId.optional(),
-      session_id: z.string().min(1).optional().describe('Instead of process_id: a session (sess_…)'),
-      data: z.string().describe('Text to write (UTF-8); may be empty with eof: true'),
-      eof: z.boolean().optional().describe('Close the stdin after writing (default false)'),
+      session_id: z.string().min(1).optional().describe('Instead of process_id: a session'),
+      data: z.string().describe('UTF-8; may be empty with eof'),
+      eof: z.boolean().optional().describe('Close stdin after writing'),
     }),
     output: processInfo
       .partial()
@@ -151,8 +146,7 @@ function registerKillProcess(server: McpServer, services: Services): void {
     name: 'kill_process',
     title: 'Kill a background process',
     description:
-      'Kill a process started by start_process with SIGKILL, together with every process it started (its ' +
-      'process group); returns its final state. Its output stays readable until its session ends.',
+      'SIGKILL a background process and its process group; its output stays readable until its session ends.',
     input: z.object({ process_id: processId }),
     output: processInfo,
     annotations: EFFECTS,
@@ -165,9 +159,7 @@ function registerListProcesses(server: McpServer, services: Services): void {
   defineTool(server, {
     name: 'list_processes',
     title: 'List background processes',
-    description:
-      'List your processes started by start_process, running or exited, in every live session: id, session, ' +
-      'command, running, exit_code, start time and bytes of output.',
+    description: 'List your background processes in every live session, running or exited.',
     input: z.object({}),
     output: z.object({ processes: z.array(processInfo) }),
     annotations: READ_ONLY,

@@ -9,20 +9,17 @@ import { LANGUAGES } from '../../runtimes/index.js';
 import { currentPrincipal } from '../../util/index.js';
 import { discovers } from '../codemode.js';
 import { defineTool } from '../define-tool.js';
-import { advertisedEgress, egressInput } from '../egress.js';
+import { egressInput } from '../egress.js';
 import { type Gatekeeper, runFacts } from '../guard.js';
-import { advertisedWorkingDir } from '../host-dirs.js';
 import { withProgress } from '../progress.js';
 import { runContent } from '../resources.js';
-import { SAVED_HELP } from '../saved-output.js';
+import { savedHelp } from '../saved-output.js';
 import type { Services } from '../services.js';
+import { RUN_TEXT } from '../text.js';
+import { advertisedArguments } from './arguments.js';
 import { languageInput } from './languages.js';
 
-const name = z
-  .string()
-  .min(1)
-  .max(200)
-  .describe('Script name: letters, digits, - and _ (e.g. parse-excel-report)');
+const name = z.string().min(1).max(200).describe('letters, digits, - and _');
 const tagList = z.array(z.string().min(1).max(64)).max(32);
 const summary = z.object({
   name: z.string(),
@@ -65,21 +62,16 @@ function registerSaveScript(server: McpServer, services: Services): void {
     name: 'save_script',
     title: 'Save a script',
     description:
-      'Save working, tested code under a name so it can be found and run again later ("parse it like last ' +
-      `time"). Saving an existing name updates it and keeps the earlier version (${maxVersions} versions ` +
-      'per script, the oldest pruned). Describe what the script does, what arguments it takes, and list the ' +
-      `packages it needs. Code up to ${maxScriptBytes} bytes.`,
+      'Save working, tested code under a name to find and run it later ("parse it like last time"). Saving ' +
+      `a name again keeps the earlier version (${maxVersions} per script). Describe what it does and its ` +
+      'arguments; list the packages it needs.',
     input: z.object({
       name,
       description: z.string().min(1).max(4000).describe('What it does and how to call it'),
       language: languageInput,
-      code: z.string().min(1).describe(`The code (at most ${maxScriptBytes} UTF-8 bytes)`),
+      code: z.string().min(1).describe(`At most ${maxScriptBytes} UTF-8 bytes`),
       tags: tagList.default([]),
-      packages: z
-        .array(z.string().min(1).max(214))
-        .max(64)
-        .default([])
-        .describe('Packages it needs (pip / npm names)'),
+      packages: z.array(z.string().min(1).max(214)).max(64).default([]).describe('pip / npm names'),
       source_execution_id: z
         .string()
         .regex(/^exec_[0-9a-f]{12}$/)
@@ -119,8 +111,9 @@ function registerGetScript(server: McpServer, services: Services): void {
     name: 'get_script',
     title: 'Get a saved script',
     description:
-      'Return a saved script: its code, description, tags, packages and run history. Pass version for an earlier one.',
+      'A saved script: code, description, tags, packages, run history; version for an earlier one.',
     input: z.object({ name, version: z.number().int().positive().optional() }),
+    text: { plain: ['code'] },
     output: z.object({
       success: z.literal(true),
       name: z.string(),
@@ -179,8 +172,7 @@ function registerSearchScripts(server: McpServer, services: Services): void {
     name: 'search_scripts',
     title: 'Search saved scripts',
     description:
-      'Find saved scripts by words in their name, tags and description (e.g. "excel parsing"), best match first. ' +
-      'relevance names the strongest field that matched.',
+      'Find saved scripts by words in their name, tags and description ("excel parsing"), best first.',
     input: z.object({
       query: z.string().min(1).max(500),
       limit: z.number().int().min(1).max(100).default(10),
@@ -214,13 +206,12 @@ function registerRunScript(server: McpServer, services: Services, gate: Gatekeep
     name: 'run_script',
     title: 'Run a saved script',
     description:
-      'Run a saved script by name, in the same sandbox as execute_code, with args passed as command-line ' +
-      'arguments (sys.argv[1:], process.argv.slice(2), $1…). Refuses first if a package the script needs is ' +
-      'not installed, naming it. Returns the execute_code result. ' +
-      SAVED_HELP,
+      'Run a saved script as execute_code would, args as its command-line arguments; refused, naming it, ' +
+      `when a package it needs is not installed. ${savedHelp(services.config)}`,
     input: runScriptInput,
-    advertisedInput: advertisedWorkingDir(advertisedEgress(runScriptInput, services.config), services.config),
+    advertisedInput: advertisedArguments(runScriptInput, services),
     output: executeCodeResultSchema,
+    text: RUN_TEXT,
     tasks: services.tasks,
     extraContent: runContent,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },

@@ -11,19 +11,20 @@ import {
 import { assertPtyLanguage } from '../../sessions/index.js';
 import { codeModeInput, discovers, sessionSampler } from '../codemode.js';
 import { defineTool } from '../define-tool.js';
-import { advertisedEgress, egressInput } from '../egress.js';
+import { egressInput } from '../egress.js';
 import { type Gatekeeper, runFacts } from '../guard.js';
-import { advertisedWorkingDir } from '../host-dirs.js';
 import { withProgress } from '../progress.js';
 import { runContent } from '../resources.js';
-import { SAVED_HELP } from '../saved-output.js';
+import { savedHelp } from '../saved-output.js';
 import type { Services } from '../services.js';
+import { RUN_TEXT } from '../text.js';
 import { WAITING_HELP } from '../waiting.js';
+import { advertisedArguments } from './arguments.js';
 import { advertisedLanguage, languageInput } from './languages.js';
 
-const sessionId = z.string().min(1).describe('The session id start_session returned (sess_…)');
+const sessionId = z.string().min(1).describe('sess_… from start_session');
 
-const LANGUAGE_HELP = 'python, node (JavaScript), typescript or bash';
+const LANGUAGE_HELP = 'node runs JavaScript';
 const startInput = z.object({
   language: languageInput.describe(LANGUAGE_HELP),
   name: z.string().min(1).max(200).optional().describe('Optional human-readable name'),
@@ -38,29 +39,25 @@ const startInput = z.object({
     .boolean()
     .optional()
     .describe(
-      'bash only: run the shell on a pseudo-terminal inside the sandbox (tty, stty and programs that ' +
-        'want a terminal work; TERM=dumb, 200x50, no echo). stdout and stderr then arrive merged on stdout. Default false',
+      'bash only: run on a terminal (tty, stty and programs that want one work; TERM=dumb, 200x50, no ' +
+        'echo); stdout and stderr then arrive merged on stdout',
     ),
   ...codeModeInput,
   ...egressInput,
 });
 const sendInput = z.object({
   session_id: sessionId,
-  code: z.string().min(1, 'code must not be empty').optional().describe('Code to run in the session'),
+  code: z.string().min(1, 'code must not be empty').optional(),
   input: z
     .string()
     .optional()
     .describe(
-      'Instead of code: the answer to a send that returned waiting_for_input, written to the stdin of the ' +
-        'code waiting (a newline is added unless it ends with one); the send then goes on with that code',
+      'Instead of code: the answer to a send waiting_for_input, written to its stdin (a newline is added)',
     ),
   interrupt: z
     .literal(true)
     .optional()
-    .describe(
-      'Instead of code or input: interrupt the code a send left waiting_for_input (SIGINT, as on a ' +
-        'timeout); the session keeps its state',
-    ),
+    .describe('Instead of code: interrupt the code waiting_for_input (SIGINT); the state is kept'),
   timeout_ms: z
     .number()
     .int()
@@ -89,15 +86,14 @@ function registerStartSession(server: McpServer, services: Services): void {
     title: 'Start a REPL session',
     description:
       'Start a persistent Python, JavaScript (node), TypeScript or Bash session, like a Jupyter kernel: ' +
-      'variables, imports, functions, loaded data (and for bash the current directory) persist across ' +
-      'send_to_session calls. Use it for multi-step work (load, then explore, then plot); use execute_code ' +
-      `for one-off programs. At most ${config.maxSessions} sessions of yours run at once; a session idle for ` +
-      `${Math.round(config.sessionIdleTimeoutMs / 60_000)} min is closed. Close it with close_session when done. ` +
-      'With pty: true a bash session runs on a terminal, and its stdout and stderr arrive merged on stdout.',
+      'variables, imports, functions and loaded data (for bash, the current directory) persist across ' +
+      'send_to_session calls. For multi-step work (load, explore, plot); execute_code for one-off programs. ' +
+      `At most ${config.maxSessions} of yours at once; one idle for ` +
+      `${Math.round(config.sessionIdleTimeoutMs / 60_000)} min is closed; close_session when done.`,
     input: startInput,
-    advertisedInput: advertisedWorkingDir(
-      advertisedEgress(startInput.extend({ language: advertisedLanguage(config, LANGUAGE_HELP) }), config),
-      config,
+    advertisedInput: advertisedArguments(
+      startInput.extend({ language: advertisedLanguage(config, LANGUAGE_HELP) }),
+      services,
     ),
     output: startResultSchema,
     annotations: EFFECTS,
@@ -153,16 +149,16 @@ function registerSendToSession(server: McpServer, services: Services, gate: Gate
     name: 'send_to_session',
     title: 'Run code in a session',
     description:
-      'Run code in a session started by start_session, building on the state of earlier sends. A trailing ' +
-      "expression's value is shown in stdout (Python repr, Node util.inspect), as in a REPL; top-level " +
-      'await works in node/typescript (and python). An error keeps the session and its state. On timeout ' +
-      'the code is interrupted (KeyboardInterrupt / SIGINT) and the state is kept; code that ignores the ' +
-      'interrupt gets the session killed (session_alive=false). Sends to one session run in order; output ' +
-      'printed by background work between sends shows up in the next send. ' +
+      "Run code in a session, on the state of earlier sends. A trailing expression's value is shown, as in " +
+      'a REPL; top-level await works. An error keeps the session. On timeout the code is interrupted and the ' +
+      'state kept (code that ignores the interrupt gets the session killed: session_alive=false). Output ' +
+      'that background work prints between sends shows up in the next send. ' +
       WAITING_HELP +
-      SAVED_HELP,
+      savedHelp(services.config),
     input: sendInput,
+    advertisedInput: advertisedArguments(sendInput, services),
     output: sendResultSchema,
+    text: RUN_TEXT,
     extraContent: runContent,
     tasks: services.tasks,
     annotations: EFFECTS,
@@ -209,8 +205,7 @@ function registerReadTools(server: McpServer, services: Services): void {
     name: 'close_session',
     title: 'Close a session',
     description:
-      'Kill a session and every process it started, and delete its workspace (not a working_dir you gave). ' +
-      'Returns how long it lived and how many sends it ran.',
+      'End a session and every process it started, and delete its workspace (not a working_dir you gave).',
     input: z.object({ session_id: sessionId }),
     output: closeResultSchema,
     annotations: { ...EFFECTS, openWorldHint: false },
@@ -220,9 +215,8 @@ function registerReadTools(server: McpServer, services: Services): void {
     name: 'kill_session',
     title: 'Kill a session now',
     description:
-      'SIGKILL a session at once, even in the middle of a send (that send returns session_alive=false), with ' +
-      'every process it started, and delete its workspace. For a session that hangs or runs away; ' +
-      'close_session is the usual end. Returns how long it lived and how many sends it ran.',
+      'SIGKILL a session at once, even mid-send (that send returns session_alive=false), with its processes, ' +
+      'and delete its workspace: for one that hangs; close_session is the usual end.',
     input: z.object({ session_id: sessionId }),
     output: closeResultSchema,
     annotations: { ...EFFECTS, openWorldHint: false },
@@ -232,8 +226,7 @@ function registerReadTools(server: McpServer, services: Services): void {
     name: 'list_sessions',
     title: 'List sessions',
     description:
-      'List running sessions with language, name, age, last activity, number of sends, process id, ' +
-      'memory use (MB) and installed packages.',
+      'List running sessions: language, name, age, last activity, sends, memory (MB), installed packages.',
     input: z.object({}),
     output: listOutput,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
