@@ -2,7 +2,9 @@
 // alternated call by call over MCP stdio and paced as an agent's calls are: a warm one-shot run
 // per language and a session send (python, bash, node; and a python send of 400 ms), p50 / p99 of each and the ratio this ÷ base;
 // then throughput: blocks of mixed one-shots at concurrency 8, alternated block by block, runs/s of each.
-// Usage: node bench/ab.mjs --base /path/to/other/dist/cli.js [--n 150] [--only send] [--blocks 10]
+// --control adds a second server of the base build, alternated with the two: its ratio to base is
+// what this machine's noise alone makes of identical builds, the yardstick for this ÷ base.
+// Usage: node bench/ab.mjs --base /path/to/other/dist/cli.js [--n 150] [--only send] [--blocks 10] [--control]
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -39,6 +41,13 @@ async function start(cli) {
 }
 
 const servers = { base: await start(resolve(arg('--base'))), this: await start(CLI) };
+if (process.argv.includes('--control')) servers.control = await start(resolve(arg('--base')));
+const NAMES = Object.keys(servers);
+/** The order of round `round`: each server first, and last, as often as the others. */
+const orderOf = (round) => {
+  const turned = NAMES.map((_, i) => NAMES[(i + round) % NAMES.length]);
+  return Math.floor(round / NAMES.length) % 2 === 0 ? turned : turned.reverse();
+};
 const pause = (msecs) => new Promise((done) => setTimeout(done, msecs));
 const pick = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
 const CASES = [
@@ -62,10 +71,9 @@ for (const [name, client] of Object.entries(servers)) {
 }
 console.log(`this ÷ base, ${N} alternated calls each, ${PACE_MS} ms apart (namespace mode)`);
 for (const [label, tool, args, language] of CASES.filter(([label]) => !only || label.includes(only))) {
-  const times = { base: [], this: [] };
+  const times = Object.fromEntries(NAMES.map((name) => [name, []]));
   for (let round = -10; round < N; round++) {
-    const order = round % 2 === 0 ? ['base', 'this'] : ['this', 'base'];
-    for (const name of order) {
+    for (const name of orderOf(round + 10)) {
       await pause(PACE_MS);
       const call = language ? { ...args, session_id: sessions[name][language] } : args;
       const t0 = performance.now();
@@ -81,9 +89,10 @@ for (const [label, tool, args, language] of CASES.filter(([label]) => !only || l
       return [name, { p50: pick(sorted, 0.5), p99: pick(sorted, 0.99) }];
     }),
   );
+  const control = row.control ? ` | control ÷ base ${(row.control.p50 / row.base.p50).toFixed(2)}` : '';
   console.log(
     `${label.padEnd(18)} base p50 ${ms(row.base.p50)} p99 ${ms(row.base.p99)} | this p50 ${ms(row.this.p50)} ` +
-      `p99 ${ms(row.this.p99)} | ratio p50 ${(row.this.p50 / row.base.p50).toFixed(2)}`,
+      `p99 ${ms(row.this.p99)} | ratio p50 ${(row.this.p50 / row.base.p50).toFixed(2)}${control}`,
   );
 }
 
@@ -105,9 +114,9 @@ async function block(client) {
   return performance.now() - t0;
 }
 if (!only || 'throughput'.includes(only)) {
-  const spent = { base: 0, this: 0 };
+  const spent = Object.fromEntries(NAMES.map((name) => [name, 0]));
   for (let round = -1; round < BLOCKS; round++) {
-    for (const name of round % 2 === 0 ? ['base', 'this'] : ['this', 'base']) {
+    for (const name of orderOf(round + 1)) {
       const took = await block(servers[name]);
       if (round >= 0) spent[name] += took;
     }
@@ -115,7 +124,8 @@ if (!only || 'throughput'.includes(only)) {
   const rate = (name) => (BLOCKS * BLOCK * 1000) / spent[name];
   console.log(
     `${'throughput c=8'.padEnd(18)} base ${rate('base').toFixed(1)} runs/s | this ${rate('this').toFixed(1)} runs/s | ` +
-      `ratio ${(rate('this') / rate('base')).toFixed(2)}`,
+      `ratio ${(rate('this') / rate('base')).toFixed(2)}` +
+      (servers.control ? ` | control ÷ base ${(rate('control') / rate('base')).toFixed(2)}` : ''),
   );
 }
 for (const client of Object.values(servers)) await client.close();

@@ -41,14 +41,14 @@ function importFromCwd(specifier) {
 }
 
 // Node's own loader resolves `import()` from the working directory, honouring package exports.
-const importModuleDynamically = vm.constants?.USE_MAIN_CONTEXT_DEFAULT_LOADER ?? importFromCwd;
+const defaultLoader = vm.constants?.USE_MAIN_CONTEXT_DEFAULT_LOADER ?? importFromCwd;
 
 // Static imports in cells arrive rewritten to `__codexecImport(...)`: Node's loader first, then,
 // for a bare name it cannot find, NODE_PATH (the session's own and the global installs, which
 // the ESM loader ignores) the way `require` looks.
 const loaderImport = new vm.Script('(specifier) => import(specifier)', {
   filename: '<import>',
-  importModuleDynamically,
+  importModuleDynamically: defaultLoader,
 }).runInThisContext();
 Object.defineProperty(globalThis, '__codexecImport', {
   value: async (specifier) => {
@@ -67,6 +67,9 @@ Object.defineProperty(globalThis, '__codexecImport', {
     }
   },
 });
+
+// A cell's own `import()` looks where its static imports look (the session's installs too).
+const importInCell = (specifier) => globalThis.__codexecImport(specifier);
 
 let cellCount = 0;
 let interruptPending = null;
@@ -104,7 +107,7 @@ async function runCell(code) {
       wrapped = null; // not parseable: let V8 report the syntax error for the original code
     }
   }
-  const script = new vm.Script(wrapped ?? code, { filename, importModuleDynamically });
+  const script = new vm.Script(wrapped ?? code, { filename, importModuleDynamically: importInCell });
   let value = script.runInThisContext({ breakOnSigint: true, displayErrors: true });
   if (wrapped !== null) {
     const interrupted = new Promise((_, reject) => {

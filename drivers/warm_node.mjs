@@ -11,6 +11,7 @@
 // server waits for the real exit.
 import { closeSync, promises as fsPromises, openSync, readFileSync, readSync, writeSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { provideGlobals } from './node_program.mjs';
 
 const CONTROL = 3;
 const readFileOfNode = fsPromises.readFile;
@@ -71,6 +72,7 @@ writeSync(CONTROL, 'R\n'); // warmed up: waiting for the job
 const [mark, script, ...args] = readJob(CONTROL);
 endMark = mark;
 process.argv = [process.argv[0], script, ...args];
+provideGlobals(script); // what node_globals.mjs gives a cold run
 
 if (loaderReadsThrough) readNextModuleAtOnce();
 await import(pathToFileURL(script).href);

@@ -1,5 +1,5 @@
 import { pathToFileURL } from 'node:url';
-import type { InterpreterKind } from '../runtimes/index.js';
+import { type InterpreterKind, NODE_GLOBALS_IMPORT } from '../runtimes/index.js';
 import { packagePath } from '../util/index.js';
 import type { Channel } from './channel.js';
 
@@ -24,7 +24,7 @@ export function codeModeArgv(
   args: readonly string[],
 ): string[] {
   if (kind === 'python') return [interpreter, PYTHON_RUNNER, script, ...args];
-  return [interpreter, ...NODE_IMPORT, script, ...args];
+  return [interpreter, ...NODE_IMPORT, ...NODE_GLOBALS_IMPORT, script, ...args];
 }
 
 /** The socket and token, as the helpers read them (and take them out of the environment). */

@@ -17,7 +17,7 @@ export const WARM_DRIVERS: Record<
   { readonly file: string; readonly imports: readonly string[]; readonly forkable: boolean }
 > = {
   python: { file: 'warm_python.py', imports: [], forkable: true },
-  node: { file: 'warm_node.mjs', imports: ['warm_node_prime.mjs'], forkable: false },
+  node: { file: 'warm_node.mjs', imports: ['warm_node_prime.mjs', 'node_program.mjs'], forkable: false },
   bash: { file: 'warm_bash.sh', imports: [], forkable: false },
 };
 

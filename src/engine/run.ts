@@ -204,7 +204,7 @@ async function launch(
     execDir: run.execDir,
     cwd: run.cwd,
     held: request.workingDir,
-    files: run.command ? [] : channel ? [scriptPath, ...CODE_MODE_FILES] : [scriptPath],
+    files: run.command ? [] : [scriptPath, ...(channel ? CODE_MODE_FILES : []), ...runtime.files],
     pathPrefix: request.pathPrefix,
     timeoutMs: host.timeoutMs(request),
     capabilities: run.backend.capabilities,

@@ -2,5 +2,12 @@
 // interpreters live (resolved once to absolute real binaries).
 
 export { type InterpreterKind, Interpreters } from './interpreters.js';
-export { LANGUAGE_ALIASES, LANGUAGES, type Language, RUNTIMES, type Runtime } from './languages.js';
+export {
+  LANGUAGE_ALIASES,
+  LANGUAGES,
+  type Language,
+  NODE_GLOBALS_IMPORT,
+  RUNTIMES,
+  type Runtime,
+} from './languages.js';
 export { CodeSyntaxError, transpileTypeScript } from './typescript.js';

@@ -1,3 +1,4 @@
+import { packagePath } from '../util/index.js';
 import type { InterpreterKind } from './interpreters.js';
 import { transpileTypeScript } from './typescript.js';
 
@@ -25,24 +26,24 @@ export interface Runtime {
   argv(interpreter: string, file: string, args: readonly string[]): string[];
   /** Environment variables the runtime needs on top of the allowlisted ones. */
   readonly env: Readonly<Record<string, string>>;
+  /** Files of codexec's the one-shot argv loads, which the sandbox must let it read. */
+  readonly files: readonly string[];
 }
 
 // Node code runs as an ES module (top-level await, import) that can still use require and
-// __dirname, the way most snippets are written. The shim shares line 1 so line numbers hold.
-const NODE_SHIM =
-  "import { createRequire as __codexecRequire } from 'node:module'; import { fileURLToPath as __codexecPath } " +
-  "from 'node:url'; const require = __codexecRequire(import.meta.url); const __filename = " +
-  '__codexecPath(import.meta.url); const __dirname = __codexecPath(new URL(".", import.meta.url));';
-const DECLARES_SHIMMED =
-  /\b(?:const|let|var|function|class|import)\s+(?:\{[^}]*\b)?(?:require|__filename|__dirname)\b/;
+// __dirname, the way most snippets are written: a module loaded first makes them globals, so the
+// file holds the user's code alone and errors point at the user's line and column.
+const NODE_GLOBALS = packagePath('drivers', 'node_globals.mjs');
+const NODE_FILES = [NODE_GLOBALS, packagePath('drivers', 'node_program.mjs')];
+/** Node's flags that load NODE_GLOBALS ahead of a one-shot program. */
+export const NODE_GLOBALS_IMPORT = ['--import', NODE_GLOBALS] as const;
 
-function withNodeShim(code: string): string {
-  if (DECLARES_SHIMMED.test(code)) return code;
-  const hashbang = code.startsWith('#!') ? code.slice(0, code.indexOf('\n') + 1 || code.length) : '';
-  return `${hashbang}${NODE_SHIM} ${code.slice(hashbang.length)}`;
-}
-
-const nodeArgv = (interpreter: string, file: string, args: readonly string[]) => [interpreter, file, ...args];
+const nodeArgv = (interpreter: string, file: string, args: readonly string[]) => [
+  interpreter,
+  ...NODE_GLOBALS_IMPORT,
+  file,
+  ...args,
+];
 
 export const RUNTIMES: Readonly<Record<Language, Runtime>> = {
   python: {
@@ -53,22 +54,25 @@ export const RUNTIMES: Readonly<Record<Language, Runtime>> = {
     argv: (interpreter, file, args) => [interpreter, file, ...args],
     // Unbuffered so output streams while the code runs; UTF-8 whatever the locale.
     env: { PYTHONUNBUFFERED: '1', PYTHONIOENCODING: 'utf-8', PYTHONDONTWRITEBYTECODE: '1' },
+    files: [],
   },
   node: {
     language: 'node',
     interpreter: 'node',
     extension: 'mjs',
-    prepare: withNodeShim,
+    prepare: (code) => code,
     argv: nodeArgv,
     env: {},
+    files: NODE_FILES,
   },
   typescript: {
     language: 'typescript',
     interpreter: 'node',
     extension: 'mjs',
-    prepare: (code) => withNodeShim(transpileTypeScript(code)),
+    prepare: (code) => transpileTypeScript(code),
     argv: nodeArgv,
     env: {},
+    files: NODE_FILES,
   },
   bash: {
     language: 'bash',
@@ -77,5 +81,6 @@ export const RUNTIMES: Readonly<Record<Language, Runtime>> = {
     prepare: (code) => code,
     argv: (interpreter, file, args) => [interpreter, file, ...args],
     env: {},
+    files: [],
   },
 };

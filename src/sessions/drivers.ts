@@ -27,7 +27,15 @@ const node: DriverSpec = {
   file: driverPath('node_driver.mjs'),
   argv(interpreter) {
     // --expose-internals: the driver reuses Node's REPL transform for top-level await.
-    return [interpreter, '--expose-internals', '--disable-warning=ExperimentalWarning', this.file];
+    // --experimental-vm-modules: a cell's own import() is answered by the driver, which also
+    // searches the session's installs (Node refuses such a callback without it).
+    return [
+      interpreter,
+      '--expose-internals',
+      '--experimental-vm-modules',
+      '--disable-warning=ExperimentalWarning',
+      this.file,
+    ];
   },
   env: {},
 };

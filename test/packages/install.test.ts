@@ -203,7 +203,7 @@ describe('install_package into the global environment', () => {
     await call('close_session', { session_id: id });
   });
 
-  it('installs from npm into a node session, which can require and import it', async () => {
+  it('installs from npm into a node session, which can require, import and import() it', async () => {
     const session = await call('start_session', { language: 'node' });
     const id = String(session.value.session_id);
     const installed = await call('install_package', {
@@ -219,6 +219,12 @@ describe('install_package into the global environment', () => {
       code: 'import isOdd from "is-odd";\nisOdd(4)',
     });
     expect(imported.value).toMatchObject({ success: true, stdout: 'false\n' });
+    // A cell's own import() looks where its static imports look, the session's installs too.
+    const dynamic = await call('send_to_session', {
+      session_id: id,
+      code: 'const { default: odd } = await import("is-odd");\nconst later = () => import("is-odd");\nodd(5) && (await later()).default(7)',
+    });
+    expect(dynamic.value).toMatchObject({ success: true, stdout: 'true\n', stderr: '' });
     await call('close_session', { session_id: id });
   }, 120_000);
 
