@@ -59,7 +59,9 @@ export const executeCodeResultSchema = executionResultSchema.extend({
  */
 export const sendResultSchema = executionResultSchema
   .extend({
-    success: z.boolean().describe('true when the code ran without error within its time limit'),
+    success: z
+      .boolean()
+      .describe('true when the code ran without error within its time limit, or waits for input'),
     execution_id: z.string(),
     session_id: z.string(),
     stdout: z.string().describe("output, including the display of a trailing expression's value"),
@@ -112,6 +114,7 @@ export const commandResultSchema = executionResultSchema
     exit_code: z.number().int().nullable().describe('null when the command was stopped (timeout, cancel)'),
     execution_time: z.number().describe('seconds the command ran'),
     work_dir: z.string().describe('absolute directory the command ran in'),
+    working_dir: z.string().describe('work_dir, under the name the other run tools give it'),
     artifacts: z
       .array(z.string())
       .describe(`files created or modified, relative to work_dir (caches left out; ${NAMES_HELP})`),
@@ -131,6 +134,7 @@ export const commandResultSchema = executionResultSchema
     truncated: true,
     output_saved: true,
     work_dir: true,
+    working_dir: true,
     sandbox_mode: true,
     artifacts: true,
     artifacts_deleted: true,

@@ -81,6 +81,7 @@ export async function runPreparedCommand(
     truncated: result.truncated,
     ...(result.output_saved && { output_saved: result.output_saved }),
     work_dir: result.working_dir,
+    working_dir: result.working_dir,
     sandbox_mode: result.sandbox_mode,
     artifacts: result.artifacts,
     artifacts_deleted: result.artifacts_deleted,

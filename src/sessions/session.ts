@@ -353,6 +353,8 @@ export class Session {
     cell.waitingForInput = true;
     if (this.output.marks) this.output.pushHeld(this.output.marks.release());
     const result = this.unrun(executionId, started);
+    // Nothing failed: the code waits for an answer (the log's status follows exit_code, null).
+    result.success = true;
     result.waiting_for_input = true;
     result.prompt = promptOf(this.output.latestStream === 'stderr' ? result.stderr : result.stdout);
     this.log(cell.code, result, NO_CHANGES, started, stdin);

@@ -26,6 +26,7 @@ interface Result {
   timed_out: boolean;
   truncated: boolean;
   work_dir: string;
+  working_dir: string;
   sandbox_mode: string;
   artifacts: string[];
   venv: string | null;
@@ -103,6 +104,18 @@ describe('execute_command', () => {
     expect(second.value).toMatchObject({ success: true, stdout: '42\n', artifacts: ['m.txt'] });
     expect(second.value.work_dir).toBe(join(first.value.work_dir, 'proj'));
     expect(existsSync(join(second.value.work_dir, 'm.txt'))).toBe(true);
+  });
+
+  it('takes and gives the other run tools\' names too: working_dir, timeout_ms, duration_ms', async () => {
+    await run({ command: 'mkdir -p named' });
+    const named = await run({ command: 'pwd', working_dir: 'named', timeout_ms: 5000 });
+    expect(named.value).toMatchObject({ success: true, stdout: `${named.value.work_dir}\n` });
+    expect(named.value.working_dir).toBe(named.value.work_dir);
+    expect(typeof named.value.duration_ms).toBe('number');
+    const both = await run({ command: 'true', work_dir: 'named', working_dir: 'elsewhere' });
+    expect(both.value).toMatchObject({ success: false, code: 'INVALID_INPUT' });
+    const times = await run({ command: 'true', timeout: 5, timeout_ms: 5000 });
+    expect(times.value).toMatchObject({ success: false, code: 'INVALID_INPUT' });
   });
 
   it('stops at timeout (seconds in), keeping the output so far', async () => {

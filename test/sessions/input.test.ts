@@ -41,7 +41,7 @@ describe('sends that wait for input', () => {
     expect(first).toMatchObject({
       waiting_for_input: true,
       prompt: 'Name? ',
-      success: false,
+      success: true,
       exit_code: null,
     });
     expect(first.stdout).toBe('starting\nName? ');

@@ -85,7 +85,7 @@ describe('session limits and listing', () => {
     expect(big.value.stdout).toMatch(/\[\.\.\. truncated \d+ characters \.\.\.\]/);
     // Reading stdin waits for input (test/sessions/input.test.ts): the send says so at once.
     const stdin = await send(server.client, session.session_id, 'import sys\nsys.stdin.read()');
-    expect(stdin.value).toMatchObject({ success: false, waiting_for_input: true, session_alive: true });
+    expect(stdin.value).toMatchObject({ success: true, waiting_for_input: true, session_alive: true });
     await callTool(server.client, 'close_session', { session_id: session.session_id });
   });
 

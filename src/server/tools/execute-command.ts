@@ -1,5 +1,6 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
+import { InvalidInputError } from '../../errors/index.js';
 import { commandResultSchema } from '../../results/index.js';
 import { prepareCommand, runPreparedCommand } from '../command.js';
 import { defineTool } from '../define-tool.js';
@@ -35,6 +36,14 @@ const inputSchema = z.object({
     ),
   ...egressInput,
 });
+/**
+ * What is parsed: the advertised fields (MassGen's names), and `working_dir`, the other run tools'
+ * name for work_dir, accepted too. Also `timeout_ms`, for the same reason.
+ */
+const parsedInput = inputSchema.extend({
+  working_dir: z.string().optional(),
+  timeout_ms: z.number().int().positive().optional(),
+});
 
 export function registerExecuteCommand(server: McpServer, services: Services, gate: Gatekeeper): void {
   defineTool(server, {
@@ -47,7 +56,7 @@ export function registerExecuteCommand(server: McpServer, services: Services, ga
       `start_process in a session for what must keep running). ${savedHelp(services.config)} A failing ` +
       'command is a normal result with success=false: read stderr. Blocked commands are refused ' +
       '(COMMAND_BLOCKED). For a program you have as text, execute_code is simpler.',
-    input: inputSchema,
+    input: parsedInput,
     advertisedInput: advertisedArguments(
       inputSchema.extend({
         timeout: inputSchema.shape.timeout.describe(
@@ -64,8 +73,8 @@ export function registerExecuteCommand(server: McpServer, services: Services, ga
     handler: async (args, ctx) => {
       const prepared = await prepareCommand(services, {
         command: args.command,
-        timeoutMs: Math.ceil((args.timeout ?? DEFAULT_TIMEOUT_SECONDS) * 1000),
-        workDir: args.work_dir,
+        timeoutMs: timeoutOf(args),
+        workDir: workDirOf(args),
         allowedDomains: args.allowed_domains,
       });
       // Bad input (work_dir) is refused above, before anyone is asked; the gate applies the
@@ -85,4 +94,18 @@ export function registerExecuteCommand(server: McpServer, services: Services, ga
       }
     },
   });
+}
+
+/** work_dir, or working_dir under the other tools' name; both, unless equal, are refused. */
+function workDirOf(args: { work_dir?: string | undefined; working_dir?: string | undefined }) {
+  if (args.work_dir !== undefined && args.working_dir !== undefined && args.work_dir !== args.working_dir)
+    throw new InvalidInputError('work_dir and working_dir name the same thing: give one');
+  return args.work_dir ?? args.working_dir;
+}
+
+/** timeout in seconds, or timeout_ms under the other tools' name; not both. */
+function timeoutOf(args: { timeout?: number | undefined; timeout_ms?: number | undefined }) {
+  if (args.timeout !== undefined && args.timeout_ms !== undefined)
+    throw new InvalidInputError('timeout (seconds) and timeout_ms name the same thing: give one');
+  return args.timeout_ms ?? Math.ceil((args.timeout ?? DEFAULT_TIMEOUT_SECONDS) * 1000);
 }

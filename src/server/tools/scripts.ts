@@ -2,7 +2,13 @@ import type { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import type { ExecutionRequest, ExecutionResult, RunOptions } from '../../engine/index.js';
 import { CodexecError } from '../../errors/index.js';
-import { type ScriptMetadata, type ScriptStore, searchScripts } from '../../library/index.js';
+import {
+  isNoScript,
+  noScript,
+  type ScriptMetadata,
+  type ScriptStore,
+  searchScripts,
+} from '../../library/index.js';
 import { findMissingPackages } from '../../packages/index.js';
 import { executeCodeResultSchema } from '../../results/index.js';
 import { LANGUAGES } from '../../runtimes/index.js';
@@ -54,6 +60,19 @@ export function registerScriptTools(server: McpServer, services: Services, gate:
 /** The caller's own library (serve --http: its bearer token's principal); no tool names another. */
 function mine(services: Services): ScriptStore {
   return services.scripts.of(currentPrincipal());
+}
+
+/** A script of the caller's; a name it has none under is refused with the nearest it has. */
+async function scriptOf(scripts: ScriptStore, name: string, version?: number) {
+  try {
+    return await scripts.get(name, version);
+  } catch (error) {
+    if (!isNoScript(error)) throw error;
+    throw noScript(
+      name,
+      (await scripts.list()).map((script) => script.name),
+    );
+  }
 }
 
 function registerSaveScript(server: McpServer, services: Services): void {
@@ -135,7 +154,7 @@ function registerGetScript(server: McpServer, services: Services): void {
     annotations: readOnly,
     handler: async (args) => {
       const scripts = mine(services);
-      const stored = await scripts.get(args.name, args.version);
+      const stored = await scriptOf(scripts, args.name, args.version);
       const { script_id: _id, ...metadata } = stored.metadata;
       return {
         success: true as const,
@@ -217,7 +236,7 @@ function registerRunScript(server: McpServer, services: Services, gate: Gatekeep
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
     handler: async (args, ctx) => {
       const scripts = mine(services);
-      const { metadata, code } = await scripts.get(args.name);
+      const { metadata, code } = await scriptOf(scripts, args.name);
       const missing = await findMissingPackages(metadata.language, metadata.packages, services.packageCheck);
       if (missing.length > 0) {
         const tool = metadata.language === 'python' ? 'python' : 'node';
