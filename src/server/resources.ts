@@ -1,4 +1,4 @@
-import { extname, relative } from 'node:path';
+import { extname } from 'node:path';
 import {
   type ContentBlock,
   type McpServer,
@@ -12,12 +12,13 @@ import {
 import { commandWorkspace } from '../config/index.js';
 import { CodexecError } from '../errors/index.js';
 import { type OutputSaved, SAVED_STREAMS } from '../outputs/index.js';
-import { type HeldDir, isWithin, type Root, unshownName } from '../util/index.js';
+import { type HeldDir, type Root, unshownName } from '../util/index.js';
 import { principalOf } from './define-tool.js';
 import { imageContent } from './images.js';
+import { locateRunFile } from './run-files.js';
 import { readSavedWhole } from './saved-output.js';
 import type { Services } from './services.js';
-import { maskedText, readConfined } from './tools/files.js';
+import { maskedText, readConfined } from './workspace-files.js';
 
 // Files in codexec's workspaces as MCP resources. Each result's
 // artifacts come back as resource_link blocks; resources/read serves them and any other file of
@@ -215,22 +216,8 @@ async function locate(
     return path;
   };
   switch (uri.host) {
-    case 'exec': {
-      const id = segments[0] ?? '';
-      const entry = await services.history.get(id, principal);
-      if (!entry.working_dir)
-        throw new ResourceNotFoundError(uri.href, `${id} recorded no working directory`);
-      const path = rest(1);
-      if (isWithin(entry.working_dir, services.config.sandboxDir)) return { root: entry.working_dir, path };
-      // execute_command's workspace, which later commands may change: walked from its root.
-      const workspace = commandWorkspace(services.config, principal);
-      if (isWithin(entry.working_dir, workspace)) {
-        const within = relative(workspace, entry.working_dir);
-        return { root: workspace, path: within === '' ? path : `${within}/${path}` };
-      }
-      const opened = services.hostDirs.reopen(entry.working_dir);
-      return { root: opened, path, opened };
-    }
+    case 'exec':
+      return locateRunFile(services, segments[0] ?? '', rest(1), principal);
     case 'session': {
       const id = segments[0] ?? '';
       return { root: services.sessions.describe(id).dir, path: rest(1) };

@@ -138,6 +138,22 @@ describe("serve --http: another principal's ids are unknown ids", () => {
     );
   }, 120_000);
 
+  it("an ended run's files: the same refusal as for an id never used", async () => {
+    const wrote = await callTool<{ execution_id: string }>(alice, 'execute_code', {
+      language: 'python',
+      code: 'open("secret.txt", "w").write("alice only")',
+    });
+    const id = wrote.value.execution_id;
+    expect(
+      (await callTool<{ content: string }>(alice, 'read_file', { execution_id: id, path: 'secret.txt' }))
+        .value.content,
+    ).toBe('alice only');
+    const theirs = await call(bob, 'read_file', { execution_id: id, path: 'secret.txt' });
+    const never = await call(bob, 'read_file', { execution_id: NEVER.execution_id, path: 'secret.txt' });
+    expect(theirs).toMatchObject({ isError: true, code: 'NOT_FOUND' });
+    expect(normal(theirs.text, { ...ids, execution_id: id })).toBe(never.text);
+  });
+
   it('every resource template', async () => {
     const { resourceTemplates } = await bob.listResourceTemplates();
     expect(resourceTemplates.length).toBeGreaterThan(0);

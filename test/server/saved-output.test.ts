@@ -161,11 +161,12 @@ describe('saved output over stdio', () => {
       path: 'stdout',
     });
     expect(mixed.value.code).toBe('INVALID_INPUT');
+    // Another path is a file of the run's (test/server/run-files.test.ts): this one left none.
     const path = await callTool(server.client, 'read_file', {
       execution_id: big.execution_id,
       path: 'x.txt',
     });
-    expect(path.value.code).toBe('INVALID_INPUT');
+    expect(path.value.code).toBe('NOT_FOUND');
     const unknown = await callTool(server.client, 'read_file', {
       execution_id: 'exec_000000000000',
       path: 'stdout',
