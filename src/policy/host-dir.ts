@@ -45,6 +45,8 @@ export class HostDirs {
     if (input.includes('\0')) throw new InvalidInputError(`${argument} must not contain NUL characters`);
     if (!isAbsolute(input) && !input.startsWith('~'))
       throw new InvalidInputError(`${argument} ${input} must be an absolute path`);
+    const own = ownWorkspace(expandHome(input), this.config);
+    if (own) throw new ForbiddenPathError(`${argument} ${input} is ${own}`);
     const roots = this.config.command.allowedPaths;
     if (roots.length === 0)
       throw new ForbiddenPathError(
@@ -120,6 +122,25 @@ export class HostDirs {
         );
     }
   }
+}
+
+/**
+ * A workspace of codexec's own that `path` is in, and the argument that reaches it, for the
+ * refusal to name: a session's (session_id), a run's (its files: read_file {execution_id}), or
+ * execute_command's (workspace: "command"). Undefined for any other path.
+ */
+function ownWorkspace(path: string, config: Pick<Config, 'sandboxDir' | 'command'>): string | undefined {
+  const real = realOrUndefined(path) ?? path;
+  const within = (dir: string) => isWithin(real, realOrUndefined(dir) ?? dir);
+  if (within(config.command.workspace))
+    return 'in execute_command\'s workspace: name it with workspace: "command" (run_script, read_file, write_file) or run there with execute_command';
+  if (!within(config.sandboxDir)) return undefined;
+  const [id = ''] = relative(realOrUndefined(config.sandboxDir) ?? config.sandboxDir, real).split('/');
+  if (id.startsWith('sess_'))
+    return `in session ${id}'s workspace: run there with session_id: "${id}" (execute_code, run_script, send_to_session; read_file, write_file)`;
+  if (id.startsWith('exec_'))
+    return `in run ${id}'s workspace: read what it left with read_file {execution_id: "${id}", path}`;
+  return "in codexec's own workspaces, which code may not be pointed at";
 }
 
 /** Opens `real` beneath the allowed root `root` (both real paths), refusing a symlink on the way. */

@@ -1,31 +1,14 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
-import type { ExecutionRequest, ExecutionResult, RunOptions } from '../../engine/index.js';
-import { CodexecError } from '../../errors/index.js';
-import {
-  isNoScript,
-  noScript,
-  type ScriptMetadata,
-  type ScriptStore,
-  searchScripts,
-} from '../../library/index.js';
-import { findMissingPackages } from '../../packages/index.js';
-import { executeCodeResultSchema } from '../../results/index.js';
+import { type ScriptMetadata, searchScripts } from '../../library/index.js';
 import { LANGUAGES } from '../../runtimes/index.js';
-import { currentPrincipal } from '../../util/index.js';
-import { discovers } from '../codemode.js';
 import { defineTool } from '../define-tool.js';
-import { egressInput } from '../egress.js';
-import { type Gatekeeper, runFacts } from '../guard.js';
-import { withProgress } from '../progress.js';
-import { runContent } from '../resources.js';
-import { savedHelp } from '../saved-output.js';
+import type { Gatekeeper } from '../guard.js';
 import type { Services } from '../services.js';
-import { RUN_TEXT } from '../text.js';
-import { advertisedArguments } from './arguments.js';
 import { languageInput } from './languages.js';
+import { mine, name, scriptOf } from './library.js';
+import { registerRunScript } from './run-script.js';
 
-const name = z.string().min(1).max(200).describe('letters, digits, - and _');
 const tagList = z.array(z.string().min(1).max(64)).max(32);
 const summary = z.object({
   name: z.string(),
@@ -35,17 +18,6 @@ const summary = z.object({
   last_run_at: z.string().nullable(),
 });
 const readOnly = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
-const runScriptInput = z.object({
-  name,
-  args: z.array(z.string().max(100_000)).max(1000).default([]),
-  timeout_ms: z.number().int().positive().optional(),
-  working_dir: z
-    .string()
-    .min(1)
-    .optional()
-    .describe('An existing directory beneath CODEXEC_ALLOWED_PATHS to run in. Default: a fresh workspace'),
-  ...egressInput,
-});
 
 /** The script library's tools: each on its own, over the caller's own library. */
 export function registerScriptTools(server: McpServer, services: Services, gate: Gatekeeper): void {
@@ -55,24 +27,6 @@ export function registerScriptTools(server: McpServer, services: Services, gate:
   registerSearchScripts(server, services);
   // run_script runs code: it exists only while CODEXEC_ENABLED is true.
   if (services.config.gate.enabled) registerRunScript(server, services, gate);
-}
-
-/** The caller's own library (serve --http: its bearer token's principal); no tool names another. */
-function mine(services: Services): ScriptStore {
-  return services.scripts.of(currentPrincipal());
-}
-
-/** A script of the caller's; a name it has none under is refused with the nearest it has. */
-async function scriptOf(scripts: ScriptStore, name: string, version?: number) {
-  try {
-    return await scripts.get(name, version);
-  } catch (error) {
-    if (!isNoScript(error)) throw error;
-    throw noScript(
-      name,
-      (await scripts.list()).map((script) => script.name),
-    );
-  }
 }
 
 function registerSaveScript(server: McpServer, services: Services): void {
@@ -218,91 +172,6 @@ function registerSearchScripts(server: McpServer, services: Services): void {
       };
     },
   });
-}
-
-function registerRunScript(server: McpServer, services: Services, gate: Gatekeeper): void {
-  defineTool(server, {
-    name: 'run_script',
-    title: 'Run a saved script',
-    description:
-      'Run a saved script as execute_code would, args as its command-line arguments; refused, naming it, ' +
-      `when a package it needs is not installed. ${savedHelp(services.config)}`,
-    input: runScriptInput,
-    advertisedInput: advertisedArguments(runScriptInput, services),
-    output: executeCodeResultSchema,
-    text: RUN_TEXT,
-    tasks: services.tasks,
-    extraContent: runContent,
-    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
-    handler: async (args, ctx) => {
-      const scripts = mine(services);
-      const { metadata, code } = await scriptOf(scripts, args.name);
-      const missing = await findMissingPackages(metadata.language, metadata.packages, services.packageCheck);
-      if (missing.length > 0) {
-        const tool = metadata.language === 'python' ? 'python' : 'node';
-        throw new CodexecError(
-          'PACKAGES_MISSING',
-          `script ${args.name} needs packages that are not installed: ${missing.join(', ')}. Install them first ` +
-            `with install_package (language "${tool}", no session_id), then run it again.`,
-        );
-      }
-      const workingDir = args.working_dir
-        ? services.hostDirs.open(args.working_dir, 'working_dir')
-        : undefined;
-      const attempt = { tool: 'run_script', language: metadata.language, code, sessionId: null };
-      try {
-        return await gate.run(
-          ctx,
-          attempt,
-          () =>
-            withProgress(ctx, async (options) => {
-              const result = await runSaved(services, { metadata, code }, args, options, {
-                workingDir,
-                askEgress: gate.egressAsker(ctx, 'run_script', null),
-              });
-              await scripts.recordRun(args.name, result.success);
-              return result;
-            }),
-          runFacts,
-        );
-      } finally {
-        workingDir?.close();
-      }
-    },
-  });
-}
-
-/** One run of a saved script through the engine, with code mode's discovery where it applies. */
-async function runSaved(
-  services: Services,
-  { metadata, code }: { metadata: ScriptMetadata; code: string },
-  args: z.output<typeof runScriptInput>,
-  options: RunOptions,
-  { workingDir, askEgress }: Pick<ExecutionRequest, 'workingDir' | 'askEgress'>,
-): Promise<ExecutionResult> {
-  // Code mode's discovery, where downstream servers are configured (no call allowed).
-  const ended = new AbortController();
-  const bridge = discovers(services, metadata.language)
-    ? services.bridge.openRun({ allowedTools: [], signal: ended.signal })
-    : undefined;
-  try {
-    return await services.engine.run(
-      {
-        language: metadata.language,
-        code,
-        timeoutMs: args.timeout_ms,
-        workingDir,
-        args: args.args,
-        scriptName: metadata.name,
-        allowedDomains: args.allowed_domains,
-        askEgress,
-        bridge,
-      },
-      options,
-    );
-  } finally {
-    ended.abort(new Error('the run ended'));
-  }
 }
 
 function toSummary(s: z.infer<typeof summary>) {
