@@ -106,7 +106,7 @@ describe('execute_command', () => {
     expect(existsSync(join(second.value.work_dir, 'm.txt'))).toBe(true);
   });
 
-  it('takes and gives the other run tools\' names too: working_dir, timeout_ms, duration_ms', async () => {
+  it("takes and gives the other run tools' names too: working_dir, timeout_ms, duration_ms", async () => {
     await run({ command: 'mkdir -p named' });
     const named = await run({ command: 'pwd', working_dir: 'named', timeout_ms: 5000 });
     expect(named.value).toMatchObject({ success: true, stdout: `${named.value.work_dir}\n` });

@@ -130,9 +130,13 @@ describe.each(ERAS)('what a model reads (%s era)', (era) => {
     expect(entry.text).toContain(`\nfrom the library\n--- code ---\n${code}\n`);
     // A name a typo away is offered.
     for (const tool of ['get_script', 'run_script']) {
-      const missed = await callTool<{ code: string; error: string }>(server.client, tool, { name: 'text-shap' });
+      const missed = await callTool<{ code: string; error: string }>(server.client, tool, {
+        name: 'text-shap',
+      });
       expect(missed.value.code).toBe('NOT_FOUND');
-      expect(missed.value.error).toBe('no script named text-shap; did you mean text-shape? list_scripts shows what is saved');
+      expect(missed.value.error).toBe(
+        'no script named text-shap; did you mean text-shape? list_scripts shows what is saved',
+      );
     }
   });
 });

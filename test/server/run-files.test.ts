@@ -14,10 +14,14 @@ interface Read {
 describe('read_file {execution_id, path}', () => {
   let server: TestServer;
   const run = (code: string) =>
-    callTool<{ execution_id: string; working_dir: string; artifacts: string[] }>(server.client, 'execute_code', {
-      language: 'python',
-      code,
-    });
+    callTool<{ execution_id: string; working_dir: string; artifacts: string[] }>(
+      server.client,
+      'execute_code',
+      {
+        language: 'python',
+        code,
+      },
+    );
   const read = (args: Record<string, unknown>) => callTool<Read>(server.client, 'read_file', args);
 
   beforeAll(async () => {
@@ -25,7 +29,7 @@ describe('read_file {execution_id, path}', () => {
   });
   afterAll(() => server.close());
 
-  it("reads a file a one-shot run wrote, after the run, and a file named stdout when no output was kept", async () => {
+  it('reads a file a one-shot run wrote, after the run, and a file named stdout when no output was kept', async () => {
     const ran = await run(
       'import os\nos.makedirs("out", exist_ok=True)\nopen("out/data.csv", "w").write("a,b\\n1,2\\n")\nopen("stdout", "w").write("a file")',
     );
@@ -59,7 +63,7 @@ describe('read_file {execution_id, path}', () => {
     expect(refused.value.error).toMatch(/kept no files: .*CODEXEC_WORKSPACE_RETENTION_HOURS/);
   });
 
-  it("reads a file an execute_command run made, from the command workspace", async () => {
+  it('reads a file an execute_command run made, from the command workspace', async () => {
     const made = await callTool<{ execution_id: string }>(server.client, 'execute_command', {
       command: 'mkdir -p sub && echo made > sub/n.txt',
     });
@@ -67,8 +71,12 @@ describe('read_file {execution_id, path}', () => {
       command: 'echo inner > here.txt',
       work_dir: 'sub',
     });
-    expect((await read({ execution_id: made.value.execution_id, path: 'sub/n.txt' })).value.content).toBe('made\n');
-    expect((await read({ execution_id: inside.value.execution_id, path: 'here.txt' })).value.content).toBe('inner\n');
+    expect((await read({ execution_id: made.value.execution_id, path: 'sub/n.txt' })).value.content).toBe(
+      'made\n',
+    );
+    expect((await read({ execution_id: inside.value.execution_id, path: 'here.txt' })).value.content).toBe(
+      'inner\n',
+    );
   });
 
   it('refuses an unknown id, and execution_id beside a workspace', async () => {

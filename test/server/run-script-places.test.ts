@@ -15,17 +15,24 @@ interface Ran {
 
 describe('run_script in a workspace the agent chose', () => {
   let server: TestServer;
-  const call = <T = Ran>(name: string, args: Record<string, unknown>) => callTool<T>(server.client, name, args);
+  const call = <T = Ran>(name: string, args: Record<string, unknown>) =>
+    callTool<T>(server.client, name, args);
 
   beforeAll(async () => {
     server = await startServer();
-    const code = 'import sys\ntotal = sum(int(x) for x in open("data.txt").read().split())\nprint(total, *sys.argv[1:])';
-    const saved = await call('save_script', { name: 'sum-data', description: 'sums data.txt', language: 'python', code });
+    const code =
+      'import sys\ntotal = sum(int(x) for x in open("data.txt").read().split())\nprint(total, *sys.argv[1:])';
+    const saved = await call('save_script', {
+      name: 'sum-data',
+      description: 'sums data.txt',
+      language: 'python',
+      code,
+    });
     expect(saved.isError, saved.text).toBe(false);
   });
   afterAll(() => server.close());
 
-  it('runs in execute_command\'s workspace, with its args', async () => {
+  it("runs in execute_command's workspace, with its args", async () => {
     await call('write_file', { workspace: 'command', path: 'data.txt', content: '1 2 3\n' });
     const ran = await call('run_script', { name: 'sum-data', workspace: 'command', args: ['items'] });
     expect(ran.value).toMatchObject({ success: true, stdout: '6 items\n' });
@@ -55,7 +62,9 @@ describe('run_script in a workspace the agent chose', () => {
   });
 
   it("refuses a working_dir in a session's or execute_command's workspace, naming the argument that reaches it", async () => {
-    const started = await call<{ session_id: string; working_dir: string }>('start_session', { language: 'python' });
+    const started = await call<{ session_id: string; working_dir: string }>('start_session', {
+      language: 'python',
+    });
     const { session_id, working_dir } = started.value;
     try {
       for (const tool of ['run_script', 'execute_code']) {
