@@ -26,8 +26,10 @@ const taskIdParams = z.object({ taskId: z.string().min(1) });
 export function registerTaskMethods(server: McpServer, tasks: Tasks): void {
   server.server.setRequestHandler('tasks/get', { params: taskIdParams }, async (params, ctx) => {
     const isModern = modern(ctx); // before the lookup: a non-declaring client learns nothing
-    const record = found(await tasks.get(params.taskId, principalOf(ctx)));
-    return isModern ? detailed(record) : { ...legacyTask(record), ...outputMeta(record) };
+    const principal = principalOf(ctx);
+    const record = found(await tasks.get(params.taskId, principal));
+    const fresh = newOutput(tasks, principal, record);
+    return isModern ? detailed(record, fresh) : { ...legacyTask(record), ...outputMeta(record, fresh) };
   });
   server.server.setRequestHandler('tasks/cancel', { params: taskIdParams }, async (params, ctx) => {
     const principal = principalOf(ctx);
@@ -107,15 +109,34 @@ async function ended(
   }
 }
 
-function outputMeta(record: TaskRecord): { _meta?: Record<string, string> } {
-  return record.output === '' || record.status === 'completed'
-    ? {}
-    : { _meta: { [OUTPUT_META_KEY]: record.output } };
+/**
+ * What each principal's tasks/get was sent of a working task's output, so the next poll sends only
+ * what came after. An ended task's poll sends all it kept (its last account) and is forgotten. The
+ * task keeps its last 64 KiB: once that window has moved past what was sent, a poll sends it all.
+ */
+const sentOutput = new WeakMap<Tasks, Map<string, string>>();
+
+function newOutput(tasks: Tasks, principal: string, record: TaskRecord): string {
+  let sent = sentOutput.get(tasks);
+  if (!sent) sentOutput.set(tasks, (sent = new Map()));
+  const key = `${principal}\0${record.taskId}`;
+  if (record.status !== 'working' && record.status !== 'input_required') {
+    sent.delete(key);
+    return record.output;
+  }
+  const before = sent.get(key) ?? '';
+  sent.set(key, record.output);
+  return record.output.startsWith(before) ? record.output.slice(before.length) : record.output;
 }
 
-/** The extension's DetailedTask, with the output so far under `_meta` until it completes. */
-function detailed(record: TaskRecord): Record<string, unknown> {
-  const base = { ...modernTask(record), ...outputMeta(record) };
+/** The output this poll sends (`fresh`), under `_meta`, until the task completes. */
+function outputMeta(record: TaskRecord, fresh: string): { _meta?: Record<string, string> } {
+  return fresh === '' || record.status === 'completed' ? {} : { _meta: { [OUTPUT_META_KEY]: fresh } };
+}
+
+/** The extension's DetailedTask, with the output this poll sends under `_meta` until it completes. */
+function detailed(record: TaskRecord, fresh: string): Record<string, unknown> {
+  const base = { ...modernTask(record), ...outputMeta(record, fresh) };
   const message = statusMessage(record);
   switch (record.status) {
     case 'completed':

@@ -148,12 +148,17 @@ export function legacyTask(record: TaskRecord) {
   };
 }
 
-/** A working task's statusMessage: the last of its output, for a model reading the task. */
-const STATUS_CHARS = 2000;
+/**
+ * A working task's statusMessage: the last line of its output, for a model reading the task (the
+ * output itself travels once, under _meta).
+ */
+const STATUS_CHARS = 200;
 export function statusMessage(record: TaskRecord): string | undefined {
   if (record.status === 'input_required' && record.output === '')
     return `${record.tool} waits for the answer to ${Object.keys(record.inputRequests).join(', ')}`;
-  if (record.status === 'working' || record.status === 'input_required')
-    return record.output === '' ? `${record.tool} is running` : record.output.slice(-STATUS_CHARS);
+  if (record.status === 'working' || record.status === 'input_required') {
+    const line = record.output.trimEnd().split('\n').at(-1) ?? '';
+    return line === '' ? `${record.tool} is running` : line.slice(-STATUS_CHARS);
+  }
   return record.statusMessage ?? undefined;
 }

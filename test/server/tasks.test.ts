@@ -48,6 +48,24 @@ describe('MCP Tasks over stdio (2026-07-28)', () => {
     expect(reply.result?.capabilities).toMatchObject({ extensions: { 'io.modelcontextprotocol/tasks': {} } });
   });
 
+  it('sends each poll only the output that came since the last, and its last line as the status', async () => {
+    const code = 'echo one; sleep 0.6; echo two; sleep 0.6; echo three; sleep 0.6';
+    const created = await send('tools/call', { name: 'execute_code', arguments: { language: 'bash', code } });
+    const taskId = created.result?.taskId as string;
+    const sent: string[] = [];
+    for (;;) {
+      const reply = await send('tasks/get', { taskId });
+      if (reply.result?.status !== 'working') break;
+      sent.push(outputOf(reply));
+      expect(['execute_code is running', 'one', 'two', 'three']).toContain(reply.result?.statusMessage);
+      await new Promise((resolve) => setTimeout(resolve, 50)); // a client's poll interval
+    }
+    // Each line went out once: no poll sent again what an earlier one had (the secrets filter may
+    // still hold the last character while the run goes on).
+    expect(sent.join('')).toMatch(/^one\ntwo\nthree\n?$/);
+    expect(sent.filter((part) => part !== '').length).toBeGreaterThan(1);
+  });
+
   it('answers at once with a task, shows the output so far, then the result a plain call returns', async () => {
     const code = 'echo first; sleep 2; echo done';
     const started = Date.now();
