@@ -90,6 +90,31 @@ describe.runIf(IS_ROOT)('claimBlock: a lock file per block, in a directory of ro
     second.release();
   });
 
+  it("waits for a just-killed server's lock holder, whose parent is init, and reclaims its block", async () => {
+    const lockDir = join(base, 'orphaned');
+    const started = await claimBlock({ dir: lockDir, flock, start: 3, reclaim: async () => {} });
+    started.release(); // its file stays: an unclean end
+    for (let tries = 0; tries < 100; tries++) {
+      if (spawnSync(flock, ['--nonblock', '-E', '75', join(lockDir, '3'), 'true']).status === 0) break;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    // A holder left by a killed server: its shell parent gone at once, it is init's, and it lets
+    // go only after a moment (as flock does once it reads the dead server's pipe's end).
+    spawnSync('/bin/sh', ['-c', `${flock} ${join(lockDir, '3')} sleep 1 >/dev/null 2>&1 &`]);
+    const lingering = spawnSync(flock, ['--nonblock', '-E', '75', join(lockDir, '3'), 'true']).status;
+    expect(lingering).toBe(75);
+    const seen: number[] = [];
+    const next = await claimBlock({
+      dir: lockDir,
+      flock,
+      start: 3,
+      reclaim: async (blocks) => void seen.push(...blocks.map((b) => b.first)),
+    });
+    expect(seen).toEqual([started.first]);
+    expect(readdirSync(lockDir)).toContain('3.dead');
+    next.release();
+  });
+
   it('refuses a lock directory others may write', async () => {
     const open = join(base, 'open');
     mkdirSync(open, { mode: 0o777 });

@@ -9,7 +9,7 @@
 // (the command workspaces, package environments: a server killed mid-run never gave them back) is
 // given back to root, so those trees serve new runs.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { lstatSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Writable } from 'node:stream';
 import { SandboxUnavailableError } from '../../errors/index.js';
@@ -46,7 +46,7 @@ export async function claimBlock(options: ClaimOptions): Promise<UidBlock> {
   );
   const dead: UidBlock[] = [];
   for (const name of names.filter((entry) => /^\d+$/.test(entry))) {
-    const holder = await hold(options.flock, join(dir, name));
+    const holder = await holdOrphaned(options.flock, join(dir, name));
     if (holder) dead.push(blockOf(Number(name), holder, join(dir, name))); // else a live server's
   }
   try {
@@ -81,6 +81,42 @@ function blockOf(index: number, holder: ChildProcess, path: string): UidBlock {
     retire: after(() => rmSync(path, { force: true })),
     bury: after(() => renameSync(path, `${path}.dead`)),
   };
+}
+
+/**
+ * The lock on `path`, held; or none while a live server holds it. A server that was just killed
+ * leaves its flock holder behind for a moment (it ends once it reads the end of the dead server's
+ * pipe): a holder whose server is gone (its parent is init) is waited for, up to ORPHAN_WAIT_MS,
+ * so that a server started right after a crash still gives back what the dead one's runs own.
+ */
+async function holdOrphaned(flock: string, path: string): Promise<ChildProcess | undefined> {
+  const until = Date.now() + ORPHAN_WAIT_MS;
+  for (;;) {
+    const holder = await hold(flock, path);
+    if (holder || Date.now() >= until || !orphanedHolder(path)) return holder;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+const ORPHAN_WAIT_MS = 5_000;
+
+/** Whether the process holding the flock on `path` (/proc/locks) has lost its server: init is its parent. */
+function orphanedHolder(path: string): boolean {
+  try {
+    const inode = statSync(path).ino;
+    const line = readFileSync('/proc/locks', 'utf8')
+      .split('\n')
+      .find(
+        (entry) => / FLOCK /.test(entry) && !entry.includes('->') && new RegExp(`:${inode} `).test(entry),
+      );
+    const pid = line?.trim().split(/\s+/)[4];
+    if (!pid) return false;
+    // /proc/<pid>/stat: "pid (comm) state ppid …"; comm may hold spaces, so read after its ')'.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1] === '1';
+  } catch {
+    return false;
+  }
 }
 
 /** A process holding the lock on `path` while this server's end of its stdin is open; none if taken. */
