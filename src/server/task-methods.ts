@@ -117,8 +117,8 @@ async function ended(
 const sentOutput = new WeakMap<Tasks, Map<string, string>>();
 
 function newOutput(tasks: Tasks, principal: string, record: TaskRecord): string {
-  let sent = sentOutput.get(tasks);
-  if (!sent) sentOutput.set(tasks, (sent = new Map()));
+  const sent = sentOutput.get(tasks) ?? new Map<string, string>();
+  sentOutput.set(tasks, sent);
   const key = `${principal}\0${record.taskId}`;
   if (record.status !== 'working' && record.status !== 'input_required') {
     sent.delete(key);
