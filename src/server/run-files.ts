@@ -20,6 +20,8 @@ export async function locateRunFile(
 ): Promise<{ readonly root: Root; readonly path: string; readonly opened?: HeldDir }> {
   const entry = await services.history.get(id, principal);
   if (!entry.working_dir) throw new CodexecError('NOT_FOUND', `${id} recorded no working directory`);
+  // A send's files are its session's: read from the directory the live session holds.
+  if (entry.session_id) return { root: sessionDir(services, id, entry.session_id), path };
   if (isWithin(entry.working_dir, services.config.sandboxDir)) {
     const left =
       entry.artifacts_created.length + entry.artifacts_modified.length > 0 || entry.artifacts_omitted;
@@ -39,4 +41,16 @@ export async function locateRunFile(
   }
   const opened = services.hostDirs.reopen(entry.working_dir);
   return { root: opened, path, opened };
+}
+
+/** The directory a live session holds; a session that ended took its workspace with it. */
+function sessionDir(services: Services, id: string, sessionId: string): Root {
+  try {
+    return services.sessions.describe(sessionId).dir;
+  } catch {
+    throw new CodexecError(
+      'NOT_FOUND',
+      `${id} ran in session ${sessionId}, which has ended: its workspace went with it`,
+    );
+  }
 }

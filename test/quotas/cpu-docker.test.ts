@@ -74,6 +74,7 @@ describe.each(RUNTIMES)(
         const session = await callTool<{ session_id: string }>(s.client, 'start_session', {
           language: 'python',
         });
+        expect(session.isError, session.text).toBe(false);
         const sent = await callTool<{ stdout: string }>(s.client, 'send_to_session', {
           session_id: session.value.session_id,
           // Under gVisor the second is gVisor's own clock, and a session's container is found on the
@@ -82,6 +83,7 @@ describe.each(RUNTIMES)(
           // program's.
           code: name === 'runsc' ? burn(2) : BURN,
         });
+        expect(sent.isError, sent.text).toBe(false);
         expect(sent.value.stdout).toBe('burnt\n');
         expect(charged()).toBeGreaterThan(name === 'runsc' ? 500_000 : 800_000);
         await refusedNext(s);

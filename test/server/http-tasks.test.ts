@@ -35,12 +35,11 @@ describe('serve --http: MCP Tasks', () => {
   it('a task made in one exchange is polled to its result from other connections', async () => {
     // Every request below goes over a TCP connection of its own (overHttp uses no agent).
     const alice = overHttp(server.url, ALICE);
-    const started = Date.now();
     const created = await alice('tools/call', {
       name: 'execute_code',
       arguments: { language: 'bash', code: 'echo first; sleep 2; echo done' },
     });
-    expect(Date.now() - started).toBeLessThan(2000);
+    // Answered before the run's end, however busy the machine: the task is still working.
     expect(created.result).toMatchObject({ resultType: 'task', status: 'working' });
     const taskId = created.result?.taskId as string;
 

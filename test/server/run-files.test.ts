@@ -79,6 +79,33 @@ describe('read_file {execution_id, path}', () => {
     );
   });
 
+  it("reads a send's file from its live session's workspace; an ended session's are gone", async () => {
+    const started = await callTool<{ session_id: string }>(server.client, 'start_session', {
+      language: 'python',
+    });
+    const id = started.value.session_id;
+    const sent = await callTool<{ execution_id: string }>(server.client, 'send_to_session', {
+      session_id: id,
+      code: 'open("note.txt", "w").write("from the session")',
+    });
+    const later = await callTool(server.client, 'send_to_session', { session_id: id, code: 'x = 1' });
+    expect(later.isError).toBe(false);
+    // Any file of the session's workspace, through any of its sends.
+    const got = await read({ execution_id: sent.value.execution_id, path: 'note.txt' });
+    expect(got.value.content).toBe('from the session');
+    await callTool(server.client, 'close_session', { session_id: id });
+    const ended = await read({ execution_id: sent.value.execution_id, path: 'note.txt' });
+    expect(ended.value.code).toBe('NOT_FOUND');
+    expect(ended.value.error).toContain('which has ended');
+  });
+
+  it('pages only kept output: offset on a run that kept none says so', async () => {
+    const ran = await run('print("short")');
+    const paged = await read({ execution_id: ran.value.execution_id, path: 'stdout', offset: 0 });
+    expect(paged.value.code).toBe('NOT_FOUND');
+    expect(paged.value.error).toContain('kept no stdout');
+  });
+
   it('refuses an unknown id, and execution_id beside a workspace', async () => {
     const unknown = await read({ execution_id: 'exec_000000000000', path: 'a.txt' });
     expect(unknown.value.code).toBe('NOT_FOUND');

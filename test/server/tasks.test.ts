@@ -68,9 +68,8 @@ describe('MCP Tasks over stdio (2026-07-28)', () => {
 
   it('answers at once with a task, shows the output so far, then the result a plain call returns', async () => {
     const code = 'echo first; sleep 2; echo done';
-    const started = Date.now();
     const created = await send('tools/call', { name: 'execute_code', arguments: { language: 'bash', code } });
-    expect(Date.now() - started).toBeLessThan(2000); // the run alone takes 2 s
+    // Answered before the run's end (2 s), however busy the machine: the task is still working.
     expect(created.result).toMatchObject({ resultType: 'task', status: 'working', ttlMs: 3_600_000 });
     const taskId = created.result?.taskId as string;
     expect(taskId).toMatch(/^[0-9a-f-]{36}$/);

@@ -73,7 +73,8 @@ export function registerReadFile(server: McpServer, services: Services): void {
         return readFileOf(services, args, limit);
       // A run's stdout or stderr: its kept output, else a file of that name it left, else the
       // refusal that says no output was kept.
-      if (await savedStream(services, execution_id, args.path))
+      const kept = await savedStream(services, execution_id, args.path);
+      if (kept || args.offset !== undefined || args.length !== undefined)
         return readSaved(services, { ...args, execution_id });
       const file = await readFileOf(services, args, limit).catch((error) => {
         if (error instanceof CodexecError && error.code === 'NOT_FOUND') return undefined;
@@ -87,7 +88,9 @@ export function registerReadFile(server: McpServer, services: Services): void {
 /** A file of a workspace or of an ended run, whole (up to `limit`), as text or base64. */
 async function readFileOf(services: Services, args: z.output<typeof readInput>, limit: number) {
   if (args.offset !== undefined || args.length !== undefined)
-    throw new InvalidInputError("offset and length page a run's saved output: give execution_id");
+    throw new InvalidInputError(
+      "offset and length page a run's saved stdout or stderr; a file is read whole",
+    );
   const place = await placeOf(services, args);
   let data: Buffer;
   try {
