@@ -110,23 +110,28 @@ async function ended(
 }
 
 /**
- * What each principal's tasks/get was sent of a working task's output, so the next poll sends only
- * what came after. An ended task's poll sends all it kept (its last account) and is forgotten. The
- * task keeps its last 64 KiB: once that window has moved past what was sent, a poll sends it all.
+ * What each principal's tasks/get was sent of a working task's output (its length and last
+ * characters), so the next poll sends only what came after. An ended task's poll sends all it kept
+ * (its last account) and is forgotten. The task keeps its last 64 KiB: once that window has moved
+ * past what was sent, a poll sends it all. At most SENT_KEPT tasks are remembered (the oldest go
+ * first: a client that stopped polling leaves nothing behind for long).
  */
-const sentOutput = new WeakMap<Tasks, Map<string, string>>();
+const sentOutput = new WeakMap<Tasks, Map<string, { readonly length: number; readonly tail: string }>>();
+const SENT_KEPT = 1024;
+const TAIL_CHARS = 64;
 
 function newOutput(tasks: Tasks, principal: string, record: TaskRecord): string {
-  const sent = sentOutput.get(tasks) ?? new Map<string, string>();
+  const sent = sentOutput.get(tasks) ?? new Map<string, { readonly length: number; readonly tail: string }>();
   sentOutput.set(tasks, sent);
   const key = `${principal}\0${record.taskId}`;
-  if (record.status !== 'working' && record.status !== 'input_required') {
-    sent.delete(key);
-    return record.output;
-  }
-  const before = sent.get(key) ?? '';
-  sent.set(key, record.output);
-  return record.output.startsWith(before) ? record.output.slice(before.length) : record.output;
+  const before = sent.get(key);
+  sent.delete(key);
+  const { output } = record;
+  if (record.status !== 'working' && record.status !== 'input_required') return output;
+  sent.set(key, { length: output.length, tail: output.slice(-TAIL_CHARS) });
+  if (sent.size > SENT_KEPT) sent.delete(sent.keys().next().value as string);
+  const continues = before && output.slice(0, before.length).endsWith(before.tail);
+  return continues ? output.slice(before.length) : output;
 }
 
 /** The output this poll sends (`fresh`), under `_meta`, until the task completes. */
