@@ -74,8 +74,7 @@ describe.runIf(IS_ROOT)('claimBlock: a lock file per block, in a directory of ro
     // with it, the file stays, and the block's uids may own files anywhere.
     first.release();
     const free = () => spawnSync(flock, ['--nonblock', '-E', '75', join(dir, '7'), 'true']).status === 0;
-    for (let tries = 0; !free() && tries < 100; tries++)
-      await new Promise((resolve) => setTimeout(resolve, 20));
+    await expect.poll(free, { timeout: 15_000, interval: 20 }).toBe(true);
     const third = await claim(7);
     // What it left in this server's trees is given back first; then a block never served.
     expect(reclaimed).toEqual([first.first]);
@@ -94,10 +93,9 @@ describe.runIf(IS_ROOT)('claimBlock: a lock file per block, in a directory of ro
     const lockDir = join(base, 'orphaned');
     const started = await claimBlock({ dir: lockDir, flock, start: 3, reclaim: async () => {} });
     started.release(); // its file stays: an unclean end
-    for (let tries = 0; tries < 100; tries++) {
-      if (spawnSync(flock, ['--nonblock', '-E', '75', join(lockDir, '3'), 'true']).status === 0) break;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    // Its holder lets go once it has read its pipe's end: a busy machine may take a while.
+    const free = () => spawnSync(flock, ['--nonblock', '-E', '75', join(lockDir, '3'), 'true']).status === 0;
+    await expect.poll(free, { timeout: 15_000, interval: 20 }).toBe(true);
     // A holder left by a killed server: its shell parent gone at once, it is init's, and it lets
     // go only after a moment (as flock does once it reads the dead server's pipe's end).
     spawnSync('/bin/sh', ['-c', `${flock} ${join(lockDir, '3')} sleep 1 >/dev/null 2>&1 &`]);
