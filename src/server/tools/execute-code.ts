@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { ExecutionRequest } from '../../engine/index.js';
 import { InvalidInputError } from '../../errors/index.js';
 import { executeCodeResultSchema } from '../../results/index.js';
-import { codeModeFor, codeModeInput, codeModePowers, sessionSampler } from '../codemode.js';
+import { codeModeFor, codeModeInput, codeModePowers } from '../codemode.js';
 import { defineTool } from '../define-tool.js';
 import { egressInput } from '../egress.js';
 import { type Gatekeeper, runFacts } from '../guard.js';
@@ -11,6 +11,7 @@ import { withProgress } from '../progress.js';
 import { runContent } from '../resources.js';
 import { savedHelp } from '../saved-output.js';
 import type { Services } from '../services.js';
+import { sendAsRun } from '../session-run.js';
 import { RUN_TEXT } from '../text.js';
 import { advertisedArguments } from './arguments.js';
 import { advertisedLanguage, languageInput } from './languages.js';
@@ -127,25 +128,14 @@ async function sendInSession(
     throw new InvalidInputError(
       `${fixed.join(', ')} cannot be given with session_id: a session's are set by start_session`,
     );
-  const session = services.sessions.describe(sessionId); // SESSION_NOT_FOUND before asking
-  if (session.language !== args.language)
-    throw new InvalidInputError(`session ${sessionId} runs ${session.language}, not ${args.language}`);
-  return gate.run(
-    ctx,
-    { tool: 'execute_code', language: args.language, code: args.code, sessionId },
-    () =>
-      withProgress(ctx, async (options) => {
-        const sent = await services.sessions.send(sessionId, {
-          code: args.code,
-          timeoutMs: args.timeout_ms,
-          sampler: sessionSampler(server, services, sessionId, ctx),
-          askEgress: gate.egressAsker(ctx, 'execute_code', sessionId),
-          ...options,
-        });
-        return { ...sent, working_dir: session.workingDir, sandbox_mode: session.sandboxMode, warm: true };
-      }),
-    runFacts,
-  );
+  return sendAsRun(server, services, gate, ctx, {
+    tool: 'execute_code',
+    sessionId,
+    language: args.language,
+    code: args.code,
+    timeoutMs: args.timeout_ms,
+    otherLanguage: (runs) => `session ${sessionId} runs ${runs}, not ${args.language}`,
+  });
 }
 
 async function runWithProgress(

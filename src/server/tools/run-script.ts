@@ -18,6 +18,7 @@ import { withProgress } from '../progress.js';
 import { runContent } from '../resources.js';
 import { savedHelp } from '../saved-output.js';
 import type { Services } from '../services.js';
+import { sendAsRun } from '../session-run.js';
 import { RUN_TEXT } from '../text.js';
 import { advertisedArguments } from './arguments.js';
 import { mine, name, scriptOf } from './library.js';
@@ -60,7 +61,7 @@ export function registerRunScript(server: McpServer, services: Services, gate: G
         throw new InvalidInputError(`give one of ${places.join(', ')}: where the script runs`);
       const scripts = mine(services);
       const saved = await scriptOf(scripts, args.name);
-      if (args.session_id !== undefined) return sendScript(services, gate, saved, args, ctx);
+      if (args.session_id !== undefined) return sendScript(server, services, gate, saved, args, ctx);
       await refuseMissing(services, saved.metadata);
       const workingDir = await placeOf(services, args);
       const attempt = {
@@ -114,7 +115,8 @@ async function refuseMissing(services: Services, metadata: ScriptMetadata): Prom
  * run_script {session_id}: the script's code sent to that session, as send_to_session sends code
  * (its workspace, its state, its packages), answered in execute_code's shape.
  */
-async function sendScript(
+function sendScript(
+  server: McpServer,
   services: Services,
   gate: Gatekeeper,
   { metadata, code }: { metadata: ScriptMetadata; code: string },
@@ -126,27 +128,16 @@ async function sendScript(
     throw new InvalidInputError(
       'args need a process of their own: run it without session_id, or in workspace "command"',
     );
-  const session = services.sessions.describe(sessionId); // SESSION_NOT_FOUND before asking
-  if (session.language !== metadata.language)
-    throw new InvalidInputError(
-      `script ${metadata.name} is ${metadata.language}; session ${sessionId} runs ${session.language}`,
-    );
-  return gate.run(
-    ctx,
-    { tool: 'run_script', language: metadata.language, code, sessionId },
-    () =>
-      withProgress(ctx, async (options) => {
-        const sent = await services.sessions.send(sessionId, {
-          code,
-          timeoutMs: args.timeout_ms,
-          askEgress: gate.egressAsker(ctx, 'run_script', sessionId),
-          ...options,
-        });
-        await mine(services).recordRun(metadata.name, sent.success);
-        return { ...sent, working_dir: session.workingDir, sandbox_mode: session.sandboxMode, warm: true };
-      }),
-    runFacts,
-  );
+  return sendAsRun(server, services, gate, ctx, {
+    tool: 'run_script',
+    sessionId,
+    language: metadata.language,
+    code,
+    timeoutMs: args.timeout_ms,
+    otherLanguage: (runs) =>
+      `script ${metadata.name} is ${metadata.language}; session ${sessionId} runs ${runs}`,
+    after: (sent) => mine(services).recordRun(metadata.name, sent.success),
+  });
 }
 
 /** One run of a saved script through the engine, with code mode's discovery where it applies. */
