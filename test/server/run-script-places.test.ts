@@ -49,6 +49,13 @@ describe('run_script in a workspace the agent chose', () => {
       expect(after.value).toMatchObject({ success: true, stdout: '60\n' });
       const withArgs = await call('run_script', { name: 'sum-data', session_id: id, args: ['x'] });
       expect(withArgs.value.code).toBe('INVALID_INPUT');
+      const narrower = await call('run_script', {
+        name: 'sum-data',
+        session_id: id,
+        allowed_domains: ['a.test'],
+      });
+      expect(narrower.value.code).toBe('INVALID_INPUT');
+      expect(narrower.value.error).toContain('set by start_session');
       const twoPlaces = await call('run_script', { name: 'sum-data', session_id: id, workspace: 'command' });
       expect(twoPlaces.value.code).toBe('INVALID_INPUT');
     } finally {

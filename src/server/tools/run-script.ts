@@ -124,6 +124,11 @@ function sendScript(
   ctx: ServerContext,
 ) {
   const sessionId = args.session_id as string;
+  // The session's network was fixed when it started: a narrower list here would be ignored.
+  if (args.allowed_domains !== undefined)
+    throw new InvalidInputError(
+      "allowed_domains cannot be given with session_id: a session's are set by start_session",
+    );
   if (args.args.length > 0)
     throw new InvalidInputError(
       'args need a process of their own: run it without session_id, or in workspace "command"',
