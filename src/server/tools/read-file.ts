@@ -121,9 +121,10 @@ async function readFileOf(services: Services, args: z.output<typeof readInput>, 
 /**
  * Whether read_file {execution_id, path} names the run's kept output: path "stdout" or "stderr",
  * and output kept (else a file of that name in the run's directory, as its resource reads it).
+ * Kept output is in the caller's own folder, so another principal's id finds none here, and the
+ * reads after this one ask the execution log, refusing it as an unknown id.
  */
-async function savedStream(services: Services, executionId: string, path: 'stdout' | 'stderr') {
-  await services.history.get(executionId, currentPrincipal()); // another's id: not found, as unknown
+function savedStream(services: Services, executionId: string, path: 'stdout' | 'stderr') {
   return services.outputs.has(currentPrincipal(), executionId, path);
 }
 
