@@ -96,9 +96,12 @@ describe.runIf(IS_ROOT)('claimBlock: a lock file per block, in a directory of ro
     // Its holder lets go once it has read its pipe's end: a busy machine may take a while.
     const free = () => spawnSync(flock, ['--nonblock', '-E', '75', join(lockDir, '3'), 'true']).status === 0;
     await expect.poll(free, { timeout: 15_000, interval: 20 }).toBe(true);
-    // A holder left by a killed server: its shell parent gone at once, it is init's, and it lets
-    // go only after a moment (as flock does once it reads the dead server's pipe's end).
-    spawnSync('/bin/sh', ['-c', `${flock} ${join(lockDir, '3')} sleep 1 >/dev/null 2>&1 &`]);
+    // A holder left by a killed server: the server its arguments name (the shell) gone at once,
+    // and it lets go only after a moment (as flock does once it reads the dead server's pipe's end).
+    spawnSync('/bin/sh', [
+      '-c',
+      `${flock} ${join(lockDir, '3')} /bin/sh -c 'sleep 1' codexec-run-uids $$ >/dev/null 2>&1 &`,
+    ]);
     const lingering = spawnSync(flock, ['--nonblock', '-E', '75', join(lockDir, '3'), 'true']).status;
     expect(lingering).toBe(75);
     const seen: number[] = [];

@@ -86,36 +86,53 @@ function blockOf(index: number, holder: ChildProcess, path: string): UidBlock {
 /**
  * The lock on `path`, held; or none while a live server holds it. A server that was just killed
  * leaves its flock holder behind for a moment (it ends once it reads the end of the dead server's
- * pipe): a holder whose server is gone (its parent is init) is waited for, up to ORPHAN_WAIT_MS,
- * so that a server started right after a crash still gives back what the dead one's runs own.
+ * pipe): a holder whose server is gone is waited for, up to ORPHAN_WAIT_MS, so that a server
+ * started right after a crash still gives back what the dead one's runs own. A lock let go between
+ * the try and the look at its holder is tried again.
  */
 async function holdOrphaned(flock: string, path: string): Promise<ChildProcess | undefined> {
   const until = Date.now() + ORPHAN_WAIT_MS;
   for (;;) {
     const holder = await hold(flock, path);
-    if (holder || Date.now() >= until || !orphanedHolder(path)) return holder;
-    await new Promise((resolve) => setTimeout(resolve, 25));
+    if (holder || Date.now() >= until) return holder;
+    const held = holderOf(path);
+    if (held === 'live') return undefined;
+    if (held === 'orphaned') await new Promise((resolve) => setTimeout(resolve, 25));
   }
 }
 
 const ORPHAN_WAIT_MS = 5_000;
+/** The holder's last argument names its server: `flock … /bin/sh -c SCRIPT MARK <server pid>`. */
+const MARK = 'codexec-run-uids';
 
-/** Whether the process holding the flock on `path` (/proc/locks) has lost its server: init is its parent. */
-function orphanedHolder(path: string): boolean {
+/**
+ * Who holds the flock on `path` (/proc/locks): nobody; a holder whose server is gone (its parent is
+ * no longer the server its arguments name: init or a subreaper took it); or a live server's
+ * (anything else, a holder that is not codexec's too).
+ */
+function holderOf(path: string): 'none' | 'orphaned' | 'live' {
+  let inode: number;
   try {
-    const inode = statSync(path).ino;
+    inode = statSync(path).ino;
+  } catch {
+    return 'live'; // renamed or removed by another server meanwhile: not this one's to take
+  }
+  try {
     const line = readFileSync('/proc/locks', 'utf8')
       .split('\n')
       .find(
         (entry) => / FLOCK /.test(entry) && !entry.includes('->') && new RegExp(`:${inode} `).test(entry),
       );
     const pid = line?.trim().split(/\s+/)[4];
-    if (!pid) return false;
+    if (!pid) return 'none';
+    const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0$/, '').split('\0');
+    const server = args.at(-2) === MARK ? args.at(-1) : undefined;
     // /proc/<pid>/stat: "pid (comm) state ppid …"; comm may hold spaces, so read after its ')'.
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1] === '1';
+    const parent = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1];
+    return server !== undefined && parent !== server ? 'orphaned' : 'live';
   } catch {
-    return false;
+    return 'none'; // the holder ended while we looked
   }
 }
 
@@ -124,7 +141,17 @@ function hold(flock: string, path: string): Promise<ChildProcess | undefined> {
   return new Promise((resolve, reject) => {
     const holder = spawn(
       flock,
-      ['--nonblock', '--conflict-exit-code', String(TAKEN), path, '/bin/sh', '-c', 'echo held; exec cat'],
+      [
+        '--nonblock',
+        '--conflict-exit-code',
+        String(TAKEN),
+        path,
+        '/bin/sh',
+        '-c',
+        'echo held; exec cat',
+        MARK,
+        String(process.pid),
+      ],
       { stdio: ['pipe', 'pipe', 'ignore'] },
     );
     let said = '';
