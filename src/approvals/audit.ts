@@ -13,6 +13,8 @@ export interface Attempt {
   readonly runtimes?: readonly string[];
   /** Code mode: what else the run may do, shown in the approval form (allowed tools, sampling). */
   readonly powers?: string | undefined;
+  /** Where the code works, shown in the approval form (placeShown). */
+  readonly place?: string | undefined;
   /** Whether it takes one of the server's run slots (false: write_file, which runs nothing). */
   readonly runs?: boolean;
 }

@@ -191,7 +191,14 @@ export class ApprovalAsker {
 
 /** The fingerprint a ticket carries: a hash of everything the form showed. */
 function fingerprintOf(form: ApprovalForm): string {
-  const shown = JSON.stringify([form.tool, form.language, form.sessionId, form.code, form.powers ?? null]);
+  const shown = JSON.stringify([
+    form.tool,
+    form.language,
+    form.sessionId,
+    form.code,
+    form.powers ?? null,
+    form.place ?? null,
+  ]);
   return createHash('sha256').update(shown).digest('base64url');
 }
 

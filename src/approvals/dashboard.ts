@@ -20,6 +20,8 @@ export interface QueuedApproval {
   readonly code: string;
   readonly code_chars: number;
   readonly powers: string | null;
+  /** Where the code works (a run's), as the client's form shows it. */
+  readonly place?: string | null;
   readonly reason: string;
   /** A host question's target. */
   readonly host?: string;
@@ -270,6 +272,7 @@ function card(id: string, principal: string, question: Question): QueuedApproval
     code: form.code.slice(0, MAX_CODE_CHARS),
     code_chars: form.code.length,
     powers: form.powers ?? null,
+    place: form.place ?? null,
     reason: form.reason,
   };
 }

@@ -13,6 +13,8 @@ export interface ApprovalForm {
   readonly code: string;
   /** Code mode: what else the run may do (call these tools, ask the model). */
   readonly powers?: string | undefined;
+  /** Where the code works: a new workspace, the command workspace, a session's, a host directory. */
+  readonly place?: string | undefined;
   /** Why this run asks (every run asks, or the rule that asked). */
   readonly reason: string;
 }
@@ -107,6 +109,7 @@ function formParams(form: ApprovalForm): ElicitRequestFormParams {
     message:
       `codexec asks to run ${form.language} code.\n` +
       `Tool: ${form.tool}\nLanguage: ${form.language}\nSession: ${form.sessionId ?? 'none (one-shot)'}\n` +
+      (form.place ? `Runs in: ${form.place}\n` : '') +
       (form.powers ? `The code may also: ${form.powers}\n` : '') +
       `Why you are asked: ${form.reason}\n\n${shown}`,
     requestedSchema: decisionSchema(

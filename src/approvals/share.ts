@@ -38,6 +38,7 @@ const cardSchema = z.object({
   code: z.string(),
   code_chars: z.number(),
   powers: z.string().nullable(),
+  place: z.string().nullable().optional(),
   reason: z.string(),
   host: z.string().optional(),
   port: z.number().int().optional(),

@@ -13,7 +13,8 @@ import { decide, type GatePolicy, prepareDecision, type RuleSet } from '../polic
 import type { RunHold } from '../quotas/index.js';
 import type { TaskRun } from '../tasks/index.js';
 import { phase } from '../traces/index.js';
-import { type CpuMeter, currentPrincipal, log, withCpuMeter } from '../util/index.js';
+import { type CpuMeter, currentPrincipal, type HeldDir, log, withCpuMeter } from '../util/index.js';
+import { placeShown } from './place.js';
 import { wireOnly } from './run-facts.js';
 import type { Services } from './services.js';
 import { currentTaskRun, startAsTask, type TaskHandle, taskScopeEra } from './tasks.js';
@@ -82,6 +83,7 @@ export class Gatekeeper {
     execute: () => Promise<R>,
     facts: (result: R) => RunFacts,
   ): Promise<R | InputRequiredResult | TaskHandle> {
+    attempt = this.placed(attempt);
     await prepareDecision(attempt);
     const decision = decide(attempt, this.policy);
     if (decision.kind === 'refuse') {
@@ -111,6 +113,18 @@ export class Gatekeeper {
     const answered = await asked.answer(ctx.mcpReq.signal);
     if (answered.kind === 'pending') return answered.result;
     return start(answered.approval);
+  }
+
+  /** `attempt` with where a session's code works (its workspace, or the host directory it holds). */
+  private placed(attempt: Attempt): Attempt {
+    if (attempt.place !== undefined || attempt.sessionId === null) return attempt;
+    let dir: HeldDir;
+    try {
+      dir = this.services.sessions.describe(attempt.sessionId).dir;
+    } catch {
+      return attempt; // not the caller's live session: the run itself says so
+    }
+    return { ...attempt, place: placeShown(dir, `session ${attempt.sessionId}'s workspace`) };
   }
 
   /** The run once approved: in a run slot, its audit entry written whatever its outcome. */

@@ -68,6 +68,7 @@ describe('serve --http: approvals answered in the dashboard', () => {
     expect(shown).toContain('bash');
     expect(shown).toContain('one-shot');
     expect(shown).toContain('Why:');
+    expect(shown).toContain('Runs in: a new, empty workspace of its own');
     // Monospace, read in the page (a string: the test's types are Node's).
     const font = await page.evaluate(
       "getComputedStyle(document.querySelector('article.approval pre.approval-code')).fontFamily",

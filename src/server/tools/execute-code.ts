@@ -7,6 +7,7 @@ import { codeModeFor, codeModeInput, codeModePowers } from '../codemode.js';
 import { defineTool } from '../define-tool.js';
 import { egressInput } from '../egress.js';
 import { type Gatekeeper, runFacts } from '../guard.js';
+import { NEW_WORKSPACE, placeShown } from '../place.js';
 import { withProgress } from '../progress.js';
 import { runContent } from '../resources.js';
 import { savedHelp } from '../saved-output.js';
@@ -90,6 +91,7 @@ export function registerExecuteCode(server: McpServer, services: Services, gate:
             code: args.code,
             sessionId: null,
             powers: codeModePowers(args),
+            place: placeShown(workingDir, NEW_WORKSPACE),
           },
           () =>
             runWithProgress(server, services, args, ctx, {

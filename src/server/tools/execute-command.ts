@@ -6,6 +6,7 @@ import { prepareCommand, runPreparedCommand } from '../command.js';
 import { defineTool } from '../define-tool.js';
 import { egressInput } from '../egress.js';
 import { type Gatekeeper, runFacts } from '../guard.js';
+import { COMMAND_WORKSPACE, placeShown } from '../place.js';
 import { withProgress } from '../progress.js';
 import { artifactLinks } from '../resources.js';
 import { savedHelp } from '../saved-output.js';
@@ -82,7 +83,13 @@ export function registerExecuteCommand(server: McpServer, services: Services, ga
       try {
         return await gate.run(
           ctx,
-          { tool: 'execute_command', language: 'bash', code: args.command, sessionId: null },
+          {
+            tool: 'execute_command',
+            language: 'bash',
+            code: args.command,
+            sessionId: null,
+            place: placeShown(prepared.dir, COMMAND_WORKSPACE),
+          },
           () =>
             withProgress(ctx, (options) =>
               runPreparedCommand(services, prepared, options, gate.egressAsker(ctx, 'execute_command', null)),

@@ -14,6 +14,7 @@ import { discovers } from '../codemode.js';
 import { defineTool } from '../define-tool.js';
 import { egressInput } from '../egress.js';
 import { type Gatekeeper, runFacts } from '../guard.js';
+import { COMMAND_WORKSPACE, NEW_WORKSPACE, placeShown } from '../place.js';
 import { withProgress } from '../progress.js';
 import { runContent } from '../resources.js';
 import { savedHelp } from '../saved-output.js';
@@ -69,6 +70,7 @@ export function registerRunScript(server: McpServer, services: Services, gate: G
         language: saved.metadata.language,
         code: saved.code,
         sessionId: null,
+        place: placeShown(workingDir, args.workspace === 'command' ? COMMAND_WORKSPACE : NEW_WORKSPACE),
       };
       try {
         return await gate.run(

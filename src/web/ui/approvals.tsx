@@ -78,6 +78,7 @@ function Card({
         <span class="muted">asked {new Date(approval.asked_at).toLocaleTimeString()}</span>
       </div>
       <p class="reason">Why: {approval.reason}</p>
+      {approval.place && <p class="reason">Runs in: {approval.place}</p>}
       {approval.powers && <p class="reason">The code may also: {approval.powers}</p>}
       {approval.kind === 'host' ? (
         <p class="approval-host">

@@ -35,6 +35,7 @@ export interface Approval {
   code: string;
   code_chars: number;
   powers: string | null;
+  place?: string | null;
   reason: string;
   host?: string;
   port?: number;
