@@ -3,7 +3,7 @@
 // whom the code will run as, and apart from every other live run's or session's.
 
 import { closeSync, constants, fstatSync, openSync, readFileSync, realpathSync } from 'node:fs';
-import { isAbsolute, relative } from 'node:path';
+import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import type { Config } from '../config/index.js';
 import { ForbiddenPathError, InvalidInputError } from '../errors/index.js';
 import { expandHome, HeldDir, isWithin, type Owner, openDirBeneath } from '../util/index.js';
@@ -55,12 +55,21 @@ export class HostDirs {
     // A forbidden place is refused as written too: a missing ~/.ssh is no less forbidden.
     const requested = expandHome(input);
     this.refuseForbidden(requested, input, argument);
-    const real = realOrMissing(requested, input, argument);
-    const root = roots.map(realOrUndefined).find((path) => path !== undefined && isWithin(real, path));
-    if (root === undefined)
-      throw new ForbiddenPathError(
+    const realRoots = roots.map(realOrUndefined).filter((path) => path !== undefined);
+    const beneath = (path: string) => realRoots.find((root) => isWithin(path, root));
+    const outside = () =>
+      new ForbiddenPathError(
         `${argument} ${input} is outside CODEXEC_ALLOWED_PATHS (${roots.join(', ')}), the only host directories code may work in`,
       );
+    const real = realOrUndefined(requested);
+    if (real === undefined) {
+      // Missing. Whether a path outside the roots exists is nobody's to learn from a root server:
+      // "does not exist" only where its nearest existing directory is beneath a root.
+      if (beneath(nearestReal(requested)) === undefined) throw outside();
+      throw new InvalidInputError(`${argument} ${input} does not exist; create it first or omit ${argument}`);
+    }
+    const root = beneath(real);
+    if (root === undefined) throw outside();
     this.refuseForbidden(real, input, argument);
     const fd = openBeneathRoot(root, real, input, argument);
     let held: HeldDir | undefined;
@@ -160,11 +169,13 @@ function openBeneathRoot(root: string, real: string, input: string, argument: Di
   }
 }
 
-function realOrMissing(path: string, input: string, argument: DirArgument): string {
-  try {
-    return realpathSync(path);
-  } catch {
-    throw new InvalidInputError(`${argument} ${input} does not exist; create it first or omit ${argument}`);
+/** `path` with its nearest existing ancestor's real path in place of that ancestor (for a missing path). */
+function nearestReal(path: string): string {
+  const rest: string[] = [];
+  for (let at = resolve(path); ; at = dirname(at)) {
+    const real = realOrUndefined(at);
+    if (real !== undefined) return join(real, ...rest);
+    rest.unshift(basename(at));
   }
 }
 

@@ -91,6 +91,31 @@ describe('working_dir beneath CODEXEC_ALLOWED_PATHS', () => {
     expect(call.value.error).toContain('outside CODEXEC_ALLOWED_PATHS');
   });
 
+  it('tells nobody whether a path outside the roots exists; a missing one inside is named missing', async () => {
+    // The attack: /root/.bashrc answered "outside", /root/zzz "does not exist", to any caller.
+    const hidden = tempDir('codexec-hidden-');
+    mkdirSync(join(hidden, 'there'));
+    chmodSync(hidden, 0o700);
+    const link = join(user, 'out');
+    symlinkSync(hidden, link);
+    const answer = async (working_dir: string) => {
+      const call = await callTool<Refusal>(server.client, 'execute_code', {
+        language: 'bash',
+        code: 'id',
+        working_dir,
+      });
+      return [call.value.code, call.value.error.replace(working_dir, 'P')];
+    };
+    const outside = await answer(join(hidden, 'there'));
+    expect(outside[0]).toBe('FORBIDDEN_PATH');
+    for (const probe of [join(hidden, 'missing'), join(hidden, 'missing', 'deeper'), join(link, 'missing')])
+      expect(await answer(probe), probe).toEqual(outside);
+    expect(await answer(join(user, 'missing'))).toEqual([
+      'INVALID_INPUT',
+      'working_dir P does not exist; create it first or omit working_dir',
+    ]);
+  });
+
   it('the trojan attack: a root-owned directory is never lent, its program never replaced', async () => {
     const call = await callTool<Refusal | Run>(server.client, 'execute_code', {
       language: 'bash',
