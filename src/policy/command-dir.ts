@@ -1,6 +1,6 @@
 import { closeSync } from 'node:fs';
 import { mkdir, realpath } from 'node:fs/promises';
-import { isAbsolute, join, relative } from 'node:path';
+import { isAbsolute, join, relative, resolve } from 'node:path';
 import { type Config, commandWorkspace } from '../config/index.js';
 import { ForbiddenPathError, InvalidInputError } from '../errors/index.js';
 import {
@@ -36,9 +36,15 @@ export async function openCommandDir(
   const absolute = workDir.startsWith('~') || isAbsolute(workDir);
   let rel = workDir;
   if (absolute) {
-    const real = await realpath(expandHome(workDir)).catch(() => undefined);
-    if (real === undefined || !isWithin(real, workspace)) return hostDirs.open(workDir, 'work_dir');
-    rel = relative(workspace, real);
+    // Written inside the workspace: the rest is opened as a relative work_dir is, links refused.
+    const written = resolve(expandHome(workDir));
+    const base = [own, workspace].find((dir) => isWithin(written, dir));
+    if (base !== undefined) rel = relative(base, written);
+    else {
+      const real = await realpath(written).catch(() => undefined);
+      if (real === undefined || !isWithin(real, workspace)) return hostDirs.open(workDir, 'work_dir');
+      rel = relative(workspace, real);
+    }
     if (rel === '') return HeldDir.ofOwn(workspace);
   }
   try {

@@ -220,6 +220,12 @@ describe('execute_command', () => {
     ['an absolute path outside the allowed ones', () => tempDir('codexec-out-'), 'FORBIDDEN_PATH'],
     ['a relative path climbing out', () => '../logs', 'FORBIDDEN_PATH'],
     ['a symlink in the workspace leading out', () => 'escape', 'FORBIDDEN_PATH'],
+    // Named by its absolute path, a link inside is refused as by its relative one (it followed it).
+    [
+      'a symlink in the workspace, by its absolute path',
+      () => join(server.home, 'workspace/inner'),
+      'FORBIDDEN_PATH',
+    ],
     ['a forbidden path', () => '/etc', 'FORBIDDEN_PATH'],
     ['a missing directory', () => 'no/such/dir', 'INVALID_INPUT'],
     // Opened one name at a time: a file where a directory is named stops the walk.
@@ -227,6 +233,8 @@ describe('execute_command', () => {
   ])('refuses %s as work_dir', async (_what, workDir, code) => {
     if (!existsSync(join(server.home, 'workspace/escape')))
       symlinkSync(tempDir('codexec-link-'), join(server.home, 'workspace/escape'));
+    if (!existsSync(join(server.home, 'workspace/inner')))
+      symlinkSync(join(server.home, 'workspace/proj'), join(server.home, 'workspace/inner'));
     const { isError, value } = await run({ command: 'true', work_dir: workDir() });
     expect(isError).toBe(true);
     expect(value).toMatchObject({ success: false, code });

@@ -54,6 +54,14 @@ describe('read_file {execution_id, path}', () => {
     const escaped = await read({ execution_id: id, path: '../../../etc/hostname' });
     expect(escaped.isError).toBe(true);
     expect((await read({ execution_id: id, path: 'real.txt' })).value.content).toBe('inside');
+    // A path that ends as a directory's names no file (nor gets round the names stdout and stderr).
+    for (const path of ['real.txt/', 'real.txt/.', 'stdout/']) {
+      const refused = await read({ execution_id: id, path });
+      expect([refused.value.code, refused.value.error], path).toEqual([
+        'INVALID_INPUT',
+        `"${path}" names a directory; read_file reads a file`,
+      ]);
+    }
   });
 
   it('says a run kept no files when it left none', async () => {

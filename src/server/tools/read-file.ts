@@ -91,6 +91,9 @@ async function readFileOf(services: Services, args: z.output<typeof readInput>, 
     throw new InvalidInputError(
       "offset and length page a run's saved stdout or stderr; a file is read whole",
     );
+  // "stdout/" is no way around the reserved names: a path that ends as a directory's reads nothing.
+  if (/[/\\]\.?$/.test(args.path))
+    throw new InvalidInputError(`${quotedPath(args.path)} names a directory; read_file reads a file`);
   const place = await placeOf(services, args);
   let data: Buffer;
   try {
