@@ -28,8 +28,16 @@ export type Answer =
 /** An answer read from the client (not the 2026-era "ask first" result). */
 export type Reply = Exclude<Answer, { readonly kind: 'pending' }>;
 
-/** Tools a session's trust covers: code sent into its REPL (send_to_session, or execute_code given the session) and installs into it. */
-const SESSION_WIDE: ReadonlySet<string> = new Set(['send_to_session', 'execute_code', 'install_package']);
+/**
+ * Tools a session's trust covers: code sent into its REPL (send_to_session, or execute_code and
+ * run_script given the session) and installs into it.
+ */
+const SESSION_WIDE: ReadonlySet<string> = new Set([
+  'send_to_session',
+  'execute_code',
+  'run_script',
+  'install_package',
+]);
 
 /**
  * What `approve_trust_session` trusts from then on: a session (for the tools SESSION_WIDE names),

@@ -114,6 +114,17 @@ describe.each(ERAS)('approval (%s era)', (era) => {
       expect(forms[0]?.message).toContain('Tool: send_to_session');
       expect((await send(a, 'x + 1')).value).toMatchObject({ success: true, stdout: '21\n' });
       expect(forms).toHaveLength(1); // trusted
+      // A saved script sent into it is code sent into it too.
+      const saved = await callTool(server.client, 'save_script', {
+        name: 'plus-two',
+        description: 'x + 2',
+        language: 'python',
+        code: 'print(x + 2)',
+      });
+      expect(saved.isError).toBe(false);
+      const script = await callTool(server.client, 'run_script', { name: 'plus-two', session_id: a });
+      expect(script.value).toMatchObject({ success: true, stdout: '22\n' });
+      expect(forms).toHaveLength(1);
 
       // The session's trust is for code sent into it: a background process or a file written
       // there asks, and trusting one trusts that tool in that session alone.
