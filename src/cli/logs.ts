@@ -9,6 +9,7 @@ export interface LogsSearchOptions {
   query?: string;
   since?: string;
   sessionId?: string;
+  script?: string;
   limit?: number;
   json?: boolean;
 }
@@ -21,6 +22,7 @@ export async function logsSearchCommand(options: LogsSearchOptions): Promise<voi
     query: options.query,
     since: options.since,
     session_id: options.sessionId,
+    script_name: options.script,
     limit: options.limit,
   });
   if (!parsed.success) {
@@ -58,7 +60,7 @@ async function withHistory<T>(task: (history: History) => Promise<T>): Promise<T
 function printPage(page: SearchPage): void {
   for (const r of page.results) {
     const exit = r.exit_code === null ? '' : ` (exit ${r.exit_code})`;
-    const where = r.session_id ? `  ${r.session_id}` : '';
+    const where = `${r.session_id ? `  ${r.session_id}` : ''}${r.script_name ? `  script ${r.script_name}` : ''}`;
     console.log(
       `${r.execution_id}  ${r.executed_at}  ${r.language ?? '?'}  ${r.status}${exit}  ${r.duration_ms} ms${where}`,
     );

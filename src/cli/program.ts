@@ -119,9 +119,10 @@ logs
   .description('search past executions, newest first (same filters as search_execution_logs)')
   .option('-l, --language <language>', `one of ${LANGUAGES.join(', ')}`)
   .option('-s, --status <status>', `one of ${STATUSES.join(', ')}`)
-  .option('-q, --query <words>', 'words (or word starts) that must appear in code, stdout or stderr')
+  .option('-q, --query <words>', 'words (or word starts) that must appear in code, output or the script name')
   .option('--since <date>', 'only runs at or after this UTC date or ISO date-time')
   .option('--session-id <id>', 'only the runs of this session')
+  .option('--script <name>', 'only the runs of this saved script')
   .option('-n, --limit <n>', 'how many to show (default 20, max 500)', positiveInt)
   .option('--json', 'print the result as JSON')
   .action(lazy(async () => (await import('./logs.js')).logsSearchCommand));

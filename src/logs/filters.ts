@@ -34,7 +34,7 @@ export const searchFiltersSchema = z.object({
     .refine((value) => HAS_WORD.test(value), 'must contain a letter or digit')
     .optional()
     .describe(
-      'Words that must all appear in code, stdout or stderr, as words or their starts: "pandas read_csv"',
+      'Words that must all appear in code, stdout, stderr or the script name, as words or their starts: "pandas read_csv"',
     ),
   since: z
     .string()
@@ -42,6 +42,7 @@ export const searchFiltersSchema = z.object({
     .optional()
     .describe('UTC date (2026-02-01) or ISO date-time: this and later'),
   session_id: z.string().min(1).optional(),
+  script_name: z.string().min(1).max(200).optional().describe("a saved script's name: its runs"),
   limit: z.number().int().min(1).max(MAX_LIMIT).default(20),
 });
 
@@ -57,6 +58,8 @@ export interface SearchResult {
   error_preview: string | null;
   duration_ms: number;
   executed_at: string;
+  /** The saved script the run executed (run_script), if any. */
+  script_name: string | null;
 }
 
 export interface SearchPage {

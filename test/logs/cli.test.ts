@@ -12,6 +12,7 @@ describe('codexec logs', () => {
   const home = tempDir();
   writeOneshots(home, [
     { id: 'exec_111111111111', at: '2026-04-01T10:00:00Z', code: 'import pandas', stdout: 'ok\n' },
+    { id: 'exec_444444444444', at: '2026-03-01T10:00:00Z', code: 'print(1)', script_name: 'nightly' },
     {
       id: 'exec_222222222222',
       at: '2026-04-02T10:00:00Z',
@@ -45,6 +46,9 @@ describe('codexec logs', () => {
     expect(text.stdout).toMatch(/1 shown of 1 matching/);
     const session = await cli('search', '--session-id', 'sess_333333333333', '--json');
     expect(JSON.parse(session.stdout).results[0]).toMatchObject({ language: 'node' });
+    const script = await cli('search', '--script', 'nightly');
+    expect(script.stdout).toMatch(/^exec_444444444444 .* script nightly\n/);
+    expect(script.stdout).toMatch(/1 shown of 1 matching/);
   });
 
   it('shows one entry and refuses unknown ids and bad filters with exit code 2', async () => {

@@ -125,6 +125,7 @@ export interface Result {
   error_preview: string | null;
   duration_ms: number;
   executed_at: string;
+  script_name: string | null;
 }
 
 export interface Page {

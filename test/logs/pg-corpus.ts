@@ -94,6 +94,16 @@ export const CORPUS: Line[] = [
     },
   },
   exec('alice', { id: 'exec_a00000000001', at: at(14), code: 'a duplicate id stays once' }),
+  // Runs of saved scripts: found by the name's words and by the name itself.
+  exec('alice', { id: 'exec_a0000000000a', at: at(15), code: 'print(1)', script_name: 'etl_daily-v2' }),
+  exec('bob', {
+    id: 'exec_b00000000003',
+    at: at(16),
+    code: 'print(2)',
+    script_name: 'etl_daily-v2',
+    exit_code: 1,
+  }),
+  exec('alice', { id: 'exec_a0000000000b', at: at(17), code: 'etl daily by hand' }),
 ];
 
 export const QUERIES: SearchFilters[] = [
@@ -155,4 +165,12 @@ export const QUERIES: SearchFilters[] = [
   { since: '2026-05-01T00:05:00Z', query: 'print', limit: 20 },
   { since: '2026-05-01T00:03:00Z', status: 'failed', limit: 20 },
   { since: '2026-05-01T00:03:00Z', language: 'python', limit: 20 },
+  { query: 'etl_daily', limit: 20 },
+  { query: 'daily-v2', limit: 20 },
+  { query: 'etl', status: 'failed', limit: 20 },
+  { script_name: 'etl_daily-v2', limit: 20 },
+  { script_name: 'etl_daily-v2', status: 'failed', limit: 20 },
+  { script_name: 'etl_daily-v2', query: 'print', limit: 20 },
+  { script_name: 'etl_daily-v2', since: '2026-05-01T00:16:00Z', limit: 20 },
+  { script_name: 'etl_daily', limit: 20 },
 ];

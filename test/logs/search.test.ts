@@ -110,6 +110,7 @@ describe.each(ERAS)('search_execution_logs (%s era)', (era) => {
       error_preview: "ModuleNotFoundError: No module named 'pandas'",
       duration_ms: 12,
       executed_at: '2026-02-05T10:15:00Z',
+      script_name: null,
     });
     const long = page.results.find((r) => r.execution_id === id(6));
     expect(long?.code_preview).toBe(LONG_CODE.slice(0, 200));
@@ -202,6 +203,17 @@ describe.each(ERAS)('search_execution_logs (%s era)', (era) => {
       duration_ms: 234,
     });
     expect(await ids(server.client, { session_id: 'sess_unknown00000' })).toEqual([]);
+  });
+
+  it("finds a saved script's runs by its name, or by its name's words", async () => {
+    const byName = await search(server.client, { script_name: 'parse-excel-report' });
+    expect(byName.results.map((r) => [r.execution_id, r.script_name])).toEqual([
+      [id(10), 'parse-excel-report'],
+    ]);
+    expect(await ids(server.client, { query: 'excel report' })).toEqual([id(10)]);
+    expect(await ids(server.client, { query: 'parse-excel' })).toEqual([id(10)]);
+    expect(await ids(server.client, { script_name: 'parse-excel' })).toEqual([]); // a name, whole
+    expect(await ids(server.client, { script_name: 'parse-excel-report', status: 'failed' })).toEqual([]);
   });
 
   it('combines filters', async () => {

@@ -34,8 +34,22 @@ describe('run_script in a workspace the agent chose', () => {
 
   it("runs in execute_command's workspace, with its args", async () => {
     await call('write_file', { workspace: 'command', path: 'data.txt', content: '1 2 3\n' });
-    const ran = await call('run_script', { name: 'sum-data', workspace: 'command', args: ['items'] });
+    const ran = await call<{ execution_id: string }>('run_script', {
+      name: 'sum-data',
+      workspace: 'command',
+      args: ['items'],
+    });
     expect(ran.value).toMatchObject({ success: true, stdout: '6 items\n' });
+    // The log finds it by the script's name, and by its words.
+    for (const filters of [{ script_name: 'sum-data' }, { query: 'sum-data' }]) {
+      const found = await call<{ results: { execution_id: string; script_name: string }[] }>(
+        'search_execution_logs',
+        filters,
+      );
+      expect(found.value.results, JSON.stringify(filters)).toContainEqual(
+        expect.objectContaining({ execution_id: ran.value.execution_id, script_name: 'sum-data' }),
+      );
+    }
   });
 
   it("runs in a session, as a send: the session's files and state", async () => {

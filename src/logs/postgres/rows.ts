@@ -12,7 +12,7 @@ export interface LogBatch {
   readonly ids: string[];
 }
 
-const COLUMN_COUNT = 15;
+const COLUMN_COUNT = 16;
 
 /**
  * Parse appended lines as the SQLite indexer does (parseLine: execution and session_start lines
@@ -26,7 +26,9 @@ export function toBatch(lines: readonly string[], replica: string): LogBatch {
     if (parsed.kind === 'session_start') sessions.set(parsed.sessionId, parsed.language);
     if (parsed.kind === 'execution') executions.push({ line: parsed.line, text: text.trimEnd() });
   }
-  const words = executions.map(({ line }) => entryWords(line.code, line.stdout, line.stderr));
+  const words = executions.map(({ line }) =>
+    entryWords(line.code, line.stdout, line.stderr, line.script_name ?? ''),
+  );
   const columns: unknown[][] = Array.from({ length: COLUMN_COUNT }, () => []);
   executions.forEach(({ line, text }, i) => {
     const status = statusOf(line);
@@ -48,6 +50,7 @@ export function toBatch(lines: readonly string[], replica: string): LogBatch {
       text,
       entryWords.vector,
       entryWords.tokens,
+      line.script_name ?? null,
     ];
     values.forEach((value, column) => {
       columns[column]?.push(clean(value));
@@ -84,17 +87,17 @@ export async function insertBatch(tx: Queryable, batch: LogBatch): Promise<void>
   await tx.query(
     `WITH added AS (INSERT INTO codexec_log_executions (execution_id, session_id, language, status, exit_code,
        duration_ms, executed_at, executed_ms, code_preview, error_preview, principal, replica, line,
-       words, tokens, spilled)
+       words, tokens, script_name, spilled)
      SELECT r.execution_id, r.session_id, coalesce(r.language, s.language), r.status, r.exit_code,
        r.duration_ms, r.executed_at, r.executed_ms, r.code_preview, r.error_preview, r.principal,
        r.replica, r.line, r.words::tsvector || ${facetsSql('r', 'coalesce(r.language, s.language)')},
-       r.tokens, r.spilled
+       r.tokens, r.script_name, r.spilled
      FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::bigint[], $7::text[],
        $8::bigint[], $9::bytea[], $10::bytea[], $11::text[], $12::text[], $13::text[], $14::text[],
-       $15::text[], $16::bool[])
+       $15::text[], $16::text[], $17::bool[])
        WITH ORDINALITY AS r(execution_id, session_id, language, status, exit_code, duration_ms,
          executed_at, executed_ms, code_preview, error_preview, principal, replica, line, words,
-         tokens, spilled, arrival)
+         tokens, script_name, spilled, arrival)
      LEFT JOIN codexec_log_sessions s ON r.language IS NULL AND s.session_id = r.session_id
      ORDER BY r.arrival
      ON CONFLICT (execution_id) DO NOTHING

@@ -50,4 +50,13 @@ export const LOG_MIGRATIONS: readonly string[] = [
   -- A session's language, from its session_start line (its execution lines may leave it out).
   CREATE TABLE codexec_log_sessions (session_id text PRIMARY KEY, language text NOT NULL);
   `,
+  `
+  -- The saved script a run executed (run_script): a filter of its own, and its words among the
+  -- entry's (entries logged before this migration have the column, from their line, not the words).
+  ALTER TABLE codexec_log_executions ADD COLUMN script_name text;
+  UPDATE codexec_log_executions SET script_name = line::jsonb ->> 'script_name'
+    WHERE line LIKE '%"script_name":"%';
+  CREATE INDEX codexec_log_executions_script ON codexec_log_executions (script_name, executed_ms, seq)
+    WHERE script_name IS NOT NULL;
+  `,
 ];

@@ -27,11 +27,11 @@ export interface PgStatement {
 
 const COLUMNS =
   'execution_id, session_id, language, code_preview, status, exit_code, error_preview, ' +
-  'duration_ms::float8 AS duration_ms, executed_at';
+  'duration_ms::float8 AS duration_ms, executed_at, script_name';
 
 /**
  * The search as one statement (one snapshot for the count and the page), with index.db's
- * semantics: every query term must occur in code, stdout or stderr as a phrase of its tokens
+ * semantics: every query term must occur in code, stdout, stderr or the script's name as a phrase of its tokens
  * whose last token is a prefix (FTS5's `"term"*`), the filters are equalities, `since` is a bound
  * on the time, and the order is newest first with arrival breaking ties.
  */
@@ -73,6 +73,7 @@ function withTotal(total: string, page: string): string {
 function rangeConditions(filters: SearchFilters, param: (value: unknown) => string): string[] {
   const where: string[] = [];
   if (filters.session_id !== undefined) where.push(`session_id = ${param(filters.session_id)}`);
+  if (filters.script_name !== undefined) where.push(`script_name = ${param(filters.script_name)}`);
   if (filters.since !== undefined) {
     // index.db: id >= timeKey(since); its ms part is executed_ms (clamped the same way).
     where.push(`executed_ms >= ${param(timeKey(parseSince(filters.since) ?? 0) / ID_SLOTS)}`);
@@ -184,6 +185,7 @@ export async function pgSearch(
           error_preview: row.error_preview?.toString('utf8') ?? null,
           duration_ms: row.duration_ms,
           executed_at: row.executed_at,
+          script_name: row.script_name,
         }));
   return { results, total_count: total };
 }

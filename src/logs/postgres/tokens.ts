@@ -14,7 +14,7 @@ export const SPILL = '~';
 export interface EntryWords {
   /** A tsvector literal: each distinct token once (cut to LEXEME_BYTES), or SPILL. */
   readonly vector: string;
-  /** The tokens of code, stdout and stderr: ` a b c ` per column, columns joined by `\n`. */
+  /** The tokens of code, stdout, stderr and script name: ` a b c ` per column, joined by `\n`. */
   readonly tokens: string;
   readonly spilled: boolean;
 }
@@ -22,9 +22,9 @@ export interface EntryWords {
 /** One query term: its tokens, in order (a phrase whose last token is a prefix, as FTS5's `"…"*`). */
 export type TermTokens = readonly string[];
 
-/** The words of an entry's code, stdout and stderr. */
-export function entryWords(code: string, stdout: string, stderr: string): EntryWords {
-  return wordsOf([tokenize(code), tokenize(stdout), tokenize(stderr)]);
+/** The words of an entry's code, stdout, stderr and script name. */
+export function entryWords(code: string, stdout: string, stderr: string, script = ''): EntryWords {
+  return wordsOf([tokenize(code), tokenize(stdout), tokenize(stderr), tokenize(script)]);
 }
 
 /** The tokens of each query term (FTS5 tokenizes a quoted phrase with the same tokenizer). */

@@ -7,7 +7,7 @@ import { log, privateDatabase } from '../../util/index.js';
 export type Db = Database.Database;
 
 // Bump when the schema changes: an index of another version is dropped and rebuilt from JSONL.
-const SCHEMA_VERSION = 8;
+const SCHEMA_VERSION = 9;
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -33,12 +33,14 @@ CREATE TABLE IF NOT EXISTS executions (
   file INTEGER NOT NULL,
   offset INTEGER NOT NULL,
   length INTEGER NOT NULL,
-  principal TEXT NOT NULL
+  principal TEXT NOT NULL,
+  script_name TEXT
 );
 CREATE INDEX IF NOT EXISTS executions_status ON executions (status);
 CREATE INDEX IF NOT EXISTS executions_session ON executions (session_id);
 CREATE INDEX IF NOT EXISTS executions_file ON executions (file);
 CREATE INDEX IF NOT EXISTS executions_principal ON executions (principal);
+CREATE INDEX IF NOT EXISTS executions_script ON executions (script_name) WHERE script_name IS NOT NULL;
 -- Entries per (principal, language, status), kept by the indexer in the same transactions as the rows
 -- (a trigger would triple the build time): language/status-only searches report total_count
 -- without counting a million rows.
@@ -46,10 +48,10 @@ CREATE TABLE IF NOT EXISTS counts (
   principal TEXT NOT NULL, language TEXT NOT NULL, status TEXT NOT NULL, n INTEGER NOT NULL,
   PRIMARY KEY (principal, language, status)
 ) WITHOUT ROWID;
--- Words of code, stdout and stderr, plus the filters as columns of their own, so that a text
--- search with filters is one FTS query (doclist merges), counted without touching the table.
+-- Words of code, stdout, stderr and the script's name, plus the filters as columns of their own, so
+-- that a text search with filters is one FTS query (doclist merges), counted without the table.
 CREATE VIRTUAL TABLE IF NOT EXISTS executions_fts
-  USING fts5 (code, stdout, stderr, facet, session, owner, content = '', contentless_delete = 1);
+  USING fts5 (code, stdout, stderr, script, facet, session, owner, content = '', contentless_delete = 1);
 `;
 
 const DROP = `

@@ -45,7 +45,7 @@ export class Indexer {
     exists: Statement<[string], unknown>;
     lastInSlot: Statement<[number, number], { id: number | null }>;
     insert: Statement<unknown[]>;
-    insertFts: Statement<[number, string, string, string, string, string, string]>;
+    insertFts: Statement<[number, string, string, string, string, string, string, string]>;
   };
 
   constructor(
@@ -79,12 +79,12 @@ export class Indexer {
       insert: db.prepare(
         `INSERT INTO executions (id, execution_id, session_id, language, status, exit_code,
            duration_ms, executed_at, executed_ms, code_preview, error_preview, file, offset, length,
-           principal)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+           principal, script_name)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
       insertFts: db.prepare(
-        `INSERT INTO executions_fts (rowid, code, stdout, stderr, facet, session, owner)
-         VALUES (?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO executions_fts (rowid, code, stdout, stderr, script, facet, session, owner)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
     };
   }
@@ -247,6 +247,7 @@ export class Indexer {
       offset,
       length,
       principal,
+      line.script_name ?? null,
     ]);
     const key = `${principal}\n${language ?? ''}\n${status}`;
     this.counted.set(key, (this.counted.get(key) ?? 0) + 1);
@@ -255,6 +256,7 @@ export class Indexer {
       line.code,
       line.stdout,
       line.stderr,
+      line.script_name ?? '',
       facetTokens(language, status),
       sessionId === null ? '' : sessionToken(sessionId),
       ownerToken(principal),

@@ -24,7 +24,8 @@ function quote(text: string): string {
 }
 
 const COLUMNS =
-  'execution_id, session_id, language, code_preview, status, exit_code, error_preview, duration_ms, executed_at';
+  'execution_id, session_id, language, code_preview, status, exit_code, error_preview, duration_ms, ' +
+  'executed_at, script_name';
 
 interface Plan {
   count: string;
@@ -87,6 +88,8 @@ export class Searcher {
 
 function choosePlan(filters: SearchFilters, since: number | undefined, owner: string | undefined): Plan {
   const session = filters.session_id === undefined ? undefined : sessionToken(filters.session_id);
+  // A script's runs, as a session's, are few: the table, from its index.
+  if (filters.script_name !== undefined) return tablePlan(filters, since, owner);
   if (filters.query !== undefined) {
     // A session id without letters or digits cannot be an FTS token: filter it in the table.
     return session === '' ? tablePlan(filters, since, owner) : ftsPlan(filters, since, session, owner);
@@ -111,7 +114,8 @@ function ftsPlan(
   owner: string | undefined,
 ): Plan {
   const parts: string[] = [];
-  if (filters.query !== undefined) parts.push(`{code stdout stderr} : (${ftsExpression(filters.query)})`);
+  if (filters.query !== undefined)
+    parts.push(`{code stdout stderr script} : (${ftsExpression(filters.query)})`);
   if (filters.language !== undefined || filters.status !== undefined) {
     parts.push(`facet : ${quote(facetFilter(filters.language, filters.status))}`);
   }
@@ -141,6 +145,7 @@ function tablePlan(filters: SearchFilters, since: number | undefined, owner: str
     params.push(value);
   };
   if (filters.session_id !== undefined) add('session_id = ?', filters.session_id);
+  if (filters.script_name !== undefined) add('script_name = ?', filters.script_name);
   if (filters.language !== undefined) add('language = ?', filters.language);
   if (filters.status !== undefined) add('status = ?', filters.status);
   if (since !== undefined) add('id >= ?', since);
@@ -151,8 +156,13 @@ function tablePlan(filters: SearchFilters, since: number | undefined, owner: str
       ftsExpression(filters.query),
     );
   }
-  // A session is the narrowest filter there is: make sure the planner starts from it.
-  const from = filters.session_id !== undefined ? 'executions INDEXED BY executions_session' : 'executions';
+  // A session or a script is the narrowest filter there is: make sure the planner starts from it.
+  const from =
+    filters.session_id !== undefined
+      ? 'executions INDEXED BY executions_session'
+      : filters.script_name !== undefined
+        ? 'executions INDEXED BY executions_script'
+        : 'executions';
   const clause = where.length > 0 ? `WHERE ${where.join(' AND ')}` : '';
   return {
     count: `SELECT count(*) AS n FROM ${from} ${clause}`,

@@ -26,6 +26,7 @@ const resultSchema = z.object({
   error_preview: z.string().nullable().describe('last line of stderr of a failed run; null on success'),
   duration_ms: z.number(),
   executed_at: z.string().describe('ISO time the run started'),
+  script_name: z.string().nullable().describe('the saved script this run executed, if any'),
 });
 
 const searchOutput = z.object({
