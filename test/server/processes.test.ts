@@ -1,7 +1,9 @@
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectHttp, startHttp } from '../helpers/http.js';
+import { SANDBOX_MODE } from '../helpers/mode.js';
 import { processesWith, sleepMarker } from '../helpers/procs.js';
 import { callTool, startServer, type TestServer, tempDir } from '../helpers/server.js';
 
@@ -104,15 +106,59 @@ describe('background processes', () => {
     expect(killed.value).toMatchObject({ running: false, exit_code: null, signal: 'SIGKILL' });
   });
 
-  it("keeps the session's network rules: no socket without a network", async () => {
-    const { value } = await start('exec python3 -m http.server 8000 --bind 127.0.0.1');
-    const end = await until(
-      () => read(value.process_id),
-      (page) => !page.value.running,
-    );
-    expect(end.value.exit_code).toBe(1);
-    expect(end.value.output).toContain('PermissionError');
-  });
+  // Without a network, a namespace-mode session has a loopback of its own (as Docker's --network
+  // none): its servers serve its sends, and nothing else is reached. Landlock mode has no network
+  // namespace: its loopback would be the host's, so it keeps Unix sockets only.
+  it.runIf(SANDBOX_MODE === 'namespace')(
+    "serves on the session's own loopback without a network; nothing outside is reached",
+    async () => {
+      const id = await newSession();
+      const port = 20_000 + Math.floor(Math.random() * 20_000);
+      const { value } = await start(`exec python3 -u -m http.server ${port} --bind 127.0.0.1`, id);
+      await until(
+        () => read(value.process_id),
+        (page) => page.value.output.includes('Serving HTTP') || !page.value.running,
+      );
+      const fetched = await call<{ stdout: string; stderr: string }>('send_to_session', {
+        session_id: id,
+        code:
+          'import socket, urllib.request\n' +
+          `print(urllib.request.urlopen('http://127.0.0.1:${port}/').status)\n` +
+          'try:\n    socket.create_connection(("1.1.1.1", 80), timeout=2)\n    print("outside reached")\n' +
+          'except OSError as error:\n    print("outside refused", error.errno)\n' +
+          'try:\n    socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n    print("udp")\n' +
+          'except OSError as error:\n    print("no udp", error.errno)',
+      });
+      expect(fetched.value.stdout, fetched.value.stderr).toMatch(/^200\noutside refused \d+\nno udp 13\n$/);
+      // The host's loopback is not the session's: a server on the host is not reached.
+      const host = createServer((socket) => socket.end('host\n'));
+      await new Promise<void>((resolve) => host.listen(0, '127.0.0.1', resolve));
+      try {
+        const hostPort = (host.address() as AddressInfo).port;
+        const probe = await call<{ stdout: string }>('send_to_session', {
+          session_id: id,
+          code: `import socket\ntry:\n    print(socket.create_connection(("127.0.0.1", ${hostPort}), timeout=2).recv(9))\nexcept OSError as error:\n    print("host refused", error.errno)`,
+        });
+        expect(probe.value.stdout).toMatch(/^host refused \d+\n$/);
+      } finally {
+        host.close();
+      }
+      await call('close_session', { session_id: id }); // its server with it: the tests after count theirs
+    },
+  );
+
+  it.runIf(SANDBOX_MODE === 'landlock')(
+    "keeps landlock's network rules: no TCP socket without a network",
+    async () => {
+      const { value } = await start('exec python3 -m http.server 8000 --bind 127.0.0.1');
+      const end = await until(
+        () => read(value.process_id),
+        (page) => !page.value.running,
+      );
+      expect(end.value.exit_code).toBe(1);
+      expect(end.value.output).toContain('PermissionError');
+    },
+  );
 
   it('serves http from the session workspace while sends go on (network host)', async () => {
     const own = await startServer({ env: { CODEXEC_NETWORK: 'host' } });

@@ -224,7 +224,7 @@ export abstract class HostBackend<Options extends HostOptions = HostOptions> imp
 
   /** The seccomp filter of `spec`'s run, with `options` beyond its network's sockets. */
   protected seccompFor(spec: SandboxSpec, options: Omit<FilterOptions, 'sockets'> = {}): Buffer {
-    const seccomp = hostFilter({ sockets: socketPolicy(spec), ...options });
+    const seccomp = hostFilter({ sockets: socketPolicy(spec, this.mode === 'namespace'), ...options });
     if (!seccomp)
       throw new SandboxUnavailableError(`${this.mode} sandbox unavailable: no seccomp filter for this arch`);
     return seccomp;

@@ -162,16 +162,23 @@ const ret = (k: number): Instruction => ({ code: RET_K, jt: 0, jf: 0, k: k >>> 0
 const jump = (code: number, k: number, jt: number, jf: number): Instruction => ({ code, jt, jf, k: k >>> 0 });
 
 /**
- * Which sockets code may create: `unix` (the network off: no network namespace exit even if one
- * appeared), `unix+tcp` (the egress allowlist: AF_UNIX and TCP over IPv4/IPv6 only, so no UDP,
- * DNS, raw or packet socket; where TCP may go is the network namespace's or Landlock's to say),
- * `any` (the host's network).
+ * Which sockets code may create: `unix` (the network off without a network namespace),
+ * `unix+tcp` (the egress allowlist, or the network off in a namespace of its own: AF_UNIX and TCP
+ * over IPv4/IPv6 only, so no UDP, DNS, raw or packet socket; where TCP may go is the network
+ * namespace's or Landlock's to say), `any` (the host's network).
  */
 export type SocketPolicy = 'unix' | 'unix+tcp' | 'any';
 
-/** The sockets a run's code may create: its network's. */
-export function socketPolicy(spec: Pick<SandboxSpec, 'network'>): SocketPolicy {
-  return spec.network === 'host' ? 'any' : spec.network === 'allowlist' ? 'unix+tcp' : 'unix';
+/**
+ * The sockets a run's code may create: its network's. `isolated`: the run has a network namespace
+ * of its own (namespace mode) whose only interface, with the network off, is its loopback, so TCP
+ * reaches nothing but the run's own servers (a dev server and the code that tests it), as Docker's
+ * `--network none` allows. Without one (landlock mode) loopback is the host's and its services:
+ * Unix sockets alone.
+ */
+export function socketPolicy(spec: Pick<SandboxSpec, 'network'>, isolated: boolean): SocketPolicy {
+  if (spec.network === 'host') return 'any';
+  return spec.network === 'allowlist' || isolated ? 'unix+tcp' : 'unix';
 }
 
 export interface FilterOptions {

@@ -115,7 +115,7 @@ export class LandlockBackend extends HostBackend<LandlockOptions> {
     if (!this.mayFork(spec, host) || this.refusal(spec)) return;
     const zygote = this.zygoteFor(spec);
     const seccomp = hostFilter({
-      sockets: socketPolicy(spec),
+      sockets: socketPolicy(spec, false),
       metadataByDescriptor: ownsBeyond(spec),
       noSysvIpc: true,
     });

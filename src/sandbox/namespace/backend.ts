@@ -78,7 +78,7 @@ export class NamespaceBackend extends HostBackend<NamespaceOptions> {
     const host = this.setup();
     if (!this.mayFork(spec, host) || this.refusal(host) || bindsHostDir(spec) || !host.cat) return;
     const zygote = this.zygoteFor(spec);
-    const seccomp = hostFilter({ sockets: socketPolicy(spec) });
+    const seccomp = hostFilter({ sockets: socketPolicy(spec, true) });
     if (!zygote?.usable || !seccomp) return;
     const identity = identityFor(spec);
     const parts = await this.forkParts(spec, host, identity);

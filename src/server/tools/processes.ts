@@ -60,12 +60,15 @@ export function registerProcessTools(server: McpServer, services: Services, gate
 function registerStartProcess(server: McpServer, services: Services, gate: Gatekeeper): void {
   const { sessions, config } = services;
   const cap = config.processes.perSession;
+  // Servers listen on the session's own loopback, or the host's network: not in landlock mode
+  // with the network off (Unix sockets only there: its loopback would be the host's).
+  const servers = config.network !== 'none' || config.sandboxMode !== 'landlock';
   defineTool(server, {
     name: 'start_process',
     title: 'Start a background process in a session',
     description:
       'Start a command (bash -c) in the background in a session and return its process_id at once: for ' +
-      `watchers, builds in watch mode, long jobs${config.network === 'host' ? ', servers' : ''}. It shares the ` +
+      `watchers, builds in watch mode, long jobs${servers ? ', servers' : ''}. It shares the ` +
       "session's sandbox, files and limits. read_process_output reads it, write_stdin feeds it, kill_process " +
       `stops it. At most ${cap} per session; they end with it. For a command that finishes, use execute_command.`,
     input: z.object({
