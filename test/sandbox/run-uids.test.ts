@@ -89,7 +89,7 @@ describe.runIf(IS_ROOT)('claimBlock: a lock file per block, in a directory of ro
     second.release();
   });
 
-  it("waits for a just-killed server's lock holder, whose parent is init, and reclaims its block", async () => {
+  it("waits for a just-killed server's lock holder, whose server is gone, and reclaims its block", async () => {
     const lockDir = join(base, 'orphaned');
     const started = await claimBlock({ dir: lockDir, flock, start: 3, reclaim: async () => {} });
     started.release(); // its file stays: an unclean end
@@ -97,20 +97,23 @@ describe.runIf(IS_ROOT)('claimBlock: a lock file per block, in a directory of ro
     const free = () => spawnSync(flock, ['--nonblock', '-E', '75', join(lockDir, '3'), 'true']).status === 0;
     await expect.poll(free, { timeout: 15_000, interval: 20 }).toBe(true);
     // A holder left by a killed server: the server its arguments name (the shell) gone at once,
-    // and it lets go only after a moment (as flock does once it reads the dead server's pipe's end).
+    // and it lets go only when told (as flock does once it reads the dead server's pipe's end).
+    const path = join(lockDir, '3');
+    const release = join(lockDir, 'release');
     spawnSync('/bin/sh', [
       '-c',
-      `${flock} ${join(lockDir, '3')} /bin/sh -c 'sleep 1' codexec-run-uids $$ >/dev/null 2>&1 &`,
+      `${flock} ${path} /bin/sh -c 'while [ ! -e ${release} ]; do sleep 0.02; done' codexec-run-uids $$ >/dev/null 2>&1 &`,
     ]);
-    const lingering = spawnSync(flock, ['--nonblock', '-E', '75', join(lockDir, '3'), 'true']).status;
-    expect(lingering).toBe(75);
+    const held = () => spawnSync(flock, ['--nonblock', '-E', '75', path, 'true']).status;
+    await expect.poll(held, { timeout: 15_000, interval: 20 }).toBe(75);
     const seen: number[] = [];
+    const letGo = setTimeout(() => writeFileSync(release, ''), 300);
     const next = await claimBlock({
       dir: lockDir,
       flock,
       start: 3,
       reclaim: async (blocks) => void seen.push(...blocks.map((b) => b.first)),
-    });
+    }).finally(() => clearTimeout(letGo));
     expect(seen).toEqual([started.first]);
     expect(readdirSync(lockDir)).toContain('3.dead');
     next.release();
