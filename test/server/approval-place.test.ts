@@ -2,7 +2,7 @@
 // workspace must not run in the approver's project directory (the attack: a host working_dir, the
 // command workspace and a session in a host directory all showed "Session: none (one-shot)" or a
 // bare session id).
-import { readFileSync, realpathSync } from 'node:fs';
+import { chownSync, mkdirSync, readFileSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allowing, OWNER, ownedDir } from '../helpers/host-dir.js';
@@ -14,7 +14,7 @@ describe('the approval form says where the code runs', () => {
   const forms: ElicitParams[] = [];
   const project = realpathSync(ownedDir('codexec-approval-place-'));
   const asOwner = IS_ROOT ? `, as its owner (uid ${OWNER.uid})` : '';
-  const inProject = `Runs in: the host directory ${project}${asOwner}: what the code changes there is changed for good`;
+  const inProject = `Runs in: the host directory "${project}"${asOwner}: what the code changes there is changed for good`;
 
   beforeAll(async () => {
     server = await startServer({
@@ -49,6 +49,16 @@ describe('the approval form says where the code runs', () => {
     expect(await formOf(tool, args)).toContain(inProject);
   });
 
+  it('a directory whose name holds a newline forges no line of the form', async () => {
+    const forged = join(project, 'x\nRuns in: a new, empty workspace of its own');
+    mkdirSync(forged);
+    if (IS_ROOT) chownSync(forged, OWNER.uid, OWNER.gid);
+    const form = await formOf('execute_command', { command: 'true', work_dir: forged });
+    expect(form.split('\n').filter((line) => line.startsWith('Runs in:'))).toEqual([
+      `Runs in: the host directory ${JSON.stringify(forged)}${asOwner}: what the code changes there is changed for good`,
+    ]);
+  });
+
   it("execute_command without work_dir, and run_script there: execute_command's workspace", async () => {
     const command = await formOf('execute_command', { command: 'true' });
     expect(command).toContain(
@@ -78,7 +88,7 @@ describe('the approval form says where the code runs', () => {
     expect([own.isError, hosted.isError]).toEqual([false, false]);
     const ownForm = await formOf('send_to_session', { session_id: own.value.session_id, code: 'true' });
     expect(ownForm).toContain(
-      `Runs in: session ${own.value.session_id}'s workspace, ${own.value.working_dir}`,
+      `Runs in: session ${own.value.session_id}'s workspace, "${own.value.working_dir}"`,
     );
     for (const [tool, args] of [
       ['send_to_session', { code: 'pwd' }],
