@@ -120,18 +120,15 @@ describe.each(MODES)('hostile read-only probes (%s mode)', (label) => {
     expect(first.root_dir.ok).toBe(exposed);
   });
 
-  it(
-    confined ? "cannot reach the host's loopback services or DNS" : 'REACHES host loopback',
-    () => {
-      expect(first.loopback.ok).toBe(!confined);
-      // namespace and docker runs may open a TCP socket: in a network namespace of their own, whose
-      // only interface is their own loopback (docs/security.md); landlock has none, and its seccomp
-      // filter refuses the socket itself.
-      if (mode === 'landlock') expect(first.inet_socket.ok).toBe(false);
-      if (!confined) expect(first.inet_socket.ok).toBe(true);
-      if (confined) expect(first.dns.ok).toBe(false);
-    },
-  );
+  it(confined ? "cannot reach the host's loopback services or DNS" : 'REACHES host loopback', () => {
+    expect(first.loopback.ok).toBe(!confined);
+    // namespace and docker runs may open a TCP socket: in a network namespace of their own, whose
+    // only interface is their own loopback (docs/security.md); landlock has none, and its seccomp
+    // filter refuses the socket itself.
+    if (mode === 'landlock') expect(first.inet_socket.ok).toBe(false);
+    if (!confined) expect(first.inet_socket.ok).toBe(true);
+    if (confined) expect(first.dns.ok).toBe(false);
+  });
 
   it(
     confined ? "cannot reach the host's abstract Unix sockets" : "REACHES the host's abstract Unix sockets",
