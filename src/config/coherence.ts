@@ -39,6 +39,11 @@ export function reconcile(settings: Settings, userSet: ReadonlySet<string>): Rec
     throw new ConfigError(
       'CODEXEC_APPROVAL_KEY_FILE: required with a postgres CODEXEC_STORE (every replica reads the same key; make one with `head -c 32 /dev/urandom > approval.key`)',
     );
+  // Who answers matters only where something asks.
+  if (s.CODEXEC_APPROVER !== 'client' && s.CODEXEC_APPROVAL === 'auto')
+    warnings.push(
+      `CODEXEC_APPROVER=${s.CODEXEC_APPROVER} is asked nothing: CODEXEC_APPROVAL is auto, which never asks (set it to ask or risky)`,
+    );
   if (s.CODEXEC_STORE === 'sqlite' && s.CODEXEC_ADVERTISE_URL)
     warnings.push('CODEXEC_ADVERTISE_URL is ignored: CODEXEC_STORE is sqlite (no replicas)');
   return { settings: s, warnings };

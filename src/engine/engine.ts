@@ -61,6 +61,18 @@ export class Engine implements RunHost {
     await Promise.allSettled([...this.pending, this.deps.backends.shutdown()]);
   }
 
+  /**
+   * The sandbox mode runs use: `auto` as it resolved (namespace, landlock or subprocess), found
+   * on first use as runs find it; the configured mode where none is available.
+   */
+  async sandboxMode(): Promise<string> {
+    try {
+      return (await this.deps.backends.get()).mode;
+    } catch {
+      return this.deps.config.sandboxMode; // unavailable: each run says why
+    }
+  }
+
   /** The warm pool's target size and how many processes of each kind wait now. */
   poolStatus(): { readonly size: number; readonly ready: Record<string, number> } {
     return { size: this.deps.config.pool.size, ready: this.pool.readyCounts() };

@@ -13,3 +13,11 @@ export function log(level: LogLevel, message: string): void {
   if (ORDER[level] < ORDER[threshold]) return;
   process.stderr.write(`codexec ${level}: ${message}\n`);
 }
+
+/**
+ * A line said at every log level: what an operator cannot do without (where `--port 0` is
+ * listening), written as an info line is.
+ */
+export function logAlways(message: string): void {
+  process.stderr.write(`codexec info: ${message}\n`);
+}

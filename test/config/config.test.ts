@@ -130,6 +130,13 @@ describe('loadConfig', () => {
       expect(load({}).warnings).toEqual([]);
     });
 
+    it('warns that an approver is asked nothing while approval is auto', () => {
+      expect(load({ CODEXEC_APPROVER: 'dashboard' }).warnings).toEqual([
+        'CODEXEC_APPROVER=dashboard is asked nothing: CODEXEC_APPROVAL is auto, which never asks (set it to ask or risky)',
+      ]);
+      expect(load({ CODEXEC_APPROVER: 'both', CODEXEC_APPROVAL: 'risky' }).warnings).toEqual([]);
+    });
+
     it('lowers the default timeout to a max timeout set alone, with one warning', () => {
       const { config, warnings } = load({ CODEXEC_MAX_TIMEOUT_MS: '2000' });
       expect(config).toMatchObject({ defaultTimeoutMs: 2000, maxTimeoutMs: 2000 });

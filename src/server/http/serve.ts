@@ -13,7 +13,7 @@ import type { Config } from '../../config/index.js';
 import { ConfigError } from '../../errors/index.js';
 import { loadMetrics, type PrometheusMetrics, setQuotaSink } from '../../metrics/index.js';
 import { startTracing } from '../../traces/index.js';
-import { log } from '../../util/index.js';
+import { log, logAlways } from '../../util/index.js';
 import type { Dashboard, DashboardDeps } from '../../web/index.js';
 import { RunFeed } from '../feed.js';
 import { createServer, VERSION } from '../server.js';
@@ -182,7 +182,7 @@ function announce(
       'warn',
       `CODEXEC_APPROVER=${config.gate.approver}, but nobody may decide in the dashboard (${nobodyDecides})`,
     );
-  log('info', `codexec listening on http://${shown}:${address.port}/mcp`);
+  logAlways(`codexec listening on http://${shown}:${address.port}/mcp`);
 }
 
 /** Wait for SIGTERM or SIGINT, then run `stop` once, giving up after SHUTDOWN_DEADLINE_MS. */

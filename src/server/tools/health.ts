@@ -8,7 +8,7 @@ const startedAt = Date.now();
 const output = z.object({
   status: z.literal('ok'),
   uptime_s: z.number().describe('seconds since this server started'),
-  sandbox_mode: z.string().describe('the configured sandbox mode'),
+  sandbox_mode: z.string().describe('the sandbox mode runs use (auto as it resolved)'),
   pool: z.object({
     size: z.number().describe('CODEXEC_POOL_SIZE: warm processes kept per language in use'),
     ready: z.record(z.string(), z.number()).describe('warm processes waiting now, per interpreter'),
@@ -57,7 +57,7 @@ export async function healthReport(services: Services): Promise<z.output<typeof 
   return {
     status: 'ok' as const,
     uptime_s: Math.round((Date.now() - startedAt) / 1000),
-    sandbox_mode: services.config.sandboxMode,
+    sandbox_mode: await services.engine.sandboxMode(),
     pool: services.engine.poolStatus(),
     sessions: (await services.sessions.list()).sessions.length,
     runs: services.slots.status(),
