@@ -41,6 +41,8 @@ const RELEASE_DELAY_MS = 5;
 export class Engine implements RunHost {
   /** Every process started and not yet released, with the promise of its release. */
   private readonly live = new Map<SandboxedProcess, Promise<unknown>>();
+  /** Aborted when the server stops: every run then ends as cancelled. */
+  private readonly stopping = new AbortController();
   private readonly pending = new Set<Promise<unknown>>();
   readonly pool: WarmPool;
 
@@ -56,6 +58,7 @@ export class Engine implements RunHost {
 
   /** Kill every running execution and warm process, and wait until each is reaped and released. */
   async shutdown(): Promise<void> {
+    this.stopping.abort(); // each run answers as cancelled: it did not fail, the server stopped
     for (const proc of this.live.keys()) proc.kill('SIGKILL');
     await Promise.allSettled([this.pool.shutdown(), ...this.live.values()]);
     await Promise.allSettled([...this.pending, this.deps.backends.shutdown()]);
@@ -83,7 +86,22 @@ export class Engine implements RunHost {
     return this.pool.flush();
   }
 
-  async run(request: ExecutionRequest, options: RunOptions = {}): Promise<ExecutionResult> {
+  async run(request: ExecutionRequest, given: RunOptions = {}): Promise<ExecutionResult> {
+    // The caller's cancel or the server's stop, whichever comes first; no listener outlives the run.
+    const stop = new AbortController();
+    const abort = () => stop.abort();
+    const sources = [given.signal, this.stopping.signal].filter((signal) => signal !== undefined);
+    for (const signal of sources) signal.addEventListener('abort', abort, { once: true });
+    if (sources.some((signal) => signal.aborted)) abort();
+    const options = { ...given, signal: stop.signal };
+    try {
+      return await this.runOnce(request, options);
+    } finally {
+      for (const signal of sources) signal.removeEventListener('abort', abort);
+    }
+  }
+
+  private async runOnce(request: ExecutionRequest, options: RunOptions): Promise<ExecutionResult> {
     const run = await place(this, request, await admit(this, request));
     try {
       const exclude = excluded(run, ['node_modules', SOCKET_NAME, PROXY_SOCKET]);

@@ -448,10 +448,14 @@ describe('serve --http shutdown', () => {
       try {
         const client = await connectHttp(server.url, TOKEN, era);
         const sleeper = uniqueSleep();
-        const call = callTool<{ success: boolean; stdout: string }>(client, 'execute_code', {
-          language: 'bash',
-          code: sleeper,
-        }).catch((error: Error) => error);
+        const call = callTool<{ success: boolean; cancelled: boolean; exit_code: number | null }>(
+          client,
+          'execute_code',
+          {
+            language: 'bash',
+            code: sleeper,
+          },
+        ).catch((error: Error) => error);
         await waitFor(() => running(sleeper), 'the run to start'); // really in flight when the signal comes
         server.child.kill('SIGTERM');
         // A second signal during the shutdown must not cut it short (death by signal, logs unflushed).
@@ -460,9 +464,9 @@ describe('serve --http shutdown', () => {
         const code = await server.exited;
         expect(code).toBe(0);
         const outcome = await call;
-        // The stopped run is answered (a failed result) before the connection is cut.
+        // The stopped run is answered before the connection is cut: cancelled, as operations.md says.
         if (outcome instanceof Error) throw outcome;
-        expect(outcome.value.success).toBe(false);
+        expect(outcome.value).toMatchObject({ success: false, cancelled: true, exit_code: null });
         expect(running(sleeper)).toBe(false); // nothing of the run outlives the server
         const logs = execFileSync('cat', [
           ...execFileSync('ls', [join(server.home, 'logs')])
