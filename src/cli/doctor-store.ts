@@ -1,5 +1,5 @@
 import type { Config } from '../config/index.js';
-import { loadApprovalKey, Postgres, redactUrl } from '../store/index.js';
+import { DEAD_AFTER_MS, loadApprovalKey, Postgres, redactUrl } from '../store/index.js';
 import { line } from './doctor-sandbox.js';
 
 /** CODEXEC_STORE: where shared state lives; for postgres, whether it answers and which replicas are live. */
@@ -32,8 +32,12 @@ export async function storeLines(config: Config): Promise<void> {
         )
       : [];
     console.log(`  replicas registered:     ${replicas.length}`);
-    for (const replica of replicas)
-      console.log(`    ${replica.replica_id} at ${replica.url}, heard ${Number(replica.age_ms)} ms ago`);
+    // As the replicas judge each other: silent past DEAD_AFTER_MS is dead (its sessions are lost).
+    for (const replica of replicas) {
+      const age = Number(replica.age_ms);
+      const state = age > DEAD_AFTER_MS ? `DEAD (silent over ${DEAD_AFTER_MS / 1000} s)` : 'live';
+      console.log(`    ${replica.replica_id} at ${replica.url}: ${state}, heard ${age} ms ago`);
+    }
   } catch (error) {
     line(false, 'database', `${(error as Error).message} — codexec serve cannot start on this store`);
   } finally {

@@ -16,8 +16,12 @@ const KINDS: readonly InterpreterKind[] = ['python', 'node', 'bash'];
 
 /** Report what works on this machine, layer by layer. Always exits 0: missing layers are information. */
 export async function doctorCommand(): Promise<void> {
-  const config = configOrExit();
+  // Settings that would stop a server are reported first; everything else is still checked.
+  const problems: string[] = [];
+  const config = configOrExit({}, problems);
   console.log('codexec doctor');
+  for (const problem of problems) line(false, 'configuration', `${problem} (a server would not start)`);
+  if (problems.length > 0) process.exitCode = 2; // as the server would exit
   console.log(`  configured sandbox mode: ${config.sandboxMode} (CODEXEC_SANDBOX_MODE)`);
   const facts = await sandboxSummary(config);
   console.log(`  network for code:        ${config.network} (CODEXEC_NETWORK)`);

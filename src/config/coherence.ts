@@ -16,18 +16,29 @@ type Name = keyof Settings;
 /** The settings whose value is a number. */
 type NumericName = { [K in Name]: Settings[K] extends number ? K : never }[Name];
 
-/** Make `settings` coherent; `userSet` names the settings given in env or config.json. */
-export function reconcile(settings: Settings, userSet: ReadonlySet<string>): Reconciled {
+/** What to do with settings that cannot start a server: throw (the default), or note them. */
+type Fail = (message: string) => void;
+
+/**
+ * Make `settings` coherent; `userSet` names the settings given in env or config.json. Settings that
+ * conflict throw ConfigError, or, given `problems` (doctor: report them and all else it can), are
+ * listed there and left as they are.
+ */
+export function reconcile(settings: Settings, userSet: ReadonlySet<string>, problems?: string[]): Reconciled {
   const s = { ...settings };
   const warnings: string[] = [];
   const set = (name: Name) => userSet.has(name);
-  reconcileOrder(s, set, warnings, 'CODEXEC_DEFAULT_TIMEOUT_MS', 'CODEXEC_MAX_TIMEOUT_MS');
-  reconcileTruncation(s, set, warnings);
+  const fail: Fail = (message) => {
+    if (!problems) throw new ConfigError(message);
+    problems.push(message);
+  };
+  reconcileOrder(s, set, warnings, fail, 'CODEXEC_DEFAULT_TIMEOUT_MS', 'CODEXEC_MAX_TIMEOUT_MS');
+  reconcileTruncation(s, set, warnings, fail);
   // Node refuses a request head's time longer than the whole request's (headersTimeout <= requestTimeout).
-  reconcileOrder(s, set, warnings, 'CODEXEC_HTTP_HEADERS_TIMEOUT_MS', 'CODEXEC_HTTP_REQUEST_TIMEOUT_MS');
+  reconcileOrder(s, set, warnings, fail, 'CODEXEC_HTTP_HEADERS_TIMEOUT_MS', 'CODEXEC_HTTP_REQUEST_TIMEOUT_MS');
   // No proxy confines code that has the host's network (auto's subprocess off Linux: refused per run).
   if (s.CODEXEC_NETWORK === 'allowlist' && s.CODEXEC_SANDBOX_MODE === 'subprocess')
-    throw new ConfigError(
+    fail(
       'CODEXEC_NETWORK: allowlist needs a sandbox (CODEXEC_SANDBOX_MODE namespace, landlock, docker or auto); in subprocess mode code has the host network',
     );
   if (s.CODEXEC_NETWORK !== 'allowlist')
@@ -36,7 +47,7 @@ export function reconcile(settings: Settings, userSet: ReadonlySet<string>): Rec
         warnings.push(`${name} is ignored: CODEXEC_NETWORK is ${s.CODEXEC_NETWORK}, not allowlist`);
   // Replicas must verify each other's approval tickets and calls: one key, from a shared file.
   if (s.CODEXEC_STORE !== 'sqlite' && !s.CODEXEC_APPROVAL_KEY_FILE)
-    throw new ConfigError(
+    fail(
       'CODEXEC_APPROVAL_KEY_FILE: required with a postgres CODEXEC_STORE (every replica reads the same key; make one with `head -c 32 /dev/urandom > approval.key`)',
     );
   // Who answers matters only where something asks.
@@ -57,13 +68,14 @@ function reconcileOrder(
   s: Settings,
   set: (name: Name) => boolean,
   warnings: string[],
+  fail: Fail,
   low: NumericName,
   high: NumericName,
 ): void {
   const lowValue = s[low];
   const highValue = s[high];
   if (lowValue <= highValue) return;
-  if (set(low) && set(high)) throw new ConfigError(`${low}: must not exceed ${high} (${highValue})`);
+  if (set(low) && set(high)) return fail(`${low}: must not exceed ${high} (${highValue})`);
   if (set(high)) {
     s[low] = highValue;
     warnings.push(`${low} lowered from its default ${lowValue} to ${highValue} to fit ${high}=${highValue}`);
@@ -74,7 +86,12 @@ function reconcileOrder(
 }
 
 /** HEAD + TAIL must fit in MAX_OUTPUT_CHARS (the collector keeps both within the cap). */
-function reconcileTruncation(s: Settings, set: (name: Name) => boolean, warnings: string[]): void {
+function reconcileTruncation(
+  s: Settings,
+  set: (name: Name) => boolean,
+  warnings: string[],
+  fail: Fail,
+): void {
   const max = s.CODEXEC_MAX_OUTPUT_CHARS;
   const head = s.CODEXEC_TRUNCATION_HEAD;
   const tail = s.CODEXEC_TRUNCATION_TAIL;
@@ -90,14 +107,11 @@ function reconcileTruncation(s: Settings, set: (name: Name) => boolean, warnings
     return;
   }
   const fixed = (headSet ? head : 0) + (tailSet ? tail : 0);
-  if (headSet && tailSet) {
-    throw new ConfigError(
-      `CODEXEC_TRUNCATION_HEAD: HEAD + TAIL must not exceed CODEXEC_MAX_OUTPUT_CHARS (${max})`,
-    );
-  }
+  if (headSet && tailSet)
+    return fail(`CODEXEC_TRUNCATION_HEAD: HEAD + TAIL must not exceed CODEXEC_MAX_OUTPUT_CHARS (${max})`);
   if (fixed > max) {
     const name = headSet ? 'CODEXEC_TRUNCATION_HEAD' : 'CODEXEC_TRUNCATION_TAIL';
-    throw new ConfigError(`${name}: must not exceed CODEXEC_MAX_OUTPUT_CHARS (${max})`);
+    return fail(`${name}: must not exceed CODEXEC_MAX_OUTPUT_CHARS (${max})`);
   }
   // The defaults left shrink in proportion to share what the set values leave of the cap.
   const defaults = (headSet ? 0 : head) + (tailSet ? 0 : tail);

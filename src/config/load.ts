@@ -19,6 +19,8 @@ export function loadConfig(
   env: NodeJS.ProcessEnv = process.env,
   warn: (message: string) => void = (message) => log('warn', message),
   home: string = homedir(),
+  /** Settings that conflict, noted here instead of thrown (doctor reports them and goes on). */
+  problems?: string[],
 ): Config {
   const fromEnv: RawSettings = {};
   for (const name of SETTING_NAMES) {
@@ -33,7 +35,7 @@ export function loadConfig(
     const name = issue?.path[0] === undefined ? 'config' : String(issue.path[0]);
     throw new ConfigError(`${name}: ${issue?.message ?? 'invalid value'}`);
   }
-  const { settings, warnings } = reconcile(parsed.data, new Set(Object.keys(raw)));
+  const { settings, warnings } = reconcile(parsed.data, new Set(Object.keys(raw)), problems);
   // LOG_LEVEL is not applied yet (the caller does that with the result), so honour it here.
   if (settings.LOG_LEVEL !== 'error') for (const warning of warnings) warn(warning);
   const root = expandHome(settings.CODEXEC_HOME, home);

@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migrateReplicas, NOW_MS, Postgres } from '../../src/store/index.js';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { baseEnv, CLI, tempDir } from '../helpers/server.js';
 
@@ -29,6 +30,33 @@ describe('a postgres store', () => {
     expect(result.stdout).not.toContain('s3cret');
     expect(result.stdout).toMatch(/OK +database +PostgreSQL 1\d/);
     expect(result.stdout).toMatch(/replicas registered: +0/);
+  });
+
+  it('doctor without the key reports it and all else it checks; a replica silent over 10 s is dead', async () => {
+    const url = await cluster.createDatabase('doctor_replicas');
+    const pg = new Postgres(url);
+    try {
+      await migrateReplicas(pg);
+      await pg.query(
+        `INSERT INTO codexec_replicas (replica_id, url, started_ms, heartbeat_ms) VALUES
+         ('r-live', 'http://10.0.0.1:8080', ${NOW_MS}, ${NOW_MS}),
+         ('r-gone', 'http://10.0.0.2:8080', ${NOW_MS} - 60000, ${NOW_MS} - 13000)`,
+      );
+    } finally {
+      await pg.close();
+    }
+    const result = cli(['doctor'], { ...baseEnv(tempDir()), CODEXEC_STORE: url });
+    expect(result.status).toBe(2);
+    expect(result.stdout).toMatch(
+      /missing +configuration +CODEXEC_APPROVAL_KEY_FILE: required with a postgres CODEXEC_STORE.*\(a server would not start\)/,
+    );
+    expect(result.stdout).toMatch(/OK +database +PostgreSQL 1\d/);
+    expect(result.stdout).toMatch(/r-live at http:\/\/10\.0\.0\.1:8080: live, heard \d+ ms ago/);
+    expect(result.stdout).toMatch(
+      /r-gone at http:\/\/10\.0\.0\.2:8080: DEAD \(silent over 10 s\), heard 1\d{4} ms ago/,
+    );
+    expect(result.stdout).toContain('namespace sandbox layers'); // and on, to the end
+    expect(result.stdout).toContain('interpreters');
   });
 
   it('refuses to serve without CODEXEC_APPROVAL_KEY_FILE, or with a key others can read or too short', () => {

@@ -31,14 +31,18 @@ describe('codexec doctor with settings in conflict', () => {
   const home = tempDir();
   afterAll(() => rmSync(home, { recursive: true, force: true }));
 
-  it('still exits 2 naming the setting when both conflicting values were set', () => {
-    const result = spawnSync(process.execPath, [CLI, 'doctor'], {
-      env: { ...baseEnv(home), CODEXEC_MAX_TIMEOUT_MS: '2000', CODEXEC_DEFAULT_TIMEOUT_MS: '9000' },
-      encoding: 'utf8',
-    });
-    expect(result.status).toBe(2);
-    expect(result.stderr).toContain(
+  it('still exits 2 naming the setting when both conflicting values were set; doctor says so and goes on', () => {
+    const env = { ...baseEnv(home), CODEXEC_MAX_TIMEOUT_MS: '2000', CODEXEC_DEFAULT_TIMEOUT_MS: '9000' };
+    const serve = spawnSync(process.execPath, [CLI, 'serve'], { env, encoding: 'utf8', input: '' });
+    expect(serve.status).toBe(2);
+    expect(serve.stderr).toContain(
       'CODEXEC_DEFAULT_TIMEOUT_MS: must not exceed CODEXEC_MAX_TIMEOUT_MS (2000)',
     );
+    const doctor = spawnSync(process.execPath, [CLI, 'doctor'], { env, encoding: 'utf8' });
+    expect(doctor.status).toBe(2);
+    expect(doctor.stdout).toMatch(
+      /missing +configuration +CODEXEC_DEFAULT_TIMEOUT_MS: must not exceed CODEXEC_MAX_TIMEOUT_MS \(2000\)/,
+    );
+    expect(doctor.stdout).toContain('interpreters'); // to the end
   });
 });
