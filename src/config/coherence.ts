@@ -35,7 +35,14 @@ export function reconcile(settings: Settings, userSet: ReadonlySet<string>, prob
   reconcileOrder(s, set, warnings, fail, 'CODEXEC_DEFAULT_TIMEOUT_MS', 'CODEXEC_MAX_TIMEOUT_MS');
   reconcileTruncation(s, set, warnings, fail);
   // Node refuses a request head's time longer than the whole request's (headersTimeout <= requestTimeout).
-  reconcileOrder(s, set, warnings, fail, 'CODEXEC_HTTP_HEADERS_TIMEOUT_MS', 'CODEXEC_HTTP_REQUEST_TIMEOUT_MS');
+  reconcileOrder(
+    s,
+    set,
+    warnings,
+    fail,
+    'CODEXEC_HTTP_HEADERS_TIMEOUT_MS',
+    'CODEXEC_HTTP_REQUEST_TIMEOUT_MS',
+  );
   // No proxy confines code that has the host's network (auto's subprocess off Linux: refused per run).
   if (s.CODEXEC_NETWORK === 'allowlist' && s.CODEXEC_SANDBOX_MODE === 'subprocess')
     fail(
@@ -75,7 +82,10 @@ function reconcileOrder(
   const lowValue = s[low];
   const highValue = s[high];
   if (lowValue <= highValue) return;
-  if (set(low) && set(high)) return fail(`${low}: must not exceed ${high} (${highValue})`);
+  if (set(low) && set(high)) {
+    fail(`${low}: must not exceed ${high} (${highValue})`);
+    return;
+  }
   if (set(high)) {
     s[low] = highValue;
     warnings.push(`${low} lowered from its default ${lowValue} to ${highValue} to fit ${high}=${highValue}`);
@@ -107,11 +117,15 @@ function reconcileTruncation(
     return;
   }
   const fixed = (headSet ? head : 0) + (tailSet ? tail : 0);
-  if (headSet && tailSet)
-    return fail(`CODEXEC_TRUNCATION_HEAD: HEAD + TAIL must not exceed CODEXEC_MAX_OUTPUT_CHARS (${max})`);
+  if (headSet && tailSet) {
+    fail(`CODEXEC_TRUNCATION_HEAD: HEAD + TAIL must not exceed CODEXEC_MAX_OUTPUT_CHARS (${max})`);
+    return;
+  }
   if (fixed > max) {
-    const name = headSet ? 'CODEXEC_TRUNCATION_HEAD' : 'CODEXEC_TRUNCATION_TAIL';
-    return fail(`${name}: must not exceed CODEXEC_MAX_OUTPUT_CHARS (${max})`);
+    fail(
+      `${headSet ? 'CODEXEC_TRUNCATION_HEAD' : 'CODEXEC_TRUNCATION_TAIL'}: must not exceed CODEXEC_MAX_OUTPUT_CHARS (${max})`,
+    );
+    return;
   }
   // The defaults left shrink in proportion to share what the set values leave of the cap.
   const defaults = (headSet ? 0 : head) + (tailSet ? 0 : tail);

@@ -51,7 +51,8 @@ export async function buildRunSpec(input: RunSpecInput): Promise<SandboxSpec> {
     argv: input.argv,
     cwd,
     env: runEnv,
-    writable: [execDir, cwd],
+    // A directory beneath the command workspace: the workspace is bound, never this path (HeldDir.within).
+    writable: [execDir, input.held?.within ?? cwd],
     readable: [
       ...input.files,
       ...packages.readable,

@@ -61,7 +61,7 @@ function openInWorkspace(workspace: string, rel: string, workDir: string): HeldD
   const rootFd = openRoot(workspace);
   try {
     const fd = openDirBeneath(rootFd, segments, { shown: workDir });
-    return HeldDir.adopt(join(workspace, ...segments), fd);
+    return HeldDir.adopt(join(workspace, ...segments), fd, { within: workspace });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT')
       throw new InvalidInputError(

@@ -30,16 +30,27 @@ export class HeldDir {
      */
     readonly host: { readonly runAs?: Owner } | undefined,
     private readonly onClose: (() => void) | undefined,
+    /**
+     * A directory of codexec's own this one lies beneath, reached from it name by name (a work_dir
+     * inside execute_command's workspace). A sandbox binds that one and starts in this one by its
+     * path inside the sandbox: were a name on the way swapped for a symlink after the check, it
+     * would lead within the sandbox, never to the host (a bind of this path would follow it there).
+     */
+    readonly within: string | undefined,
   ) {}
 
   /** Takes ownership of `fd` (a directory opened without following links) as the directory at `path`. */
   static adopt(
     path: string,
     fd: number,
-    options: { readonly host?: { readonly runAs?: Owner }; readonly onClose?: () => void } = {},
+    options: {
+      readonly host?: { readonly runAs?: Owner };
+      readonly onClose?: () => void;
+      readonly within?: string;
+    } = {},
   ): HeldDir {
     const stat = fstatSync(fd);
-    return new HeldDir(path, fd, stat.dev, stat.ino, options.host, options.onClose);
+    return new HeldDir(path, fd, stat.dev, stat.ino, options.host, options.onClose, options.within);
   }
 
   /** Opens a directory codexec made (a workspace), by a path no caller chose. */
