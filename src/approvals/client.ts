@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import {
   CLIENT_CAPABILITIES_META_KEY,
   type ClientCapabilities,
@@ -9,7 +9,9 @@ import {
   type ServerContext,
 } from '@modelcontextprotocol/server';
 import type { TaskRun } from '../tasks/index.js';
+import { currentPrincipal } from '../util/index.js';
 import { type Answer, type ApprovalForm, paramsOf, type Question, type Reply, read } from './question.js';
+import type { SpentTickets } from './spent.js';
 
 /** How the client can be asked from where a question arises (ApprovalAsker.channel). */
 export type ClientChannel =
@@ -20,11 +22,15 @@ export type ClientChannel =
   | { readonly kind: 'retry'; ask(form: ApprovalForm): Promise<Answer> };
 
 const KEY = 'approval';
+/** How long past its answer window a spent ticket is remembered (clocks of replicas differ a little). */
+const SPENT_MARGIN_MS = 60_000;
 interface Ticket {
   /** Fingerprint of what was shown, so an answer approves exactly that code. */
   readonly f: string;
   /** When the form was issued (ms): a later answer than the timeout is no answer. */
   readonly at: number;
+  /** Its nonce: an answer it carries is read once (SpentTickets). */
+  readonly n: string;
 }
 
 /**
@@ -52,6 +58,7 @@ export class ApprovalAsker {
     private readonly timeoutMs: number,
     ticketKey: Uint8Array,
     readonly currentTask: () => TaskRun | undefined,
+    private readonly spent: SpentTickets,
   ) {
     this.tickets = createRequestStateCodec<Ticket>({ key: ticketKey, ttlSeconds: 24 * 3600 });
   }
@@ -113,8 +120,12 @@ export class ApprovalAsker {
     const fingerprint = fingerprintOf(form);
     const response = inputResponse(ctx.mcpReq.inputResponses, KEY);
     const ticket = response.kind === 'missing' ? undefined : await this.ticket(ctx, fingerprint);
-    if (response.kind !== 'elicit' || !ticket) {
-      const requestState = await this.tickets.mint({ f: fingerprint, at: Date.now() });
+    // A ticket answers once: the same retry sent again is asked afresh, never run again.
+    const fresh =
+      ticket !== undefined &&
+      (await this.spent.claim(`ticket:${ticket.n}`, ticket.at + this.timeoutMs + SPENT_MARGIN_MS));
+    if (response.kind !== 'elicit' || !ticket || !fresh) {
+      const requestState = await this.tickets.mint({ f: fingerprint, at: Date.now(), n: randomUUID() });
       return {
         kind: 'pending',
         result: inputRequired({ inputRequests: { [KEY]: inputRequired.elicit(params) }, requestState }),
@@ -191,7 +202,9 @@ export class ApprovalAsker {
 
 /** The fingerprint a ticket carries: a hash of everything the form showed. */
 function fingerprintOf(form: ApprovalForm): string {
+  // Whose call it is too: another principal's retry cannot carry this answer.
   const shown = JSON.stringify([
+    currentPrincipal(),
     form.tool,
     form.language,
     form.sessionId,

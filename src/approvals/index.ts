@@ -14,3 +14,4 @@ export { type Answered, Approvals, type ApprovalsOptions, type Asked, type Asked
 export { PendingApprovals } from './pending.js';
 export { DECISIONS, type Decision, type Question } from './question.js';
 export { SharedApprovals } from './share.js';
+export { LocalSpentTickets, type SpentTickets } from './spent.js';

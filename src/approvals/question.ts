@@ -42,16 +42,18 @@ const SESSION_WIDE: ReadonlySet<string> = new Set([
 /**
  * What `approve_trust_session` trusts from then on: a session (for the tools SESSION_WIDE names),
  * another tool in a session (start_process, write_file: that tool there alone), or a one-shot
- * tool with its language on this connection.
+ * tool with its language on this connection, in the place the form showed (trust given for a new
+ * workspace is none for a host directory).
  */
-export function trustKey(form: Pick<ApprovalForm, 'tool' | 'language' | 'sessionId'>): string {
-  if (!form.sessionId) return `${form.tool}:${form.language}`;
+export function trustKey(form: Pick<ApprovalForm, 'tool' | 'language' | 'sessionId' | 'place'>): string {
+  if (!form.sessionId) return `${form.tool}:${form.language}:${form.place ?? ''}`;
   return SESSION_WIDE.has(form.tool) ? `session:${form.sessionId}` : `session:${form.sessionId}:${form.tool}`;
 }
 
 /** The same, as the form tells the person approving. */
 function trustShown(form: ApprovalForm): string {
-  if (!form.sessionId) return `trust ${form.tool} with ${form.language} on this connection from now on`;
+  if (!form.sessionId)
+    return `trust ${form.tool} with ${form.language}${form.place ? ` in ${form.place}` : ''} on this connection from now on`;
   return SESSION_WIDE.has(form.tool)
     ? `trust session ${form.sessionId} from now on`
     : `trust ${form.tool} in session ${form.sessionId} from now on`;

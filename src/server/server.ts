@@ -93,7 +93,13 @@ export function createServer(services: Services): McpServer {
   selectTools(server, config.codemode.tools, config.codemode.compact);
   const gate = new Gatekeeper(
     services,
-    new ApprovalAsker(server, config.gate.approvalTimeoutMs, services.approvalKey, currentTaskRun),
+    new ApprovalAsker(
+      server,
+      config.gate.approvalTimeoutMs,
+      services.approvalKey,
+      currentTaskRun,
+      services.spentTickets,
+    ),
     services.trusted,
   );
   if (config.gate.enabled) registerExecuteCode(server, services, gate);

@@ -1,5 +1,10 @@
 import { basename, join } from 'node:path';
-import { type ApprovalQueue, PendingApprovals } from '../approvals/index.js';
+import {
+  type ApprovalQueue,
+  LocalSpentTickets,
+  PendingApprovals,
+  type SpentTickets,
+} from '../approvals/index.js';
 import type { AuditLog } from '../audit/index.js';
 import { type Bridge, loadMcpConfig, McpBridge } from '../bridge/index.js';
 import { type Config, globalPackageDirs, runRoots, sharedTrees } from '../config/index.js';
@@ -28,7 +33,7 @@ import {
   SubprocessBackend,
 } from '../sandbox/index.js';
 import { SessionManager } from '../sessions/index.js';
-import { loadApprovalKey, type Postgres } from '../store/index.js';
+import { loadApprovalKey, NonceLedger, type Postgres } from '../store/index.js';
 import { Tasks } from '../tasks/index.js';
 import type { Tracing } from '../traces/index.js';
 import { currentPrincipal, log } from '../util/index.js';
@@ -80,6 +85,8 @@ export interface Services {
    * (every replica verifies what another minted), else one random key per server process.
    */
   readonly approvalKey: Uint8Array;
+  /** 2026-era approval tickets already answered: this server's, or every replica's (the store). */
+  readonly spentTickets: SpentTickets;
   /** CODEXEC_STORE=postgres://…: the shared database (connects on first use); sqlite: undefined. */
   readonly store?: Postgres;
   /** Code mode: the downstream MCP servers of CODEXEC_MCP_CONFIG (none configured: an empty bridge). */
@@ -136,6 +143,7 @@ export function createServices(config: Config, observers: Observers = {}): Servi
     ...gateParts(config),
     audit: records.audit,
     approvalKey,
+    spentTickets: store ? new NonceLedger(store) : new LocalSpentTickets(),
     ...(store && { store }),
     tasks: new Tasks({ ttlMs: config.taskTtlMs, store: records.tasks }),
     metrics: observers.metrics ?? NO_METRICS,

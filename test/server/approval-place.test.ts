@@ -101,3 +101,33 @@ describe('the approval form says where the code runs', () => {
     expect(readFileSync(join(project, 'notes.txt'), 'utf8')).toBe('x'); // approved, written there
   });
 });
+
+describe('trust is for the place the form showed', () => {
+  it('trust given for a new workspace asks again for a host directory, and not for another new one', async () => {
+    const forms: ElicitParams[] = [];
+    const project = realpathSync(ownedDir('codexec-trust-place-'));
+    const server = await startServer({
+      env: { CODEXEC_APPROVAL: 'ask', ...allowing(project) },
+      elicit: (params) => {
+        forms.push(params);
+        return { action: 'accept', content: { decision: 'approve_trust_session' } };
+      },
+    });
+    try {
+      const run = (args: Record<string, unknown> = {}) =>
+        callTool(server.client, 'execute_code', { language: 'python', code: 'print(1)', ...args });
+      expect((await run()).isError).toBe(false);
+      expect(forms).toHaveLength(1);
+      expect(JSON.stringify(forms[0]?.requestedSchema)).toContain(
+        'trust execute_code with python in a new, empty workspace of its own on this connection',
+      );
+      expect((await run()).isError).toBe(false);
+      expect(forms).toHaveLength(1); // trusted there
+      expect((await run({ working_dir: project })).isError).toBe(false);
+      expect(forms).toHaveLength(2); // not in the host directory
+      expect(forms[1]?.message).toContain(`Runs in: the host directory "${project}"`);
+    } finally {
+      await server.close();
+    }
+  });
+});
