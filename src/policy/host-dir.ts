@@ -2,7 +2,7 @@
 // listed (CODEXEC_ALLOWED_PATHS), opened one name at a time without following a symlink, owned by
 // whom the code will run as, and apart from every other live run's or session's.
 
-import { closeSync, constants, fstatSync, openSync, readFileSync, realpathSync } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, openSync, readFileSync, realpathSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import type { Config } from '../config/index.js';
 import { ForbiddenPathError, InvalidInputError } from '../errors/index.js';
@@ -169,13 +169,26 @@ function openBeneathRoot(root: string, real: string, input: string, argument: Di
   }
 }
 
-/** `path` with its nearest existing ancestor's real path in place of that ancestor (for a missing path). */
+/**
+ * `path` with its nearest existing ancestor's real path in place of that ancestor (for a missing
+ * path). A link that leads nowhere on the way counts as leading out: where it points is not for a
+ * caller to probe (`root/link -> /root/zzz` must answer as `root/link -> /root/.bashrc` does).
+ */
 function nearestReal(path: string): string {
   const rest: string[] = [];
   for (let at = resolve(path); ; at = dirname(at)) {
     const real = realOrUndefined(at);
     if (real !== undefined) return join(real, ...rest);
+    if (isLink(at)) return '/';
     rest.unshift(basename(at));
+  }
+}
+
+function isLink(path: string): boolean {
+  try {
+    return lstatSync(path).isSymbolicLink();
+  } catch {
+    return false;
   }
 }
 

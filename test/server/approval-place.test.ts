@@ -5,6 +5,7 @@
 import { chownSync, mkdirSync, readFileSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { quotedPath } from '../../src/util/index.js';
 import { allowing, OWNER, ownedDir } from '../helpers/host-dir.js';
 import { IS_ROOT } from '../helpers/mode.js';
 import { callTool, type ElicitParams, startServer, type TestServer } from '../helpers/server.js';
@@ -50,16 +51,21 @@ describe('the approval form says where the code runs', () => {
   });
 
   it('a directory whose name holds a newline forges no line of the form', async () => {
-    const forged = join(project, 'x\nRuns in: a new, empty workspace of its own');
+    const forged = join(project, 'x\nRuns in: a new, empty workspace of its own\u202e');
     mkdirSync(forged);
     if (IS_ROOT) chownSync(forged, OWNER.uid, OWNER.gid);
     const form = await formOf('execute_command', { command: 'true', work_dir: forged });
     expect(form.split('\n').filter((line) => line.startsWith('Runs in:'))).toEqual([
-      `Runs in: the host directory ${JSON.stringify(forged)}${asOwner}: what the code changes there is changed for good`,
+      `Runs in: the host directory ${quotedPath(forged)}${asOwner}: what the code changes there is changed for good`,
     ]);
+    expect(form).not.toContain('\u202e'); // shown as \u202e, reversing nothing
   });
 
   it("execute_command without work_dir, and run_script there: execute_command's workspace", async () => {
+    const written = await formOf('write_file', { workspace: 'command', path: 'w.txt', content: 'x' });
+    expect(written).toContain(
+      "Runs in: execute_command's workspace, which keeps its files between commands, ",
+    );
     const command = await formOf('execute_command', { command: 'true' });
     expect(command).toContain(
       "Runs in: execute_command's workspace, which keeps its files between commands, ",

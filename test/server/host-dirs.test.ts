@@ -98,6 +98,9 @@ describe('working_dir beneath CODEXEC_ALLOWED_PATHS', () => {
     chmodSync(hidden, 0o700);
     const link = join(user, 'out');
     symlinkSync(hidden, link);
+    // Links code in the root could plant: to what exists out there, and to what does not.
+    symlinkSync(join(hidden, 'there'), join(user, 'alive'));
+    symlinkSync(join(hidden, 'missing'), join(user, 'dangling'));
     const answer = async (working_dir: string) => {
       const call = await callTool<Refusal>(server.client, 'execute_code', {
         language: 'bash',
@@ -108,7 +111,14 @@ describe('working_dir beneath CODEXEC_ALLOWED_PATHS', () => {
     };
     const outside = await answer(join(hidden, 'there'));
     expect(outside[0]).toBe('FORBIDDEN_PATH');
-    for (const probe of [join(hidden, 'missing'), join(hidden, 'missing', 'deeper'), join(link, 'missing')])
+    for (const probe of [
+      join(hidden, 'missing'),
+      join(hidden, 'missing', 'deeper'),
+      join(link, 'missing'),
+      join(user, 'alive'),
+      join(user, 'dangling'),
+      join(user, 'dangling', 'deeper'),
+    ])
       expect(await answer(probe), probe).toEqual(outside);
     expect(await answer(join(user, 'missing'))).toEqual([
       'INVALID_INPUT',
