@@ -8,7 +8,7 @@ import { InvalidInputError, SandboxUnavailableError } from '../errors/index.js';
 import type { Capabilities, EgressEndpoint } from '../sandbox/index.js';
 import { log } from '../util/index.js';
 import { openLane } from './proxy.js';
-import { EgressRules, parseRules } from './rules.js';
+import { EgressRules, type HostRule, parseRules } from './rules.js';
 import type { EgressConnection, Lane, LaneUser } from './types.js';
 
 /** The proxy's socket in a workspace: left out of artifacts by name, removed with the lane. */
@@ -17,6 +17,9 @@ export const PROXY_SOCKET = '.codexec-proxy.sock';
 export const FORWARDER_PORT = 3128;
 /** Connections a run records; past them only counted (a loop of requests must not grow memory). */
 const MAX_RECORDED = 200;
+/** Names of a sandbox's own loopback, left out of the proxy unless the allowlist names them. */
+const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '::1'];
+
 /** Said once per server: landlock mode's allowlist is port-scoped (docs/security.md). */
 let warnedPortScoped = false;
 /** Where a result's list of every connection travels: a symbol, so never onto the wire. */
@@ -38,6 +41,7 @@ export async function openRunLane(
   workspace: string,
   egress: Capabilities['egress'],
   python: string,
+  allowed: readonly HostRule[] = [],
 ): Promise<OpenedLane> {
   if (egress === 'none')
     throw new SandboxUnavailableError(
@@ -54,18 +58,27 @@ export async function openRunLane(
     }
     const lane = await openLane({ tcp: true });
     const port = lane.port as number;
-    return { lane, endpoint: { port }, env: proxyEnv(port) };
+    return { lane, endpoint: { port }, env: proxyEnv(port, allowed) };
   }
   const socket = join(workspace, PROXY_SOCKET);
   const lane = await openLane({ socket });
-  return { lane, endpoint: { socket, port: FORWARDER_PORT, python }, env: proxyEnv(FORWARDER_PORT) };
+  return {
+    lane,
+    endpoint: { socket, port: FORWARDER_PORT, python },
+    env: proxyEnv(FORWARDER_PORT, allowed),
+  };
 }
 
-/** The variables programs read their proxy from: curl, Python (urllib, requests, pip), npm, Node ≥ 24. */
-export function proxyEnv(port: number): Record<string, string> {
+/**
+ * The variables programs read their proxy from: curl, Python (urllib, requests, pip), npm, Node ≥ 24.
+ * A program's own loopback (a server it started) is reached directly, but for a loopback name the
+ * server's allowlist names (`localhost:4318`: a service on the host's loopback), which goes to the
+ * proxy as every allowed host does (NO_PROXY has no ports: the whole name goes).
+ */
+export function proxyEnv(port: number, allowed: readonly HostRule[] = []): Record<string, string> {
   const url = `http://127.0.0.1:${port}`;
-  // A program's own loopback (a server it started) is reached directly.
-  const direct = 'localhost,127.0.0.1,::1';
+  const named = new Set(allowed.filter((rule) => !rule.wildcard).map((rule) => rule.host));
+  const direct = LOOPBACK_NAMES.filter((name) => !named.has(name)).join(',');
   return {
     HTTP_PROXY: url,
     HTTPS_PROXY: url,

@@ -126,6 +126,7 @@ export class Engine implements RunHost {
     return {
       egress: backend.capabilities.egress,
       workspace: execDir,
+      allowed: this.deps.config.egress.allowed,
       python: () => this.deps.interpreters.get('python'),
     };
   }

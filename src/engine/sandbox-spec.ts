@@ -1,7 +1,7 @@
 // The one builder of a SandboxSpec — runs, warm drivers, sessions, a pty's probe, install steps —
 // and the one opener of a sandbox's egress lane: what a sandboxed program is given is decided here.
 import { dirname } from 'node:path';
-import { type LaneUser, type OpenedLane, openRunLane } from '../egress/index.js';
+import { type HostRule, type LaneUser, type OpenedLane, openRunLane } from '../egress/index.js';
 import { ForbiddenPathError } from '../errors/index.js';
 import { sandboxEnv } from '../policy/index.js';
 import type { Capabilities, EgressEndpoint, SandboxSpec } from '../sandbox/index.js';
@@ -90,11 +90,18 @@ export interface LaneOptions {
   readonly python: () => Promise<string>;
   /** Whose rules the lane applies from the start (absent: nobody's, all refused, until use()). */
   readonly user?: LaneUser | undefined;
+  /** The server's allowlist (CODEXEC_ALLOWED_DOMAINS): a loopback name it lists goes to the proxy. */
+  readonly allowed?: readonly HostRule[];
 }
 
 /** The egress lane of one sandbox (CODEXEC_NETWORK=allowlist), in the form its backend reaches. */
 export async function openSandboxLane(options: LaneOptions): Promise<OpenedLane> {
-  const opened = await openRunLane(options.workspace, options.egress, await options.python());
+  const opened = await openRunLane(
+    options.workspace,
+    options.egress,
+    await options.python(),
+    options.allowed,
+  );
   if (options.user) opened.lane.use(options.user);
   return opened;
 }

@@ -47,7 +47,8 @@ export async function openPackageNetwork(
 ): Promise<PackageNetwork> {
   if (config.network !== 'allowlist') return HOST;
   const record = new EgressRecord(callRules(config));
-  const opened = await openSandboxLane({ egress, workspace: dir, python, user: record });
+  const allowed = config.egress.allowed;
+  const opened = await openSandboxLane({ egress, workspace: dir, python, user: record, allowed });
   return {
     spec: { network: 'allowlist', egress: opened.endpoint },
     env: (env) => ({

@@ -128,7 +128,8 @@ export async function gatherExtras(deps: StartDeps, request: StartRequest, place
 
 function laneOptions(deps: StartDeps, place: Place, user: EgressRecord) {
   const python = () => deps.interpreters.get('python');
-  return { egress: place.backend.capabilities.egress, workspace: place.workspace, python, user };
+  const { egress } = place.backend.capabilities;
+  return { egress, workspace: place.workspace, python, user, allowed: deps.config.egress.allowed };
 }
 
 /** The driver's spec: its command line (behind the pty relay and bash's host), environment, paths. */

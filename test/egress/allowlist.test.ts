@@ -170,6 +170,14 @@ describe.each(MODES)(
         expect(fetched(run)).toEqual([200, `hello from ${second.port} host=127.0.0.2:${second.port}`]);
       });
 
+      it('a loopback name the list names goes to the proxy as the variables are set: no_proxy leaves it out', async () => {
+        const run = await python(
+          `print(os.environ["NO_PROXY"])\nprint(json.dumps(fetch("http://localhost:${listed.port}/hello", via_proxy=False)))`,
+        );
+        expect(run.stdout.split('\n')[0]).toBe('127.0.0.1,::1'); // localhost is listed; the rest stay the run's own
+        expect(fetched(run)).toEqual([200, `hello from ${listed.port} host=localhost:${listed.port}`]);
+      });
+
       it('an unlisted host: 403 from the proxy, named in network_denied, never contacted', async () => {
         const run = await python(`print(json.dumps(fetch("http://localhost:${unlisted.port}/hello")))`);
         const [status, body] = fetched(run);
