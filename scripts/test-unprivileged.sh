@@ -57,4 +57,6 @@ status=0
 runuser -u "$user" -- env -i "${env[@]}" node node_modules/vitest/vitest.mjs run --configLoader runner "$@" ||
   status=$?
 echo "test-unprivileged: $mode mode as $user, $(( $(date +%s) - started )) s"
+# The root pass's directory like /tmp is this run's alone: nothing of it is left behind.
+if [ "$user" = root ]; then rm -rf "$tmp"; fi
 exit $status
