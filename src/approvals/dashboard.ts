@@ -58,6 +58,8 @@ export interface ApprovalPeers {
    * undefined when not waiting. Refuses (FORBIDDEN) the decider's own call's approval.
    */
   decide(id: string, decision: Decision, decider: string): Promise<QueuedApproval | undefined>;
+  /** Fetch the approvals waiting on the other live replicas now (setRemote). */
+  refresh(): Promise<void>;
 }
 
 interface Watcher {
@@ -119,6 +121,15 @@ export class ApprovalQueue {
       signal.addEventListener('abort', onAbort, { once: true });
       this.tell(principal, { type: 'approval', approval });
     });
+  }
+
+  /**
+   * As list(), with the other replicas' approvals fetched now: GET /api/approvals answers what
+   * waits anywhere, whether or not a page is watching (the watch keeps them fetched meanwhile).
+   */
+  async listAnywhere(principal: string | undefined): Promise<QueuedApproval[]> {
+    await this.peers?.refresh();
+    return this.list(principal);
   }
 
   /** Whether `principal` may decide approvals (other principals' only). */

@@ -149,6 +149,10 @@ export class SharedApprovals implements ApprovalPeers {
     }
   }
 
+  refresh(): Promise<void> {
+    return this.fetchOthers();
+  }
+
   private async fetchOthers(): Promise<void> {
     const rows = await this.pg.query<{ card: unknown }>(
       `SELECT a.card FROM codexec_approvals a JOIN codexec_replicas r ON r.replica_id = a.replica_id

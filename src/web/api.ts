@@ -66,7 +66,7 @@ export async function serveApi(
           approvals: approvalScope(call),
         });
       case '/api/approvals':
-        return json(res, 200, { approvals: deps.services.approvals.list(approvalScope(call)) });
+        return json(res, 200, { approvals: await deps.services.approvals.listAnywhere(approvalScope(call)) });
       case '/api/sessions':
         return json(res, 200, { sessions: await sessions(call) });
       case '/api/logs':

@@ -20,10 +20,10 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(() => cluster?.stop());
 
-async function until<T>(probe: () => T | undefined, ms = 5000): Promise<T> {
+async function until<T>(probe: () => T | undefined | Promise<T | undefined>, ms = 5000): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
-    const value = probe();
+    const value = await probe();
     if (value !== undefined) return value;
     if (Date.now() > deadline) throw new Error('timed out');
     await new Promise((resolve) => setTimeout(resolve, 50));
@@ -83,6 +83,25 @@ describe('approvals shared between replicas', () => {
     await expect(a.decideAnywhere(card.id, 'deny', 'dave')).rejects.toThrow(/no approval/);
     expect(bobOnB).toEqual([]);
     await until(() => (a.list(undefined).length === 0 ? true : undefined));
+    await close();
+  });
+
+  it("a replica no page watches lists another's approvals when asked (GET /api/approvals)", async () => {
+    const { a, b, close } = await twoReplicas('unwatched');
+    const asked = new AbortController();
+    const reply = a.ask('alice', form('print(2)'), asked.signal);
+    // No page watches b: its poll fetches nothing, but a list asked for fetches now.
+    expect(b.watched).toBe(false);
+    expect(b.list('alice')).toEqual([]);
+    await until(() => a.list('alice')[0]); // written on a's side
+    const cards = await until(async () => {
+      const listed = await b.listAnywhere('alice');
+      return listed.length > 0 ? listed : undefined;
+    });
+    expect(cards).toMatchObject([{ principal: 'alice', code: 'print(2)' }]);
+    expect(await b.listAnywhere('bob')).toEqual([]);
+    asked.abort();
+    await reply.catch(() => {});
     await close();
   });
 
