@@ -66,6 +66,15 @@ program
     '-c, --command <line>',
     'run this command line as execute_command does (bash -c in the command workspace; -C is its work_dir)',
   )
+  .option(
+    '--allowed-tools <names>',
+    "code mode: the downstream MCP servers' tools the code may call, comma-separated (* wildcards)",
+    (value: string) =>
+      value
+        .split(',')
+        .map((name) => name.trim())
+        .filter(Boolean),
+  )
   .action(lazy(async () => (await import('./run.js')).runCommand));
 
 program

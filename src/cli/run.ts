@@ -18,6 +18,8 @@ interface RunOptions {
   json?: boolean;
   /** execute_command from the shell: a command line run in the command workspace. */
   command?: string;
+  /** Code mode: the downstream tools the code may call (names, `*` wildcards), as allowed_tools. */
+  allowedTools?: string[];
 }
 
 /** execute_command's default timeout (60 s, MassGen's), for --command without --timeout-ms. */
@@ -56,13 +58,27 @@ export async function runCommand(
   const services = createServices(shellConfig(config, dir));
   const controller = new AbortController();
   process.once('SIGINT', () => controller.abort());
+  // Code mode as execute_code has it: with downstream servers (mcp.json), every python or node
+  // run gets the helpers; --allowed-tools says what it may call. Ended (and its servers closed) after.
+  const ended = new AbortController();
+  const explicit = options.allowedTools !== undefined;
+  const codeMode =
+    explicit || (services.bridge.configured && language !== 'bash')
+      ? {
+          bridge: services.bridge.openRun({
+            allowedTools: options.allowedTools ?? [],
+            explicit,
+            signal: ended.signal,
+          }),
+        }
+      : {};
   try {
     const code = file === '-' ? await text(process.stdin) : await readFile(file, 'utf8');
     const workingDir = dir === undefined ? undefined : services.hostDirs.open(dir, 'working_dir');
     const attempt = { tool: 'run', language, code } as const;
     const result = await services.engine
       .run(
-        { language, code, timeoutMs: options.timeoutMs, workingDir, args },
+        { language, code, timeoutMs: options.timeoutMs, workingDir, args, ...codeMode },
         {
           signal: controller.signal,
           onOutput: streamTo(options),
@@ -79,6 +95,9 @@ export async function runCommand(
     if (error instanceof CodexecError) fail(error.message);
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') fail(`cannot read ${file}`);
     throw error;
+  } finally {
+    ended.abort();
+    await services.bridge.close();
   }
 }
 

@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { OWNER, ownedDir } from '../helpers/host-dir.js';
 import { IS_ROOT } from '../helpers/mode.js';
@@ -45,6 +46,30 @@ describe('codexec CLI', () => {
       stdout: 'hi\n',
       language: 'bash',
     });
+  });
+
+  it('has code mode as execute_code has it: the helpers with mcp.json, calls with --allowed-tools', () => {
+    const dir = tempDir('codexec-cli-mcp-');
+    const fixture = fileURLToPath(new URL('../fixtures/mcp/tools-server.mjs', import.meta.url));
+    const config = join(dir, 'mcp.json');
+    writeFileSync(
+      config,
+      JSON.stringify({ mcpServers: { fx: { command: process.execPath, args: [fixture] } } }),
+    );
+    const env = { CODEXEC_MCP_CONFIG: config };
+    const code = 'r = await call_mcp_tool("mcp__fx__add", {"a": 2, "b": 3})\nprint(r["sum"])';
+    const allowed = codexec(['run', '-', '-l', 'python', '--allowed-tools', 'mcp__fx__add'], {
+      input: code,
+      env,
+    });
+    expect(allowed, allowed.stderr).toMatchObject({ code: 0, stdout: '5\n' });
+    // Without it, the helpers are there (top-level await parses) and the call is refused inside.
+    const refused = codexec(['run', '-', '-l', 'python'], {
+      input: `try:\n    ${code.replace('\n', '\n    ')}\nexcept Exception as error:\n    print(type(error).__name__, getattr(error, "code", ""))`,
+      env,
+    });
+    expect(refused.stdout).toMatch(/TOOL_NOT_ALLOWED/);
+    rmSync(dir, { recursive: true, force: true });
   });
 
   it('infers typescript from the extension', () => {
