@@ -41,7 +41,7 @@ export async function prepareCommand(services: Services, request: CommandRequest
     command: request.command,
     timeoutMs: request.timeoutMs,
     dir,
-    venv: detectVenv(dir.path),
+    venv: detectVenv(dir),
     allowedDomains: request.allowedDomains,
   };
 }

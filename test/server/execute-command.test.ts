@@ -167,6 +167,15 @@ describe('execute_command', () => {
     expect(elsewhere.value).toMatchObject({ stdout: '[]\n', venv: null });
   });
 
+  it('takes no .venv that is a link: the server, looking as root, says nothing of the host', async () => {
+    // The attack: `.venv -> /root/.pyenv` set venv (it has a bin/), `-> /root/nosuch` did not.
+    for (const made of ['ln -sfn /usr .venv', 'rm .venv && mkdir .venv && ln -s /usr/bin .venv/bin']) {
+      await run({ command: `mkdir -p linked && cd linked && ${made}` });
+      const { value } = await run({ command: 'echo "[$VIRTUAL_ENV]"', work_dir: 'linked' });
+      expect(value, made).toMatchObject({ stdout: '[]\n', venv: null });
+    }
+  });
+
   it.each([
     // uv venv: pyvenv.cfg carries a uv key; poetry (in-project) uses virtualenv's layout
     [
