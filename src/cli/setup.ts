@@ -78,11 +78,14 @@ export async function setupCommand(client: string, flags: SetupFlags): Promise<v
     if (error instanceof CodexecError) fail(error.message);
     throw error;
   }
-  if (!merged.changed) {
-    process.stdout.write(`${target.client}: codexec is already set up in ${path} (nothing written)\n`);
-  } else if (flags.dryRun) {
+  if (merged.changed && flags.dryRun) {
     process.stdout.write(`${target.client}: would write ${path}:\n${merged.text}`);
     return;
+  }
+  // The entry is checked before it is written: a server that does not start leaves the file as it was.
+  const tools = flags.verify && !flags.dryRun ? await checked(entry, merged.changed) : undefined;
+  if (!merged.changed) {
+    process.stdout.write(`${target.client}: codexec is already set up in ${path} (nothing written)\n`);
   } else {
     write(path, merged.text, before);
     process.stdout.write(
@@ -90,13 +93,17 @@ export async function setupCommand(client: string, flags: SetupFlags): Promise<v
     );
     if (merged.note) process.stdout.write(`note: ${merged.note}\n`);
   }
-  if (!flags.verify || flags.dryRun) return;
+  if (tools) process.stdout.write(`works: the server started as written and lists ${tools.length} tools\n`);
+}
+
+/** The tools the entry's server lists, started exactly as written; exit 1 when it does not answer. */
+async function checked(entry: ServerEntry, unwritten: boolean): Promise<readonly unknown[]> {
   try {
-    const tools = await verifyEntry(entry);
-    process.stdout.write(`works: the server started as written and lists ${tools.length} tools\n`);
+    return await verifyEntry(entry);
   } catch (error) {
     process.stderr.write(
-      `codexec setup: the server as written does not answer: ${(error as Error).message}\n`,
+      `codexec setup: the server as written does not answer: ${(error as Error).message}` +
+        `${unwritten ? ' (nothing written)' : ''}\n`,
     );
     process.exit(1);
   }

@@ -35,7 +35,7 @@ export async function mergeJson(
   name: string,
   entry: unknown,
 ): Promise<Merged> {
-  const { applyEdits, modify, parse, printParseErrorCode } = await import('jsonc-parser');
+  const { applyEdits, modify, parse, parseTree, printParseErrorCode } = await import('jsonc-parser');
   const source = text?.trim() ? text : '{}\n';
   const errors: ParseError[] = [];
   const doc: unknown = parse(source, errors, { allowTrailingComma: true });
@@ -52,9 +52,46 @@ export async function mergeJson(
     throw new ConfigError(`${path}: "${key}" is not an object; fix it, then run setup again`);
   }
   if (servers && canonical(servers[name]) === canonical(entry)) return { text: source, changed: false };
-  const edits = modify(source, [key, name], entry, { formattingOptions: { insertSpaces: true, tabSize: 2 } });
-  const merged = applyEdits(source, edits);
+  const appended =
+    servers && servers[name] === undefined ? appendEntry(source, key, name, entry, parseTree) : undefined;
+  const merged =
+    appended ??
+    applyEdits(
+      source,
+      modify(source, [key, name], entry, { formattingOptions: { insertSpaces: true, tabSize: 2 } }),
+    );
   return { text: merged.endsWith('\n') ? merged : `${merged}\n`, changed: true };
+}
+
+/**
+ * A new entry after the last one of `doc[key]`, indented as that one, on lines of its own: the
+ * other entries, and each comment on the line it was on, stay exactly as written (the formatter
+ * jsonc-parser's modify runs reflows the line it edits, a neighbour's one-line entry with it).
+ * Undefined where there is no last entry to follow (modify then writes the first).
+ */
+function appendEntry(
+  source: string,
+  key: string,
+  name: string,
+  entry: unknown,
+  parseTree: typeof import('jsonc-parser').parseTree,
+): string | undefined {
+  const root = parseTree(source, [], { allowTrailingComma: true });
+  const servers = root?.children?.find((property) => property.children?.[0]?.value === key)?.children?.[1];
+  const last = servers?.children?.at(-1);
+  if (!last) return undefined;
+  const end = last.offset + last.length;
+  const lineStart = source.lastIndexOf('\n', last.offset) + 1;
+  const indent = /^[ \t]*/.exec(source.slice(lineStart, last.offset))?.[0] ?? '';
+  const lineEnd = source.indexOf('\n', end);
+  const at = lineEnd === -1 ? source.length : lineEnd;
+  // Only where the last entry ends its line (a comma, a comment at most after it); a comma the
+  // file already has there (a trailing comma) is kept, not doubled.
+  const rest = source.slice(end, at);
+  if (!/^\s*,?\s*(\/\/.*|\/\*.*\*\/\s*)?\r?$/.test(rest)) return undefined;
+  const comma = /^\s*,/.test(rest) ? '' : ',';
+  const body = JSON.stringify(entry, null, 2).replaceAll('\n', `\n${indent}`);
+  return `${source.slice(0, end)}${comma}${rest}\n${indent}${JSON.stringify(name)}: ${body}${source.slice(at)}`;
 }
 
 /**

@@ -113,14 +113,44 @@ describe.each(CASES)('codexec setup $client', ({ client, file, key, typed }) => 
   });
 });
 
-describe('codexec setup checks what it wrote', () => {
-  it("says so (exit 1, with the server's own words) when the server as written does not start", () => {
+describe('codexec setup keeps the entries before its own as they were written', () => {
+  it('a one-line neighbour stays one line, and its comments stay on their lines', () => {
     const home = tempDir();
     homes.push(home);
+    const path = join(home, '.cursor', 'mcp.json');
+    mkdirSync(dirname(path), { recursive: true });
+    const neighbours =
+      '{\n  "mcpServers": {\n    // the first\n    "a": {\n      "command": "x"\n    },\n' +
+      '    // the last\n    "b": { "command": "y" } // b stays\n';
+    writeFileSync(path, `${neighbours}  }\n}\n`);
+    expect(setup(home, 'cursor', '--no-verify').status).toBe(0);
+    const text = readFileSync(path, 'utf8');
+    expect(text.startsWith(neighbours.replace('"y" } // b stays', '"y" }, // b stays'))).toBe(true);
+    expect(text).toContain('\n    "codexec": {\n      "command": ');
+    // A trailing comma the file had is kept, not doubled.
+    writeFileSync(path, '{\n  "mcpServers": {\n    "a": { "command": "x" },\n  },\n}\n');
+    expect(setup(home, 'cursor', '--no-verify').status).toBe(0);
+    expect(readFileSync(path, 'utf8')).toMatch(
+      /^\{\n {2}"mcpServers": \{\n {4}"a": \{ "command": "x" \},\n {4}"codexec": \{/,
+    );
+  });
+});
+
+describe('codexec setup checks what it writes', () => {
+  it("says so (exit 1, with the server's own words) when the server as written does not start; writes nothing", () => {
+    const home = tempDir();
+    homes.push(home);
+    const path = join(home, '.cursor', 'mcp.json');
+    mkdirSync(dirname(path), { recursive: true });
+    const before = '{\n  "mcpServers": {\n    // mine\n    "other": { "command": "x" }\n  }\n}\n';
+    writeFileSync(path, before);
     const bad = setup(home, 'cursor', '--env', 'CODEXEC_SANDBOX_MODE=bogus');
     expect(bad.status).toBe(1);
     expect(bad.stderr).toContain('the server as written does not answer');
     expect(bad.stderr).toContain('CODEXEC_SANDBOX_MODE');
+    expect(bad.stderr).toContain('(nothing written)');
+    expect(readFileSync(path, 'utf8')).toBe(before); // no broken entry left behind
+    expect(existsSync(`${path}.bak`)).toBe(false);
   }, 60_000);
 });
 
