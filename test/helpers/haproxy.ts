@@ -45,11 +45,14 @@ export function checkConfig(file: string): string {
   return execFileSync(HAPROXY, ['-c', '-f', file], { encoding: 'utf8', stdio: 'pipe' });
 }
 
-/** Start HAProxy over `backends` (host:port each); resolves once it accepts connections. */
-export async function startHaproxy(backends: readonly string[]): Promise<TestHaproxy> {
+/**
+ * Start HAProxy over `backends` (host:port each), on `port` (default: a free one); resolves once
+ * it accepts connections.
+ */
+export async function startHaproxy(backends: readonly string[], given?: number): Promise<TestHaproxy> {
   if (!existsSync(HAPROXY)) throw new Error('HAProxy is not installed (apt-get install haproxy)');
   const dir = mkdtempSync(join(tmpdir(), 'codexec-haproxy-'));
-  const port = await freePort();
+  const port = given ?? (await freePort());
   const file = join(dir, 'haproxy.cfg');
   writeFileSync(file, renderConfig(readFileSync(SHIPPED_CONFIG, 'utf8'), port, backends));
   // -db: stay in the foreground, no daemon; the test owns the process.
