@@ -54,7 +54,22 @@ export function serverCwd(home: string): string {
 }
 
 export function tempDir(prefix = 'codexec-test-'): string {
-  return mkdtempSync(join(tmpdir(), prefix));
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  made.push(dir);
+  return dir;
+}
+
+/** The directories tempDir() made in this test file: removed after it (test/helpers/cleanup.ts). */
+const made: string[] = [];
+
+export function removeTempDirs(): void {
+  for (const dir of made.splice(0)) {
+    try {
+      rmSync(dir, { recursive: true, force: true });
+    } catch {
+      // a file a sandbox user keeps (an ordinary user's pass): left to the system's /tmp cleaning
+    }
+  }
 }
 
 /**
