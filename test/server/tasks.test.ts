@@ -377,10 +377,16 @@ describe('MCP Tasks under CODEXEC_APPROVAL=ask', () => {
       const done = await pollUntilDone(send, created.result?.taskId as string);
       expect(done.result?.result).toMatchObject({ structuredContent: { stdout: 'approved-run\n' } });
 
+      // A ticket answers once: the deny needs a question of its own.
+      const again = (await server.request('mrtr-ask-again', 'tools/call', {
+        ...call,
+        _meta: elicitationOnly,
+      })) as Reply;
+      expect(again.result).toMatchObject({ resultType: 'input_required' });
       const denied = await send('tools/call', {
         ...call,
         inputResponses: { approval: { action: 'accept', content: { decision: 'deny' } } },
-        requestState: asked.result?.requestState,
+        requestState: again.result?.requestState,
       });
       // A refusal read on the call is the call's answer, never a task.
       expect(denied.result).toMatchObject({ resultType: 'complete', isError: true });
