@@ -46,7 +46,7 @@ const SESSION_WIDE: ReadonlySet<string> = new Set([
  * workspace is none for a host directory).
  */
 export function trustKey(form: Pick<ApprovalForm, 'tool' | 'language' | 'sessionId' | 'place'>): string {
-  if (!form.sessionId) return `${form.tool}:${form.language}:${form.place ?? ''}`;
+  if (!form.sessionId) return `${form.tool}:${form.language}${form.place ? `:${form.place}` : ''}`;
   return SESSION_WIDE.has(form.tool) ? `session:${form.sessionId}` : `session:${form.sessionId}:${form.tool}`;
 }
 
