@@ -1,11 +1,14 @@
 // Spawns the real `codexec serve` (dist/cli.js) and connects the official MCP client over stdio.
-import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { expect } from 'vitest';
 import { SANDBOX_ENV } from './mode.js';
+import { tempDir } from './temp.js';
+
+export { tempDir };
 
 export const CLI = resolve(import.meta.dirname, '../../dist/cli.js');
 
@@ -51,25 +54,6 @@ export interface ElicitAnswer {
  */
 export function serverCwd(home: string): string {
   return existsSync(home) ? home : tmpdir();
-}
-
-export function tempDir(prefix = 'codexec-test-'): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  made.push(dir);
-  return dir;
-}
-
-/** The directories tempDir() made in this test file: removed after it (test/helpers/cleanup.ts). */
-const made: string[] = [];
-
-export function removeTempDirs(): void {
-  for (const dir of made.splice(0)) {
-    try {
-      rmSync(dir, { recursive: true, force: true });
-    } catch {
-      // a file a sandbox user keeps (an ordinary user's pass): left to the system's /tmp cleaning
-    }
-  }
 }
 
 /**
