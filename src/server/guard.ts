@@ -83,7 +83,6 @@ export class Gatekeeper {
     execute: () => Promise<R>,
     facts: (result: R) => RunFacts,
   ): Promise<R | InputRequiredResult | TaskHandle> {
-    attempt = this.placed(attempt);
     await prepareDecision(attempt);
     const decision = decide(attempt, this.policy);
     if (decision.kind === 'refuse') {
@@ -96,7 +95,8 @@ export class Gatekeeper {
       return startAsTask(go) ?? go();
     };
     if (decision.kind === 'run') return start({ approved_by: decision.approvedBy });
-    const asked = await this.approvals.ask(ctx, attempt, decision);
+    // Where a session's code works matters only to a question (its form, its trust key).
+    const asked = await this.approvals.ask(ctx, this.placed(attempt), decision);
     if (asked.kind === 'trusted') return start(asked.approval);
     // 2026 era in a task: the task starts now and asks inside (a retry carrying the answer to an
     // input_required call is read on the call, as before).

@@ -23,7 +23,7 @@ import {
 } from '../../util/index.js';
 import { defineTool } from '../define-tool.js';
 import type { Gatekeeper } from '../guard.js';
-import { COMMAND_WORKSPACE } from '../place.js';
+import { COMMAND_WORKSPACE, placeShown } from '../place.js';
 import type { Services } from '../services.js';
 import { FileTooLargeError, target, workspaceOf } from '../workspace-files.js';
 import { registerReadFile } from './read-file.js';
@@ -77,7 +77,7 @@ function registerWriteFile(server: McpServer, services: Services, gate: Gatekeep
           sessionId: args.session_id ?? null,
           // A session's place the gate finds; else execute_command's workspace.
           ...(args.session_id === undefined && {
-            place: `${COMMAND_WORKSPACE}, ${quotedPath(pathOf(root))}`,
+            place: placeShown(root, COMMAND_WORKSPACE),
           }),
           runs: false,
         },
