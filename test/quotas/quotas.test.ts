@@ -42,8 +42,11 @@ describe('Quotas', () => {
       limit: 'runs_per_minute',
       retryAfterMs: 30_000,
     });
+    // A refused call is not counted: the next minute admits one again, and refuses the second.
+    expect(refusal(() => quotas.admit('bob'))).toMatchObject({ retryAfterMs: 30_000 });
     now += 30_000; // the next minute
     expect(refusal(() => quotas.admit('bob').end(0))).toBeUndefined();
+    expect(refusal(() => quotas.admit('bob'))).toMatchObject({ retryAfterMs: 60_000 });
   });
 
   it('cpu_seconds_per_day: charged at the end, kept in the file, a new UTC day starts from zero', () => {

@@ -79,16 +79,11 @@ describe('CODEXEC_QUOTAS over stdio', () => {
     const third = await bash(server, 'echo 3');
     const untilNextMinute = 60_000 - (Date.now() % 60_000);
     expect(third.value).toMatchObject({ code: 'QUOTA_EXCEEDED', limit: 'runs_per_minute' });
-    const retry = third.value.retry_after_ms ?? -1;
-    expect(retry).toBeGreaterThan(0);
-    expect(retry).toBeLessThanOrEqual(60_000);
     // When the window slot frees: the next minute's start, give or take the call's round trip.
-    expect(Math.abs(retry - untilNextMinute)).toBeLessThan(2000);
-    // A refused call is not counted: after the wait, the next minute admits two again. (The wait
-    // is for the clock: the quota's window is the calendar minute.)
-    await new Promise((resolve) => setTimeout(resolve, retry + 50));
-    expect((await bash(server, 'echo 4')).isError).toBe(false);
-  }, 90_000);
+    // (The minute's rollover, and that a refused call is not counted, are quotas.test.ts's, on a
+    // clock of its own: here it would be a wait of up to a minute.)
+    expect(Math.abs((third.value.retry_after_ms ?? -1) - untilNextMinute)).toBeLessThan(2000);
+  });
 
   it.skipIf(!IS_ROOT)(
     'cpu_seconds_per_day: a CPU-burning run finishes, the next is refused, and still after a restart',
