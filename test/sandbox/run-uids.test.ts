@@ -1,7 +1,7 @@
 // The uids of a root server's landlock runs: one per run, shared only by runs writing the same
 // workspace, back to the block when their workspaces are given back; a block per live server.
 
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -57,6 +57,7 @@ describe.runIf(IS_ROOT)('claimBlock: a lock file per block, in a directory of ro
       dir,
       flock,
       start,
+      trees: [],
       reclaim: async (blocks) => void reclaimed.push(...blocks.map((b) => b.first)),
     });
 
@@ -91,7 +92,7 @@ describe.runIf(IS_ROOT)('claimBlock: a lock file per block, in a directory of ro
 
   it("waits for a just-killed server's lock holder, whose server is gone, and reclaims its block", async () => {
     const lockDir = join(base, 'orphaned');
-    const started = await claimBlock({ dir: lockDir, flock, start: 3, reclaim: async () => {} });
+    const started = await claimBlock({ dir: lockDir, flock, start: 3, trees: [], reclaim: async () => {} });
     started.release(); // its file stays: an unclean end
     // Its holder lets go once it has read its pipe's end: a busy machine may take a while.
     const free = () => spawnSync(flock, ['--nonblock', '-E', '75', join(lockDir, '3'), 'true']).status === 0;
@@ -102,7 +103,7 @@ describe.runIf(IS_ROOT)('claimBlock: a lock file per block, in a directory of ro
     const release = join(lockDir, 'release');
     spawnSync('/bin/sh', [
       '-c',
-      `${flock} ${path} /bin/sh -c 'while [ ! -e ${release} ]; do sleep 0.02; done' codexec-run-uids $$ >/dev/null 2>&1 &`,
+      `${flock} ${path} /bin/sh -c 'while [ ! -e ${release} ]; do sleep 0.02; done' codexec-run-uids $$ serve >/dev/null 2>&1 &`,
     ]);
     const held = () => spawnSync(flock, ['--nonblock', '-E', '75', path, 'true']).status;
     await expect.poll(held, { timeout: 15_000, interval: 20 }).toBe(75);
@@ -112,6 +113,7 @@ describe.runIf(IS_ROOT)('claimBlock: a lock file per block, in a directory of ro
       dir: lockDir,
       flock,
       start: 3,
+      trees: [],
       reclaim: async (blocks) => void seen.push(...blocks.map((b) => b.first)),
     }).finally(() => clearTimeout(letGo));
     expect(seen).toEqual([started.first]);
@@ -119,13 +121,85 @@ describe.runIf(IS_ROOT)('claimBlock: a lock file per block, in a directory of ro
     next.release();
   });
 
+  it("reclaims the trees the dead server's lock file names, whichever server finds it dead", async () => {
+    const lockDir = join(base, 'homes');
+    const theirs = await claimBlock({
+      dir: lockDir,
+      flock,
+      start: 5,
+      trees: ['/a/workspace'],
+      reclaim: async () => {},
+    });
+    // An older server's lock file names no trees: the finder's own are the ones it knows of.
+    const older = await claimBlock({ dir: lockDir, flock, start: 6, trees: [], reclaim: async () => {} });
+    writeFileSync(join(lockDir, '6'), '');
+    for (const block of [theirs, older]) block.release();
+    const free = (name: string) => () =>
+      spawnSync(flock, ['--nonblock', '-E', '75', join(lockDir, name), 'true']).status === 0;
+    await expect.poll(free('5'), { timeout: 15_000, interval: 20 }).toBe(true);
+    await expect.poll(free('6'), { timeout: 15_000, interval: 20 }).toBe(true);
+    const seen: Array<{ first: number; trees: readonly string[] }> = [];
+    const next = await claimBlock({
+      dir: lockDir,
+      flock,
+      start: 5,
+      trees: ['/b/workspace'],
+      reclaim: async (blocks) => void seen.push(...blocks.map(({ first, trees }) => ({ first, trees }))),
+    });
+    expect(seen).toEqual([
+      { first: theirs.first, trees: ['/a/workspace'] },
+      { first: older.first, trees: ['/b/workspace'] },
+    ]);
+    next.release();
+  });
+
+  it('waits while another server reclaims a dead block, and leaves it to that server', async () => {
+    const lockDir = join(base, 'reclaiming');
+    mkdirSync(lockDir, { mode: 0o700 });
+    const path = join(lockDir, '4');
+    const done = join(lockDir, 'done');
+    // A live server (this process) reclaiming block 4: it buries the block, then lets go.
+    const reclaimer = spawn(
+      flock,
+      [
+        path,
+        '/bin/sh',
+        '-c',
+        `while [ ! -e ${done} ]; do sleep 0.02; done; mv ${path} ${path}.dead`,
+        'codexec-run-uids',
+        String(process.pid),
+        'reclaim',
+      ],
+      { stdio: 'ignore' },
+    );
+    const held = () => spawnSync(flock, ['--nonblock', '-E', '75', path, 'true']).status;
+    await expect.poll(held, { timeout: 15_000, interval: 20 }).toBe(75);
+    const letGo = setTimeout(() => writeFileSync(done, ''), 500);
+    const started = Date.now();
+    const seen: number[] = [];
+    const next = await claimBlock({
+      dir: lockDir,
+      flock,
+      start: 4,
+      trees: [],
+      reclaim: async (blocks) => void seen.push(...blocks.map((b) => b.first)),
+    }).finally(() => clearTimeout(letGo));
+    // Not before the reclaim was done; not reclaimed twice; not served.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(450);
+    expect(seen).toEqual([]);
+    expect(readdirSync(lockDir).sort()).toEqual(['4.dead', '5', 'done']);
+    expect(next.first).not.toBe(started);
+    next.release();
+    reclaimer.kill();
+  });
+
   it('refuses a lock directory others may write', async () => {
     const open = join(base, 'open');
     mkdirSync(open, { mode: 0o777 });
     chmodSync(open, 0o777);
-    await expect(claimBlock({ dir: join(open, 'locks'), flock, reclaim: async () => {} })).rejects.toThrow(
-      /must be a directory of root's that nobody else may write/,
-    );
+    await expect(
+      claimBlock({ dir: join(open, 'locks'), flock, trees: [], reclaim: async () => {} }),
+    ).rejects.toThrow(/must be a directory of root's that nobody else may write/);
   });
 });
 

@@ -29,7 +29,7 @@ import {
 import type { Capabilities, SandboxedProcess, SandboxSpec } from '../types.js';
 import { confiner, ownTmp } from './confiner.js';
 import { Reach } from './reach.js';
-import { claimBlock } from './uid-blocks.js';
+import { claimBlock, type DeadBlock } from './uid-blocks.js';
 import { ANY_RUN, RunUids, type UidBlock } from './uids.js';
 
 export interface LandlockOptions extends HostOptions {
@@ -198,11 +198,16 @@ export class LandlockBackend extends HostBackend<LandlockOptions> {
         "landlock sandbox: flock not found (util-linux); it holds this server's block of run uids",
       );
     const trees = this.options.sharedTrees ?? [];
-    const reclaim = async (blocks: ReadonlyArray<{ first: number; count: number }>) => {
-      const dead = (uid: number) => blocks.some(({ first, count }) => uid >= first && uid < first + count);
-      for (const tree of trees) await reclaimTree(tree, dead);
+    // Each tree walked once, for every dead block that names it.
+    const reclaim = async (blocks: readonly DeadBlock[]) => {
+      for (const tree of new Set(blocks.flatMap((block) => block.trees))) {
+        const named = blocks.filter((block) => block.trees.includes(tree));
+        await reclaimTree(tree, (uid) =>
+          named.some(({ first, count }) => uid >= first && uid < first + count),
+        );
+      }
     };
-    this.claimed ??= claimBlock({ flock, reclaim }).then((block) => {
+    this.claimed ??= claimBlock({ flock, trees, reclaim }).then((block) => {
       this.block = block;
       this.runUids = new RunUids(block);
     });
