@@ -166,19 +166,20 @@ describe('background processes', () => {
       const run = <T>(name: string, args: Record<string, unknown>) => callTool<T>(own.client, name, args);
       const id = (await run<{ session_id: string }>('start_session', { language: 'python' })).value
         .session_id;
-      const port = 20_000 + Math.floor(Math.random() * 20_000);
       await run('send_to_session', {
         session_id: id,
         code: "with open('hello.txt', 'w') as f:\n    f.write('hi from the workspace')",
       });
       const { value } = await run<Info>('start_process', {
         session_id: id,
-        command: `exec python3 -u -m http.server ${port} --bind 127.0.0.1`,
+        // Port 0: the kernel's choice, which no other test on the host network holds.
+        command: 'exec python3 -u -m http.server 0 --bind 127.0.0.1',
       });
-      await until(
+      const serving = await until(
         () => run<Page>('read_process_output', { process_id: value.process_id }),
-        (page) => page.value.output.includes('Serving HTTP'),
+        (page) => /Serving HTTP on \S+ port \d+/.test(page.value.output),
       );
+      const port = /port (\d+)/.exec(serving.value.output)?.[1];
       const fetched = await run<{ stdout: string; stderr: string }>('send_to_session', {
         session_id: id,
         code: `import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:${port}/hello.txt').read().decode())`,
