@@ -10,9 +10,17 @@ import type { Services } from './services.js';
 
 /** The sentence tool descriptions add about truncated output. */
 export function savedHelp(config: Pick<Config, 'output' | 'maxSavedOutputBytes'>): string {
-  const cut = `Output past ${config.output.maxChars.toLocaleString('en-US')} characters per stream is cut at line ends to its start and end`;
+  const cut = `Output past ${thousands(config.output.maxChars)} characters per stream is cut at line ends to its start and end`;
   if (config.maxSavedOutputBytes === 0) return `${cut}.`;
   return `${cut}; the line under the cut names the read_file call that pages the rest.`;
+}
+
+/**
+ * 100000 as "100,000". Not toLocaleString: its first call maps ICU's locale data, ~6 MB more
+ * resident for the life of every stdio server, which writes these descriptions at start-up.
+ */
+function thousands(n: number): string {
+  return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
 }
 
 /** read_file's default and largest slice of saved output. */
