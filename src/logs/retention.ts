@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { LOCAL_PRINCIPAL } from '../util/index.js';
@@ -37,6 +37,33 @@ export function isExpired(
 ): boolean {
   if (entry.session_id !== null) return entry.executed_ms < cut.session;
   return entry.executed_ms < (entry.status === 'success' ? cut.success : cut.failure);
+}
+
+/**
+ * Whether a log file in `dir` may hold an expired entry, read from names and times alone (no
+ * index): a daily file from its date, a session file from its last change, each with a day's
+ * margin for work that started long before its line was written. False only when none may.
+ */
+export async function mayHaveExpired(dir: string, cut: Cutoffs): Promise<boolean> {
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch {
+    return false; // no log directory: nothing logged yet
+  }
+  for (const name of names) {
+    const file = parseLogFileName(name);
+    if (file?.kind === 'daily' && (file.dayMs ?? 0) - DAY_MS < Math.max(cut.success, cut.failure))
+      return true;
+    if (file?.kind === 'session') {
+      const changed = await stat(join(dir, name)).then(
+        (info) => info.mtimeMs,
+        () => Number.POSITIVE_INFINITY, // gone meanwhile
+      );
+      if (changed - DAY_MS < cut.session) return true;
+    }
+  }
+  return false;
 }
 
 export interface RetentionIndex {

@@ -15,8 +15,9 @@ export interface RetentionOptions {
   /** Called for each workspace removed (its disk is no longer its principal's). */
   readonly onRemoved?: (dir: string) => void;
   /**
-   * After the first pass, called for each run workspace left (kept by an earlier server within
-   * its retention), so its disk is counted for its principal again.
+   * After the first pass, called for each run workspace left that was last changed before this
+   * server started (kept by an earlier server within its retention: not this one's warm or
+   * running ones), so its disk is counted for its principal again.
    */
   readonly onKept?: (dir: string) => Promise<void>;
 }
@@ -62,11 +63,13 @@ export async function expireWorkspaces(options: RetentionOptions, now = Date.now
 export class WorkspaceRetention {
   private timers: NodeJS.Timeout[] = [];
   private running: Promise<unknown> = Promise.resolve();
+  private startedAt = Number.POSITIVE_INFINITY;
 
   constructor(private readonly options: RetentionOptions) {}
 
   start(): void {
     if (this.timers.length > 0) return;
+    this.startedAt = Date.now();
     const every = Math.min(3_600_000, Math.max(60_000, this.options.maxAgeMs / 4));
     this.timers.push(setTimeout(() => this.pass(true), RETENTION_FIRST_MS).unref());
     this.timers.push(setInterval(() => this.pass(false), every).unref());
@@ -92,11 +95,20 @@ export class WorkspaceRetention {
         const expired = await expireWorkspaces(this.options);
         if (expired.length > 0) log('info', `removed ${expired.length} workspace(s) past their retention`);
         if (leftovers && this.options.onKept)
-          for (const dir of runWorkspaces(sandboxDir)) await this.options.onKept(dir);
+          for (const dir of runWorkspaces(sandboxDir).filter((dir) => changedBefore(dir, this.startedAt)))
+            await this.options.onKept(dir);
       } catch (error) {
         log('warn', `could not sweep the workspaces: ${(error as Error).message}`);
       }
     });
+  }
+}
+
+function changedBefore(dir: string, when: number): boolean {
+  try {
+    return lstatSync(dir).mtimeMs < when;
+  } catch {
+    return false; // gone meanwhile
   }
 }
 

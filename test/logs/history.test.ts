@@ -1,5 +1,5 @@
 // ExecutionLogs in-process: the index against the JSONL at byte level, and retention vs appends.
-import { appendFileSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -143,6 +143,37 @@ describe('ExecutionLogs', () => {
     expect(file.trimEnd().split('\n')).toHaveLength(100);
     expect((await history.search({ limit: 500 })).total_count).toBe(100);
     expect((await history.search({ limit: 1, status: 'success' })).total_count).toBe(0);
+  });
+
+  it('writes no index for runs alone: the first search catches up with them', async () => {
+    const { history, home } = logs();
+    await history.writer.appendExecution(
+      entry('exec_000000000021', new Date(Date.now() - 1000).toISOString()),
+    );
+    // Past the batching delay of a server whose index is open: none was opened.
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(existsSync(join(home, 'index.db'))).toBe(false);
+    // Nothing could have expired (today's and a fresh session's lines): retention opens nothing.
+    await history.writer.appendExecution(entry('exec_000000000022', new Date().toISOString()));
+    expect(await history.runRetention()).toMatchObject({ removedEntries: 0 });
+    expect(existsSync(join(home, 'index.db'))).toBe(false);
+    expect(await ids(history)).toEqual(['exec_000000000022', 'exec_000000000021']);
+    // From then on, appends are indexed as they come.
+    await history.writer.appendExecution(entry('exec_000000000023', new Date().toISOString()));
+    await expect
+      .poll(() => readFileSync(join(home, 'index.db-wal')).includes('exec_000000000023'))
+      .toBe(true);
+  });
+
+  it('a retention pass with a line that may have expired opens the index and removes it', async () => {
+    const { history, home } = logs();
+    await history.writer.appendExecution(
+      entry('exec_000000000031', new Date(Date.now() - 40 * DAY_MS).toISOString()),
+    );
+    await history.writer.appendExecution(entry('exec_000000000032', new Date().toISOString()));
+    expect(await history.runRetention()).toMatchObject({ removedEntries: 1 });
+    expect(existsSync(join(home, 'index.db'))).toBe(true);
+    expect(await ids(history)).toEqual(['exec_000000000032']);
   });
 
   it('opens nothing until used, and close() releases the database', async () => {

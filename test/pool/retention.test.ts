@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { expireWorkspaces } from '../../src/pool/retention.js';
+import { expireWorkspaces, RETENTION_FIRST_MS, WorkspaceRetention } from '../../src/pool/retention.js';
 import { tempDir } from '../helpers/server.js';
 
 const root = tempDir('codexec-retention-');
@@ -67,4 +67,27 @@ describe('expireWorkspaces', () => {
   it('does nothing where there is no sandbox dir', async () => {
     expect(await expireWorkspaces({ sandboxDir: join(root, 'missing'), maxAgeMs: 1 })).toEqual([]);
   });
+});
+
+describe('WorkspaceRetention', () => {
+  it("counts again the workspaces kept by an earlier server, not this server's own", async () => {
+    const dir = join(root, 'kept');
+    mkdirSync(dir);
+    const earlier = workspace(dir, 'exec_0000000000a1', 60_000);
+    const kept: string[] = [];
+    const retention = new WorkspaceRetention({
+      sandboxDir: dir,
+      maxAgeMs: DAY,
+      onKept: async (path) => void kept.push(path),
+    });
+    retention.start();
+    // Made after start-up: a warm process's or a run's of this server, whose owner it knows.
+    workspace(dir, 'exec_0000000000a2', -1000);
+    try {
+      await expect.poll(() => kept.length, { timeout: RETENTION_FIRST_MS + 10_000, interval: 100 }).toBe(1);
+    } finally {
+      await retention.stop(); // the pass under way ends first
+    }
+    expect(kept).toEqual([earlier]);
+  }, 30_000);
 });

@@ -16,6 +16,8 @@ const LAZY: readonly RegExp[] = [
   /\/node_modules\/web-tree-sitter\//,
   /\/node_modules\/jsonc-parser\//,
   /\/node_modules\/smol-toml\//,
+  // The execution log's index: runs write the JSONL; a search opens the index.
+  /\/node_modules\/better-sqlite3\//,
 ];
 
 describe('an idle stdio server loads only what it uses', () => {
@@ -30,10 +32,19 @@ describe('an idle stdio server loads only what it uses', () => {
       expect(modules.some((url) => url.endsWith('/dist/cli/serve.js'))).toBe(true); // the hook saw the server
       expect(modules.filter((url) => LAZY.some((lazy) => lazy.test(url)))).toEqual([]);
 
-      // Loaded on first use, and it works: shell code goes through the policy's parser.
-      const bash = await callTool(server.client, 'execute_code', { language: 'bash', code: 'echo $((1+1))' });
+      // Loaded on first use, and it works: shell code goes through the policy's parser. (The
+      // run lasts past the moment an open index would take in the python run's line.)
+      const bash = await callTool(server.client, 'execute_code', {
+        language: 'bash',
+        code: 'sleep 0.5; echo $((1+1))',
+      });
       expect(bash.value.stdout).toBe('2\n');
       expect(logged(path).some((url) => url.includes('/node_modules/web-tree-sitter/'))).toBe(true);
+      expect(logged(path).some((url) => url.includes('/node_modules/better-sqlite3/'))).toBe(false);
+      // The first search opens the index, which catches up with both runs.
+      const found = await callTool<{ total_count: number }>(server.client, 'search_execution_logs', {});
+      expect(found.value.total_count).toBe(2);
+      expect(logged(path).some((url) => url.includes('/node_modules/better-sqlite3/'))).toBe(true);
     } finally {
       await server.close();
     }

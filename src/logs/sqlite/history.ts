@@ -7,6 +7,7 @@ import {
   applyRetention,
   cutoffs,
   type ExpiredExecution,
+  mayHaveExpired,
   type RetentionDays,
   type RetentionReport,
 } from '../retention.js';
@@ -32,9 +33,11 @@ export interface ExecutionLogsOptions {
 
 /**
  * Execution history: the JSONL writer, the SQLite index derived from it, search, retrieval and
- * retention. Nothing is opened until the first write or search (clients spawn throwaway servers
- * to probe); the first search catches the index up with every log file, in chunks that yield to
- * the event loop, and a damaged index is deleted and rebuilt.
+ * retention. The index is opened by the first search or retrieval, or a retention pass with
+ * something to remove, not by runs: the JSONL line is the record, and an idle server never loads
+ * SQLite (~3-8 MB resident). The first search catches the index up with every log file, in chunks
+ * that yield to the event loop; from then on appends are indexed in batches as they come. A
+ * damaged index is deleted and rebuilt.
  */
 export class ExecutionLogs implements History {
   readonly writer: LogWriter;
@@ -99,17 +102,14 @@ export class ExecutionLogs implements History {
   }
 
   /** Apply retention now (also run by the timer once `startRetention` was called). */
-  runRetention(now = Date.now()): Promise<RetentionReport> {
+  async runRetention(now = Date.now()): Promise<RetentionReport> {
+    const cut = cutoffs(this.options.retentionDays, now);
+    if (!this.store && !(await mayHaveExpired(this.options.logDir, cut)))
+      return { removedEntries: 0, rewrittenFiles: [], deletedFiles: [], expired: [] };
     return this.withStore(async (store) => {
       await this.caughtUp(store);
       this.refresh(store, true);
-      const report = await applyRetention(
-        this.options.logDir,
-        this.writer,
-        store,
-        cutoffs(this.options.retentionDays, now),
-        () => this.closed,
-      );
+      const report = await applyRetention(this.options.logDir, this.writer, store, cut, () => this.closed);
       if (report.expired.length > 0) await this.options.onExpired?.(report.expired);
       if (report.removedEntries > 0 || report.deletedFiles.length > 0) {
         log(
@@ -139,10 +139,8 @@ export class ExecutionLogs implements History {
     clearTimeout(this.dirtyTask);
     this.dirtyTask = undefined;
     try {
-      if (this.dirty.size > 0) {
-        this.store ??= IndexStore.open(this.options.indexPath, this.options.logDir);
-        this.indexDirty(this.store);
-      }
+      // An index never opened stays so: the next search, here or in the next server, catches up.
+      if (this.store && this.dirty.size > 0) this.indexDirty(this.store);
     } catch (error) {
       // The JSONL line is written; the next start-up's catch-up indexes it.
       log('warn', `could not update the search index: ${(error as Error).message}`);
@@ -222,6 +220,7 @@ export class ExecutionLogs implements History {
   private noteAppended(file: string): void {
     if (this.closed) return;
     this.dirty.add(file);
+    if (!this.store) return; // the first search catches up
     // Batched, after a quiet moment: indexing never delays a result, and a burst of sends is
     // indexed in one go. A search catches up with whatever is still pending first.
     this.dirtyTask ??= setTimeout(() => {
