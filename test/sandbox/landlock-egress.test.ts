@@ -16,6 +16,7 @@ import {
   launchScript,
   networkRefusal,
 } from '../../src/sandbox/landlock/rules.js';
+import { output } from '../helpers/sandboxed.js';
 
 const root = process.getuid?.() === 0;
 const PYTHON = '/usr/bin/python3';
@@ -152,20 +153,6 @@ describe.runIf(landlockAbi() >= 4)('landlock runs with the egress allowlist', ()
   function bare(argv: string[], network: SandboxSpec['network']): SandboxSpec {
     const { egress: _, ...rest } = spec(argv);
     return { ...rest, network };
-  }
-
-  async function output(proc: ReturnType<LandlockBackend['spawn']>) {
-    let stdout = '';
-    let stderr = '';
-    proc.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    proc.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    const exit = await proc.exited;
-    await proc.dispose();
-    return { exit, stdout, stderr };
   }
 
   // What a run's code can do with the network: each attempt's result or its errno's name. The

@@ -24,6 +24,7 @@ import { Reach } from '../../src/sandbox/landlock/reach.js';
 import { handledFs } from '../../src/sandbox/landlock/rules.js';
 import { Script } from '../../src/sandbox/landlock/script.js';
 import { ANY_RUN, isRunUid, RUN_GID } from '../../src/sandbox/landlock/uids.js';
+import { output as printed } from '../helpers/sandboxed.js';
 
 const root = process.getuid?.() === 0;
 const PYTHON = '/usr/bin/python3';
@@ -174,17 +175,10 @@ describe('landlock runs', () => {
     };
   }
 
+  /** What the process printed, stdout then stderr. */
   async function output(proc: ReturnType<LandlockBackend['spawn']>) {
-    let out = '';
-    proc.stdout.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-    });
-    proc.stderr.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-    });
-    const exit = await proc.exited;
-    await proc.dispose();
-    return { exit, out };
+    const { exit, stdout, stderr } = await printed(proc);
+    return { exit, out: stdout + stderr };
   }
 
   const PROBE = `

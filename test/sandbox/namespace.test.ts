@@ -21,6 +21,7 @@ import { isRunUid } from '../../src/sandbox/landlock/uids.js';
 import { DROP_NAME, dropProgram } from '../../src/sandbox/namespace/drop.js';
 import { IS_ROOT, SANDBOX_MODE } from '../helpers/mode.js';
 import { makesCgroups, probed, sandboxBackend } from '../helpers/sandbox.js';
+import { output } from '../helpers/sandboxed.js';
 
 // The backend itself, driven directly (the MCP-level hostile suite is in test/hostile/), in the
 // mode under test (test/helpers/mode.ts).
@@ -49,19 +50,6 @@ function spec(dir: string, argv: string[], extra: Partial<SandboxSpec> = {}): Sa
     stdin: 'ignore',
     ...extra,
   };
-}
-
-async function output(proc: ReturnType<NamespaceBackend['spawn']>) {
-  let stdout = '';
-  let stderr = '';
-  proc.stdout.on('data', (chunk: Buffer) => (stdout += chunk));
-  proc.stderr.on('data', (chunk: Buffer) => (stderr += chunk));
-  // The exit can be known before the last output is read (a forker's launcher reports it on its
-  // own channel): the streams' end says all of it is in, as the engine's drain waits for.
-  const ended = (stream: NodeJS.ReadableStream) => new Promise((resolve) => stream.once('end', resolve));
-  const [exit] = await Promise.all([proc.exited, ended(proc.stdout), ended(proc.stderr)]);
-  await proc.dispose();
-  return { exit, stdout, stderr };
 }
 
 describe('NamespaceBackend', () => {
