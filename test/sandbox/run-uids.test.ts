@@ -47,6 +47,10 @@ describe('RunUids', () => {
   });
 });
 
+/** A shell loop until `path` exists, for at most ~30 s (a failed test leaves no holder behind). */
+const waitFor = (path: string) =>
+  `i=0; while [ ! -e ${path} ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i + 1)); done`;
+
 describe.runIf(IS_ROOT)('claimBlock: a lock file per block, in a directory of root’s', () => {
   const base = tempDir('codexec-uid-locks-');
   const dir = join(base, 'locks');
@@ -103,7 +107,7 @@ describe.runIf(IS_ROOT)('claimBlock: a lock file per block, in a directory of ro
     const release = join(lockDir, 'release');
     spawnSync('/bin/sh', [
       '-c',
-      `${flock} ${path} /bin/sh -c 'while [ ! -e ${release} ]; do sleep 0.02; done' codexec-run-uids $$ serve >/dev/null 2>&1 &`,
+      `${flock} ${path} /bin/sh -c '${waitFor(release)}' codexec-run-uids $$ serve >/dev/null 2>&1 &`,
     ]);
     const held = () => spawnSync(flock, ['--nonblock', '-E', '75', path, 'true']).status;
     await expect.poll(held, { timeout: 15_000, interval: 20 }).toBe(75);
@@ -165,7 +169,7 @@ describe.runIf(IS_ROOT)('claimBlock: a lock file per block, in a directory of ro
         path,
         '/bin/sh',
         '-c',
-        `while [ ! -e ${done} ]; do sleep 0.02; done; mv ${path} ${path}.dead`,
+        `${waitFor(done)}; mv ${path} ${path}.dead`,
         'codexec-run-uids',
         String(process.pid),
         'reclaim',
