@@ -94,36 +94,43 @@ describe.runIf(IS_ROOT)('claimBlock: a lock file per block, in a directory of ro
     second.release();
   });
 
-  it("waits for a just-killed server's lock holder, whose server is gone, and reclaims its block", async () => {
-    const lockDir = join(base, 'orphaned');
-    const started = await claimBlock({ dir: lockDir, flock, start: 3, trees: [], reclaim: async () => {} });
-    started.release(); // its file stays: an unclean end
-    // Its holder lets go once it has read its pipe's end: a busy machine may take a while.
-    const free = () => spawnSync(flock, ['--nonblock', '-E', '75', join(lockDir, '3'), 'true']).status === 0;
-    await expect.poll(free, { timeout: 15_000, interval: 20 }).toBe(true);
-    // A holder left by a killed server: the server its arguments name (the shell) gone at once,
-    // and it lets go only when told (as flock does once it reads the dead server's pipe's end).
-    const path = join(lockDir, '3');
-    const release = join(lockDir, 'release');
-    spawnSync('/bin/sh', [
-      '-c',
-      `${flock} ${path} /bin/sh -c '${waitFor(release)}' codexec-run-uids $$ serve >/dev/null 2>&1 &`,
-    ]);
-    const held = () => spawnSync(flock, ['--nonblock', '-E', '75', path, 'true']).status;
-    await expect.poll(held, { timeout: 15_000, interval: 20 }).toBe(75);
-    const seen: number[] = [];
-    const letGo = setTimeout(() => writeFileSync(release, ''), 300);
-    const next = await claimBlock({
-      dir: lockDir,
-      flock,
-      start: 3,
-      trees: [],
-      reclaim: async (blocks) => void seen.push(...blocks.map((b) => b.first)),
-    }).finally(() => clearTimeout(letGo));
-    expect(seen).toEqual([started.first]);
-    expect(readdirSync(lockDir)).toContain('3.dead');
-    next.release();
-  });
+  it.each([
+    ['', ' serve'],
+    [' (an older server’s, which names no purpose)', ''],
+  ])(
+    "waits for a just-killed server's lock holder%s, whose server is gone, and reclaims its block",
+    async (_, purpose) => {
+      const lockDir = join(base, `orphaned${purpose.trim()}`);
+      const started = await claimBlock({ dir: lockDir, flock, start: 3, trees: [], reclaim: async () => {} });
+      started.release(); // its file stays: an unclean end
+      // Its holder lets go once it has read its pipe's end: a busy machine may take a while.
+      const free = () =>
+        spawnSync(flock, ['--nonblock', '-E', '75', join(lockDir, '3'), 'true']).status === 0;
+      await expect.poll(free, { timeout: 15_000, interval: 20 }).toBe(true);
+      // A holder left by a killed server: the server its arguments name (the shell) gone at once,
+      // and it lets go only when told (as flock does once it reads the dead server's pipe's end).
+      const path = join(lockDir, '3');
+      const release = join(lockDir, 'release');
+      spawnSync('/bin/sh', [
+        '-c',
+        `${flock} ${path} /bin/sh -c '${waitFor(release)}' codexec-run-uids $$${purpose} >/dev/null 2>&1 &`,
+      ]);
+      const held = () => spawnSync(flock, ['--nonblock', '-E', '75', path, 'true']).status;
+      await expect.poll(held, { timeout: 15_000, interval: 20 }).toBe(75);
+      const seen: number[] = [];
+      const letGo = setTimeout(() => writeFileSync(release, ''), 300);
+      const next = await claimBlock({
+        dir: lockDir,
+        flock,
+        start: 3,
+        trees: [],
+        reclaim: async (blocks) => void seen.push(...blocks.map((b) => b.first)),
+      }).finally(() => clearTimeout(letGo));
+      expect(seen).toEqual([started.first]);
+      expect(readdirSync(lockDir)).toContain('3.dead');
+      next.release();
+    },
+  );
 
   it("reclaims the trees the dead server's lock file names, whichever server finds it dead", async () => {
     const lockDir = join(base, 'homes');

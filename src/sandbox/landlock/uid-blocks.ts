@@ -50,7 +50,7 @@ export interface DeadBlock extends Pick<UidBlock, 'first' | 'count'> {
 
 /**
  * This server's block: one no lock file names. Every `<n>` no live server holds is a dead one's:
- * each is locked while what its runs left in this server's shared trees is reclaimed, then renamed
+ * each is locked while what its runs left in the dead server's shared trees is reclaimed, then renamed
  * `<n>.dead` (still locked: nobody takes it meanwhile), so that none of its uids ever serves again
  * and later servers no longer probe it.
  */
@@ -187,7 +187,8 @@ function holderOf(path: string): 'none' | 'orphaned' | 'reclaiming' | 'live' {
     const pid = line?.trim().split(/\s+/)[4];
     if (!pid) return 'none';
     const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0$/, '').split('\0');
-    const [mark, server, purpose] = args.slice(-3);
+    // (An older server's holder names no purpose: it holds its block to serve.)
+    const [mark, server, purpose] = args.at(-2) === MARK ? [MARK, args.at(-1), 'serve'] : args.slice(-3);
     if (mark !== MARK) return 'live';
     // /proc/<pid>/stat: "pid (comm) state ppid …"; comm may hold spaces, so read after its ')'.
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
