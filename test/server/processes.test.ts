@@ -185,8 +185,11 @@ describe('background processes', () => {
         code: `import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:${port}/hello.txt').read().decode())`,
       });
       expect(fetched.value.stdout, fetched.value.stderr).toBe('hi from the workspace\n');
-      const log = await run<Page>('read_process_output', { process_id: value.process_id });
-      expect(log.value.output).toContain('"GET /hello.txt HTTP/1.1" 200');
+      // The server's access line reaches the process's output after the response: waited for.
+      await until(
+        () => run<Page>('read_process_output', { process_id: value.process_id }),
+        (page) => page.value.output.includes('"GET /hello.txt HTTP/1.1" 200'),
+      );
     } finally {
       await own.close();
     }

@@ -6,7 +6,6 @@ import { randomBytes } from 'node:crypto';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { eventually } from '../helpers/eventually.js';
 import { startHttp } from '../helpers/http.js';
 import { logEnv, logged } from '../helpers/module-log.js';
 import { baseEnv, CLI, callTool, startServer, tempDir } from '../helpers/server.js';
@@ -21,8 +20,9 @@ describe('OpenTelemetry, prom-client and pg are loaded only when used', () => {
     try {
       const run = await callTool(server.client, 'execute_code', { language: 'python', code: 'print(1)' });
       expect(run.value.stdout).toBe('1\n');
-      // The run's index write comes after a quiet moment (200 ms; later on a busy machine).
-      await eventually(() => logged(path).some(isSqlite), 10_000);
+      // A search opens the execution log's index: better-sqlite3, loaded by require().
+      const found = await callTool<{ total_count: number }>(server.client, 'search_execution_logs', {});
+      expect(found.value.total_count).toBe(1);
     } finally {
       await server.close();
     }
@@ -34,7 +34,7 @@ describe('OpenTelemetry, prom-client and pg are loaded only when used', () => {
         /@opentelemetry|prom-client|traces\/otel\.js|metrics\/prometheus\.js|\/node_modules\/pg\//.test(url),
       ),
     ).toEqual([]);
-    // The log sees require() too: the run's index write loaded better-sqlite3 that way.
+    // The log sees require() too: the search's index loaded better-sqlite3 that way.
     expect(modules.some(isSqlite)).toBe(true);
     rmSync(dir, { recursive: true, force: true });
     rmSync(server.home, { recursive: true, force: true });
