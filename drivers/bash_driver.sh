@@ -3,7 +3,7 @@
 # Protocol on fd 3 (moved to a high fd at start-up so scripts may use fd 3 themselves): frames
 # of `<byte length in decimal>\n<UTF-8 JSON>`. In: {"type":"exec","id":"...","mark":"...",
 # "code":"..."} with the keys in that order (the server writes them so; mark is optional: written
-# on stdout and stderr as "\n<mark>\n" after the cell, for a server whose output is relayed; once,
+# on stdout and stderr as "\n<mark>\n" after the cell, so the server knows its output is all in; once,
 # on stdout, under pty_relay.py, where both are one terminal). Out: {"type":"ready"} once, then
 # {"type":"done","id":...,"status":...,"exit_code":N} after each cell. User output never
 # travels on the control channel.

@@ -2,7 +2,7 @@
 //
 // Protocol on fd 3: frames of `<byte length in decimal>\n<UTF-8 JSON>`. In:
 // {"type":"exec","id","mark"?,"code"}; a mark is written on stdout and stderr as "\n<mark>\n"
-// after the cell's output (for a server whose output comes through a relay). Out: {"type":"ready"} once, then {"type":"done","id","status",
+// after the cell's output (the server then knows all of it is in). Out: {"type":"ready"} once, then {"type":"done","id","status",
 // "exit_code"} per exec, written after the cell's output (stdout/stderr writes to pipes are
 // synchronous on Linux). User output never travels on fd 3.
 //

@@ -3,8 +3,8 @@
 Protocol on fd 3 (moved to a high, close-on-exec fd at start-up): frames of
 `<byte length in decimal>\n<UTF-8 JSON>`. In: {"type":"exec","id":...,"code":...}.
 An exec may carry "mark" (before "code"): written on stdout and stderr as "\n<mark>\n" after
-the cell's output, for a server that gets output through a relay (a container engine's CLI) and
-so cannot tell from `done` alone that all of it is in.
+the cell's output: `done` travels on another channel, so the server cannot tell from it alone
+that all of the output is in (its reads of the two race; a relay lags further).
 Out: {"type":"ready",...} once, then one {"type":"done","id":...,"status":...,"exit_code":...}
 per exec, written only after the cell's stdout/stderr have been flushed. User output never
 travels on the control channel, so nothing the code prints can forge a protocol message.

@@ -7,11 +7,11 @@ const MARK_WAIT_MS = 2000;
 type Stream = 'stdout' | 'stderr';
 
 /**
- * The marks of one send to a driver whose output comes through a relay (a container engine's CLI,
- * SandboxedProcess.relaysOutput; a pty session's relay): `done` may arrive before the output
- * written ahead of it. The driver writes `\n<mark>\n` on stdout and stderr after the cell (on
- * stdout alone when `merged`: a terminal carries both); once they went by, every byte of the send
- * has been read.
+ * The marks of one send: `done` may be read before the output written ahead of it (it comes on
+ * another channel, which a background process's frames keep busy; relayed output — a container
+ * engine's CLI, a pty session's relay — lags further). The driver writes `\n<mark>\n` on stdout
+ * and stderr after the cell (on stdout alone when `merged`: a terminal carries both); once they
+ * went by, every byte of the send has been read.
  */
 export class SendMarks {
   readonly mark = `[codexec-end ${randomUUID()}]`;

@@ -7,7 +7,7 @@ import { z } from 'zod';
 export interface ExecMessage {
   readonly type: 'exec';
   readonly id: string;
-  /** Written by the driver on stdout and stderr as `\n<mark>\n` after the cell (relayed output). */
+  /** Written by the driver on stdout and stderr as `\n<mark>\n` after the cell: its output is all in. */
   readonly mark?: string;
   readonly code: string;
 }

@@ -1,5 +1,5 @@
 // A session's output, one send at a time: the driver's stdout and stderr through the secrets filter
-// into bounded collectors, the running send's marks taken out (relayed output), streamed to the
+// into bounded collectors, the running send's end marks taken out, streamed to the
 // send's listener as it comes, saved whole where the result truncates it, and handed over at the
 // send's end.
 import { closeSaved, OutputCollector } from '../engine/index.js';
@@ -26,7 +26,7 @@ export class SendOutput {
   private saving: Record<Stream, SavedStream> | undefined;
   /** The running send's listener. */
   private onOutput: SendRequest['onOutput'];
-  /** The running send's marks, when the process relays its output. */
+  /** The running send's end marks (between sends: none). */
   private currentMarks: SendMarks | undefined;
   private lastAt = 0;
   private lastStream: Stream = 'stdout';
@@ -121,7 +121,7 @@ export class SendOutput {
     if (text) this.onOutput?.(stream, text);
   }
 
-  /** The output of `chunk` without the running send's mark (relayed output only). */
+  /** The output of `chunk` without the running send's mark. */
   private unmark(stream: Stream, chunk: Buffer): Buffer {
     return this.currentMarks ? this.currentMarks.push(stream, chunk) : chunk;
   }

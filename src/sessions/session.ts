@@ -230,10 +230,9 @@ export class Session {
     const ownWorkspace = cwd === this.options.workspace;
     const before = await snapshotDir(dir, { ownWorkspace });
     const { pty } = this.options;
-    const marks = this.proc.relaysOutput || pty ? new SendMarks(pty) : undefined;
+    const marks = new SendMarks(pty);
     this.output.marks = marks;
-    const mark = marks && { mark: marks.mark };
-    const done = this.link.exec({ type: 'exec', id: executionId, ...mark, code: prepared });
+    const done = this.link.exec({ type: 'exec', id: executionId, mark: marks.mark, code: prepared });
     this.cell = { code, done, before, ownWorkspace, waitingForInput: false };
     return this.runPart(request, this.cell, executionId, started, null);
   }
@@ -309,12 +308,12 @@ export class Session {
     this.cell = undefined;
     this.link.forget();
     const answered = 'type' in outcome;
-    // Output written before `done` is already in the pipes: one turn of the loop reads it.
-    const { marks } = this.output;
-    // Relayed output may still be on its way: its marks say when it is all in (and after an exit,
-    // what they held back as a possible mark's start is output too).
+    // `done` comes on the control channel, the output on stdout and stderr: the server may read
+    // `done` first (a background process's frames wake it for the channel while the cell still
+    // writes; a relay lags). The marks the driver writes after the cell's output say when all of it
+    // is in; after an exit, what they held back as a possible mark's start is output too.
     if (!answered) await drain(this.proc, 500);
-    else if (!marks) await new Promise((resolve) => setImmediate(resolve));
+    const { marks } = this.output;
     if (marks) this.output.pushHeld(await marks.settle(this.proc.exited));
     this.output.marks = undefined;
     const duration_ms = Date.now() - started;

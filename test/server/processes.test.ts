@@ -106,6 +106,37 @@ describe('background processes', () => {
     expect(killed.value).toMatchObject({ running: false, exit_code: null, signal: 'SIGKILL' });
   });
 
+  // A process's output comes on the control channel, a cell's `done` too, the cell's output on its
+  // own streams: the server, woken for the channel, could read `done` before the cell's last output.
+  const printing: Record<string, (n: number) => string> = {
+    python: (n) => `import sys\nprint(${n})\nprint("e${n}", file=sys.stderr)`,
+    node: (n) => `console.log(${n}); console.error("e${n}")`,
+    bash: (n) => `echo ${n}; echo e${n} >&2`,
+  };
+  it.each(Object.keys(printing))(
+    "gives each send its whole output while a process's output keeps the channel busy (%s)",
+    async (language) => {
+      const id = await newSession(language);
+      onTestFinished(() => call('close_session', { session_id: id }).then(() => {}));
+      // A frame every ~0.1 ms: about one send in eight lost its output to this before the marks.
+      const ticker = 'import os, time\nwhile True:\n    os.write(1, b".")\n    time.sleep(0.0001)';
+      const { value } = await start(`exec python3 -c '${ticker}'`, id);
+      await until(
+        () => read(value.process_id),
+        (page) => page.value.output.includes('.'),
+      );
+      const wrong: string[] = [];
+      for (let n = 0; n < 100; n++) {
+        const sent = await call<{ stdout: string; stderr: string }>('send_to_session', {
+          session_id: id,
+          code: printing[language]?.(n),
+        });
+        if (sent.value.stdout !== `${n}\n` || sent.value.stderr !== `e${n}\n`)
+          wrong.push(JSON.stringify(sent.value));
+      }
+      expect(wrong).toEqual([]);
+    },
+  );
   // Without a network, a namespace-mode session has a loopback of its own (as Docker's --network
   // none): its servers serve its sends, and nothing else is reached. Landlock mode has no network
   // namespace: its loopback would be the host's, so it keeps Unix sockets only.
