@@ -27,6 +27,27 @@ const EXTERNAL = [
   '@opentelemetry/*',
 ];
 
+/**
+ * zod's messages in English alone. zod re-exports its ~40 locales as a namespace (`z.locales`),
+ * which esbuild keeps whole once the namespace is used as a value (the SDK does): ~300 KB of
+ * source, much of it outside Latin-1, so V8 keeps the chunk that holds it at two bytes per
+ * character. codexec never changes zod's locale (English is zod's default).
+ */
+const englishOnly = {
+  name: 'zod-english-only',
+  setup(build) {
+    build.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) =>
+      args.importer.includes('/node_modules/zod/')
+        ? { path: 'zod-locales', namespace: 'codexec' }
+        : undefined,
+    );
+    build.onLoad({ filter: /^zod-locales$/, namespace: 'codexec' }, () => ({
+      contents: "export { default as en } from 'zod/v4/locales/en.js';",
+      resolveDir: root,
+    }));
+  },
+};
+
 await rm(out, { recursive: true, force: true });
 const { metafile } = await build({
   absWorkingDir: root, // the metafile's paths are relative to it
@@ -50,6 +71,7 @@ const { metafile } = await build({
   },
   metafile: true,
   logLevel: 'warning',
+  plugins: [englishOnly],
 });
 /** A source as the package names it: `src/…` or `node_modules/…` (wherever node_modules really is). */
 function source(input) {
