@@ -7,11 +7,10 @@ import {
   type Diagnosis,
   describePick,
   diagnoseNamespaces,
-  LandlockBackend,
-  landlockAbi,
   NamespaceBackend,
   type SandboxBackend,
 } from '../sandbox/index.js';
+import { LandlockBackend, landlockAbi } from '../sandbox/landlock/index.js';
 
 /** What each Landlock ABI adds (the kernel's landlock.h, ABI 1 to 7). */
 export const LANDLOCK_ABI_RULES: readonly string[] = [

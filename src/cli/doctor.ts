@@ -6,8 +6,8 @@ import {
   type ContainerEngine,
   describeRuntime,
   findEngine,
-  type SandboxBackend,
-} from '../sandbox/index.js';
+} from '../sandbox/container/index.js';
+import type { SandboxBackend } from '../sandbox/index.js';
 import { configOrExit } from './config.js';
 import { landlockLines, line, namespaceLines, sandboxSummary } from './doctor-sandbox.js';
 import { storeLines } from './doctor-store.js';

@@ -1,15 +1,8 @@
 // Sandbox backends: run a resolved SandboxSpec as an isolated process tree.
-// Backends never consult policy; the registry is the only place that picks one.
+// Backends never consult policy; the registry is the only place that picks one. The landlock and
+// container backends are their folders' own (landlock/, container/): loaded when first wanted.
 
-export {
-  ContainerBackend,
-  type ContainerEngine,
-  type ContainerOptions,
-  describeRuntime,
-  findEngine,
-} from './container/index.js';
 export { countCpu, FORWARDER, findOnPath, type Layer } from './host/index.js';
-export { LandlockBackend, type LandlockOptions, landlockAbi } from './landlock/index.js';
 export {
   type Attempt,
   buildBwrapArgs,

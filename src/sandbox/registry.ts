@@ -1,8 +1,8 @@
 import type { SandboxMode } from '../config/index.js';
 import { SandboxUnavailableError } from '../errors/index.js';
 import { log } from '../util/index.js';
-import { ContainerBackend, type ContainerOptions } from './container/index.js';
-import { LandlockBackend, landlockAbi } from './landlock/index.js';
+import type { ContainerOptions } from './container/index.js';
+import type { LandlockBackend } from './landlock/index.js';
 import { type Diagnosis, diagnoseNamespaces, explainCauses, NamespaceBackend } from './namespace/index.js';
 import { SubprocessBackend } from './subprocess/index.js';
 import type { SandboxBackend } from './types.js';
@@ -18,7 +18,8 @@ export interface AutoOptions {
 
 /**
  * The one place that picks a concrete backend. Resolution is lazy (first execution, not start-up)
- * and cached: probing the namespace backend spawns a sandbox.
+ * and cached: probing the namespace backend spawns a sandbox. The landlock and container backends'
+ * code is loaded only when one is wanted: a server of another mode never holds it.
  */
 export class BackendRegistry {
   private resolved: Promise<SandboxBackend> | undefined;
@@ -36,8 +37,11 @@ export class BackendRegistry {
   private diagnosis: Diagnosis | undefined;
 
   /** The backend of sandbox mode landlock, made once (its probe is cached with it). */
-  get landlock(): LandlockBackend {
-    this.landlockBackend ??= this.auto.landlock ?? new LandlockBackend(this.namespace.settings);
+  async landlock(): Promise<LandlockBackend> {
+    if (!this.landlockBackend) {
+      const { LandlockBackend } = await import('./landlock/index.js');
+      this.landlockBackend ??= this.auto.landlock ?? new LandlockBackend(this.namespace.settings);
+    }
     return this.landlockBackend;
   }
 
@@ -71,14 +75,16 @@ export class BackendRegistry {
       case 'auto':
         return this.resolveAuto();
       case 'landlock': {
-        const probe = await this.landlock.probe();
-        if (probe.available) return this.landlock;
+        const landlock = await this.landlock();
+        const probe = await landlock.probe();
+        if (probe.available) return landlock;
         throw new SandboxUnavailableError(
           `sandbox mode "landlock" is not available here: ${probe.reason}. Run \`codexec doctor\`.`,
         );
       }
       case 'docker': {
         if (!this.container) throw new SandboxUnavailableError('sandbox mode "docker" has no settings here');
+        const { ContainerBackend } = await import('./container/index.js');
         const backend = new ContainerBackend(this.container);
         const probe = await backend.probe();
         if (probe.available) return backend;
@@ -105,15 +111,15 @@ export class BackendRegistry {
     }
     this.diagnosis ??= (this.auto.diagnose ?? diagnoseNamespaces)();
     const causes = explainCauses(this.diagnosis.causes);
-    const abi = (this.auto.landlockAbi ?? landlockAbi)();
-    const landlock = abi > 0 ? await this.landlock.probe() : undefined;
+    const abi = (this.auto.landlockAbi ?? (await import('./landlock/index.js')).landlockAbi)();
+    const landlock = abi > 0 ? await (await this.landlock()).probe() : undefined;
     if (landlock?.available) {
       log(
         'warn',
         `sandbox mode "auto" uses landlock (Landlock ABI ${abi}; no namespaces): the namespace sandbox cannot ` +
           `start here (${probe.reason}). ${causes || 'Run `codexec doctor` for every layer.'}`,
       );
-      return this.landlock;
+      return this.landlock();
     }
     const noLandlock =
       abi > 0

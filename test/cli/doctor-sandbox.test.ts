@@ -7,7 +7,7 @@ import { chmodSync, existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LANDLOCK_ABI_RULES } from '../../src/cli/doctor-sandbox.js';
-import { landlockAbi } from '../../src/sandbox/index.js';
+import { landlockAbi } from '../../src/sandbox/landlock/index.js';
 import { baseEnv, CLI, tempDir } from '../helpers/server.js';
 
 const home = tempDir('codexec-doctor-');

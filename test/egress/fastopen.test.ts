@@ -5,7 +5,7 @@
 import { createServer as createHttp, type Server as HttpServer } from 'node:http';
 import { createServer, type Server } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { landlockAbi } from '../../src/sandbox/index.js';
+import { landlockAbi } from '../../src/sandbox/landlock/index.js';
 import { callTool, startServer, type TestServer } from '../helpers/server.js';
 
 interface Run {

@@ -1,5 +1,6 @@
 // A sandbox backend of the mode under test (CODEXEC_TEST_SANDBOX_MODE, mode.ts), driven directly.
-import { LandlockBackend, NamespaceBackend, type NamespaceOptions } from '../../src/sandbox/index.js';
+import { NamespaceBackend, type NamespaceOptions } from '../../src/sandbox/index.js';
+import { LandlockBackend } from '../../src/sandbox/landlock/index.js';
 import { SANDBOX_MODE } from './mode.js';
 
 /** A backend of the mode under test, namespace or landlock, with the same settings either way. */

@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SandboxUnavailableError } from '../../src/errors/index.js';
-import { LandlockBackend, landlockAbi, type SandboxSpec } from '../../src/sandbox/index.js';
+import type { SandboxSpec } from '../../src/sandbox/index.js';
+import { LandlockBackend, landlockAbi } from '../../src/sandbox/landlock/index.js';
 import {
   type Access,
   landlockScript,

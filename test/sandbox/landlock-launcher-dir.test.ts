@@ -5,7 +5,7 @@ import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { landlockAbi } from '../../src/sandbox/index.js';
+import { landlockAbi } from '../../src/sandbox/landlock/index.js';
 import { pidNamespace, sweepStale } from '../../src/sandbox/landlock/launcher-dir.js';
 import { eventually } from '../helpers/eventually.js';
 import { IS_ROOT } from '../helpers/mode.js';

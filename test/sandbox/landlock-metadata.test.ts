@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { landlockAbi } from '../../src/sandbox/index.js';
+import { landlockAbi } from '../../src/sandbox/landlock/index.js';
 import { ANY_RUN, isRunUid, RUN_GID } from '../../src/sandbox/landlock/uids.js';
 import { eventually } from '../helpers/eventually.js';
 import { allowing, OWNER, ownedDir } from '../helpers/host-dir.js';

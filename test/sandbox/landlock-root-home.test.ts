@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, runRoots } from '../../src/config/index.js';
 import { SHARED_RUN_BASE } from '../../src/config/paths.js';
-import { landlockAbi } from '../../src/sandbox/index.js';
+import { landlockAbi } from '../../src/sandbox/landlock/index.js';
 import { isRunUid, RUN_GID } from '../../src/sandbox/landlock/uids.js';
 import { IS_ROOT } from '../helpers/mode.js';
 import { callTool, startServer, type TestServer, tempDir } from '../helpers/server.js';

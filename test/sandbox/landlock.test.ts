@@ -17,9 +17,9 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LandlockBackend, landlockAbi, type SandboxSpec } from '../../src/sandbox/index.js';
+import type { SandboxSpec } from '../../src/sandbox/index.js';
 import { confineProgram, MAX_RECORDS } from '../../src/sandbox/landlock/confine.js';
-import { Confiner } from '../../src/sandbox/landlock/index.js';
+import { Confiner, LandlockBackend, landlockAbi } from '../../src/sandbox/landlock/index.js';
 import { Reach } from '../../src/sandbox/landlock/reach.js';
 import { handledFs } from '../../src/sandbox/landlock/rules.js';
 import { Script } from '../../src/sandbox/landlock/script.js';

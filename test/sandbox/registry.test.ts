@@ -6,10 +6,10 @@ import {
   type Availability,
   BackendRegistry,
   type Diagnosis,
-  LandlockBackend,
   NamespaceBackend,
   SubprocessBackend,
 } from '../../src/sandbox/index.js';
+import { LandlockBackend } from '../../src/sandbox/landlock/index.js';
 
 class Fake extends NamespaceBackend {
   probes = 0;
@@ -166,10 +166,12 @@ describe('BackendRegistry', () => {
   it('landlock requested: its own backend, with the namespace settings, refused while unavailable', async () => {
     const namespace = new NamespaceBackend({ cgroups: false });
     const registry = new BackendRegistry('landlock', namespace);
-    expect(registry.landlock).toBeInstanceOf(LandlockBackend);
-    expect(registry.landlock.mode).toBe('landlock');
-    expect(registry.landlock.settings).toEqual({ cgroups: false });
-    const probe = await registry.landlock.probe();
+    const landlock = await registry.landlock();
+    expect(landlock).toBeInstanceOf(LandlockBackend);
+    expect(await registry.landlock()).toBe(landlock);
+    expect(landlock.mode).toBe('landlock');
+    expect(landlock.settings).toEqual({ cgroups: false });
+    const probe = await landlock.probe();
     if (probe.available) expect((await registry.get()).mode).toBe('landlock');
     else
       await expect(registry.get()).rejects.toMatchObject({
@@ -178,7 +180,7 @@ describe('BackendRegistry', () => {
       });
   });
 
-  it('each backend says what it can do, the same whichever settings it was made with', () => {
+  it('each backend says what it can do, the same whichever settings it was made with', async () => {
     const namespace = new NamespaceBackend({ cgroups: false });
     expect([namespace.mode, namespace.capabilities]).toEqual([
       'namespace',
@@ -191,7 +193,7 @@ describe('BackendRegistry', () => {
         ownInterpreters: false,
       },
     ]);
-    const landlock = new BackendRegistry('landlock', namespace).landlock;
+    const landlock = await new BackendRegistry('landlock', namespace).landlock();
     expect([landlock.mode, landlock.capabilities]).toEqual([
       'landlock',
       {

@@ -5,6 +5,7 @@
 import { rmSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { startHttp } from '../helpers/http.js';
+import { SANDBOX_MODE } from '../helpers/mode.js';
 import { logEnv, logged } from '../helpers/module-log.js';
 import { callTool, startServer, tempDir } from '../helpers/server.js';
 
@@ -18,6 +19,9 @@ const LAZY: readonly RegExp[] = [
   /\/node_modules\/smol-toml\//,
   // The execution log's index: runs write the JSONL; a search opens the index.
   /\/node_modules\/better-sqlite3\//,
+  // The backends of the modes not in use (the registry loads the one picked).
+  /\/dist\/sandbox\/container\//,
+  ...(SANDBOX_MODE === 'landlock' ? [] : [/\/dist\/sandbox\/landlock\//]),
 ];
 
 describe('an idle stdio server loads only what it uses', () => {
