@@ -141,7 +141,7 @@ print("uid", os.getuid())
 // A set-id copy of an interpreter in a run's workspace, handed to a host process (a descriptor over
 // an abstract socket), ran as the run's uid outside any sandbox, and outlived it.
 describe.each(landlock ? ['namespace', 'landlock'] : ['namespace'])(
-  '%s: no set-id file, no System V IPC',
+  '%s: no set-id file, no host-wide IPC',
   (mode) => {
     let server: TestServer;
     beforeAll(async () => {
@@ -189,6 +189,29 @@ print(libc.shmget(0, 1 << 20, 0o1600), os.strerror(ctypes.get_errno()))`,
         expect(value.stdout).toBe('-1 Operation not permitted\n');
       },
     );
+
+    // mq_open created the queue (host-wide, kept after the run and the server) before the
+    // permission check that then failed the call.
+    it.runIf(mode === 'landlock')('refuses POSIX message queues: none is made', async () => {
+      const name = `/codexec-test-${process.pid}-${Date.now()}`;
+      const { value } = await callTool<Run>(server.client, 'execute_code', {
+        language: 'python',
+        code: `import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+print(libc.syscall(240, b"${name.slice(1)}", os.O_CREAT | os.O_RDWR, 0o666, None), os.strerror(ctypes.get_errno()))`,
+      });
+      expect(value.stdout).toBe('-1 Operation not permitted\n');
+      // Asked from outside the sandbox: no such queue (ENOENT), and nothing to remove.
+      const host = spawnSync('/usr/bin/python3', [
+        '-c',
+        `import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.syscall(240, b"${name.slice(1)}", os.O_RDONLY, 0, None)
+print(fd, os.strerror(ctypes.get_errno()))
+if fd >= 0: libc.syscall(241, b"${name.slice(1)}")`,
+      ]);
+      expect(host.stdout.toString()).toBe('-1 No such file or directory\n');
+    });
   },
 );
 

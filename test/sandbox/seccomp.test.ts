@@ -199,9 +199,10 @@ describe('seccomp filter: metadata changed through descriptors only', () => {
   });
 });
 
-describe('seccomp filter: no set-id file, no System V IPC outside an IPC namespace', () => {
+describe('seccomp filter: no set-id file, no host-wide IPC outside an IPC namespace', () => {
   const x64 = buildFilter('x64', { sockets: 'unix' });
-  const landlock = buildFilter('x64', { sockets: 'unix', noSysvIpc: true });
+  const landlock = buildFilter('x64', { sockets: 'unix', noHostIpc: true });
+  const landlockArm64 = buildFilter('arm64', { sockets: 'unix', noHostIpc: true });
   const arm64 = buildFilter('arm64', { sockets: 'unix' });
   const ENOSYS = RET.errno(38);
 
@@ -239,6 +240,18 @@ describe('seccomp filter: no set-id file, no System V IPC outside an IPC namespa
     for (const nr of [29, 30, 31, 67, 64, 65, 66, 220, 68, 69, 70, 71]) {
       expect(run(landlock, { nr, arch: X64 }), `${nr}`).toBe(EPERM);
       expect(run(x64, { nr, arch: X64 }), `${nr}`).toBe(RET.allow);
+    }
+  });
+
+  it('refuses POSIX message queues where asked (landlock), not otherwise', () => {
+    // mq_open, mq_unlink, mq_timedsend, mq_timedreceive, mq_notify, mq_getsetattr
+    for (const nr of [240, 241, 242, 243, 244, 245]) {
+      expect(run(landlock, { nr, arch: X64 }), `${nr}`).toBe(EPERM);
+      expect(run(x64, { nr, arch: X64 }), `${nr}`).toBe(RET.allow);
+    }
+    for (const nr of [180, 181, 182, 183, 184, 185]) {
+      expect(run(landlockArm64, { nr, arch: ARM64 }), `arm64 ${nr}`).toBe(EPERM);
+      expect(run(arm64, { nr, arch: ARM64 }), `arm64 ${nr}`).toBe(RET.allow);
     }
   });
 });

@@ -66,7 +66,7 @@ describe('execute_command work_dir against a directory swapped for a symlink', (
       for (const { value } of batch) seen.push(value.stdout ?? `refused ${value.code}`);
     }
     const swapped = await swapping;
-    expect(swapped.value.stdout).toMatch(/^swaps \d+/);
+    expect(swapped.value.stdout, JSON.stringify(swapped.value)).toMatch(/^swaps \d+/);
     expect(seen.length).toBeGreaterThan(6);
     expect(seen.filter((listing) => listing.includes('HOST_CANARY'))).toEqual([]);
     expect(readdirSync(host)).toEqual(['HOST_CANARY']);

@@ -35,7 +35,8 @@ const ARCHES: Readonly<Record<SeccompArch, ArchTable>> = {
       futimesat: 261, utimensat: 280, setxattr: 188, lsetxattr: 189, removexattr: 197, lremovexattr: 199,
       setxattrat: 463, removexattrat: 466, fchmod: 91, open: 2, openat: 257, creat: 85, mknod: 133, mknodat: 259,
       openat2: 437, shmget: 29, shmat: 30, shmctl: 31, shmdt: 67, semget: 64, semop: 65, semctl: 66,
-      semtimedop: 220, msgget: 68, msgsnd: 69, msgrcv: 70, msgctl: 71,
+      semtimedop: 220, msgget: 68, msgsnd: 69, msgrcv: 70, msgctl: 71, mq_open: 240, mq_unlink: 241,
+      mq_timedsend: 242, mq_timedreceive: 243, mq_notify: 244, mq_getsetattr: 245,
     },
   },
   arm64: {
@@ -52,6 +53,7 @@ const ARCHES: Readonly<Record<SeccompArch, ArchTable>> = {
       lsetxattr: 6, removexattr: 14, lremovexattr: 15, setxattrat: 463, removexattrat: 466, fchmod: 52,
       openat: 56, mknodat: 33, openat2: 437, shmget: 194, shmat: 196, shmctl: 195, shmdt: 197, semget: 190,
       semop: 193, semctl: 191, semtimedop: 192, msgget: 186, msgsnd: 189, msgrcv: 188, msgctl: 187,
+      mq_open: 180, mq_unlink: 181, mq_timedsend: 182, mq_timedreceive: 183, mq_notify: 184, mq_getsetattr: 185,
     },
   },
 };
@@ -98,11 +100,16 @@ const SET_ID_BITS = 0o6000;
 /** O_CREAT and __O_TMPFILE (the same on x86-64 and the generic table). */
 const CREATES = 0o100 | 0o20000000;
 
-/** System V IPC: outside an IPC namespace (landlock mode), what a run made outlives it, host-wide. */
+/**
+ * The IPC objects that live in the IPC namespace: System V shared memory, semaphores and message
+ * queues, and POSIX message queues. Outside an IPC namespace of its own (landlock mode) what a run
+ * made outlives it, host-wide, counts against the host's limits, and is seen by runs of other
+ * servers. (mq_open creates a queue before the permission check that fails it.)
+ */
 // biome-ignore format: a list of names
-export const SYSV_IPC = [
+export const HOST_IPC = [
   'shmget', 'shmat', 'shmctl', 'shmdt', 'semget', 'semop', 'semctl', 'semtimedop', 'msgget', 'msgsnd',
-  'msgrcv', 'msgctl',
+  'msgrcv', 'msgctl', 'mq_open', 'mq_unlink', 'mq_timedsend', 'mq_timedreceive', 'mq_notify', 'mq_getsetattr',
 ] as const;
 
 // biome-ignore format: flag names beside their values
@@ -193,8 +200,8 @@ export interface FilterOptions {
    * what Landlock lets them open (landlock mode, code run as a host directory's owner).
    */
   readonly metadataByDescriptor?: boolean;
-  /** Refuse System V IPC (a run with no IPC namespace of its own: landlock mode). */
-  readonly noSysvIpc?: boolean;
+  /** Refuse HOST_IPC (a run with no IPC namespace of its own: landlock mode). */
+  readonly noHostIpc?: boolean;
 }
 
 /** The filter as instructions (exported for tests, which run it through a tiny BPF interpreter). */
@@ -215,7 +222,7 @@ export function buildFilter(arch: SeccompArch, options: FilterOptions): Instruct
     for (const name of ['setsid', 'setpgid'])
       program.push(jump(JEQ, nr(table, name), 0, 1), ret(RET.errno(EPERM)));
   if (options.metadataByDescriptor) program.push(...metadataByDescriptor(table));
-  program.push(...noSysvIpc(table, options), ...noSetId(table));
+  program.push(...noHostIpc(table, options), ...noSetId(table));
   // glibc falls back from clone3 to clone on ENOSYS; clone3 flags live in memory BPF cannot read.
   program.push(jump(JEQ, nr(table, 'clone3'), 0, 1), ret(RET.errno(ENOSYS)));
   if (options.sockets === 'unix') {
@@ -259,11 +266,11 @@ export function buildFilter(arch: SeccompArch, options: FilterOptions): Instruct
   return program;
 }
 
-/** SYSV_IPC refused, where asked (a run with no IPC namespace of its own). */
-function noSysvIpc(table: ArchTable, options: FilterOptions): Instruction[] {
+/** HOST_IPC refused, where asked (a run with no IPC namespace of its own). */
+function noHostIpc(table: ArchTable, options: FilterOptions): Instruction[] {
   const program: Instruction[] = [];
-  if (options.noSysvIpc)
-    for (const name of SYSV_IPC) {
+  if (options.noHostIpc)
+    for (const name of HOST_IPC) {
       const number = table.nr[name];
       if (number !== undefined) program.push(jump(JEQ, number, 0, 1), ret(RET.errno(EPERM)));
     }
@@ -353,7 +360,7 @@ const cache = new Map<string, Buffer>();
 export function hostFilter(options: FilterOptions): Buffer | undefined {
   const arch = seccompArch();
   if (!arch) return undefined;
-  const key = `${arch}:${options.sockets}:${options.sessionFixed === true}:${options.metadataByDescriptor === true}:${options.noSysvIpc === true}`;
+  const key = `${arch}:${options.sockets}:${options.sessionFixed === true}:${options.metadataByDescriptor === true}:${options.noHostIpc === true}`;
   let encoded = cache.get(key);
   if (!encoded) {
     encoded = encodeFilter(buildFilter(arch, options));

@@ -117,7 +117,7 @@ export class LandlockBackend extends HostBackend<LandlockOptions> {
     const seccomp = hostFilter({
       sockets: socketPolicy(spec, false),
       metadataByDescriptor: ownsBeyond(spec),
-      noSysvIpc: true,
+      noHostIpc: true,
     });
     if (!zygote?.usable || !seccomp) return;
     if (!(spec.runAs || this.runUids) || this.unreachable(spec, spec.runAs ?? ANY_RUN)) return; // a cold start reports it
@@ -152,7 +152,7 @@ export class LandlockBackend extends HostBackend<LandlockOptions> {
     const seccomp = this.seccompFor(spec, {
       sessionFixed,
       metadataByDescriptor: ownsBeyond(spec),
-      noSysvIpc: true,
+      noHostIpc: true,
     });
     const blocked = host.root ? this.unreachable(spec, spec.runAs ?? ANY_RUN) : undefined;
     if (blocked) throw new SandboxUnavailableError(`landlock sandbox: ${blocked}`);
