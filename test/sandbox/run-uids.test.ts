@@ -4,7 +4,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { reclaimTree } from '../../src/sandbox/host/index.js';
 import { claimBlock } from '../../src/sandbox/landlock/uid-blocks.js';
 import { BLOCK_SIZE, isRunUid, RUN_GID, RunUids } from '../../src/sandbox/landlock/uids.js';
@@ -164,12 +164,12 @@ describe.runIf(IS_ROOT)('claimBlock: a lock file per block, in a directory of ro
     next.release();
   });
 
-  it('waits while another server reclaims a dead block, and leaves it to that server', async () => {
-    const lockDir = join(base, 'reclaiming');
+  /** A live server (this process) reclaiming block `n` of `lockDir`, which names `trees`: it buries the block once `done` exists, then lets go. */
+  async function reclaiming(lockDir: string, n: number, trees: readonly string[] | undefined) {
     mkdirSync(lockDir, { mode: 0o700 });
-    const path = join(lockDir, '4');
+    const path = join(lockDir, String(n));
     const done = join(lockDir, 'done');
-    // A live server (this process) reclaiming block 4: it buries the block, then lets go.
+    if (trees) writeFileSync(path, `${JSON.stringify({ trees })}\n`);
     const reclaimer = spawn(
       flock,
       [
@@ -183,25 +183,58 @@ describe.runIf(IS_ROOT)('claimBlock: a lock file per block, in a directory of ro
       ],
       { stdio: 'ignore' },
     );
+    onTestFinished(() => {
+      reclaimer.kill();
+    });
     const held = () => spawnSync(flock, ['--nonblock', '-E', '75', path, 'true']).status;
     await expect.poll(held, { timeout: 15_000, interval: 20 }).toBe(75);
-    const letGo = setTimeout(() => writeFileSync(done, ''), 500);
+    return { letGo: () => writeFileSync(done, '') };
+  }
+
+  it.each([
+    ['names one of its trees', ['/a/workspace']],
+    ['names none (an older server)', undefined],
+  ])(
+    'waits while another server reclaims a dead block that %s, and leaves it to that server',
+    async (_, trees) => {
+      const lockDir = join(base, `reclaiming-${trees ? 'named' : 'unnamed'}`);
+      const other = await reclaiming(lockDir, 4, trees);
+      const letGo = setTimeout(other.letGo, 500);
+      const started = Date.now();
+      const seen: number[] = [];
+      const next = await claimBlock({
+        dir: lockDir,
+        flock,
+        start: 4,
+        trees: ['/a/workspace'],
+        reclaim: async (blocks) => void seen.push(...blocks.map((b) => b.first)),
+      }).finally(() => clearTimeout(letGo));
+      // Not before the reclaim was done; not reclaimed twice; not served.
+      expect(Date.now() - started).toBeGreaterThanOrEqual(450);
+      expect(seen).toEqual([]);
+      expect(readdirSync(lockDir).sort()).toEqual(['4.dead', '5', 'done']);
+      next.release();
+    },
+  );
+
+  it("does not wait for another server's reclaim of a block that names none of its trees", async () => {
+    const lockDir = join(base, 'reclaiming-other-home');
+    const other = await reclaiming(lockDir, 4, ['/a/workspace']);
     const started = Date.now();
     const seen: number[] = [];
     const next = await claimBlock({
       dir: lockDir,
       flock,
       start: 4,
-      trees: [],
+      trees: ['/b/workspace'],
       reclaim: async (blocks) => void seen.push(...blocks.map((b) => b.first)),
-    }).finally(() => clearTimeout(letGo));
-    // Not before the reclaim was done; not reclaimed twice; not served.
-    expect(Date.now() - started).toBeGreaterThanOrEqual(450);
+    });
+    // At once (the reclaim goes on for as long as it takes); the block left to its reclaimer.
+    expect(Date.now() - started).toBeLessThan(5_000);
     expect(seen).toEqual([]);
-    expect(readdirSync(lockDir).sort()).toEqual(['4.dead', '5', 'done']);
-    expect(next.first).not.toBe(started);
+    expect(readdirSync(lockDir).sort()).toEqual(['4', '5']);
     next.release();
-    reclaimer.kill();
+    other.letGo();
   });
 
   it('refuses a lock directory others may write', async () => {

@@ -64,7 +64,7 @@ export async function claimBlock(options: ClaimOptions): Promise<UidBlock> {
   const dead: Array<UidBlock & DeadBlock> = [];
   for (const name of names.filter((entry) => /^\d+$/.test(entry))) {
     const path = join(dir, name);
-    const holder = await holdOrphaned(options.flock, path);
+    const holder = await holdOrphaned(options.flock, path, options.trees);
     // else a live server's
     if (holder) dead.push({ ...blockOf(Number(name), holder, path), trees: treesIn(path) ?? options.trees });
   }
@@ -134,11 +134,17 @@ function treesIn(path: string): string[] | undefined {
  * leaves its flock holder behind for a moment (it ends once it reads the end of the dead server's
  * pipe): a holder whose server is gone is waited for, up to ORPHAN_WAIT_MS, so that a server
  * started right after a crash still gives back what the dead one's runs own. So is another server
- * reclaiming the block (up to RECLAIM_WAIT_MS): a run started before it is done could find its
- * workspace still a dead uid's. A lock let go between the try and the look at its holder is tried
- * again.
+ * reclaiming the block (up to RECLAIM_WAIT_MS) when the block names one of this server's shared
+ * trees (`trees`; a block that names none may hold any): a run started before it is done could
+ * find its workspace still a dead uid's. A server of another home has nothing to wait for there —
+ * a reclaim of millions of files would hold up every server on the host. A lock let go between
+ * the try and the look at its holder is tried again.
  */
-async function holdOrphaned(flock: string, path: string): Promise<ChildProcess | undefined> {
+async function holdOrphaned(
+  flock: string,
+  path: string,
+  trees: readonly string[],
+): Promise<ChildProcess | undefined> {
   const started = Date.now();
   const file = inodeOf(path);
   for (;;) {
@@ -155,10 +161,17 @@ async function holdOrphaned(flock: string, path: string): Promise<ChildProcess |
     if (holder) return holder;
     const held = holderOf(path);
     if (held === 'live') return undefined;
+    if (held === 'reclaiming' && !shares(path, trees)) return undefined;
     const waited = Date.now() - started;
     if (waited >= (held === 'reclaiming' ? RECLAIM_WAIT_MS : ORPHAN_WAIT_MS)) return undefined;
     if (held !== 'none') await new Promise((resolve) => setTimeout(resolve, 25));
   }
+}
+
+/** Whether the block at `path` names one of `trees` (or names none: an older server's, any tree). */
+function shares(path: string, trees: readonly string[]): boolean {
+  const theirs = treesIn(path);
+  return theirs === undefined || theirs.some((tree) => trees.includes(tree));
 }
 
 const ORPHAN_WAIT_MS = 5_000;
