@@ -67,6 +67,31 @@ describe.runIf(process.getuid?.() === 0)('ownership when the server is root', ()
       expect(statSync(join(root, name)).uid).toBe(0);
   });
 
+  it('says whether the give-back was whole: returned, or kept where a tree was too deep to walk', async () => {
+    const said: string[] = [];
+    const identity = {
+      uid: 0x7000_0005,
+      gid: 0x7000_0000,
+      returned: () => said.push('returned'),
+      kept: () => said.push('kept'),
+    };
+    for (const depth of [3, 70]) {
+      const root = dir();
+      const lease = new Lease(identity);
+      lease.lend({ writablePaths: [root] });
+      // What the run leaves: a chain of directories, each its uid's.
+      let path = root;
+      for (let level = 0; level < depth; level++) {
+        path = join(path, 'd');
+        mkdirSync(path);
+        chownSync(path, identity.uid, identity.gid);
+      }
+      await lease.giveBack();
+      expect(statSync(join(root, 'd')).uid).toBe(0);
+    }
+    expect(said).toEqual(['returned', 'kept']);
+  });
+
   it("a regular user's working_dir runs the code as that user, outputs theirs", async () => {
     const work = dir();
     chownSync(work, 1000, 1000);

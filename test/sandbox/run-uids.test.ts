@@ -2,7 +2,7 @@
 // workspace, back to the block when their workspaces are given back; a block per live server.
 
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { reclaimTree } from '../../src/sandbox/host/index.js';
@@ -41,9 +41,35 @@ describe('RunUids', () => {
     const uids = new RunUids({ first: 1000, count: 2 });
     uids.take(['/w/a']);
     const b = uids.take(['/w/b']);
-    expect(() => uids.take(['/w/c'])).toThrow(/all 2 uids .* are held by runs that have not ended/);
+    expect(() => uids.take(['/w/c'])).toThrow(
+      /all 2 uids .* are in use: 2 by runs and sessions that have not ended; /,
+    );
     b.returned();
     expect(uids.take(['/w/c']).uid).toBe(b.uid);
+  });
+
+  // A run that leaves a tree deeper than give-back walks keeps its uid: thousands of them used up
+  // the block for the server's life, though retention had removed every such workspace.
+  it('hands a uid a give-back left owning files out again once its workspaces are gone', () => {
+    const base = tempDir('codexec-kept-');
+    const [a, b, c] = [join(base, 'a'), join(base, 'b'), join(base, 'c')];
+    for (const dir of [a, b, c]) mkdirSync(dir);
+    const uids = new RunUids({ first: 1000, count: 2 });
+    const first = uids.take([a]);
+    const second = uids.take([b]);
+    first.kept();
+    second.kept();
+    // A later run writing the kept tree shares its uid (it reaches the files the uid owns there).
+    const again = uids.take([a]);
+    expect(again.uid).toBe(first.uid);
+    again.returned();
+    expect(() => uids.take([c])).toThrow(
+      /in use: 0 by runs and sessions that have not ended, 2 by the files of workspaces runs left too deep/,
+    );
+    rmSync(b, { recursive: true });
+    expect(uids.take([c]).uid).toBe(second.uid);
+    // `a` is still there: its uid stays out.
+    expect(() => uids.take([join(base, 'd')])).toThrow(/in use: 1 by runs .*, 1 by the files of workspaces/);
   });
 });
 

@@ -18,6 +18,12 @@ export interface Identity {
    * given back, when nothing of the host is that uid's any more.
    */
   readonly returned?: () => void;
+  /**
+   * The give-back stopped at a bound (a tree deeper than 64 levels, or of more than 100,000
+   * entries): the uid may still own files in its workspaces, and is not handed to another run
+   * while they are there.
+   */
+  readonly kept?: () => void;
 }
 
 export const NOBODY: Identity = { uid: 65534, gid: 65534 };
@@ -102,6 +108,7 @@ export class Lease {
     // Not after a failure, nor where a bound stopped the walk (a tree deeper than MAX_DEPTH, or
     // larger than maxEntries): a uid that may still own a file here is never handed to another run.
     if (await this.giveRoots()) this.identity.returned?.();
+    else this.identity.kept?.();
   }
 
   /** Whether every entry was seen (and given back where it was the run's). */

@@ -3,6 +3,7 @@
 // runs one uid between them, the code of one could chmod another's workspace (its files lent to
 // that uid) by path, or reset their times. A uid owns only its own run's workspaces, on loan.
 // Which block of the range a server takes: uid-blocks.ts.
+import { lstatSync } from 'node:fs';
 import { SandboxUnavailableError } from '../../errors/index.js';
 import type { Identity } from '../host/index.js';
 
@@ -25,9 +26,13 @@ export const RUN_GID = RANGE.first;
 /** Stands for every run where what a run may reach is checked (the group's search is what counts). */
 export const ANY_RUN: Identity = { uid: RANGE.first, gid: RUN_GID };
 
-/** A run's identity, taken from RunUids: `returned()` once its workspaces are given back. */
+/**
+ * A run's identity, taken from RunUids: `returned()` once its workspaces are given back, `kept()`
+ * when a bound stopped that (the uid then serves again only once those workspaces are gone).
+ */
 export interface RunIdentity extends Identity {
   returned(): void;
+  kept(): void;
 }
 
 /** Whether `uid` is a run's own: not a login user's. */
@@ -53,6 +58,12 @@ export class RunUids {
   private readonly trees = new Map<string, { readonly uid: number; holders: number }>();
   /** Uids taken, with how many runs hold each. */
   private readonly taken = new Map<number, number>();
+  /**
+   * Uids a give-back left owning files (a bound stopped it), with the trees they were lent: still
+   * taken (a later run writing one of those trees shares the uid, and so reaches its files), until
+   * every one of the trees is gone — a uid owns files only in the trees it was lent.
+   */
+  private readonly keptOut = new Map<number, Set<string>>();
   private next = 0;
 
   constructor(private readonly range: Pick<UidBlock, 'first' | 'count'>) {}
@@ -78,6 +89,13 @@ export class RunUids {
     return {
       uid,
       gid: RUN_GID,
+      kept: () => {
+        if (returned) return;
+        returned = true;
+        const trees = this.keptOut.get(uid) ?? new Set<string>();
+        for (const tree of held) trees.add(tree);
+        this.keptOut.set(uid, trees);
+      },
       returned: () => {
         if (returned) return;
         returned = true;
@@ -103,8 +121,34 @@ export class RunUids {
       this.next = (this.next + 1) % this.range.count;
       if (!this.taken.has(uid)) return uid;
     }
+    const freed = this.freeKept();
+    if (freed !== undefined) return freed;
+    const kept = this.keptOut.size;
     throw new SandboxUnavailableError(
-      `all ${this.range.count} uids of this server's landlock runs are held by runs that have not ended; end some runs or sessions`,
+      `all ${this.range.count} uids of this server's landlock runs are in use: ${this.taken.size - kept} by ` +
+        `runs and sessions that have not ended${kept > 0 ? `, ${kept} by the files of workspaces runs left too deep (over 64 levels) or too large (over 100,000 entries) to give back, which serve again once those workspaces are removed (CODEXEC_WORKSPACE_RETENTION_HOURS)` : ''}; end some runs or sessions`,
     );
+  }
+
+  /** A kept uid whose trees are all gone (a kept workspace removed): it owns nothing any more. */
+  private freeKept(): number | undefined {
+    for (const [uid, trees] of this.keptOut) {
+      if ([...trees].some(exists)) continue;
+      this.keptOut.delete(uid);
+      this.taken.delete(uid);
+      for (const tree of trees) if (this.trees.get(tree)?.uid === uid) this.trees.delete(tree);
+      return uid;
+    }
+    return undefined;
+  }
+}
+
+/** Whether `path` is there (anything but "no such file" counts as there). */
+function exists(path: string): boolean {
+  try {
+    lstatSync(path);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code !== 'ENOENT';
   }
 }
