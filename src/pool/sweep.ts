@@ -4,14 +4,18 @@
 import { readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { TMP_PREFIX } from '../sandbox/index.js';
 
 /**
  * Younger than this, a workspace may belong to a live server that has made it and not yet started
  * its process (another server on the same home): left for a later sweep.
  */
 export const SWEEP_MIN_AGE_MS = 5_000;
-/** A run leaves its code file when it is killed; files beside it are the run's output, kept. */
-const SCRIPT = /^_codexec_script\./;
+/**
+ * A run leaves its code file when it is killed, and in landlock mode its own TMPDIR (TMP_PREFIX,
+ * removed with a run that ends); anything else beside them is the run's output, kept.
+ */
+const leftByRun = (entry: string) => /^_codexec_script\./.test(entry) || entry.startsWith(TMP_PREFIX);
 
 export interface SweepResult {
   readonly removed: readonly string[];
@@ -44,7 +48,7 @@ export async function sweepWorkspaces(sandboxDir: string, now = Date.now()): Pro
         continue;
       }
       if (namedByAny(used, dir)) continue;
-      if (name.startsWith('exec_') && readdirSync(dir).some((entry) => !SCRIPT.test(entry))) continue;
+      if (name.startsWith('exec_') && !readdirSync(dir).every(leftByRun)) continue;
       await rm(dir, { recursive: true, force: true });
       removed.push(dir);
     } catch {

@@ -24,13 +24,17 @@ describe('sweepWorkspaces', () => {
     const output = workspace('exec_000000000003', ['_codexec_script.py', 'result.csv']);
     const session = workspace('sess_000000000004', ['notes.txt']);
     const used = workspace('exec_000000000005');
+    // A killed landlock run's: its code file and its own TMPDIR, with what it put there.
+    const landlock = workspace('exec_00000000000a', ['_codexec_script.sh']);
+    mkdirSync(join(landlock, '.codexec-tmp-Ab12Cd'));
+    writeFileSync(join(landlock, '.codexec-tmp-Ab12Cd', 'scratch'), 'x');
     const other = workspace('something_else');
     const holder = spawn('sleep', ['30'], { cwd: used, stdio: 'ignore' });
     try {
       await new Promise((resolve) => setTimeout(resolve, 100));
       // A ctime cannot be set back: the sweep is told it is later instead.
       const result = await sweepWorkspaces(dir, Date.now() + SWEEP_MIN_AGE_MS + 1000);
-      expect([...result.removed].sort()).toEqual([empty, killed, session].sort());
+      expect([...result.removed].sort()).toEqual([empty, killed, session, landlock].sort());
       expect(result.young).toBe(0);
       for (const path of [output, used, other]) expect(existsSync(path)).toBe(true);
       // Too young to tell: left, and said so.
