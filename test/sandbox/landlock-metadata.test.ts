@@ -294,6 +294,32 @@ describe.runIf(landlock && IS_ROOT)('landlock: the command workspace across a ki
   });
 });
 
+// Two stdio clients, each with its own server on the default home: a command of one made the
+// other's fail with "step 172 failed with errno 13" (the workspace was the first's run uid's).
+describe.runIf(landlock && IS_ROOT)('landlock: two servers on one home', () => {
+  it("refuses a command while the other's holds the command workspace, saying why; then runs it", async () => {
+    const env = { CODEXEC_SANDBOX_MODE: 'landlock' };
+    const home = passableHome();
+    const [one, two] = await Promise.all([startServer({ home, env }), startServer({ home, env })]);
+    try {
+      const long = callTool<Run>(one.client, 'execute_command', {
+        command: 'echo during > during.txt; sleep 4',
+      });
+      expect(await eventually(() => existsSync(join(home, 'workspace', 'during.txt')), 10_000)).toBe(true);
+      const refused = await callTool<Run & { code?: string; error?: string }>(two.client, 'execute_command', {
+        command: 'echo hi',
+      });
+      expect(refused.value.code, JSON.stringify(refused.value)).toBe('SANDBOX_UNAVAILABLE');
+      expect(refused.value.error).toMatch(/workspace is held by a run of another codexec server \(uid \d+\)/);
+      expect((await long).value.success).toBe(true);
+      const after = await callTool<Run>(two.client, 'execute_command', { command: 'cat during.txt' });
+      expect([after.value.success, after.value.stdout]).toEqual([true, 'during\n']);
+    } finally {
+      await Promise.all([one.close(), two.close()]);
+    }
+  });
+});
+
 describe.runIf(landlock && !IS_ROOT)('landlock runs of a non-root server: the server user’s files', () => {
   let server: TestServer;
   let mine: string;

@@ -1,7 +1,7 @@
 // Sandbox mode landlock: the host's runs (cgroups, launchers, zygotes, ownership lending) with no
 // namespace at all. Each program is confined by Landlock (the kernel's best ABI), codexec's
 // seccomp filter and rlimits, applied by codexec's launcher from a script built per run.
-import { rmSync } from 'node:fs';
+import { lstatSync, rmSync } from 'node:fs';
 import { SandboxUnavailableError } from '../../errors/index.js';
 import {
   cpu,
@@ -30,7 +30,7 @@ import type { Capabilities, SandboxedProcess, SandboxSpec } from '../types.js';
 import { confiner, ownTmp } from './confiner.js';
 import { Reach } from './reach.js';
 import { claimBlock, type DeadBlock } from './uid-blocks.js';
-import { ANY_RUN, RunUids, type UidBlock } from './uids.js';
+import { ANY_RUN, isRunUid, RunUids, type UidBlock } from './uids.js';
 
 export interface LandlockOptions extends HostOptions {
   /**
@@ -156,6 +156,8 @@ export class LandlockBackend extends HostBackend<LandlockOptions> {
     });
     const blocked = host.root ? this.unreachable(spec, spec.runAs ?? ANY_RUN) : undefined;
     if (blocked) throw new SandboxUnavailableError(`landlock sandbox: ${blocked}`);
+    const foreign = host.root && !spec.runAs ? this.heldElsewhere(spec) : undefined;
+    if (foreign) throw new SandboxUnavailableError(`landlock sandbox: ${foreign}`);
     const identity = host.root ? this.identityOf(spec) : undefined;
     const lease = this.lendTo(spec, identity);
     const shape = shapeOf(spec);
@@ -175,6 +177,31 @@ export class LandlockBackend extends HostBackend<LandlockOptions> {
     }
     const run = this.wrap(started.child, { cgroup, lease, alone: true, ...(tmp && { tmp }) });
     return sessionFixed ? this.reaped(run) : run;
+  }
+
+  /**
+   * Why a workspace `spec` writes is another server's run's now (two servers on one home share the
+   * command workspace; a root server's runs have uids of its block alone, and a workspace is one
+   * run uid's while a run writes it): a run of this server could not enter it.
+   */
+  private heldElsewhere(spec: SandboxSpec): string | undefined {
+    const block = this.block;
+    for (const path of lendable(spec)) {
+      let uid: number;
+      try {
+        uid = lstatSync(path).uid;
+      } catch {
+        continue; // made by the run, or reported by its start
+      }
+      if (!isRunUid(uid) || (block && uid >= block.first && uid < block.first + block.count)) continue;
+      return (
+        `${path} is held by a run of another codexec server (uid ${uid}): each root server's landlock ` +
+        "runs have uids of their own, and a workspace is one run's while it writes there. Retry once that " +
+        "run has ended (a killed server's is given back by the next codexec server started on this host), " +
+        'or give each server a CODEXEC_HOME of its own'
+      );
+    }
+    return undefined;
   }
 
   /**
