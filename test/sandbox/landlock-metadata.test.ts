@@ -302,13 +302,17 @@ describe.runIf(landlock && IS_ROOT)('landlock: two servers on one home', () => {
     const home = passableHome();
     const [one, two] = await Promise.all([startServer({ home, env }), startServer({ home, env })]);
     try {
+      // Until the test says go (root may write there): held for as long as the test needs.
       const long = callTool<Run>(one.client, 'execute_command', {
-        command: 'echo during > during.txt; sleep 4',
+        command: 'echo during > during.txt; while [ ! -e go ]; do sleep 0.05; done',
+        timeout: 120,
       });
-      expect(await eventually(() => existsSync(join(home, 'workspace', 'during.txt')), 10_000)).toBe(true);
+      const workspace = join(home, 'workspace');
+      expect(await eventually(() => existsSync(join(workspace, 'during.txt')), 10_000)).toBe(true);
       const refused = await callTool<Run & { code?: string; error?: string }>(two.client, 'execute_command', {
         command: 'echo hi',
       });
+      writeFileSync(join(workspace, 'go'), '');
       expect(refused.value.code, JSON.stringify(refused.value)).toBe('SANDBOX_UNAVAILABLE');
       expect(refused.value.error).toMatch(/workspace is held by a run of another codexec server \(uid \d+\)/);
       expect((await long).value.success).toBe(true);
