@@ -1,5 +1,6 @@
 import {
   chownSync,
+  existsSync,
   linkSync,
   mkdirSync,
   mkdtempSync,
@@ -67,6 +68,28 @@ describe.runIf(process.getuid?.() === 0)('ownership when the server is root', ()
       expect(statSync(join(root, name)).uid).toBe(0);
   });
 
+  it('shares a tree two runs of one uid hold at once: the last to end gives it back', async () => {
+    const root = dir();
+    writeFileSync(join(root, 'first.py'), 'made before both');
+    const first = new Lease(NOBODY);
+    first.lend({ writablePaths: [root] });
+    writeFileSync(join(root, 'second.py'), 'the server writes the second run its file');
+    const second = new Lease(NOBODY);
+    second.lend({ writablePaths: [root] });
+    expect(statSync(join(root, 'second.py')).uid).toBe(65534);
+    // The second run ends first: the first one still runs in the tree, as its user.
+    await second.giveBack();
+    for (const name of ['.', 'first.py', 'second.py']) expect(statSync(join(root, name)).uid).toBe(65534);
+    await first.giveBack();
+    for (const name of ['.', 'first.py', 'second.py']) expect(statSync(join(root, name)).uid).toBe(0);
+    // Lent again from scratch afterwards.
+    const third = new Lease(NOBODY);
+    third.lend({ writablePaths: [root] });
+    expect(statSync(root).uid).toBe(65534);
+    await third.giveBack();
+    expect(statSync(root).uid).toBe(0);
+  });
+
   it('says whether the give-back was whole: returned, or kept where a tree was too deep to walk', async () => {
     const said: string[] = [];
     const identity = {
@@ -90,6 +113,33 @@ describe.runIf(process.getuid?.() === 0)('ownership when the server is root', ()
       expect(statSync(join(root, 'd')).uid).toBe(0);
     }
     expect(said).toEqual(['returned', 'kept']);
+  });
+
+  it('keeps the command workspace its own for a command while another one there ends', async () => {
+    const server = await startServer({ env: { ...SANDBOX_ENV, CODEXEC_MAX_CONCURRENT_RUNS: '4' } });
+    const command = (line: string) =>
+      callTool<{ success: boolean; stdout: string; stderr: string; work_dir: string }>(
+        server.client,
+        'execute_command',
+        { command: line, timeout: 30 },
+      );
+    const wait = (file: string) => `while [ ! -e ${file} ]; do sleep 0.05; done`;
+    try {
+      const made = await command('echo data > kept.txt');
+      expect(made.value.success).toBe(true);
+      // The first command to take the workspace ends first, while the second one still runs there.
+      const first = command(`touch first; ${wait('second')}`);
+      await expect.poll(() => existsSync(join(made.value.work_dir, 'first')), { timeout: 20_000 }).toBe(true);
+      const second = command(
+        `touch second; ${wait('first-ended')}; cat kept.txt; echo more >> kept.txt && echo wrote`,
+      );
+      expect((await first).value.success).toBe(true);
+      writeFileSync(join(made.value.work_dir, 'first-ended'), '');
+      const { value } = await second;
+      expect(value, value.stderr).toMatchObject({ success: true, stdout: 'data\nwrote\n' });
+    } finally {
+      await server.close();
+    }
   });
 
   it("a regular user's working_dir runs the code as that user, outputs theirs", async () => {

@@ -55,6 +55,19 @@ interface Root extends Owner {
 }
 
 /**
+ * A tree lent now, by the device and inode of its root. Runs that share a tree at once
+ * (execute_command's workspace, a shared working_dir) as the same uid share its loan: the last of
+ * them gives it back. A run that gave it back while another still ran would take its files and
+ * its way in (the root's mode is 0700) from under it.
+ */
+interface Shared {
+  readonly root: Root;
+  readonly uid: number;
+  holders: number;
+}
+const lentNow = new Map<string, Shared>();
+
+/**
  * Root-owned entries of the writable trees, chowned to the run's uid; `giveBack()` restores them
  * and gives files the run created to the owner of the tree. Both walk from the tree's root by
  * directory fds (util/beneath), never by path: code of another run in the same tree (a shared
@@ -62,7 +75,8 @@ interface Root extends Owner {
  * the walk skip it, never chown the host's files.
  */
 export class Lease {
-  private roots: Root[] = [];
+  /** The trees this lease holds, with their key in lentNow where they are shared. */
+  private roots: Array<{ readonly root: Root; readonly key?: string }> = [];
 
   constructor(
     private readonly identity: Identity,
@@ -76,8 +90,7 @@ export class Lease {
       if (rootFd === undefined) continue; // bwrap reports a missing bind source itself
       try {
         const stat = fstatSync(rootFd);
-        const root: Root = { path, uid: stat.uid, gid: stat.gid, mode: stat.mode & 0o7777, loans: new Map() };
-        this.roots.push(root);
+        const root = this.hold(path, stat);
         if (this.lendable(stat.uid)) {
           fchownSync(rootFd, this.identity.uid, this.identity.gid);
           root.loans.set('', { uid: stat.uid, gid: stat.gid });
@@ -99,6 +112,28 @@ export class Lease {
     }
   }
 
+  /** The loan of the tree at `path` (whose root is `stat`): another run's of the same uid, or a new one. */
+  private hold(
+    path: string,
+    stat: { dev: number; ino: number; uid: number; gid: number; mode: number },
+  ): Root {
+    const key = `${stat.dev}:${stat.ino}`;
+    const held = lentNow.get(key);
+    if (held?.uid === this.identity.uid) {
+      held.holders++;
+      this.roots.push({ root: held.root, key });
+      return held.root;
+    }
+    const root: Root = { path, uid: stat.uid, gid: stat.gid, mode: stat.mode & 0o7777, loans: new Map() };
+    // Another uid's loan of the tree (landlock mode's run uids) stays its own.
+    if (held) this.roots.push({ root });
+    else {
+      lentNow.set(key, { root, uid: this.identity.uid, holders: 1 });
+      this.roots.push({ root, key });
+    }
+    return root;
+  }
+
   private lendable(uid: number): boolean {
     return uid === 0 && uid !== this.identity.uid;
   }
@@ -116,7 +151,10 @@ export class Lease {
     const roots = this.roots;
     this.roots = [];
     let whole = true;
-    for (const root of roots) {
+    for (const { root, key } of roots) {
+      const held = key === undefined ? undefined : lentNow.get(key);
+      if (held && --held.holders > 0) continue; // another run still holds it: the last gives it back
+      if (key !== undefined && held) lentNow.delete(key);
       const rootFd = openRootQuietly(root.path);
       if (rootFd === undefined) continue;
       try {
