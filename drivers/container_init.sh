@@ -11,7 +11,9 @@
 # server signals a program run by `exec` with it: that CLI cannot).
 # MODE: "run" (a container of its own), "linger" (the same, then it stops itself, so the container
 # stays until the server removes it with others, when idle: a container's teardown costs ~0.1 s
-# of CPU that would compete with the next run), or "exec" (a command in a persistent container).
+# of the engine's CPU that would compete with the next run), "warm" (a warm driver's container
+# started by the OCI runtime, whose teardown is cheap: as "linger" but ends), or "exec" (a command
+# in a persistent container).
 # Usage: container_init.sh MODE NOTE PID_FILE PROGRAM [ARGS...]
 
 # count VAR FILE KEY: VAR gets the counter KEY of a cgroup events file, or 0. No subshell: under

@@ -40,8 +40,12 @@ export async function sandboxSummary(config: Config): Promise<SandboxFacts> {
   const abi = landlockAbi();
   const pick = async (mode: SandboxMode) => {
     const options = { landlock, diagnose: () => diagnosis, landlockAbi: () => abi };
+    const registry = new BackendRegistry(mode, namespace, config.docker, options);
     try {
-      return await new BackendRegistry(mode, namespace, config.docker, options).get();
+      const backend = await registry.get();
+      // A container backend keeps a template container and runtime state: the summary only names it.
+      if (backend.mode === 'docker') await registry.shutdown();
+      return backend;
     } catch (error) {
       return error as Error;
     }

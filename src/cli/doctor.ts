@@ -127,9 +127,16 @@ async function containers(config: Config): Promise<void> {
       ? `${config.docker.image} (${found?.join(', ') || 'no codexec.* interpreter labels'})`
       : `${probe.reason}`,
   );
+  if (probe.available) {
+    const direct = backend.oneShotRuntime;
+    console.log(
+      `  one-shot containers:     ${direct ? `started by ${direct} itself (the engine keeps images and sessions)` : `started by ${engine.name} (a root server with podman starts them through the OCI runtime)`}`,
+    );
+  }
   console.log(
     `  limits per container:    memory ${config.docker.memory}, ${config.docker.cpu} CPU, network ${config.docker.network}`,
   );
+  await backend.shutdown();
 }
 
 /** Each interpreter's real binary, and whether a sandbox can actually run it. */

@@ -168,16 +168,21 @@ export const GVISOR_OWN_THREADS = 1024;
  * which holds the code at CODEXEC_MAX_PROCS, and the host cgroup gets room for gVisor's threads.
  */
 export function processBounds(maxProcs: number, gvisor: boolean): string[] {
-  if (!gvisor) return ['--pids-limit', String(maxProcs), '--ulimit', 'nproc=4096:4096'];
-  const host = GVISOR_OWN_THREADS + GVISOR_THREADS_PER_PROCESS * maxProcs;
-  return ['--pids-limit', String(host), '--ulimit', `nproc=${maxProcs}:${maxProcs}`];
+  const { pids, nproc } = processLimits(maxProcs, gvisor);
+  return ['--pids-limit', String(pids), '--ulimit', `nproc=${nproc}:${nproc}`];
+}
+
+/** The pids cgroup's bound and RLIMIT_NPROC of processBounds, as numbers (an OCI bundle's). */
+export function processLimits(maxProcs: number, gvisor: boolean): { pids: number; nproc: number } {
+  if (!gvisor) return { pids: maxProcs, nproc: 4096 };
+  return { pids: GVISOR_OWN_THREADS + GVISOR_THREADS_PER_PROCESS * maxProcs, nproc: maxProcs };
 }
 
 const volumes = (mounts: readonly Mount[]) =>
   mounts.flatMap((mount) => ['--volume', `${mount.host}:${mount.inside}:${mount.writable ? 'rw' : 'ro'}`]);
 
 /** How drivers/container_init.sh ends: see its header. */
-type WrapperMode = 'run' | 'linger' | 'exec';
+export type WrapperMode = 'run' | 'linger' | 'warm' | 'exec';
 
 /**
  * A warm one-shot driver's container stays, stopped, once its program is over: the server removes
@@ -218,6 +223,37 @@ export function buildContainerArgs(spec: SandboxSpec, run: ContainerRun): string
     run.image.name,
     ...commandLine(spec, run, map, lingers(spec) ? 'linger' : 'run', `${WORKSPACE}/${LIMIT_NOTE}`, '-'),
   ];
+}
+
+/**
+ * What `run` of a spec starts, as data: its mounts, working directory, environment and argv (an
+ * OCI bundle's process, oci/bundle.ts).
+ */
+export function containerProcess(
+  spec: SandboxSpec,
+  run: Pick<ContainerRun, 'image' | 'wrapper' | 'controlLauncher'>,
+  mode: WrapperMode,
+): { mounts: Mount[]; cwd: string; env: Record<string, string>; argv: string[] } {
+  const mounts = mountsFor(spec);
+  const map = pathMapper(mounts);
+  return {
+    mounts,
+    cwd: map(spec.cwd),
+    env: containerEnv(spec.env, map, run.image.path),
+    argv: commandLine(spec, run, map, mode, `${WORKSPACE}/${LIMIT_NOTE}`, '-'),
+  };
+}
+
+/** The program of a template container (oci/template.ts): created, never started. */
+export const TEMPLATE_PROGRAM = ['-c', 'exit 0'] as const;
+
+/**
+ * `create` of a container that is never started: the engine writes its OCI configuration (the
+ * confinement of every `run`), which the OCI runtime path starts runs from.
+ */
+export function buildTemplateArgs(run: ContainerRun, limits: SandboxSpec['limits']): string[] {
+  const bash = run.image.interpreters.bash ?? 'bash';
+  return ['create', ...confinement(run, limits), run.image.name, bash, ...TEMPLATE_PROGRAM];
 }
 
 /**

@@ -8,7 +8,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { SandboxUnavailableError } from '../../errors/index.js';
-import { isWithin } from '../../util/index.js';
+import { isWithin, log } from '../../util/index.js';
 import type { Watcher } from '../host/index.js';
 import { DRIVERS, FORWARDER, forwards, identityFor, Lease, NOBODY } from '../host/index.js';
 import type { Availability, Capabilities, SandboxBackend, SandboxedProcess, SandboxSpec } from '../types.js';
@@ -29,14 +29,18 @@ import { listenForDriver } from './control.js';
 import { type ContainerEngine, type EngineChoice, findEngine } from './engine.js';
 import { engineCwd } from './engine-cwd.js';
 import { inspectImage } from './inspect.js';
+import { OciRunner, ociRuntime, sweepDeadRunners } from './oci/runner.js';
+import { createTemplate } from './oci/template.js';
 import { PersistentContainers } from './persistent.js';
 import { type Handle, removeContainer, spawnWhenStarted, wrap } from './process.js';
-import { containerReaper, DeferredRemoval, processStart, sweepDeadServers } from './reaper.js';
+import { containerReaper, DeferredRemoval, processStart, removeArgv, sweepDeadServers } from './reaper.js';
 import { isGvisor, runtimeArgs } from './runtime.js';
 
 const run = promisify(execFile);
 const LAUNCHER = join(DRIVERS, 'container_control.py');
 const WRAPPER = join(DRIVERS, 'container_init.sh');
+/** The template's limits: each run's own replace them (oci/bundle.ts). */
+const TEMPLATE_LIMITS = { memoryMb: 0, maxProcs: 64, maxFileMb: 1 };
 
 /** CODEXEC_CONTAINER_ENGINE and CODEXEC_DOCKER_* (config.docker). */
 export interface ContainerOptions {
@@ -52,6 +56,8 @@ export interface ContainerOptions {
 
 interface Ready {
   readonly engine: ContainerEngine;
+  /** One-shot containers through the OCI runtime itself (oci/), where it can: rootful podman. */
+  readonly oci: OciRunner | undefined;
   readonly image: ImageInfo;
   readonly reaper: Watcher;
   readonly persistent: PersistentContainers;
@@ -84,6 +90,11 @@ export class ContainerBackend implements SandboxBackend {
     return this.ready?.image;
   }
 
+  /** The OCI runtime that starts one-shot containers without the engine, once probed, if one does. */
+  get oneShotRuntime(): string | undefined {
+    return this.ready?.oci?.runtime;
+  }
+
   /** Find the engine and the image; a failure is not kept (the operator may build the image). */
   probe(): Promise<Availability> {
     if (this.ready) return Promise.resolve({ available: true });
@@ -95,7 +106,11 @@ export class ContainerBackend implements SandboxBackend {
 
   /** Remove the persistent containers and those waiting to be removed (the others go with their runs). */
   async shutdown(): Promise<void> {
-    await Promise.all([this.ready?.persistent.closeAll(), this.ready?.removals.flush()]);
+    const ready = this.ready;
+    if (!ready) return;
+    await Promise.all([ready.persistent.closeAll(), ready.removals.flush(), ready.oci?.close()]);
+    if (ready.oci) ready.removals.add(ready.oci.template.name);
+    await ready.removals.flush();
   }
 
   private async find(): Promise<Availability> {
@@ -116,8 +131,40 @@ export class ContainerBackend implements SandboxBackend {
       (name) => reaper.watch(name),
       (name) => reaper.release(name),
     );
-    this.ready = { engine, image, reaper, persistent, removals };
+    const oci = await this.openOci(engine, image, reaper);
+    this.ready = { engine, image, oci, reaper, persistent, removals };
     return { available: true };
+  }
+
+  /**
+   * The OCI runtime path, where the server is root and the engine podman (docker shows no
+   * container's configuration); else, or when it cannot be prepared, every run goes through the
+   * engine as before.
+   */
+  private async openOci(
+    engine: ContainerEngine,
+    image: ImageInfo,
+    reaper: Watcher,
+  ): Promise<OciRunner | undefined> {
+    const runtime = ociRuntime(engine);
+    if (process.getuid?.() !== 0 || engine.name !== 'podman' || !runtime) return undefined;
+    await sweepDeadRunners();
+    const name = `codexec-${this.serverId}-template`;
+    reaper.watch(name);
+    try {
+      const template = await createTemplate(
+        engine,
+        { ...this.runOptions(name, image, engine, NOBODY), network: 'none' },
+        TEMPLATE_LIMITS,
+      );
+      return new OciRunner(runtime, this.serverId, template);
+    } catch (error) {
+      log('warn', `docker mode starts every container through ${engine.name}: ${(error as Error).message}`);
+      const [binary = engine.binary, ...args] = removeArgv(engine);
+      await run(binary, [...args, name]).catch(() => {});
+      reaper.release(name);
+      return undefined;
+    }
   }
 
   private runOptions(
@@ -173,10 +220,20 @@ export class ContainerBackend implements SandboxBackend {
         ? spec.persistent
         : undefined;
     const own = [WRAPPER, ...(spec.control ? [LAUNCHER] : []), ...(forwards(spec) ? [FORWARDER] : [])];
-    const handle = persistent
-      ? this.execIn(ready, spec, persistent, user)
-      : this.runIn(ready, { ...spec, readablePaths: [...spec.readablePaths, ...own] }, user, network);
+    const ownSpec = { ...spec, readablePaths: [...spec.readablePaths, ...own] };
+    let handle: Handle;
+    if (persistent) handle = this.execIn(ready, spec, persistent, user);
+    else if (ready.oci?.takes(ownSpec, network))
+      handle = this.ociRunIn(ready.oci, ready.image, ownSpec, user);
+    else handle = this.runIn(ready, ownSpec, user, network);
     return wrap(handle, lease);
+  }
+
+  /** A container of its own, started by the OCI runtime. */
+  private ociRunIn(oci: OciRunner, image: ImageInfo, spec: SandboxSpec, user: ContainerRun['user']): Handle {
+    const control = spec.control ? listenForDriver(spec.writablePaths[0] ?? spec.cwd) : undefined;
+    const run = { image, user, wrapper: WRAPPER, ...(spec.control && { controlLauncher: LAUNCHER }) };
+    return oci.start(this.newName(), spec, run, control);
   }
 
   /** A container of its own. */

@@ -2,14 +2,24 @@
 // under each OCI runtime of RUNTIMES (the engine's default, and gVisor's runsc where installed).
 // What a runtime does not offer is probed, and the test that needs it is skipped saying so.
 import { existsSync, readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RETENTION_FIRST_MS } from '../../../src/pool/retention.js';
 import { SWEEP_MIN_AGE_MS } from '../../../src/pool/sweep.js';
 import { eventually } from '../../helpers/eventually.js';
 import { warmReady } from '../../helpers/health.js';
 import { callTool, startServer, type TestServer } from '../../helpers/server.js';
-import { containersOf, ensureImage, RUNTIMES, runtimeOf, sessionContainersOf } from './engine.js';
+import {
+  containersOf,
+  createdSince,
+  ensureImage,
+  ociContainersOf,
+  ociRuntimeOf,
+  RUNTIMES,
+  runContainersOf,
+  runtimeOf,
+  sessionContainersOf,
+} from './engine.js';
 
 interface Run {
   success: boolean;
@@ -86,6 +96,17 @@ describe.each(RUNTIMES)('runtime $name', ({ name, env: DOCKER, missing }) => {
       const [container = ''] = sessionContainersOf(server.pid);
       expect(runtimeOf(container.split(' ')[0] ?? '')).toBe(DOCKER.CODEXEC_DOCKER_RUNTIME ?? 'runc');
       await callTool(server.client, 'close_session', { session_id: value.session_id });
+    });
+
+    it('starts one-shot containers with the OCI runtime itself; the engine creates none', async () => {
+      const before = new Date();
+      const running = python(server, 'import time; time.sleep(2); print("done")');
+      await expect.poll(() => ociContainersOf(server.pid).length, { timeout: 10_000 }).toBeGreaterThan(0);
+      expect((await running).value).toMatchObject({ success: true, stdout: 'done\n' });
+      expect((await python(server, 'print(2)')).value.stdout).toBe('2\n');
+      expect(createdSince(server.pid, before)).toEqual([]);
+      const [runtime = ''] = ociRuntimeOf(server.pid) ?? [];
+      expect(basename(runtime)).toBe(DOCKER.CODEXEC_DOCKER_RUNTIME ?? 'runc');
     });
 
     it('gives the code no network', async () => {
@@ -253,7 +274,7 @@ describe.each(RUNTIMES)('runtime $name', ({ name, env: DOCKER, missing }) => {
         const first = await command('echo state > /tmp/kept; echo file > made.txt; pwd; id -u');
         expect(first).toMatchObject({ success: true, sandbox_mode: 'docker', artifacts: ['made.txt'] });
         expect(first.stdout).toMatch(/^\/workspace\n[1-9]\d*\n$/);
-        const names = containersOf(pid);
+        const names = runContainersOf(pid);
         expect(names).toHaveLength(1);
         // /tmp is the container's own (not the host's, not a fresh one): the same container ran both.
         const second = await command('cat /tmp/kept made.txt');
@@ -261,7 +282,7 @@ describe.each(RUNTIMES)('runtime $name', ({ name, env: DOCKER, missing }) => {
         const stopped = await command('sleep 60 & sleep 60', 2);
         expect(stopped).toMatchObject({ success: false, timed_out: true });
         expect((await command('echo after')).stdout).toBe('after\n');
-        expect(containersOf(pid)).toEqual(names);
+        expect(runContainersOf(pid)).toEqual(names);
       } finally {
         await server.close();
       }

@@ -1,6 +1,8 @@
 // The container engine the docker-mode tests drive (podman here and in CI; docker where its daemon
 // runs) and the image they use, built from the host when missing.
 import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { CLI, callTool, type TestServer } from '../../helpers/server.js';
 
 export const IMAGE = process.env.CODEXEC_TEST_IMAGE ?? 'codexec-sandbox';
@@ -69,11 +71,43 @@ export function ensureImage(): void {
   }
 }
 
-/** Names of the containers a server (by its pid) made that still exist. */
+/**
+ * Names of the containers a server (by its pid) made that still exist: the engine's (sessions,
+ * persistent containers, the OCI path's template) and those its OCI runtime started (one-shots).
+ */
 export function containersOf(pid: number): string[] {
-  return engine('ps', '--all', '--filter', `label=codexec.pid=${pid}`, '--format', '{{.Names}}')
+  const byEngine = engine('ps', '--all', '--filter', `label=codexec.pid=${pid}`, '--format', '{{.Names}}')
     .split('\n')
     .filter(Boolean);
+  return [...byEngine, ...ociContainersOf(pid)];
+}
+
+/** The same without the OCI path's template (created once per server, never started). */
+export function runContainersOf(pid: number): string[] {
+  return containersOf(pid).filter((name) => !name.endsWith('-template'));
+}
+
+/** Containers a server's OCI runtime holds (the owner files under /run/codexec/oci name the server). */
+export function ociContainersOf(pid: number): string[] {
+  const runtime = ociRuntimeOf(pid);
+  if (!runtime) return [];
+  const [binary = '', ...options] = runtime;
+  const listed = spawnSync(binary, [...options, 'list', '--quiet'], { encoding: 'utf8' });
+  return (listed.stdout ?? '').split('\n').filter(Boolean);
+}
+
+/** The OCI runtime and its global options a server starts one-shot containers with, if it does. */
+export function ociRuntimeOf(pid: number): string[] | undefined {
+  const base = '/run/codexec/oci';
+  for (const entry of existsSync(base) ? readdirSync(base) : []) {
+    try {
+      const owner = JSON.parse(readFileSync(join(base, entry, 'owner'), 'utf8'));
+      if (owner.pid === pid) return owner.runtime;
+    } catch {
+      // being written, or removed meanwhile
+    }
+  }
+  return undefined;
 }
 
 /** The OCI runtime the engine runs a container with (its name, or the path it was given). */

@@ -1,11 +1,23 @@
 // No container outlives its server: closed, its stdin closed mid-run, or killed with SIGKILL; and a
 // server that starts removes what dead servers left.
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
+import { dirname } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../../helpers/eventually.js';
 import { startRawServer } from '../../helpers/raw.js';
 import { callTool, startServer, tempDir } from '../../helpers/server.js';
-import { containersOf, DOCKER_MODE, engine, ensureImage, IMAGE, sessionContainersOf } from './engine.js';
+import {
+  containersOf,
+  DOCKER_MODE,
+  engine,
+  ensureImage,
+  IMAGE,
+  ociContainersOf,
+  ociRuntimeOf,
+  sessionContainersOf,
+} from './engine.js';
 
 const DOCKER = DOCKER_MODE;
 const call = (name: string, args: Record<string, unknown>) => ({ name, arguments: args });
@@ -97,4 +109,46 @@ describe('container lifetimes', () => {
       }
     }
   });
+
+  it('removes, at its start, the one-shot containers and state a dead server left with its OCI runtime', async () => {
+    const home = tempDir();
+    const dead = await startServer({ env: DOCKER, home });
+    const running = callTool(dead.client, 'execute_code', { language: 'bash', code: 'sleep 300' });
+    await expect.poll(() => ociContainersOf(dead.pid).length, { timeout: 20_000 }).toBeGreaterThan(0);
+    const runtime = ociRuntimeOf(dead.pid) ?? [];
+    const root = runtime[runtime.indexOf('--root') + 1] ?? '';
+    const left = ociContainersOf(dead.pid);
+    // Its watchers first (they would remove the containers), then the server: nothing is cleaned up.
+    for (const pid of processesNaming(root)) process.kill(pid, 'SIGKILL');
+    process.kill(dead.pid, 'SIGKILL');
+    await dead.close().catch(() => {});
+    running.catch(() => {});
+    const [binary = '', ...options] = runtime;
+    const listed = () => execFileSync(binary, [...options, 'list', '--quiet'], { encoding: 'utf8' });
+    expect(listed()).toContain(left[0]);
+    const next = await startServer({ env: DOCKER, home });
+    try {
+      await callTool(next.client, 'execute_code', { language: 'bash', code: 'echo hi' });
+      expect(existsSync(dirname(root)), next.stderr()).toBe(false);
+    } finally {
+      await next.close();
+    }
+  });
 });
+
+/** Pids of the processes whose command line names `text` (a server's runtime state directory). */
+function processesNaming(text: string): number[] {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((entry) => {
+      try {
+        return (
+          readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(text) &&
+          readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes('watcher')
+        );
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
