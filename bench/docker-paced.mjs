@@ -6,7 +6,8 @@
 // With --modes docker,namespace each build runs in each mode, and the docker p50 is printed as a
 // ratio to namespace mode's (its floor) from the same run.
 // Usage: node bench/docker-paced.mjs [--n 500] [--block 50] [--base /path/to/dist/cli.js]
-//        [--languages python,node,bash] [--modes docker] [--gap 100]   (BENCH_SLOW=ms: print runs slower)
+//        [--languages python,node,bash] [--modes docker] [--gap 100]   (BENCH_SLOW=ms: print runs slower;
+//        CODEXEC_DOCKER_RUNTIME=runsc: docker mode under gVisor)
 import { resolve } from 'node:path';
 import { CLI, ms, startServer } from './lib.mjs';
 
@@ -34,6 +35,9 @@ const start = ({ cli, mode }) =>
     {
       CODEXEC_SANDBOX_MODE: mode,
       ...(process.env.CODEXEC_POOL_SIZE && { CODEXEC_POOL_SIZE: process.env.CODEXEC_POOL_SIZE }),
+      ...(process.env.CODEXEC_DOCKER_RUNTIME && {
+        CODEXEC_DOCKER_RUNTIME: process.env.CODEXEC_DOCKER_RUNTIME,
+      }),
     },
     { cli },
   );

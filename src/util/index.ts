@@ -33,4 +33,5 @@ export { expandHome, isWithin } from './paths.js';
 export { asPrincipal, currentPrincipal, LOCAL_PRINCIPAL, principalFolder } from './principal.js';
 export { privateDatabase } from './private-file.js';
 export { quietly } from './quietly.js';
+export { readSmallFile } from './small-file.js';
 export { settledWithin } from './time.js';

@@ -13,7 +13,13 @@ const ROOT = new URL('../../', import.meta.url).pathname;
 /** Names of the kernel and of other programs the docs explain, which codexec neither emits nor sets. */
 const EXTERNAL = new Set([
   ...['AF_UNIX', 'MSG_FASTOPEN', 'O_NOFOLLOW', 'RENAME_EXCHANGE', 'TCP_FASTOPEN_CONNECT'],
-  ...['PR_CAPBSET_DROP', 'PR_CAP_AMBIENT_CLEAR_ALL', 'PR_SET_NO_NEW_PRIVS', 'PR_SET_PDEATHSIG'],
+  ...[
+    'PR_CAPBSET_DROP',
+    'PR_CAP_AMBIENT_CLEAR_ALL',
+    'PR_SET_NO_NEW_PRIVS',
+    'PR_SET_PDEATHSIG',
+    'CAP_SYS_ADMIN',
+  ],
   ...['RLIMIT_DATA', 'RLIMIT_FSIZE', 'RLIMIT_NPROC', 'MALLOC_ARENA_MAX'],
   ...['CURL_CA_BUNDLE', 'REQUESTS_CA_BUNDLE', 'NODE_EXTRA_CA_CERTS', 'NODE_OPTIONS', 'PIP_CONFIG_FILE'],
   ...['HTTP_PROXY', 'NO_PROXY', 'VIRTUAL_ENV', 'XDG_CONFIG_DIRS', 'XDG_CONFIG_HOME'],

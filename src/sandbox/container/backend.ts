@@ -174,9 +174,12 @@ export class ContainerBackend implements SandboxBackend {
     user: ContainerRun['user'],
   ): ContainerRun {
     const rootless = process.getuid?.() !== 0;
+    const profile = this.ready?.oci?.seccompProfile;
     const extra = [
       ...(rootless && engine.name === 'podman' ? ['--userns', 'keep-id'] : []),
       ...runtimeArgs(engine, this.options.network).run,
+      // The engine's own profile, narrowed (oci/seccomp.ts): the same as the one-shots'.
+      ...(profile ? ['--security-opt', `seccomp=${profile}`] : []),
     ];
     return {
       name,

@@ -1,10 +1,10 @@
 // The SandboxedProcess of a container engine's CLI (`run`, or `exec` in a persistent container):
 // its exit with the limit the wrapper noted, its signals and its release.
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { readFileSync, unlinkSync } from 'node:fs';
+import { unlinkSync } from 'node:fs';
 import type { Writable } from 'node:stream';
 import { promisify } from 'node:util';
-import { metering, quietly } from '../../util/index.js';
+import { metering, quietly, readSmallFile } from '../../util/index.js';
 import type { Lease } from '../host/index.js';
 import { findOnPath, ignoreStreamErrors, SAMPLE_MS } from '../host/index.js';
 import type { Exit, LimitKind, SandboxedProcess, SandboxSpec } from '../types.js';
@@ -195,22 +195,20 @@ function cgroupsOf(handle: Pick<Handle, 'control' | 'limitNote'>): () => string 
   };
 }
 
+/** /proc/<pid>/cgroup, or the wrapper's copy of it: tens of lines at most. */
+const CGROUP_BYTES = 64 * 1024;
+
+/**
+ * The code may have put anything at the wrapper's note names (a fifo, a link to a host file or to
+ * /dev/zero): only a small regular file there is read, and never waited on.
+ */
 function readCgroups(path: string): string | undefined {
-  try {
-    return readFileSync(path, 'utf8').trim() || undefined;
-  } catch {
-    return undefined;
-  }
+  return readSmallFile(path, CGROUP_BYTES)?.trim() || undefined;
 }
 
 /** The limit a wrapper's note names (the note is gone then), if there is one. */
 function takeNote(path: string): LimitKind | undefined {
-  let said: string;
-  try {
-    said = readFileSync(path, 'utf8').trim();
-    unlinkSync(path);
-  } catch {
-    return undefined;
-  }
+  const said = readSmallFile(path, 16)?.trim();
+  quietly(() => unlinkSync(path));
   return said === 'memory' || said === 'processes' ? said : undefined;
 }

@@ -6,6 +6,7 @@ import {
   initPrefix,
   type OciConfig,
 } from '../../../src/sandbox/container/oci/bundle.js';
+import { narrowed } from '../../../src/sandbox/container/oci/seccomp.js';
 
 const TEMPLATE: OciConfig = {
   ociVersion: '1.0.2-dev',
@@ -121,5 +122,38 @@ describe('an OCI bundle from the engine template', () => {
   it("refuses a template whose argv does not end with its program (the engine's init is what remains)", () => {
     expect(init).toEqual(['/run/podman-init', '--']);
     expect(() => initPrefix(TEMPLATE, ['/bin/sh', '-c', 'exit 0'])).toThrow(/does not end with its program/);
+  });
+});
+
+describe("podman's seccomp profile, narrowed", () => {
+  const profile = {
+    defaultAction: 'SCMP_ACT_ERRNO',
+    syscalls: [
+      { names: ['read', 'clone', 'clone3', 'unshare', 'keyctl', 'setns', 'write'], action: 'SCMP_ACT_ALLOW' },
+      { names: ['setns', 'bpf'], action: 'SCMP_ACT_ERRNO', errnoRet: 1 },
+      { names: ['personality'], action: 'SCMP_ACT_ALLOW', args: [{ index: 0, value: 0, op: 'SCMP_CMP_EQ' }] },
+    ],
+  };
+
+  it('refuses new namespaces and the keyrings; allows clone only without namespace flags', () => {
+    expect(narrowed(profile)).toEqual({
+      defaultAction: 'SCMP_ACT_ERRNO',
+      syscalls: [
+        { names: ['read', 'write'], action: 'SCMP_ACT_ALLOW' },
+        { names: ['setns', 'bpf'], action: 'SCMP_ACT_ERRNO', errnoRet: 1 },
+        {
+          names: ['personality'],
+          action: 'SCMP_ACT_ALLOW',
+          args: [{ index: 0, value: 0, op: 'SCMP_CMP_EQ' }],
+        },
+        { names: ['unshare', 'keyctl', 'add_key', 'request_key'], action: 'SCMP_ACT_ERRNO', errnoRet: 1 },
+        {
+          names: ['clone'],
+          action: 'SCMP_ACT_ALLOW',
+          args: [{ index: 0, value: 0x7e020000, valueTwo: 0, op: 'SCMP_CMP_MASKED_EQ' }],
+        },
+        { names: ['clone3'], action: 'SCMP_ACT_ERRNO', errnoRet: 38 },
+      ],
+    });
   });
 });

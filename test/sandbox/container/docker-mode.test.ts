@@ -1,14 +1,14 @@
 // Sandbox mode docker through the real server, the real engine (podman here) and the real image,
 // under each OCI runtime of RUNTIMES (the engine's default, and gVisor's runsc where installed).
 // What a runtime does not offer is probed, and the test that needs it is skipped saying so.
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RETENTION_FIRST_MS } from '../../../src/pool/retention.js';
 import { SWEEP_MIN_AGE_MS } from '../../../src/pool/sweep.js';
 import { eventually } from '../../helpers/eventually.js';
 import { warmReady } from '../../helpers/health.js';
-import { callTool, startServer, type TestServer } from '../../helpers/server.js';
+import { callTool, startServer, type TestServer, tempDir } from '../../helpers/server.js';
 import {
   containersOf,
   createdSince,
@@ -107,6 +107,50 @@ describe.each(RUNTIMES)('runtime $name', ({ name, env: DOCKER, missing }) => {
       expect(createdSince(server.pid, before)).toEqual([]);
       const [runtime = ''] = ociRuntimeOf(server.pid) ?? [];
       expect(basename(runtime)).toBe(DOCKER.CODEXEC_DOCKER_RUNTIME ?? 'runc');
+    });
+
+    it('reads no note the code put in its place (a fifo, a link to /dev/zero or to a host file)', async () => {
+      // The wrapper's note names the limit that stopped a run the kernel killed (exit 137): the
+      // server reads it on the host, where the code could leave anything at its name.
+      const secret = join(tempDir(), 'note');
+      writeFileSync(secret, 'processes', { mode: 0o600 });
+      for (const plant of [
+        'os.mkfifo(n)',
+        'os.symlink("/dev/zero", n)',
+        `os.symlink(${JSON.stringify(secret)}, n)`,
+      ]) {
+        const code = `import os\nn = "/workspace/.codexec-limit"\n${plant}\nos.kill(os.getpid(), 9)`;
+        const { value } = await python(server, code, { timeout_ms: 20_000 });
+        expect(value, plant).toMatchObject({ success: false, exit_code: 137, timed_out: false });
+        expect(value.limit, plant).toBeUndefined();
+        // The server still answers (it read nothing that never ends).
+        expect((await python(server, 'print("still")')).value.stdout, plant).toBe('still\n');
+      }
+    }, 120_000);
+
+    it('refuses code new namespaces and the kernel keyrings, in a one-shot and in a session', async () => {
+      // podman's own profile allows both (docker's refuses them without CAP_SYS_ADMIN).
+      const probe =
+        'import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n' +
+        'def errno(result): return 0 if result != -1 else ctypes.get_errno()\n' +
+        'keyctl = 250 if os.uname().machine == "x86_64" else 219\n' +
+        'print("user", errno(libc.unshare(0x10000000)), "net", errno(libc.unshare(0x40000000)),' +
+        ' "keyring", errno(libc.syscall(keyctl, 0, -4, 0)))';
+      const { value: oneShot } = await python(server, probe);
+      const { value: started } = await callTool<{ session_id: string }>(server.client, 'start_session', {
+        language: 'python',
+      });
+      const { value: inSession } = await callTool<Run>(server.client, 'send_to_session', {
+        session_id: started.session_id,
+        code: probe,
+      });
+      await callTool(server.client, 'close_session', { session_id: started.session_id });
+      for (const value of [oneShot, inSession]) {
+        const [, user, , net, , keyring] = value.stdout.trim().split(' ').map(Number);
+        expect(keyring, value.stdout).not.toBe(0);
+        // gVisor runs no host seccomp profile for the code; its own kernel answers instead.
+        if (name !== 'runsc') expect([user, net], value.stdout).toEqual([1, 1]);
+      }
     });
 
     it('gives the code no network', async () => {

@@ -102,7 +102,7 @@ export function ociRuntimeOf(pid: number): string[] | undefined {
   for (const entry of existsSync(base) ? readdirSync(base) : []) {
     try {
       const owner = JSON.parse(readFileSync(join(base, entry, 'owner'), 'utf8'));
-      if (owner.pid === pid) return owner.runtime;
+      if (owner.pid === pid) return [owner.runtime, '--root', join(base, entry, 'state')];
     } catch {
       // being written, or removed meanwhile
     }

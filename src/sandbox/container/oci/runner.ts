@@ -7,8 +7,16 @@
 // does), and a server that starts removes what dead servers left there.
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import {
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { z } from 'zod';
 import { log, quietly } from '../../../util/index.js';
@@ -41,9 +49,24 @@ const COMMAND_MS = 30_000;
 const ownerSchema = z.object({
   pid: z.number().int().positive(),
   started: z.string(),
-  /** The runtime and its global options, to remove what the server left. */
-  runtime: z.array(z.string()).min(1),
+  /** The runtime's binary and how it was told to manage cgroups: to remove what the server left. */
+  runtime: z.string().startsWith('/'),
+  systemd: z.boolean(),
 });
+
+/** The runtime's command line before its subcommand: gVisor's own options, the cgroup manager, the state. */
+function runtimeCli(runtime: string, state: string, systemd: boolean): string[] {
+  return [
+    runtime,
+    ...(isGvisor(runtime) ? ['--host-uds=open', '--network=none'] : []),
+    ...(systemd ? ['--systemd-cgroup'] : []),
+    '--root',
+    state,
+  ];
+}
+
+/** Runtimes a dead server's owner file may name: only these are run, and only root's own files. */
+const KNOWN_RUNTIME = /^(runc|crun|runsc[\w.-]*)$/;
 type Owner = z.infer<typeof ownerSchema>;
 
 function readJson(file: string): unknown {
@@ -74,6 +97,8 @@ export class OciRunner {
   private readonly reaper: Watcher;
   private readonly live = new Set<string>();
   private readonly gvisor: boolean;
+  /** The template's seccomp profile (oci/seccomp.ts), for the engine's containers (`--security-opt`). */
+  readonly seccompProfile: string;
 
   constructor(
     /** The runtime's binary. */
@@ -85,21 +110,19 @@ export class OciRunner {
     this.dir = join(STATE_BASE, serverId);
     this.state = join(this.dir, 'state');
     const systemd = template.config.linux.cgroupsPath?.includes(':') ?? false;
-    this.cli = [
-      runtime,
-      ...(this.gvisor ? ['--host-uds=open', '--network=none'] : []),
-      ...(systemd ? ['--systemd-cgroup'] : []),
-      '--root',
-      this.state,
-    ];
+    this.cli = runtimeCli(runtime, this.state, systemd);
     // Bundles say how a container is confined: every directory to them is this user's alone.
     mkdirSync(STATE_BASE, { recursive: true, mode: 0o700 });
     if (![dirname(STATE_BASE), STATE_BASE].every(ownOnly))
       throw new Error(`${STATE_BASE} or its parent is not this user's alone`);
     mkdirSync(this.dir, { mode: 0o700 });
     mkdirSync(join(this.dir, 'bundles'), { mode: 0o700 });
-    const owner: Owner = { pid: process.pid, started: processStart() ?? '', runtime: [...this.cli] };
+    // The binary itself (not a link to it): the sweep runs only a root-owned file of a known name.
+    const binary = realpathSync(runtime);
+    const owner: Owner = { pid: process.pid, started: processStart() ?? '', runtime: binary, systemd };
     writeFileSync(join(this.dir, 'owner'), JSON.stringify(owner));
+    this.seccompProfile = join(this.dir, 'seccomp.json');
+    writeFileSync(this.seccompProfile, JSON.stringify(template.config.linux.seccomp));
     this.reaper = new Watcher({
       // The directory's name is hex (the server's id): safe to quote into the script.
       script: `for name in "\${!names[@]}"; do "$@" "$name" >/dev/null 2>&1; done; rm -rf -- '${this.dir}'`,
@@ -218,8 +241,10 @@ export async function sweepDeadRunners(): Promise<void> {
     if (![dirname(STATE_BASE), STATE_BASE, dir, file].every(ownOnly)) continue;
     const owner = ownerSchema.safeParse(readJson(file));
     if (!owner.success) continue; // being written
-    if (processStart(owner.data.pid) === owner.data.started) continue;
-    const [binary = '', ...options] = owner.data.runtime;
+    const { pid, started, runtime, systemd } = owner.data;
+    if (processStart(pid) === started) continue;
+    if (!KNOWN_RUNTIME.test(basename(runtime)) || !ownOnly(runtime)) continue;
+    const [binary = '', ...options] = runtimeCli(runtime, join(dir, 'state'), systemd);
     try {
       const { stdout } = await exec(binary, [...options, 'list', '--quiet'], { timeout: COMMAND_MS });
       for (const name of stdout.split('\n').filter(Boolean))

@@ -12,6 +12,7 @@ import { buildTemplateArgs, type ContainerRun, TEMPLATE_PROGRAM, WORKSPACE } fro
 import type { ContainerEngine } from '../engine.js';
 import { engineCwd } from '../engine-cwd.js';
 import { initPrefix, type OciConfig, OPT_INSIDE } from './bundle.js';
+import { narrowed } from './seccomp.js';
 
 const run = promisify(execFile);
 /** How long the engine may take to create and mount the template. */
@@ -50,7 +51,13 @@ const configSchema = z
         cgroupsPath: z.string().optional(),
         resources: z.object({}).loose().optional(),
         namespaces: z.array(z.object({ type: z.string(), path: z.string().optional() })).optional(),
-        seccomp: z.object({}).loose(),
+        seccomp: z
+          .object({
+            syscalls: z
+              .array(z.object({ names: z.array(z.string()), action: z.string() }).loose())
+              .optional(),
+          })
+          .loose(),
       })
       .loose(),
   })
@@ -69,7 +76,11 @@ export async function createTemplate(
   await cli(buildTemplateArgs(container, limits));
   await cli(['init', container.name]);
   const { stdout } = await cli(['inspect', '--format', '{{.OCIConfigPath}}', container.name]);
-  const config: OciConfig = configSchema.parse(JSON.parse(readFileSync(stdout.trim(), 'utf8')));
+  const written = configSchema.parse(JSON.parse(readFileSync(stdout.trim(), 'utf8')));
+  const config: OciConfig = {
+    ...written,
+    linux: { ...written.linux, seccomp: narrowed(written.linux.seccomp) },
+  };
   for (const dir of [WORKSPACE, OPT_INSIDE]) makeMountPoint(config.root.path, dir);
   const bash = container.image.interpreters.bash ?? 'bash';
   return { name: container.name, config, init: initPrefix(config, [bash, ...TEMPLATE_PROGRAM]) };
