@@ -30,6 +30,8 @@ export interface SandboxFacts {
   readonly abi: number;
   /** The backend a run would get under the configured mode; undefined: runs are refused. */
   readonly inUse: SandboxBackend | undefined;
+  /** Release what the backends picked for the summary keep; after the last use of them. */
+  close(): Promise<void>;
 }
 
 /** The configured mode's backend, and what auto would pick (both printed in the summary). */
@@ -38,14 +40,14 @@ export async function sandboxSummary(config: Config): Promise<SandboxFacts> {
   const landlock = new LandlockBackend({ totals: config.totals, roots: runRoots(config) });
   const diagnosis = diagnoseNamespaces();
   const abi = landlockAbi();
+  // What the picked backends keep (a container backend's template and runtime state) goes at close().
+  const registries: BackendRegistry[] = [];
   const pick = async (mode: SandboxMode) => {
     const options = { landlock, diagnose: () => diagnosis, landlockAbi: () => abi };
     const registry = new BackendRegistry(mode, namespace, config.docker, options);
+    registries.push(registry);
     try {
-      const backend = await registry.get();
-      // A container backend keeps a template container and runtime state: the summary only names it.
-      if (backend.mode === 'docker') await registry.shutdown();
-      return backend;
+      return await registry.get();
     } catch (error) {
       return error as Error;
     }
@@ -57,7 +59,10 @@ export async function sandboxSummary(config: Config): Promise<SandboxFacts> {
   );
   const auto = config.sandboxMode === 'auto' ? configured : await pick('auto');
   console.log(`  auto will pick:          ${describePick(auto, abi)}`);
-  return { namespace, landlock, diagnosis, abi, inUse };
+  const close = async () => {
+    for (const registry of registries) await registry.shutdown();
+  };
+  return { namespace, landlock, diagnosis, abi, inUse, close };
 }
 
 /** The namespace layers' last lines: whether namespaces can be made here, and if not why. */

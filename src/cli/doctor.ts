@@ -47,6 +47,7 @@ export async function doctorCommand(): Promise<void> {
   console.log('\ninterpreters');
   const sandbox = probe.available ? facts.namespace : landlock.available ? facts.landlock : undefined;
   await interpreters(config, sandbox);
+  await facts.close();
 }
 
 /** Which gate is active: is code execution on, who approves, which languages, which rules. */
