@@ -17,6 +17,7 @@ export { type Identity, identityFor, Lease, lendable, NOBODY, reclaimTree } from
 export { alive } from './process.js';
 export { processGroupReaper } from './reaper.js';
 export { cpu, type Rlimit, runRlimits, ulimitArgs } from './rlimits.js';
+export { ensureRootDir, rootOnly } from './root-only.js';
 export { type FilterOptions, hostFilter, socketPolicy } from './seccomp.js';
 export type { HostSetup, Layer, Tools } from './setup.js';
 export { ignoreStreamErrors } from './streams.js';

@@ -10,20 +10,12 @@
 // back), which its lock file names, is given back to root, so those trees serve new runs: whichever
 // server finds the block dead, one of another home too.
 import { type ChildProcess, spawn } from 'node:child_process';
-import {
-  lstatSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
-import { dirname, isAbsolute, join } from 'node:path';
+import { readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { isAbsolute, join } from 'node:path';
 import type { Writable } from 'node:stream';
 import { SandboxUnavailableError } from '../../errors/index.js';
 import { quietly } from '../../util/index.js';
+import { ensureRootDir } from '../host/index.js';
 import { BLOCK_SIZE, BLOCKS, RANGE, type UidBlock } from './uids.js';
 
 /** Where the blocks' lock files are: root's alone, out of every sandbox's reach. */
@@ -56,7 +48,7 @@ export interface DeadBlock extends Pick<UidBlock, 'first' | 'count'> {
  */
 export async function claimBlock(options: ClaimOptions): Promise<UidBlock> {
   const dir = options.dir ?? LOCK_DIR;
-  ensureRootDir(dir);
+  ensureRootDir(dir, "the landlock run uids' locks");
   const names = readdirSync(dir);
   const known = new Set(
     names.filter((name) => /^\d+(\.dead)?$/.test(name)).map((name) => Number.parseInt(name, 10)),
@@ -249,16 +241,4 @@ function hold(flock: string, path: string, purpose: Purpose): Promise<ChildProce
         : reject(new SandboxUnavailableError(`could not lock ${path} with ${flock} (exit ${code})`)),
     );
   });
-}
-
-/** `dir` made, and with its parent root's alone: a lock file anybody else could reach proves nothing. */
-function ensureRootDir(dir: string): void {
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  for (const path of [dirname(dir), dir]) {
-    const stat = lstatSync(path);
-    if (!stat.isDirectory() || stat.uid !== 0 || (stat.mode & 0o022) !== 0)
-      throw new SandboxUnavailableError(
-        `${path} must be a directory of root's that nobody else may write (it holds the landlock run uids' locks)`,
-      );
-  }
 }

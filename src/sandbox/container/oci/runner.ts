@@ -7,20 +7,12 @@
 // does), and a server that starts removes what dead servers left there.
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import {
-  lstatSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  realpathSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { z } from 'zod';
 import { log, quietly } from '../../../util/index.js';
-import { findOnPath, Watcher } from '../../host/index.js';
+import { ensureRootDir, findOnPath, rootOnly, Watcher } from '../../host/index.js';
 import type { SandboxSpec } from '../../types.js';
 import {
   type ContainerRun,
@@ -77,12 +69,6 @@ function readJson(file: string): unknown {
   }
 }
 
-/** Owned by this process's user and writable by no other. */
-function ownOnly(path: string): boolean {
-  const stat = lstatSync(path, { throwIfNoEntry: false });
-  return !!stat && !stat.isSymbolicLink() && stat.uid === process.getuid?.() && (stat.mode & 0o022) === 0;
-}
-
 /** The OCI runtime to start runs with: CODEXEC_DOCKER_RUNTIME, else runc, else crun; undefined: none. */
 export function ociRuntime(engine: Pick<ContainerEngine, 'runtime'>): string | undefined {
   const named = engine.runtime ?? (findOnPath('runc') ? 'runc' : 'crun');
@@ -112,9 +98,7 @@ export class OciRunner {
     const systemd = template.config.linux.cgroupsPath?.includes(':') ?? false;
     this.cli = runtimeCli(runtime, this.state, systemd);
     // Bundles say how a container is confined: every directory to them is this user's alone.
-    mkdirSync(STATE_BASE, { recursive: true, mode: 0o700 });
-    if (![dirname(STATE_BASE), STATE_BASE].every(ownOnly))
-      throw new Error(`${STATE_BASE} or its parent is not this user's alone`);
+    ensureRootDir(STATE_BASE, 'the OCI runtime state and bundles');
     mkdirSync(this.dir, { mode: 0o700 });
     mkdirSync(join(this.dir, 'bundles'), { mode: 0o700 });
     // The binary itself (not a link to it): the sweep runs only a root-owned file of a known name.
@@ -237,13 +221,13 @@ export async function sweepDeadRunners(): Promise<void> {
   for (const entry of dirs) {
     const dir = join(STATE_BASE, entry);
     const file = join(dir, 'owner');
-    // The owner names a program to run: only a file that this server's user alone could write.
-    if (![dirname(STATE_BASE), STATE_BASE, dir, file].every(ownOnly)) continue;
+    // The owner names a program to run: only a file that root alone could write.
+    if (![dirname(STATE_BASE), STATE_BASE, dir, file].every(rootOnly)) continue;
     const owner = ownerSchema.safeParse(readJson(file));
     if (!owner.success) continue; // being written
     const { pid, started, runtime, systemd } = owner.data;
     if (processStart(pid) === started) continue;
-    if (!KNOWN_RUNTIME.test(basename(runtime)) || !ownOnly(runtime)) continue;
+    if (!KNOWN_RUNTIME.test(basename(runtime)) || !rootOnly(runtime)) continue;
     const [binary = '', ...options] = runtimeCli(runtime, join(dir, 'state'), systemd);
     try {
       const { stdout } = await exec(binary, [...options, 'list', '--quiet'], { timeout: COMMAND_MS });
