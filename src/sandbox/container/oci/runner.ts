@@ -227,7 +227,9 @@ export async function sweepDeadRunners(): Promise<void> {
     if (!owner.success) continue; // being written
     const { pid, started, runtime, systemd } = owner.data;
     if (processStart(pid) === started) continue;
-    if (!KNOWN_RUNTIME.test(basename(runtime)) || !rootOnly(runtime)) continue;
+    // The binary and the directory it lies in: a root-owned file in a directory another user
+    // may write could be swapped between this check and its run.
+    if (!KNOWN_RUNTIME.test(basename(runtime)) || ![runtime, dirname(runtime)].every(rootOnly)) continue;
     const [binary = '', ...options] = runtimeCli(runtime, join(dir, 'state'), systemd);
     try {
       const { stdout } = await exec(binary, [...options, 'list', '--quiet'], { timeout: COMMAND_MS });
