@@ -5,5 +5,8 @@
 // loading the program already allocates, and the young generation grows with it.
 import { sizeHeap } from './cli/heap.js';
 
-sizeHeap(process.argv.slice(2));
-await import('./cli/program.js');
+const args = process.argv.slice(2);
+sizeHeap(args);
+// The bare `serve` every MCP client starts needs no command-line parser (cli/serve.ts).
+if (args.length === 1 && args[0] === 'serve') await (await import('./cli/serve.js')).serveStdio();
+else await import('./cli/program.js');

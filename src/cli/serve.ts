@@ -1,3 +1,4 @@
+import type { Config } from '../config/index.js';
 import { CodexecError } from '../errors/index.js';
 import { serve } from '../server/index.js';
 import { configOrExit } from './config.js';
@@ -26,13 +27,27 @@ export async function serveCommand(flags: ServeFlags, command: FlagSources): Pro
     );
     process.exit(2);
   }
-  try {
-    const config = configOrExit();
+  await serveWith(async (config) => {
     if (flags.http) {
       // Only --http loads the HTTP server, its dashboard and metrics: a stdio server never uses them.
       const { serveHttp } = await import('../server/http/index.js');
       await serveHttp(config, { host: flags.host, port: flags.port, noAuth: !flags.auth });
     } else await serve(config);
+  });
+}
+
+/**
+ * `codexec serve` as MCP clients start it, without a flag: MCP over stdio. The bin runs it without
+ * the command-line parser, whose commands would otherwise stay in an idle server's heap (~0.8 MB).
+ */
+export function serveStdio(): Promise<void> {
+  return serveWith(serve);
+}
+
+/** Serve with the configuration until the client is gone; a bad setting or policy exits 2. */
+async function serveWith(run: (config: Config) => Promise<void>): Promise<void> {
+  try {
+    await run(configOrExit());
   } catch (error) {
     // A bad policy.json is found when the services are created: same exit as a bad setting.
     if (!(error instanceof CodexecError)) throw error;

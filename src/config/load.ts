@@ -29,7 +29,7 @@ export function loadConfig(
   }
   const codexecHome = expandHome(String(fromEnv.CODEXEC_HOME ?? '~/.codexec'), home);
   const raw = { ...readConfigFile(join(codexecHome, 'config.json')), ...fromEnv };
-  const parsed = settingsSchema.safeParse(raw);
+  const parsed = settingsSchema().safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const name = issue?.path[0] === undefined ? 'config' : String(issue.path[0]);

@@ -3,7 +3,6 @@
 // and sessions use them.
 
 export { isPublicAddress } from './addresses.js';
-export { MAX_OPEN, openLane } from './proxy.js';
 export { type Decision, denies, EgressRules, type HostRule, matches, parseRules } from './rules.js';
 export {
   CONNECTIONS,

@@ -7,7 +7,6 @@ import type { Config } from '../config/index.js';
 import { InvalidInputError, SandboxUnavailableError } from '../errors/index.js';
 import type { Capabilities, EgressEndpoint } from '../sandbox/index.js';
 import { log } from '../util/index.js';
-import { openLane } from './proxy.js';
 import { EgressRules, type HostRule, parseRules } from './rules.js';
 import type { EgressConnection, Lane, LaneUser } from './types.js';
 
@@ -24,6 +23,12 @@ const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '::1'];
 let warnedPortScoped = false;
 /** Where a result's list of every connection travels: a symbol, so never onto the wire. */
 export const CONNECTIONS = Symbol('egress connections');
+
+/**
+ * The proxy, loaded with the first lane: it brings node:http and node:dns, ~3 MB of an idle
+ * server's memory that a server without CODEXEC_NETWORK=allowlist never needs.
+ */
+const proxy = () => import('./proxy.js');
 
 export interface OpenedLane {
   readonly lane: Lane;
@@ -56,12 +61,12 @@ export async function openRunLane(
           '(a host outside that answers on the same port is reachable); namespace and docker modes confine it to the proxy itself',
       );
     }
-    const lane = await openLane({ tcp: true });
+    const lane = await (await proxy()).openLane({ tcp: true });
     const port = lane.port as number;
     return { lane, endpoint: { port }, env: proxyEnv(port, allowed) };
   }
   const socket = join(workspace, PROXY_SOCKET);
-  const lane = await openLane({ socket });
+  const lane = await (await proxy()).openLane({ socket });
   return {
     lane,
     endpoint: { socket, port: FORWARDER_PORT, python },

@@ -12,13 +12,13 @@ import {
 const context = { home: '/home/u', root: '/home/u/.codexec', runs: '/home/u/.codexec' };
 
 describe('a settings layout', () => {
-  const limit = setting('X_LIMIT', z.coerce.number().default(4));
-  const total = setting('X_TOTAL', z.coerce.number().optional());
+  const limit = setting('X_LIMIT', () => z.coerce.number().default(4));
+  const total = setting('X_TOTAL', () => z.coerce.number().optional());
   const layout = {
     limit,
     group: {
       total: from([total, limit], ([set, per]) => set ?? 2 * per),
-      note: setting('X_NOTE', z.string().optional()),
+      note: setting('X_NOTE', () => z.string().optional()),
       where: fromContext(({ runs }) => `${runs}/x`),
     },
   };
@@ -28,9 +28,9 @@ describe('a settings layout', () => {
   });
 
   it('refuses a variable declared by two settings', () => {
-    expect(() => settingsOf({ a: setting('X_A', z.string()), b: setting('X_A', z.string()) })).toThrow(
-      /setting X_A is declared twice/,
-    );
+    expect(() =>
+      settingsOf({ a: setting('X_A', () => z.string()), b: setting('X_A', () => z.string()) }),
+    ).toThrow(/setting X_A is declared twice/);
   });
 
   it('refuses a Config field two subjects both lay out', () => {

@@ -12,9 +12,9 @@ import {
   type Lane,
   type LaneOptions,
   type LaneUser,
-  openLane,
   parseRules,
 } from '../../src/egress/index.js';
+import { openLane } from '../../src/egress/proxy.js';
 import { type Handler, type Origin, type Pem, selfSigned, startOrigin } from './clients.js';
 
 export interface Bench {

@@ -6,7 +6,7 @@ import { once } from 'node:events';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { MAX_OPEN, openLane } from '../../src/egress/index.js';
+import { MAX_OPEN, openLane } from '../../src/egress/proxy.js';
 import { bench, userOf } from './bench.js';
 import { httpsThrough, proxied, rawSocket, readAll, rest, tunnel, until, via } from './clients.js';
 

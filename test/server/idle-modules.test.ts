@@ -9,7 +9,7 @@ import { SANDBOX_MODE } from '../helpers/mode.js';
 import { logEnv, logged } from '../helpers/module-log.js';
 import { callTool, startServer, tempDir } from '../helpers/server.js';
 
-/** Loaded on first use only: the other commands, HTTP, the MCP client SDK, the parsers. */
+/** Loaded on first use only: the other commands, HTTP, the egress proxy, the MCP client SDK, the parsers. */
 const LAZY: readonly RegExp[] = [
   /\/dist\/cli\/(run|setup|doctor|doctor-sandbox|doctor-store|image|logs|audit|wrappers)\.js$/,
   /\/dist\/server\/http\//,
@@ -17,6 +17,11 @@ const LAZY: readonly RegExp[] = [
   /\/node_modules\/web-tree-sitter\//,
   /\/node_modules\/jsonc-parser\//,
   /\/node_modules\/smol-toml\//,
+  // The command-line parser: the bare `serve` an MCP client starts goes around it.
+  /\/node_modules\/commander\//,
+  /\/dist\/cli\/program\.js$/,
+  // The egress proxy (and node:http with it): only CODEXEC_NETWORK=allowlist opens a lane.
+  /\/dist\/egress\/(proxy|forward|tunnel|answer|admit)\.js$/,
   // The execution log's index: runs write the JSONL; a search opens the index.
   /\/node_modules\/better-sqlite3\//,
   // The backends of the modes not in use (the registry loads the one picked).

@@ -10,8 +10,7 @@ import { int, splitCommas } from './values.js';
 // Which tools are registered, and code mode: the downstream MCP servers and how much a run may
 // call them.
 
-const tools = setting(
-  'CODEXEC_TOOLS',
+const tools = setting('CODEXEC_TOOLS', () =>
   z
     .string()
     .trim()
@@ -19,8 +18,7 @@ const tools = setting(
     .default('all')
     .describe('Which tools to register: all, codemode (execute_code and health), or a comma list of names.'),
 );
-const mcpConfig = setting(
-  'CODEXEC_MCP_CONFIG',
+const mcpConfig = setting('CODEXEC_MCP_CONFIG', () =>
   z
     .string()
     .min(1)
@@ -43,15 +41,13 @@ export const codemode = {
       const fallback = join(context.root, 'mcp.json');
       return existsSync(fallback) ? fallback : undefined;
     }),
-    rateLimitPerMinute: setting(
-      'CODEXEC_BRIDGE_RATE_LIMIT',
+    rateLimitPerMinute: setting('CODEXEC_BRIDGE_RATE_LIMIT', () =>
       int(1, 100_000)
         .default(60)
         .describe('Code mode: downstream tool calls one run may make per minute (refused ones count too).'),
     ),
     /** Calls recorded in full per run (or send); the rest are counted. */
-    maxToolCallRecords: setting(
-      'CODEXEC_MAX_TOOL_CALL_RECORDS',
+    maxToolCallRecords: setting('CODEXEC_MAX_TOOL_CALL_RECORDS', () =>
       int(0, 100_000)
         .default(100)
         .describe(

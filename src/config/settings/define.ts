@@ -16,13 +16,22 @@ export interface Context {
   readonly runs: string;
 }
 
-/** One setting: its variable (env, or a key of config.json) and how its value is checked. */
+/**
+ * One setting: its variable (env, or a key of config.json) and how its value is checked. The
+ * schema is made when asked for, not kept: settings are parsed once, at start-up, and ~90 kept
+ * zod schemas would hold ~1 MB of an idle server's heap for the rest of its life.
+ */
 export class Setting<Name extends string = string, Schema extends z.ZodType = z.ZodType> {
   readonly kind = 'setting';
   constructor(
     readonly name: Name,
-    readonly schema: Schema,
+    private readonly make: () => Schema,
   ) {}
+
+  /** A new schema on every call. */
+  schema(): Schema {
+    return this.make();
+  }
 }
 
 /**
@@ -47,10 +56,10 @@ type Values<Inputs extends readonly Setting[]> = {
   readonly [K in keyof Inputs]: Inputs[K] extends Setting<string, infer S> ? z.output<S> : never;
 };
 
-/** A setting named `name`, checked by `schema`. */
+/** A setting named `name`, checked by the schema `schema` makes. */
 export function setting<const Name extends string, Schema extends z.ZodType>(
   name: Name,
-  schema: Schema,
+  schema: () => Schema,
 ): Setting<Name, Schema> {
   return new Setting(name, schema);
 }

@@ -5,8 +5,7 @@ import { dir } from './values.js';
 
 // Where codexec keeps its state, and how much it logs.
 
-const codexecHome = setting(
-  'CODEXEC_HOME',
+const codexecHome = setting('CODEXEC_HOME', () =>
   z.string().min(1).default('~/.codexec').describe('Root of all codexec state.'),
 );
 
@@ -19,8 +18,7 @@ export const home = {
    */
   runHome: fromContext((context) => context.runs),
   sandboxDir: dir(
-    setting(
-      'CODEXEC_SANDBOX_DIR',
+    setting('CODEXEC_SANDBOX_DIR', () =>
       z
         .string()
         .min(1)
@@ -33,20 +31,18 @@ export const home = {
     'runs',
   ),
   logDir: dir(
-    setting(
-      'CODEXEC_LOG_DIR',
+    setting('CODEXEC_LOG_DIR', () =>
       z.string().min(1).optional().describe('JSONL logs; default $CODEXEC_HOME/logs.'),
     ),
     'logs',
   ),
   scriptsDir: dir(
-    setting(
-      'CODEXEC_SCRIPTS_DIR',
+    setting('CODEXEC_SCRIPTS_DIR', () =>
       z.string().min(1).optional().describe('Script library; default $CODEXEC_HOME/scripts.'),
     ),
     'scripts',
   ),
   /** Global package environments: `python/` (pip --target) and `node/` (npm --prefix). */
   envsDir: fromContext((context) => join(context.runs, 'envs')),
-  logLevel: setting('LOG_LEVEL', z.enum(['debug', 'info', 'warn', 'error']).default('info')),
+  logLevel: setting('LOG_LEVEL', () => z.enum(['debug', 'info', 'warn', 'error']).default('info')),
 };

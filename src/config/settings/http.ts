@@ -12,30 +12,26 @@ const principalList = list(true).refine(
   'principal names are 1-64 of A-Z a-z 0-9 . _ - (as in CODEXEC_HTTP_TOKENS), comma-separated',
 );
 
-const admins = setting(
-  'CODEXEC_HTTP_ADMINS',
+const admins = setting('CODEXEC_HTTP_ADMINS', () =>
   principalList
     .optional()
     .describe(
       "serve --http: principals (comma-separated names from the token file) whose dashboard shows every principal's runs and sessions.",
     ),
 );
-const approvers = setting(
-  'CODEXEC_HTTP_APPROVERS',
+const approvers = setting('CODEXEC_HTTP_APPROVERS', () =>
   principalList
     .optional()
     .describe(
       'serve --http with CODEXEC_APPROVER dashboard or both: principals who may decide approvals in the dashboard (never their own calls); default CODEXEC_HTTP_ADMINS.',
     ),
 );
-const maxBodyBytes = setting(
-  'CODEXEC_HTTP_MAX_BODY_BYTES',
+const maxBodyBytes = setting('CODEXEC_HTTP_MAX_BODY_BYTES', () =>
   int(1024, 500_000_000)
     .optional()
     .describe('serve --http: largest request body (413 above); default CODEXEC_MAX_MESSAGE_BYTES.'),
 );
-const maxInflightBytes = setting(
-  'CODEXEC_HTTP_MAX_INFLIGHT_BYTES',
+const maxInflightBytes = setting('CODEXEC_HTTP_MAX_INFLIGHT_BYTES', () =>
   int(1024, 10_000_000_000)
     .optional()
     .describe(
@@ -45,8 +41,7 @@ const maxInflightBytes = setting(
 
 export const http = {
   http: {
-    token: setting(
-      'CODEXEC_HTTP_TOKEN',
+    token: setting('CODEXEC_HTTP_TOKEN', () =>
       z
         .string()
         .min(16, 'use at least 16 characters')
@@ -54,8 +49,7 @@ export const http = {
         .describe('serve --http: the one bearer token (principal "default").'),
     ),
     tokensFile: path(
-      setting(
-        'CODEXEC_HTTP_TOKENS',
+      setting('CODEXEC_HTTP_TOKENS', () =>
         z
           .string()
           .min(1)
@@ -63,8 +57,7 @@ export const http = {
           .describe('serve --http: a JSON file {"<principal>": "<token>"}; wins over CODEXEC_HTTP_TOKEN.'),
       ),
     ),
-    allowedOrigins: setting(
-      'CODEXEC_HTTP_ALLOWED_ORIGINS',
+    allowedOrigins: setting('CODEXEC_HTTP_ALLOWED_ORIGINS', () =>
       list(true)
         .optional()
         .transform((origins) => (origins ?? []).map((origin) => origin.replace(/\/+$/, '').toLowerCase()))
@@ -81,8 +74,7 @@ export const http = {
       ([inflight, body, message]) => inflight ?? 2 * (body ?? message),
     ),
     /** Connections open at once, and how long a request head, a whole request and an idle connection may take. */
-    maxConnections: setting(
-      'CODEXEC_HTTP_MAX_CONNECTIONS',
+    maxConnections: setting('CODEXEC_HTTP_MAX_CONNECTIONS', () =>
       int(1, 100_000)
         .default(256)
         .describe(
@@ -90,38 +82,33 @@ export const http = {
         ),
     ),
     /** Connections not yet authenticated, per client address. */
-    maxConnectionsPerAddress: setting(
-      'CODEXEC_HTTP_MAX_CONNECTIONS_PER_ADDRESS',
+    maxConnectionsPerAddress: setting('CODEXEC_HTTP_MAX_CONNECTIONS_PER_ADDRESS', () =>
       int(1, 100_000)
         .default(32)
         .describe(
           'serve --http: open connections of one client address (IPv6: its /64) that have made no authenticated request; past it its newest replaces its oldest idle one, else gets 503.',
         ),
     ),
-    headersTimeoutMs: setting(
-      'CODEXEC_HTTP_HEADERS_TIMEOUT_MS',
+    headersTimeoutMs: setting('CODEXEC_HTTP_HEADERS_TIMEOUT_MS', () =>
       int(100, 600_000)
         .default(10_000)
         .describe('serve --http: time to send a request head, from connect or the last request (408 after).'),
     ),
-    requestTimeoutMs: setting(
-      'CODEXEC_HTTP_REQUEST_TIMEOUT_MS',
+    requestTimeoutMs: setting('CODEXEC_HTTP_REQUEST_TIMEOUT_MS', () =>
       int(100, 3_600_000)
         .default(60_000)
         .describe(
           'serve --http: time to send a whole request, head and body (408 after); not the time to answer.',
         ),
     ),
-    keepAliveTimeoutMs: setting(
-      'CODEXEC_HTTP_KEEP_ALIVE_TIMEOUT_MS',
+    keepAliveTimeoutMs: setting('CODEXEC_HTTP_KEEP_ALIVE_TIMEOUT_MS', () =>
       int(100, 600_000)
         .default(5_000)
         .describe('serve --http: an idle connection between requests is closed after this time.'),
     ),
     /** GET /metrics without a token. */
-    metricsPublic: setting(
-      'CODEXEC_METRICS_PUBLIC',
-      flag
+    metricsPublic: setting('CODEXEC_METRICS_PUBLIC', () =>
+      flag()
         .default(false)
         .describe(
           'serve --http: true serves GET /metrics without a bearer token (for a scraper on a trusted network).',

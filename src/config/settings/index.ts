@@ -35,12 +35,16 @@ const settings = settingsOf(layout);
 
 export const SETTING_NAMES = [...settings.keys()] as SettingName[];
 
-/** Every setting by its variable; values arrive as strings (env) or JSON values (config.json). */
-export const settingsSchema = z
-  .object(Object.fromEntries([...settings].map(([name, item]) => [name, item.schema])))
-  .describe(
-    'codexec settings; conflicts between them are reconciled in coherence.ts',
-  ) as unknown as z.ZodType<Settings, Partial<Record<SettingName, unknown>>>;
+/**
+ * Every setting by its variable; values arrive as strings (env) or JSON values (config.json). Made
+ * anew for each parse and let go after it (Setting.schema).
+ */
+export const settingsSchema = () =>
+  z
+    .object(Object.fromEntries([...settings].map(([name, item]) => [name, item.schema()])))
+    .describe(
+      'codexec settings; conflicts between them are reconciled in coherence.ts',
+    ) as unknown as z.ZodType<Settings, Partial<Record<SettingName, unknown>>>;
 
 /** Config from parsed (and reconciled) settings. */
 export const configFrom = (parsed: Settings, context: Context): Config =>

@@ -44,22 +44,19 @@ const commandPatterns = list(false).superRefine((patterns, ctx) => {
   });
 });
 
-const maxPendingApprovals = setting(
-  'CODEXEC_MAX_PENDING_APPROVALS',
+const maxPendingApprovals = setting('CODEXEC_MAX_PENDING_APPROVALS', () =>
   int(1, 10_000)
     .default(16)
     .describe('Approvals the server waits on at once; past it a call is refused LIMIT_REACHED.'),
 );
-const maxPendingApprovalsPerPrincipal = setting(
-  'CODEXEC_MAX_PENDING_APPROVALS_PER_PRINCIPAL',
+const maxPendingApprovalsPerPrincipal = setting('CODEXEC_MAX_PENDING_APPROVALS_PER_PRINCIPAL', () =>
   int(1, 10_000)
     .optional()
     .describe(
       "Approvals one principal's calls may have waiting at once, within CODEXEC_MAX_PENDING_APPROVALS; default a quarter of it (at least 1).",
     ),
 );
-const allowedPaths = setting(
-  'CODEXEC_ALLOWED_PATHS',
+const allowedPaths = setting('CODEXEC_ALLOWED_PATHS', () =>
   list(true)
     .refine((paths) => paths.every((path) => path.startsWith('/') || path.startsWith('~')), {
       message: 'every path must be absolute (or start with ~)',
@@ -69,16 +66,15 @@ const allowedPaths = setting(
       "Absolute roots a caller's working_dir, or an absolute execute_command work_dir outside its workspace, must lie beneath (comma list or JSON array); absent or empty: no host directory, code works in fresh workspaces.",
     ),
 );
-const redactSecrets = setting(
-  'CODEXEC_REDACT_SECRETS',
-  flag.default(true).describe('Mask secrets in run output before results, progress, logs and audit see it.'),
+const redactSecrets = setting('CODEXEC_REDACT_SECRETS', () =>
+  flag()
+    .default(true)
+    .describe('Mask secrets in run output before results, progress, logs and audit see it.'),
 );
-const secretsFile = setting(
-  'CODEXEC_SECRETS_FILE',
+const secretsFile = setting('CODEXEC_SECRETS_FILE', () =>
   z.string().min(1).optional().describe('Extra secret values to mask, one per line (read at start-up).'),
 );
-const quotasFile = setting(
-  'CODEXEC_QUOTAS',
+const quotasFile = setting('CODEXEC_QUOTAS', () =>
   z
     .string()
     .min(1)
@@ -89,8 +85,7 @@ const quotasFile = setting(
 );
 
 export const policy = {
-  packageBlocklist: setting(
-    'CODEXEC_PACKAGE_BLOCKLIST',
+  packageBlocklist: setting('CODEXEC_PACKAGE_BLOCKLIST', () =>
     z
       .string()
       .default('')
@@ -108,8 +103,7 @@ export const policy = {
   /** execute_command: its persistent workspace, where else a work_dir may be, its command lists. */
   command: {
     workspace: dir(
-      setting(
-        'CODEXEC_WORKSPACE',
+      setting('CODEXEC_WORKSPACE', () =>
         z
           .string()
           .min(1)
@@ -125,16 +119,14 @@ export const policy = {
       (paths ?? []).map((path) => expandHome(path, context.home)),
     ),
     /** undefined: no allowlist; [] allows nothing. */
-    allowedCommands: setting(
-      'CODEXEC_ALLOWED_COMMANDS',
+    allowedCommands: setting('CODEXEC_ALLOWED_COMMANDS', () =>
       commandPatterns
         .optional()
         .describe(
           'JSON array of regexes; each simple command of the parsed line must match one from its start (absent: no allowlist).',
         ),
     ),
-    blockedCommands: setting(
-      'CODEXEC_BLOCKED_COMMANDS',
+    blockedCommands: setting('CODEXEC_BLOCKED_COMMANDS', () =>
       commandPatterns
         .optional()
         .describe(
@@ -148,20 +140,17 @@ export const policy = {
   ),
   /** The approval gate: is code execution on, who approves, which languages. */
   gate: {
-    enabled: setting(
-      'CODEXEC_ENABLED',
-      flag.default(true).describe('false registers no tool that runs code; the read-only tools stay.'),
+    enabled: setting('CODEXEC_ENABLED', () =>
+      flag().default(true).describe('false registers no tool that runs code; the read-only tools stay.'),
     ),
-    approval: setting(
-      'CODEXEC_APPROVAL',
+    approval: setting('CODEXEC_APPROVAL', () =>
       z
         .enum(APPROVAL_MODES)
         .default('auto')
         .describe('auto: never ask; ask: every run asks the client; risky: only runs a rule marks ask.'),
     ),
     /** Who answers (dashboard and both: serve --http only). */
-    approver: setting(
-      'CODEXEC_APPROVER',
+    approver: setting('CODEXEC_APPROVER', () =>
       z
         .enum(APPROVERS)
         .default('client')
@@ -169,8 +158,7 @@ export const policy = {
           'Who answers approvals: client (elicitation), dashboard (serve --http page; calls wait), or both (first answer wins).',
         ),
     ),
-    approvalTimeoutMs: setting(
-      'CODEXEC_APPROVAL_TIMEOUT_MS',
+    approvalTimeoutMs: setting('CODEXEC_APPROVAL_TIMEOUT_MS', () =>
       int(100, 86_400_000)
         .default(120_000)
         .describe('An approval not answered within this time is a denial.'),
@@ -181,8 +169,7 @@ export const policy = {
       [maxPendingApprovals, maxPendingApprovalsPerPrincipal],
       ([all, perPrincipal]) => Math.min(all, perPrincipal ?? Math.ceil(all / 4)),
     ),
-    allowedRuntimes: setting(
-      'CODEXEC_ALLOWED_RUNTIMES',
+    allowedRuntimes: setting('CODEXEC_ALLOWED_RUNTIMES', () =>
       runtimeList
         .default(['python', 'node', 'typescript', 'bash'])
         .describe('Comma-separated languages code may run in; others are refused.'),

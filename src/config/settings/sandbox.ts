@@ -16,15 +16,13 @@ const hostRules = <Name extends string, S extends z.ZodType<string>>(item: Setti
 
 /** A program the runs use: absent, the one on PATH (or this Node). */
 const interpreter = <Name extends string>(name: Name, description: string) =>
-  path(setting(name, z.string().min(1).optional().describe(description)));
+  path(setting(name, () => z.string().min(1).optional().describe(description)));
 
 export const sandbox = {
-  sandboxMode: setting(
-    'CODEXEC_SANDBOX_MODE',
+  sandboxMode: setting('CODEXEC_SANDBOX_MODE', () =>
     z.enum(SANDBOX_MODES).default('auto').describe('How code is isolated.'),
   ),
-  network: setting(
-    'CODEXEC_NETWORK',
+  network: setting('CODEXEC_NETWORK', () =>
     z
       .enum(['none', 'host', 'allowlist'])
       .default('none')
@@ -35,8 +33,7 @@ export const sandbox = {
   /** CODEXEC_NETWORK=allowlist: the server's lists (src/egress). */
   egress: {
     allowed: hostRules(
-      setting(
-        'CODEXEC_ALLOWED_DOMAINS',
+      setting('CODEXEC_ALLOWED_DOMAINS', () =>
         z
           .string()
           .default('')
@@ -46,8 +43,7 @@ export const sandbox = {
       ),
     ),
     denied: hostRules(
-      setting(
-        'CODEXEC_DENIED_DOMAINS',
+      setting('CODEXEC_DENIED_DOMAINS', () =>
         z
           .string()
           .default('')
@@ -63,8 +59,7 @@ export const sandbox = {
     bash: interpreter('CODEXEC_BASH', 'Bash (default: bash on PATH).'),
   },
   docker: {
-    engine: setting(
-      'CODEXEC_CONTAINER_ENGINE',
+    engine: setting('CODEXEC_CONTAINER_ENGINE', () =>
       z
         .enum(['auto', 'docker', 'podman'])
         .default('auto')
@@ -72,36 +67,31 @@ export const sandbox = {
           'Container engine for sandbox mode docker: auto (docker if its daemon answers, else podman).',
         ),
     ),
-    image: setting(
-      'CODEXEC_DOCKER_IMAGE',
+    image: setting('CODEXEC_DOCKER_IMAGE', () =>
       z
         .string()
         .min(1)
         .default('codexec-sandbox')
         .describe('Image of sandbox mode docker (`codexec image build` makes it).'),
     ),
-    memory: setting(
-      'CODEXEC_DOCKER_MEMORY',
+    memory: setting('CODEXEC_DOCKER_MEMORY', () =>
       z
         .string()
         .regex(/^\d+[kmg]?$/i, 'expected e.g. 512m')
         .default('512m')
         .describe('Memory limit per container.'),
     ),
-    cpu: setting(
-      'CODEXEC_DOCKER_CPU',
+    cpu: setting('CODEXEC_DOCKER_CPU', () =>
       z.coerce.number().positive().max(1024).default(1).describe('CPUs per container.'),
     ),
-    network: setting(
-      'CODEXEC_DOCKER_NETWORK',
+    network: setting('CODEXEC_DOCKER_NETWORK', () =>
       z
         .string()
         .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, 'expected a network name such as none, bridge or host')
         .default('none')
         .describe('Network of sandbox containers (none: no network).'),
     ),
-    runtime: setting(
-      'CODEXEC_DOCKER_RUNTIME',
+    runtime: setting('CODEXEC_DOCKER_RUNTIME', () =>
       z
         .string()
         .regex(

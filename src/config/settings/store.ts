@@ -5,8 +5,7 @@ import { int, path } from './values.js';
 // What is kept, for how long, and where: logs, the audit trail, saved scripts, tasks, and the
 // store replicas share.
 
-const store = setting(
-  'CODEXEC_STORE',
+const store = setting('CODEXEC_STORE', () =>
   z
     .string()
     .trim()
@@ -25,31 +24,27 @@ type StoreKind = { readonly kind: 'sqlite' } | { readonly kind: 'postgres'; read
 export const kept = {
   /** Per principal's library: versions kept per script (current included), largest code saved. */
   scriptLimits: {
-    maxVersions: setting(
-      'CODEXEC_MAX_SCRIPT_VERSIONS',
+    maxVersions: setting('CODEXEC_MAX_SCRIPT_VERSIONS', () =>
       int(1, 10_000)
         .default(20)
         .describe('Versions a saved script keeps, the current one included; older ones are pruned.'),
     ),
-    maxScriptBytes: setting(
-      'CODEXEC_MAX_SCRIPT_BYTES',
+    maxScriptBytes: setting('CODEXEC_MAX_SCRIPT_BYTES', () =>
       int(1, 100_000_000).default(1_000_000).describe('Largest code save_script accepts (UTF-8 bytes).'),
     ),
   },
   retentionDays: {
-    success: setting('CODEXEC_LOG_RETENTION_DAYS_SUCCESS', int(1, 36_500).default(30)),
-    failure: setting('CODEXEC_LOG_RETENTION_DAYS_FAILURE', int(1, 36_500).default(90)),
-    session: setting('CODEXEC_LOG_RETENTION_DAYS_SESSION', int(1, 36_500).default(90)),
+    success: setting('CODEXEC_LOG_RETENTION_DAYS_SUCCESS', () => int(1, 36_500).default(30)),
+    failure: setting('CODEXEC_LOG_RETENTION_DAYS_FAILURE', () => int(1, 36_500).default(90)),
+    session: setting('CODEXEC_LOG_RETENTION_DAYS_SESSION', () => int(1, 36_500).default(90)),
   },
-  auditRetentionDays: setting(
-    'CODEXEC_AUDIT_RETENTION_DAYS',
+  auditRetentionDays: setting('CODEXEC_AUDIT_RETENTION_DAYS', () =>
     int(1, 36_500)
       .default(365)
       .describe('Audit files older than this are removed; the chain stays verifiable.'),
   ),
   /** MCP Tasks: how long a task's record is kept from its creation. */
-  taskTtlMs: setting(
-    'CODEXEC_TASK_TTL_MS',
+  taskTtlMs: setting('CODEXEC_TASK_TTL_MS', () =>
     int(1000, 30 * 86_400_000)
       .default(3_600_000)
       .describe('How long a task (MCP Tasks) is kept after it was created: its status, output and result.'),
@@ -64,8 +59,7 @@ export const kept = {
   ),
   /** The shared key (else a random one per process). */
   approvalKeyFile: path(
-    setting(
-      'CODEXEC_APPROVAL_KEY_FILE',
+    setting('CODEXEC_APPROVAL_KEY_FILE', () =>
       z
         .string()
         .min(1)
@@ -76,8 +70,7 @@ export const kept = {
     ),
   ),
   /** How other replicas reach this one (serve --http, postgres store). */
-  advertiseUrl: setting(
-    'CODEXEC_ADVERTISE_URL',
+  advertiseUrl: setting('CODEXEC_ADVERTISE_URL', () =>
     z
       .string()
       .url()

@@ -9,9 +9,10 @@ import { type Context, from, type Setting } from './define.js';
 export const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 
 /** A boolean setting: true/false or 1/0 as text (env), or a JSON boolean (config file). */
-export const flag = z
-  .union([z.boolean(), z.enum(['true', 'false', '1', '0'])])
-  .transform((value) => value === true || value === 'true' || value === '1');
+export const flag = () =>
+  z
+    .union([z.boolean(), z.enum(['true', 'false', '1', '0'])])
+    .transform((value) => value === true || value === 'true' || value === '1');
 
 /** Comma-separated text as its trimmed, non-empty items. */
 export const splitCommas = (text: string): string[] =>
