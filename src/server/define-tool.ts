@@ -12,6 +12,7 @@ import { InvalidInputError } from '../errors/index.js';
 import type { Tasks } from '../tasks/index.js';
 import { asPrincipal, LOCAL_PRINCIPAL } from '../util/index.js';
 import { advertisedInput, advertisedOutput } from './advertised.js';
+import { inCall } from './client-log.js';
 import { errorResult, okResult } from './results.js';
 import { inTaskScope, isTaskHandle, type TaskHandle, type TaskScope, taskEra } from './tasks.js';
 import type { TextShape } from './text.js';
@@ -89,9 +90,10 @@ export function defineTool<I extends z.ZodObject, O extends z.ZodObject>(
       const era = tool.tasks && taskEra(ctx);
       const scope = tool.tasks && era ? { tasks: tool.tasks, tool: tool.name, era, settle } : undefined;
       try {
-        return settle({
-          value: await asPrincipal(principalOf(ctx), () => (scope ? inTaskScope(scope, handle) : handle())),
-        });
+        const value = await inCall(server, ctx, () =>
+          asPrincipal(principalOf(ctx), () => (scope ? inTaskScope(scope, handle) : handle())),
+        );
+        return settle({ value });
       } catch (error) {
         return settle({ error });
       }

@@ -2,6 +2,7 @@ import { McpServer } from '@modelcontextprotocol/server';
 import { ApprovalAsker } from '../approvals/index.js';
 import type { Config } from '../config/index.js';
 import { PACKAGE_VERSION } from '../util/index.js';
+import { serveLogs } from './client-log.js';
 import { selectTools } from './define-tool.js';
 import { Gatekeeper } from './guard.js';
 import { registerResources } from './resources.js';
@@ -71,8 +72,11 @@ export function instructions(config: Config): string {
   );
 }
 
-/** Build one MCP server instance over the shared services: one per connection, with its own trust. */
-export function createServer(services: Services): McpServer {
+/**
+ * Build one MCP server instance over the shared services: one per connection, with its own trust.
+ * `stdio`: the one connection of a stdio server (its log lines outside tool calls may go to it).
+ */
+export function createServer(services: Services, { stdio = false } = {}): McpServer {
   const { config } = services;
   const server = new McpServer(
     { name: 'codexec', version: VERSION },
@@ -81,6 +85,8 @@ export function createServer(services: Services): McpServer {
         // No `tools` here: given, McpServer would set its tools/call handler in its constructor,
         // before readTaskParams can wrap it; the first registerTool declares tools instead.
         resources: {},
+        // The server's own log lines as notifications/message (client-log.ts).
+        logging: {},
         // Both eras' tasks: the 2026 extension, the 2025-11-25 capability (the 2026 era drops it).
         extensions: { [TASKS_EXTENSION]: {} },
         tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
@@ -89,6 +95,7 @@ export function createServer(services: Services): McpServer {
     },
   );
   readTaskParams(server);
+  serveLogs(server, { stdio, secrets: services.secrets });
   if (services.tracing) traceToolCalls(server, services.tracing);
   selectTools(server, config.codemode.tools, config.codemode.compact);
   const gate = new Gatekeeper(

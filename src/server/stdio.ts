@@ -48,7 +48,7 @@ export async function serve(config: Config): Promise<void> {
       maxMessageBytes: config.maxMessageBytes,
       onInputEnd: () => void shutdown('stdin closed'),
     });
-    const handle = serveStdio(() => createServer(services), {
+    const handle = serveStdio(() => createServer(services, { stdio: true }), {
       transport,
       onerror: (error) => log('warn', `transport: ${error.message}`),
     });

@@ -26,7 +26,7 @@ export { type CpuMeter, chargeCpu, cpuBetween, metering, withCpuMeter } from './
 export { holdsOnly } from './dirs.js';
 export { HeldDir, type Owner, pathOf, type Root } from './held-dir.js';
 export { type IdPrefix, newId } from './ids.js';
-export { type LogLevel, log, logAlways, setLogLevel } from './log.js';
+export { type LogLevel, log, logAlways, onLog, setLogLevel } from './log.js';
 export { needsShowing, quotedPath, shownName, unshownName } from './names.js';
 export { PACKAGE_VERSION, packagePath } from './package.js';
 export { expandHome, isWithin } from './paths.js';

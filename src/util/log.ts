@@ -9,9 +9,22 @@ export function setLogLevel(level: LogLevel): void {
   threshold = level;
 }
 
+type LogListener = (level: LogLevel, message: string) => void;
+const listeners = new Set<LogListener>();
+
+/**
+ * Hand every line said at or above the level to `listener` too (MCP clients that take the
+ * server's log: server/client-log.ts); returns its removal.
+ */
+export function onLog(listener: LogListener): () => void {
+  listeners.add(listener);
+  return () => listeners.delete(listener);
+}
+
 export function log(level: LogLevel, message: string): void {
   if (ORDER[level] < ORDER[threshold]) return;
   process.stderr.write(`codexec ${level}: ${message}\n`);
+  for (const listener of listeners) listener(level, message);
 }
 
 /**

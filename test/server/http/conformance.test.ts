@@ -17,7 +17,14 @@ const SUITE_CLI = join(
   createRequire(join(SUITE_DIR, 'package.json')).resolve('@modelcontextprotocol/conformance/package.json'),
   '../dist/index.js',
 );
-const SCENARIOS = ['server-initialize', 'ping', 'tools-list', 'resources-list', 'dns-rebinding-protection'];
+const SCENARIOS = [
+  'server-initialize',
+  'ping',
+  'logging-set-level',
+  'tools-list',
+  'resources-list',
+  'dns-rebinding-protection',
+];
 
 interface Check {
   readonly id: string;
