@@ -14,7 +14,14 @@ import { asPrincipal, LOCAL_PRINCIPAL } from '../util/index.js';
 import { advertisedInput, advertisedOutput } from './advertised.js';
 import { inCall } from './client-log.js';
 import { errorResult, okResult } from './results.js';
-import { inTaskScope, isTaskHandle, type TaskHandle, type TaskScope, taskEra } from './tasks.js';
+import {
+  inTaskScope,
+  isTaskHandle,
+  type TaskHandle,
+  type TaskScope,
+  taskEra,
+  taskStatusPusher,
+} from './tasks.js';
 import type { TextShape } from './text.js';
 
 export interface ToolDefinition<I extends z.ZodObject, O extends z.ZodObject> {
@@ -88,7 +95,9 @@ export function defineTool<I extends z.ZodObject, O extends z.ZodObject>(
       };
       const handle = () => tool.handler(parsed.data, ctx);
       const era = tool.tasks && taskEra(ctx);
-      const scope = tool.tasks && era ? { tasks: tool.tasks, tool: tool.name, era, settle } : undefined;
+      const notify = era === 'legacy' ? taskStatusPusher(server) : undefined;
+      const scope =
+        tool.tasks && era ? { tasks: tool.tasks, tool: tool.name, era, settle, notify } : undefined;
       try {
         const value = await inCall(server, ctx, () =>
           asPrincipal(principalOf(ctx), () => (scope ? inTaskScope(scope, handle) : handle())),

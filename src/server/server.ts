@@ -8,7 +8,7 @@ import { Gatekeeper } from './guard.js';
 import { registerResources } from './resources.js';
 import type { Services } from './services.js';
 import { registerTaskMethods } from './task-methods.js';
-import { currentTaskRun, readTaskParams, TASKS_EXTENSION } from './tasks.js';
+import { currentTaskRun, pushTaskStatus, readTaskParams, TASKS_EXTENSION } from './tasks.js';
 import { registerExecuteCode } from './tools/execute-code.js';
 import { registerExecuteCommand } from './tools/execute-command.js';
 import { registerFileTools } from './tools/files.js';
@@ -96,6 +96,7 @@ export function createServer(services: Services, { stdio = false } = {}): McpSer
   );
   readTaskParams(server);
   serveLogs(server, { stdio, secrets: services.secrets });
+  if (stdio) pushTaskStatus(server);
   if (services.tracing) traceToolCalls(server, services.tracing);
   selectTools(server, config.codemode.tools, config.codemode.compact);
   const gate = new Gatekeeper(

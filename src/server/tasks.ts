@@ -59,6 +59,8 @@ export interface TaskScope {
   readonly era: TaskEra;
   /** The tool's result as the client would have had it, from the handler's value or its throw. */
   readonly settle: (outcome: { value: unknown } | { error: unknown }) => CallToolResult;
+  /** Tells the client each later status of the task (2025-11-25 over stdio: taskStatusPusher). */
+  readonly notify?: ((task: ReturnType<typeof legacyTask>) => void) | undefined;
 }
 
 /** The answer to a call handed back as a task (a CreateTaskResult), in the shape tools/call checks. */
@@ -85,13 +87,17 @@ export function startAsTask(execute: () => Promise<unknown>): Promise<TaskHandle
 async function handOver(scope: TaskScope, execute: () => Promise<unknown>): Promise<TaskHandle> {
   // Handed over once: what the task runs must not become a task again.
   const record = await scopes.exit(() =>
-    scope.tasks.start(currentPrincipal(), scope.tool, (run) =>
-      runs.run(run, () =>
-        execute().then(
-          (value) => scope.settle({ value }),
-          (error: unknown) => scope.settle({ error }),
+    scope.tasks.start(
+      currentPrincipal(),
+      scope.tool,
+      (run) =>
+        runs.run(run, () =>
+          execute().then(
+            (value) => scope.settle({ value }),
+            (error: unknown) => scope.settle({ error }),
+          ),
         ),
-      ),
+      scope.notify && ((changed) => scope.notify?.(legacyTask(changed))),
     ),
   );
   // Re-read: work that asks at once (approval) has made it input_required already.
@@ -101,6 +107,23 @@ async function handOver(scope: TaskScope, execute: () => Promise<unknown>): Prom
   const handle = scope.era === 'modern' ? { resultType: 'task', ...task } : { task };
   // content and structuredContent: the SDK's tools/call checks want them on every result.
   return { ...handle, content: [{ type: 'text', text: JSON.stringify(handle) }], structuredContent: task };
+}
+
+/** The servers whose client a task's status can be pushed to: a stdio server's one connection. */
+const pushing = new WeakSet<McpServer>();
+export function pushTaskStatus(server: McpServer): void {
+  pushing.add(server);
+}
+
+/**
+ * notifications/tasks/status (2025-11-25) to `server`'s client, where it has one to push to:
+ * over HTTP, served statelessly in that era, no stream outlives the call that made the task.
+ */
+export function taskStatusPusher(server: McpServer): TaskScope['notify'] {
+  if (!pushing.has(server)) return undefined;
+  return (task) => {
+    server.server.notification({ method: 'notifications/tasks/status', params: task }).catch(() => {});
+  };
 }
 
 /** Which era's task this call would become, when it may become one (defineTool's scope). */

@@ -31,6 +31,18 @@ const CANCEL_POLL_MS = 250;
 const SHUT_DOWN = 'server shut down';
 const CANCELLED = 'cancelled by tasks/cancel';
 
+/** Told the task as recorded after each change of its status (notifications/tasks/status). */
+export type StatusListener = (record: TaskRecord) => void;
+
+interface Watcher {
+  readonly principal: string;
+  readonly listener: StatusListener;
+  /** The status last told (the caller's answer tells the first). */
+  told: string;
+}
+
+const ENDED = new Set(['completed', 'failed', 'cancelled']);
+
 interface Live {
   readonly controller: AbortController;
   output: string;
@@ -51,6 +63,7 @@ export class Tasks {
   private poller: NodeJS.Timeout | undefined;
   /** The last look for cancels failed (the database unreachable). */
   private unreachable = false;
+  private readonly watchers = new Map<string, Watcher>();
 
   constructor(private readonly options: TasksOptions) {
     this.store = options.store;
@@ -63,15 +76,18 @@ export class Tasks {
 
   /**
    * Record a working task for `principal` and start `work` on it. `work` resolves with the
-   * request's final result (a tool error is a result too); a throw fails the task.
+   * request's final result (a tool error is a result too); a throw fails the task. `onStatus` is
+   * told each later change of its status, until it ends.
    */
   async start(
     principal: string,
     tool: string,
     work: (run: TaskRun) => Promise<Record<string, unknown>>,
+    onStatus?: StatusListener,
   ): Promise<TaskRecord> {
     const record = await this.store.create(principal, tool, this.options.ttlMs);
     const { taskId } = record;
+    if (onStatus) this.watchers.set(taskId, { principal, listener: onStatus, told: record.status });
     const controller = new AbortController();
     let resolveDone: () => void = () => {};
     const entry: Live = {
@@ -94,7 +110,9 @@ export class Tasks {
     const ask = (key: string, request: unknown, signal?: AbortSignal) => {
       if (entry.dirty) void this.flush(taskId); // what led to the question is shown with it
       const stop = signal ? AbortSignal.any([controller.signal, signal]) : controller.signal;
-      return this.input.ask(taskId, key, request, stop);
+      const answered = this.input.ask(taskId, key, request, stop);
+      void this.input.written(taskId).then(() => this.changed(taskId));
+      return answered;
     };
     void work({ taskId, signal: controller.signal, onOutput, ask })
       .then(
@@ -137,6 +155,7 @@ export class Tasks {
   async update(taskId: string, principal: string, answers: Record<string, unknown>): Promise<boolean> {
     if (!(await this.store.answer(taskId, principal, answers))) return false;
     await this.input.deliver(taskId);
+    void this.changed(taskId);
     return true;
   }
 
@@ -151,6 +170,7 @@ export class Tasks {
     const entry = this.live.get(taskId);
     await this.store.finish(taskId, { status: 'cancelled', ...(entry && { output: entry.output }) });
     entry?.controller.abort(new Error(CANCELLED));
+    void this.changed(taskId);
     return true;
   }
 
@@ -207,8 +227,20 @@ export class Tasks {
     await this.guard(() => this.store.setOutput(taskId, entry.output, null));
   }
 
-  private end(taskId: string, end: TaskEnd): Promise<void> {
-    return this.guard(() => this.store.finish(taskId, end));
+  private async end(taskId: string, end: TaskEnd): Promise<void> {
+    await this.guard(() => this.store.finish(taskId, end));
+    await this.changed(taskId);
+  }
+
+  /** Tell the task's watcher its status, when it changed; an ended task's watcher goes. */
+  private async changed(taskId: string): Promise<void> {
+    const watcher = this.watchers.get(taskId);
+    if (!watcher) return;
+    const record = await this.store.get(taskId, watcher.principal).catch(() => undefined);
+    if (!record || record.status === watcher.told) return;
+    watcher.told = record.status;
+    if (ENDED.has(record.status)) this.watchers.delete(taskId);
+    watcher.listener(record);
   }
 
   /** A failed write is said on stderr: the run itself has ended either way. */

@@ -245,6 +245,39 @@ describe('MCP Tasks over stdio (2025-11-25, the SDK client)', () => {
     await expect(request('tasks/result', { taskId })).rejects.toThrow(/cancelled/);
   });
 
+  it('tells the client each later status of a task (notifications/tasks/status)', async () => {
+    const statuses: Array<{ taskId: string; status: string }> = [];
+    // (a spec notification the client SDK's types leave out of its method list)
+    server.client.setNotificationHandler(
+      'notifications/tasks/status' as never,
+      (notification: { params: unknown }) => {
+        statuses.push(notification.params as { taskId: string; status: string });
+      },
+    );
+    const marker = sleepMarker();
+    const created = await request('tools/call', {
+      name: 'execute_command',
+      arguments: { command: `sleep ${marker}; echo ended` },
+      task: {},
+    });
+    const taskId = (created.task as { taskId: string }).taskId;
+    expect((await appeared(marker)).length).toBeGreaterThan(0);
+    expect(statuses.filter((told) => told.taskId === taskId)).toEqual([]); // still working: nothing new
+    for (const pid of await appeared(marker)) process.kill(pid, 'SIGTERM');
+    const until = Date.now() + 15_000;
+    while (!statuses.some((told) => told.taskId === taskId) && Date.now() < until)
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    const told = statuses.filter((status) => status.taskId === taskId);
+    expect(told).toHaveLength(1);
+    expect(told[0]).toMatchObject({
+      taskId,
+      status: 'completed',
+      ttl: expect.any(Number),
+      pollInterval: 500,
+    });
+    expect(await request('tasks/get', { taskId })).toMatchObject({ status: 'completed' });
+  });
+
   it('a call without `task` answers as before', async () => {
     const plain = await callTool(server.client, 'execute_code', { language: 'bash', code: 'echo plain' });
     expect(plain.value).toMatchObject({ success: true, stdout: 'plain\n' });
