@@ -88,10 +88,11 @@ export class ApprovalAsker {
   channel(ctx: ServerContext, kind: Question['kind']): ClientChannel {
     const why = this.cannotAsk(ctx);
     if (why) return { kind: 'none', why };
-    if (!this.modernRequest(ctx))
-      return { kind: 'wait', ask: (question, withdraw) => this.askNow(ctx, question, withdraw) };
+    // In a task (either era), the task is how the client is asked: its call has been answered.
     const task = this.currentTask();
     if (task) return { kind: 'wait', ask: (question, withdraw) => this.askInTask(task, question, withdraw) };
+    if (!this.modernRequest(ctx))
+      return { kind: 'wait', ask: (question, withdraw) => this.askNow(ctx, question, withdraw) };
     if (kind === 'host')
       return { kind: 'none', why: 'a 2026-era call cannot be paused mid-run to ask (a task can)' };
     return { kind: 'retry', ask: (form) => this.askByRetry(ctx, form) };
@@ -141,8 +142,9 @@ export class ApprovalAsker {
   }
 
   /**
-   * Inside a 2026-era task, which can wait: the question becomes the task's input request (the task
-   * reads input_required until tasks/update answers it; a host's key is `egress:<host>:<port>`);
+   * Inside a task, which can wait: the question becomes the task's input request (the task reads
+   * input_required until it is answered: by tasks/update in the 2026 era, by the client's answer
+   * to the elicitation tasks/result sends it in the 2025 era; a host's key is `egress:<host>:<port>`);
    * no answer within the timeout is a refusal. `withdraw` takes the request back (the call ended,
    * or CODEXEC_APPROVER=both and the dashboard answered first).
    */

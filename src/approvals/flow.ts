@@ -123,11 +123,12 @@ export class Approvals {
   }
 
   /**
-   * Whether a 2026-era call in a task scope asks inside its task (started at once) rather than on
-   * the call: true unless the call is the retry that carries the answer to input_required.
+   * Whether a call in a task scope asks inside its task (started at once) rather than on the call:
+   * a 2025-era call always; a 2026-era one unless it is the retry that carries the answer to
+   * input_required.
    */
   asksInTask(ctx: ServerContext): boolean {
-    return this.asker.modernRequest(ctx) && !this.asker.carriesAnswer(ctx);
+    return !this.asker.modernRequest(ctx) || !this.asker.carriesAnswer(ctx);
   }
 
   /**

@@ -98,16 +98,16 @@ export class Gatekeeper {
     // Where a session's code works matters only to a question (its form, its trust key).
     const asked = await this.approvals.ask(ctx, this.placed(attempt), decision);
     if (asked.kind === 'trusted') return start(asked.approval);
-    // 2026 era in a task: the task starts now and asks inside (a retry carrying the answer to an
+    // In a task: the task starts now and asks inside (a 2026-era retry carrying the answer to an
     // input_required call is read on the call, as before).
-    if (taskScopeEra() === 'modern' && this.approvals.asksInTask(ctx)) {
+    if (taskScopeEra() !== undefined && this.approvals.asksInTask(ctx)) {
       const handle = startAsTask(async () => {
         const answered = await asked.answer((currentTaskRun() as TaskRun).signal);
         // Inside a task the client is asked through the task, never by retry.
         if (answered.kind === 'pending') throw new Error('a question asked by retry inside a task');
         return this.approvedRun(ctx, attempt, decision.rule, answered.approval, execute, facts)();
       });
-      if (!handle) throw new Error('a modern task scope without a task'); // taskScopeEra said there is one
+      if (!handle) throw new Error('a task scope without a task'); // taskScopeEra said there is one
       return handle;
     }
     const answered = await asked.answer(ctx.mcpReq.signal);

@@ -55,7 +55,14 @@ export function registerTaskMethods(server: McpServer, tasks: Tasks): void {
     return {};
   });
   server.server.setRequestHandler('tasks/result', { params: taskIdParams }, async (params, ctx) => {
-    const record = await ended(tasks, params.taskId, principalOf(ctx), ctx.mcpReq.signal);
+    const principal = principalOf(ctx);
+    const record = await ended(
+      tasks,
+      params.taskId,
+      principal,
+      ctx.mcpReq.signal,
+      answerer(ctx, tasks, principal),
+    );
     const related = { [RELATED_TASK_META_KEY]: { taskId: record.taskId } };
     if (record.status === 'completed') {
       const result = record.result ?? {};
@@ -93,20 +100,51 @@ function found(record: TaskRecord | undefined): TaskRecord {
   throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'Failed to retrieve task: Task not found');
 }
 
-/** The task once it has ended (tasks/result waits for it, until the request is cancelled). */
+/**
+ * The task once it has ended (tasks/result waits for it, until the request is cancelled);
+ * `waiting` is shown the task each time it reads input_required meanwhile.
+ */
 async function ended(
   tasks: Tasks,
   taskId: string,
   principal: string,
   signal: AbortSignal,
+  waiting: (record: TaskRecord) => void,
 ): Promise<TaskRecord> {
   for (;;) {
     const record = found(await tasks.get(taskId, principal));
+    if (record.status === 'input_required') waiting(record);
     if (record.status !== 'working' && record.status !== 'input_required') return record;
     if (signal.aborted)
       throw new ProtocolError(ProtocolErrorCode.InternalError, 'tasks/result was cancelled');
     await new Promise((resolve) => setTimeout(resolve, RESULT_POLL_MS));
   }
+}
+
+/**
+ * 2025-11-25: a task waiting for input (an approval asked inside it) has each of its requests sent
+ * to the client on tasks/result's stream, once, tagged with the task, and the answer handed to the
+ * task as tasks/update hands a 2026-era one. An unanswered request is the task's own to time out.
+ * A 2026-era tasks/result (not in that era's methods) answers nothing this way.
+ */
+function answerer(ctx: ServerContext, tasks: Tasks, principal: string): (record: TaskRecord) => void {
+  if (ctx.mcpReq.envelope !== undefined) return () => {};
+  const sent = new Set<string>();
+  return (record) => {
+    for (const [key, request] of Object.entries(record.inputRequests)) {
+      const { method, params } = request as { method?: string; params?: Record<string, unknown> };
+      if (sent.has(key) || method !== 'elicitation/create' || !params) continue;
+      sent.add(key);
+      const related = {
+        ...(params._meta as object | undefined),
+        [RELATED_TASK_META_KEY]: { taskId: record.taskId },
+      };
+      ctx.mcpReq
+        .elicitInput({ ...params, _meta: related } as never, { signal: ctx.mcpReq.signal })
+        .then((answer) => tasks.update(record.taskId, principal, { [key]: answer }))
+        .catch(() => {}); // unanswered, or the client gone: the task's timeout refuses it
+    }
+  };
 }
 
 /**

@@ -1,12 +1,16 @@
-// Approval inside a 2026-07-28 task (the task waits in input_required): the
+// Approval inside a task (the task waits in input_required). 2026-07-28: the
 // call is answered at once with a task that asks the approval form (tasks/get's inputRequests);
 // tasks/update answers it. Approved, the task completes with the run's result; refused (deny,
 // decline, cancel, no answer in time), with the APPROVAL_DENIED result a plain call gets, nothing
 // having run; tasks/cancel while it waits ends it. The audit reads as for a call asked directly.
+// 2025-11-25 (stdio, the SDK client): the call is answered at once with the task, and the form is
+// asked on tasks/result's stream, tagged with the task; its answer decides the run.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { type RawServer, startRawServer } from '../helpers/raw.js';
+import { type ElicitParams, startServer, type TestServer } from '../helpers/server.js';
 import { overStdio, pollFor, pollUntilDone, type Reply, type Send } from '../helpers/tasks.js';
 
 const APPROVE = { action: 'accept', content: { decision: 'approve' } };
@@ -153,4 +157,55 @@ describe('approval inside a 2026-era task', () => {
     expect(resultOf(done)).toMatchObject({ structuredContent: { stdout: '4\n' } });
     expect(audit(server.home).at(-1)).toMatchObject({ approved: true, approved_by: 'trusted_session' });
   });
+});
+
+describe('approval inside a 2025-era task (stdio)', () => {
+  let server: TestServer;
+  const asked: Array<ElicitParams & { _meta?: Record<string, unknown> }> = [];
+  let answer: 'accept' | 'decline' = 'accept';
+  const loose = z.looseObject({});
+  const request = (method: string, params: Record<string, unknown>) =>
+    server.client.request({ method, params } as never, loose) as Promise<Record<string, unknown>>;
+
+  beforeAll(async () => {
+    server = await startServer({
+      era: 'legacy',
+      env: { CODEXEC_APPROVAL: 'ask', CODEXEC_APPROVAL_TIMEOUT_MS: '10000' },
+      elicit: (params) => {
+        asked.push(params);
+        return answer === 'accept'
+          ? { action: 'accept', content: { decision: 'approve' } }
+          : { action: 'decline' };
+      },
+    });
+  });
+  afterAll(() => server.close());
+
+  for (const [how, expected] of [
+    ['approved', { isError: undefined, stdout: 'ran\n' }],
+    ['declined', { isError: true, stdout: undefined }],
+  ] as const) {
+    it(`the call is answered with the task at once; tasks/result asks the form (${how})`, async () => {
+      answer = how === 'approved' ? 'accept' : 'decline';
+      const before = asked.length;
+      const created = await request('tools/call', {
+        name: 'execute_code',
+        arguments: { language: 'bash', code: 'echo ran' },
+        task: {},
+      });
+      const task = created.task as { taskId: string; status: string };
+      // Nothing asked on the call: the question waits in the task.
+      expect(asked.length).toBe(before);
+      expect(['working', 'input_required']).toContain(task.status);
+      const result = (await request('tasks/result', { taskId: task.taskId })) as {
+        isError?: boolean;
+        structuredContent: Record<string, unknown>;
+      };
+      expect(asked.length).toBe(before + 1);
+      expect(asked.at(-1)?._meta?.['io.modelcontextprotocol/related-task']).toEqual({ taskId: task.taskId });
+      expect(result.isError).toBe(expected.isError);
+      if (expected.stdout) expect(result.structuredContent).toMatchObject({ success: true, stdout: 'ran\n' });
+      else expect(result.structuredContent).toMatchObject({ success: false, code: 'APPROVAL_DENIED' });
+    }, 60_000);
+  }
 });
