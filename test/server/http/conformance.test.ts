@@ -17,6 +17,13 @@ const SUITE_CLI = join(
   createRequire(join(SUITE_DIR, 'package.json')).resolve('@modelcontextprotocol/conformance/package.json'),
   '../dist/index.js',
 );
+/**
+ * Every server scenario of the suite that checks something a server without its fixtures has. The
+ * others call the reference server's own tools, resources and prompts (`test_simple_text`,
+ * `test://static-text`, prompts/get…), or completion/complete and resources/subscribe, which
+ * codexec does not offer; server-sse-polling and server-sse-multiple-streams check nothing (only
+ * warnings) against a server that serves without a session id, as codexec does.
+ */
 const SCENARIOS = [
   'server-initialize',
   'ping',
