@@ -6,18 +6,20 @@ import { drain, terminate, within } from './kill.js';
 import { EndMarkFilter, OutputCollector, type OutputLimits } from './output.js';
 import type { OutputStream } from './types.js';
 
+/** The configured limits, named in the note when one is hit (spec.ts namedLimits). */
+export interface NamedLimits {
+  readonly memoryMb: number;
+  readonly maxProcs: number;
+  readonly maxFileMb: number;
+  /** The setting that holds the memory limit, where not CODEXEC_MEMORY_MB (docker mode's). */
+  readonly memorySetting?: string;
+}
+
 export interface CollectOptions {
   readonly timeoutMs: number;
   readonly killGraceMs: number;
   readonly output: OutputLimits;
-  /** The configured limits, named in the note when one is hit. */
-  readonly limits?: {
-    readonly memoryMb: number;
-    readonly maxProcs: number;
-    readonly maxFileMb: number;
-    /** The setting that holds the memory limit, where not CODEXEC_MEMORY_MB (docker mode's). */
-    readonly memorySetting?: string;
-  };
+  readonly limits?: NamedLimits;
   readonly signal?: AbortSignal | undefined;
   readonly onOutput?: ((stream: OutputStream, text: string) => void) | undefined;
   /**
@@ -192,7 +194,8 @@ async function reported(
   return { code, signal: null, ...(limit && { limit }) };
 }
 
-function limitNote(limit: LimitKind, limits: CollectOptions['limits']): string {
+/** What a result's stderr says of the limit that stopped its process. */
+export function limitNote(limit: LimitKind, limits: NamedLimits | undefined): string {
   switch (limit) {
     case 'memory':
       return `memory limit reached (${limits?.memorySetting ?? `CODEXEC_MEMORY_MB=${limits?.memoryMb}`}); process killed`;

@@ -2,7 +2,14 @@
 // sandboxed spawn, bounded output, timeout cascade, artifacts, log entry.
 
 export { type ArtifactDiff, diffSnapshots, type Snapshot, snapshotDir } from './artifacts.js';
-export { type Collected, type CollectOptions, closeSaved, collect } from './collect.js';
+export {
+  type Collected,
+  type CollectOptions,
+  closeSaved,
+  collect,
+  limitNote,
+  type NamedLimits,
+} from './collect.js';
 export { type CommandOptions, type CommandResult, runCommand } from './command.js';
 export type { EngineDeps } from './deps.js';
 export { SCRIPT_BASENAME } from './drivers.js';
@@ -42,5 +49,5 @@ export {
   type SpecOptions,
   sandboxSpec,
 } from './sandbox-spec.js';
-export { globalPackages, type PackageAccess } from './spec.js';
+export { globalPackages, namedLimits, type PackageAccess } from './spec.js';
 export type { ExecutionRequest, ExecutionResult, OutputStream, RunOptions } from './types.js';

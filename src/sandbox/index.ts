@@ -29,4 +29,4 @@ export type {
   SandboxedProcess,
   SandboxSpec,
 } from './types.js';
-export { END_MARK_BYTES, NotForkableError, TERMINAL_FDS, TMP_PREFIX } from './types.js';
+export { END_MARK_BYTES, LIMIT_NOTE, NotForkableError, TERMINAL_FDS, TMP_PREFIX } from './types.js';

@@ -93,6 +93,11 @@ export interface EgressEndpoint {
 
 /** A landlock run's TMPDIR, inside its workspace: `<workspace>/.codexec-tmp-XXXXXX`. */
 export const TMP_PREFIX = '.codexec-tmp-';
+/**
+ * Left in a docker-mode workspace by the container's wrapper: the cgroup limit that stopped the
+ * program, and its copy (`.cgroup`), read and removed by the server (container/backend.ts).
+ */
+export const LIMIT_NOTE = '.codexec-limit';
 
 /** The length of SandboxSpec.endMark. */
 export const END_MARK_BYTES = 32;

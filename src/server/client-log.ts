@@ -8,6 +8,7 @@
 // every line either way. A client is shown a line's first line (never a stack), secrets masked.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { LoggingLevel, McpServer, ServerContext } from '@modelcontextprotocol/server';
+import { z } from 'zod';
 import type { SecretsFilter } from '../policy/index.js';
 import { LOCAL_PRINCIPAL, type LogLevel, onLog } from '../util/index.js';
 
@@ -22,7 +23,7 @@ const MAX_CHARS = 2000;
 const LOGGER = 'codexec';
 
 /** MCP's levels, least severe first. */
-const SEVERITY: readonly LoggingLevel[] = [
+const SEVERITY = [
   'debug',
   'info',
   'notice',
@@ -31,7 +32,7 @@ const SEVERITY: readonly LoggingLevel[] = [
   'critical',
   'alert',
   'emergency',
-];
+] as const satisfies readonly LoggingLevel[];
 /**
  * The level a 2025-era client chose with `logging/setLevel`, per principal: the stdio client's, or
  * over HTTP (stateless in that era: a server per request) the bearer token's principal's.
@@ -57,16 +58,41 @@ const calls = new AsyncLocalStorage<Call>();
 /** Set while a line is handed to a client: a line said meanwhile (its failure) is not sent again. */
 let sending = false;
 
-/** What a client is shown of a line. */
+/** Where a line ends: any line break a terminal or an editor takes for one. */
+const LINE_BREAK = /[\r\n\u0085\u2028\u2029]/;
+/** Control characters (an escape sequence's start among them), shown as `?`. */
+const CONTROL = /\p{Cc}/gu;
+
+/** What a client is shown of a line: its first line, secrets masked, then cut. */
 function shown(message: string, secrets: SecretsFilter | undefined): string {
-  const first = message.split('\n', 1)[0] ?? '';
+  const first = (message.split(LINE_BREAK, 1)[0] ?? '').replace(CONTROL, '?');
+  // Masked whole before the cut: a cut through a secret would leave its start unrecognised.
   const masked = secrets ? secrets.redact(first) : first;
   return masked.length > MAX_CHARS ? `${masked.slice(0, MAX_CHARS)}…` : masked;
 }
 
-/** Hand a line over unless one is being handed over already; a failed send is dropped. */
+/**
+ * At most BURST lines in a row, then PER_SECOND a second, to all clients together: lines are the
+ * server's, but code can make it say some (a session's driver errors), and a client that stops
+ * reading would hold every one in the server's memory. Dropped lines stay on stderr.
+ */
+const BURST = 50;
+const PER_SECOND = 20;
+let allowance = BURST;
+let lastRefill = Date.now();
+
+function allowed(): boolean {
+  const now = Date.now();
+  allowance = Math.min(BURST, allowance + ((now - lastRefill) / 1000) * PER_SECOND);
+  lastRefill = now;
+  if (allowance < 1) return false;
+  allowance -= 1;
+  return true;
+}
+
+/** Hand a line over unless one is being handed over already or too many were; a failed send is dropped. */
 function handOver(send: () => Promise<unknown>): void {
-  if (sending) return;
+  if (sending || !allowed()) return;
   sending = true;
   try {
     send().catch(() => {}); // a client gone meanwhile: stderr has the line
@@ -93,10 +119,15 @@ export function serveLogs(
   options: { stdio: boolean; secrets: SecretsFilter | undefined },
 ): void {
   masks.set(server, options.secrets);
-  server.server.setRequestHandler('logging/setLevel', (request, ctx) => {
-    chosen.set(principalOf(ctx), request.params.level);
-    return {};
-  });
+  // Its params checked here, so that an unknown level is invalid params (-32602), not an error.
+  server.server.setRequestHandler(
+    'logging/setLevel',
+    { params: z.object({ level: z.enum(SEVERITY) }) },
+    (params, ctx) => {
+      chosen.set(principalOf(ctx), params.level);
+      return {};
+    },
+  );
   if (!listening) {
     listening = true;
     onLog((level, message) => {

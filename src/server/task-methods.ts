@@ -124,7 +124,8 @@ async function ended(
 /**
  * 2025-11-25: a task waiting for input (an approval asked inside it) has each of its requests sent
  * to the client on tasks/result's stream, once, tagged with the task, and the answer handed to the
- * task as tasks/update hands a 2026-era one. An unanswered request is the task's own to time out.
+ * task as tasks/update hands a 2026-era one; an error for an answer declines. An unanswered request
+ * is the task's own to time out.
  * A 2026-era tasks/result (not in that era's methods) answers nothing this way.
  */
 function answerer(ctx: ServerContext, tasks: Tasks, principal: string): (record: TaskRecord) => void {
@@ -139,10 +140,15 @@ function answerer(ctx: ServerContext, tasks: Tasks, principal: string): (record:
         ...(params._meta as object | undefined),
         [RELATED_TASK_META_KEY]: { taskId: record.taskId },
       };
+      const answer = (value: unknown) => tasks.update(record.taskId, principal, { [key]: value });
       ctx.mcpReq
         .elicitInput({ ...params, _meta: related } as never, { signal: ctx.mcpReq.signal })
-        .then((answer) => tasks.update(record.taskId, principal, { [key]: answer }))
-        .catch(() => {}); // unanswered, or the client gone: the task's timeout refuses it
+        .then(answer, () =>
+          // An error for an answer (or one the form refuses) is a no, as in the 2026 era; a
+          // tasks/result that was cancelled leaves the question for the next one to ask.
+          ctx.mcpReq.signal.aborted ? undefined : answer({ action: 'decline' }),
+        )
+        .catch(() => {}); // the task gone meanwhile
     }
   };
 }

@@ -54,8 +54,13 @@ export const READ_MAX_BYTES = 1024 * 1024;
 /** How many ended processes' ids are remembered, to say why a late call finds nothing. */
 const TOMBSTONES = 200;
 
+/** Stray process errors logged per session. */
+const MAX_ERRORS_LOGGED = 5;
+
 export class ProcessTable {
   private readonly entries = new Map<string, Entry>();
+  /** How many of a session's stray process errors were logged (its code can write them at will). */
+  private readonly errorsLogged = new WeakMap<Session, number>();
   private readonly ended = new Map<string, string>();
 
   constructor(
@@ -124,11 +129,24 @@ export class ProcessTable {
     );
   }
 
+  /**
+   * A driver's error about no process of its: said on the log, quoted and cut, the first few of a
+   * session only (code in the session can write such messages on the driver's channel).
+   */
+  private logError(session: Session, message: string): void {
+    const logged = this.errorsLogged.get(session) ?? 0;
+    this.errorsLogged.set(session, logged + 1);
+    if (logged < MAX_ERRORS_LOGGED)
+      log('warn', `session ${session.id}: process error: ${JSON.stringify(message.slice(0, 300))}`);
+    else if (logged === MAX_ERRORS_LOGGED)
+      log('warn', `session ${session.id}: further process errors are not logged`);
+  }
+
   /** A message of the driver of `session` about one of its processes. */
   onEvent(session: Session, event: ProcEvent): void {
     const entry = event.proc === null ? undefined : this.entries.get(event.proc);
     if (!entry || entry.session !== session) {
-      if (event.type === 'proc_error') log('warn', `session ${session.id}: process error: ${event.message}`);
+      if (event.type === 'proc_error') this.logError(session, event.message);
       return; // a process forgotten since, or a driver naming another session's: ignored
     }
     if (event.type === 'proc_started') {

@@ -6,14 +6,16 @@ import {
   type ArtifactDiff,
   collectImages,
   diffSnapshots,
+  limitNote,
   listArtifacts,
+  type NamedLimits,
   type Snapshot,
   snapshotDir,
 } from '../engine/index.js';
 import { InvalidInputError } from '../errors/index.js';
 import type { SecretsFilter } from '../policy/index.js';
 import type { Language } from '../runtimes/index.js';
-import type { Exit } from '../sandbox/index.js';
+import type { Exit, LimitKind, SandboxedProcess } from '../sandbox/index.js';
 import type { HeldDir } from '../util/index.js';
 import type { EndReason, SendRequest, SendResult } from './types.js';
 
@@ -57,6 +59,21 @@ export function startFailure(exit: Exit): string {
 export function exitCodeOf(exit: Exit, killedByServer: boolean): number | null {
   if (killedByServer) return null;
   return exit.code ?? (exit.signal ? 128 + (constants.signals[exit.signal] ?? 0) : null);
+}
+
+/**
+ * The limit of its sandbox a session's process died at (memory, processes, CPU time), and what to
+ * call it: the first part of a one-shot's note (where it is used says what followed).
+ */
+export function diedAt(
+  exit: Exit,
+  proc: Pick<SandboxedProcess, 'limitHit' | 'limitDetail'>,
+  limits: NamedLimits,
+): { readonly kind: LimitKind; readonly note: string } | undefined {
+  const kind = exit.limit ?? proc.limitHit?.();
+  if (!kind) return undefined;
+  const sentence = proc.limitDetail?.(kind) ?? limitNote(kind, limits);
+  return { kind, note: sentence.split('; ')[0] ?? sentence };
 }
 
 export interface Death {

@@ -1,6 +1,7 @@
 // How a session is made: what it is (language, directories, settings) and whom it tells of its
 // sends, its background processes and its end.
 import type { Config } from '../config/index.js';
+import type { NamedLimits } from '../engine/index.js';
 import type { SavedOutputs } from '../outputs/index.js';
 import type { SecretsFilter } from '../policy/index.js';
 import type { Language } from '../runtimes/index.js';
@@ -21,6 +22,8 @@ export interface SessionOptions {
   readonly figuresWorkspace?: string | undefined;
   readonly config: Config;
   readonly sandboxMode: string;
+  /** The limits a note names when one stops the session's process (engine's namedLimits). */
+  readonly limits: NamedLimits;
   /** The driver runs on drivers/pty_relay.py's terminal: output relayed, stdout and stderr merged. */
   readonly pty?: boolean | undefined;
   /** Its driver serves background processes (start_process): a bash one needs its host. */

@@ -5,7 +5,7 @@
 import { type ArtifactDiff, drain, snapshotDir } from '../engine/index.js';
 import { InvalidInputError } from '../errors/index.js';
 import { CodeSyntaxError } from '../runtimes/index.js';
-import { countCpu, type Exit, type SandboxedProcess } from '../sandbox/index.js';
+import { countCpu, type Exit, type LimitKind, type SandboxedProcess } from '../sandbox/index.js';
 import { chargeCpu, log, newId } from '../util/index.js';
 import { ControlLink } from './control.js';
 import { SessionNotFoundError, SessionStartError } from './errors.js';
@@ -18,6 +18,7 @@ import {
   type Death,
   deathMessage,
   describeExit,
+  diedAt,
   executionLine,
   exitCodeOf,
   sendFiles,
@@ -67,8 +68,9 @@ export class Session {
   private cell: Cell | undefined;
   private readonly inputWatch: InputWatch;
   private killedAfterInterrupt = false;
-  /** The sentence of the bound (the disk watcher's) that ended the session. */
+  /** The bound that ended the session, said: the disk watcher's, or its sandbox's (diedAt). */
   private limitNote: string | undefined;
+  private limitKind: LimitKind = 'disk';
   private endNotified = false;
   private resolveFinished!: () => void;
 
@@ -313,6 +315,9 @@ export class Session {
     // writes; a relay lags). The marks the driver writes after the cell's output say when all of it
     // is in; after an exit, what they held back as a possible mark's start is output too.
     if (!answered) await drain(this.proc, 500);
+    const died =
+      !(answered || this.limitNote || this.killedByServer) && diedAt(outcome, this.proc, this.options.limits);
+    if (died) [this.limitKind, this.limitNote] = [died.kind, died.note];
     const { marks } = this.output;
     if (marks) this.output.pushHeld(await marks.settle(this.proc.exited));
     this.output.marks = undefined;
@@ -340,7 +345,7 @@ export class Session {
     };
     if (!answered) result.error = deathMessage(outcome, this.death);
     if (!answered && this.limitNote) {
-      result.limit = 'disk';
+      result.limit = this.limitKind;
       result.stderr += `\n[codexec: ${this.limitNote}; process killed]\n`;
     }
     this.log(cell.code, result, listed.logged, started, stdin);

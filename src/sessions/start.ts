@@ -18,6 +18,7 @@ import { callRules, EgressRecord, type OpenedLane } from '../egress/index.js';
 import {
   codeEnv,
   figureEnv,
+  namedLimits,
   openSandboxLane,
   type PackageAccess,
   PYTHON_SUPPORT_FILES,
@@ -203,6 +204,7 @@ export async function startDriver(
     ...(place.driver.interpreter === 'python' && { figuresWorkspace: workspace }),
     config: deps.config,
     sandboxMode: backend.mode,
+    limits: namedLimits(deps.config, backend.capabilities),
     pty: Boolean(extras.pty),
     hostsProcesses: request.language !== 'bash' || extras.host !== undefined,
     secrets: deps.secrets,

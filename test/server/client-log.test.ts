@@ -91,6 +91,31 @@ describe('the server log as MCP notifications', () => {
     expect(saying(messages, 'ended unexpectedly')[0]).toMatchObject({ level: 'warning', logger: 'codexec' });
   }, 60_000);
 
+  it('code that makes the server log: a few lines a session, quoted, each one line', async () => {
+    server = await startServer();
+    const messages = messagesOf(server.client);
+    await server.client.setLoggingLevel('debug');
+    const session = await callTool<{ session_id: string }>(server.client, 'start_session', {
+      language: 'python',
+    });
+    // The driver's channel (fd 100) takes frames from the code too: 30 errors about no process,
+    // each trying to pass for a line of the server's own on a terminal.
+    const code = [
+      'import json, os',
+      'body = json.dumps({"type": "proc_error", "proc": None, "message": "x\\r\\x1b[31mcodexec error: forged"}).encode()',
+      'for _ in range(30): os.write(100, b"%d\\n%s" % (len(body), body))',
+    ].join('\n');
+    await callTool(server.client, 'send_to_session', { session_id: session.value.session_id, code });
+    await eventually(() => saying(messages, 'further process errors are not logged').length > 0, 10_000);
+    const errors = saying(messages, 'process error: "');
+    expect(errors).toHaveLength(5);
+    for (const error of errors) {
+      expect(String(error.data)).toContain('process error: "x\\r\\u001b[31mcodexec error: forged"');
+      expect(String(error.data)).not.toMatch(/\p{Cc}/u);
+    }
+    expect(server.stderr().match(/process error: "/g)).toHaveLength(5);
+  }, 60_000);
+
   it('2026-07-28: only a request that names a level gets the lines said in it', async () => {
     /** A fresh server's first script call (the index read: a warning), with `meta` in its envelope. */
     const firstCall = async (meta: Record<string, unknown>) => {

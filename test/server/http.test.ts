@@ -274,7 +274,7 @@ describe('serve --http refuses bad token settings at start-up (exit 2, naming th
     );
   });
 
-  it('a token file that is not JSON, or where two principals share a token', async () => {
+  it('a token file that is not JSON, where two principals share a token, or that names `local`', async () => {
     const dir = tempDir();
     try {
       const broken = join(dir, 'broken.json');
@@ -286,6 +286,12 @@ describe('serve --http refuses bad token settings at start-up (exit 2, naming th
       writeFileSync(shared, JSON.stringify({ a: 'same-token-0123456789', b: 'same-token-0123456789' }));
       await expect(startHttp({ env: { CODEXEC_HTTP_TOKENS: shared } })).rejects.toThrow(
         /exited 2.*share a token/s,
+      );
+      // `local` is stdio's and the command line's: a token of that name would act as them.
+      const local = join(dir, 'local.json');
+      writeFileSync(local, JSON.stringify({ local: 'local-token-0123456789' }));
+      await expect(startHttp({ env: { CODEXEC_HTTP_TOKENS: local } })).rejects.toThrow(
+        /exited 2.*CODEXEC_HTTP_TOKENS.*local.*command line/s,
       );
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -162,7 +162,7 @@ describe('approval inside a 2026-era task', () => {
 describe('approval inside a 2025-era task (stdio)', () => {
   let server: TestServer;
   const asked: Array<ElicitParams & { _meta?: Record<string, unknown> }> = [];
-  let answer: 'accept' | 'decline' = 'accept';
+  let answer: 'accept' | 'decline' | 'error' = 'accept';
   const loose = z.looseObject({});
   const request = (method: string, params: Record<string, unknown>) =>
     server.client.request({ method, params } as never, loose) as Promise<Record<string, unknown>>;
@@ -173,6 +173,7 @@ describe('approval inside a 2025-era task (stdio)', () => {
       env: { CODEXEC_APPROVAL: 'ask', CODEXEC_APPROVAL_TIMEOUT_MS: '10000' },
       elicit: (params) => {
         asked.push(params);
+        if (answer === 'error') throw new Error('the client fails to show the form');
         return answer === 'accept'
           ? { action: 'accept', content: { decision: 'approve' } }
           : { action: 'decline' };
@@ -184,9 +185,11 @@ describe('approval inside a 2025-era task (stdio)', () => {
   for (const [how, expected] of [
     ['approved', { isError: undefined, stdout: 'ran\n' }],
     ['declined', { isError: true, stdout: undefined }],
+    // An error for an answer is a no at once, as in the 2026 era (not the approval timeout's).
+    ['answered with an error', { isError: true, stdout: undefined }],
   ] as const) {
     it(`the call is answered with the task at once; tasks/result asks the form (${how})`, async () => {
-      answer = how === 'approved' ? 'accept' : 'decline';
+      answer = how === 'approved' ? 'accept' : how === 'declined' ? 'decline' : 'error';
       const before = asked.length;
       const created = await request('tools/call', {
         name: 'execute_code',
@@ -205,7 +208,10 @@ describe('approval inside a 2025-era task (stdio)', () => {
       expect(asked.at(-1)?._meta?.['io.modelcontextprotocol/related-task']).toEqual({ taskId: task.taskId });
       expect(result.isError).toBe(expected.isError);
       if (expected.stdout) expect(result.structuredContent).toMatchObject({ success: true, stdout: 'ran\n' });
-      else expect(result.structuredContent).toMatchObject({ success: false, code: 'APPROVAL_DENIED' });
+      else {
+        expect(result.structuredContent).toMatchObject({ success: false, code: 'APPROVAL_DENIED' });
+        expect(result.structuredContent.error).not.toMatch(/no answer within/);
+      }
     }, 60_000);
   }
 });

@@ -9,15 +9,13 @@ import { basename, dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { isWithin } from '../../util/index.js';
 import { DRIVERS, forwardedArgv, forwards } from '../host/index.js';
-import type { SandboxSpec } from '../types.js';
+import { LIMIT_NOTE, type SandboxSpec } from '../types.js';
 
 export const WORKSPACE = '/workspace';
 export const DRIVERS_INSIDE = '/opt/codexec/drivers';
 const READ_ONLY_INSIDE = '/opt/codexec/ro';
 /** The control socket's name in the workspace, while a driver connects to it (control.ts). */
 export const CONTROL_SOCKET = '.codexec-control';
-/** Left in the workspace by the wrapper: the cgroup limit that stopped the program (backend.ts). */
-export const LIMIT_NOTE = '.codexec-limit';
 /** Labels every container of ours carries: the server that made it, to sweep those of dead ones. */
 export const LABEL = 'codexec';
 

@@ -12,7 +12,7 @@ import { isWithin, log } from '../../util/index.js';
 import type { Watcher } from '../host/index.js';
 import { DRIVERS, FORWARDER, forwards, identityFor, Lease, NOBODY } from '../host/index.js';
 import type { Availability, Capabilities, SandboxBackend, SandboxedProcess, SandboxSpec } from '../types.js';
-import { NotForkableError } from '../types.js';
+import { LIMIT_NOTE, NotForkableError } from '../types.js';
 import {
   buildContainerArgs,
   buildExecArgs,
@@ -20,7 +20,6 @@ import {
   containerNetwork,
   type ImageInfo,
   LABEL,
-  LIMIT_NOTE,
   lingers,
   mountsFor,
   pathMapper,

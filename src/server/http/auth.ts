@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import { z } from 'zod';
 import type { Config } from '../../config/index.js';
 import { ConfigError } from '../../errors/index.js';
+import { LOCAL_PRINCIPAL } from '../../util/index.js';
 
 /** Who may call, by token. A principal owns what its calls create (sessions, logs). */
 export interface Principals {
@@ -52,6 +53,11 @@ function readTokenFile(path: string): Record<string, string> {
   }
   if (Object.keys(parsed.data).length === 0)
     throw new ConfigError(`CODEXEC_HTTP_TOKENS: ${path} names no principal`);
+  // A token's principal never merges with the stdio client's and the command line's.
+  if (Object.hasOwn(parsed.data, LOCAL_PRINCIPAL))
+    throw new ConfigError(
+      `CODEXEC_HTTP_TOKENS: ${path}: "${LOCAL_PRINCIPAL}" is the principal of stdio and the command line; name the token otherwise`,
+    );
   const tokens = Object.values(parsed.data);
   if (new Set(tokens).size !== tokens.length) {
     throw new ConfigError(`CODEXEC_HTTP_TOKENS: ${path}: two principals share a token`);

@@ -13,11 +13,10 @@ import { promisify } from 'node:util';
 import { z } from 'zod';
 import { log, quietly } from '../../../util/index.js';
 import { ensureRootDir, findOnPath, rootOnly, Watcher } from '../../host/index.js';
-import type { SandboxSpec } from '../../types.js';
+import { LIMIT_NOTE, type SandboxSpec } from '../../types.js';
 import {
   type ContainerRun,
   containerProcess,
-  LIMIT_NOTE,
   lingers,
   mountsFor,
   pathMapper,
