@@ -120,6 +120,6 @@ export function createServer(services: Services, { stdio = false } = {}): McpSer
   registerFileTools(server, services, gate);
   registerHealthTool(server, services);
   registerResources(server, services);
-  registerTaskMethods(server, services.tasks);
+  registerTaskMethods(server, services.tasks, config.gate.approvalTimeoutMs);
   return server;
 }

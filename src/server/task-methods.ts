@@ -23,7 +23,12 @@ const taskIdParams = z.object({ taskId: z.string().min(1) });
  * 2026-07-28 (the extension): tasks/update. 2025-11-25: tasks/result, tasks/list (the SDK answers
  * these two "method not found" on the 2026 era, which dropped them).
  */
-export function registerTaskMethods(server: McpServer, tasks: Tasks): void {
+export function registerTaskMethods(
+  server: McpServer,
+  tasks: Tasks,
+  /** CODEXEC_APPROVAL_TIMEOUT_MS: how long a form sent on tasks/result waits for its answer. */
+  answerTimeoutMs: number,
+): void {
   server.server.setRequestHandler('tasks/get', { params: taskIdParams }, async (params, ctx) => {
     const isModern = modern(ctx); // before the lookup: a non-declaring client learns nothing
     const principal = principalOf(ctx);
@@ -61,7 +66,7 @@ export function registerTaskMethods(server: McpServer, tasks: Tasks): void {
       params.taskId,
       principal,
       ctx.mcpReq.signal,
-      answerer(ctx, tasks, principal),
+      answerer(ctx, tasks, principal, answerTimeoutMs),
     );
     const related = { [RELATED_TASK_META_KEY]: { taskId: record.taskId } };
     if (record.status === 'completed') {
@@ -128,7 +133,12 @@ async function ended(
  * is the task's own to time out.
  * A 2026-era tasks/result (not in that era's methods) answers nothing this way.
  */
-function answerer(ctx: ServerContext, tasks: Tasks, principal: string): (record: TaskRecord) => void {
+function answerer(
+  ctx: ServerContext,
+  tasks: Tasks,
+  principal: string,
+  timeoutMs: number,
+): (record: TaskRecord) => void {
   if (ctx.mcpReq.envelope !== undefined) return () => {};
   const sent = new Set<string>();
   return (record) => {
@@ -142,11 +152,17 @@ function answerer(ctx: ServerContext, tasks: Tasks, principal: string): (record:
       };
       const answer = (value: unknown) => tasks.update(record.taskId, principal, { [key]: value });
       ctx.mcpReq
-        .elicitInput({ ...params, _meta: related } as never, { signal: ctx.mcpReq.signal })
-        .then(answer, () =>
+        .elicitInput({ ...params, _meta: related } as never, {
+          signal: ctx.mcpReq.signal,
+          timeout: timeoutMs,
+        })
+        .then(answer, (error: Error) =>
           // An error for an answer (or one the form refuses) is a no, as in the 2026 era; a
-          // tasks/result that was cancelled leaves the question for the next one to ask.
-          ctx.mcpReq.signal.aborted ? undefined : answer({ action: 'decline' }),
+          // tasks/result that was cancelled leaves the question for the next one to ask, and no
+          // answer in time is the task's own timeout's to refuse (it started first).
+          ctx.mcpReq.signal.aborted || /timed? ?out/i.test(error.message)
+            ? undefined
+            : answer({ action: 'decline' }),
         )
         .catch(() => {}); // the task gone meanwhile
     }
