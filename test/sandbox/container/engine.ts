@@ -130,9 +130,12 @@ export function sessionContainersOf(pid: number): string[] {
     .filter((line) => /\/(python|node|bash)_driver\./.test(line));
 }
 
-/** Names of the containers a server created since `since` (the engine's event log). */
+/**
+ * Names of the containers a server created since `since` (the engine's event log). The log is asked
+ * by whole seconds; each event's own time (ns) then leaves out what came earlier in the first one.
+ */
 export function createdSince(pid: number, since: Date): string[] {
-  return engine(
+  const lines = engine(
     'events',
     '--since',
     String(Math.floor(since.getTime() / 1000)),
@@ -143,8 +146,24 @@ export function createdSince(pid: number, since: Date): string[] {
     '--filter',
     `label=codexec.pid=${pid}`,
     '--format',
-    ENGINE === 'docker' ? '{{.Actor.Attributes.name}}' : '{{.Name}}',
+    ENGINE === 'docker' ? '{{.Actor.Attributes.name}} {{.TimeNano}}' : '{{.Name}} {{.Time}}',
   )
     .split('\n')
     .filter(Boolean);
+  return lines
+    .map((line) => {
+      const [name = '', ...time] = line.split(' ');
+      return { name, ms: eventMs(time) };
+    })
+    .filter((event) => !(event.ms < since.getTime()))
+    .map((event) => event.name);
+}
+
+/** An event's time in ms: docker's nanoseconds, podman's `2026-11-30 09:40:32.444907436 +0000 UTC`. */
+function eventMs(time: readonly string[]): number {
+  if (ENGINE === 'docker') return Number(time[0]) / 1e6;
+  const [day, clock = '', offset = '+0000'] = time;
+  const [whole = '', fraction = '0'] = clock.split('.');
+  const at = Date.parse(`${day}T${whole}${offset.replace(/(\d\d)(\d\d)$/, '$1:$2')}`);
+  return at + Number(`0.${fraction}`) * 1000;
 }
