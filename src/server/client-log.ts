@@ -11,6 +11,7 @@ import type { LoggingLevel, McpServer, ServerContext } from '@modelcontextprotoc
 import { z } from 'zod';
 import type { SecretsFilter } from '../policy/index.js';
 import { LOCAL_PRINCIPAL, type LogLevel, onLog } from '../util/index.js';
+import { isStdio, principalOf } from './connection.js';
 
 const LEVELS: Record<LogLevel, LoggingLevel> = {
   debug: 'debug',
@@ -38,8 +39,6 @@ const SEVERITY = [
  * over HTTP (stateless in that era: a server per request) the bearer token's principal's.
  */
 const chosen = new Map<string, LoggingLevel>();
-/** Who a request acts for (define-tool.ts principalOf, which imports this module). */
-const principalOf = (ctx: ServerContext) => ctx.http?.authInfo?.clientId || LOCAL_PRINCIPAL;
 /** What masks a line's secrets, per server (serveLogs). */
 const masks = new WeakMap<McpServer, SecretsFilter | undefined>();
 
@@ -114,11 +113,8 @@ let listening = false;
  * The logging capability's half that is codexec's: `logging/setLevel` (the SDK's answer, and the
  * level kept for this connection's lines), and on stdio the lines said outside any call.
  */
-export function serveLogs(
-  server: McpServer,
-  options: { stdio: boolean; secrets: SecretsFilter | undefined },
-): void {
-  masks.set(server, options.secrets);
+export function serveLogs(server: McpServer, secrets: SecretsFilter | undefined): void {
+  masks.set(server, secrets);
   // Its params checked here, so that an unknown level is invalid params (-32602), not an error.
   server.server.setRequestHandler(
     'logging/setLevel',
@@ -136,13 +132,13 @@ export function serveLogs(
     });
   }
   // One stdio server a process: its listener lives as long.
-  if (!options.stdio) return;
+  if (!isStdio(server)) return;
   onLog((level, message) => {
     const floor = chosen.get(LOCAL_PRINCIPAL);
     const version = server.server.getNegotiatedProtocolVersion();
     if (calls.getStore()?.open || floor === undefined || version === undefined || version >= '2026') return;
     if (!takes(LEVELS[level], floor)) return;
-    const data = shown(message, options.secrets);
+    const data = shown(message, secrets);
     handOver(() => server.sendLoggingMessage({ level: LEVELS[level], logger: LOGGER, data }));
   });
 }

@@ -13,6 +13,7 @@ import type { Tasks } from '../tasks/index.js';
 import { asPrincipal, LOCAL_PRINCIPAL } from '../util/index.js';
 import { advertisedInput, advertisedOutput } from './advertised.js';
 import { inCall } from './client-log.js';
+import { principalOf } from './connection.js';
 import { errorResult, okResult } from './results.js';
 import {
   inTaskScope,
@@ -116,11 +117,6 @@ export function defineTool<I extends z.ZodObject, O extends z.ZodObject>(
 const selected = new WeakMap<McpServer, { readonly names: ReadonlySet<string>; readonly compact: boolean }>();
 export function selectTools(server: McpServer, names: readonly string[] | undefined, compact: boolean): void {
   if (names) selected.set(server, { names: new Set(names), compact });
-}
-
-/** Who a request acts for: serve --http passes the bearer token's principal as the client id. */
-export function principalOf(ctx: ServerContext): string {
-  return ctx.http?.authInfo?.clientId || LOCAL_PRINCIPAL;
 }
 
 function describeIssues(error: z.ZodError): string {

@@ -13,7 +13,7 @@ import { commandWorkspace } from '../config/index.js';
 import { CodexecError } from '../errors/index.js';
 import { type OutputSaved, SAVED_STREAMS } from '../outputs/index.js';
 import { type HeldDir, type Root, unshownName } from '../util/index.js';
-import { principalOf } from './define-tool.js';
+import { principalOf } from './connection.js';
 import { imageContent } from './images.js';
 import { locateRunFile } from './run-files.js';
 import { readSavedWhole } from './saved-output.js';

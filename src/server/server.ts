@@ -3,12 +3,13 @@ import { ApprovalAsker } from '../approvals/index.js';
 import type { Config } from '../config/index.js';
 import { PACKAGE_VERSION } from '../util/index.js';
 import { serveLogs } from './client-log.js';
+import { markStdio } from './connection.js';
 import { selectTools } from './define-tool.js';
 import { Gatekeeper } from './guard.js';
 import { registerResources } from './resources.js';
 import type { Services } from './services.js';
 import { registerTaskMethods } from './task-methods.js';
-import { currentTaskRun, pushTaskStatus, readTaskParams, TASKS_EXTENSION } from './tasks.js';
+import { currentTaskRun, readTaskParams, TASKS_EXTENSION } from './tasks.js';
 import { registerExecuteCode } from './tools/execute-code.js';
 import { registerExecuteCommand } from './tools/execute-command.js';
 import { registerFileTools } from './tools/files.js';
@@ -95,8 +96,8 @@ export function createServer(services: Services, { stdio = false } = {}): McpSer
     },
   );
   readTaskParams(server);
-  serveLogs(server, { stdio, secrets: services.secrets });
-  if (stdio) pushTaskStatus(server);
+  if (stdio) markStdio(server);
+  serveLogs(server, services.secrets);
   if (services.tracing) traceToolCalls(server, services.tracing);
   selectTools(server, config.codemode.tools, config.codemode.compact);
   const gate = new Gatekeeper(

@@ -8,7 +8,7 @@ import {
 } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import type { TaskRecord, Tasks } from '../tasks/index.js';
-import { principalOf } from './define-tool.js';
+import { principalOf } from './connection.js';
 import { legacyTask, modernTask, statusMessage, TASKS_EXTENSION } from './tasks.js';
 
 /** Where a task's output so far is carried (the Task shapes have no field for it). */

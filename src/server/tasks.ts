@@ -7,6 +7,7 @@ import {
 } from '@modelcontextprotocol/server';
 import type { TaskRecord, TaskRun, Tasks } from '../tasks/index.js';
 import { currentPrincipal } from '../util/index.js';
+import { isStdio } from './connection.js';
 
 /**
  * MCP Tasks in both eras. 2026-07-28: the Tasks extension (SEP-2663): a client that declares it
@@ -109,18 +110,9 @@ async function handOver(scope: TaskScope, execute: () => Promise<unknown>): Prom
   return { ...handle, content: [{ type: 'text', text: JSON.stringify(handle) }], structuredContent: task };
 }
 
-/** The servers whose client a task's status can be pushed to: a stdio server's one connection. */
-const pushing = new WeakSet<McpServer>();
-export function pushTaskStatus(server: McpServer): void {
-  pushing.add(server);
-}
-
-/**
- * notifications/tasks/status (2025-11-25) to `server`'s client, where it has one to push to:
- * over HTTP, served statelessly in that era, no stream outlives the call that made the task.
- */
+/** notifications/tasks/status (2025-11-25) to `server`'s client, where it can be reached (isStdio). */
 export function taskStatusPusher(server: McpServer): TaskScope['notify'] {
-  if (!pushing.has(server)) return undefined;
+  if (!isStdio(server)) return undefined;
   return (task) => {
     server.server.notification({ method: 'notifications/tasks/status', params: task }).catch(() => {});
   };

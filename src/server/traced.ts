@@ -7,7 +7,7 @@ import {
 import { outcomeOf } from '../metrics/index.js';
 import { inCall, now, type OpenCall, type Tracing } from '../traces/index.js';
 import { log } from '../util/index.js';
-import { principalOf } from './define-tool.js';
+import { principalOf } from './connection.js';
 import { isTaskHandle } from './tasks.js';
 
 type Handler = (request: { params?: Record<string, unknown> }, ctx: ServerContext) => Promise<unknown>;
