@@ -1,8 +1,7 @@
 // The directory a landlock-mode server writes its confine launcher into: removed at exit, and
 // when the server is killed (no exit hook runs), by the next server, never while its own runs.
 import { spawn } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { landlockAbi } from '../../src/sandbox/landlock/index.js';
@@ -11,9 +10,9 @@ import { eventually } from '../helpers/eventually.js';
 import { IS_ROOT } from '../helpers/mode.js';
 import { callTool, startServer, type TestServer, tempDir } from '../helpers/server.js';
 
-/** The launcher directories in the host's temporary directory of server `pid`. */
-const dirsOf = (pid: number) =>
-  readdirSync(tmpdir()).filter((name) => new RegExp(`^codexec-confine-\\d+\\.${pid}\\.\\d+-`).test(name));
+/** The launcher directories in temporary directory `dir` of server `pid`. */
+const dirsIn = (dir: string, pid: number) =>
+  readdirSync(dir).filter((name) => new RegExp(`^codexec-confine-\\d+\\.${pid}\\.\\d+-`).test(name));
 
 /** Process `pid`'s state and start time, or undefined once it is gone. */
 function stat(pid: number): { state: string; start: string } | undefined {
@@ -62,12 +61,18 @@ describe('sweeping the launcher directories of servers gone', () => {
 
 describe.runIf(landlockAbi() >= 1)('a landlock-mode server killed with SIGKILL', () => {
   const servers: TestServer[] = [];
+  // These servers' own TMPDIR: landlock servers of other test files, sweeping the host's, would
+  // remove the killed one's directory before this test looks for it.
+  const tmp = tempDir('codexec-launcher-tmp-');
+  chmodSync(tmp, 0o1777);
+  const dirsOf = (pid: number) => dirsIn(tmp, pid);
   afterAll(async () => {
     for (const server of servers) await server.close().catch(() => {});
+    rmSync(tmp, { recursive: true, force: true });
   });
 
   const landlockServer = async () => {
-    const server = await startServer({ env: { CODEXEC_SANDBOX_MODE: 'landlock' } });
+    const server = await startServer({ env: { CODEXEC_SANDBOX_MODE: 'landlock', TMPDIR: tmp } });
     servers.push(server);
     const { value } = await callTool(server.client, 'execute_code', { language: 'bash', code: 'echo ok' });
     expect(value).toMatchObject({ success: true, stdout: 'ok\n', sandbox_mode: 'landlock' });
@@ -81,9 +86,9 @@ describe.runIf(landlockAbi() >= 1)('a landlock-mode server killed with SIGKILL',
     const [stale] = dirsOf(killed.pid);
     process.kill(killed.pid, 'SIGKILL');
     expect(await eventually(() => [undefined, 'Z'].includes(stat(killed.pid)?.state))).toBe(true);
-    expect(existsSync(join(tmpdir(), stale as string))).toBe(true);
+    expect(existsSync(join(tmp, stale as string))).toBe(true);
     const next = await landlockServer();
-    expect(existsSync(join(tmpdir(), stale as string))).toBe(false);
+    expect(existsSync(join(tmp, stale as string))).toBe(false);
     expect(dirsOf(running.pid)).toHaveLength(1);
     // A server that exits removes its own.
     await running.close();
