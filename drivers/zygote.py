@@ -328,15 +328,17 @@ def become_program(run, namespaces):
     last = int(open("/proc/sys/kernel/cap_last_cap").read())
     for cap in range(last + 1):
         prctl(PR_CAPBSET_DROP, cap)
+    prctl(PR_SET_NO_NEW_PRIVS, 1)
+    # Landlock before the drop, as a cold run's launcher confines: its rules open paths only the
+    # server's uid may (the directories it holds, by /proc/<server pid>/fd).
+    if run.landlock:
+        run_script(bytes.fromhex(sandbox["landlock"]))
     os.setgroups([])
     os.setresgid(sandbox["gid"], sandbox["gid"], sandbox["gid"])
     os.setresuid(sandbox["uid"], sandbox["uid"], sandbox["uid"])
     # A uid change marks the process undumpable, which would make its /proc/self root's; an exec
     # (as after a cold run's drop) would clear that, so clear it here.
     prctl(PR_SET_DUMPABLE, 1)
-    prctl(PR_SET_NO_NEW_PRIVS, 1)
-    if run.landlock:
-        run_script(bytes.fromhex(sandbox["landlock"]))
     program = bytes.fromhex(job["seccomp"])
     if program:
         buffer = ctypes.create_string_buffer(program, len(program))

@@ -2,6 +2,7 @@
 // the environment and the optional config file; loadConfig() resolves it once at start-up.
 
 export { loadConfig } from './load.js';
+export { type MountRule, mountsOf } from './mounts.js';
 export { commandWorkspace, globalPackageDirs, runRoots, sharedTrees } from './paths.js';
 export type { Quota, QuotaTable } from './quotas.js';
 export {

@@ -1,6 +1,5 @@
-import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { ConfigError } from '../errors/index.js';
+import { readJsonFile } from './json-file.js';
 
 const count = (what: string) => z.number().int().min(0).max(1_000_000_000).optional().describe(what);
 
@@ -27,29 +26,11 @@ export type QuotaTable = Readonly<Record<string, Quota>>;
 
 /** CODEXEC_QUOTAS: read and validated at start-up; a bad file stops it naming the file and field. */
 export function readQuotas(path: string): { readonly file: string; readonly table: QuotaTable } {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (error) {
-    const why = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
-    throw new ConfigError(`CODEXEC_QUOTAS: cannot read ${path} (${why})`);
-  }
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (error) {
-    throw new ConfigError(`CODEXEC_QUOTAS: ${path}: not valid JSON (${(error as Error).message})`);
-  }
-  const parsed = quotasFileSchema.safeParse(value);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const keys = issue?.code === 'unrecognized_keys' ? `: unknown field ${issue.keys.join(', ')}` : '';
-    const where = issue?.path.join('.') || 'file';
-    throw new ConfigError(
-      `CODEXEC_QUOTAS: ${path}: ${where}${keys || `: ${issue?.message ?? 'invalid'}`} ` +
-        '(expected {"<principal>|*": {"max_concurrent_runs": N, "max_sessions": N, "runs_per_minute": N, ' +
-        '"cpu_seconds_per_day": N}})',
-    );
-  }
-  return { file: path, table: parsed.data };
+  const table = readJsonFile(
+    'CODEXEC_QUOTAS',
+    path,
+    quotasFileSchema,
+    '{"<principal>|*": {"max_concurrent_runs": N, "max_sessions": N, "runs_per_minute": N, "cpu_seconds_per_day": N}}',
+  );
+  return { file: path, table };
 }

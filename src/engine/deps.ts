@@ -7,6 +7,7 @@ import type { SavedOutputs } from '../outputs/index.js';
 import type { SecretsFilter } from '../policy/index.js';
 import type { Interpreters } from '../runtimes/index.js';
 import type { BackendRegistry } from '../sandbox/index.js';
+import type { HeldMounts } from './mounts.js';
 
 export interface EngineDeps {
   readonly config: Config;
@@ -25,4 +26,6 @@ export interface EngineDeps {
   readonly codeMode?: boolean | undefined;
   /** Keeps the whole output of a run the result truncates (absent: none kept). */
   readonly outputs?: SavedOutputs | undefined;
+  /** The operator's mounts (CODEXEC_MOUNTS), held; absent: none. */
+  readonly mounts?: HeldMounts | undefined;
 }

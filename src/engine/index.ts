@@ -34,6 +34,7 @@ export {
   type ArtifactsOmitted,
   listArtifacts,
 } from './listing.js';
+export { HeldMounts } from './mounts.js';
 export {
   type CollectedOutput,
   EndMarkFilter,

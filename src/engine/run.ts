@@ -131,7 +131,7 @@ export async function place(host: RunHost, request: ExecutionRequest, admitted: 
     command ||
     (request.bridge && !codeMode) ||
     typeof prepared !== 'string' ||
-    !warmFits(config, runtime.interpreter, principal)
+    !warmFits(config, runtime.interpreter, principal, host.deps.mounts)
       ? undefined
       : (host.pool.take(runtime.interpreter) ?? (await host.forkWarm(runtime.interpreter)));
   const id = warm?.id ?? newId('exec');
@@ -209,6 +209,7 @@ async function launch(
     timeoutMs: host.timeoutMs(request),
     capabilities: run.backend.capabilities,
     command: run.command,
+    mounts: host.deps.mounts,
   });
   return host.spawnCold(run.backend, { ...spec, endMark });
 }

@@ -29,6 +29,8 @@ export interface SpecOptions {
   readonly control?: boolean | undefined;
   readonly terminal?: boolean | undefined;
   readonly persistent?: SandboxSpec['persistent'] | undefined;
+  /** The operator's mounts its principal is given (HeldMounts.of). */
+  readonly mounts?: SandboxSpec['mounts'] | undefined;
 }
 
 /** The SandboxSpec of one sandboxed program. */
@@ -50,6 +52,7 @@ export function sandboxSpec(options: SpecOptions): SandboxSpec {
     ...(options.terminal && { terminal: true }),
     ...hostDirOf(options.held),
     ...(options.persistent && { persistent: options.persistent }),
+    ...(options.mounts?.length && { mounts: options.mounts }),
   };
 }
 

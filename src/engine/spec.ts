@@ -7,6 +7,7 @@ import type { InterpreterKind } from '../runtimes/index.js';
 import type { Capabilities, EgressEndpoint, SandboxSpec } from '../sandbox/index.js';
 import { currentPrincipal, type HeldDir, LOCAL_PRINCIPAL } from '../util/index.js';
 import { figureEnv, PYTHON_SUPPORT_FILES } from './images.js';
+import type { HeldMounts } from './mounts.js';
 import { codeEnv, sandboxSpec } from './sandbox-spec.js';
 
 export interface RunSpecInput {
@@ -34,6 +35,8 @@ export interface RunSpecInput {
   readonly command?: boolean;
   /** The egress allowlist: where the sandbox reaches the proxy (its variables are in runtimeEnv). */
   readonly egress?: EgressEndpoint | undefined;
+  /** The operator's mounts of the principal. */
+  readonly mounts?: HeldMounts | undefined;
 }
 
 /** The SandboxSpec of one run: stripped env, workspace, global packages, limits. */
@@ -63,6 +66,7 @@ export async function buildRunSpec(input: RunSpecInput): Promise<SandboxSpec> {
     egress: input.egress,
     control: input.control,
     held: input.held,
+    mounts: input.mounts?.of(input.principal ?? currentPrincipal()),
     // A host directory's run is its owner's: never in the principal's shared command sandbox.
     persistent:
       input.command && !input.held?.host
@@ -95,15 +99,20 @@ export interface PackageAccess {
 }
 
 /**
- * Whether a warm process (started with the local principal's global packages) shows `principal`
- * exactly the packages its own run would: the local principal, or neither has any of `kind`.
+ * Whether a warm process (started with the local principal's global packages and mounts) shows
+ * `principal` exactly the packages and mounts its own run would: the local principal, or one with
+ * the same mounts where neither has packages of `kind`.
  */
 export function warmFits(
   config: Pick<Config, 'envsDir' | 'runHome'>,
   kind: InterpreterKind,
   principal: string,
+  mounts?: HeldMounts,
 ): boolean {
-  if (principal === LOCAL_PRINCIPAL || kind === 'bash') return true;
+  if (principal === LOCAL_PRINCIPAL) return true;
+  // Its sandbox holds the local principal's mounts.
+  if (mounts && !mounts.same(principal, LOCAL_PRINCIPAL)) return false;
+  if (kind === 'bash') return true;
   const dirs = (who: string) => globalPackageDirs(config, who);
   const of = (who: string) => (kind === 'python' ? dirs(who).python : dirs(who).nodeModules);
   // Stats on the calling thread: µs.

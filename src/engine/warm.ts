@@ -63,6 +63,7 @@ export async function startWarm(
     timeoutMs: config.maxTimeoutMs,
     control: true,
     capabilities: backend.capabilities,
+    mounts: host.deps.mounts,
   });
   const launch = WARM_DRIVERS[kind].forkable && !opened ? { ...spec, zygote } : spec;
   const script = openScriptFile(execDir, kind);

@@ -28,5 +28,6 @@ export type {
   SandboxBackend,
   SandboxedProcess,
   SandboxSpec,
+  SpecMount,
 } from './types.js';
 export { END_MARK_BYTES, LIMIT_NOTE, NotForkableError, TERMINAL_FDS, TMP_PREFIX } from './types.js';

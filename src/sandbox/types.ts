@@ -30,6 +30,8 @@ export interface SandboxSpec {
   readonly runAs?: { readonly uid: number; readonly gid: number };
   /** Extra paths the code must be able to read (the script file, the interpreter's tree). */
   readonly readablePaths: readonly string[];
+  /** The operator's mounts (CODEXEC_MOUNTS) the run's principal is given: read-only, at their targets. */
+  readonly mounts?: readonly SpecMount[];
   readonly limits: {
     readonly memoryMb: number;
     readonly maxProcs: number;
@@ -75,6 +77,19 @@ export interface SandboxSpec {
    * (and runs whose paths fall outside the mounts) start one of their own as usual.
    */
   readonly persistent?: { readonly key: string; readonly mounts: readonly string[] };
+}
+
+/** An operator mount of a run. */
+export interface SpecMount {
+  /**
+   * What a sandbox binds or a Landlock rule opens: the directory the server holds open since it
+   * started (/proc/<server pid>/fd/<n>), whatever is at its path now.
+   */
+  readonly source: string;
+  /** The directory's host path when the server opened it (a container engine is given this). */
+  readonly path: string;
+  /** Where the code sees it (landlock mode: `path`, as it has no mount namespace). */
+  readonly target: string;
 }
 
 /** How a sandbox with network `allowlist` reaches the server's egress proxy. */

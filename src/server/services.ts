@@ -9,7 +9,7 @@ import type { AuditLog } from '../audit/index.js';
 import { type Bridge, loadMcpConfig, McpBridge } from '../bridge/index.js';
 import { type Config, globalPackageDirs, runRoots, sharedTrees } from '../config/index.js';
 import { DiskQuota } from '../disk/index.js';
-import { Engine } from '../engine/index.js';
+import { Engine, HeldMounts } from '../engine/index.js';
 import type { ScriptLibrary } from '../library/index.js';
 import type { ExpiredExecution, History, LogWriter } from '../logs/index.js';
 import { type Metrics, NO_METRICS } from '../metrics/index.js';
@@ -65,6 +65,8 @@ export interface Services {
    * descriptor: the one way a caller's working_dir or work_dir is opened.
    */
   readonly hostDirs: HostDirs;
+  /** CODEXEC_MOUNTS: the operator's directories lent read-only, held by descriptor (undefined: none). */
+  readonly mounts: HeldMounts | undefined;
   /** Persistent REPL sessions; their owner kills them all on shutdown. */
   readonly sessions: SessionManager;
   /** The policy rules: built-ins with policy.json's overrides and extras. */
@@ -182,7 +184,18 @@ function createRunners(
   const downstream = config.codemode.mcpConfig ? loadMcpConfig(config.codemode.mcpConfig) : new Map();
   // Downstream servers configured: every python/node run has discovery, warm ones too.
   const codeMode = downstream.size > 0;
-  const engine = new Engine({ config, backends, interpreters, logs, secrets, disk, codeMode, outputs });
+  const mounts = config.mounts.length > 0 ? new HeldMounts(config) : undefined;
+  const engine = new Engine({
+    config,
+    backends,
+    interpreters,
+    logs,
+    secrets,
+    disk,
+    codeMode,
+    outputs,
+    mounts,
+  });
   const sessions = new SessionManager({
     config,
     backends,
@@ -192,6 +205,7 @@ function createRunners(
     disk,
     outputs,
     quotas,
+    mounts,
   });
   const packages = new PackageService(
     config,
@@ -211,6 +225,7 @@ function createRunners(
     packageCheck,
     secrets,
     downstream,
+    mounts,
     hostDirs: new HostDirs(config),
   };
 }

@@ -18,6 +18,7 @@ import { callRules, EgressRecord, type OpenedLane } from '../egress/index.js';
 import {
   codeEnv,
   figureEnv,
+  type HeldMounts,
   namedLimits,
   openSandboxLane,
   type PackageAccess,
@@ -47,6 +48,8 @@ export interface StartDeps {
   readonly disk: DiskQuota;
   readonly secrets?: SecretsFilter | undefined;
   readonly outputs?: SavedOutputs | undefined;
+  /** The operator's mounts (CODEXEC_MOUNTS): the principal's are bound into its sessions. */
+  readonly mounts?: HeldMounts | undefined;
 }
 
 /** Where a session lives and what it runs, before anything is started. */
@@ -176,6 +179,7 @@ export function driverSpec(
     stdin: 'pipe',
     control: true,
     terminal: Boolean(pty),
+    mounts: deps.mounts?.of(currentPrincipal()),
   });
 }
 

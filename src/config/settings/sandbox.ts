@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { parseRules } from '../../egress/rules.js';
 import { ConfigError } from '../../errors/index.js';
+import { expandHome } from '../../util/index.js';
+import { readMounts } from '../mounts.js';
 import { from, type Setting, setting } from './define.js';
 import { path } from './values.js';
 
@@ -18,9 +20,24 @@ const hostRules = <Name extends string, S extends z.ZodType<string>>(item: Setti
 const interpreter = <Name extends string>(name: Name, description: string) =>
   path(setting(name, () => z.string().min(1).optional().describe(description)));
 
+const sandboxMode = setting('CODEXEC_SANDBOX_MODE', () =>
+  z.enum(SANDBOX_MODES).default('auto').describe('How code is isolated.'),
+);
+const mountsFile = setting('CODEXEC_MOUNTS', () =>
+  z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      'A JSON file of directories lent read-only to runs: [{"source": "/srv/data", "target": "/data", "principals": ["<principal>" | "*"]}] (target default: the source).',
+    ),
+);
+
 export const sandbox = {
-  sandboxMode: setting('CODEXEC_SANDBOX_MODE', () =>
-    z.enum(SANDBOX_MODES).default('auto').describe('How code is isolated.'),
+  sandboxMode,
+  /** CODEXEC_MOUNTS, checked (config/mounts.ts); empty when unset. */
+  mounts: from([mountsFile, sandboxMode], ([file, mode], context) =>
+    file === undefined ? [] : readMounts(expandHome(file, context.home), context.home, mode),
   ),
   network: setting('CODEXEC_NETWORK', () =>
     z

@@ -52,8 +52,10 @@ export interface Mount {
   readonly writable: boolean;
 }
 
-/** The mounts of a spec: workspace, other writable paths, drivers, other readable paths. */
-export function mountsFor(spec: Pick<SandboxSpec, 'cwd' | 'writablePaths' | 'readablePaths'>): Mount[] {
+/** The mounts of a spec: workspace, other writable paths, drivers, other readable paths, the operator's. */
+export function mountsFor(
+  spec: Pick<SandboxSpec, 'cwd' | 'writablePaths' | 'readablePaths' | 'mounts'>,
+): Mount[] {
   const [workspace = spec.cwd, ...otherWritable] = spec.writablePaths;
   const mounts: Mount[] = [{ host: workspace, inside: WORKSPACE, writable: true }];
   for (const path of otherWritable)
@@ -70,6 +72,9 @@ export function mountsFor(spec: Pick<SandboxSpec, 'cwd' | 'writablePaths' | 'rea
       writable: false,
     });
   }
+  // The operator's, at their targets: the engine is given the path (it opens what is there).
+  for (const mount of spec.mounts ?? [])
+    mounts.push({ host: mount.path, inside: mount.target, writable: false });
   return mounts;
 }
 

@@ -292,12 +292,7 @@ export class ContainerBackend implements SandboxBackend {
     const [root = spec.cwd] = persistent.mounts;
     const limitNote = join(root, `${LIMIT_NOTE}-${tag}`);
     const pidFile = `/tmp/.codexec-${tag}.pid`;
-    const container = ready.persistent.acquire(
-      persistent.key,
-      persistent.mounts,
-      this.newName(),
-      spec.limits,
-    );
+    const container = ready.persistent.acquire(persistent.key, persistent.mounts, this.newName(), spec);
     // HOME (the run's own workspace) is not in the persistent container: its /tmp is.
     const env = { ...spec.env, HOME: '/tmp' };
     const args = buildExecArgs(

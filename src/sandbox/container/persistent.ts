@@ -42,19 +42,23 @@ export class PersistentContainers {
 
   /**
    * The container of `key`, started now if there is none (named `name`, `dirs` mounted, the first
-   * at /workspace); `started` settles once it runs. `release()` when the command is over.
+   * at /workspace, and the operator's mounts of the spec); `started` settles once it runs.
+   * `release()` when the command is over.
    */
   acquire(
     key: string,
     dirs: readonly string[],
     name: string,
-    limits: SandboxSpec['limits'],
+    spec: Pick<SandboxSpec, 'limits' | 'mounts'>,
   ): Persistent & { started: Promise<void> } {
+    const { limits } = spec;
     const mounts: Mount[] = dirs
       .filter((dir, i) => i === 0 || existsSync(dir))
       .map((dir, i) => ({ host: dir, inside: i === 0 ? WORKSPACE : dir, writable: true }));
     // The wrapper every command runs under.
     mounts.push({ host: DRIVERS, inside: DRIVERS_INSIDE, writable: false });
+    for (const mount of spec.mounts ?? [])
+      mounts.push({ host: mount.path, inside: mount.target, writable: false });
     let kept = this.kept.get(key);
     if (kept && JSON.stringify(kept.mounts) !== JSON.stringify(mounts)) {
       void this.end(key, kept);

@@ -304,7 +304,8 @@ export class LandlockBackend extends HostBackend<LandlockOptions> {
   private unreachable(spec: SandboxSpec, identity: Identity): string | undefined {
     // The run's own workspaces are lent to its uid before it starts: their insides need no search.
     const lent = lendable(spec);
-    for (const path of [spec.cwd, ...spec.writablePaths, ...spec.readablePaths]) {
+    const mounts = (spec.mounts ?? []).map((mount) => mount.path);
+    for (const path of [spec.cwd, ...spec.writablePaths, ...spec.readablePaths, ...mounts]) {
       const why = this.reach.check(path, identity, false, lent);
       if (why) return why;
     }

@@ -118,6 +118,10 @@ export class Confiner {
 
   /** Why this host cannot confine `spec`'s network (the egress allowlist), or undefined. */
   refusal(spec: SandboxSpec): string | undefined {
+    // No mount namespace here: code reads a mount at its own path (config/mounts.ts says so at start).
+    const moved = spec.mounts?.find((mount) => mount.target !== mount.path);
+    if (moved)
+      return `landlock mode has no mount namespace: CODEXEC_MOUNTS' ${moved.target} would be read at ${moved.path}; set its target to its source`;
     if (spec.network !== 'allowlist') return undefined;
     // The port would be the forwarder's in a sandbox's own loopback, which a landlock run has not.
     if (spec.egress?.socket !== undefined)
@@ -134,7 +138,8 @@ export class Confiner {
     const interpreter = spec.argv[0] ? [interpreterMount(spec.argv[0], privateDirs)] : [];
     return {
       executable: [...this.system.executable, ...interpreter, ...spec.readablePaths],
-      readable: this.system.readable,
+      // The operator's mounts, through the descriptors the server holds: read, never execute.
+      readable: [...this.system.readable, ...(spec.mounts ?? []).map((mount) => mount.source)],
       // The host directory by its descriptor: the rule is on the directory policy opened.
       writable: [...spec.writablePaths.map((path) => bindSource(spec, path)), ...(tmp ? [tmp] : [])],
       devices: DEVICES,

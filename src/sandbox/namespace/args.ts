@@ -1,5 +1,6 @@
 // The sandbox command line, built as data: (prlimit) → bwrap → (drop program or setpriv) → argv.
 // Pure: no I/O, so every flag is unit-tested without spawning anything.
+import { readlinkSync } from 'node:fs';
 import { dirname } from 'node:path';
 import {
   FORWARDER,
@@ -92,7 +93,7 @@ export function buildBwrapArgs(spec: SandboxSpec, options: BwrapOptions): string
   argv.push(tools.bwrap, ...namespaceFlags(spec, identity !== undefined, placeholder));
   argv.push('--die-with-parent', '--new-session', '--hostname', 'codexec', '--clearenv');
   for (const [name, value] of Object.entries(spec.env)) argv.push('--setenv', name, value);
-  argv.push(...filesystem(spec, options.system, options.privateDirs ?? []));
+  argv.push(...filesystem(spec, options.system, options.privateDirs ?? [], identity !== undefined));
   // A placeholder runs as root without capabilities: it could not enter a workspace lent away.
   argv.push('--chdir', placeholder ? '/' : spec.cwd);
   if (options.seccomp && !placeholder) argv.push('--seccomp', String(SECCOMP_FD));
@@ -190,6 +191,7 @@ function filesystem(
   spec: SandboxSpec,
   system: readonly SystemMount[],
   privateDirs: readonly string[],
+  privileged: boolean,
 ): string[] {
   const args: string[] = [];
   for (const mount of system) {
@@ -216,6 +218,14 @@ function filesystem(
     if (path === spec.hostDir && spec.hostDirFd !== undefined)
       args.push(...parentDir(path), '--bind-fd', String(HOST_DIR_FD), path);
     else args.push(...parentDir(path), '--bind', path, path);
+  }
+  // The operator's mounts, last, read-only at their targets: by the descriptor the server holds.
+  // An ordinary user's bwrap, in a user namespace of its own, cannot reach the server's
+  // /proc/<pid>/fd: it is given the held directory's path as of now (config/mounts.ts keeps
+  // sources out of what code may write, so no run can rename one on the way).
+  for (const mount of spec.mounts ?? []) {
+    const source = privileged ? mount.source : readlinkSync(mount.source);
+    args.push(...parentDir(mount.target), '--ro-bind', source, mount.target);
   }
   return args;
 }

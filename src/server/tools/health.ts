@@ -1,5 +1,6 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
+import { currentPrincipal } from '../../util/index.js';
 import { defineTool } from '../define-tool.js';
 import type { Services } from '../services.js';
 
@@ -21,6 +22,9 @@ const output = z.object({
       max: z.number().describe('CODEXEC_MAX_CONCURRENT_RUNS'),
     })
     .describe('the server-wide run slots'),
+  mounts: z
+    .array(z.object({ source: z.string(), target: z.string() }))
+    .describe("CODEXEC_MOUNTS: the operator's directories your code reads (read-only) at target"),
   pending_approvals: z.number().describe('runs waiting for an approval answer, all principals together'),
   downstream: z
     .array(
@@ -42,8 +46,8 @@ export function registerHealthTool(server: McpServer, services: Services): void 
     name: 'health',
     title: 'Server health',
     description:
-      'Report uptime, the warm pool, running sessions, busy run slots and the downstream MCP servers of code mode ' +
-      '(connected, tool count). Read-only.',
+      'Report uptime, the warm pool, running sessions, busy run slots, the directories mounted for your code and ' +
+      'the downstream MCP servers of code mode (connected, tool count). Read-only.',
     compactDescription: 'Uptime, warm pool, sessions and the downstream MCP servers (connected, tools).',
     input: z.object({}),
     output,
@@ -61,6 +65,7 @@ export async function healthReport(services: Services): Promise<z.output<typeof 
     pool: services.engine.poolStatus(),
     sessions: (await services.sessions.list()).sessions.length,
     runs: services.slots.status(),
+    mounts: services.mounts?.list(currentPrincipal()) ?? [],
     pending_approvals: services.pendingApprovals.count,
     downstream: services.bridge.health(),
   };
