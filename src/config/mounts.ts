@@ -37,6 +37,7 @@ const SANDBOX_PATHS = [
   '/sys',
   '/tmp',
   '/usr',
+  '/var',
   '/workspace',
 ];
 
@@ -59,10 +60,26 @@ const fileSchema = z.array(
 
 const EXPECTED = '[{"source": "/srv/data", "target": "/data", "principals": ["<principal>" | "*"]}]';
 
-/** An entry's path, `~` expanded and normalized; never `/` itself. */
-function pathOf(text: string, home: string, what: string, index: number): string {
+/** Longest path an entry may give (a target is an argument of every sandbox's command line). */
+const MAX_PATH = 1024;
+/** Most mounts a file may list: each is a bind in every sandbox of its principals. */
+const MAX_MOUNTS = 64;
+/** Sources that are no directory of files: the kernel's and the devices'. */
+const VIRTUAL = ['/proc', '/sys', '/dev'];
+
+/**
+ * An entry's path, `~` expanded and normalized; never `/` itself, never with a control character
+ * (a NUL would split a sandbox's argument list), nor in docker mode with the `:` or `,` an
+ * engine's volume option splits on.
+ */
+function pathOf(text: string, home: string, what: string, index: number, mode: string): string {
   const path = expandHome(text, home);
-  if (path === '/') throw new ConfigError(`CODEXEC_MOUNTS: ${index}.${what}: / cannot be mounted or covered`);
+  const bad = (why: string) => new ConfigError(`CODEXEC_MOUNTS: ${index}.${what}: ${why}`);
+  if (path === '/') throw bad('/ cannot be mounted or covered');
+  if (/\p{Cc}/u.test(path)) throw bad('a path with a control character');
+  if (path.length > MAX_PATH) throw bad(`a path of over ${MAX_PATH} characters`);
+  if (mode === 'docker' && /[:,]/.test(path))
+    throw bad(`${path}: a container engine cannot bind a path with : or ,`);
   return path;
 }
 
@@ -74,13 +91,20 @@ function pathOf(text: string, home: string, what: string, index: number): string
  */
 export function readMounts(file: string, home: string, mode: string): readonly MountRule[] {
   const entries = readJsonFile('CODEXEC_MOUNTS', file, fileSchema, EXPECTED);
+  if (entries.length > MAX_MOUNTS)
+    throw new ConfigError(`CODEXEC_MOUNTS: ${entries.length} mounts, more than ${MAX_MOUNTS}`);
   if (entries.length > 0 && mode === 'subprocess')
     throw new ConfigError(
       'CODEXEC_MOUNTS: subprocess mode confines nothing, so a mount cannot be kept from a principal; use namespace, landlock, docker or auto',
     );
   const rules = entries.map((entry, index): MountRule => {
-    const source = pathOf(entry.source, home, 'source', index);
-    const target = pathOf(entry.target ?? entry.source, home, 'target', index);
+    const source = pathOf(entry.source, home, 'source', index, mode);
+    const device = VIRTUAL.find((root) => isWithin(source, root));
+    if (device)
+      throw new ConfigError(
+        `CODEXEC_MOUNTS: ${index}.source: ${source} is in ${device}, which holds no files to lend`,
+      );
+    const target = pathOf(entry.target ?? entry.source, home, 'target', index, mode);
     // (Landlock mode covers nothing: code reads the source where it is.)
     const clash =
       mode !== 'landlock' && SANDBOX_PATHS.find((path) => isWithin(target, path) || isWithin(path, target));

@@ -1,10 +1,11 @@
 // Operator mounts (CODEXEC_MOUNTS) in the confining mode under test (namespace, or landlock in its
 // pass), and the files that stop a server's start: each names the setting, the entry and why.
-import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SANDBOX_ENV, SANDBOX_MODE } from '../helpers/mode.js';
+import { ownedDir } from '../helpers/host-dir.js';
+import { IS_ROOT, SANDBOX_ENV, SANDBOX_MODE } from '../helpers/mode.js';
 import { mountSuite } from '../helpers/mounts.js';
 import { baseEnv, CLI, serverCwd, tempDir } from '../helpers/server.js';
 
@@ -33,6 +34,21 @@ describe('CODEXEC_MOUNTS files that stop the start', () => {
   }
 
   it.each([
+    [
+      'a NUL in a target',
+      [{ source: 'DATA', target: '/data\u0000--bind\u0000/\u0000/rw', principals: ['*'] }],
+      /0\.target: a path with a control character/,
+    ],
+    [
+      'a source in /proc',
+      [{ source: '/proc/self/root', target: '/data', principals: ['*'] }],
+      /0\.source: \/proc\/self\/root is in \/proc/,
+    ],
+    [
+      '65 mounts',
+      Array.from({ length: 65 }, (_, at) => ({ source: 'DATA', target: `/d${at}`, principals: ['*'] })),
+      /65 mounts, more than 64/,
+    ],
     ['not JSON', '[', /CODEXEC_MOUNTS: .*mounts\.json: not valid JSON/],
     [
       'an unknown field',
@@ -81,18 +97,63 @@ describe('CODEXEC_MOUNTS files that stop the start', () => {
     const inHome = start([{ source: home, target: '/data', principals: ['*'] }], { CODEXEC_HOME: home });
     expect(inHome.status).toBe(2);
     expect(inHome.stderr).toMatch(/0\.source: .* holds codexec's own state/);
-    const roots = tempDir();
-    const inRoots = start([{ source: roots, target: '/data', principals: ['*'] }], {
-      CODEXEC_ALLOWED_PATHS: join(roots, '..'),
+    // A user's directory beneath an allowed root (a working_dir's), and one inside it.
+    const users = ownedDir('codexec-mount-root-');
+    const inside = join(users, 'data');
+    mkdirSync(inside);
+    for (const source of [users, inside]) {
+      const inRoots = start([{ source, target: '/data', principals: ['*'] }], {
+        CODEXEC_ALLOWED_PATHS: join(users, '..'),
+      });
+      expect(inRoots.status).toBe(2);
+      expect(inRoots.stderr).toMatch(
+        /0\.source: .* a user's directory where code may work \(CODEXEC_ALLOWED_PATHS\)/,
+      );
+    }
+    // A source that holds an allowed root's user directory, the same.
+    const around = start([{ source: join(users, '..'), target: '/data', principals: ['*'] }], {
+      CODEXEC_ALLOWED_PATHS: users,
     });
-    expect(inRoots.status).toBe(2);
-    expect(inRoots.stderr).toMatch(/0\.source: .* where code may write \(CODEXEC_ALLOWED_PATHS\)/);
+    expect(around.stderr).toMatch(
+      /0\.source: .*(a user's directory where code may work|codexec's own state)/,
+    );
+    const overHome = start([{ source: 'DATA', target: join(home, 'sandbox'), principals: ['*'] }], {
+      CODEXEC_HOME: home,
+    });
+    // (Beneath /tmp, the sandbox's own /tmp is named first.)
+    expect(overHome.stderr).toMatch(
+      /0\.target: .* would cover .*(, where runs work|which every sandbox has)/,
+    );
     const subprocess = start([{ source: 'DATA', target: '/data', principals: ['*'] }], {
       CODEXEC_SANDBOX_MODE: 'subprocess',
     });
     expect(subprocess.status).toBe(2);
     expect(subprocess.stderr).toMatch(/subprocess mode confines nothing/);
   });
+
+  it.runIf(IS_ROOT)(
+    'refuses, in docker mode, a source with a mount beneath it (an engine lends that writable)',
+    () => {
+      const source = tempDir('codexec-mount-sub-');
+      mkdirSync(join(source, 'sub'));
+      execFileSync('mount', ['-t', 'tmpfs', 'none', join(source, 'sub')]);
+      try {
+        const docker = start([{ source, target: '/data', principals: ['*'] }], {
+          CODEXEC_SANDBOX_MODE: 'docker',
+        });
+        expect(docker.status).toBe(2);
+        expect(docker.stderr).toMatch(/0\.source: .* has .*\/sub mounted beneath it/);
+        const colon = start([{ source: 'DATA', target: '/data:rw', principals: ['*'] }], {
+          CODEXEC_SANDBOX_MODE: 'docker',
+        });
+        expect(colon.stderr).toMatch(
+          /0\.target: \/data:rw: a container engine cannot bind a path with : or ,/,
+        );
+      } finally {
+        execFileSync('umount', [join(source, 'sub')]);
+      }
+    },
+  );
 
   it('lets principals that share none have targets that meet, and in landlock mode wants a target its source', () => {
     const apart = start([
