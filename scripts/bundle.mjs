@@ -24,6 +24,7 @@ const EXTERNAL = [
   'jsonc-parser',
   'smol-toml',
   'prom-client',
+  'node-forge',
   '@opentelemetry/*',
 ];
 

@@ -50,6 +50,13 @@ export async function forward(lane: LaneContext, req: IncomingMessage, res: Serv
     answerPlain(res, status, refusal(shown(target), status, reason));
   };
   if (!user) return refuse(403, 'no run is using this proxy now');
+  // A credential goes over HTTPS to its hosts only: its placeholder in plain HTTP goes nowhere.
+  const misplaced = lane.credentials?.misplaced(url, req.rawHeaders);
+  if (misplaced)
+    return refuse(
+      403,
+      `${misplaced.credential.name}'s placeholder is sent over HTTPS to its hosts only (found in ${misplaced.where})`,
+    );
   const host = hostHeader(req, target);
   if (host === undefined) return refuse(403, 'Host header differs from the request target');
   release = lane.acquire();
@@ -120,14 +127,15 @@ function relay(
 }
 
 /**
- * The Host header to send: the client's, when it names the target (the port may be left out for
- * 80), or the URI's authority when it sent none; undefined when it names another (or several).
+ * The Host header to send: the client's, when it names the target (the port may be left out when
+ * it is the scheme's, `fallback`), or the target when it sent none; undefined when it names
+ * another (or several).
  */
-function hostHeader(req: IncomingMessage, target: Target): string | undefined {
+export function hostHeader(req: IncomingMessage, target: Target, fallback = 80): string | undefined {
   const given = valuesOf(req.rawHeaders, 'host');
-  if (given.length === 0) return shown(target).replace(/:80$/, '');
+  if (given.length === 0) return shown(target).replace(new RegExp(`:${fallback}$`), '');
   if (given.length > 1) return undefined;
-  const named = parseAuthority(given[0] as string, 80);
+  const named = parseAuthority(given[0] as string, fallback);
   return named && sameTarget(named, target) ? (given[0] as string) : undefined;
 }
 
@@ -141,7 +149,7 @@ function outgoing(req: IncomingMessage, host: string): string[] {
 }
 
 /** `raw` (name, value, name, value…) without hop-by-hop headers, those Connection names, nor `also`. */
-function endToEnd(raw: readonly string[], also?: string): string[] {
+export function endToEnd(raw: readonly string[], also?: string): string[] {
   const listed = new Set(
     valuesOf(raw, 'connection').flatMap((value) => value.split(',').map((name) => name.trim().toLowerCase())),
   );

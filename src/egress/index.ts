@@ -3,6 +3,7 @@
 // and sessions use them.
 
 export { isPublicAddress } from './addresses.js';
+export { type Credential, Credentials } from './credentials.js';
 export { type Decision, denies, EgressRules, type HostRule, matches, parseRules } from './rules.js';
 export {
   CONNECTIONS,

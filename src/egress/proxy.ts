@@ -6,6 +6,7 @@ import { lookup } from 'node:dns/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { log } from '../util/index.js';
+import type { Credentials } from './credentials.js';
 import { forward } from './forward.js';
 import { placeSocket, type SocketPlace } from './socket.js';
 import { tunnel } from './tunnel.js';
@@ -35,6 +36,7 @@ class ProxyLane implements Lane, LaneContext {
   port?: number;
   readonly resolve: Resolve;
   readonly connectTimeout: number;
+  readonly credentials: Credentials | undefined;
   #user: LaneUser | undefined;
   #open = 0;
   readonly #sockets = new Set<Socket>();
@@ -47,6 +49,7 @@ class ProxyLane implements Lane, LaneContext {
     this.#user = user;
     this.resolve = options.resolve ?? lookupAll;
     this.connectTimeout = options.connectTimeout ?? CONNECT_TIMEOUT_MS;
+    this.credentials = options.credentials;
     // No time limit on a whole request (a long upload is not an attack; MAX_OPEN bounds them).
     this.#server = createServer({ requestTimeout: 0 });
     // Client connections, busy or idle (node closes those beyond it at once): descriptors bounded.

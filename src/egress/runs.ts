@@ -7,6 +7,7 @@ import type { Config } from '../config/index.js';
 import { InvalidInputError, SandboxUnavailableError } from '../errors/index.js';
 import type { Capabilities, EgressEndpoint } from '../sandbox/index.js';
 import { log } from '../util/index.js';
+import type { Credentials } from './credentials.js';
 import { EgressRules, type HostRule, parseRules } from './rules.js';
 import type { EgressConnection, Lane, LaneUser } from './types.js';
 
@@ -47,6 +48,7 @@ export async function openRunLane(
   egress: Capabilities['egress'],
   python: string,
   allowed: readonly HostRule[] = [],
+  credentials?: Credentials,
 ): Promise<OpenedLane> {
   if (egress === 'none')
     throw new SandboxUnavailableError(
@@ -61,16 +63,39 @@ export async function openRunLane(
           '(a host outside that answers on the same port is reachable); namespace and docker modes confine it to the proxy itself',
       );
     }
-    const lane = await (await proxy()).openLane({ tcp: true });
+    const lane = await (await proxy()).openLane({ tcp: true }, undefined, { credentials });
     const port = lane.port as number;
-    return { lane, endpoint: { port }, env: proxyEnv(port, allowed) };
+    return withCredentials({ lane, endpoint: { port }, env: proxyEnv(port, allowed) }, credentials);
   }
   const socket = join(workspace, PROXY_SOCKET);
-  const lane = await (await proxy()).openLane({ socket });
+  const lane = await (await proxy()).openLane({ socket }, undefined, { credentials });
+  return withCredentials(
+    { lane, endpoint: { socket, port: FORWARDER_PORT, python }, env: proxyEnv(FORWARDER_PORT, allowed) },
+    credentials,
+  );
+}
+
+/**
+ * CODEXEC_CREDENTIALS: the placeholders and trust stores in the environment, the CA's files for
+ * the sandbox to read (made by then: a CA that could not be made fails the lane, and its run).
+ */
+async function withCredentials(
+  opened: OpenedLane,
+  credentials: Credentials | undefined,
+): Promise<OpenedLane> {
+  if (!credentials) return opened;
+  try {
+    await credentials.ca;
+  } catch (error) {
+    await opened.lane.close();
+    throw new SandboxUnavailableError(
+      `CODEXEC_CREDENTIALS: the egress proxy's CA could not be made (${(error as Error).message})`,
+    );
+  }
   return {
-    lane,
-    endpoint: { socket, port: FORWARDER_PORT, python },
-    env: proxyEnv(FORWARDER_PORT, allowed),
+    lane: opened.lane,
+    endpoint: { ...opened.endpoint, trust: credentials.files() },
+    env: { ...opened.env, ...credentials.env() },
   };
 }
 

@@ -1,10 +1,13 @@
-// CONNECT host:port: decided and resolved by the lane, then a byte pipe both ways (no TLS
-// interception: the client's TLS runs end to end with the target). One record per CONNECT.
+// CONNECT host:port: decided and resolved by the lane, then a byte pipe both ways: the client's
+// TLS runs end to end with the target, but for a credential's host (CODEXEC_CREDENTIALS), whose
+// TLS ends in the proxy (intercept.ts). One record per CONNECT.
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { admit, codeOf, decidedBy, dial } from './admit.js';
 import { answerRaw, type RefusalDetail, recorded, recordRefusal, refusal } from './answer.js';
+import type { Credentials } from './credentials.js';
+import { intercept } from './intercept.js';
 import { parseAuthority, shown } from './target.js';
 import type { LaneContext } from './types.js';
 
@@ -28,6 +31,12 @@ export async function tunnel(lane: LaneContext, req: IncomingMessage, client: Du
     answerRaw(client, status, refusal(shown(target), status, reason));
   };
   if (!user) return refuse(403, 'no run is using this proxy now');
+  const misplaced = lane.credentials?.misplaced(req.url ?? '', req.rawHeaders);
+  if (misplaced)
+    return refuse(
+      403,
+      `${misplaced.credential.name}'s placeholder may not be sent in a CONNECT (found in ${misplaced.where})`,
+    );
   release = lane.acquire();
   if (!release) return refuse(503, 'too many connections open through this proxy');
   client.once('close', release);
@@ -36,6 +45,26 @@ export async function tunnel(lane: LaneContext, req: IncomingMessage, client: Du
   const extra = decidedBy(admission);
   if (!admission.allowed) return refuse(admission.status, admission.reason, extra);
   if (client.destroyed) return refuse(403, 'the client left before the connection was made', extra);
+  // A credential's host: TLS ends here, so that its placeholder can become its value.
+  if (lane.credentials?.for(target.host, target.port).length) {
+    const connection = {
+      host: target.host,
+      port: target.port,
+      method: 'CONNECT',
+      at,
+      allowed: true,
+      ...extra,
+    };
+    if (!recorded(user, connection)) return refuse(500, 'the connection could not be recorded');
+    return intercept(
+      lane as LaneContext & { credentials: Credentials },
+      user,
+      target,
+      admission,
+      client as Socket,
+      head,
+    );
+  }
   let upstream: Socket;
   let address: string;
   try {

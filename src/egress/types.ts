@@ -1,6 +1,7 @@
 // The egress proxy's shapes: what a lane records, who it works for, and what its two handlers
 // (tunnel.ts for CONNECT, forward.ts for absolute-form HTTP) share with the lane that runs them.
 import type { Socket } from 'node:net';
+import type { Credentials } from './credentials.js';
 import type { EgressRules } from './rules.js';
 
 /**
@@ -63,6 +64,8 @@ export interface LaneOptions {
   readonly resolve?: Resolve;
   /** How long a connection to one address may take (ms): 10 s. */
   readonly connectTimeout?: number;
+  /** CODEXEC_CREDENTIALS: the placeholders it swaps and refuses (absent: none). */
+  readonly credentials?: Credentials | undefined;
 }
 
 /** What a lane lends its handlers (tunnel.ts, forward.ts). */
@@ -71,6 +74,8 @@ export interface LaneContext {
   readonly user: LaneUser | undefined;
   readonly resolve: Resolve;
   readonly connectTimeout: number;
+  /** CODEXEC_CREDENTIALS: the placeholders it swaps and refuses (absent: none). */
+  readonly credentials?: Credentials | undefined;
   /** Aborted when the lane closes. */
   readonly signal: AbortSignal;
   /** A slot for one tunnel or request, released by the function returned; undefined when full. */

@@ -2,6 +2,7 @@
 // shares with sessions (disk bounds, the secrets filter, saved outputs).
 import type { Config } from '../config/index.js';
 import type { DiskQuota } from '../disk/index.js';
+import type { Credentials } from '../egress/index.js';
 import type { LogWriter } from '../logs/index.js';
 import type { SavedOutputs } from '../outputs/index.js';
 import type { SecretsFilter } from '../policy/index.js';
@@ -26,6 +27,8 @@ export interface EngineDeps {
   readonly codeMode?: boolean | undefined;
   /** Keeps the whole output of a run the result truncates (absent: none kept). */
   readonly outputs?: SavedOutputs | undefined;
+  /** CODEXEC_CREDENTIALS, held: every lane swaps their placeholders (absent: none). */
+  readonly credentials?: Credentials | undefined;
   /** The operator's mounts (CODEXEC_MOUNTS), held; absent: none. */
   readonly mounts?: HeldMounts | undefined;
 }

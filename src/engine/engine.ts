@@ -127,6 +127,7 @@ export class Engine implements RunHost {
       egress: backend.capabilities.egress,
       workspace: execDir,
       allowed: this.deps.config.egress.allowed,
+      credentials: this.deps.credentials,
       python: () => this.deps.interpreters.get('python'),
     };
   }

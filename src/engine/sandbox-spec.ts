@@ -1,7 +1,13 @@
 // The one builder of a SandboxSpec — runs, warm drivers, sessions, a pty's probe, install steps —
 // and the one opener of a sandbox's egress lane: what a sandboxed program is given is decided here.
 import { dirname } from 'node:path';
-import { type HostRule, type LaneUser, type OpenedLane, openRunLane } from '../egress/index.js';
+import {
+  type Credentials,
+  type HostRule,
+  type LaneUser,
+  type OpenedLane,
+  openRunLane,
+} from '../egress/index.js';
 import { ForbiddenPathError } from '../errors/index.js';
 import { sandboxEnv } from '../policy/index.js';
 import type { Capabilities, EgressEndpoint, SandboxSpec } from '../sandbox/index.js';
@@ -43,7 +49,7 @@ export function sandboxSpec(options: SpecOptions): SandboxSpec {
     cwd: options.cwd,
     env: options.env,
     writablePaths: [...writable],
-    readablePaths: options.readable ?? [],
+    readablePaths: [...(options.readable ?? []), ...(options.egress?.trust ?? [])],
     limits: options.limits,
     network: options.network,
     ...(options.egress && { egress: options.egress }),
@@ -95,6 +101,8 @@ export interface LaneOptions {
   readonly user?: LaneUser | undefined;
   /** The server's allowlist (CODEXEC_ALLOWED_DOMAINS): a loopback name it lists goes to the proxy. */
   readonly allowed?: readonly HostRule[];
+  /** CODEXEC_CREDENTIALS, held: the lane swaps their placeholders; the sandbox gets them and the CA. */
+  readonly credentials?: Credentials | undefined;
 }
 
 /** The egress lane of one sandbox (CODEXEC_NETWORK=allowlist), in the form its backend reaches. */
@@ -104,6 +112,7 @@ export async function openSandboxLane(options: LaneOptions): Promise<OpenedLane>
     options.egress,
     await options.python(),
     options.allowed,
+    options.credentials,
   );
   if (options.user) opened.lane.use(options.user);
   return opened;

@@ -104,6 +104,8 @@ export interface EgressEndpoint {
   readonly port: number;
   /** The Python that runs the forwarder (the engine's python interpreter). */
   readonly python?: string;
+  /** Files the sandbox reads to trust the proxy's certificates (CODEXEC_CREDENTIALS's CA). */
+  readonly trust?: readonly string[];
 }
 
 /** A landlock run's TMPDIR, inside its workspace: `<workspace>/.codexec-tmp-XXXXXX`. */

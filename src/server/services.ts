@@ -9,6 +9,7 @@ import type { AuditLog } from '../audit/index.js';
 import { type Bridge, loadMcpConfig, McpBridge } from '../bridge/index.js';
 import { type Config, globalPackageDirs, runRoots, sharedTrees } from '../config/index.js';
 import { DiskQuota } from '../disk/index.js';
+import { Credentials } from '../egress/index.js';
 import { Engine, HeldMounts } from '../engine/index.js';
 import type { ScriptLibrary } from '../library/index.js';
 import type { ExpiredExecution, History, LogWriter } from '../logs/index.js';
@@ -177,8 +178,15 @@ function createRunners(
     sharedTrees: sharedTrees(config),
   });
   const backends = new BackendRegistry(config.sandboxMode, namespace, config.docker);
-  // Built once: the secrets are the server's own environment's and the secrets file's at start-up.
-  const secrets = createSecretsFilter(config.secrets, process.env);
+  // CODEXEC_CREDENTIALS: values read now (a bad file stops the start); the CA is made meanwhile.
+  const credentials = config.credentials.length > 0 ? new Credentials(config.credentials, config) : undefined;
+  // Built once: the secrets are the server's own environment's and the secrets file's at start-up,
+  // and the credentials' values (which no sandbox holds: a mask should never have work to do).
+  const values = [
+    ...config.secrets.values,
+    ...(credentials?.all.map((credential) => credential.value) ?? []),
+  ];
+  const secrets = createSecretsFilter({ ...config.secrets, values }, process.env);
   // One account of the disk for runs and sessions: a principal's quota spans both.
   const disk = new DiskQuota(config.disk);
   const downstream = config.codemode.mcpConfig ? loadMcpConfig(config.codemode.mcpConfig) : new Map();
@@ -195,6 +203,7 @@ function createRunners(
     codeMode,
     outputs,
     mounts,
+    credentials,
   });
   const sessions = new SessionManager({
     config,
@@ -206,6 +215,7 @@ function createRunners(
     outputs,
     quotas,
     mounts,
+    credentials,
   });
   const packages = new PackageService(
     config,

@@ -14,7 +14,7 @@ import {
 } from '../codemode/index.js';
 import type { Config } from '../config/index.js';
 import type { DiskQuota } from '../disk/index.js';
-import { callRules, EgressRecord, type OpenedLane } from '../egress/index.js';
+import { type Credentials, callRules, EgressRecord, type OpenedLane } from '../egress/index.js';
 import {
   codeEnv,
   figureEnv,
@@ -48,6 +48,8 @@ export interface StartDeps {
   readonly disk: DiskQuota;
   readonly secrets?: SecretsFilter | undefined;
   readonly outputs?: SavedOutputs | undefined;
+  /** CODEXEC_CREDENTIALS, held: a session's lane swaps their placeholders. */
+  readonly credentials?: Credentials | undefined;
   /** The operator's mounts (CODEXEC_MOUNTS): the principal's are bound into its sessions. */
   readonly mounts?: HeldMounts | undefined;
 }
@@ -133,7 +135,8 @@ export async function gatherExtras(deps: StartDeps, request: StartRequest, place
 function laneOptions(deps: StartDeps, place: Place, user: EgressRecord) {
   const python = () => deps.interpreters.get('python');
   const { egress } = place.backend.capabilities;
-  return { egress, workspace: place.workspace, python, user, allowed: deps.config.egress.allowed };
+  const { allowed } = deps.config.egress;
+  return { egress, workspace: place.workspace, python, user, allowed, credentials: deps.credentials };
 }
 
 /** The driver's spec: its command line (behind the pty relay and bash's host), environment, paths. */

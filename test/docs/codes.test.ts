@@ -22,6 +22,7 @@ const EXTERNAL = new Set([
   ],
   ...['RLIMIT_DATA', 'RLIMIT_FSIZE', 'RLIMIT_NPROC', 'MALLOC_ARENA_MAX'],
   ...['CURL_CA_BUNDLE', 'REQUESTS_CA_BUNDLE', 'NODE_EXTRA_CA_CERTS', 'NODE_OPTIONS', 'PIP_CONFIG_FILE'],
+  ...['SSL_CERT_FILE', 'PIP_CERT', 'NPM_CONFIG_CAFILE', 'GIT_SSL_CAINFO'],
   ...['HTTP_PROXY', 'NO_PROXY', 'VIRTUAL_ENV', 'XDG_CONFIG_DIRS', 'XDG_CONFIG_HOME'],
   'MY_API_KEY', // an example secret's name
   'CODEXEC_URL', // the variable http.md's curl examples read

@@ -21,7 +21,9 @@ const LAZY: readonly RegExp[] = [
   /\/node_modules\/commander\//,
   /\/dist\/cli\/program\.js$/,
   // The egress proxy (and node:http with it): only CODEXEC_NETWORK=allowlist opens a lane.
-  /\/dist\/egress\/(proxy|forward|tunnel|answer|admit)\.js$/,
+  /\/dist\/egress\/(proxy|forward|tunnel|answer|admit|intercept)\.js$/,
+  // CODEXEC_CREDENTIALS's certificates: made with the first intercepted connection.
+  /\/node_modules\/node-forge\//,
   // The execution log's index: runs write the JSONL; a search opens the index.
   /\/node_modules\/better-sqlite3\//,
   // The backends of the modes not in use (the registry loads the one picked).

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { parseRules } from '../../egress/rules.js';
 import { ConfigError } from '../../errors/index.js';
 import { expandHome } from '../../util/index.js';
+import { readCredentials } from '../credentials.js';
 import { readMounts } from '../mounts.js';
 import { from, type Setting, setting } from './define.js';
 import { path } from './values.js';
@@ -23,6 +24,31 @@ const interpreter = <Name extends string>(name: Name, description: string) =>
 const sandboxMode = setting('CODEXEC_SANDBOX_MODE', () =>
   z.enum(SANDBOX_MODES).default('auto').describe('How code is isolated.'),
 );
+const network = setting('CODEXEC_NETWORK', () =>
+  z
+    .enum(['none', 'host', 'allowlist'])
+    .default('none')
+    .describe(
+      "Network for sandboxed code: none, host, or allowlist (only the hosts of CODEXEC_ALLOWED_DOMAINS, through the server's proxy).",
+    ),
+);
+const allowedDomains = setting('CODEXEC_ALLOWED_DOMAINS', () =>
+  z
+    .string()
+    .default('')
+    .describe(
+      'With CODEXEC_NETWORK=allowlist: hosts code may reach (comma list of names, *.name wildcards, IP literals; :port, else 443 and 80).',
+    ),
+);
+const credentialsFile = setting('CODEXEC_CREDENTIALS', () =>
+  z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      'With CODEXEC_NETWORK=allowlist: a JSON file of credentials code uses by placeholder, {"<ENV_NAME>": {"file", "hosts", "header"}}; the proxy puts each value in on the way to its hosts.',
+    ),
+);
 const mountsFile = setting('CODEXEC_MOUNTS', () =>
   z
     .string()
@@ -39,26 +65,14 @@ export const sandbox = {
   mounts: from([mountsFile, sandboxMode], ([file, mode], context) =>
     file === undefined ? [] : readMounts(expandHome(file, context.home), context.home, mode),
   ),
-  network: setting('CODEXEC_NETWORK', () =>
-    z
-      .enum(['none', 'host', 'allowlist'])
-      .default('none')
-      .describe(
-        "Network for sandboxed code: none, host, or allowlist (only the hosts of CODEXEC_ALLOWED_DOMAINS, through the server's proxy).",
-      ),
+  network,
+  /** CODEXEC_CREDENTIALS, checked (config/credentials.ts); empty when unset. */
+  credentials: from([credentialsFile, network, allowedDomains], ([file, net, allowed], context) =>
+    file === undefined ? [] : readCredentials(expandHome(file, context.home), context.home, net, [allowed]),
   ),
   /** CODEXEC_NETWORK=allowlist: the server's lists (src/egress). */
   egress: {
-    allowed: hostRules(
-      setting('CODEXEC_ALLOWED_DOMAINS', () =>
-        z
-          .string()
-          .default('')
-          .describe(
-            'With CODEXEC_NETWORK=allowlist: hosts code may reach (comma list of names, *.name wildcards, IP literals; :port, else 443 and 80).',
-          ),
-      ),
-    ),
+    allowed: hostRules(allowedDomains),
     denied: hostRules(
       setting('CODEXEC_DENIED_DOMAINS', () =>
         z
