@@ -12,6 +12,12 @@
 # then reading from its sender pauses.
 #
 # Usage: egress_forward.py SOCKET PORT PROGRAM [ARGS...]
+#
+# The other way, for a server a session started (start_process expose_port): listen on SOCKET,
+# in the workspace the server reaches, and relay each connection to 127.0.0.1:PORT, the server
+# in the sandbox's own loopback, in the foreground until its process group is killed.
+#
+# Usage: egress_forward.py --expose SOCKET PORT
 import os
 import selectors
 import signal
@@ -75,17 +81,15 @@ def close(selector, end):
         side.sock.close()
 
 
-def accept(selector, listener, path):
+def accept(selector, listener, dial):
     try:
         client, _ = listener.accept()
     except OSError:
         return
-    upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        upstream.connect(path)
+        upstream = dial()
     except OSError:
         client.close()
-        upstream.close()
         return
     client.setblocking(False)
     upstream.setblocking(False)
@@ -143,14 +147,29 @@ def relay_now(selector, end, data):
     return True
 
 
-def relay(listener, path):
+def connected(family, address):
+    """A dial: a new socket of `family` connected to `address` (closed when that fails)."""
+
+    def dial():
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.connect(address)
+        except OSError:
+            sock.close()
+            raise
+        return sock
+
+    return dial
+
+
+def relay(listener, dial):
     selector = selectors.DefaultSelector()
     listener.setblocking(False)
     selector.register(listener, selectors.EVENT_READ, None)
     while True:
         for key, mask in selector.select():
             if key.data is None:
-                accept(selector, listener, path)
+                accept(selector, listener, dial)
             else:
                 step(selector, key.data, mask)
 
@@ -164,7 +183,24 @@ def detach(keep):
     os.closerange(keep + 1, 65536)
 
 
+def expose(path, port):
+    """The other way (start_process expose_port): SOCKET, in the workspace, to 127.0.0.1:PORT, in
+    the foreground of a background process of its session, which ends it."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    listener.bind(path)
+    os.chmod(path, 0o600)
+    listener.listen(128)
+    relay(listener, connected(socket.AF_INET, ("127.0.0.1", port)))
+
+
 def main():
+    if sys.argv[1] == "--expose":
+        expose(sys.argv[2], int(sys.argv[3]))
+        return
     path, port, argv = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -179,7 +215,7 @@ def main():
             signal.signal(number, signal.SIG_IGN)
         detach(listener.fileno())
         try:
-            relay(listener, path)
+            relay(listener, connected(socket.AF_UNIX, path))
         finally:
             os._exit(0)
     listener.close()

@@ -31,7 +31,7 @@ if [ $files = 0 ]; then
   set -- "$@" test/sandbox/*.test.ts test/sessions test/engine \
     test/server/execute-code.test.ts test/server/execute-command.test.ts \
     test/server/security.test.ts test/server/limits.test.ts test/server/files.test.ts \
-    test/server/processes.test.ts test/server/mounts.test.ts test/egress/allowlist.test.ts test/egress/credentials.test.ts test/egress/fastopen.test.ts
+    test/server/processes.test.ts test/server/mounts.test.ts test/server/ports.test.ts test/egress/allowlist.test.ts test/egress/credentials.test.ts test/egress/fastopen.test.ts
 fi
 
 # A clean environment: the user's HOME, system paths only (this PATH's python3 may be a shim

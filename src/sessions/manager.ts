@@ -69,10 +69,15 @@ export class SessionManager implements SessionPackageHost {
   }
 
   /** Start `command` in the session's sandbox, in the background (processes.ts). */
-  startProcess(sessionId: string, command: string): Promise<ProcessInfo> {
+  startProcess(sessionId: string, command: string, exposePort?: number): Promise<ProcessInfo> {
     const session = this.processHost(sessionId);
     this.touch(session);
-    return this.table.start(session, currentPrincipal(), command);
+    return this.table.start(session, currentPrincipal(), command, exposePort);
+  }
+
+  /** The socket `principal`'s session serves an exposed port on (serve --http's /p/ route). */
+  exposedPort(principal: string, sessionId: string, port: number): string | undefined {
+    return this.isLocal(sessionId) ? this.table.exposed(principal, sessionId, port) : undefined;
   }
 
   /** The caller's live session that can run background processes, or the refusal to give. */

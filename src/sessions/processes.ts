@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import type { Config } from '../config/index.js';
 import { InvalidInputError } from '../errors/index.js';
 import type { SecretsFilter } from '../policy/index.js';
@@ -34,6 +35,8 @@ export interface ProcessInfo {
   started_at: string;
   /** Bytes of output it wrote (masked), all of it, kept or not. */
   output_bytes: number;
+  /** start_process expose_port: the port of the session's loopback served through the server. */
+  exposed_port?: number;
 }
 
 interface Entry {
@@ -42,6 +45,8 @@ interface Entry {
   readonly session: Session;
   readonly output: ProcessOutput;
   stdinClosed: boolean;
+  /** Its exposed port's socket in the session's workspace, which the forwarder listens on. */
+  readonly socket?: string;
   /** Resolved when the driver answers proc_start (pid or error) and when the process exits. */
   started: Deferred<string | undefined>;
   exited: Deferred<void>;
@@ -53,6 +58,13 @@ const ANSWER_MS = 10_000;
 export const READ_MAX_BYTES = 1024 * 1024;
 /** How many ended processes' ids are remembered, to say why a late call finds nothing. */
 const TOMBSTONES = 200;
+
+/** An exposed port's socket in a session's workspace: `.codexec-port-<port>.sock`. */
+export const PORT_SOCKET_PREFIX = '.codexec-port-';
+
+/** Words for bash, each single-quoted. */
+const shellWords = (words: readonly string[]) =>
+  words.map((word) => `'${word.replaceAll("'", `'\\''`)}'`).join(' ');
 
 /** Stray process errors logged per session. */
 const MAX_ERRORS_LOGGED = 5;
@@ -70,11 +82,12 @@ export class ProcessTable {
     private readonly record: (sessionId: string, entry: Record<string, unknown>) => void,
   ) {}
 
-  async start(session: Session, principal: string, command: string): Promise<ProcessInfo> {
+  async start(session: Session, principal: string, command: string, expose?: number): Promise<ProcessInfo> {
     const { perSession } = this.config.processes;
     ProcessTable.assertHost(session);
     this.assertSize('command', command);
     const mine = [...this.entries.values()].filter((entry) => entry.session === session);
+    const socket = expose === undefined ? undefined : this.exposing(session, mine, expose);
     if (mine.filter((entry) => entry.info.running).length >= perSession) {
       throw new SessionLimitError(
         `session ${session.id} already runs ${perSession} background processes, the most one session may ` +
@@ -94,16 +107,23 @@ export class ProcessTable {
         signal: null,
         started_at: new Date().toISOString(),
         output_bytes: 0,
+        ...(expose !== undefined && { exposed_port: expose }),
       },
       principal,
       session,
+      ...(socket && { socket }),
       output: new ProcessOutput(this.config.processes.outputBytes, this.secrets?.stream()),
       stdinClosed: false,
       started: deferred(),
       exited: deferred(),
     };
     this.entries.set(id, entry);
-    session.control({ type: 'proc_start', proc: id, command });
+    // An exposed port's forwarder starts first, in the background of the same process group: it
+    // is killed with the process, and quiet (the output is the command's).
+    const forwarder =
+      socket &&
+      `${shellWords([...(session.options.forwarder ?? []), socket, String(expose)])} </dev/null >/dev/null 2>&1 &\n`;
+    session.control({ type: 'proc_start', proc: id, command: `${forwarder || ''}${command}` });
     const error = await within(
       entry.started.promise,
       ANSWER_MS,
@@ -117,6 +137,41 @@ export class ProcessTable {
     }
     this.record(session.id, { type: 'process_start', ...entry.info });
     return { ...entry.info };
+  }
+
+  /**
+   * The socket an exposed `port` of `session` is served on (in its workspace), or the refusal: a
+   * sandbox without a forwarder (landlock and docker modes), a port out of range, one exposed already.
+   */
+  private exposing(session: Session, mine: readonly Entry[], port: number): string {
+    if (!session.options.forwarder)
+      throw new InvalidInputError(
+        `expose_port needs a session whose sandbox has a loopback of its own (namespace mode); this one is in ${session.options.sandboxMode} mode`,
+      );
+    if (!Number.isInteger(port) || port < 1 || port > 65535)
+      throw new InvalidInputError(`expose_port must be a port, 1 to 65535, not ${port}`);
+    if (mine.some((entry) => entry.info.running && entry.info.exposed_port === port))
+      throw new InvalidInputError(
+        `port ${port} of session ${session.id} is exposed already; kill that process first`,
+      );
+    return join(session.options.workspace, `${PORT_SOCKET_PREFIX}${port}.sock`);
+  }
+
+  /**
+   * Where `principal`'s session `sessionId` serves `port` (a running process exposes it): the
+   * forwarder's socket; undefined for anyone else, another port, or a process gone.
+   */
+  exposed(principal: string, sessionId: string, port: number): string | undefined {
+    for (const entry of this.entries.values())
+      if (
+        entry.principal === principal &&
+        entry.info.session_id === sessionId &&
+        entry.info.running &&
+        entry.info.exposed_port === port &&
+        entry.session.alive
+      )
+        return entry.socket;
+    return undefined;
   }
 
   /** Refuse a session whose driver does not serve background processes. */
@@ -236,6 +291,9 @@ export class ProcessTable {
       output_bytes: entry.output.end,
     });
     entry.exited.resolve();
+    // Its port's forwarder, left in its process group, goes too (where the driver still knows it).
+    if (entry.socket && entry.session.alive)
+      entry.session.control({ type: 'proc_kill', proc: entry.info.process_id });
     const { process_id, session_id, exit_code, signal: ended_by, output_bytes } = entry.info;
     this.record(session_id, {
       type: 'process_end',

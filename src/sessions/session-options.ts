@@ -28,6 +28,12 @@ export interface SessionOptions {
   readonly pty?: boolean | undefined;
   /** Its driver serves background processes (start_process): a bash one needs its host. */
   readonly hostsProcesses?: boolean | undefined;
+  /**
+   * How its sandbox runs a port's forwarder (start_process expose_port): the command line before
+   * SOCKET PORT; absent where a sandbox has no loopback of its own or sees other paths than the
+   * host's (landlock and docker modes).
+   */
+  readonly forwarder?: readonly string[] | undefined;
   /** Masks secrets in the output before results, progress and logs see it. */
   readonly secrets?: SecretsFilter | undefined;
   /** Keeps the whole output of a send the result truncates (absent: none kept). */

@@ -28,8 +28,14 @@ import {
 import type { SavedOutputs } from '../outputs/index.js';
 import type { SecretsFilter } from '../policy/index.js';
 import type { Interpreters } from '../runtimes/index.js';
-import type { BackendRegistry, Exit, SandboxBackend, SandboxSpec } from '../sandbox/index.js';
-import { currentPrincipal, HeldDir, newId } from '../util/index.js';
+import {
+  type BackendRegistry,
+  type Exit,
+  FORWARDER,
+  type SandboxBackend,
+  type SandboxSpec,
+} from '../sandbox/index.js';
+import { currentPrincipal, HeldDir, newId, packagePath } from '../util/index.js';
 import { BASH_HOST_FILES, bashHostPython, hostArgv } from './bash-host.js';
 import { watchSessionDisk } from './disk.js';
 import { DRIVERS, type DriverSpec } from './drivers.js';
@@ -39,6 +45,9 @@ import type { ProcEvent } from './protocol.js';
 import { PTY_RELAY, ptyArgv, ptyPython } from './pty.js';
 import { Session } from './session.js';
 import type { StartRequest } from './types.js';
+
+/** A node session's port forwarder (start_process expose_port): its sandbox may have no Python. */
+const PORT_FORWARD_NODE = packagePath('drivers', 'port_forward.mjs');
 
 export interface StartDeps {
   readonly config: Config;
@@ -175,6 +184,8 @@ export function driverSpec(
       ...packages.readable,
       ...(python ? PYTHON_SUPPORT_FILES : []),
       ...(channel ? CODE_MODE_FILES : []),
+      // A port's forwarder (start_process expose_port) runs from these.
+      ...(driver.interpreter === 'node' ? [PORT_FORWARD_NODE] : [FORWARDER]),
     ],
     limits: deps.config.limits,
     network: deps.config.network,
@@ -184,6 +195,19 @@ export function driverSpec(
     terminal: Boolean(pty),
     mounts: deps.mounts?.of(currentPrincipal()),
   });
+}
+
+/**
+ * The command line of a port's forwarder in the session's sandbox (processes.ts): the session's
+ * own interpreter (node, python, or a bash session's host Python), where the sandbox has a
+ * loopback of its own and the host's paths (namespace mode).
+ */
+function forwarderArgv(place: Place, extras: Extras): string[] | undefined {
+  const { capabilities } = place.backend;
+  if (capabilities.egress !== 'socket' || capabilities.ownInterpreters) return undefined;
+  if (place.driver.interpreter === 'node') return [place.interpreter, PORT_FORWARD_NODE];
+  const python = place.driver.interpreter === 'python' ? place.interpreter : extras.host;
+  return python ? [python, '-I', '-S', FORWARDER, '--expose'] : undefined;
 }
 
 /**
@@ -214,6 +238,7 @@ export async function startDriver(
     limits: namedLimits(deps.config, backend.capabilities),
     pty: Boolean(extras.pty),
     hostsProcesses: request.language !== 'bash' || extras.host !== undefined,
+    forwarder: forwarderArgv(place, extras),
     secrets: deps.secrets,
     outputs: deps.outputs,
     onExecution: (entry) => hooks.onExecution(entry),

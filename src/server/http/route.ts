@@ -1,6 +1,7 @@
 // Where each HTTP request goes: /healthz, /metrics, the dashboard, a replica's request, or MCP at
 // /mcp as the bearer token's principal; refusals in JSON-RPC error shape.
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { createMcpHandler } from '@modelcontextprotocol/server';
 import type { Config } from '../../config/index.js';
 import type { PrometheusMetrics } from '../../metrics/index.js';
@@ -14,6 +15,7 @@ import { checkHost, checkOrigins, type Refusal, type RequestHead } from './guard
 import { answerMetrics } from './metrics.js';
 import { BodyTooLarge, BudgetSpent, dropBody, readBody, sendWebResponse, toWebRequest } from './node.js';
 import type { Tenants } from './owned.js';
+import { isPortPath, type PortLookup, type PortTarget, portTarget, servePort, upgradePort } from './ports.js';
 
 function isDashboardPath(path: string): 'asset' | 'api' | undefined {
   if (path === '/' || path.startsWith('/assets/')) return 'asset';
@@ -36,6 +38,8 @@ export interface RouteContext {
   readonly tenants: Tenants;
   /** Told which connections made an authenticated request: they are kept when the cap is full. */
   readonly bounds: ConnectionBounds;
+  /** /p/<session>/<port>/: where a principal's session serves an exposed port. */
+  readonly ports: PortLookup;
 }
 
 const UNAUTHORIZED: Refusal = {
@@ -61,6 +65,7 @@ export async function route(req: IncomingMessage, res: ServerResponse, ctx: Rout
     return;
   }
   if (path === '/metrics') return metricsRoute(req, res, head, ctx);
+  if (isPortPath(path)) return portRoute(req, res, head, ctx);
   const page = isDashboardPath(path);
   const internal = ctx.forwarder?.isInternal(path) === true;
   if (path !== '/mcp' && !page && !internal)
@@ -81,6 +86,61 @@ export async function route(req: IncomingMessage, res: ServerResponse, ctx: Rout
     return asPrincipal(principal, () => dashboard.serveApi(req, res, path, principal));
   }
   return asPrincipal(principal, () => serveMcp(req, res, ctx, principal, { from: 'client' }));
+}
+
+/**
+ * /p/<session>/<port>/…: the principal's own session's exposed port, else 404 (another's, an
+ * unknown one, a port not exposed, a process gone: the same answer).
+ */
+function portRoute(req: IncomingMessage, res: ServerResponse, head: RequestHead, ctx: RouteContext): void {
+  const socket = portAdmission(req, head, ctx);
+  if ('status' in socket) refuse(res, socket);
+  else servePort(req, res, socket.path, socket.target);
+}
+
+/** The same for an upgrade (a WebSocket): refused on its raw socket. */
+export function upgradeRoute(
+  req: IncomingMessage,
+  client: Duplex,
+  upgradeHead: Buffer,
+  ctx: RouteContext,
+): void {
+  client.on('error', () => client.destroy());
+  const head: RequestHead = {
+    host: req.headers.host,
+    origin: req.headers.origin,
+    localPort: req.socket.localPort,
+  };
+  const refusal =
+    checkHost(head) ?? (isPortPath(req.url ?? '') ? undefined : { status: 404, message: 'not found' });
+  const socket = refusal ?? portAdmission(req, head, ctx);
+  if ('status' in socket) {
+    const body = JSON.stringify({ error: socket.message });
+    const extra = Object.entries(socket.headers ?? {}).map(([name, value]) => `${name}: ${value}\r\n`);
+    client.end(
+      `HTTP/1.1 ${socket.status} ${STATUS_CODES[socket.status] ?? ''}\r\ncontent-type: application/json\r\n${extra.join('')}content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    );
+    return;
+  }
+  upgradePort(req, client, upgradeHead, socket.path, socket.target);
+}
+
+/** Origins, the token, the path and the lookup, in that order: the socket to use, or the refusal. */
+function portAdmission(
+  req: IncomingMessage,
+  head: RequestHead,
+  ctx: RouteContext,
+): { path: string; target: PortTarget } | Refusal {
+  const refused = checkOrigins(head, ctx.loopback, ctx.config.http.allowedOrigins);
+  if (refused) return refused;
+  const principal = ctx.principals ? ctx.principals.identify(req.headers.authorization ?? null) : 'local';
+  if (principal === undefined) return UNAUTHORIZED;
+  ctx.bounds.trust(req.socket);
+  const target = portTarget(req.url ?? '');
+  const path = target && ctx.ports(principal, target.sessionId, target.port);
+  if (!target || path === undefined)
+    return { status: 404, message: 'no such exposed port of a session of yours (start_process expose_port)' };
+  return { path, target };
 }
 
 /**

@@ -26,7 +26,7 @@ import { isLoopback } from './guards.js';
 import { metricSources } from './metrics.js';
 import { Tenants } from './owned.js';
 import { Replicas } from './replicas.js';
-import { type RouteContext, refuse, route } from './route.js';
+import { type RouteContext, refuse, route, upgradeRoute } from './route.js';
 import { SharedTrust } from './trust.js';
 
 const SHUTDOWN_DEADLINE_MS = 10_000;
@@ -79,7 +79,9 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
     forwarder,
     tenants,
     bounds,
+    ports: (principal, sessionId, port) => services.sessions.exposedPort(principal, sessionId, port),
   };
+  http.on('upgrade', (req, socket, upgradeHead) => upgradeRoute(req, socket, upgradeHead, ctx));
   const address = await listen(http, options);
   // Registered before "listening" is said: a session started then is reachable from every replica.
   await replicas?.start(config.advertiseUrl ?? advertisedUrl(options.host, address.port));

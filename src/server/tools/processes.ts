@@ -1,6 +1,7 @@
-import type { McpServer } from '@modelcontextprotocol/server';
+import type { McpServer, ServerContext } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { InvalidInputError } from '../../errors/index.js';
+import { currentPrincipal } from '../../util/index.js';
 import { defineTool } from '../define-tool.js';
 import type { Gatekeeper } from '../guard.js';
 import type { Services } from '../services.js';
@@ -23,6 +24,11 @@ const processFields = {
     .describe('the signal that ended it (SIGKILL: kill_process, or its session ended)'),
   started_at: z.string(),
   output_bytes: z.number().int().describe('bytes of output it wrote so far (stdout and stderr together)'),
+  exposed_port: z
+    .number()
+    .int()
+    .optional()
+    .describe("start_process expose_port: the session's port it serves"),
 };
 const processInfo = z.object(processFields);
 
@@ -74,8 +80,23 @@ function registerStartProcess(server: McpServer, services: Services, gate: Gatek
     input: z.object({
       session_id: z.string().min(1).describe('sess_… from start_session'),
       command: z.string().min(1, 'command must not be empty'),
+      expose_port: z
+        .number()
+        .int()
+        .min(1)
+        .max(65535)
+        .optional()
+        .describe(
+          "A port the command listens on in the session's loopback (127.0.0.1), served at the url returned (serve --http: with your token only; stdio: a Unix socket)",
+        ),
     }),
-    output: processInfo,
+    output: processInfo.extend({
+      url: z
+        .string()
+        .optional()
+        .describe('expose_port over serve --http: where the port is served, for your token only'),
+      socket: z.string().optional().describe('expose_port over stdio: the Unix socket the port is served on'),
+    }),
     annotations: { ...EFFECTS, openWorldHint: true },
     handler: async (args, ctx) => {
       sessions.processHost(args.session_id); // refused before anyone is asked
@@ -85,9 +106,31 @@ function registerStartProcess(server: McpServer, services: Services, gate: Gatek
         code: args.command,
         sessionId: args.session_id,
       };
-      return gate.run(ctx, attempt, () => sessions.startProcess(args.session_id, args.command), noFacts);
+      const start = async () => {
+        const info = await sessions.startProcess(args.session_id, args.command, args.expose_port);
+        return args.expose_port === undefined
+          ? info
+          : { ...info, ...exposedAt(ctx, sessions, args.session_id, args.expose_port) };
+      };
+      return gate.run(ctx, attempt, start, noFacts);
     },
   });
+}
+
+/**
+ * Where an exposed port is served: over serve --http, `/p/<session>/<port>/` of the address the
+ * call came to; over stdio, the forwarder's socket.
+ */
+function exposedAt(
+  ctx: ServerContext,
+  sessions: Services['sessions'],
+  sessionId: string,
+  port: number,
+): { url: string } | { socket: string } | undefined {
+  const request = ctx.http?.req;
+  if (request) return { url: new URL(`/p/${sessionId}/${port}/`, request.url).href };
+  const socket = sessions.exposedPort(currentPrincipal(), sessionId, port);
+  return socket === undefined ? undefined : { socket };
 }
 
 function registerReadProcessOutput(server: McpServer, services: Services): void {
