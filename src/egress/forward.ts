@@ -148,12 +148,12 @@ function outgoing(req: IncomingMessage, host: string): string[] {
   return headers;
 }
 
-/** `raw` (name, value, name, value…) without hop-by-hop headers, those Connection names, nor `also`. */
-export function endToEnd(raw: readonly string[], also?: string): string[] {
+/** `raw` (name, value, name, value…) without hop-by-hop headers, those Connection names, nor `also`'s. */
+export function endToEnd(raw: readonly string[], ...also: string[]): string[] {
   const listed = new Set(
     valuesOf(raw, 'connection').flatMap((value) => value.split(',').map((name) => name.trim().toLowerCase())),
   );
-  if (also !== undefined) listed.add(also);
+  for (const name of also) listed.add(name);
   const kept: string[] = [];
   for (let index = 0; index + 1 < raw.length; index += 2) {
     const name = (raw[index] as string).toLowerCase();

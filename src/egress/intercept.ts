@@ -15,6 +15,7 @@ import {
 import { isIP, type Socket } from 'node:net';
 import { Transform, type TransformCallback } from 'node:stream';
 import { TLSSocket, connect as tlsConnect } from 'node:tls';
+import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import { type Admission, codeOf, dial } from './admit.js';
 import { answerPlain, answerRaw, recordRefusal, refusal } from './answer.js';
 import type { Credential, Credentials, Misplaced } from './credentials.js';
@@ -145,13 +146,37 @@ function relayMasked(
   upstream.on('error', (error) =>
     answerPlain(res, 502, `codexec egress: the origin failed (${codeOf(error)})\n`),
   );
+  // An origin that switches protocols unasked: nothing to mask it with, so nothing passes.
+  upstream.on('upgrade', (answer, socket) => {
+    socket.destroy();
+    answer.destroy();
+    answerPlain(
+      res,
+      502,
+      'codexec egress: the origin switched protocols, which the proxy does not relay here\n',
+    );
+  });
   upstream.on('response', (answer) => {
     answer.on('error', () => res.destroy());
-    // A masked body changes length: it goes chunked (node frames it), without the origin's length.
-    const masked = maskHeaders(endToEnd(answer.rawHeaders, 'content-length'), credentials);
+    // Asked uncompressed; an origin that compresses all the same is decoded here, to be masked.
+    const decoding = decoder(answer.headers['content-encoding']);
+    if (decoding === null) {
+      answer.destroy();
+      return answerPlain(
+        res,
+        502,
+        "codexec egress: the origin's answer is in an encoding the proxy cannot mask\n",
+      );
+    }
+    // A masked body changes length: it goes chunked (node frames it), without the origin's
+    // length or encoding; names, values and the reason phrase are masked as the body is.
+    const masked = maskHeaders(
+      endToEnd(answer.rawHeaders, 'content-length', 'content-encoding'),
+      credentials,
+    );
     try {
       res.sendDate = false;
-      res.writeHead(answer.statusCode ?? 502, answer.statusMessage, masked);
+      res.writeHead(answer.statusCode ?? 502, mask(answer.statusMessage ?? '', credentials), masked);
     } catch (error) {
       answer.destroy();
       return answerPlain(
@@ -160,7 +185,9 @@ function relayMasked(
         `codexec egress: the origin's answer cannot be passed on (${codeOf(error)})\n`,
       );
     }
-    answer.pipe(new Masker(credentials)).pipe(res);
+    const body = decoding ? answer.pipe(decoding) : answer;
+    decoding?.on('error', () => res.destroy());
+    body.pipe(new Masker(credentials)).pipe(res);
   });
   req.on('error', () => upstream.destroy());
   res.on('close', () => {
@@ -179,7 +206,25 @@ function withoutEncoding(raw: readonly string[]): string[] {
 
 /** Each value of `credentials` in the header values replaced by its placeholder. */
 function maskHeaders(raw: readonly string[], credentials: readonly Credential[]): string[] {
-  return raw.map((text, index) => (index % 2 === 1 ? mask(text, credentials) : text));
+  return raw.map((text) => mask(text, credentials));
+}
+
+/**
+ * How to undo a Content-Encoding: undefined for none (identity), a zlib stream for gzip, deflate
+ * and br (in the order the origin applied them, undone last first), null for another.
+ */
+function decoder(header: string | undefined): Transform | undefined | null {
+  const codings = (header ?? '')
+    .split(',')
+    .map((coding) => coding.trim().toLowerCase())
+    .filter((coding) => coding !== '' && coding !== 'identity');
+  if (codings.length === 0) return undefined;
+  if (codings.length > 1) return null;
+  const coding = codings[0];
+  if (coding === 'gzip' || coding === 'x-gzip') return createGunzip();
+  if (coding === 'deflate') return createInflate();
+  if (coding === 'br') return createBrotliDecompress();
+  return null;
 }
 
 function mask(text: string, credentials: readonly Credential[]): string {

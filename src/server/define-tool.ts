@@ -10,7 +10,7 @@ import {
 import type { z } from 'zod';
 import { InvalidInputError } from '../errors/index.js';
 import type { Tasks } from '../tasks/index.js';
-import { asPrincipal, LOCAL_PRINCIPAL } from '../util/index.js';
+import { asPrincipal } from '../util/index.js';
 import { advertisedInput, advertisedOutput } from './advertised.js';
 import { inCall } from './client-log.js';
 import { principalOf } from './connection.js';

@@ -1,4 +1,4 @@
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import type { Config } from '../config/index.js';
 import { InvalidInputError } from '../errors/index.js';
 import type { SecretsFilter } from '../policy/index.js';
@@ -120,10 +120,12 @@ export class ProcessTable {
     this.entries.set(id, entry);
     // An exposed port's forwarder starts first, in the background of the same process group: it
     // is killed with the process, and quiet (the output is the command's).
-    const forwarder =
-      socket &&
-      `${shellWords([...(session.options.forwarder ?? []), socket, String(expose)])} </dev/null >/dev/null 2>&1 &\n`;
-    session.control({ type: 'proc_start', proc: id, command: `${forwarder || ''}${command}` });
+    const forwarder = socket ? session.options.forwarder : undefined;
+    const background =
+      forwarder && socket
+        ? `${shellWords([...forwarder.argv, join(forwarder.workspace, basename(socket)), String(expose)])} </dev/null >/dev/null 2>&1 &\n`
+        : '';
+    session.control({ type: 'proc_start', proc: id, command: `${background}${command}` });
     const error = await within(
       entry.started.promise,
       ANSWER_MS,
@@ -146,7 +148,7 @@ export class ProcessTable {
   private exposing(session: Session, mine: readonly Entry[], port: number): string {
     if (!session.options.forwarder)
       throw new InvalidInputError(
-        `expose_port needs a session whose sandbox has a loopback of its own (namespace mode); this one is in ${session.options.sandboxMode} mode`,
+        `expose_port needs a session whose sandbox has a loopback of its own (namespace or docker mode); this one is in ${session.options.sandboxMode} mode`,
       );
     if (!Number.isInteger(port) || port < 1 || port > 65535)
       throw new InvalidInputError(`expose_port must be a port, 1 to 65535, not ${port}`);

@@ -30,10 +30,10 @@ export interface SessionOptions {
   readonly hostsProcesses?: boolean | undefined;
   /**
    * How its sandbox runs a port's forwarder (start_process expose_port): the command line before
-   * SOCKET PORT; absent where a sandbox has no loopback of its own or sees other paths than the
-   * host's (landlock and docker modes).
+   * SOCKET PORT, and the workspace as the sandbox sees it (a container's /workspace); absent where
+   * a sandbox has no loopback of its own (landlock mode).
    */
-  readonly forwarder?: readonly string[] | undefined;
+  readonly forwarder?: { readonly argv: readonly string[]; readonly workspace: string } | undefined;
   /** Masks secrets in the output before results, progress and logs see it. */
   readonly secrets?: SecretsFilter | undefined;
   /** Keeps the whole output of a send the result truncates (absent: none kept). */

@@ -198,16 +198,20 @@ export function driverSpec(
 }
 
 /**
- * The command line of a port's forwarder in the session's sandbox (processes.ts): the session's
- * own interpreter (node, python, or a bash session's host Python), where the sandbox has a
- * loopback of its own and the host's paths (namespace mode).
+ * How a port's forwarder runs in the session's sandbox (processes.ts), where it has a loopback of
+ * its own: by the session's own interpreter (node, python, or a bash session's host Python; in a
+ * container, the image's, by name), with paths as the sandbox sees them (`inside`).
  */
-function forwarderArgv(place: Place, extras: Extras): string[] | undefined {
+function forwarderOf(place: Place, extras: Extras, inside: (path: string) => string) {
   const { capabilities } = place.backend;
-  if (capabilities.egress !== 'socket' || capabilities.ownInterpreters) return undefined;
-  if (place.driver.interpreter === 'node') return [place.interpreter, PORT_FORWARD_NODE];
+  if (capabilities.egress !== 'socket') return undefined;
+  const own = (host: string, name: string) => (capabilities.ownInterpreters ? name : host);
+  const workspace = inside(place.workspace);
+  if (place.driver.interpreter === 'node')
+    return { argv: [own(place.interpreter, 'node'), inside(PORT_FORWARD_NODE)], workspace };
   const python = place.driver.interpreter === 'python' ? place.interpreter : extras.host;
-  return python ? [python, '-I', '-S', FORWARDER, '--expose'] : undefined;
+  if (!python) return undefined;
+  return { argv: [own(python, 'python3'), '-I', '-S', inside(FORWARDER), '--expose'], workspace };
 }
 
 /**
@@ -238,7 +242,7 @@ export async function startDriver(
     limits: namedLimits(deps.config, backend.capabilities),
     pty: Boolean(extras.pty),
     hostsProcesses: request.language !== 'bash' || extras.host !== undefined,
-    forwarder: forwarderArgv(place, extras),
+    forwarder: forwarderOf(place, extras, (path) => proc.insidePath?.(path) ?? path),
     secrets: deps.secrets,
     outputs: deps.outputs,
     onExecution: (entry) => hooks.onExecution(entry),

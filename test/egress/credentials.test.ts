@@ -8,6 +8,7 @@ import { createServer as createHttp, type Server } from 'node:http';
 import { createServer as createHttps } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IS_ROOT, SANDBOX_MODE } from '../helpers/mode.js';
 import {
@@ -35,8 +36,15 @@ async function origin(tls?: { key: string; cert: string }): Promise<Origin> {
   const seen: string[] = [];
   const handler: Parameters<typeof createHttp>[1] = (request, response) => {
     seen.push(`${request.headers.authorization ?? ''}|${request.headers['x-other'] ?? ''}`);
-    const echo = `auth=${request.headers.authorization ?? ''} encoding=${request.headers['accept-encoding'] ?? ''}`;
-    response.writeHead(200, { 'x-echo': request.headers.authorization ?? '' }).end(echo);
+    const auth = request.headers.authorization ?? '';
+    const echo = `auth=${auth} encoding=${request.headers['accept-encoding'] ?? ''}`;
+    if (request.url === '/careless') {
+      // An origin that compresses unasked, and echoes the header in its reason phrase and a header's name.
+      const name = `x-${auth.replace(/[^A-Za-z0-9-]/g, '-')}`;
+      response.writeHead(200, auth, { 'content-encoding': 'gzip', [name]: '1' }).end(gzipSync(echo));
+      return;
+    }
+    response.writeHead(200, { 'x-echo': auth }).end(echo);
   };
   const server = tls ? createHttps(tls, handler) : createHttp(handler);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -151,6 +159,17 @@ describe.each(MODES)('credentials by placeholder in $name mode', ({ name, env: m
       ).value;
       expect(python.stdout).toBe(`auth=Bearer ${placeholder} encoding=identity\n`);
       expect(api.seen.slice(before)).toEqual([`Bearer ${VALUE}|`, `Bearer ${VALUE}|`]);
+    });
+
+    it('masks it in an answer compressed unasked, its reason phrase and its header names', async () => {
+      const curl = await bash(
+        `curl -sS --noproxy '' -D - https://localhost:${api.port}/careless -H "Authorization: Bearer $API_KEY"`,
+      );
+      expect(curl.stdout).toContain(`auth=Bearer ${placeholder} encoding=identity`);
+      expect(curl.stdout).toContain(`HTTP/1.1 200 Bearer ${placeholder}`);
+      expect(curl.stdout).toContain(`x-Bearer-${placeholder}: 1`);
+      expect(curl.stdout).not.toMatch(/content-encoding/i);
+      expect(curl.stdout).not.toContain(VALUE);
     });
 
     it('works the same in a session', async () => {

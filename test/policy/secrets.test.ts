@@ -74,8 +74,12 @@ describe('SecretsFilter.redact', () => {
   });
 });
 
+/** Where a listed value's blind part ends: half of it, at least 8 characters (filter.ts). */
+const blind = (value: string) => Math.max(8, Math.ceil(value.length / 2));
+
 describe('StreamRedactor', () => {
-  const cases = { ...SHAPES, url: URL, envValue: ENV_VALUE, fileValue: FILE_VALUE };
+  const cases = { ...SHAPES, url: URL };
+  const values = { envValue: ENV_VALUE, fileValue: FILE_VALUE };
 
   it.each(Object.entries(cases))('masks a %s split across two writes at every position', (_, secret) => {
     const text = `out: ${secret}\nnext line\n`;
@@ -87,25 +91,56 @@ describe('StreamRedactor', () => {
     }
   });
 
+  it.each(Object.entries(values))(
+    'masks a listed %s split across two writes anywhere but in its blind first half',
+    (_, secret) => {
+      const text = `out: ${secret}\nnext line\n`;
+      const start = text.indexOf(secret);
+      for (let at = 0; at <= text.length; at++) {
+        if (at > start && at < start + blind(secret)) continue;
+        expect(through([text.slice(0, at), text.slice(at)]), `split at ${at}`).toBe('out: ***\nnext line\n');
+      }
+    },
+  );
+
   it.each(Object.entries(cases))('masks a %s written one character at a time', (_, secret) => {
     const text = `[${secret}]`;
     expect(through([...text])).toBe(filter.redact(text));
   });
 
+  it('tells a reader of a live stream nothing of a listed value it has not guessed half of', () => {
+    // A probe of a live stream (read_process_output): what is held back would say whether the
+    // probe's end starts the value. Below half of it, nothing is held, right or wrong.
+    const secret = 'Zq7-4fT9xWp2Lm8RkV3n';
+    const f = new SecretsFilter({ values: [secret], patterns: [] });
+    for (let known = 1; known < blind(secret); known++) {
+      const right = f.stream().write(`probe Q${secret.slice(0, known)}`);
+      const wrong = f.stream().write(`probe Q${secret.slice(0, known - 1)}#`);
+      expect(right).toBe(`probe Q${secret.slice(0, known)}`);
+      expect(wrong).toBe(`probe Q${secret.slice(0, known - 1)}#`);
+    }
+    // From half of it on, a possible rest is held (a secret split across writes is still masked).
+    expect(f.stream().write(`probe Q${secret.slice(0, blind(secret))}`)).toBe('probe Q');
+  });
+
   it('masks a secret split across three writes and across lines of other output', () => {
     const text = `a\n${SHAPES.githubClassic} b ${ENV_VALUE}\n`;
     const whole = filter.redact(text);
+    const value = text.indexOf(ENV_VALUE);
+    const inBlindPart = (at: number) => at > value && at < value + blind(ENV_VALUE);
     for (let i = 1; i < text.length - 1; i += 3) {
       for (let j = i + 1; j < text.length; j += 5) {
+        if (inBlindPart(i) || inBlindPart(j)) continue;
         expect(through([text.slice(0, i), text.slice(i, j), text.slice(j)])).toBe(whole);
       }
     }
   });
 
   it('finds a value that starts inside a false start of it (overlapping candidates)', () => {
-    const f = new SecretsFilter({ values: ['ababc12345'] });
-    const text = 'xxabababc12345yy';
+    const f = new SecretsFilter({ values: ['ababab-c1234567890'] });
+    const text = 'xxabababab-c1234567890yy';
     for (let at = 0; at <= text.length; at++) {
+      if (at > 4 && at < 4 + blind('ababab-c1234567890')) continue;
       expect(through([text.slice(0, at), text.slice(at)], f)).toBe('xxab***yy');
     }
   });
@@ -114,9 +149,11 @@ describe('StreamRedactor', () => {
     const stream = filter.stream();
     expect(stream.write('hello world\n')).toBe('hello world\n');
     expect(stream.write('x'.repeat(100_000))).toBe('x'.repeat(100_000));
-    // "hunt" may start ENV_VALUE; everything before it goes on now.
-    expect(stream.write('\nkey: hunt')).toBe('\nkey: ');
-    expect(stream.write('ing season\n')).toBe('hunting season\n');
+    // "hunter2-b" (half of ENV_VALUE and more) may start it; everything before it goes on now,
+    // and "hunt" alone (less than half) is held by nothing.
+    expect(stream.write('\nkey: hunt')).toBe('\nkey: hunt');
+    expect(stream.write('\nkey: hunter2-b')).toBe('\nkey: ');
+    expect(stream.write('ig season\n')).toBe('hunter2-big season\n');
     expect(stream.write('token sk-')).toBe('token ');
     expect(stream.end()).toBe('sk-');
   });
@@ -182,7 +219,9 @@ describe('StreamRedactor', () => {
     const text = `é🙂${ENV_VALUE}🙂ü ${SHAPES.openai}日本\n`;
     const bytes = Buffer.from(text);
     const expected = 'é🙂***🙂ü ***日本\n';
+    const value = Buffer.byteLength(`é🙂`);
     for (let at = 0; at <= bytes.length; at++) {
+      if (at > value && at < value + blind(ENV_VALUE)) continue; // the value's blind half (ASCII)
       const collector = new OutputCollector({ maxChars: 10_000, head: 5000, tail: 5000 }, filter.stream());
       let streamed = collector.push(bytes.subarray(0, at)) + collector.push(bytes.subarray(at));
       streamed += collector.flush();
@@ -193,9 +232,13 @@ describe('StreamRedactor', () => {
   });
 
   it('masks a value made of multi-byte characters split inside a character', () => {
-    const f = new SecretsFilter({ values: ['пароль-🙂-секрет'] });
-    const bytes = Buffer.from('a пароль-🙂-секрет b');
-    for (let at = 0; at <= bytes.length; at++) {
+    const secret = 'пароль-🙂-секрет';
+    const f = new SecretsFilter({ values: [secret] });
+    const bytes = Buffer.from(`a ${secret} b`);
+    // From the end of its blind half (in bytes; half of its 16 UTF-16 units ends inside the emoji,
+    // which the filter takes whole) on: a split there, even inside a character.
+    const from = 2 + Buffer.byteLength('пароль-🙂');
+    for (let at = from; at <= bytes.length; at++) {
       const collector = new OutputCollector({ maxChars: 1000, head: 500, tail: 500 }, f.stream());
       collector.push(bytes.subarray(0, at));
       collector.push(bytes.subarray(at));

@@ -15,6 +15,26 @@ export interface SecretsFilterOptions {
   readonly patterns?: readonly SecretPattern[];
 }
 
+/**
+ * How much of a value output must show before a stream holds back what may be the rest of it:
+ * half of it, at least 8 characters. Held-back output is visible to whoever reads a live stream
+ * (read_process_output): holding back from a value's first character would tell them, a
+ * character at a time, what the value starts with. Half a value (after any public prefix such
+ * as `sk-ant-api03-`) must be guessed blind instead; what a stream may then pass on unmasked is
+ * a value split across two writes within its first half.
+ */
+function blindPart(value: string): number {
+  const half = Math.max(8, Math.ceil(value.length / 2));
+  // Never half a surrogate pair: output reaches the filter as whole characters.
+  return isHighSurrogate(value.charCodeAt(half - 1)) ? half + 1 : half;
+}
+
+/** A value's prefixes from blindPart() characters on, as a regex: `abcdefgh(?:i(?:j)?)?`. */
+function heldPrefix(value: string): string {
+  const blind = blindPart(value);
+  return `${escapeRegex(value.slice(0, blind))}(?:${nestedPrefix(value.slice(blind))})?`;
+}
+
 /** Characters before the held-back text kept for the patterns' look-behind (`tasks-…` is no key). */
 const CONTEXT = 8;
 /**
@@ -51,7 +71,9 @@ export class SecretsFilter {
     // No alternative at all: a regex that never matches.
     this.full = new RegExp(full.length ? full.join('|') : '(?!)', 'g');
     const short = [
-      ...values.map((v) => ({ prefix: nestedPrefix(v), maxLength: v.length })),
+      ...values
+        .filter((v) => v.length > blindPart(v))
+        .map((v) => ({ prefix: heldPrefix(v), maxLength: v.length })),
       ...patterns.filter((p) => p.maxLength <= SHORT),
     ];
     const groups = [short, ...patterns.filter((p) => p.maxLength > SHORT).map((p) => [p])];

@@ -24,10 +24,9 @@ export function runtimeArgs(engine: Pick<ContainerEngine, 'name' | 'runtime'>, n
   // (as runc does for any socket in a mount). podman hands gVisor a network namespace that runsc
   // cannot copy (it takes it for the root one): with none or host, runsc is told so itself.
   if (!isGvisor(runtime)) return { before: [], run: [] };
-  const flags = [
-    'host-uds=open',
-    ...(network === 'none' || network === 'host' ? [`network=${network}`] : []),
-  ];
+  // A session's exposed port (start_process expose_port): its forwarder creates a socket there
+  // that the server opens from the host, which gVisor allows only when told (`all`: open, create).
+  const flags = ['host-uds=all', ...(network === 'none' || network === 'host' ? [`network=${network}`] : [])];
   return { before: flags.flatMap((flag) => ['--runtime-flag', flag]), run: [] };
 }
 

@@ -162,7 +162,7 @@ describe('runtimeArgs (CODEXEC_DOCKER_RUNTIME)', () => {
   });
 
   it('gives runsc under podman host sockets to open and its own network none or host', () => {
-    const uds = ['--runtime-flag', 'host-uds=open'];
+    const uds = ['--runtime-flag', 'host-uds=all'];
     expect(runtimeArgs({ name: 'podman', runtime: '/usr/bin/runsc' }, 'none').before).toEqual([
       ...uds,
       '--runtime-flag',
