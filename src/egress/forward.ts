@@ -5,22 +5,11 @@
 // client's next request is checked anew). One record per request.
 import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { HOP_BY_HOP } from '../util/index.js';
 import { admit, codeOf, decidedBy, dial } from './admit.js';
 import { answerPlain, type RefusalDetail, recorded, recordRefusal, refusal } from './answer.js';
 import { parseAuthority, sameTarget, shown, type Target } from './target.js';
 import type { LaneContext } from './types.js';
-
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'proxy-authorization',
-  'proxy-authenticate',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-]);
 
 export async function forward(lane: LaneContext, req: IncomingMessage, res: ServerResponse) {
   const at = new Date().toISOString();

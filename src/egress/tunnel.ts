@@ -45,16 +45,9 @@ export async function tunnel(lane: LaneContext, req: IncomingMessage, client: Du
   const extra = decidedBy(admission);
   if (!admission.allowed) return refuse(admission.status, admission.reason, extra);
   if (client.destroyed) return refuse(403, 'the client left before the connection was made', extra);
+  const connection = { host: target.host, port: target.port, method: 'CONNECT', at, allowed: true, ...extra };
   // A credential's host: TLS ends here, so that its placeholder can become its value.
   if (lane.credentials?.for(target.host, target.port).length) {
-    const connection = {
-      host: target.host,
-      port: target.port,
-      method: 'CONNECT',
-      at,
-      allowed: true,
-      ...extra,
-    };
     if (!recorded(user, connection)) return refuse(500, 'the connection could not be recorded');
     return intercept(
       lane as LaneContext & { credentials: Credentials },
@@ -76,16 +69,7 @@ export async function tunnel(lane: LaneContext, req: IncomingMessage, client: Du
     upstream.destroy();
     return refuse(403, 'the client left before the connection was made', extra);
   }
-  const connection = {
-    host: target.host,
-    port: target.port,
-    method: 'CONNECT',
-    at,
-    allowed: true,
-    address,
-    ...extra,
-  };
-  if (!recorded(user, connection)) {
+  if (!recorded(user, { ...connection, address })) {
     upstream.destroy();
     return refuse(500, 'the connection could not be recorded');
   }

@@ -1,6 +1,6 @@
 // CODEXEC_NETWORK=allowlist end to end: the real server, real sandboxes (the suite's mode), the
 // egress proxy, and origins on the host's loopback that count who reached them.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { createServer as createHttp, type Server } from 'node:http';
 import { createServer as createHttps } from 'node:https';
@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allowing, ownedDir } from '../helpers/host-dir.js';
 import { IS_ROOT, SANDBOX_MODE } from '../helpers/mode.js';
+import { selfSignedCert } from '../helpers/origin.js';
 import { baseEnv, CLI, callTool, startServer, type TestServer, tempDir } from '../helpers/server.js';
 import { ensureImage, RUNTIMES } from '../sandbox/container/engine.js';
 
@@ -102,13 +103,9 @@ describe.each(MODES)(
       beforeAll(async () => {
         // A docker-mode server needs its image (built from the host when missing: minutes, once).
         if (mode.CODEXEC_SANDBOX_MODE === 'docker') ensureImage();
-        execFileSync('openssl', [
-          ...['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=localhost'],
-          ...['-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'],
-          ...['-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')],
-        ]);
-        cert = readFileSync(join(dir, 'cert.pem'), 'utf8');
-        const key = readFileSync(join(dir, 'key.pem'), 'utf8');
+        const made = selfSignedCert(dir);
+        cert = made.cert;
+        const { key } = made;
         [listed, unlisted, denied, secure, second] = await Promise.all([
           origin(),
           origin(),

@@ -2,7 +2,7 @@
 // mode and in docker mode, code calling an HTTPS origin on the host's loopback that stands in
 // for an API. The origin must receive the value; the code, its results, the logs, the audit and
 // the sandbox's files and environment must hold only the placeholder.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer as createHttp, type Server } from 'node:http';
 import { createServer as createHttps } from 'node:https';
@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IS_ROOT, SANDBOX_MODE } from '../helpers/mode.js';
+import { selfSignedCert } from '../helpers/origin.js';
 import {
   baseEnv,
   CLI,
@@ -88,15 +89,7 @@ describe.each(MODES)('credentials by placeholder in $name mode', ({ name, env: m
 
     beforeAll(async () => {
       if (mode.CODEXEC_SANDBOX_MODE === 'docker') ensureImage();
-      execFileSync('openssl', [
-        ...['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=localhost'],
-        ...['-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'],
-        ...['-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')],
-      ]);
-      const tls = {
-        key: readFileSync(join(dir, 'key.pem'), 'utf8'),
-        cert: readFileSync(join(dir, 'cert.pem'), 'utf8'),
-      };
+      const tls = selfSignedCert(dir);
       [api, plain, other] = await Promise.all([origin(tls), origin(), origin(tls)]);
       writeFileSync(join(dir, 'value'), `${VALUE}\n`, { mode: 0o600 });
       writeFileSync(

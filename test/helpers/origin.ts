@@ -1,7 +1,10 @@
 // An origin on the host's loopback that counts the connections that reached it (what code must
 // not reach unasked), and the Python that fetches it through the egress proxy.
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 
 export interface Origin {
   readonly port: number;
@@ -35,3 +38,19 @@ try:
 except urllib.error.HTTPError as error:
     print(json.dumps([error.code, ""]))
 `;
+
+/**
+ * A self-signed certificate for localhost and 127.0.0.1 (a day long), made by openssl in `dir`:
+ * `cert.pem` and `key.pem` there, and their text.
+ */
+export function selfSignedCert(dir: string): { readonly key: string; readonly cert: string } {
+  execFileSync('openssl', [
+    ...['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=localhost'],
+    ...['-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'],
+    ...['-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')],
+  ]);
+  return {
+    key: readFileSync(join(dir, 'key.pem'), 'utf8'),
+    cert: readFileSync(join(dir, 'cert.pem'), 'utf8'),
+  };
+}

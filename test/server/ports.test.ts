@@ -2,9 +2,9 @@
 // /p/<session>/<port>/ for the session's principal only, HTTP and WebSocket; over stdio, a Unix
 // socket. A real server, real sessions, a real python -m http.server and a WebSocket echo server.
 import { createHash, randomBytes } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { chmodSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
-import { connect } from 'node:net';
+import { connect, createServer as createNetServer } from 'node:net';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -180,6 +180,16 @@ describe.runIf(SANDBOX_MODE === 'namespace')('exposed ports over serve --http', 
     expect((await webSocket(url, undefined, 'x')).status).toMatch(/ 401 /);
   });
 
+  it('carries an upgrade only when the session’s server switches protocols', async () => {
+    // http.server answers an upgrade request with 200 and keeps the connection: no pipe may stay
+    // open on it (it would carry later requests past every check).
+    const started = await expose('python3 -m http.server 8006 --bind 127.0.0.1', 8006);
+    const url = started.url as string;
+    expect(await eventually(async () => (await get(url, ALICE)).status === 200)).toBe(true);
+    expect((await webSocket(url, ALICE, 'x')).status).toBe('HTTP/1.1 502 Bad Gateway');
+    await callTool(alice, 'kill_process', { process_id: started.process_id });
+  });
+
   it('serves a node session’s server, and refuses a port exposed twice', async () => {
     const node = (await callTool<{ session_id: string }>(alice, 'start_session', { language: 'node' })).value
       .session_id;
@@ -194,6 +204,46 @@ describe.runIf(SANDBOX_MODE === 'namespace')('exposed ports over serve --http', 
     expect(again.isError).toBe(true);
     expect(JSON.stringify(again.content)).toContain('port 8080 of session');
     await callTool(alice, 'close_session', { session_id: node });
+  });
+
+  it('never follows a link the session’s code puts at its socket (to a host service’s socket)', async () => {
+    // A host service on a Unix socket: the server must never connect to it for alice.
+    const dir = tempDir('codexec-host-service-');
+    chmodSync(dir, 0o755);
+    const hostSocket = join(dir, 'service.sock');
+    let reached = 0;
+    const service = createNetServer((socket) => {
+      reached += 1;
+      socket.end('HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\nHOST');
+    });
+    await new Promise<void>((resolve) => service.listen(hostSocket, resolve));
+    chmodSync(hostSocket, 0o777);
+    try {
+      const started = await expose('sleep 600', 8004);
+      const url = started.url as string;
+      const swap = await callTool<{ stdout: string; stderr: string }>(alice, 'send_to_session', {
+        session_id: sessionId,
+        code: [
+          'import os, time',
+          'name = ".codexec-port-8004.sock"',
+          'for _ in range(100):',
+          '    if os.path.exists(name): break',
+          '    time.sleep(0.1)',
+          'os.remove(name)',
+          `os.symlink(${JSON.stringify(hostSocket)}, name)`,
+          'print(os.path.islink(name))',
+        ].join('\n'),
+      });
+      expect(swap.value.stdout).toBe('True\n');
+      const answer = await get(url, ALICE);
+      expect(answer.status).toBe(502);
+      expect(answer.body).not.toContain('HOST');
+      expect((await webSocket(url, ALICE, 'x')).status).toMatch(/ 502 /);
+      expect(reached).toBe(0);
+      await callTool(alice, 'kill_process', { process_id: started.process_id });
+    } finally {
+      service.close();
+    }
   });
 
   it('dies with its process and with its session', async () => {

@@ -203,8 +203,8 @@ describe('saved output over stdio', () => {
       `s = ${JSON.stringify(reversed)}[::-1]`,
       'for i in range(3000): print("filler line", i)',
       'print("mid:", s)',
-      'sys.stdout.write("split:" + s[:9]); sys.stdout.flush(); time.sleep(0.3)',
-      'sys.stdout.write(s[9:] + "\\n"); sys.stdout.flush()',
+      'sys.stdout.write("split:" + s[:12]); sys.stdout.flush(); time.sleep(0.3)',
+      'sys.stdout.write(s[12:] + "\\n"); sys.stdout.flush()',
       'for i in range(3000): print("filler line", i)',
       'print(s, file=sys.stderr)',
     ].join('\n');
@@ -213,9 +213,9 @@ describe('saved output over stdio', () => {
     const whole = await pageAll(server.client, run.execution_id, 'stdout');
     expect(whole.text).toContain('mid: ***\n');
     expect(whole.text).toContain('split:***\n');
-    expect(whole.text).not.toContain(secret.slice(0, 9));
+    expect(whole.text).not.toContain(secret.slice(0, 12));
     const onDisk = savedFiles(server.home).map((file) => readFileSync(file, 'utf8'));
-    for (const text of onDisk) expect(text).not.toContain(secret.slice(0, 9));
+    for (const text of onDisk) expect(text).not.toContain(secret.slice(0, 12));
   });
 
   it('pages the big output of a session send', async () => {
