@@ -87,12 +87,11 @@ export class Credentials {
   }
 
   /** The first placeholder in a URL or in raw headers (name, value, …), and where. */
-  misplaced(url: string, raw: readonly string[], skip?: (name: string) => boolean): Misplaced | undefined {
+  misplaced(url: string, raw: readonly string[]): Misplaced | undefined {
     const inUrl = this.find(url);
     if (inUrl) return { credential: inUrl, where: 'the URL' };
     for (let index = 0; index + 1 < raw.length; index += 2) {
       const name = raw[index] as string;
-      if (skip?.(name.toLowerCase())) continue;
       const found = this.find(name) ?? this.find(raw[index + 1] as string);
       if (found) return { credential: found, where: `header ${name}` };
     }
