@@ -94,25 +94,34 @@ function relay(
   );
   upstream.on('response', (answer) => {
     answer.on('error', () => res.destroy());
-    try {
-      res.sendDate = false;
-      res.writeHead(answer.statusCode ?? 502, answer.statusMessage, endToEnd(answer.rawHeaders));
-    } catch (error) {
-      // Node refuses to send some header the origin sent (an invalid character).
-      answer.destroy();
-      return answerPlain(
-        res,
-        502,
-        `codexec egress: the origin's answer cannot be passed on (${codeOf(error)})\n`,
-      );
-    }
-    answer.pipe(res);
+    if (passHead(res, answer, answer.statusMessage, endToEnd(answer.rawHeaders))) answer.pipe(res);
   });
   req.on('error', () => upstream.destroy());
   res.on('close', () => {
     if (!res.writableFinished) upstream.destroy();
   });
   req.pipe(upstream);
+}
+
+/**
+ * The origin's status line and `headers` on to the client; false, the client answered 502 and the
+ * origin's answer dropped, where node refuses to send them (a header with an invalid character).
+ */
+export function passHead(
+  res: ServerResponse,
+  answer: IncomingMessage,
+  message: string | undefined,
+  headers: readonly string[],
+): boolean {
+  try {
+    res.sendDate = false;
+    res.writeHead(answer.statusCode ?? 502, message, headers as string[]);
+    return true;
+  } catch (error) {
+    answer.destroy();
+    answerPlain(res, 502, `codexec egress: the origin's answer cannot be passed on (${codeOf(error)})\n`);
+    return false;
+  }
 }
 
 /**

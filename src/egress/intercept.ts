@@ -19,7 +19,7 @@ import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import { type Admission, codeOf, dial } from './admit.js';
 import { answerPlain, answerRaw, recordRefusal, refusal } from './answer.js';
 import type { Credential, Credentials, Misplaced } from './credentials.js';
-import { endToEnd, hostHeader } from './forward.js';
+import { endToEnd, hostHeader, passHead } from './forward.js';
 import { shown, type Target } from './target.js';
 import type { LaneContext, LaneUser } from './types.js';
 
@@ -174,17 +174,7 @@ function relayMasked(
       endToEnd(answer.rawHeaders, 'content-length', 'content-encoding'),
       credentials,
     );
-    try {
-      res.sendDate = false;
-      res.writeHead(answer.statusCode ?? 502, mask(answer.statusMessage ?? '', credentials), masked);
-    } catch (error) {
-      answer.destroy();
-      return answerPlain(
-        res,
-        502,
-        `codexec egress: the origin's answer cannot be passed on (${codeOf(error)})\n`,
-      );
-    }
+    if (!passHead(res, answer, mask(answer.statusMessage ?? '', credentials), masked)) return;
     const body = decoding ? answer.pipe(decoding) : answer;
     decoding?.on('error', () => res.destroy());
     body.pipe(new Masker(credentials)).pipe(res);
