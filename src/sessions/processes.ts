@@ -143,7 +143,7 @@ export class ProcessTable {
 
   /**
    * The socket an exposed `port` of `session` is served on (in its workspace), or the refusal: a
-   * sandbox without a forwarder (landlock and docker modes), a port out of range, one exposed already.
+   * sandbox without a forwarder (landlock mode), a port out of range, one exposed already.
    */
   private exposing(session: Session, mine: readonly Entry[], port: number): string {
     if (!session.options.forwarder)
