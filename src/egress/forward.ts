@@ -5,7 +5,7 @@
 // client's next request is checked anew). One record per request.
 import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { HOP_BY_HOP } from '../util/index.js';
+import { endToEnd, valuesOf } from '../util/index.js';
 import { admit, codeOf, decidedBy, dial } from './admit.js';
 import { answerPlain, type RefusalDetail, recorded, recordRefusal, refusal } from './answer.js';
 import { parseAuthority, sameTarget, shown, type Target } from './target.js';
@@ -144,25 +144,4 @@ function outgoing(req: IncomingMessage, host: string): string[] {
   // Node read the chunked body apart; it chunks it again on the way out.
   if (req.headers['transfer-encoding'] !== undefined) headers.push('Transfer-Encoding', 'chunked');
   return headers;
-}
-
-/** `raw` (name, value, name, value…) without hop-by-hop headers, those Connection names, nor `also`'s. */
-export function endToEnd(raw: readonly string[], ...also: string[]): string[] {
-  const listed = new Set(
-    valuesOf(raw, 'connection').flatMap((value) => value.split(',').map((name) => name.trim().toLowerCase())),
-  );
-  for (const name of also) listed.add(name);
-  const kept: string[] = [];
-  for (let index = 0; index + 1 < raw.length; index += 2) {
-    const name = (raw[index] as string).toLowerCase();
-    if (!HOP_BY_HOP.has(name) && !listed.has(name)) kept.push(raw[index] as string, raw[index + 1] as string);
-  }
-  return kept;
-}
-
-function valuesOf(raw: readonly string[], name: string): string[] {
-  const values: string[] = [];
-  for (let index = 0; index + 1 < raw.length; index += 2)
-    if ((raw[index] as string).toLowerCase() === name) values.push(raw[index + 1] as string);
-  return values;
 }

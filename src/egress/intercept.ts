@@ -16,10 +16,11 @@ import { isIP, type Socket } from 'node:net';
 import { Transform, type TransformCallback } from 'node:stream';
 import { TLSSocket, connect as tlsConnect } from 'node:tls';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
+import { endToEnd } from '../util/index.js';
 import { type Admission, codeOf, dial } from './admit.js';
 import { answerPlain, answerRaw, recordRefusal, refusal } from './answer.js';
 import type { Credential, Credentials, Misplaced } from './credentials.js';
-import { endToEnd, hostHeader, passHead } from './forward.js';
+import { hostHeader, passHead } from './forward.js';
 import { shown, type Target } from './target.js';
 import type { LaneContext, LaneUser } from './types.js';
 
@@ -81,7 +82,7 @@ async function passOn(
   if (!url.startsWith('/')) return refuse(403, 'a request inside the tunnel names its path only');
   const host = hostHeader(req, target, 443);
   if (host === undefined) return refuse(403, 'Host header differs from the CONNECT target');
-  const headers = withValues(endToEnd(req.rawHeaders, 'host'), credentials);
+  const headers = withValues(endToEnd(req.rawHeaders, 'host', 'accept-encoding'), credentials);
   const misplaced = lane.credentials.misplaced(url, headers);
   if (misplaced) return refuse(403, misplacedReason(misplaced, credentials));
   const release = lane.acquire();
@@ -102,15 +103,7 @@ async function passOn(
   });
   secure.on('error', () => {});
   // Answers come uncompressed, so that a value the origin echoes can be masked.
-  const sent = [
-    'Host',
-    host,
-    ...withoutEncoding(headers),
-    'Accept-Encoding',
-    'identity',
-    'Connection',
-    'close',
-  ];
+  const sent = ['Host', host, ...headers, 'Accept-Encoding', 'identity', 'Connection', 'close'];
   if (req.headers['transfer-encoding'] !== undefined) sent.push('Transfer-Encoding', 'chunked');
   relayMasked(
     req,
@@ -184,14 +177,6 @@ function relayMasked(
     if (!res.writableFinished) upstream.destroy();
   });
   req.pipe(upstream);
-}
-
-function withoutEncoding(raw: readonly string[]): string[] {
-  const kept: string[] = [];
-  for (let index = 0; index + 1 < raw.length; index += 2)
-    if ((raw[index] as string).toLowerCase() !== 'accept-encoding')
-      kept.push(raw[index] as string, raw[index + 1] as string);
-  return kept;
 }
 
 /** Each value of `credentials` in the header values replaced by its placeholder. */

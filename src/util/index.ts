@@ -25,7 +25,7 @@ export { type BoundedRead, readUpTo } from './bounded.js';
 export { type CpuMeter, chargeCpu, cpuBetween, metering, withCpuMeter } from './cpu-meter.js';
 export { holdsOnly } from './dirs.js';
 export { HeldDir, type Owner, pathOf, type Root } from './held-dir.js';
-export { HOP_BY_HOP } from './hop-by-hop.js';
+export { endToEnd, HOP_BY_HOP, valuesOf } from './hop-by-hop.js';
 export { type IdPrefix, newId } from './ids.js';
 export { type LogLevel, log, logAlways, onLog, setLogLevel } from './log.js';
 export { needsShowing, quotedPath, shownName, unshownName } from './names.js';

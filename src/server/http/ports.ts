@@ -11,7 +11,7 @@ import { type IncomingMessage, request, type ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { basename, dirname } from 'node:path';
 import type { Duplex } from 'node:stream';
-import { at, HOP_BY_HOP } from '../../util/index.js';
+import { at, endToEnd, valuesOf } from '../../util/index.js';
 
 /** Where a principal's session serves a port: the forwarder's socket, or undefined. */
 export type PortLookup = (principal: string, sessionId: string, port: number) => string | undefined;
@@ -44,15 +44,7 @@ function splitQuery(url: string): [string, string | undefined] {
 }
 
 /** The client's headers for the session's server: its own, but the token and hop-by-hop ones. */
-function passedOn(raw: readonly string[], keep: readonly string[] = []): string[] {
-  const kept: string[] = [];
-  for (let index = 0; index + 1 < raw.length; index += 2) {
-    const name = (raw[index] as string).toLowerCase();
-    if (name === 'authorization' || (HOP_BY_HOP.has(name) && !keep.includes(name))) continue;
-    kept.push(raw[index] as string, raw[index + 1] as string);
-  }
-  return kept;
-}
+const passedOn = (raw: readonly string[]) => endToEnd(raw, 'authorization');
 
 /** How long a connection to a session's server may pass no byte either way. */
 const IDLE_MS = 10 * 60_000;
@@ -122,7 +114,7 @@ export function servePort(
   });
   upstream.on('response', (answer) => {
     answer.on('error', () => res.destroy());
-    res.writeHead(answer.statusCode ?? 502, answer.statusMessage, passedOn(answer.rawHeaders));
+    res.writeHead(answer.statusCode ?? 502, answer.statusMessage, endToEnd(answer.rawHeaders));
     answer.pipe(res);
   });
   req.on('error', () => upstream.destroy());
@@ -155,7 +147,11 @@ export function upgradePort(
   });
   upstream.once('connect', () => {
     const headers = [
-      ...passedOn(req.rawHeaders, ['connection', 'upgrade']),
+      ...passedOn(req.rawHeaders),
+      // The upgrade asked for, which is this hop's and the next's alike.
+      'Connection',
+      'Upgrade',
+      ...valuesOf(req.rawHeaders, 'upgrade').flatMap((protocol) => ['Upgrade', protocol]),
       'X-Forwarded-Prefix',
       `/p/${target.sessionId}/${target.port}`,
     ];
