@@ -47,6 +47,8 @@ for (const stream of [process.stdout, process.stderr]) {
 }
 await new Promise((resolve) => setImmediate(resolve)); // the empty writes' callbacks: before the job
 
+// Forked by the node zygote (zygote_node.mjs): its fork() returns in the run's own process.
+const zygote = globalThis[Symbol.for('codexec.zygote')];
 let endMark; // set once the job is in: no job (the pool shut down), nothing to report
 let fatal = false;
 process.on('uncaughtExceptionMonitor', () => {
@@ -65,9 +67,15 @@ process.emit = function (event, ...rest) {
       // the program closed fd 1, 2 or 3: the server waits for the exit instead
     }
   }
+  if (event === 'exit' && zygote) {
+    const code = Number(process.exitCode ?? rest[0] ?? 0) & 0xff;
+    if (fatal) zygote.exitAfterReport(code);
+    else zygote.exit(code);
+  }
   return result;
 };
 process.emit('codexec-rehearsal'); // an event no one listens to, through the wrapper above
+zygote?.fork();
 writeSync(CONTROL, 'R\n'); // warmed up: waiting for the job
 const [mark, script, ...args] = readJob(CONTROL);
 endMark = mark;

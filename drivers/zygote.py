@@ -22,6 +22,11 @@
 #   4. When the program's process exits this kills its sandbox, and reports the run's end with its
 #      status as bwrap would (128+N for signal N). Signals for the run are the server's to send (to
 #      its cgroup: the program's processes alone).
+# A node zygote (`zygote.py --node NODE ADDON TEMPLATE`) does the same for warm Node drivers, but
+# a Python cannot fork a Node: it starts one Node, the template (drivers/zygote_node.mjs), and at
+# step 2 hands it the run's stdio and the sandbox's namespaces (SCM_RIGHTS); the template forks
+# into them and the fork confines itself as step 3 says. The template reports the fork's pid and,
+# once it has reaped it, its wait status; this process does the rest as for a Python run.
 # In sandbox mode landlock a job's sandbox has "landlock" (a confine script's Landlock part, hex:
 # src/sandbox/landlock/confine.ts) instead of "bwrap": no sandbox to build, no namespace to join;
 # the program's process is forked at once and confines itself (run_script) after no_new_privs.
@@ -33,8 +38,10 @@ STARTUP_MODULES = frozenset(sys.modules)
 
 import ctypes  # noqa: E402
 import fcntl  # noqa: E402
+import json  # noqa: E402
 import os  # noqa: E402
 import signal  # noqa: E402
+import socket  # noqa: E402
 import struct  # noqa: E402
 
 import forker  # noqa: E402
@@ -297,6 +304,71 @@ def fork_program(run, own_pid_ns):
     return pid
 
 
+# The template's descriptors 0 to RESERVED-1 are open before it starts, so that Node's own lie above
+# the run's stdio slots (native/node_fork.c); the job socket is the next.
+RESERVED = 16
+
+
+class NodeTemplate:
+    """The Node that forks node runs (drivers/zygote_node.mjs), and the runs it is forking."""
+
+    def __init__(self, argv):
+        self.socket, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        # Its stdout and stderr are sockets, as a run's are (Node binds process.stdout to the kind
+        # it finds at start-up); what it says there is relayed to this process's stderr.
+        self.said, said_w = socket.socketpair()
+        null = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
+        high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 64) for fd in (theirs.fileno(), said_w.fileno(), null)]
+        job_fd, out_fd, null_fd = high
+        actions = [(os.POSIX_SPAWN_DUP2, job_fd, RESERVED), (os.POSIX_SPAWN_DUP2, null_fd, 0)]
+        actions += [(os.POSIX_SPAWN_DUP2, out_fd, 1), (os.POSIX_SPAWN_DUP2, out_fd, 2)]
+        actions += [(os.POSIX_SPAWN_DUP2, null_fd, fd) for fd in range(3, RESERVED)]
+        try:
+            self.pid = os.posix_spawn(argv[0], argv + [str(RESERVED)], dict(os.environ), file_actions=actions)
+        finally:
+            for fd in (*high, null):
+                os.close(fd)
+            theirs.close()
+            said_w.close()
+        self.forking = []  # the runs sent, in order: the template answers each in turn
+
+    def fork(self, run):
+        """Send the run's job (its sandbox is complete): the template answers with its fork's pid."""
+        (leader,) = children_of(run.bwrap)
+        pid_ns, joined = None, []
+        try:
+            for name, _ in NAMESPACES:
+                path = "/proc/%d/ns/%s" % (leader, name)
+                if os.stat(path).st_ino != os.stat("/proc/self/ns/%s" % name).st_ino:
+                    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+                    if name == "pid":
+                        pid_ns = fd
+                    else:
+                        joined.append((name, fd))
+            slots = [run.sources[slot] for slot in range(len(run.sources))]
+            job, sandbox = run.job, run.job["sandbox"]
+            text = json.dumps(
+                {
+                    "cgroup": job["cgroup"],
+                    "ulimit": job["ulimit"],
+                    "seccomp": job["seccomp"],
+                    "namespaces": [name for name, _ in joined],
+                    "pid_namespace": pid_ns is not None,
+                    "sandbox": {key: sandbox[key] for key in ("uid", "gid", "env", "cwd")},
+                }
+            )
+            head = "%d %d\n" % (pid_ns is not None, len(slots))
+            fds = ([pid_ns] if pid_ns is not None else []) + slots + [fd for _, fd in joined]
+            socket.send_fds(self.socket, [(head + text).encode()], fds)
+        finally:
+            for fd in ([pid_ns] if pid_ns is not None else []) + [fd for _, fd in joined]:
+                os.close(fd)
+        for fd in run.sources.values():
+            os.close(fd)  # the fork holds the run's stdio alone
+        run.sources = {}
+        self.forking.append(run)
+
+
 def become_program(run, namespaces):
     """The program's process: confined as bwrap and a drop confine a cold run, then the driver."""
     job, sandbox = run.job, run.job["sandbox"]
@@ -366,7 +438,7 @@ def become_program(run, namespaces):
     run_driver()
 
 
-def serve():
+def serve(template_argv=None):
     """
     The forker's protocol (forker.py), each job with a "sandbox" to fork its program into: reports
     {"id", "ready": the program's pid} once it waits for its job, {"id", "failed": why}, and
@@ -378,6 +450,10 @@ def serve():
     # A session without a controlling terminal (bwrap --new-session), which the programs' processes
     # inherit: as in a cold run, none of them leads one.
     os.setsid()
+    template = NodeTemplate(template_argv) if template_argv else None
+    if template:
+        loop.watch(template.socket.fileno(), "template")
+        loop.watch(template.said.fileno(), "said")
 
     def failed(run, why):
         if not run.reported:
@@ -385,6 +461,8 @@ def serve():
             loop.report({"id": run.id, "failed": why})
 
     def on_job(job):
+        if template and "landlock" in job["sandbox"]:
+            return loop.report({"id": job["id"], "failed": "a node zygote forks into namespace sandboxes only"})
         try:
             run = start(job)
         except Exception as error:
@@ -432,13 +510,47 @@ def serve():
             run.reported = True
             loop.report({"id": run.id, "exit": bwrap_exit(run.status), "signal": None})
 
+    def on_template(message):
+        """What the node template says: a fork's pid or failure (in job order), a fork's end."""
+        if not message:  # it is gone: so are its forks (their PR_SET_PDEATHSIG), and this zygote
+            for run in template.forking:
+                os.kill(run.bwrap, signal.SIGKILL)
+                failed(run, "the node template died")
+            for pid, run in list(runs_by_pid.items()):
+                if pid == run.program and run.status is None:
+                    on_exit(pid, signal.SIGKILL)
+            os._exit(1)
+        words = message.decode().split(" ", 2)
+        if words[0] == "exit":
+            on_exit(int(words[1]), int(words[2]))
+        elif words[0] == "pid":
+            run = template.forking.pop(0)
+            run.program = int(words[1])
+            runs_by_pid[run.program] = run
+            loop.report({"id": run.id, "ready": run.program})
+        else:
+            run = template.forking.pop(0)
+            os.kill(run.bwrap, signal.SIGKILL)
+            failed(run, "could not fork into the sandbox: %s" % message.decode(errors="replace"))
+        loop.watch(template.socket.fileno(), "template")
+
     def on_ready(fd, run):
+        if run == "template":
+            return on_template(template.socket.recv(4096))
+        if run == "said":
+            chunk = os.read(fd, 65536)
+            if chunk:
+                os.write(2, chunk)
+                loop.watch(fd, "said")
+            return None
         said = os.read(fd, 64)
         os.close(fd)
         run.said = None
         if not said:
             return  # bwrap failed (and said why on stderr): its exit reports it
         try:
+            if template:
+                return template.fork(run)  # its answer reports the fork
             run.program = fork_program(run, own_pid_ns)
         except Exception as error:
             os.kill(run.bwrap, signal.SIGKILL)
@@ -453,4 +565,8 @@ def serve():
 if __name__ == "__main__":
     compile("pass", "<warm-up>", "exec")  # the compiler's first use, paid once here
     PLACEHOLDER = load_placeholder()
-    serve()
+    # --node NODE ADDON TEMPLATE: the template is started as `NODE --single-threaded TEMPLATE ADDON
+    # <job fd>`: V8 then posts no work to its helper threads, which a fork does not have (Node
+    # would wait for that work at the end of the run's event loop).
+    node = sys.argv[2:5] if sys.argv[1:2] == ["--node"] else None
+    serve([node[0], "--single-threaded", node[2], node[1]] if node else None)

@@ -3,6 +3,7 @@ import { openSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ScriptFile } from '../pool/index.js';
 import { type InterpreterKind, RUNTIMES } from '../runtimes/index.js';
+import { NODE_FORKS } from '../sandbox/index.js';
 import { packagePath } from '../util/index.js';
 
 export const SCRIPT_BASENAME = '_codexec_script';
@@ -10,14 +11,18 @@ export const SCRIPT_BASENAME = '_codexec_script';
 /**
  * Each warm driver (all write the run's end mark after the program's output); the files it
  * imports; whether a backend may fork it from a pre-initialised interpreter (the namespace zygote)
- * instead of starting it.
+ * instead of starting it (Node's where its fork addon was built).
  */
 export const WARM_DRIVERS: Record<
   InterpreterKind,
   { readonly file: string; readonly imports: readonly string[]; readonly forkable: boolean }
 > = {
   python: { file: 'warm_python.py', imports: [], forkable: true },
-  node: { file: 'warm_node.mjs', imports: ['warm_node_prime.mjs', 'node_program.mjs'], forkable: false },
+  node: {
+    file: 'warm_node.mjs',
+    imports: ['warm_node_prime.mjs', 'node_program.mjs'],
+    forkable: NODE_FORKS,
+  },
   bash: { file: 'warm_bash.sh', imports: [], forkable: false },
 };
 

@@ -179,6 +179,8 @@ export class Engine implements RunHost {
     const { config } = this.deps;
     if (!WARM_DRIVERS[kind].forkable || config.pool.size === 0 || config.network === 'allowlist')
       return undefined;
+    // Code mode's Node driver starts with its helper imported: none a zygote forks.
+    if (kind === 'node' && this.deps.codeMode) return undefined;
     // A backend that never forks drivers: no workspace made and removed again on the run's path.
     if (!(await this.deps.backends.get()).forksDrivers?.()) return undefined;
     try {

@@ -12,7 +12,7 @@ const ROOT = new URL('../../', import.meta.url).pathname;
 
 /** Names of the kernel and of other programs the docs explain, which codexec neither emits nor sets. */
 const EXTERNAL = new Set([
-  ...['AF_UNIX', 'MSG_FASTOPEN', 'O_NOFOLLOW', 'RENAME_EXCHANGE', 'TCP_FASTOPEN_CONNECT'],
+  ...['AF_UNIX', 'MSG_FASTOPEN', 'O_NOFOLLOW', 'RENAME_EXCHANGE', 'SCM_RIGHTS', 'TCP_FASTOPEN_CONNECT'],
   ...[
     'PR_CAPBSET_DROP',
     'PR_CAP_AMBIENT_CLEAR_ALL',

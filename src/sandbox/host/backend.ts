@@ -155,9 +155,10 @@ export abstract class HostBackend<Options extends HostOptions = HostOptions> imp
     return host.root && host.cgroups !== undefined && !this.reserved.has(spec);
   }
 
-  /** The zygote that forks `spec`'s warm driver here, if any. */
+  /** The zygote that forks `spec`'s warm driver here, if any (Node's into namespace sandboxes only). */
   protected zygoteFor(spec: SandboxSpec): Zygote | undefined {
-    return this.forksDrivers() ? this.zygotes.for(spec) : undefined;
+    const node = this.mode === 'namespace';
+    return this.forksDrivers() ? this.zygotes.for(spec, this.setup().python, node) : undefined;
   }
 
   /**

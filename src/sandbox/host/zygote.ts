@@ -1,7 +1,10 @@
-// Warm Python drivers forked from a zygote (drivers/zygote.py): a Python of the sandbox's, started
+// Warm drivers forked from a zygote (drivers/zygote.py): a Python of the sandbox's, started
 // once and initialised, that builds each run's sandbox (bwrap around a placeholder) and forks the
 // run's process into it. The process it reports is that run's own, already confined, its stdio
 // connected here, waiting on its control channel; the zygote reports its end as bwrap would.
+// A node zygote is the same helper (run by the host's Python) with a Node template that it has
+// fork the runs (drivers/zygote_node.mjs, with native/node_fork.c built as NODE_FORK_ADDON).
+import { existsSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { packagePath } from '../../util/index.js';
 import type { SandboxSpec } from '../types.js';
@@ -13,6 +16,11 @@ const SCRIPT = packagePath('drivers', 'zygote.py');
 export const DRIVERS = dirname(SCRIPT);
 /** The zygote's HOME: site must find no user site-packages of anyone's there. */
 const HOME = '/nonexistent';
+/** The addon a Node template forks itself with: built by `npm run build` where a C compiler is. */
+export const NODE_FORK_ADDON = packagePath('dist', 'native', 'node_fork.node');
+const NODE_TEMPLATE = packagePath('drivers', 'zygote_node.mjs');
+/** Whether node runs may be forked here: the addon was built. */
+export const NODE_FORKS = existsSync(NODE_FORK_ADDON);
 
 /** What the zygote needs to build a run's sandbox and confine its process (drivers/zygote.py). */
 export type ZygoteSandbox = (
@@ -39,14 +47,17 @@ export class Zygote {
 
   /**
    * The zygote of `python` with the sandbox's start-up environment `env` (its HOME aside), let go
-   * after `idleMs` without a fork (started again by the next).
+   * after `idleMs` without a fork (started again by the next); with `node`, run by `python` to
+   * fork that Node's runs.
    */
   constructor(
     python: string,
     env: NodeJS.ProcessEnv,
     private readonly idleMs: number,
+    node?: string,
   ) {
-    this.forker = new Forker(python, { args: [SCRIPT], env: { ...env, HOME } });
+    const args = node ? [SCRIPT, '--node', node, NODE_FORK_ADDON, NODE_TEMPLATE] : [SCRIPT];
+    this.forker = new Forker(python, { args, env: { ...env, HOME } });
   }
 
   /** false once the zygote could not start or died: runs then start their interpreter. */

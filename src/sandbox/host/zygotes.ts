@@ -1,8 +1,8 @@
 // The zygotes of a backend (zygote.ts): one per interpreter and start-up environment, each forking
-// the warm Python drivers of the runs that match it.
-import { dirname } from 'node:path';
+// the warm Python or Node drivers of the runs that match it.
+import { basename, dirname } from 'node:path';
 import type { SandboxSpec } from '../types.js';
-import { DRIVERS, Zygote } from './zygote.js';
+import { DRIVERS, NODE_FORKS, Zygote } from './zygote.js';
 
 /**
  * Variables a run's sandbox may set to its own values (most of them paths in its workspace) without
@@ -22,7 +22,12 @@ const PER_RUN_ENV: ReadonlySet<string> = new Set([
   'CODEXEC_FIGURES_DIR',
   'MPLCONFIGDIR',
   'XDG_CACHE_HOME',
+  // Node's module paths, read again in the fork (drivers/zygote_node.mjs).
+  'NODE_PATH',
 ]);
+
+/** The warm drivers a zygote forks, by file: Python's itself, Node's through a Node template. */
+const FORKED = { 'warm_python.py': 'python', 'warm_node.mjs': 'node' } as const;
 
 export class Zygotes {
   private readonly zygotes = new Map<string, Zygote>();
@@ -31,18 +36,25 @@ export class Zygotes {
   constructor(private readonly idleMs: number) {}
 
   /**
-   * The zygote of the spec's interpreter (drivers/zygote.py) that forks its warm Python driver,
-   * made on first use; undefined for a spec that is no such driver's. The variables a run may
-   * change (PER_RUN_ENV) are set in the forked process; the others must match.
+   * The zygote of the spec's interpreter (drivers/zygote.py) that forks its warm driver, made on
+   * first use; undefined for a spec that is no such driver's. The variables a run may change
+   * (PER_RUN_ENV) are set in the forked process; the others must match. A Node's zygote is run by
+   * `hostPython`, and only where `node` forks are allowed (namespace sandboxes, the addon built).
    */
-  for(spec: SandboxSpec): Zygote | undefined {
-    const [python, driver] = spec.argv;
-    if (!spec.zygote || !python || !driver || dirname(driver) !== DRIVERS) return undefined;
+  for(spec: SandboxSpec, hostPython: string | undefined, node: boolean): Zygote | undefined {
+    const [interpreter, driver, ...rest] = spec.argv;
+    if (!spec.zygote || !interpreter || !driver || rest.length > 0 || dirname(driver) !== DRIVERS)
+      return undefined;
+    const kind = FORKED[basename(driver) as keyof typeof FORKED];
+    if (!kind || (kind === 'node' && (!node || !NODE_FORKS || !hostPython))) return undefined;
     const fixed = Object.fromEntries(Object.entries(spec.env).filter(([name]) => !PER_RUN_ENV.has(name)));
-    const key = JSON.stringify([python, fixed]);
+    const key = JSON.stringify([interpreter, fixed]);
     let zygote = this.zygotes.get(key);
     if (!zygote) {
-      zygote = new Zygote(python, fixed, this.idleMs);
+      zygote =
+        kind === 'node'
+          ? new Zygote(hostPython as string, fixed, this.idleMs, interpreter)
+          : new Zygote(interpreter, fixed, this.idleMs);
       this.zygotes.set(key, zygote);
     }
     return zygote;
