@@ -29,6 +29,8 @@ const FIGURE = [
 ].join('\n');
 const TRACEBACK = 'def inner():\n    raise ValueError("the answer is not 41")\n\ninner()\n';
 const LINES = 'for i in range(200_000):\n    print(f"line {i}")\n';
+/** read_file's page of a run's saved output when no length is asked (docs/tools.md). */
+const PAGE_BYTES = 64 * 1024;
 
 describe.each(ERAS)('MCP Apps: what a client without apps sees (%s era)', (era) => {
   it('is what it was: no view links, no view-only tool, no ui:// resource', async () => {
@@ -228,10 +230,14 @@ describe('MCP Apps: the result view in a host', () => {
       expect(numbers.every((n, i) => Number(n) === i)).toBe(true);
       return numbers.length;
     };
+    // Each click shows one whole page as read_file gives it (64 KiB when no length is asked).
+    const shownBytes = async () => Buffer.byteLength((await view.textContent('section.stdout pre')) ?? '');
+    expect(await shownBytes()).toBe(PAGE_BYTES);
     const first = await sequence();
     expect(first).toBeGreaterThan(5000);
     await view.click('section.stdout button:text-is("Load more")');
-    await expect.poll(sequence).toBeGreaterThan(first + 5000);
+    await expect.poll(shownBytes).toBe(2 * PAGE_BYTES);
+    expect(await sequence()).toBeGreaterThan(first + 5000);
     expect(await view.textContent('section.stdout h3')).toMatch(/\d+ lines/);
     await shoot(page, 'apps-paged');
     await page.close();
