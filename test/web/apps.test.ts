@@ -1,19 +1,17 @@
 // The MCP Apps result view in Chromium, inside a minimal host page built from the extension's
 // host side (apps/host.ts), over the real server on stdio: a run's approval shown and answered
-// from the view (approve, deny, trust reach the server), then its result: a matplotlib figure and
-// a table, a traceback, 200,000 lines paged from the saved output; printed markup stays text.
+// from the view (approve, deny, trust reach the server; a 2025-era task's question too), then its
+// result: a matplotlib figure and a table, a traceback, 200,000 lines paged from the saved output;
+// printed markup stays text.
 // A client without apps sees today's tools/list and resources/list.
-import { resolve } from 'node:path';
 import type { CallToolResult } from '@modelcontextprotocol/client';
-import { build } from 'esbuild';
-import type { Browser, Frame, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { APPS, APPS_MIME, bundleHost, readView, type ShownView, showView, VIEW } from '../helpers/apps.js';
 import { launchBrowser, shoot } from '../helpers/browser.js';
-import { ERAS, startServer, type TestServer } from '../helpers/server.js';
+import { type ElicitParams, ERAS, startServer, type TestServer } from '../helpers/server.js';
 
-const VIEW = 'ui://codexec/view';
-const MIME = 'text/html;profile=mcp-app';
-const APPS = { extensions: { 'io.modelcontextprotocol/ui': { mimeTypes: [MIME] } } };
 const VIEWED = ['execute_code', 'execute_command', 'run_script', 'send_to_session'];
 
 const FIGURE = [
@@ -55,9 +53,9 @@ describe.each(ERAS)('MCP Apps: what a client without apps sees (%s era)', (era) 
         .map(({ _meta, ...tool }) => tool);
       expect(modelSees).toEqual(before.tools.map(({ _meta, ...tool }) => tool));
       const [resource] = (await apps.client.listResources()).resources;
-      expect(resource).toMatchObject({ uri: VIEW, mimeType: MIME });
+      expect(resource).toMatchObject({ uri: VIEW, mimeType: APPS_MIME });
       const read = await apps.client.readResource({ uri: VIEW });
-      expect(read.contents[0]).toMatchObject({ uri: VIEW, mimeType: MIME, _meta: { ui: { csp: {} } } });
+      expect(read.contents[0]).toMatchObject({ uri: VIEW, mimeType: APPS_MIME, _meta: { ui: { csp: {} } } });
       const html = (read.contents[0] as { text: string }).text;
       expect(html).toMatch(/^<!doctype html>/i);
       // Nothing loads from elsewhere: no src= or href= to any URL in the document.
@@ -77,6 +75,7 @@ describe('MCP Apps: the result view in a host', () => {
   let host: string;
   let html: string;
   const problems: string[] = [];
+  const asked: Array<ElicitParams & { _meta?: Record<string, unknown> }> = [];
 
   beforeAll(async () => {
     server = await startServer({
@@ -86,19 +85,14 @@ describe('MCP Apps: the result view in a host', () => {
         CODEXEC_APPROVAL_TIMEOUT_MS: '60000',
       },
       capabilities: APPS,
-      // The host's own approval form is never answered here: the view answers first.
-      elicit: () => new Promise(() => {}),
+      // The host's own approval form is asked, and never answered here: the view answers first.
+      elicit: (params) => {
+        asked.push(params);
+        return new Promise(() => {});
+      },
     });
-    const read = await server.client.readResource({ uri: VIEW });
-    html = (read.contents[0] as { text: string }).text;
-    const bundled = await build({
-      entryPoints: [resolve(import.meta.dirname, 'apps/host.ts')],
-      bundle: true,
-      write: false,
-      format: 'iife',
-      logLevel: 'silent',
-    });
-    host = bundled.outputFiles[0]?.text ?? '';
+    html = await readView(server.client);
+    host = await bundleHost();
     browser = await launchBrowser();
   }, 60_000);
   afterAll(async () => {
@@ -106,52 +100,27 @@ describe('MCP Apps: the result view in a host', () => {
     await server?.close();
   });
 
-  /** A host page showing the view of a `tool` call: its frame, once the view has initialized. */
-  async function open(tool: string): Promise<{ page: Page; view: Frame }> {
-    const page = await browser.newPage({ viewport: { width: 800, height: 1000 } });
-    page.on('console', (message) => {
-      if (/Content Security Policy|Refused to/i.test(message.text())) problems.push(message.text());
-    });
-    page.on('dialog', (dialog) => {
-      problems.push(`a dialog opened: ${dialog.message()}`);
-      void dialog.dismiss();
-    });
-    await page.exposeFunction(
-      'hostCallTool',
-      (params: { name: string; arguments?: Record<string, unknown> }) => server.client.callTool(params),
-    );
-    await page.setContent('<!doctype html><html><body></body></html>');
-    await page.addScriptTag({ content: host });
-    await page.evaluate((shown) => (globalThis as never as Host).openView(shown.html, shown.tool), {
-      html,
-      tool,
-    });
-    const view = page.frames().find((frame) => frame !== page.mainFrame());
-    if (!view) throw new Error('no view frame');
-    return { page, view };
-  }
-
-  const send = (page: Page, method: 'sendInput' | 'sendResult', value: unknown) =>
-    page.evaluate((sent) => (globalThis as never as Host)[sent.method](sent.value), { method, value });
+  const open = (tool: string) => showView(browser, { host, html, client: server.client }, tool, problems);
 
   /** Call execute_code as the model would, show its approval in the view, answer it there. */
-  async function approveIn(page: Page, view: Frame, code: string, button: string) {
+  async function approveIn({ view, input, result: shown }: ShownView, code: string, button: string) {
     const args = { language: 'python', code };
     const call = server.client.callTool({ name: 'execute_code', arguments: args }) as Promise<CallToolResult>;
-    await send(page, 'sendInput', args);
+    await input(args);
     await view.waitForSelector('section.approval');
     expect(await view.textContent('section.approval pre.code')).toBe(code);
     expect(await view.textContent('section.approval dl')).toContain('python');
     expect(await view.textContent('section.approval .reason')).toMatch(/\w/);
     await view.click(`section.approval button.${button}`);
     const result = await call;
-    await send(page, 'sendResult', result);
+    await shown(result);
     return result;
   }
 
   it('shows the approval, approve reaches the server, then the figure and the table', async () => {
-    const { page, view } = await open('execute_code');
-    const result = await approveIn(page, view, FIGURE, 'approve');
+    const shown = await open('execute_code');
+    const { page, view } = shown;
+    const result = await approveIn(shown, FIGURE, 'approve');
     expect(result.structuredContent).toMatchObject({ success: true, images: [{ mime_type: 'image/png' }] });
     await view.waitForSelector('article.run img.picture');
     const picture = await view.$eval('img.picture', (element) => {
@@ -174,8 +143,9 @@ describe('MCP Apps: the result view in a host', () => {
   }, 60_000);
 
   it('deny reaches the server: nothing runs, the view shows the refusal', async () => {
-    const { page, view } = await open('execute_code');
-    const result = await approveIn(page, view, 'print("never")', 'deny');
+    const shown = await open('execute_code');
+    const { page, view } = shown;
+    const result = await approveIn(shown, 'print("never")', 'deny');
     expect(result.isError).toBe(true);
     expect(result.structuredContent).toMatchObject({ code: 'APPROVAL_DENIED' });
     await view.waitForSelector('section.refused');
@@ -183,9 +153,39 @@ describe('MCP Apps: the result view in a host', () => {
     await page.close();
   }, 60_000);
 
+  it('a 2025-era task: its question waits on tasks/result, and the view answers it', async () => {
+    const { page, view, input, result: show } = await open('execute_code');
+    const args = { language: 'bash', code: 'echo in-a-task' };
+    const loose = z.looseObject({});
+    const created = (await server.client.request(
+      { method: 'tools/call', params: { name: 'execute_code', arguments: args, task: {} } } as never,
+      loose,
+    )) as { task: { taskId: string } };
+    const { taskId } = created.task;
+    const before = asked.length;
+    const answer = server.client.request(
+      { method: 'tasks/result', params: { taskId } } as never,
+      loose,
+    ) as Promise<CallToolResult>;
+    await input(args);
+    await view.waitForSelector('section.approval');
+    expect(await view.textContent('section.approval pre.code')).toBe(args.code);
+    await view.click('section.approval button.approve');
+    const result = await answer;
+    expect(result.structuredContent).toMatchObject({ success: true, stdout: 'in-a-task\n' });
+    // The client's own form was asked on tasks/result's stream, tagged with the task: the view won.
+    expect(
+      asked.slice(before).map((params) => params._meta?.['io.modelcontextprotocol/related-task']),
+    ).toEqual([{ taskId }]);
+    await show(result);
+    expect(await view.textContent('section.stdout pre')).toBe('in-a-task\n');
+    await page.close();
+  }, 60_000);
+
   it('trust reaches the server; a failed run shows its traceback', async () => {
-    const { page, view } = await open('execute_code');
-    const result = await approveIn(page, view, TRACEBACK, 'trust');
+    const shown = await open('execute_code');
+    const { page, view } = shown;
+    const result = await approveIn(shown, TRACEBACK, 'trust');
     expect(result.structuredContent).toMatchObject({ success: false });
     await view.waitForSelector('article.run.failed');
     const stderr = await view.textContent('section.stderr.failed pre');
@@ -202,15 +202,15 @@ describe('MCP Apps: the result view in a host', () => {
   }, 60_000);
 
   it('pages 200,000 lines from the saved output through the host', async () => {
-    const { page, view } = await open('execute_code');
+    const { page, view, input, result: show } = await open('execute_code');
     const args = { language: 'python', code: LINES };
     // Trusted by the previous answer: it runs without asking.
     const result = (await server.client.callTool({
       name: 'execute_code',
       arguments: args,
     })) as CallToolResult;
-    await send(page, 'sendInput', args);
-    await send(page, 'sendResult', result);
+    await input(args);
+    await show(result);
     expect(result.structuredContent).toMatchObject({ truncated: true, output_saved: { stdout: {} } });
     await view.waitForSelector('section.stdout button');
     expect(await view.textContent('article.run header')).toContain('output cut');
@@ -247,9 +247,3 @@ describe('MCP Apps: the result view in a host', () => {
     expect(problems).toEqual([]);
   });
 });
-
-interface Host {
-  openView(html: string, tool: string): Promise<void>;
-  sendInput(args: unknown): Promise<void>;
-  sendResult(result: unknown): Promise<void>;
-}
