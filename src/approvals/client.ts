@@ -12,12 +12,15 @@ import type { TaskRun } from '../tasks/index.js';
 import { currentPrincipal } from '../util/index.js';
 import { type Answer, type ApprovalForm, paramsOf, type Question, type Reply, read } from './question.js';
 import type { SpentTickets } from './spent.js';
+import type { ViewApprovals } from './view.js';
+
+type WaitAsk = (question: Question, withdraw: AbortSignal) => Promise<Reply>;
 
 /** How the client can be asked from where a question arises (ApprovalAsker.channel). */
 export type ClientChannel =
   | { readonly kind: 'none'; readonly why: string }
   /** While the call or its task waits: a 2025-era elicitation, a 2026-era task's input request. */
-  | { readonly kind: 'wait'; ask(question: Question, withdraw: AbortSignal): Promise<Reply> }
+  | { readonly kind: 'wait'; readonly ask: WaitAsk }
   /** A 2026-era plain call: answered input_required now; the retry carries the answer. */
   | { readonly kind: 'retry'; ask(form: ApprovalForm): Promise<Answer> };
 
@@ -59,6 +62,11 @@ export class ApprovalAsker {
     ticketKey: Uint8Array,
     readonly currentTask: () => TaskRun | undefined,
     private readonly spent: SpentTickets,
+    /**
+     * The client's MCP Apps view, when it declared the extension: it may answer what the client
+     * is asked while the call waits, as the client's own form may (the first answer counts).
+     */
+    private readonly views?: { readonly board: ViewApprovals; shows(ctx: ServerContext): boolean },
   ) {
     this.tickets = createRequestStateCodec<Ticket>({ key: ticketKey, ttlSeconds: 24 * 3600 });
   }
@@ -90,21 +98,43 @@ export class ApprovalAsker {
     if (why) return { kind: 'none', why };
     // In a task (either era), the task is how the client is asked: its call has been answered.
     const task = this.currentTask();
-    if (task) return { kind: 'wait', ask: (question, withdraw) => this.askInTask(task, question, withdraw) };
+    if (task)
+      return {
+        kind: 'wait',
+        ask: this.withView(ctx, (question, withdraw) => this.askInTask(task, question, withdraw)),
+      };
     if (!this.modernRequest(ctx))
-      return { kind: 'wait', ask: (question, withdraw) => this.askNow(ctx, question, withdraw) };
+      return {
+        kind: 'wait',
+        ask: this.withView(ctx, (question, withdraw) => this.askNow(ctx, question, withdraw)),
+      };
     if (kind === 'host')
       return { kind: 'none', why: 'a 2026-era call cannot be paused mid-run to ask (a task can)' };
     return { kind: 'retry', ask: (form) => this.askByRetry(ctx, form) };
   }
 
+  /**
+   * `ask`, and the client's view beside it when it shows one: whichever answers first is the
+   * client's answer, and the other is withdrawn (the form taken back, the card gone).
+   */
+  private withView(ctx: ServerContext, ask: WaitAsk): WaitAsk {
+    const views = this.views;
+    if (!views?.shows(ctx)) return ask;
+    const principal = currentPrincipal();
+    return async (question, withdraw) => {
+      const answered = new AbortController();
+      const signal = AbortSignal.any([withdraw, answered.signal]);
+      try {
+        return await Promise.race([ask(question, signal), views.board.ask(principal, question, signal)]);
+      } finally {
+        answered.abort();
+      }
+    };
+  }
+
   /** Whether the client declared form elicitation: per request (2026 era) or at initialize (2025). */
   private canAsk(ctx: ServerContext): boolean {
-    const capabilities = this.modernRequest(ctx)
-      ? (ctx.mcpReq.envelope as Record<string, ClientCapabilities | undefined> | undefined)?.[
-          CLIENT_CAPABILITIES_META_KEY
-        ]
-      : this.server.server.getClientCapabilities();
+    const capabilities = clientCapabilities(this.server, ctx);
     const elicitation = capabilities?.elicitation as Record<string, unknown> | undefined;
     if (!elicitation) return false;
     // An empty object is form mode (2025-06 clients); a url-only client cannot show a form.
@@ -215,6 +245,15 @@ function fingerprintOf(form: ApprovalForm): string {
     form.place ?? null,
   ]);
   return createHash('sha256').update(shown).digest('base64url');
+}
+
+/** What the client declared it can do: per request (2026 era) or at initialize (2025). */
+export function clientCapabilities(server: McpServer, ctx: ServerContext): ClientCapabilities | undefined {
+  return isModernRequest(server, ctx)
+    ? (ctx.mcpReq.envelope as Record<string, ClientCapabilities | undefined> | undefined)?.[
+        CLIENT_CAPABILITIES_META_KEY
+      ]
+    : server.server.getClientCapabilities();
 }
 
 /** Whether a request is of the 2026-07-28 era (per-request envelope), not a 2025-era connection's. */

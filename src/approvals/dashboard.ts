@@ -256,8 +256,8 @@ export const ownCall = (principal: string) =>
       '(CODEXEC_HTTP_APPROVERS) decides it. It is still waiting',
   );
 
-/** What the page shows of a question (the code cut at MAX_CODE_CHARS). */
-function card(id: string, principal: string, question: Question): QueuedApproval {
+/** What the page (or the client's app view) shows of a question (the code cut at MAX_CODE_CHARS). */
+export function card(id: string, principal: string, question: Question): QueuedApproval {
   const asked = { id, principal, kind: question.kind, asked_at: Date.now() };
   if (question.kind === 'host') {
     const { tool, sessionId, host, port } = question.form;

@@ -2,7 +2,7 @@
 // or the dashboard → decide → audit), which the tools, tasks, dashboard and egress proxy all use.
 
 export { type Approval, type Attempt, audit, type RunFacts, type Verdict } from './audit.js';
-export { ApprovalAsker, type ClientChannel, isModernRequest } from './client.js';
+export { ApprovalAsker, type ClientChannel, clientCapabilities, isModernRequest } from './client.js';
 export {
   type ApprovalEvent,
   type ApprovalPeers,
@@ -15,3 +15,4 @@ export { PendingApprovals } from './pending.js';
 export { DECISIONS, type Decision, type Question } from './question.js';
 export { SharedApprovals } from './share.js';
 export { LocalSpentTickets, type SpentTickets } from './spent.js';
+export { ViewApprovals, type ViewedApproval } from './view.js';

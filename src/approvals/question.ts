@@ -51,7 +51,7 @@ export function trustKey(form: Pick<ApprovalForm, 'tool' | 'language' | 'session
 }
 
 /** The same, as the form tells the person approving. */
-function trustShown(form: ApprovalForm): string {
+export function trustShown(form: ApprovalForm): string {
   if (!form.sessionId)
     return `trust ${form.tool} with ${form.language}${form.place ? ` in ${form.place}` : ''} on this connection from now on`;
   return SESSION_WIDE.has(form.tool)

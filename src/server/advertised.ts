@@ -5,7 +5,7 @@
 // schema names the result's fields, which is what a model or a program needs to find them; their
 // types and meanings are in docs/tools.md, and every result is checked against the whole schema
 // before it is sent.
-import type { StandardSchemaWithJSON } from '@modelcontextprotocol/server';
+import type { StandardSchemaWithJSON, ToolAnnotations } from '@modelcontextprotocol/server';
 import type { z } from 'zod';
 
 type Json = Record<string, unknown>;
@@ -22,6 +22,16 @@ export function advertisedOutput(
   admit: (value: unknown) => boolean = () => false,
 ): StandardSchemaWithJSON<unknown, unknown> {
   return advertised(schema, outline, admit);
+}
+
+/**
+ * The annotations as advertised: a read-only tool's destructive and idempotent hints go (MCP says
+ * they mean something only when readOnlyHint is false), and none at all when nothing is said.
+ */
+export function advertisedAnnotations(annotations: ToolAnnotations): ToolAnnotations | undefined {
+  const { destructiveHint, idempotentHint, ...said } = annotations;
+  const shown = said.readOnlyHint === true ? said : annotations;
+  return Object.keys(shown).length > 0 ? shown : undefined;
 }
 
 /** A schema whose JSON is `shown` of zod's, and which lets `admit`ted values pass unchecked. */

@@ -11,7 +11,7 @@ import type { z } from 'zod';
 import { InvalidInputError } from '../errors/index.js';
 import type { Tasks } from '../tasks/index.js';
 import { asPrincipal } from '../util/index.js';
-import { advertisedInput, advertisedOutput } from './advertised.js';
+import { advertisedAnnotations, advertisedInput, advertisedOutput } from './advertised.js';
 import { inCall } from './client-log.js';
 import { principalOf } from './connection.js';
 import { errorResult, okResult } from './results.js';
@@ -41,6 +41,7 @@ export interface ToolDefinition<I extends z.ZodObject, O extends z.ZodObject> {
   /** What CODEXEC_TOOLS=codemode shows instead of `advertisedInput`: the fields a lone tool needs. */
   readonly compactInput?: z.ZodObject;
   readonly output: O;
+  /** What the tool does to the world; tools/list shows what they mean (advertisedAnnotations). */
   readonly annotations: ToolAnnotations;
   /** How the result reads as text (what is plain text, what is left out): src/server/text.ts. */
   readonly text?: TextShape;
@@ -71,6 +72,7 @@ export function defineTool<I extends z.ZodObject, O extends z.ZodObject>(
   const selection = selected.get(server);
   if (selection && !selection.names.has(tool.name)) return;
   const compact = selection?.compact === true;
+  const annotations = advertisedAnnotations(tool.annotations);
   const registered = server.registerTool(
     tool.name,
     {
@@ -78,7 +80,7 @@ export function defineTool<I extends z.ZodObject, O extends z.ZodObject>(
       description: (compact && tool.compactDescription) || tool.description,
       inputSchema: advertisedInput((compact && tool.compactInput) || tool.advertisedInput || tool.input),
       ...(!compact && { outputSchema: advertisedOutput(tool.output, tool.tasks ? isTaskHandle : undefined) }),
-      annotations: tool.annotations,
+      ...(annotations && { annotations }),
     },
     async (raw: unknown, ctx: ServerContext) => {
       const parsed = tool.input.safeParse(raw ?? {});

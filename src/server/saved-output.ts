@@ -23,7 +23,7 @@ function thousands(n: number): string {
   return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
 }
 
-/** read_file's default and largest slice of saved output. */
+/** read_file's slice of saved output when no length is asked (at most CODEXEC_MAX_FILE_TRANSFER_BYTES). */
 export const DEFAULT_SLICE_BYTES = 64 * 1024;
 
 /** A slice of a saved stream, after checking the caller ran the execution. */

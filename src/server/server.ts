@@ -2,6 +2,7 @@ import { McpServer } from '@modelcontextprotocol/server';
 import { ApprovalAsker } from '../approvals/index.js';
 import type { Config } from '../config/index.js';
 import { PACKAGE_VERSION } from '../util/index.js';
+import { linkViews, registerViews, showsApps } from './apps.js';
 import { serveLogs } from './client-log.js';
 import { markStdio } from './connection.js';
 import { selectTools } from './define-tool.js';
@@ -10,6 +11,7 @@ import { registerResources } from './resources.js';
 import type { Services } from './services.js';
 import { registerTaskMethods } from './task-methods.js';
 import { currentTaskRun, readTaskParams, TASKS_EXTENSION } from './tasks.js';
+import { registerAnswerApproval } from './tools/answer-approval.js';
 import { registerExecuteCode } from './tools/execute-code.js';
 import { registerExecuteCommand } from './tools/execute-command.js';
 import { registerFileTools } from './tools/files.js';
@@ -83,9 +85,9 @@ export function createServer(services: Services, { stdio = false } = {}): McpSer
     { name: 'codexec', version: VERSION },
     {
       capabilities: {
-        // No `tools` here: given, McpServer would set its tools/call handler in its constructor,
-        // before readTaskParams can wrap it; the first registerTool declares tools instead.
-        resources: {},
+        // No `tools` or `resources` here: given, McpServer would set their handlers in its
+        // constructor, before readTaskParams and linkViews can wrap them; the first registerTool
+        // and registerResource declare them instead.
         // The server's own log lines as notifications/message (client-log.ts).
         logging: {},
         // Both eras' tasks: the 2026 extension, the 2025-11-25 capability (the 2026 era drops it).
@@ -96,6 +98,7 @@ export function createServer(services: Services, { stdio = false } = {}): McpSer
     },
   );
   readTaskParams(server);
+  linkViews(server);
   if (stdio) markStdio(server);
   serveLogs(server, services.secrets);
   if (services.tracing) traceToolCalls(server, services.tracing);
@@ -108,6 +111,7 @@ export function createServer(services: Services, { stdio = false } = {}): McpSer
       services.approvalKey,
       currentTaskRun,
       services.spentTickets,
+      { board: services.viewApprovals, shows: (ctx) => showsApps(server, ctx) },
     ),
     services.trusted,
   );
@@ -120,7 +124,9 @@ export function createServer(services: Services, { stdio = false } = {}): McpSer
   registerLogTools(server, services);
   registerFileTools(server, services, gate);
   registerHealthTool(server, services);
+  if (config.gate.enabled) registerAnswerApproval(server, services);
   registerResources(server, services);
+  registerViews(server);
   registerTaskMethods(server, services.tasks, config.gate.approvalTimeoutMs);
   return server;
 }

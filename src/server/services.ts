@@ -4,6 +4,7 @@ import {
   LocalSpentTickets,
   PendingApprovals,
   type SpentTickets,
+  ViewApprovals,
 } from '../approvals/index.js';
 import type { AuditLog } from '../audit/index.js';
 import { type Bridge, loadMcpConfig, McpBridge } from '../bridge/index.js';
@@ -83,6 +84,8 @@ export interface Services {
   readonly quotas: RunQuotas | undefined;
   /** CODEXEC_MAX_PENDING_APPROVALS: approvals waiting for an answer, all connections together. */
   readonly pendingApprovals: PendingApprovals;
+  /** The questions a client is asked, as its MCP Apps result view shows and answers them. */
+  readonly viewApprovals: ViewApprovals;
   /**
    * Signs approval tickets (2026 era), whatever serves the request: CODEXEC_APPROVAL_KEY_FILE's
    * (every replica verifies what another minted), else one random key per server process.
@@ -283,6 +286,7 @@ function gateParts(config: Config) {
       config.gate.maxPendingApprovals,
       config.gate.maxPendingApprovalsPerPrincipal,
     ),
+    viewApprovals: new ViewApprovals(),
   };
 }
 

@@ -66,18 +66,21 @@ export async function startHttp(
 
 /**
  * An SDK client over Streamable HTTP, sending the bearer token when given; with `elicit`, it
- * declares form elicitation and answers every approval form with it.
+ * declares form elicitation and answers every approval form with it; `more` declares more client
+ * capabilities (an extension such as MCP Apps).
  */
 export async function connectHttp(
   url: string,
   token: string | undefined,
   era: Era,
-  elicit?: (params: ElicitParams) => ElicitAnswer,
+  elicit?: (params: ElicitParams) => ElicitAnswer | Promise<ElicitAnswer>,
+  more?: Record<string, unknown>,
 ): Promise<Client> {
   const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
   const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } });
   const negotiation = era === 'modern' ? { versionNegotiation: { mode: { pin: '2026-07-28' } } } : {};
-  const capabilities = elicit ? { capabilities: { elicitation: { form: {} } } } : {};
+  const declared = { ...(elicit && { elicitation: { form: {} } }), ...more };
+  const capabilities = Object.keys(declared).length > 0 ? { capabilities: declared } : {};
   const client = new Client({ name: 'codexec-http-tests', version: '1.0.0' }, {
     ...negotiation,
     ...capabilities,

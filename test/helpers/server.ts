@@ -36,6 +36,8 @@ export interface StartOptions {
    * a server→client request; 2026: the client SDK fulfils `input_required` through it).
    */
   readonly elicit?: (params: ElicitParams) => Promise<ElicitAnswer> | ElicitAnswer;
+  /** More client capabilities to declare (an extension such as MCP Apps). */
+  readonly capabilities?: Record<string, unknown>;
 }
 
 export interface ElicitParams {
@@ -105,7 +107,8 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
     stderr += chunk.toString();
   });
   const negotiation = options.era === 'modern' ? { versionNegotiation: { mode: { pin: '2026-07-28' } } } : {};
-  const capabilities = options.elicit ? { capabilities: { elicitation: { form: {} } } } : {};
+  const declared = { ...(options.elicit && { elicitation: { form: {} } }), ...options.capabilities };
+  const capabilities = Object.keys(declared).length > 0 ? { capabilities: declared } : {};
   const client = new Client({ name: 'codexec-tests', version: '1.0.0' }, {
     ...negotiation,
     ...capabilities,

@@ -9,14 +9,14 @@ export const OUTPUT_META = 'io.github.codexec/output';
 
 /**
  * The per-request envelope; with `tasks`, the client declares the Tasks extension (and form
- * elicitation, so that a server asking for approval can ask it).
+ * elicitation, so that a server asking for approval can ask it) and the `extensions` given.
  */
-export function envelope(tasks = true): Record<string, unknown> {
+export function envelope(tasks = true, extensions: Record<string, unknown> = {}): Record<string, unknown> {
   return {
     'io.modelcontextprotocol/protocolVersion': '2026-07-28',
     'io.modelcontextprotocol/clientInfo': { name: 'tasks-test', version: '1' },
     'io.modelcontextprotocol/clientCapabilities': tasks
-      ? { elicitation: { form: {} }, extensions: { [TASKS_EXTENSION]: {} } }
+      ? { elicitation: { form: {} }, extensions: { [TASKS_EXTENSION]: {}, ...extensions } }
       : {},
   };
 }
@@ -40,8 +40,9 @@ export function overStdio(server: RawServer): Send {
 /**
  * Requests to serve --http, each a POST with the 2026 headers (Mcp-Name: the tool or the task), and
  * each on a TCP connection of its own (no keep-alive agent): no request shares the one before's.
+ * `extensions`: more the client declares with the Tasks extension (MCP Apps).
  */
-export function overHttp(url: string, token: string): Send {
+export function overHttp(url: string, token: string, extensions?: Record<string, unknown>): Send {
   return async (method, params, tasks = true) => {
     const id = `h${++next}`;
     const name = method === 'tools/call' ? params.name : params.taskId;
@@ -49,7 +50,7 @@ export function overHttp(url: string, token: string): Send {
       jsonrpc: '2.0',
       id,
       method,
-      params: { ...params, _meta: envelope(tasks) },
+      params: { ...params, _meta: envelope(tasks, extensions) },
     });
     const { status, type, text } = await new Promise<{ status: number; type: string; text: string }>(
       (resolve, reject) => {

@@ -5,6 +5,7 @@ import { callTool, ERAS, startServer, type TestServer, tempDir, textFacts } from
 
 const FIXTURE = resolve(import.meta.dirname, '../fixtures/mcp/tools-server.mjs');
 const TOOLS_LIST_BUDGET = 24 * 1024;
+const APPS = { extensions: { 'io.modelcontextprotocol/ui': { mimeTypes: ['text/html;profile=mcp-app'] } } };
 
 /** The text content of a call, and its structured value. */
 async function call(server: TestServer, name: string, args: Record<string, unknown>) {
@@ -42,6 +43,32 @@ describe.each(ERAS)('what a model reads (%s era)', (era) => {
     expect(output.properties.exit_code).toEqual({});
     expect(Object.keys(output.properties)).toContain('images');
   });
+
+  it('lists the tools in at most 24 KB to a client that shows MCP Apps views too', async () => {
+    const apps = await startServer({ era, env: { CODEXEC_MAX_OUTPUT_CHARS: '2000' }, capabilities: APPS });
+    try {
+      const listed = await apps.client.listTools();
+      // The list an apps client gets: the view-only tool and the links to the view are in it.
+      expect(listed.tools.map((tool) => tool.name)).toContain('answer_approval');
+      expect(listed.tools.find((tool) => tool.name === 'execute_code')?._meta).toEqual({
+        ui: { resourceUri: 'ui://codexec/view' },
+      });
+      expect(Buffer.byteLength(JSON.stringify(listed))).toBeLessThanOrEqual(TOOLS_LIST_BUDGET);
+      // A read-only tool says so, and not the hints that mean nothing for it; others say all four.
+      expect(listed.tools.find((tool) => tool.name === 'list_sessions')?.annotations).toEqual({
+        readOnlyHint: true,
+        openWorldHint: false,
+      });
+      expect(listed.tools.find((tool) => tool.name === 'execute_code')?.annotations).toEqual({
+        readOnlyHint: false,
+        destructiveHint: true,
+        idempotentHint: false,
+        openWorldHint: true,
+      });
+    } finally {
+      await apps.close();
+    }
+  }, 60_000);
 
   it('says a success in one line of facts and the output as it was printed', async () => {
     const { text, value } = await call(server, 'execute_code', { language: 'python', code: 'print(1)' });
