@@ -56,7 +56,15 @@ process.on('uncaughtExceptionMonitor', () => {
 });
 const emit = process.emit;
 process.emit = function (event, ...rest) {
-  const result = emit.call(this, event, ...rest);
+  let result;
+  try {
+    result = emit.call(this, event, ...rest);
+  } catch (error) {
+    // An 'exit' listener threw: Node reports it as uncaught and ends with 1, after a teardown a
+    // fork cannot make.
+    if (event === 'exit' && zygote) zygote.exitAfterReport(1);
+    throw error;
+  }
   if (event === 'exit' && endMark !== undefined && !fatal) {
     try {
       if (endMark) for (const fd of [1, 2]) writeAll(fd, endMark);

@@ -373,6 +373,9 @@ def become_program(run, namespaces):
     """The program's process: confined as bwrap and a drop confine a cold run, then the driver."""
     job, sandbox = run.job, run.job["sandbox"]
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # bwrap --die-with-parent
+    # A process group of its own: in the zygote's, kill(0, ...) would reach every other run forked
+    # from it, whatever its sandbox or principal (a cold run's group is its sandbox's).
+    os.setpgid(0, 0)
     if not run.landlock and os.getppid() != 0:  # the zygote is outside this pid namespace: 0, until it is gone
         os._exit(1)
     signal.set_wakeup_fd(-1)
@@ -448,7 +451,7 @@ def serve(template_argv=None):
     loop = forker.Loop(runs_by_pid)
     own_pid_ns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
     # A session without a controlling terminal (bwrap --new-session), which the programs' processes
-    # inherit: as in a cold run, none of them leads one.
+    # inherit: as in a cold run, none of them leads one (each leads a process group of its own).
     os.setsid()
     template = NodeTemplate(template_argv) if template_argv else None
     if template:

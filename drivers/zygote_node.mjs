@@ -12,7 +12,8 @@ import Module, { createRequire } from 'node:module';
 import { join } from 'node:path';
 
 const [addonPath, socket] = process.argv.slice(2);
-const addon = createRequire(import.meta.url)(addonPath);
+const require = createRequire(import.meta.url);
+const addon = require(addonPath);
 
 const PR_SET_PDEATHSIG = 1;
 const PR_SET_DUMPABLE = 4;
@@ -46,6 +47,7 @@ globalThis[Symbol.for('codexec.zygote')] = {
     renew();
     // Nothing of this for the program to find (warm_node.mjs holds what it needs).
     delete globalThis[Symbol.for('codexec.zygote')];
+    delete require.cache[require.resolve(addonPath)];
   },
   /** The run's end once the program is done and reported: Node's teardown is the zygote's, not ours. */
   exit(code) {

@@ -270,6 +270,9 @@ static napi_value Serve(napi_env env, napi_callback_info info) {
     } else {
       pid_t pid = fork();
       if (pid == 0) {
+        // A process group of its own: in the template's, kill(0, ...) would reach every other run
+        // forked from it, whatever its sandbox or principal.
+        setpgid(0, 0);
         for (int i = 1; i <= children; i++) close(watched[i].fd);
         if (pidns) close(fds[0]);  // joined for this child already
         close(own);

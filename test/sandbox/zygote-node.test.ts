@@ -58,6 +58,30 @@ async function forkedRun(server: TestServer, code: string, extra: Record<string,
   throw new Error('no run was forked from the node zygote');
 }
 
+// A run of either zygote's, told apart from a started one by its command line.
+const NODE_STAMP = `if (!(${FORKED})) process.exit(99);`;
+const PYTHON_STAMP = 'import sys\nif "zygote.py" not in open("/proc/self/cmdline").read(): sys.exit(99)';
+const VICTIM: Record<string, string> = {
+  node: 'process.on("SIGUSR1", () => { console.log("hit"); process.exit(3); }); setTimeout(() => console.log("untouched"), 3000);',
+  python:
+    'import signal, sys, time\nsignal.signal(signal.SIGUSR1, lambda *_: (print("hit"), sys.exit(3)))\ntime.sleep(3)\nprint("untouched")',
+};
+const ATTACKER: Record<string, string> = {
+  node: 'process.on("SIGUSR1", () => console.log("own group")); process.kill(0, "SIGUSR1"); setTimeout(() => {}, 100);',
+  python:
+    'import os, signal, time\nsignal.signal(signal.SIGUSR1, lambda *_: print("own group"))\nos.kill(0, signal.SIGUSR1)\ntime.sleep(0.1)',
+};
+
+/** A run of `language` (its code starts with its stamp) once it is served by a fork. */
+async function forkedRunOf(server: TestServer, language: string, code: string) {
+  for (let i = 0; i < 50; i++) {
+    const value = (await callTool<ExecutionResult>(server.client, 'execute_code', { language, code })).value;
+    if (value.exit_code !== 99) return value;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`no ${language} run was forked`);
+}
+
 /** Processes whose command line holds `text`. */
 const processesRunning = (text: string) =>
   readdirSync('/proc')
@@ -159,6 +183,26 @@ describe.skipIf(!root || SANDBOX_MODE === 'landlock')('node zygote (root namespa
     const both = await forkedRun(server, worker);
     expect(both.stdout.split('\n').sort()).toEqual(['', 'async fs', 'child', 'worker 42']);
     expect(both.exit_code).toBe(0);
+  });
+
+  it("a forked run's process group is its own: kill(0) reaches no other run (node and python)", async () => {
+    const stamp = (language: string) => (language === 'node' ? NODE_STAMP : PYTHON_STAMP);
+    for (const language of ['node', 'python']) {
+      // The victim waits 3 s for a signal it would report; the other run signals its own group.
+      const victim = forkedRunOf(server, language, `${stamp(language)}\n${VICTIM[language]}`);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const attacker = await forkedRunOf(server, language, `${stamp(language)}\n${ATTACKER[language]}`);
+      expect(attacker.stdout).toBe('own group\n');
+      expect(await victim).toMatchObject({ stdout: 'untouched\n', exit_code: 0 });
+    }
+  });
+
+  it('an exit listener that throws ends the run with 1, as a cold run', async () => {
+    const code = 'process.on("exit", () => { throw new Error("late"); }); console.log("up")';
+    const forked = await forkedRun(server, code);
+    expect(forked).toMatchObject({ stdout: 'up\n', exit_code: 1 });
+    expect(forked.stderr).toContain('Error: late');
+    expect(await run(cold, code)).toMatchObject({ stdout: 'up\n', exit_code: 1 });
   });
 
   it('a dead template takes its forks and its zygote with it: the next runs start their Node', async () => {
