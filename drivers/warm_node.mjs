@@ -83,7 +83,7 @@ process.emit = function (event, ...rest) {
   return result;
 };
 process.emit('codexec-rehearsal'); // an event no one listens to, through the wrapper above
-zygote?.fork();
+await zygote?.fork();
 writeSync(CONTROL, 'R\n'); // warmed up: waiting for the job
 const [mark, script, ...args] = readJob(CONTROL);
 endMark = mark;

@@ -54,6 +54,8 @@ extern napi_status napi_get_buffer_info(napi_env, napi_value, void **, size_t *)
 extern napi_status napi_throw_error(napi_env, const char *, const char *);
 extern napi_status napi_get_undefined(napi_env, napi_value *);
 extern napi_status napi_get_uv_event_loop(napi_env, void **);
+extern napi_status napi_call_function(napi_env, napi_value, napi_value, size_t, const napi_value *, napi_value *);
+extern napi_status napi_get_and_clear_last_exception(napi_env, napi_value *);
 extern int uv_loop_fork(void *loop);
 
 #define MAX_JOB (256 * 1024)
@@ -236,11 +238,18 @@ static napi_value child(napi_env env, void *loop, const char *text, const int *f
   return job;
 }
 
-/** serve(fd): never returns here; returns in each forked child {text, fds} (see above). */
+/**
+ * serve(fd, beforeFork): never returns here; returns in each forked child {text, fds} (see above).
+ * beforeFork() is called before each fork (what it throws is dropped).
+ */
 static napi_value Serve(napi_env env, napi_callback_info info) {
   int64_t arg;
   if (!ints(env, info, 1, &arg)) return NULL;
   int sock = (int)arg;
+  napi_value argv[2], self;
+  size_t argc = 2;
+  napi_get_cb_info(env, info, &argc, argv, &self, NULL);
+  napi_value before = argc > 1 ? argv[1] : NULL;
   void *loop;
   napi_get_uv_event_loop(env, &loop);
   int own = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
@@ -261,6 +270,11 @@ static napi_value Serve(napi_env env, napi_callback_info info) {
       say(sock, "fail a malformed job");
       for (int i = 0; i < nfds; i++) close(fds[i]);
       continue;
+    }
+    if (before) {
+      napi_value ignored;
+      if (napi_call_function(env, self, before, 0, NULL, &ignored) != 0)
+        napi_get_and_clear_last_exception(env, &ignored);
     }
     all_fork();
     if (pidns && setns(fds[0], CLONE_NEWPID) == -1) {
