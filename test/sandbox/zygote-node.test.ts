@@ -82,18 +82,25 @@ async function forkedRunOf(server: TestServer, language: string, code: string) {
   throw new Error(`no ${language} run was forked`);
 }
 
-/** Processes whose command line holds `text`. */
-const processesRunning = (text: string) =>
-  readdirSync('/proc')
-    .filter((entry) => /^\d+$/.test(entry))
-    .filter((entry) => {
-      try {
-        return readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(text);
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
+/** A process's command line; '' once it is gone. */
+function commandOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+/** The children of `pid` (none once it is gone). */
+function childrenOf(pid: number): number[] {
+  try {
+    return readdirSync(`/proc/${pid}/task`).flatMap((task) =>
+      readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').split(' ').filter(Boolean).map(Number),
+    );
+  } catch {
+    return [];
+  }
+}
 
 describe.skipIf(!root || SANDBOX_MODE === 'landlock')('node zygote (root namespace server)', () => {
   let server: TestServer;
@@ -207,21 +214,14 @@ describe.skipIf(!root || SANDBOX_MODE === 'landlock')('node zygote (root namespa
 
   it('a dead template takes its forks and its zygote with it: the next runs start their Node', async () => {
     await forkedRun(server, '');
-    const parentOf = (pid: number) => {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-    };
-    const [template] = processesRunning('/drivers/zygote_node.mjs').filter((pid) =>
-      readFileSync(`/proc/${parentOf(pid)}/cmdline`, 'utf8').includes('zygote.py'),
-    );
+    // This server's own (other suites' servers have theirs): its zygote's child.
+    const zygote = childrenOf(server.pid).find((pid) => commandOf(pid).includes('/drivers/zygote.py'));
+    const template =
+      zygote && childrenOf(zygote).find((pid) => commandOf(pid).includes('/drivers/zygote_node.mjs'));
     expect(template).toBeDefined();
-    const zygote = parentOf(template as number);
     process.kill(template as number, 'SIGKILL');
     // Its waiting forks die with it (PR_SET_PDEATHSIG), and the zygote reports them and exits.
-    await expect.poll(() => processesRunning('/drivers/zygote_node.mjs'), { timeout: 10_000 }).toEqual([]);
-    await expect
-      .poll(() => processesRunning('/drivers/zygote.py'), { timeout: 10_000 })
-      .not.toContain(zygote);
+    await expect.poll(() => childrenOf(server.pid), { timeout: 10_000 }).not.toContain(zygote);
     for (let i = 0; i < 6; i++) {
       const value = await run(server, `console.log(${FORKED})`);
       expect(value).toMatchObject({ stdout: 'false\n', exit_code: 0 });
