@@ -57,8 +57,14 @@ globalThis[Symbol.for('codexec.zygote')] = {
   async fork() {
     const job = addon.serve(Number(socket), emptyNewSpace);
     forkedAt = performance.now();
-    become(JSON.parse(job.text), job.fds);
-    renew();
+    try {
+      become(JSON.parse(job.text), job.fds);
+      renew();
+    } catch (error) {
+      // Never run on half confined (nor wait in a teardown this fork cannot make), as zygote.py's.
+      process.stderr.write(`codexec node zygote: ${error}\n`);
+      addon.exitGroup(127);
+    }
     // The loader's state for an import, written now rather than on the run's path (its pages are
     // the zygote's until a fork writes them: a copy each).
     await import('data:text/javascript,export default 1');
