@@ -65,11 +65,13 @@ export async function startWarm(
     capabilities: backend.capabilities,
     mounts: host.deps.mounts,
   });
-  const launch = WARM_DRIVERS[kind].forkable && !opened ? { ...spec, zygote } : spec;
+  // Forked where this backend forks this interpreter's driver (else a launcher is waited for).
+  const forks = kind !== 'bash' && WARM_DRIVERS[kind].forkable && backend.forksDrivers?.(kind) === true;
+  const launch = forks && !opened ? { ...spec, zygote } : spec;
   const script = openScriptFile(execDir, kind);
   try {
     // Under load every ready fork can be taken: waiting for the next costs less than a cold start.
-    if (launch.zygote && backend.forksDrivers?.()) await backend.reserveFork?.(launch, FORK_WAIT_MS);
+    if (launch.zygote) await backend.reserveFork?.(launch, FORK_WAIT_MS);
     else await backend.reserveLauncher?.(launch, LAUNCHER_WAIT_MS);
     const held = channel || opened ? new Held(channel, opened?.lane) : undefined;
     return new WarmProcess(id, execDir, backend.spawn(launch), script, held);

@@ -242,8 +242,11 @@ export interface SandboxBackend {
   spawn(spec: SandboxSpec): SandboxedProcess;
   /** Release what the backend keeps across runs (persistent containers); runs are the engine's. */
   shutdown?(): Promise<void>;
-  /** Whether spawn() can ever fork a `zygote` driver here (false: it always starts one). */
-  forksDrivers?(): boolean;
+  /**
+   * Whether spawn() can ever fork a `zygote` driver of `interpreter` (python by default) here
+   * (false: it always starts one).
+   */
+  forksDrivers?(interpreter?: 'python' | 'node'): boolean;
   /**
    * Wait (at most `ms`) for a driver to fork for `spec` and set it aside for spawn(spec), this very
    * object: under load, the next fork costs a fraction of the cold start spawn() would fall back to.

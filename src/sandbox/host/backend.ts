@@ -17,7 +17,7 @@ import { killOrphanedSandboxes } from './process.js';
 import { type Prepared, type Run, releaseRun, wrapRun } from './run.js';
 import { type FilterOptions, hostFilter, socketPolicy } from './seccomp.js';
 import { detectHost, type HostSetup, type Layer } from './setup.js';
-import type { Zygote } from './zygote.js';
+import { NODE_FORKS, type Zygote } from './zygote.js';
 import { Zygotes } from './zygotes.js';
 
 export interface HostOptions {
@@ -115,10 +115,12 @@ export abstract class HostBackend<Options extends HostOptions = HostOptions> imp
   /** What runs need made once, before the first (the probe's): nothing, but where a backend says. */
   protected async prepare(_host: HostSetup): Promise<void> {}
 
-  forksDrivers(): boolean {
+  forksDrivers(interpreter: 'python' | 'node' = 'python'): boolean {
     const host = this.setup();
     const enabled = this.options.zygote !== false && this.options.forker !== false;
-    return enabled && host.root && host.cgroups !== undefined;
+    // Node's zygote is a Python's with a Node template: namespace sandboxes only, the addon built.
+    const node = this.mode === 'namespace' && NODE_FORKS && host.python !== undefined;
+    return enabled && host.root && host.cgroups !== undefined && (interpreter === 'python' || node);
   }
 
   spawn(spec: SandboxSpec): SandboxedProcess {
@@ -155,10 +157,10 @@ export abstract class HostBackend<Options extends HostOptions = HostOptions> imp
     return host.root && host.cgroups !== undefined && !this.reserved.has(spec);
   }
 
-  /** The zygote that forks `spec`'s warm driver here, if any (Node's into namespace sandboxes only). */
+  /** The zygote that forks `spec`'s warm driver here, if any. */
   protected zygoteFor(spec: SandboxSpec): Zygote | undefined {
-    const node = this.mode === 'namespace';
-    return this.forksDrivers() ? this.zygotes.for(spec, this.setup().python, node) : undefined;
+    if (!this.forksDrivers()) return undefined;
+    return this.zygotes.for(spec, this.setup().python, this.forksDrivers('node'));
   }
 
   /**

@@ -2,7 +2,7 @@
 // the warm Python or Node drivers of the runs that match it.
 import { basename, dirname } from 'node:path';
 import type { SandboxSpec } from '../types.js';
-import { DRIVERS, NODE_FORKS, Zygote } from './zygote.js';
+import { DRIVERS, Zygote } from './zygote.js';
 
 /**
  * Variables a run's sandbox may set to its own values (most of them paths in its workspace) without
@@ -39,14 +39,14 @@ export class Zygotes {
    * The zygote of the spec's interpreter (drivers/zygote.py) that forks its warm driver, made on
    * first use; undefined for a spec that is no such driver's. The variables a run may change
    * (PER_RUN_ENV) are set in the forked process; the others must match. A Node's zygote is run by
-   * `hostPython`, and only where `node` forks are allowed (namespace sandboxes, the addon built).
+   * `hostPython`, and only where `node` forks are allowed (the backend's forksDrivers('node')).
    */
   for(spec: SandboxSpec, hostPython: string | undefined, node: boolean): Zygote | undefined {
     const [interpreter, driver, ...rest] = spec.argv;
     if (!spec.zygote || !interpreter || !driver || rest.length > 0 || dirname(driver) !== DRIVERS)
       return undefined;
     const kind = FORKED[basename(driver) as keyof typeof FORKED];
-    if (!kind || (kind === 'node' && (!node || !NODE_FORKS || !hostPython))) return undefined;
+    if (!kind || (kind === 'node' && (!node || !hostPython))) return undefined;
     const fixed = Object.fromEntries(Object.entries(spec.env).filter(([name]) => !PER_RUN_ENV.has(name)));
     const key = JSON.stringify([interpreter, fixed]);
     let zygote = this.zygotes.get(key);
