@@ -3,4 +3,4 @@
 export type { Dashboard, DashboardDeps } from '../../web/index.js';
 export { loadPrincipals, type Principals } from './auth.js';
 export { isLoopback } from './guards.js';
-export { type HttpOptions, serveHttp } from './serve.js';
+export { type HttpOptions, type ServerAddition, serveHttp } from './serve.js';

@@ -7,7 +7,7 @@ import {
   type ServerResponse,
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createMcpHandler } from '@modelcontextprotocol/server';
+import { createMcpHandler, type McpServer } from '@modelcontextprotocol/server';
 import { ApprovalQueue, SharedApprovals } from '../../approvals/index.js';
 import type { Config } from '../../config/index.js';
 import { ConfigError } from '../../errors/index.js';
@@ -39,11 +39,22 @@ export interface HttpOptions {
 }
 
 /**
+ * More to register on each server instance, after codexec's own tools and resources, before it
+ * serves. Only the conformance suite's fixture server (test/conformance) passes one, to serve the
+ * suite's fixture tools over this very stack; the CLI never does, and no setting reaches it.
+ */
+export type ServerAddition = (server: McpServer) => void;
+
+/**
  * Serve MCP over Streamable HTTP at /mcp (both eras, the SDK's createMcpHandler), /healthz and
  * /metrics (Prometheus text), until SIGTERM/SIGINT. One set of services (engine, pool, sessions,
  * logs, metrics) for every client.
  */
-export async function serveHttp(config: Config, options: HttpOptions): Promise<void> {
+export async function serveHttp(
+  config: Config,
+  options: HttpOptions,
+  addition?: ServerAddition,
+): Promise<void> {
   const loopback = isLoopback(options.host);
   if (options.noAuth && !loopback) {
     throw new ConfigError(`--no-auth is only allowed on a loopback host, not ${options.host}`);
@@ -58,7 +69,11 @@ export async function serveHttp(config: Config, options: HttpOptions): Promise<v
   const tenants = new Tenants(services.sessions, replicas, services.store && new SharedTrust(services.store));
   const forwarder = replicas && new Forwarder(replicas, tenants);
   const handler = createMcpHandler(
-    (ctx) => createServer(tenants.servicesFor(services, ctx.authInfo?.clientId ?? 'local')),
+    (ctx) => {
+      const server = createServer(tenants.servicesFor(services, ctx.authInfo?.clientId ?? 'local'));
+      addition?.(server);
+      return server;
+    },
     {
       maxRequestBodySize: config.http.maxBodyBytes,
       onerror: (error) => log('debug', `http: ${error.message}`),
