@@ -23,12 +23,16 @@ export interface HttpServer {
   stop(): Promise<void>;
 }
 
-/** Start the server; resolves once it printed its address, rejects if it exits first. */
+/**
+ * Start the server; resolves once it printed its address, rejects if it exits first. `entry`: a
+ * script of the tests' own that serves codexec's HTTP stack instead of the CLI (its own flags).
+ */
 export async function startHttp(
-  options: { env?: Record<string, string>; args?: string[]; home?: string } = {},
+  options: { env?: Record<string, string>; args?: string[]; home?: string; entry?: string } = {},
 ): Promise<HttpServer> {
   const home = options.home ?? tempDir();
-  const child = spawn(process.execPath, [CLI, 'serve', '--http', '--port', '0', ...(options.args ?? [])], {
+  const command = options.entry ? [options.entry] : [CLI, 'serve', '--http', '--port', '0'];
+  const child = spawn(process.execPath, [...command, ...(options.args ?? [])], {
     env: { ...baseEnv(home), ...options.env },
     cwd: serverCwd(home),
     stdio: ['ignore', 'ignore', 'pipe'],
