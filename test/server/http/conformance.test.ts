@@ -67,8 +67,8 @@ const FIXTURE_SCENARIOS = [
  * request, no MCP session id: any replica can answer any request). So a later request's instance
  * never saw the client's capabilities from `initialize`, and the client's reply to a request the
  * server sends during a call would reach another instance than the one waiting for it. The
- * fixture server has the tools these call, so running the suite against it by hand shows exactly
- * that.
+ * fixture server has the sampling and elicitation tools, so running those scenarios against it by
+ * hand shows exactly that.
  */
 const LEFT_OUT: Record<string, string> = {
   'tools-call-sampling':
