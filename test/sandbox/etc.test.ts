@@ -112,6 +112,26 @@ describe('EtcCopies', () => {
     copies.dispose();
   });
 
+  it('copies a directory of links as links, and sees one replaced by its directory alone', () => {
+    const { source, base } = fakeEtc();
+    mkdirSync(join(source, 'alternatives'));
+    symlinkSync('/usr/bin/python3.11', join(source, 'alternatives', 'python'));
+    const copies = new EtcCopies(source, [...ENTRIES, 'alternatives'], [], {
+      base,
+      checkMs: 1000,
+      linksOnly: ['alternatives'],
+    });
+    const first = copies.acquire(10_000);
+    expect(readlinkSync(join(first?.dir as string, 'alternatives', 'python'))).toBe('/usr/bin/python3.11');
+    // update-alternatives' way: a new link renamed over the old one (the directory's times change).
+    symlinkSync('/usr/bin/python3.12', join(source, 'alternatives', 'python.new'));
+    renameSync(join(source, 'alternatives', 'python.new'), join(source, 'alternatives', 'python'));
+    const second = copies.acquire(11_000);
+    expect(second?.dir).not.toBe(first?.dir);
+    expect(readlinkSync(join(second?.dir as string, 'alternatives', 'python'))).toBe('/usr/bin/python3.12');
+    copies.dispose();
+  });
+
   it('keeps an old copy while a sandbox still uses it, and removes it on the last release', () => {
     const { source, base } = fakeEtc();
     const copies = new EtcCopies(source, ENTRIES, [], { base, checkMs: 0 });

@@ -24,6 +24,7 @@ export { ignoreStreamErrors } from './streams.js';
 export {
   BOUND_ETC,
   bindSource,
+  COPIED_ETC,
   etcEntries,
   findOnPath,
   interpreterMount,

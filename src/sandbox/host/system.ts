@@ -42,10 +42,18 @@ const ETC_ENTRIES = [
 ];
 
 /**
- * Entries of /etc bound from the host even when the rest is a copy (namespace/etc.ts): directories of
- * hundreds of entries (the copy is checked against the host's every second), private keys.
+ * Entries of /etc a sandbox sees besides ETC_ENTRIES: directories of hundreds of entries and
+ * private keys, bound from the host where /etc is not a copy (landlock mode reads them in place).
  */
 export const BOUND_ETC = ['alternatives', 'ssl', 'pki'];
+
+/**
+ * Of BOUND_ETC, those the copy of /etc (namespace/etc.ts) holds too, saving a bind each per
+ * sandbox: the alternatives' links (checked by the directory's own times: only links) and the TLS
+ * roots (private keys are never copied: a 0700 directory or a 0600 file is left out). /etc/pki
+ * stays bound: Red Hat's holds megabytes of extracted trust bundles.
+ */
+export const COPIED_ETC = ['alternatives', 'ssl'];
 
 function kindOf(path: string): 'dir' | 'file' | 'symlink' | undefined {
   try {
@@ -60,7 +68,8 @@ function kindOf(path: string): 'dir' | 'file' | 'symlink' | undefined {
 
 /**
  * The system mounts for a host whose root is `root` (tests pass a fake tree): with `etcCopy`, /etc
- * is that copy of etcEntries() (namespace/etc.ts) and the BOUND_ETC entries; without, a bind per entry.
+ * is that copy of etcEntries() and COPIED_ETC (namespace/etc.ts) and the other BOUND_ETC entries;
+ * without, a bind per entry.
  */
 export function systemMounts(root = '/', etcCopy?: string): SystemMount[] {
   const mounts: SystemMount[] = [];
@@ -75,7 +84,8 @@ export function systemMounts(root = '/', etcCopy?: string): SystemMount[] {
   const present = (name: string) => kindOf(join(etc, name)) !== undefined;
   if (etcCopy !== undefined) {
     mounts.push({ kind: 'ro-bind', path: '/etc', source: etcCopy });
-    for (const name of BOUND_ETC.filter(present)) mounts.push({ kind: 'ro-bind', path: `/etc/${name}` });
+    for (const name of BOUND_ETC.filter((name) => !COPIED_ETC.includes(name) && present(name)))
+      mounts.push({ kind: 'ro-bind', path: `/etc/${name}` });
     return mounts;
   }
   const etcNames = [...etcEntries(root), ...BOUND_ETC.filter(present)];

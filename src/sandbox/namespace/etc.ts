@@ -45,8 +45,7 @@ export interface EtcLease {
 
 /**
  * Copies of `entries` of `source` (`/etc`), with an empty mount point for each of `bound` (entries
- * still bound from the host: /etc/ssl is large and holds private keys) and `files` of codexec's
- * own. Only what every user may read is copied: files, directories and symlinks readable by all;
+ * still bound from the host) and `files` of codexec's own. Only what every user may read is copied: files, directories and symlinks readable by all;
  * a symlink at the top (localtime, resolv.conf) is followed, as a bind would, and those inside are
  * kept as they are.
  */
@@ -65,6 +64,12 @@ export class EtcCopies {
       readonly base?: string;
       readonly checkMs?: number;
       readonly files?: readonly EtcFile[];
+      /**
+       * Directories of `entries` that hold only symbolic links (/etc/alternatives): a link is
+       * never changed in place, only replaced or removed, which the directory's own times show,
+       * so the check stats the directory alone, not each of its hundreds of links.
+       */
+      readonly linksOnly?: readonly string[];
     } = {},
   ) {}
 
@@ -169,7 +174,8 @@ export class EtcCopies {
       const path = join(this.source, name);
       const stats = statSync(path, { throwIfNoEntry: false });
       parts.push(`${name}:${stamp(stats)}`);
-      if (!stats?.isDirectory() || this.bound.includes(name)) continue;
+      if (!stats?.isDirectory() || this.bound.includes(name) || this.options.linksOnly?.includes(name))
+        continue;
       try {
         for (const child of readdirSync(path)) parts.push(`${child}:${stamp(lstatSync(join(path, child)))}`);
       } catch {

@@ -2,7 +2,14 @@
 // shared copy of the entries a sandbox may see (etc.ts) holding, for a root server, the drop
 // program (drop.ts) once it has proven to run here.
 import { join } from 'node:path';
-import { BOUND_ETC, etcEntries, type HostSetup, type SystemMount, systemMounts } from '../host/index.js';
+import {
+  BOUND_ETC,
+  COPIED_ETC,
+  etcEntries,
+  type HostSetup,
+  type SystemMount,
+  systemMounts,
+} from '../host/index.js';
 import { DROP_NAME, dropProgram, dropRuns } from './drop.js';
 import { EtcCopies, type EtcLease } from './etc.js';
 
@@ -40,7 +47,11 @@ export class SystemView {
     if (!this.etc) {
       const program = host.root && this.options.drop !== false ? dropProgram() : undefined;
       const files = program ? [{ name: DROP_NAME, content: program, mode: 0o555 }] : [];
-      this.etc = new EtcCopies('/etc', etcEntries(), BOUND_ETC, { files });
+      const bound = BOUND_ETC.filter((name) => !COPIED_ETC.includes(name));
+      this.etc = new EtcCopies('/etc', [...etcEntries(), ...COPIED_ETC], bound, {
+        files,
+        linksOnly: ['alternatives'],
+      });
       if (!program) this.works = false;
     }
     const etc = this.etc.acquire();
