@@ -19,6 +19,7 @@ import { type CgroupLayout, type RunCgroup, RunCgroups } from '../../src/sandbox
 import { NamespaceBackend, type SandboxBackend, type SandboxSpec } from '../../src/sandbox/index.js';
 import { isRunUid } from '../../src/sandbox/landlock/uids.js';
 import { DROP_NAME, dropProgram } from '../../src/sandbox/namespace/drop.js';
+import { packagePath } from '../../src/util/index.js';
 import { IS_ROOT, SANDBOX_MODE } from '../helpers/mode.js';
 import { makesCgroups, probed, sandboxBackend } from '../helpers/sandbox.js';
 import { output } from '../helpers/sandboxed.js';
@@ -37,6 +38,11 @@ function workspace(): string {
   dirs.push(dir);
   return dir;
 }
+
+/** A warm python driver's files: in the drivers' directory and a directory below it. */
+const DRIVER_FILES = ['warm_python.py', 'mpl/codexec_figures.py', 'mpl/sitecustomize.py'].map((file) =>
+  packagePath('drivers', ...file.split('/')),
+);
 
 function spec(dir: string, argv: string[], extra: Partial<SandboxSpec> = {}): SandboxSpec {
   return {
@@ -231,6 +237,39 @@ print("mounts", sorted(l.split()[4] for l in open("/proc/self/mountinfo") if l.s
       // The TLS roots and alternatives are in the copy: only Red Hat's large /etc/pki stays bound.
       const kept = ['/etc/pki'].filter((path) => existsSync(path));
       expect(JSON.parse((mounts as string).replaceAll("'", '"'))).toEqual(['/etc', ...kept]);
+    },
+  );
+
+  it.skipIf(SANDBOX_MODE === 'landlock')(
+    'shows the same driver files from one copy as from a bind per file, in one mount',
+    async () => {
+      const drivers = dirname(DRIVER_FILES[0] as string);
+      const probe = [
+        '/usr/bin/python3',
+        '-c',
+        `import hashlib, os, stat, sys
+for root, dirs, files in sorted(os.walk(sys.argv[1])):
+    for name in sorted(dirs + files):
+        path = os.path.join(root, name)
+        mode = os.lstat(path).st_mode
+        print(path, oct(mode), hashlib.sha1(open(path, "rb").read()).hexdigest() if stat.S_ISREG(mode) else "")
+print("mounts", sorted(l.split()[4] for l in open("/proc/self/mountinfo") if l.split()[4].startswith(sys.argv[1])))`,
+        drivers,
+      ];
+      const each = await probed(sandboxBackend({ driverCopy: false }));
+      const readable = { readablePaths: DRIVER_FILES };
+      const copied = await output(backend.spawn(spec(workspace(), probe, readable)));
+      const bound = await output(each.spawn(spec(workspace(), probe, readable)));
+      expect(copied.exit.code).toBe(0);
+      expect(bound.exit.code).toBe(0);
+      const [files, mounts] = copied.stdout.split('mounts ');
+      const [boundFiles, boundMounts] = bound.stdout.split('mounts ');
+      // The same files, content and all (modes aside: a copy is read-only for all), nothing else.
+      const unmoded = (text: string | undefined) => text?.replace(/ 0o\d+ /g, ' ');
+      expect(unmoded(files)).toBe(unmoded(boundFiles));
+      expect((files as string).trim().split('\n')).toHaveLength(DRIVER_FILES.length + 1); // and mpl/
+      expect(JSON.parse((mounts as string).replaceAll("'", '"'))).toEqual([drivers]);
+      expect(JSON.parse((boundMounts as string).replaceAll("'", '"'))).toHaveLength(DRIVER_FILES.length);
     },
   );
 

@@ -16,6 +16,7 @@ import {
 } from '../host/index.js';
 import type { SandboxSpec } from '../types.js';
 import { dropsTo } from './drop.js';
+import type { View } from './views.js';
 
 const MIB = 1024 * 1024;
 
@@ -54,6 +55,11 @@ export interface BwrapOptions {
    * user's sandbox then gets its process limit inside its own namespace (nprocInside).
    */
   readonly nprocPerUserNamespace?: boolean;
+  /**
+   * One bind for several files of a directory the sandbox reads (codexec's drivers, views.ts):
+   * `dir`, and the copy of the files given, or undefined to bind each.
+   */
+  readonly views?: { readonly dir: string; of(files: readonly string[]): View | undefined };
 }
 
 /**
@@ -93,7 +99,7 @@ export function buildBwrapArgs(spec: SandboxSpec, options: BwrapOptions): string
   argv.push(tools.bwrap, ...namespaceFlags(spec, identity !== undefined, placeholder));
   argv.push('--die-with-parent', '--new-session', '--hostname', 'codexec', '--clearenv');
   for (const [name, value] of Object.entries(spec.env)) argv.push('--setenv', name, value);
-  argv.push(...filesystem(spec, options.system, options.privateDirs ?? [], identity !== undefined));
+  argv.push(...filesystem(spec, options, identity !== undefined));
   // A placeholder runs as root without capabilities: it could not enter a workspace lent away.
   argv.push('--chdir', placeholder ? '/' : spec.cwd);
   if (options.seccomp && !placeholder) argv.push('--seccomp', String(SECCOMP_FD));
@@ -189,8 +195,7 @@ function namespaceFlags(spec: SandboxSpec, privileged: boolean, placeholder: boo
 
 function filesystem(
   spec: SandboxSpec,
-  system: readonly SystemMount[],
-  privateDirs: readonly string[],
+  { system, privateDirs = [], views }: Pick<BwrapOptions, 'system' | 'privateDirs' | 'views'>,
   privileged: boolean,
 ): string[] {
   const args: string[] = [];
@@ -208,11 +213,16 @@ function filesystem(
     interpreterMount(spec.argv[0] as string, privateDirs),
     ...(forwards(spec) ? [interpreterMount(spec.egress.python, privateDirs), FORWARDER] : []),
   ];
-  const readable = [...interpreters.filter((path) => !covered(path, systemRoots)), ...spec.readablePaths];
-  for (const path of readable) {
-    if (covered(path, spec.writablePaths) || covered(path, systemRoots)) continue;
-    args.push(...parentDir(path), '--ro-bind', path, path);
-  }
+  const readable = [
+    ...interpreters.filter((path) => !covered(path, systemRoots)),
+    ...spec.readablePaths,
+  ].filter((path) => !covered(path, spec.writablePaths) && !covered(path, systemRoots));
+  // Several files of the drivers' directory: one copy of just them, bound at the directory.
+  const viewed = views ? readable.filter((path) => path.startsWith(`${views.dir}/`)) : [];
+  const view = viewed.length > 1 ? views?.of(viewed) : undefined;
+  for (const path of readable)
+    if (!(view && viewed.includes(path))) args.push(...parentDir(path), '--ro-bind', path, path);
+  if (view) args.push(...parentDir(view.target), '--ro-bind', view.source, view.target);
   for (const path of spec.writablePaths) {
     // The host directory held by policy: bwrap gets its descriptor (HOST_DIR_FD), never its name.
     if (path === spec.hostDir && spec.hostDirFd !== undefined)

@@ -25,6 +25,8 @@ import { type SandboxSystem, SystemView } from './system.js';
 export interface NamespaceOptions extends HostOptions {
   /** false: bind each /etc entry a sandbox sees instead of one copy of them (etc.ts). */
   readonly etcCopy?: boolean;
+  /** false: bind each driver file a sandbox reads instead of one copy of them (views.ts). */
+  readonly driverCopy?: boolean;
   /** false: a root server drops to the sandbox user with setpriv, not the drop program (drop.ts). */
   readonly drop?: boolean;
   /**
@@ -166,6 +168,7 @@ function bwrapOptions(
     ...(spec.limits.cpuSeconds !== undefined && { cpuSeconds: spec.limits.cpuSeconds }),
     privateDirs: host.privateDirs,
     nprocPerUserNamespace: host.nprocPerUserNamespace,
+    ...(system.views && { views: system.views }),
   };
 }
 

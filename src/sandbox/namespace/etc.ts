@@ -123,7 +123,7 @@ export class EtcCopies {
     try {
       if (!this.root) {
         const base = this.options.base ?? tmpdir();
-        removeStale(base);
+        removeStale(base, PREFIX);
         this.root = mkdtempSync(join(base, `${PREFIX}${process.pid}-`));
         this.hookExit();
       }
@@ -186,11 +186,14 @@ export class EtcCopies {
   }
 }
 
-/** Copies left by servers that died without their exit handler (SIGKILL): ours, pid gone. */
-function removeStale(base: string): void {
+/**
+ * What servers that died without their exit handler (SIGKILL) left in `base` under `prefix` and
+ * their pid: ours (same uid), pid gone.
+ */
+export function removeStale(base: string, prefix: string): void {
   const uid = process.getuid?.();
   for (const name of readdirSync(base)) {
-    const pid = Number(new RegExp(`^${PREFIX}(\\d+)-`).exec(name)?.[1]);
+    const pid = Number(new RegExp(`^${prefix}(\\d+)-`).exec(name)?.[1]);
     if (!pid || pid === process.pid || alive(pid)) continue;
     const stats = lstatSync(join(base, name), { throwIfNoEntry: false });
     if (stats?.isDirectory() && stats.uid === uid) rmSync(join(base, name), { recursive: true, force: true });
