@@ -45,9 +45,9 @@ export interface EtcLease {
 
 /**
  * Copies of `entries` of `source` (`/etc`), with an empty mount point for each of `bound` (entries
- * still bound from the host) and `files` of codexec's own. Only what every user may read is copied: files, directories and symlinks readable by all;
- * a symlink at the top (localtime, resolv.conf) is followed, as a bind would, and those inside are
- * kept as they are.
+ * still bound from the host) and `files` of codexec's own. Only what every user may read is
+ * copied: files, directories and symlinks readable by all; a symlink at the top (localtime,
+ * resolv.conf) is followed, as a bind would, and those inside are kept as they are.
  */
 export class EtcCopies {
   private root: string | undefined;

@@ -21,7 +21,7 @@ export interface SandboxSystem {
   readonly etc?: EtcLease;
   /** The drop program's path in the sandbox, when the copy has one that runs (a root server's). */
   readonly drop?: string;
-  /** Copies of the driver files a sandbox reads, one bind each (views.ts). */
+  /** Copies of the driver files sandboxes read: one bind per sandbox for them (views.ts). */
   readonly views?: DirViews;
 }
 
