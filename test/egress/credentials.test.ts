@@ -215,12 +215,13 @@ describe.each(MODES)('credentials by placeholder in $name mode', ({ name, env: m
       const blind = await bash(
         `curl -sS --noproxy '' https://localhost:${other.port}/ -o /dev/null -w '%{http_code}'`,
       );
-      expect(blind.stderr).toMatch(/self.signed|certificate/i);
+      expect(blind.stderr, JSON.stringify(blind)).toMatch(/self.signed|certificate/i);
       const cert = readFileSync(join(dir, 'cert.pem'), 'utf8');
       const named = await bash(
         `cat > origin.pem <<'EOF'\n${cert}EOF\ncurl -sS --noproxy '' --cacert origin.pem https://localhost:${other.port}/`,
       );
-      expect(named.stdout).toBe('auth= encoding=');
+      // The whole result on failure (CI once saw an empty stdout here, and nothing to say why).
+      expect(named.stdout, JSON.stringify(named)).toBe('auth= encoding=');
     });
 
     it('has the value nowhere: results, logs, audit, workspaces, the server’s stderr', async () => {
