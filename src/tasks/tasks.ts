@@ -69,7 +69,12 @@ export class Tasks {
 
   constructor(private readonly options: TasksOptions) {
     this.store = options.store;
-    this.input = new TaskInput(this.store, (error) => log('error', `tasks: ${error.message}`));
+    this.input = new TaskInput(
+      this.store,
+      (error) => log('error', `tasks: ${error.message}`),
+      // Told to listens only: the 2025-era status watcher has never been told of a withdrawal.
+      (taskId) => this.announce(taskId),
+    );
   }
 
   get ttlMs(): number {
@@ -255,7 +260,7 @@ export class Tasks {
 
   /** Tell the task's watcher its status, when it changed; an ended task's watcher goes. */
   private async changed(taskId: string): Promise<void> {
-    for (const listener of this.changes) listener(taskId);
+    this.announce(taskId);
     const watcher = this.watchers.get(taskId);
     if (!watcher) return;
     const record = await this.store.get(taskId, watcher.principal).catch(() => undefined);
@@ -263,6 +268,11 @@ export class Tasks {
     watcher.told = record.status;
     if (ENDED.has(record.status)) this.watchers.delete(taskId);
     watcher.listener(record);
+  }
+
+  /** Tell onChange's listeners that `taskId` may have changed. */
+  private announce(taskId: string): void {
+    for (const listener of this.changes) listener(taskId);
   }
 
   /** A failed write is said on stderr: the run itself has ended either way. */

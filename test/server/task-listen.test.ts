@@ -179,7 +179,7 @@ describe('2026-07-28: an approval inside a task, pushed (stdio, CODEXEC_APPROVAL
   let server: RawServer;
   let send: Send;
   beforeAll(async () => {
-    server = startRawServer({ CODEXEC_APPROVAL: 'ask' });
+    server = startRawServer({ CODEXEC_APPROVAL: 'ask', CODEXEC_APPROVAL_TIMEOUT_MS: '3000' });
     await server.discover();
     send = overStdio(server);
   });
@@ -201,6 +201,19 @@ describe('2026-07-28: an approval inside a task, pushed (stdio, CODEXEC_APPROVAL
     expect(statuses.slice(1, -1).every((status) => status === 'working')).toBe(true);
     expect(messages().find((message) => message.params?.status === 'completed')?.params).toMatchObject({
       result: { structuredContent: { stdout: 'approved\n' } },
+    });
+  });
+
+  it('no answer in time: input_required, then completed with APPROVAL_DENIED', async () => {
+    const taskId = await task(send, 'echo never');
+    const messages = await listen(server, 'l-late', [taskId]);
+    await until(() => ended(messages()), 'the listen to end');
+    const statuses = toldStatuses(messages());
+    expect(statuses[0]).toBe('input_required');
+    expect(statuses.at(-1)).toBe('completed');
+    expect(statuses.slice(1, -1).every((status) => status === 'working')).toBe(true);
+    expect(messages().find((message) => message.params?.status === 'completed')?.params).toMatchObject({
+      result: { isError: true, structuredContent: { code: 'APPROVAL_DENIED' } },
     });
   });
 });
