@@ -5,7 +5,7 @@
 // and per connection; a cancelled listen is told nothing more.
 import { TaskStatusNotificationV2Schema } from '@modelcontextprotocol/ext-tasks/core/v2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sleepMarker } from '../helpers/procs.js';
+import { appeared, processesWith, sleepMarker } from '../helpers/procs.js';
 import { type RawServer, startRawServer } from '../helpers/raw.js';
 import {
   listenRequest,
@@ -215,5 +215,36 @@ describe('2026-07-28: an approval inside a task, pushed (stdio, CODEXEC_APPROVAL
     expect(messages().find((message) => message.params?.status === 'completed')?.params).toMatchObject({
       result: { isError: true, structuredContent: { code: 'APPROVAL_DENIED' } },
     });
+  });
+});
+
+describe('2026-07-28: a client that goes away with a listen open (stdio)', () => {
+  it('the server exits 0 within seconds, its task stopped (the transport closed: no result is owed)', async () => {
+    const server = startRawServer();
+    await server.discover();
+    const send = overStdio(server);
+    const marker = sleepMarker();
+    const taskId = await task(send, `sleep ${marker}`);
+    const messages = await listen(server, 'l-left', [taskId]);
+    await until(() => toldStatuses(messages()).includes('working'), 'working');
+    expect((await appeared(marker)).length).toBeGreaterThan(0);
+    const started = Date.now();
+    await server.close(); // stdin ends: the client is gone
+    expect(await server.exited).toBe(0);
+    expect(Date.now() - started).toBeLessThan(15_000);
+    expect(processesWith(marker)).toEqual([]);
+  });
+
+  it('stopped by a signal: each open listen ends with its result', async () => {
+    const server = startRawServer();
+    await server.discover();
+    const send = overStdio(server);
+    const taskId = await task(send, `sleep ${sleepMarker()}`);
+    const messages = await listen(server, 'l-stop', [taskId]);
+    await until(() => toldStatuses(messages()).includes('working'), 'working');
+    server.proc.kill('SIGTERM');
+    expect(await server.exited).toBe(0);
+    expect(messages().at(-1)).toMatchObject({ id: 'l-stop', result: { resultType: 'complete' } });
+    await server.close();
   });
 });
