@@ -124,7 +124,12 @@ export class TaskListenTransport implements Transport {
     const taskIds = await pending.acked;
     this.pending.delete(id);
     const notifications = { ...core, taskIds };
-    await this.wire.send({ ...message, params: { ...params, notifications } } as JSONRPCMessage, options);
+    try {
+      await this.wire.send({ ...message, params: { ...params, notifications } } as JSONRPCMessage, options);
+    } catch (error) {
+      if (pending.wanted) this.counts.release(LOCAL_PRINCIPAL); // never opened
+      throw error;
+    }
     if (!pending.wanted) return;
     const listen = new TaskListen({
       feed: this.feed,
