@@ -3,6 +3,7 @@ import type { Config } from '../config/index.js';
 import { ConfigError } from '../errors/index.js';
 import { startTracing } from '../traces/index.js';
 import { log } from '../util/index.js';
+import { TaskFeed, TaskListenTransport } from './listen/index.js';
 import { createServer, VERSION } from './server.js';
 import { closeRecords, createServices, stopWork } from './services.js';
 import { FramedStdioTransport } from './transport/index.js';
@@ -44,10 +45,12 @@ export async function serve(config: Config): Promise<void> {
       await closeRecords(services);
       resolve();
     };
-    const transport = new FramedStdioTransport({
+    const framed = new FramedStdioTransport({
       maxMessageBytes: config.maxMessageBytes,
       onInputEnd: () => void shutdown('stdin closed'),
     });
+    // Listens for tasks are answered between the SDK's entry and the wire (it keeps no taskIds).
+    const transport = new TaskListenTransport(framed, services.tasks, new TaskFeed(services.tasks));
     const handle = serveStdio(() => createServer(services, { stdio: true }), {
       transport,
       onerror: (error) => log('warn', `transport: ${error.message}`),

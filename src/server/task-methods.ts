@@ -9,10 +9,8 @@ import {
 import { z } from 'zod';
 import type { TaskRecord, Tasks } from '../tasks/index.js';
 import { principalOf } from './connection.js';
-import { legacyTask, modernTask, statusMessage, TASKS_EXTENSION } from './tasks.js';
+import { detailedTask, legacyTask, outputMeta, TASKS_EXTENSION } from './tasks.js';
 
-/** Where a task's output so far is carried (the Task shapes have no field for it). */
-export const OUTPUT_META_KEY = 'io.github.codexec/output';
 /** How often tasks/result looks whether its task has ended. */
 const RESULT_POLL_MS = 100;
 
@@ -34,7 +32,7 @@ export function registerTaskMethods(
     const principal = principalOf(ctx);
     const record = found(await tasks.get(params.taskId, principal));
     const fresh = newOutput(tasks, principal, record);
-    return isModern ? detailed(record, fresh) : { ...legacyTask(record), ...outputMeta(record, fresh) };
+    return isModern ? detailedTask(record, fresh) : { ...legacyTask(record), ...outputMeta(record, fresh) };
   });
   server.server.setRequestHandler('tasks/cancel', { params: taskIdParams }, async (params, ctx) => {
     const principal = principalOf(ctx);
@@ -192,29 +190,4 @@ function newOutput(tasks: Tasks, principal: string, record: TaskRecord): string 
   if (sent.size > SENT_KEPT) sent.delete(sent.keys().next().value as string);
   const continues = before && output.slice(0, before.length).endsWith(before.tail);
   return continues ? output.slice(before.length) : output;
-}
-
-/** The output this poll sends (`fresh`), under `_meta`, until the task completes. */
-function outputMeta(record: TaskRecord, fresh: string): { _meta?: Record<string, string> } {
-  return fresh === '' || record.status === 'completed' ? {} : { _meta: { [OUTPUT_META_KEY]: fresh } };
-}
-
-/** The extension's DetailedTask, with the output this poll sends under `_meta` until it completes. */
-function detailed(record: TaskRecord, fresh: string): Record<string, unknown> {
-  const base = { ...modernTask(record), ...outputMeta(record, fresh) };
-  const message = statusMessage(record);
-  switch (record.status) {
-    case 'completed':
-      return { ...base, result: record.result ?? {} };
-    case 'failed':
-      return { ...base, statusMessage: message, error: { ...record.error, data: { output: record.output } } };
-    case 'cancelled':
-      return { ...base, statusMessage: 'cancelled' };
-    default:
-      return {
-        ...base,
-        statusMessage: message,
-        ...(record.status === 'input_required' && { inputRequests: record.inputRequests }),
-      };
-  }
 }

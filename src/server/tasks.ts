@@ -18,6 +18,8 @@ import { isStdio } from './connection.js';
  * itself, its task starting when its run would have (task-methods.ts answers the polls).
  */
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
+/** Where a task's output so far is carried (the Task shapes have no field for it). */
+export const OUTPUT_META_KEY = 'io.github.codexec/output';
 export const POLL_INTERVAL_MS = 500;
 
 export type TaskEra = 'modern' | 'legacy';
@@ -176,4 +178,32 @@ export function statusMessage(record: TaskRecord): string | undefined {
     return line === '' ? `${record.tool} is running` : line.slice(-STATUS_CHARS);
   }
   return record.statusMessage ?? undefined;
+}
+
+/** The output this poll sends (`fresh`), under `_meta`, until the task completes. */
+export function outputMeta(record: TaskRecord, fresh: string): { _meta?: Record<string, string> } {
+  return fresh === '' || record.status === 'completed' ? {} : { _meta: { [OUTPUT_META_KEY]: fresh } };
+}
+
+/**
+ * The extension's DetailedTask (tasks/get, notifications/tasks), with the output this read sends
+ * (`fresh`) under `_meta` until it completes.
+ */
+export function detailedTask(record: TaskRecord, fresh: string): Record<string, unknown> {
+  const base = { ...modernTask(record), ...outputMeta(record, fresh) };
+  const message = statusMessage(record);
+  switch (record.status) {
+    case 'completed':
+      return { ...base, result: record.result ?? {} };
+    case 'failed':
+      return { ...base, statusMessage: message, error: { ...record.error, data: { output: record.output } } };
+    case 'cancelled':
+      return { ...base, statusMessage: 'cancelled' };
+    default:
+      return {
+        ...base,
+        statusMessage: message,
+        ...(record.status === 'input_required' && { inputRequests: record.inputRequests }),
+      };
+  }
 }

@@ -25,6 +25,8 @@ export class TaskInput {
   constructor(
     private readonly store: TaskStore,
     private readonly onError: (error: Error) => void,
+    /** Told once a withdrawn request is recorded (the task may read working again). */
+    private readonly onWithdrawn: (taskId: string) => void = () => {},
   ) {}
 
   /**
@@ -51,7 +53,7 @@ export class TaskInput {
     };
     const onAbort = () => {
       settle();
-      void this.guard(() => this.store.withdrawInput(taskId, key));
+      void this.guard(() => this.store.withdrawInput(taskId, key)).then(() => this.onWithdrawn(taskId));
       reject(signal.reason);
     };
     // Called now (the SQLite store records it before this returns: a re-read shows it).

@@ -64,14 +64,40 @@ export class Tasks {
   /** The last look for cancels failed (the database unreachable). */
   private unreachable = false;
   private readonly watchers = new Map<string, Watcher>();
+  /** Told the id of each task whose status may have just changed here (listens re-read it). */
+  private readonly changes = new Set<(taskId: string) => void>();
 
   constructor(private readonly options: TasksOptions) {
     this.store = options.store;
-    this.input = new TaskInput(this.store, (error) => log('error', `tasks: ${error.message}`));
+    this.input = new TaskInput(
+      this.store,
+      (error) => log('error', `tasks: ${error.message}`),
+      // Told to listens only: the 2025-era status watcher has never been told of a withdrawal.
+      (taskId) => this.announce(taskId),
+    );
   }
 
   get ttlMs(): number {
     return this.options.ttlMs;
+  }
+
+  /** Whether other processes share the records (replicas): a task may change there. */
+  get shared(): boolean {
+    return this.store.shared;
+  }
+
+  /** Whether `taskId` runs in this process (its changes are told here as they happen). */
+  runsHere(taskId: string): boolean {
+    return this.live.has(taskId);
+  }
+
+  /**
+   * Be told the id of each task whose status may have changed in this process (asked, answered,
+   * cancelled, ended), after the change is recorded; returns the way to stop.
+   */
+  onChange(listener: (taskId: string) => void): () => void {
+    this.changes.add(listener);
+    return () => this.changes.delete(listener);
   }
 
   /**
@@ -234,6 +260,7 @@ export class Tasks {
 
   /** Tell the task's watcher its status, when it changed; an ended task's watcher goes. */
   private async changed(taskId: string): Promise<void> {
+    this.announce(taskId);
     const watcher = this.watchers.get(taskId);
     if (!watcher) return;
     const record = await this.store.get(taskId, watcher.principal).catch(() => undefined);
@@ -241,6 +268,11 @@ export class Tasks {
     watcher.told = record.status;
     if (ENDED.has(record.status)) this.watchers.delete(taskId);
     watcher.listener(record);
+  }
+
+  /** Tell onChange's listeners that `taskId` may have changed. */
+  private announce(taskId: string): void {
+    for (const listener of this.changes) listener(taskId);
   }
 
   /** A failed write is said on stderr: the run itself has ended either way. */

@@ -121,3 +121,128 @@ export async function pollFor(
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
+
+export const SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId';
+
+/** A JSON-RPC message as a listen's stream carries it. */
+export interface Message {
+  readonly id?: string | number;
+  readonly method?: string;
+  readonly params?: Record<string, unknown>;
+  readonly result?: Record<string, unknown>;
+  readonly error?: { code: number; message: string; data?: unknown };
+}
+
+/** A subscriptions/listen request naming `taskIds` (and any core `filter` fields). */
+export function listenRequest(
+  id: string | number,
+  taskIds: unknown,
+  { tasks = true, filter = {} }: { tasks?: boolean; filter?: Record<string, unknown> } = {},
+): Message & { jsonrpc: '2.0' } {
+  return {
+    jsonrpc: '2.0',
+    id,
+    method: 'subscriptions/listen',
+    params: { notifications: { ...filter, taskIds }, _meta: envelope(tasks) },
+  };
+}
+
+/** The messages of listen `id` among `messages`: those tagged with it, and its response. */
+export function ofListen(messages: readonly unknown[], id: string | number): Message[] {
+  return (messages as Message[]).filter(
+    (message) =>
+      (message.method !== undefined &&
+        message.params?._meta !== undefined &&
+        (message.params._meta as Record<string, unknown>)[SUBSCRIPTION_ID] === id) ||
+      (message.method === undefined && message.id === id),
+  );
+}
+
+/** The statuses a listen's notifications/tasks told, in order. */
+export function toldStatuses(messages: readonly Message[], taskId?: string): string[] {
+  return messages
+    .filter((message) => message.method === 'notifications/tasks')
+    .filter((message) => taskId === undefined || message.params?.taskId === taskId)
+    .map((message) => message.params?.status as string);
+}
+
+/** Wait until `check` holds, looking every 50 ms (or throw after `ms`, saying `what`). */
+export async function until(check: () => boolean, what: string, ms = 20_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** An open subscriptions/listen over HTTP: its SSE messages as they come, until it ends. */
+export interface HttpListen {
+  readonly status: number;
+  readonly messages: Message[];
+  /** Settles once the server has ended the stream (or it broke). */
+  readonly ended: Promise<void>;
+  /** Whether the stream has ended. */
+  done(): boolean;
+  /** Go away mid-stream (the TCP connection is destroyed). */
+  abort(): void;
+}
+
+/** POST a listen to serve --http and read its answer as it streams (a JSON error ends it at once). */
+export function listenOverHttp(url: string, token: string, body: Message): Promise<HttpListen> {
+  return new Promise((resolve, reject) => {
+    const messages: Message[] = [];
+    let finished = false;
+    let text = '';
+    const req = request(
+      url,
+      {
+        method: 'POST',
+        agent: false,
+        headers: {
+          authorization: `Bearer ${token}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': '2026-07-28',
+          'mcp-method': 'subscriptions/listen',
+        },
+      },
+      (res) => {
+        const stream = (res.headers['content-type'] ?? '').includes('text/event-stream');
+        res.setEncoding('utf8');
+        const ended = new Promise<void>((done) => {
+          const end = () => {
+            if (!stream && text !== '') messages.push(JSON.parse(text) as Message);
+            finished = true;
+            done();
+          };
+          res.on('end', end);
+          res.on('close', end);
+          res.on('error', end);
+        });
+        res.on('data', (chunk: string) => {
+          text += chunk;
+          if (!stream) return;
+          for (let at = text.indexOf('\n\n'); at !== -1; at = text.indexOf('\n\n')) {
+            const data = text
+              .slice(0, at)
+              .split('\n')
+              .find((line) => line.startsWith('data:'));
+            text = text.slice(at + 2);
+            if (data) messages.push(JSON.parse(data.slice(5)) as Message);
+          }
+        });
+        resolve({
+          status: res.statusCode ?? 0,
+          messages,
+          ended,
+          done: () => finished,
+          abort: () => req.destroy(),
+        });
+      },
+    );
+    req.on('error', (error) => {
+      if (!finished) reject(error);
+    });
+    req.end(JSON.stringify(body));
+  });
+}

@@ -2,7 +2,8 @@
 // with a home of its own, on one database and one approval key. A task made through one is polled
 // to its result, answered and cancelled through the other (its run on the first stops); what a
 // principal trusted through one is trusted by the other; another principal finds nothing; a
-// principal's runs per minute are counted across both.
+// listen through one follows a task on the other (read from the store); a principal's runs per
+// minute are counted across both.
 import { randomBytes } from 'node:crypto';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -11,7 +12,17 @@ import { type HttpServer, startHttp } from '../helpers/http.js';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { appeared, processesWith, sleepMarker } from '../helpers/procs.js';
 import { tempDir } from '../helpers/server.js';
-import { OUTPUT_META, overHttp, pollFor, pollUntilDone, type Reply } from '../helpers/tasks.js';
+import {
+  listenOverHttp,
+  listenRequest,
+  OUTPUT_META,
+  overHttp,
+  pollFor,
+  pollUntilDone,
+  type Reply,
+  toldStatuses,
+  until,
+} from '../helpers/tasks.js';
 
 const ALICE = 'alice-token-0123456789';
 const BOB = 'bob-token-0123456789ab';
@@ -137,6 +148,33 @@ describe('serve --http replicas on PostgreSQL: MCP Tasks', () => {
     expect(processesWith(marker)).toEqual([]);
   });
 
+  it('a listen through B follows a task on A: its approval, answered through A, and its end', async () => {
+    const bobA = overHttp(a.url, BOB);
+    const created = await bobA('tools/call', {
+      name: 'execute_code',
+      arguments: { language: 'bash', code: 'echo listened-across' },
+    });
+    expect(created.result).toMatchObject({ resultType: 'task', status: 'input_required' });
+    const taskId = created.result?.taskId as string;
+    const alien = await listenOverHttp(b.url, ALICE, listenRequest('alien', [taskId]));
+    await alien.ended;
+    expect(alien.messages[0]).toMatchObject({ params: { notifications: { taskIds: [] } } });
+    expect(toldStatuses(alien.messages)).toEqual([]);
+
+    const listen = await listenOverHttp(b.url, BOB, listenRequest('across', [taskId]));
+    await until(() => toldStatuses(listen.messages).includes('input_required'), 'input_required');
+    const approve = { approval: { action: 'accept', content: { decision: 'approve' } } };
+    expect((await bobA('tasks/update', { taskId, inputResponses: approve })).error).toBeUndefined();
+    await listen.ended; // B reads the store every 500 ms: a short-lived `working` may fall between
+    const statuses = toldStatuses(listen.messages);
+    expect(statuses[0]).toBe('input_required');
+    expect(statuses.at(-1)).toBe('completed');
+    expect(statuses.slice(1, -1).every((status) => status === 'working')).toBe(true);
+    expect(listen.messages.find((message) => message.params?.status === 'completed')?.params).toMatchObject({
+      result: { structuredContent: { stdout: 'listened-across\n' } },
+    });
+  });
+
   it("carol's runs_per_minute is spent by her runs through A and B together", async () => {
     // Three runs within one UTC minute: not begun in its last 15 s.
     const second = new Date().getUTCSeconds();
@@ -170,9 +208,13 @@ describe('serve --http replicas on PostgreSQL: MCP Tasks', () => {
     });
     const taskId = created.result?.taskId as string;
     await pollFor(aliceB, taskId, (reply) => outputOf(reply).includes('left'));
+    const listen = await listenOverHttp(b.url, ALICE, listenRequest('survivor', [taskId]));
+    await until(() => toldStatuses(listen.messages).includes('working'), 'working');
     a.child.kill('SIGKILL'); // no clean stop: its registry row stays until its heartbeat is old
     await a.exited;
     const failed = await pollFor(aliceB, taskId, (reply) => reply.result?.status === 'failed', 20_000);
     expect(failed.result).toMatchObject({ statusMessage: 'server restarted' });
+    await listen.ended; // the listen through B tells it too, and ends
+    expect(toldStatuses(listen.messages)).toEqual(['working', 'failed']);
   }, 30_000);
 });

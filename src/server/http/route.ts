@@ -7,6 +7,7 @@ import type { Config } from '../../config/index.js';
 import type { PrometheusMetrics } from '../../metrics/index.js';
 import { asPrincipal } from '../../util/index.js';
 import type { Dashboard } from '../../web/index.js';
+import type { HttpTaskListens } from '../listen/index.js';
 import type { Principals } from './auth.js';
 import type { InflightBytes } from './budget.js';
 import type { ConnectionBounds } from './connections.js';
@@ -40,6 +41,8 @@ export interface RouteContext {
   readonly bounds: ConnectionBounds;
   /** /p/<session>/<port>/: where a principal's session serves an exposed port. */
   readonly ports: PortLookup;
+  /** subscriptions/listen naming tasks (the SDK's handler serves the rest of a listen). */
+  readonly listens: HttpTaskListens;
 }
 
 const UNAUTHORIZED: Refusal = {
@@ -185,7 +188,11 @@ async function serveMcp(
     if (prepared) await prepared;
     const request = toWebRequest(req, body, controller.signal);
     const authInfo = { token: '', clientId: principal, scopes: [] };
-    await sendWebResponse(res, await ctx.handler.fetch(request, { authInfo }));
+    const answer = () => ctx.handler.fetch(request, { authInfo });
+    const response = ctx.listens.claims(body)
+      ? await ctx.listens.serve(body, principal, controller.signal, answer)
+      : await answer();
+    await sendWebResponse(res, response);
   } finally {
     ctx.inFlight.delete(controller);
     if (received.from === 'client' && body) ctx.inflightBytes.release(principal, body.length);

@@ -16,6 +16,7 @@ import { startTracing } from '../../traces/index.js';
 import { log, logAlways } from '../../util/index.js';
 import type { Dashboard, DashboardDeps } from '../../web/index.js';
 import { RunFeed } from '../feed.js';
+import { HttpTaskListens } from '../listen/index.js';
 import { createServer, VERSION } from '../server.js';
 import { closeRecords, createServices, stopWork } from '../services.js';
 import { loadPrincipals, type Principals } from './auth.js';
@@ -95,6 +96,7 @@ export async function serveHttp(
     tenants,
     bounds,
     ports: (principal, sessionId, port) => services.sessions.exposedPort(principal, sessionId, port),
+    listens: new HttpTaskListens(services.tasks),
   };
   http.on('upgrade', (req, socket, upgradeHead) => upgradeRoute(req, socket, upgradeHead, ctx));
   const address = await listen(http, options);
@@ -110,6 +112,7 @@ export async function serveHttp(
     await replicas?.stop(); // others answer SESSION_LOST for its sessions from now on
     // Cancelling runs makes their calls answer (timed out / cancelled) within the kill grace.
     await stopWork(services);
+    await ctx.listens.close(); // after the tasks it stopped were told: their listens end with them
     // Let the stopped runs' answers reach their clients before connections are cut.
     await drained(inFlight, config.killGraceMs + 1000);
     await handler.close().catch(() => {});
