@@ -25,6 +25,12 @@ export type ClientChannel =
   | { readonly kind: 'retry'; ask(form: ApprovalForm): Promise<Answer> };
 
 const KEY = 'approval';
+
+/** Why a 2025-era request over HTTP without an MCP session can ask its client nothing. */
+export const SESSIONLESS =
+  'this 2025-era request came over HTTP without an MCP session (no Mcp-Session-Id from an initialize, or ' +
+  'forwarded to the replica its codexec session lives on), so a server instance of its own, which never saw ' +
+  'the client, answers it';
 /** How long past its answer window a spent ticket is remembered (clocks of replicas differ a little). */
 const SPENT_MARGIN_MS = 60_000;
 interface Ticket {
@@ -72,16 +78,13 @@ export class ApprovalAsker {
   }
 
   /**
-   * Why this client cannot be asked, or undefined when it can. Over HTTP the SDK serves 2025-era
-   * requests statelessly: a fresh server per request, which neither saw the client's initialize
-   * nor could route its answer back, so no 2025-era request over HTTP can be asked.
+   * Why this client cannot be asked, or undefined when it can. Over HTTP a 2025-era request
+   * without an MCP session is answered by a server of its own, which never saw the client's
+   * initialize nor could route its answer back; one in a session (Mcp-Session-Id) can be asked.
    */
   cannotAsk(ctx: ServerContext): string | undefined {
-    if (ctx.http && !this.modernRequest(ctx)) {
-      return (
-        'over HTTP, 2025-era MCP requests are served statelessly, so the server cannot ask the client ' +
-        'for approval (a client speaking MCP 2026-07-28 can be asked)'
-      );
+    if (ctx.http && !this.modernRequest(ctx) && !this.server.server.getClientVersion()) {
+      return `${SESSIONLESS}: it cannot ask for approval (a client that initializes and sends back the Mcp-Session-Id it gets, or speaks MCP 2026-07-28, can be asked)`;
     }
     if (!this.canAsk(ctx)) {
       return 'the client cannot show an approval form (it declared no elicitation capability)';

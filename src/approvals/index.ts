@@ -2,7 +2,13 @@
 // or the dashboard → decide → audit), which the tools, tasks, dashboard and egress proxy all use.
 
 export { type Approval, type Attempt, audit, type RunFacts, type Verdict } from './audit.js';
-export { ApprovalAsker, type ClientChannel, clientCapabilities, isModernRequest } from './client.js';
+export {
+  ApprovalAsker,
+  type ClientChannel,
+  clientCapabilities,
+  isModernRequest,
+  SESSIONLESS,
+} from './client.js';
 export {
   type ApprovalEvent,
   type ApprovalPeers,

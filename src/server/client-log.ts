@@ -36,7 +36,7 @@ const SEVERITY = [
 ] as const satisfies readonly LoggingLevel[];
 /**
  * The level a 2025-era client chose with `logging/setLevel`, per principal: the stdio client's, or
- * over HTTP (stateless in that era: a server per request) the bearer token's principal's.
+ * over HTTP the bearer token's principal's (shared by its MCP sessions and its one-off requests).
  */
 const chosen = new Map<string, LoggingLevel>();
 /** What masks a line's secrets, per server (serveLogs). */

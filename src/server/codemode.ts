@@ -1,6 +1,6 @@
 import type { McpServer, ServerContext } from '@modelcontextprotocol/server';
 import { z } from 'zod';
-import { isModernRequest } from '../approvals/index.js';
+import { isModernRequest, SESSIONLESS } from '../approvals/index.js';
 import type { BridgeRun } from '../bridge/index.js';
 import { createSampler, type Sampler } from '../codemode/index.js';
 import type { Services } from './services.js';
@@ -110,7 +110,9 @@ function samplingUnavailable(server: McpServer, ctx: ServerContext): string | un
   if (isModernRequest(server, ctx)) {
     return "MCP 2026-07-28 gives a server no way to ask the client's model while a call runs (a 2025-era connection can)";
   }
-  if (ctx.http) return 'over HTTP, 2025-era requests are served statelessly, so the client cannot be asked';
-  if (!server.server.getClientCapabilities()?.sampling) return 'the client declared no sampling capability';
+  const capabilities = server.server.getClientCapabilities();
+  if (ctx.http && !capabilities)
+    return `${SESSIONLESS}: its model cannot be asked (a client that initializes and sends back the Mcp-Session-Id it gets can be)`;
+  if (!capabilities?.sampling) return 'the client declared no sampling capability';
   return undefined;
 }

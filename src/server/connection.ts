@@ -17,7 +17,7 @@ export function markStdio(server: McpServer): void {
 
 /**
  * Whether `server` may tell its client something outside any call (a log line, a task's status):
- * over HTTP, served statelessly in the 2025 era, no stream outlives the call.
+ * over HTTP nothing is sent outside a call, an MCP session's GET stream included.
  */
 export function isStdio(server: McpServer): boolean {
   return stdioServers.has(server);

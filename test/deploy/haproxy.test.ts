@@ -14,7 +14,7 @@ import {
   type TestHaproxy,
 } from '../helpers/haproxy.js';
 import { connectHttp, type HttpServer, rawHttp, startHttp } from '../helpers/http.js';
-import { callTool, ERAS, tempDir } from '../helpers/server.js';
+import { callTool, tempDir } from '../helpers/server.js';
 
 const TOKEN = 'haproxy-test-token-0123456789';
 /** Each replica gets its own run-slot count: `health` reports it, so it names who answered. */
@@ -69,6 +69,28 @@ describe('HAProxy in front of two replicas', () => {
     }
   });
 
+  /** A 2025-era MCP session opened through the proxy: its id. */
+  async function rawInitialize(): Promise<string> {
+    const head = [
+      'POST /mcp HTTP/1.1',
+      `host: ${hostPort(proxy.url)}`,
+      `authorization: Bearer ${TOKEN}`,
+      'content-type: application/json',
+      'accept: application/json, text/event-stream',
+    ];
+    const body = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+    });
+    const response = await rawHttp(proxy.url, head, body);
+    expect(response.status).toBe(200);
+    const id = /mcp-session-id: (\S+)/i.exec(response.head)?.[1];
+    if (!id) throw new Error(`no Mcp-Session-Id in ${response.head}`);
+    return id;
+  }
+
   /** Which replica (its slot count) answered a `health` call over a raw 2025-era POST. */
   async function rawHealth(sessionId?: string): Promise<number> {
     const head = [
@@ -92,32 +114,51 @@ describe('HAProxy in front of two replicas', () => {
     return Number(max);
   }
 
-  for (const era of ERAS) {
-    it(`alternates requests between the replicas (${era} era, SDK client)`, async () => {
-      const client = await connectHttp(proxy.url, TOKEN, era);
-      try {
-        // A 2025-era client opens its GET stream (405 here) as it connects, one more request to
-        // balance: a first call lets it pass before the ones counted.
-        await callTool(client, 'health', {});
-        const answered: number[] = [];
-        for (let i = 0; i < 6; i++) {
-          const { value } = await callTool<{ runs: { max: number } }>(client, 'health', {});
-          answered.push(value.runs.max);
-        }
-        expect(new Set(answered)).toEqual(new Set(SLOTS));
-        // Round robin: one request each in turn (the client sends nothing between two calls).
-        for (let i = 1; i < answered.length; i++) expect(answered[i]).not.toBe(answered[i - 1]);
-      } finally {
-        await client.close();
-      }
-    });
+  /** What answered six `health` calls of `client`, in order. */
+  async function answering(client: Awaited<ReturnType<typeof connectHttp>>): Promise<number[]> {
+    const answered: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      const { value } = await callTool<{ runs: { max: number } }>(client, 'health', {});
+      answered.push(value.runs.max);
+    }
+    return answered;
   }
+
+  it('alternates requests between the replicas (modern era, SDK client)', async () => {
+    const client = await connectHttp(proxy.url, TOKEN, 'modern');
+    try {
+      const answered = await answering(client);
+      expect(new Set(answered)).toEqual(new Set(SLOTS));
+      // Round robin: one request each in turn (the client sends nothing between two calls).
+      for (let i = 1; i < answered.length; i++) expect(answered[i]).not.toBe(answered[i - 1]);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("keeps a 2025-era client's MCP session on the replica that opened it (legacy era, SDK client)", async () => {
+    // Each client's initialize is placed round robin; every later request (its GET stream too)
+    // sticks to that replica by the Mcp-Session-Id it issued: another would answer 404.
+    const clients = [
+      await connectHttp(proxy.url, TOKEN, 'legacy'),
+      await connectHttp(proxy.url, TOKEN, 'legacy'),
+    ];
+    try {
+      const seen = await Promise.all(clients.map(answering));
+      for (const answered of seen) expect(new Set(answered).size).toBe(1);
+      expect(new Set(seen.map((answered) => answered[0]))).toEqual(new Set(SLOTS));
+    } finally {
+      for (const client of clients) await client.close();
+    }
+  });
 
   it('keeps a request carrying Mcp-Session-Id on one replica', async () => {
     const bySession = new Map<string, Set<number>>();
-    // Three ids over two replicas: plain round robin would send each id to both in turn.
+    // Three sessions over two replicas: plain round robin would send each id to both in turn
+    // (and the replica that did not open it would answer 404).
+    const ids = await Promise.all([1, 2, 3].map(() => rawInitialize()));
     for (let round = 0; round < 4; round++) {
-      for (const id of ['sess-a', 'sess-b', 'sess-c']) {
+      for (const id of ids) {
         const set = bySession.get(id) ?? new Set<number>();
         set.add(await rawHealth(id));
         bySession.set(id, set);
@@ -172,8 +213,8 @@ describe('HAProxy in front of two replicas', () => {
 });
 
 describe('stickiness on an Mcp-Session-Id a server issues (2025-era sessionful servers)', () => {
-  // codexec issues no session id (it serves 2025-era traffic statelessly): two small servers that
-  // do, as a sessionful 2025 server would at initialize, check the `stick store-response` rule.
+  // Two small servers that issue ids naming themselves (codexec's are random) check the `stick
+  // store-response` rule where the issuer can be read from the id.
   let stubs: Server[] = [];
   let proxy: TestHaproxy;
   beforeAll(async () => {

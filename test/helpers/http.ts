@@ -101,6 +101,8 @@ export async function connectHttp(
 
 export interface RawResponse {
   readonly status: number;
+  /** The status line and the headers, as sent. */
+  readonly head: string;
   /** Everything after the head, as sent (chunked or SSE framing included). */
   readonly body: string;
 }
@@ -135,5 +137,6 @@ export async function rawHttp(url: string, head: readonly string[], body = ''): 
   const all = Buffer.concat(chunks).toString();
   const status = /^HTTP\/1\.[01] (\d{3})/.exec(all)?.[1];
   if (!status) throw new Error(`no HTTP response: ${JSON.stringify(all.slice(0, 200))}`);
-  return { status: Number(status), body: all.slice(all.indexOf('\r\n\r\n') + 4) };
+  const end = all.indexOf('\r\n\r\n');
+  return { status: Number(status), head: all.slice(0, end), body: all.slice(end + 4) };
 }

@@ -173,6 +173,33 @@ describe('replicas: a session reached through any replica', () => {
     expect(still.value.stdout).toBe('alive\n');
     await callTool(alice, 'close_session', { session_id: value.session_id });
   });
+
+  it("answers a 2025-era MCP session's id on another replica 404; the session goes on on its own", async () => {
+    const headers = (id?: string) => ({
+      authorization: `Bearer ${ALICE}`,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      ...(id && { 'mcp-session-id': id }),
+    });
+    const initialize = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+    });
+    const [first, second] = replicas as [HttpServer, HttpServer];
+    const opened = await fetch(first.url, { method: 'POST', headers: headers(), body: initialize });
+    await opened.body?.cancel();
+    const id = opened.headers.get('mcp-session-id') ?? '';
+    expect(id).not.toBe('');
+    const ping = JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'ping' });
+    const elsewhere = await fetch(second.url, { method: 'POST', headers: headers(id), body: ping });
+    expect(elsewhere.status).toBe(404);
+    expect(await elsewhere.json()).toMatchObject({ error: { message: 'Session not found' } });
+    const home = await fetch(first.url, { method: 'POST', headers: headers(id), body: ping });
+    expect(home.status).toBe(200);
+    await home.body?.cancel();
+  });
 });
 
 describe('replicas: requests between them', () => {

@@ -146,8 +146,10 @@ describe('serve --http with a single token (CODEXEC_HTTP_TOKEN)', () => {
       asked.bob += 1;
       return { action: 'accept', content: { decision: 'deny' } };
     });
-    const legacy = await connectHttp(gated.url, 'alice-token-0123456789', 'legacy', () => {
-      throw new Error('a stateless 2025-era request cannot be asked');
+    const legacyForms: string[] = [];
+    const legacy = await connectHttp(gated.url, 'alice-token-0123456789', 'legacy', (params) => {
+      legacyForms.push(params.message);
+      return { action: 'accept', content: { decision: 'deny' } };
     });
     const run = (client: typeof alice, code: string) =>
       callTool<{ success: boolean; stdout: string; code: string; error: string }>(client, 'execute_code', {
@@ -166,14 +168,21 @@ describe('serve --http with a single token (CODEXEC_HTTP_TOKEN)', () => {
       const bobs = await run(bob, 'print(3)');
       expect(bobs.value.code).toBe('APPROVAL_DENIED');
       expect(asked.bob).toBe(1);
-      // 2025-era requests over HTTP are served statelessly: they cannot be asked, and say why (bash:
-      // alice trusted python runs, from any of her connections).
-      const stateless = await callTool<{ code: string; error: string }>(legacy, 'execute_code', {
+      // A 2025-era client is asked through its MCP session, and its answer holds (bash: alice
+      // trusted python runs, from any of her connections, this session's too).
+      const legacyRun = await callTool<{ code: string; error: string }>(legacy, 'execute_code', {
         language: 'bash',
         code: 'echo 4',
       });
-      expect(stateless.value.code).toBe('APPROVAL_UNAVAILABLE');
-      expect(stateless.value.error).toContain('served statelessly');
+      expect(legacyRun.value.code).toBe('APPROVAL_DENIED');
+      expect(legacyForms).toHaveLength(1);
+      expect(legacyForms[0]).toContain('echo 4');
+      const trusted = await callTool<{ stdout: string }>(legacy, 'execute_code', {
+        language: 'python',
+        code: 'print(5)',
+      });
+      expect(trusted.value.stdout).toBe('5\n');
+      expect(legacyForms).toHaveLength(1);
     } finally {
       await alice.close();
       await bob.close();

@@ -1,9 +1,8 @@
 // The MCP Apps view answering an approval over serve --http, in Chromium inside the AppBridge host
 // page. The 2026-07-28 era: a call made as a task waits in input_required, and the view's answer
 // (answer_approval, proxied by the host as a request of the same principal) decides it; another
-// principal sees none of it and cannot answer it. The 2025-11-25 era over HTTP is served
-// statelessly, so no request there can show that the client declared the extension: such a
-// client is listed no view, as any client that did not declare it.
+// principal sees none of it and cannot answer it. In the 2025-11-25 era over HTTP the client's
+// MCP session (its initialize) says it declared the extension: it is listed the views too.
 import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/client';
@@ -107,19 +106,23 @@ describe('MCP Apps over serve --http: the view answers', () => {
     }, 60_000);
   }
 
-  it('2025 era: served statelessly, an apps client is listed no view and answer_approval refuses', async () => {
+  it('2025 era: its MCP session knows the client declared the extension, so it is listed the views', async () => {
     const legacy = await connectHttp(server.url, ALICE, 'legacy', undefined, APPS);
+    const plain = await connectHttp(server.url, ALICE, 'legacy');
     try {
       const { tools } = await legacy.listTools();
-      expect(tools.length).toBeGreaterThan(10);
-      expect(JSON.stringify(tools)).not.toContain('ui://');
-      expect(tools.map((tool) => tool.name)).not.toContain('answer_approval');
-      const refused = await legacy.callTool({ name: 'answer_approval', arguments: {} });
+      expect(JSON.stringify(tools)).toContain('ui://');
+      expect(tools.map((tool) => tool.name)).toContain('answer_approval');
+      // A 2025-era client that did not declare it is listed none, and answer_approval refuses it.
+      const bare = (await plain.listTools()).tools;
+      expect(bare.length).toBeGreaterThan(10);
+      expect(JSON.stringify(bare)).not.toContain('ui://');
+      expect(bare.map((tool) => tool.name)).not.toContain('answer_approval');
+      const refused = await plain.callTool({ name: 'answer_approval', arguments: {} });
       expect(refused).toMatchObject({ isError: true, structuredContent: { code: 'FORBIDDEN' } });
-      // The same principal's 2026-era client is shown the view.
-      expect((await aliceHost.listTools()).tools.map((tool) => tool.name)).toContain('answer_approval');
     } finally {
       await legacy.close();
+      await plain.close();
     }
   });
 

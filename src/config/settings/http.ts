@@ -106,6 +106,28 @@ export const http = {
         .default(5_000)
         .describe('serve --http: an idle connection between requests is closed after this time.'),
     ),
+    /** 2025-era MCP sessions (an `initialize` opens one): how many, and how long one may idle. */
+    maxMcpSessions: setting('CODEXEC_HTTP_MAX_MCP_SESSIONS', () =>
+      int(1, 100_000)
+        .default(512)
+        .describe(
+          'serve --http: 2025-era MCP sessions (Mcp-Session-Id) open at once, all principals together; past it an initialize gets 503.',
+        ),
+    ),
+    maxMcpSessionsPerPrincipal: setting('CODEXEC_HTTP_MAX_MCP_SESSIONS_PER_PRINCIPAL', () =>
+      int(1, 100_000)
+        .default(32)
+        .describe(
+          "serve --http: 2025-era MCP sessions one principal may have open; past it that principal's initialize gets 429.",
+        ),
+    ),
+    mcpSessionIdleMs: setting('CODEXEC_HTTP_MCP_SESSION_IDLE_MS', () =>
+      int(1000, 86_400_000)
+        .default(1_800_000)
+        .describe(
+          'serve --http: a 2025-era MCP session that has had no request (an open GET stream aside) for this long ends; its id then gets 404.',
+        ),
+    ),
     /** GET /metrics without a token. */
     metricsPublic: setting('CODEXEC_METRICS_PUBLIC', () =>
       flag()

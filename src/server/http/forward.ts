@@ -9,7 +9,7 @@ import { ReplicaAuth } from './replica-auth.js';
 import { type Replicas, SESSIONS_PATH } from './replicas.js';
 
 /** The caller's headers that carry MCP meaning (others, its token first, stay on this replica). */
-const PASSED = new Set(['accept', 'content-type', 'last-event-id']);
+const PASSED = new Set(['accept', 'content-type']);
 
 const NOT_SIGNED: Refusal = {
   status: 401,
@@ -120,11 +120,16 @@ export class Forwarder {
   }
 }
 
-/** The caller's headers that go to the other replica: MCP's own, never its token, cookies or Origin. */
+/**
+ * The caller's headers that go to the other replica: MCP's own, never its token, cookies or
+ * Origin, nor its MCP session's id (a session lives on the replica that opened it: the owner
+ * answers the one forwarded call without a session).
+ */
 export function passedHeaders(headers: IncomingHttpHeaders): Record<string, string> {
   const passed: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers)) {
-    if (typeof value === 'string' && (PASSED.has(name) || name.startsWith('mcp-'))) passed[name] = value;
+    if (name === 'mcp-session-id' || typeof value !== 'string') continue;
+    if (PASSED.has(name) || name.startsWith('mcp-')) passed[name] = value;
   }
   return passed;
 }

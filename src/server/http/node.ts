@@ -105,6 +105,9 @@ export async function sendWebResponse(res: ServerResponse, response: Response): 
     res.end();
     return;
   }
+  // A stream's head goes now: a session's GET stream may say nothing for a long while, and its
+  // client waits for the head to know the stream is open.
+  if (response.headers.get('content-type')?.startsWith('text/event-stream')) res.flushHeaders();
   const reader = response.body.getReader();
   res.once('close', () => void reader.cancel().catch(() => {}));
   try {

@@ -13,6 +13,7 @@ import type { InflightBytes } from './budget.js';
 import type { ConnectionBounds } from './connections.js';
 import type { Forwarder } from './forward.js';
 import { checkHost, checkOrigins, type Refusal, type RequestHead } from './guards.js';
+import { type McpSessions, parseForSession } from './mcp-sessions.js';
 import { answerMetrics } from './metrics.js';
 import { BodyTooLarge, BudgetSpent, dropBody, readBody, sendWebResponse, toWebRequest } from './node.js';
 import type { Tenants } from './owned.js';
@@ -29,6 +30,8 @@ export interface RouteContext {
   readonly principals: Principals | undefined;
   readonly loopback: boolean;
   readonly handler: ReturnType<typeof createMcpHandler>;
+  /** 2025-era MCP sessions: an `initialize` opens one, its Mcp-Session-Id reaches it. */
+  readonly sessions: McpSessions;
   readonly inFlight: Set<AbortController>;
   /** CODEXEC_HTTP_MAX_INFLIGHT_BYTES: request bytes each principal holds in memory until answered. */
   readonly inflightBytes: InflightBytes;
@@ -180,13 +183,19 @@ async function serveMcp(
   });
   const body = received.from === 'replica' ? received.body : await readPost(req, res, ctx, principal);
   if (body === null) return;
-  ctx.inFlight.add(controller);
+  // A session's GET stream is no exchange awaiting its answer: stopping does not wait for it.
+  if (req.method !== 'GET') ctx.inFlight.add(controller);
   try {
     const elsewhere = received.from === 'client' && body !== undefined && ctx.forwarder;
     if (elsewhere && (await elsewhere.forward(req, res, body, principal, controller.signal))) return;
     const prepared = ctx.tenants.prepare(principal); // a shared store: what it trusted elsewhere
     if (prepared) await prepared;
     const request = toWebRequest(req, body, controller.signal);
+    const parsed = parseForSession(request.headers, body);
+    if (await ctx.sessions.claims(request, parsed))
+      return await ctx.sessions.serve(request, parsed, principal, (response) =>
+        sendWebResponse(res, response),
+      );
     const authInfo = { token: '', clientId: principal, scopes: [] };
     const answer = () => ctx.handler.fetch(request, { authInfo });
     const response = ctx.listens.claims(body)

@@ -24,6 +24,7 @@ import { InflightBytes } from './budget.js';
 import { boundConnections, type ConnectionBounds } from './connections.js';
 import { Forwarder } from './forward.js';
 import { isLoopback } from './guards.js';
+import { McpSessions } from './mcp-sessions.js';
 import { metricSources } from './metrics.js';
 import { Tenants } from './owned.js';
 import { Replicas } from './replicas.js';
@@ -47,9 +48,9 @@ export interface HttpOptions {
 export type ServerAddition = (server: McpServer) => void;
 
 /**
- * Serve MCP over Streamable HTTP at /mcp (both eras, the SDK's createMcpHandler), /healthz and
- * /metrics (Prometheus text), until SIGTERM/SIGINT. One set of services (engine, pool, sessions,
- * logs, metrics) for every client.
+ * Serve MCP over Streamable HTTP at /mcp (both eras: the SDK's createMcpHandler, and 2025-era MCP
+ * sessions), /healthz and /metrics (Prometheus text), until SIGTERM/SIGINT. One set of services
+ * (engine, pool, sessions, logs, metrics) for every client.
  */
 export async function serveHttp(
   config: Config,
@@ -63,23 +64,30 @@ export async function serveHttp(
   const principals = options.noAuth ? undefined : loadPrincipals(config);
   const metrics = await loadMetrics();
   const services = await startServices(config, metrics);
-  // One McpServer per HTTP request (the SDK's model: 2026 requests are self-contained, 2025 traffic
-  // is served statelessly), all over the one set of services.
   // A postgres store: one of several replicas, sessions found (and reached) through any of them.
   const replicas = services.store && new Replicas(services.store, services.approvalKey);
   const tenants = new Tenants(services.sessions, replicas, services.store && new SharedTrust(services.store));
   const forwarder = replicas && new Forwarder(replicas, tenants);
-  const handler = createMcpHandler(
-    (ctx) => {
-      const server = createServer(tenants.servicesFor(services, ctx.authInfo?.clientId ?? 'local'));
-      addition?.(server);
-      return server;
-    },
-    {
-      maxRequestBodySize: config.http.maxBodyBytes,
-      onerror: (error) => log('debug', `http: ${error.message}`),
-    },
-  );
+  // Every McpServer serves one principal, over the one set of services.
+  const serverFor = (principal: string) => {
+    const server = createServer(tenants.servicesFor(services, principal));
+    addition?.(server);
+    return server;
+  };
+  // A 2025-era `initialize` opens an MCP session: its server instance is kept for its requests.
+  const sessions = new McpSessions(serverFor, {
+    total: config.http.maxMcpSessions,
+    perPrincipal: config.http.maxMcpSessionsPerPrincipal,
+    idleMs: config.http.mcpSessionIdleMs,
+    maxBodyBytes: config.http.maxBodyBytes,
+  });
+  // Everything else, one McpServer per request: 2026-era requests are self-contained, and a
+  // 2025-era one without a session (a one-off request, a call forwarded by another replica) is
+  // answered on its own.
+  const handler = createMcpHandler((ctx) => serverFor(ctx.authInfo?.clientId ?? 'local'), {
+    maxRequestBodySize: config.http.maxBodyBytes,
+    onerror: (error) => log('debug', `http: ${error.message}`),
+  });
   const inFlight = new Set<AbortController>();
   const dashboard = lazyDashboard({ services, admins: config.http.admins });
   const { http, bounds } = createListener(config, (req, res) => route(req, res, ctx));
@@ -88,6 +96,7 @@ export async function serveHttp(
     principals,
     loopback,
     handler,
+    sessions,
     inFlight,
     inflightBytes: new InflightBytes(config.http.maxInflightBytes),
     metrics,
@@ -115,6 +124,7 @@ export async function serveHttp(
     await ctx.listens.close(); // after the tasks it stopped were told: their listens end with them
     // Let the stopped runs' answers reach their clients before connections are cut.
     await drained(inFlight, config.killGraceMs + 1000);
+    await sessions.close(); // their GET streams end, their server instances close
     await handler.close().catch(() => {});
     await sharedApprovals?.stop();
     for (const controller of inFlight) controller.abort();

@@ -6,8 +6,8 @@
 // - the scenarios that call the suite's fixtures by name (`test_*` tools, `test://` resources,
 //   prompts, completion, resources/subscribe) run against test/conformance/fixture-server.mjs: the
 //   same serveHttp (config, listener, Host/Origin guards, --no-auth principal, createMcpHandler,
-//   every codexec tool) with those fixtures added to each server instance. The shipped server has
-//   none of them, and a test here checks that.
+//   2025-era MCP sessions, every codexec tool) with those fixtures added to each server instance.
+//   The shipped server has none of them, and a test here checks that.
 // The suite needs Node >= 22: the npm package `node` brings one, installed under
 // test/conformance/node_modules so that it never shadows the project's own node on npm scripts'
 // PATH.
@@ -59,28 +59,25 @@ const FIXTURE_SCENARIOS = [
   'prompts-get-with-args',
   'prompts-get-embedded-resource',
   'prompts-get-with-image',
+  // Each a 2025-era MCP session: the server asks the client during a call, or serves several
+  // streams of one session at once.
+  'tools-call-sampling',
+  'tools-call-elicitation',
+  'elicitation-sep1034-defaults',
+  'elicitation-sep1330-enums',
+  'server-sse-multiple-streams',
 ];
 
 /**
- * Not run, each for a reason of codexec's design, not a missing fixture. The suite's client
- * speaks the 2025 era only, which serve --http answers statelessly (a server instance per
- * request, no MCP session id: any replica can answer any request). So a later request's instance
- * never saw the client's capabilities from `initialize`, and the client's reply to a request the
- * server sends during a call would reach another instance than the one waiting for it. The
- * fixture server has the sampling and elicitation tools, so running those scenarios against it by
- * hand shows exactly that.
+ * Not run, for a reason of codexec's design, not a missing fixture: it resumes a POST stream the
+ * server closed mid-call (SEP-1699), which needs an event store, and codexec keeps none (an
+ * answer whose stream is gone is never delivered: its call is cancelled instead). Nor would the
+ * SDK transport write the priming event or retry field it checks for the MCP-Protocol-Version
+ * 2025-03-26 its request sends, so it could only warn.
  */
 const LEFT_OUT: Record<string, string> = {
-  'tools-call-sampling':
-    'sampling/createMessage during a call: the reply is POSTed to a new instance; the call waits until it times out',
-  'tools-call-elicitation':
-    'elicitation/create during a call: the instance does not know the client declared elicitation (nor would get the reply)',
-  'elicitation-sep1034-defaults': 'elicitation during a call, as tools-call-elicitation',
-  'elicitation-sep1330-enums': 'elicitation during a call, as tools-call-elicitation',
-  'server-sse-multiple-streams': 'needs an MCP session id; without one it only warns and checks nothing',
   'server-sse-polling':
-    'needs a session to resume a stream; and the SDK transport writes no priming event or retry field for the ' +
-    'MCP-Protocol-Version 2025-03-26 its request sends, so it can only warn',
+    'resumes a stream with Last-Event-ID: no event store, and no priming event for 2025-03-26',
 };
 
 interface Check {

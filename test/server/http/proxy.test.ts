@@ -130,7 +130,7 @@ describe('proxy', () => {
     await expect.poll(() => outcomes).toEqual(['answered']);
   });
 
-  it("passes MCP's headers along, never the token, cookies, Origin or replica claims", () => {
+  it("passes MCP's headers along, never the token, cookies, Origin, replica claims or the MCP session", () => {
     const passed = passedHeaders({
       accept: 'application/json, text/event-stream',
       'content-type': 'application/json',
@@ -147,8 +147,6 @@ describe('proxy', () => {
       accept: 'application/json, text/event-stream',
       'content-type': 'application/json',
       'mcp-protocol-version': '2026-07-28',
-      'mcp-session-id': 'abc',
-      'last-event-id': '7',
     });
   });
 });
