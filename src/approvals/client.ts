@@ -6,6 +6,7 @@ import {
   inputRequired,
   inputResponse,
   type McpServer,
+  type RequestId,
   type ServerContext,
 } from '@modelcontextprotocol/server';
 import type { TaskRun } from '../tasks/index.js';
@@ -60,13 +61,16 @@ export class ApprovalAsker {
    * `ticketKey` is the server process's (Services): over HTTP every request gets a server of its
    * own, and the retry that carries the answer must verify a ticket another one minted.
    * `currentTask`: the task the caller runs in, if any (the server's tasks keep it), which a
-   * 2026-era question is asked through.
+   * 2026-era question is asked through. `onCallStream`: how a 2025-era call's form goes on the
+   * call's own stream (HTTP), so a client without the session's GET stream is asked too.
    */
   constructor(
     private readonly server: McpServer,
     private readonly timeoutMs: number,
     ticketKey: Uint8Array,
     readonly currentTask: () => TaskRun | undefined,
+    /** The options that send a request on the call's own stream while the call is open. */
+    private readonly onCallStream: (ctx: ServerContext) => { relatedRequestId?: RequestId },
     private readonly spent: SpentTickets,
     /**
      * The client's MCP Apps view, when it declared the extension: it may answer what the client
@@ -203,6 +207,8 @@ export class ApprovalAsker {
   private async askNow(ctx: ServerContext, question: Question, withdraw: AbortSignal): Promise<Reply> {
     try {
       const result = await ctx.mcpReq.elicitInput(paramsOf(question), {
+        // On the call's own stream (HTTP): a client need not open the session's GET stream.
+        ...this.onCallStream(ctx),
         timeout: this.timeoutMs,
         signal: AbortSignal.any([ctx.mcpReq.signal, withdraw]),
       });

@@ -2,6 +2,7 @@
 export { type Channel, openChannel, SOCKET_NAME } from './channel.js';
 export { CODE_MODE_DIR, CODE_MODE_FILES, channelEnv, codeModeArgv, NODE_IMPORT } from './helpers.js';
 export {
+  type AskModel,
   createSampler,
   type Sampler,
   type SamplingLimits,

@@ -1,4 +1,4 @@
-import type { ServerContext } from '@modelcontextprotocol/server';
+import type { CreateMessageRequestParams } from '@modelcontextprotocol/server';
 import { BridgeError } from '../bridge/index.js';
 import type { SecretsFilter } from '../policy/index.js';
 
@@ -28,6 +28,12 @@ export interface SamplingUse {
   tokens: number;
 }
 
+/**
+ * Sends one sampling/createMessage to the client and gives its result (the server layer knows how,
+ * and on which stream); only its content is read.
+ */
+export type AskModel = (params: CreateMessageRequestParams) => Promise<{ readonly content: unknown }>;
+
 /** Each request asks for at most this many tokens unless the code says otherwise. */
 const DEFAULT_MAX_TOKENS = 1000;
 
@@ -37,7 +43,7 @@ const DEFAULT_MAX_TOKENS = 1000;
  * the maxTokens each request asks for; `used` carries a session's use from send to send.
  */
 export function createSampler(
-  ctx: ServerContext,
+  ask: AskModel,
   limits: SamplingLimits,
   secrets: SecretsFilter | undefined,
   unavailable: string | undefined,
@@ -60,21 +66,16 @@ export function createSampler(
       }
       used.rounds += 1;
       used.tokens += maxTokens;
-      const result = await ctx.mcpReq
-        .requestSampling(
-          {
-            messages: request.messages.map((message) => ({
-              role: message.role,
-              content: { type: 'text' as const, text: clean(message.content) },
-            })),
-            ...(request.systemPrompt !== undefined && { systemPrompt: clean(request.systemPrompt) }),
-            maxTokens,
-          },
-          { signal: ctx.mcpReq.signal },
-        )
-        .catch((error: Error) => {
-          throw new BridgeError('SAMPLING_FAILED', `the client's model did not answer: ${error.message}`);
-        });
+      const result = await ask({
+        messages: request.messages.map((message) => ({
+          role: message.role,
+          content: { type: 'text' as const, text: clean(message.content) },
+        })),
+        ...(request.systemPrompt !== undefined && { systemPrompt: clean(request.systemPrompt) }),
+        maxTokens,
+      }).catch((error: Error) => {
+        throw new BridgeError('SAMPLING_FAILED', `the client's model did not answer: ${error.message}`);
+      });
       const content = Array.isArray(result.content) ? result.content : [result.content];
       const text = content
         .map((block) =>

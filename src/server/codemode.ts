@@ -2,7 +2,8 @@ import type { McpServer, ServerContext } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { isModernRequest, SESSIONLESS } from '../approvals/index.js';
 import type { BridgeRun } from '../bridge/index.js';
-import { createSampler, type Sampler } from '../codemode/index.js';
+import { type AskModel, createSampler, type Sampler } from '../codemode/index.js';
+import { onCallStream } from './call-stream.js';
 import type { Services } from './services.js';
 
 /** The code-mode inputs of a tool that runs code: which other MCP servers' tools its code may call. */
@@ -68,7 +69,8 @@ export function codeModeFor(
   const bridge = services.bridge.openRun({ allowedTools: args.allowed_tools ?? [], explicit, signal });
   if (!args.enable_sampling) return { bridge };
   const limits = { rounds: args.max_sampling_rounds, tokens: args.max_sampling_tokens };
-  return { bridge, sampler: createSampler(ctx, limits, services.secrets, samplingUnavailable(server, ctx)) };
+  const sampler = createSampler(askModel(ctx), limits, services.secrets, samplingUnavailable(server, ctx));
+  return { bridge, sampler };
 }
 
 /** Whether a run in `language` gets discovery without asking: downstream servers are configured. */
@@ -86,7 +88,7 @@ export function sessionSampler(
   const sampling = services.sessions.samplingOf(sessionId);
   if (!sampling) return undefined;
   return createSampler(
-    ctx,
+    askModel(ctx),
     sampling.limits,
     services.secrets,
     samplingUnavailable(server, ctx),
@@ -103,6 +105,11 @@ export function codeModePowers(
     ...(args.enable_sampling ? ["ask the client's model (llm.ask / llm.think)"] : []),
   ];
   return powers.length > 0 ? powers.join('; ') : undefined;
+}
+
+/** The client's model, asked on the call's stream while the call is open (call-stream.ts). */
+function askModel(ctx: ServerContext): AskModel {
+  return (params) => ctx.mcpReq.requestSampling(params, { signal: ctx.mcpReq.signal, ...onCallStream(ctx) });
 }
 
 /** Why the client's model cannot be asked during this call, or undefined when it can. */

@@ -12,6 +12,7 @@ import { InvalidInputError } from '../errors/index.js';
 import type { Tasks } from '../tasks/index.js';
 import { asPrincipal } from '../util/index.js';
 import { advertisedAnnotations, advertisedInput, advertisedOutput } from './advertised.js';
+import { whileOpen } from './call-stream.js';
 import { inCall } from './client-log.js';
 import { principalOf } from './connection.js';
 import { errorResult, okResult } from './results.js';
@@ -102,8 +103,10 @@ export function defineTool<I extends z.ZodObject, O extends z.ZodObject>(
       const scope =
         tool.tasks && era ? { tasks: tool.tasks, tool: tool.name, era, settle, notify } : undefined;
       try {
-        const value = await inCall(server, ctx, () =>
-          asPrincipal(principalOf(ctx), () => (scope ? inTaskScope(scope, handle) : handle())),
+        const value = await whileOpen(ctx, () =>
+          inCall(server, ctx, () =>
+            asPrincipal(principalOf(ctx), () => (scope ? inTaskScope(scope, handle) : handle())),
+          ),
         );
         return settle({ value });
       } catch (error) {

@@ -3,6 +3,7 @@ import { ApprovalAsker } from '../approvals/index.js';
 import type { Config } from '../config/index.js';
 import { PACKAGE_VERSION } from '../util/index.js';
 import { linkViews, registerViews, showsApps } from './apps.js';
+import { onCallStream } from './call-stream.js';
 import { serveLogs } from './client-log.js';
 import { markStdio } from './connection.js';
 import { selectTools } from './define-tool.js';
@@ -110,6 +111,7 @@ export function createServer(services: Services, { stdio = false } = {}): McpSer
       config.gate.approvalTimeoutMs,
       services.approvalKey,
       currentTaskRun,
+      onCallStream,
       services.spentTickets,
       { board: services.viewApprovals, shows: (ctx) => showsApps(server, ctx) },
     ),

@@ -151,6 +151,7 @@ function answerer(
       const answer = (value: unknown) => tasks.update(record.taskId, principal, { [key]: value });
       ctx.mcpReq
         .elicitInput({ ...params, _meta: related } as never, {
+          relatedRequestId: ctx.mcpReq.id, // on tasks/result's own stream (HTTP)
           signal: ctx.mcpReq.signal,
           timeout: timeoutMs,
         })
