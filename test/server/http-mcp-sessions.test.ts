@@ -1,7 +1,8 @@
 // 2025-era MCP sessions over `serve --http`: an initialize opens one (Mcp-Session-Id), bound to its
 // principal; approvals by elicitation and code mode's sampling reach the client through it; GET
-// opens its stream, DELETE ends it; caps and idle expiry bound them; 2026-era requests are as they
-// were. The real server, the SDK's client, and raw fetch for what a client library hides.
+// opens its stream, DELETE ends it; caps and idle expiry bound them; batches are refused; 2026-era
+// requests are as they were. The real server, the SDK's client, and raw fetch for what a client
+// library hides.
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
@@ -150,6 +151,34 @@ describe('2025-era MCP sessions over HTTP', () => {
     expect((await fetch(server.url, { method: 'DELETE', headers: headers(ALICE, session) })).status).toBe(
       404,
     );
+  });
+
+  it('refuses a JSON-RPC batch in a session and without one as stdio does: -32600 for each request', async () => {
+    const { id } = await initialize(server.url, ALICE);
+    const list = { jsonrpc: '2.0', id: 'list', method: 'tools/list' };
+    const notification = { jsonrpc: '2.0', method: 'notifications/initialized' };
+    const batch = JSON.stringify([JSON.parse(PING), list, notification]);
+    for (const session of [{ 'mcp-session-id': id ?? '' }, {}] as Record<string, string>[]) {
+      const response = await fetch(server.url, {
+        method: 'POST',
+        headers: headers(ALICE, session),
+        body: batch,
+      });
+      expect(response.status).toBe(400);
+      // Nothing in it ran: the ping and tools/list are answered with the refusal alone.
+      const answers = (await response.json()) as Array<{
+        id: unknown;
+        error: { code: number; message: string };
+      }>;
+      expect(answers.map((answer) => [answer.id, answer.error.code])).toEqual([
+        [2, -32600],
+        ['list', -32600],
+      ]);
+      expect(answers[0]?.error.message).toContain('batches are not supported');
+    }
+    const empty = await fetch(server.url, { method: 'POST', headers: headers(ALICE), body: '[]' });
+    expect(await empty.json()).toMatchObject({ id: null, error: { code: -32600 } });
+    expect((await ping(server.url, ALICE, id ?? '')).status).toBe(200); // the session goes on
   });
 
   it('leaves 2026-era requests as they were: no session id, GET and DELETE without one answer 405', async () => {

@@ -97,7 +97,7 @@ export class McpSessions {
         authInfo,
         ...(parsed !== undefined && { parsedBody: parsed }),
       });
-      // An initialize the transport refused (a batch, say) opened no session: nothing to keep.
+      // An initialize the transport refused (bad params, say) opened no session: nothing to keep.
       if (id === null && session.transport.sessionId === undefined) void this.end(session);
       await send(response);
     } finally {
@@ -159,17 +159,16 @@ export class McpSessions {
    * than run on for nobody. The session stays.
    */
   private cancelled(session: Session, parsed: unknown, authInfo: AuthInfo): void {
-    for (const message of Array.isArray(parsed) ? parsed : [parsed]) {
-      if (!isJSONRPCRequest(message)) continue;
-      session.transport.onmessage?.(
-        {
-          jsonrpc: '2.0',
-          method: 'notifications/cancelled',
-          params: { requestId: message.id, reason: 'the client disconnected' },
-        },
-        { authInfo },
-      );
-    }
+    // One message: a batch never gets here (route.ts refuses it).
+    if (!isJSONRPCRequest(parsed)) return;
+    session.transport.onmessage?.(
+      {
+        jsonrpc: '2.0',
+        method: 'notifications/cancelled',
+        params: { requestId: parsed.id, reason: 'the client disconnected' },
+      },
+      { authInfo },
+    );
   }
 
   private sweep(): void {

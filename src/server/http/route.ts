@@ -9,6 +9,7 @@ import { asPrincipal } from '../../util/index.js';
 import type { Dashboard } from '../../web/index.js';
 import type { HttpTaskListens } from '../listen/index.js';
 import type { Principals } from './auth.js';
+import { refuseBatch } from './batch.js';
 import type { InflightBytes } from './budget.js';
 import type { ConnectionBounds } from './connections.js';
 import type { Forwarder } from './forward.js';
@@ -186,6 +187,8 @@ async function serveMcp(
   // A session's GET stream is no exchange awaiting its answer: stopping does not wait for it.
   if (req.method !== 'GET') ctx.inFlight.add(controller);
   try {
+    const batch = refuseBatch(body);
+    if (batch) return await sendWebResponse(res, batch);
     const elsewhere = received.from === 'client' && body !== undefined && ctx.forwarder;
     if (elsewhere && (await elsewhere.forward(req, res, body, principal, controller.signal))) return;
     const prepared = ctx.tenants.prepare(principal); // a shared store: what it trusted elsewhere

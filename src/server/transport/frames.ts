@@ -104,13 +104,14 @@ function classifyBatch(items: unknown[]): Verdict {
   for (const item of items) {
     if (!isPlainObject(item) || !('method' in item)) continue;
     const id = readableId(item);
-    if (id !== undefined) replies.push(errorReply(id, ProtocolErrorCode.InvalidRequest, BATCH));
+    if (id !== undefined) replies.push(errorReply(id, ProtocolErrorCode.InvalidRequest, BATCH_REFUSED));
   }
   const why = `refused a batch of ${items.length} (${replies.length} requests answered)`;
   return replies.length > 0 ? { kind: 'reply', replies, why } : { kind: 'drop', why };
 }
 
-const BATCH = 'Invalid request: JSON-RPC batches are not supported; send one message per line';
+export const BATCH_REFUSED =
+  'Invalid request: JSON-RPC batches are not supported (MCP dropped them); send each message on its own';
 
 /** Why a message with a method fails the SDK's request shape, most basic reason first. */
 function requestProblem(value: Record<string, unknown>): { code: number; message: string } {
