@@ -20,7 +20,7 @@ import { HttpTaskListens } from '../listen/index.js';
 import { createServer, VERSION } from '../server.js';
 import { closeRecords, createServices, stopWork } from '../services.js';
 import { loadPrincipals, type Principals } from './auth.js';
-import { InflightBytes } from './budget.js';
+import { InflightBytes, InflightRequests } from './budget.js';
 import { boundConnections, type ConnectionBounds } from './connections.js';
 import { Forwarder } from './forward.js';
 import { isLoopback } from './guards.js';
@@ -99,6 +99,7 @@ export async function serveHttp(
     sessions,
     inFlight,
     inflightBytes: new InflightBytes(config.http.maxInflightBytes),
+    inflightRequests: new InflightRequests(config.http.maxRequestsPerPrincipal),
     metrics,
     dashboard,
     forwarder,
