@@ -81,9 +81,8 @@ export async function serveHttp(
     idleMs: config.http.mcpSessionIdleMs,
     maxBodyBytes: config.http.maxBodyBytes,
   });
-  // Everything else, one McpServer per request: 2026-era requests are self-contained, and a
-  // 2025-era one without a session (a one-off request, a call forwarded by another replica) is
-  // answered on its own.
+  // Everything else, one McpServer per request: 2026-era requests are self-contained, and a 2025-era
+  // one without a session (a one-off request, one another replica forwards) is answered on its own.
   const handler = createMcpHandler((ctx) => serverFor(ctx.authInfo?.clientId ?? 'local'), {
     maxRequestBodySize: config.http.maxBodyBytes,
     onerror: (error) => log('debug', `http: ${error.message}`),
