@@ -10,7 +10,7 @@ import type { ApprovalAsker } from './client.js';
 import type { ApprovalQueue } from './dashboard.js';
 import { decided } from './decide.js';
 import type { PendingApprovals } from './pending.js';
-import { trustKey } from './question.js';
+import { type TrustScope, trustKey } from './question.js';
 import { ApprovalRouter } from './route.js';
 
 /** What one gate's approvals are made of (one gate per connection, or per request over HTTP). */
@@ -31,6 +31,8 @@ export interface ApprovalsOptions {
    * (serve --http: one set per principal), so trust never leaks from one client to another.
    */
   readonly trusted: Set<string>;
+  /** Where `trusted` holds, as the forms tell the person approving. */
+  readonly trustScope: TrustScope;
 }
 
 /** Why a run asks: the policy's reason, and the rule that asked (null: every run asks). */
@@ -71,12 +73,14 @@ export class Approvals {
   private readonly router: ApprovalRouter;
   private readonly sink: AuditSink;
   private readonly trusted: Set<string>;
+  private readonly trustScope: TrustScope;
 
   constructor(options: ApprovalsOptions) {
     this.asker = options.asker;
     this.router = new ApprovalRouter(options.approver, options.dashboard, options.pending, options.metrics);
     this.sink = options.audit;
     this.trusted = options.trusted;
+    this.trustScope = options.trustScope;
   }
 
   /** Write the audit entry of `attempt` (never throws: a broken sink is loud on stderr). */
@@ -100,7 +104,8 @@ export class Approvals {
           'owner can set CODEXEC_APPROVAL=auto, or use a client that supports elicitation',
       );
     }
-    const question = { kind: 'run', form: { ...attempt, reason: asked.reason } } as const;
+    const form = { ...attempt, reason: asked.reason, trustScope: this.trustScope };
+    const question = { kind: 'run', form } as const;
     const principal = currentPrincipal();
     const held = await this.hold(attempt, refused);
     const answer = async (signal: AbortSignal): Promise<Answered> => {
@@ -133,7 +138,7 @@ export class Approvals {
 
   /**
    * What asks, while the code runs, about a host off the egress allowlist (each host once per
-   * run; "trust" allows it on this connection, or in this session, from then on). Asked as any
+   * run; "trust" allows it where trust holds, or in this session, from then on). Asked as any
    * question is: of the client where it can be asked mid-run (a 2025-era call's elicitation, a
    * 2026-era task's input request; a 2026-era plain call cannot pause), of the dashboard's
    * approvers under dashboard or both. Undefined where nobody can be asked: the host is refused
@@ -151,7 +156,8 @@ export class Approvals {
       if (this.trusted.has(key)) return Promise.resolve(true);
       let answer = asked.get(key);
       if (!answer) {
-        const question = { kind: 'host', form: { tool, sessionId, host, port } } as const;
+        const form = { tool, sessionId, host, port, trustScope: this.trustScope };
+        const question = { kind: 'host', form } as const;
         const withdraw = signal ? AbortSignal.any([call, signal]) : call;
         answer = this.router.ask(principal, question, client, withdraw).then((routed) => {
           // A host is never asked by retry (the channel says so): pending is no answer.

@@ -5,6 +5,13 @@ import { z } from 'zod';
 export const DECISIONS = ['approve', 'deny', 'approve_trust_session'] as const;
 export type Decision = (typeof DECISIONS)[number];
 
+/**
+ * Where trust given outside a session holds, as the form says it: `connection`, the one client of
+ * a stdio server; `principal`, serve --http's, every request of that principal on any connection
+ * (and any replica) until the server stops.
+ */
+export type TrustScope = 'connection' | 'principal';
+
 /** What the person approving sees. */
 export interface ApprovalForm {
   readonly tool: string;
@@ -17,6 +24,7 @@ export interface ApprovalForm {
   readonly place?: string | undefined;
   /** Why this run asks (every run asks, or the rule that asked). */
   readonly reason: string;
+  readonly trustScope: TrustScope;
 }
 
 export type Answer =
@@ -42,7 +50,7 @@ const SESSION_WIDE: ReadonlySet<string> = new Set([
 /**
  * What `approve_trust_session` trusts from then on: a session (for the tools SESSION_WIDE names),
  * another tool in a session (start_process, write_file: that tool there alone), or a one-shot
- * tool with its language on this connection, in the place the form showed (trust given for a new
+ * tool with its language where the trust holds (TrustScope), in the place the form showed (trust given for a new
  * workspace is none for a host directory).
  */
 export function trustKey(form: Pick<ApprovalForm, 'tool' | 'language' | 'sessionId' | 'place'>): string {
@@ -53,10 +61,17 @@ export function trustKey(form: Pick<ApprovalForm, 'tool' | 'language' | 'session
 /** The same, as the form tells the person approving. */
 export function trustShown(form: ApprovalForm): string {
   if (!form.sessionId)
-    return `trust ${form.tool} with ${form.language}${form.place ? ` in ${form.place}` : ''} on this connection from now on`;
+    return `trust ${form.tool} with ${form.language}${form.place ? ` in ${form.place}` : ''} ${scopeShown(form.trustScope)}`;
   return SESSION_WIDE.has(form.tool)
     ? `trust session ${form.sessionId} from now on`
     : `trust ${form.tool} in session ${form.sessionId} from now on`;
+}
+
+/** Where trust outside a session holds, in the form's words. */
+function scopeShown(scope: TrustScope): string {
+  return scope === 'principal'
+    ? 'for this principal, on every connection, from now on until the server stops'
+    : 'on this connection from now on';
 }
 
 const MAX_SHOWN_CHARS = 8000;
@@ -73,13 +88,14 @@ export interface HostForm {
   readonly sessionId: string | null;
   readonly host: string;
   readonly port: number;
+  readonly trustScope: TrustScope;
 }
 
 function hostFormParams(form: HostForm): ElicitRequestFormParams {
   const target = `${form.host}:${form.port}`;
   const trust = form.sessionId
     ? `allow ${target} in session ${form.sessionId} from now on`
-    : `allow ${target} on this connection from now on`;
+    : `allow ${target} ${scopeShown(form.trustScope)}`;
   return {
     mode: 'form',
     message:

@@ -38,7 +38,7 @@ export class Gatekeeper {
   constructor(
     private readonly services: Services,
     asker: ApprovalAsker,
-    trusted = new Set<string>(),
+    trusted?: Set<string>,
   ) {
     const { gate } = services.config;
     this.policy = {
@@ -54,7 +54,9 @@ export class Gatekeeper {
       pending: services.pendingApprovals,
       metrics: services.metrics,
       audit: services.audit,
-      trusted,
+      trusted: trusted ?? new Set<string>(),
+      // A set handed in is the principal's, shared by all its requests (serve --http).
+      trustScope: trusted ? 'principal' : 'connection',
     });
   }
 

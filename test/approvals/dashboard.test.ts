@@ -6,7 +6,14 @@ import { type ApprovalEvent, ApprovalQueue } from '../../src/approvals/index.js'
 const form = (code: string) =>
   ({
     kind: 'run',
-    form: { tool: 'execute_code', language: 'python', sessionId: null, code, reason: 'ask' },
+    form: {
+      tool: 'execute_code',
+      language: 'python',
+      sessionId: null,
+      code,
+      reason: 'ask',
+      trustScope: 'principal',
+    },
   }) as const;
 
 describe('ApprovalQueue', () => {
@@ -54,7 +61,13 @@ describe('ApprovalQueue', () => {
   it('shows a host question as its target', () => {
     const queue = new ApprovalQueue(10_000, []);
     const call = new AbortController();
-    const host = { tool: 'execute_code', sessionId: 's1', host: 'example.com', port: 443 };
+    const host = {
+      tool: 'execute_code',
+      sessionId: 's1',
+      host: 'example.com',
+      port: 443,
+      trustScope: 'principal' as const,
+    };
     void queue.ask('alice', { kind: 'host', form: host }, call.signal);
     expect(queue.list('alice')[0]).toMatchObject({
       kind: 'host',

@@ -40,6 +40,7 @@ function setup(options: { approver?: 'client' | 'dashboard'; perPrincipal?: numb
     metrics: NO_METRICS,
     audit: { record: async (entry) => void entries.push(entry) },
     trusted,
+    trustScope: 'principal',
   });
   /** The next card the page is shown. */
   const shown = () =>

@@ -8,7 +8,14 @@ import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
 const form = (code: string) =>
   ({
     kind: 'run',
-    form: { tool: 'execute_code', language: 'python', sessionId: null, code, reason: 'ask' },
+    form: {
+      tool: 'execute_code',
+      language: 'python',
+      sessionId: null,
+      code,
+      reason: 'ask',
+      trustScope: 'principal',
+    },
   }) as const;
 
 /** Who may decide in the dashboard (CODEXEC_HTTP_APPROVERS), on every replica. */

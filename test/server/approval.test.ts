@@ -153,7 +153,7 @@ describe.each(ERAS)('approval (%s era)', (era) => {
     }
   });
 
-  it('approve_trust_session on a one-shot run trusts that tool and language on this connection', async () => {
+  it('approve_trust_session on a one-shot run trusts that tool and language on this (stdio) connection', async () => {
     const { server, forms } = await gated(era, decide('approve_trust_session'));
     try {
       const run = (language: string, code: string) =>

@@ -11,6 +11,7 @@ import { type HttpServer, startHttp } from '../helpers/http.js';
 import { sleepMarker } from '../helpers/procs.js';
 import { tempDir } from '../helpers/server.js';
 import {
+  envelope,
   listenOverHttp,
   listenRequest,
   overHttp,
@@ -135,6 +136,35 @@ describe('serve --http: subscriptions/listen for tasks', () => {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     await alice('tasks/cancel', { taskId });
+  });
+
+  it('counts a listen that follows no task too (it never ends by itself)', async () => {
+    const { url } = server();
+    const noTask = (id: string) => ({
+      jsonrpc: '2.0' as const,
+      id,
+      method: 'subscriptions/listen',
+      params: { notifications: { toolsListChanged: true }, _meta: envelope(false) },
+    });
+    const open = [];
+    for (let index = 0; index < MAX_TASK_LISTENS; index++) {
+      const listen = await listenOverHttp(url, ALICE, noTask(`n${index}`));
+      await until(() => listen.messages.length > 0, `listen ${index} acknowledged`);
+      expect(listen.messages[0]).toMatchObject({ method: 'notifications/subscriptions/acknowledged' });
+      open.push(listen);
+    }
+    for (const over of [noTask('over'), listenRequest('over-tasks', [])]) {
+      const refused = await listenOverHttp(url, ALICE, over);
+      await refused.ended;
+      expect(refused.messages[0]).toMatchObject({
+        error: { code: -32603, message: /Subscription limit reached/ },
+      });
+    }
+    const bob = await listenOverHttp(url, BOB, noTask('bob'));
+    await until(() => bob.messages.length > 0, "bob's listen acknowledged");
+    expect(bob.messages[0]).toMatchObject({ method: 'notifications/subscriptions/acknowledged' });
+    bob.abort();
+    for (const listen of open) listen.abort();
   });
 });
 

@@ -138,8 +138,10 @@ describe('serve --http with a single token (CODEXEC_HTTP_TOKEN)', () => {
     const gated = await startHttp({ env: { CODEXEC_HTTP_TOKENS: tokens, CODEXEC_APPROVAL: 'ask' } });
     const asked = { alice: 0, bob: 0 };
     let answer = 'deny';
-    const alice = await connectHttp(gated.url, 'alice-token-0123456789', 'modern', () => {
+    const schemas: string[] = [];
+    const alice = await connectHttp(gated.url, 'alice-token-0123456789', 'modern', (params) => {
       asked.alice += 1;
+      schemas.push(JSON.stringify(params.requestedSchema));
       return { action: 'accept', content: { decision: answer } };
     });
     const bob = await connectHttp(gated.url, 'bob-token-0123456789ab', 'modern', () => {
@@ -162,6 +164,11 @@ describe('serve --http with a single token (CODEXEC_HTTP_TOKEN)', () => {
       answer = 'approve_trust_session';
       expect((await run(alice, 'print(1)')).value.stdout).toBe('1\n');
       expect(asked.alice).toBe(2);
+      // The form says so: the principal's trust, on every connection, until the server stops.
+      expect(schemas[1]).toContain(
+        'for this principal, on every connection, from now on until the server stops',
+      );
+      expect(schemas[1]).not.toContain('on this connection');
       // Each request is served by a server of its own: the trust is the principal's.
       expect((await run(alice, 'print(2)')).value.stdout).toBe('2\n');
       expect(asked.alice).toBe(2);

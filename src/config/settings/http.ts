@@ -39,6 +39,21 @@ const maxInflightBytes = setting('CODEXEC_HTTP_MAX_INFLIGHT_BYTES', () =>
     ),
 );
 
+const maxConnections = setting('CODEXEC_HTTP_MAX_CONNECTIONS', () =>
+  int(1, 100_000)
+    .default(256)
+    .describe(
+      'serve --http: connections open at once; past it a newcomer replaces a connection that has made no authenticated request (an idle one first), else gets 503.',
+    ),
+);
+const maxRequestsPerPrincipal = setting('CODEXEC_HTTP_MAX_REQUESTS_PER_PRINCIPAL', () =>
+  int(1, 100_000)
+    .optional()
+    .describe(
+      'serve --http: requests one principal may have in flight at once (calls, listens, GET streams, long polls); past it 429. Default a quarter of CODEXEC_HTTP_MAX_CONNECTIONS, at least 1.',
+    ),
+);
+
 export const http = {
   http: {
     token: setting('CODEXEC_HTTP_TOKEN', () =>
@@ -74,12 +89,14 @@ export const http = {
       ([inflight, body, message]) => inflight ?? 2 * (body ?? message),
     ),
     /** Connections open at once, and how long a request head, a whole request and an idle connection may take. */
-    maxConnections: setting('CODEXEC_HTTP_MAX_CONNECTIONS', () =>
-      int(1, 100_000)
-        .default(256)
-        .describe(
-          'serve --http: connections open at once; past it a newcomer replaces a connection that has made no authenticated request (an idle one first), else gets 503.',
-        ),
+    maxConnections,
+    /**
+     * Requests one principal has in flight at once: with a quarter of the connections, one token
+     * alone cannot hold them all (and with them every other principal's way in).
+     */
+    maxRequestsPerPrincipal: from(
+      [maxRequestsPerPrincipal, maxConnections],
+      ([requests, connections]) => requests ?? Math.max(1, Math.floor(connections / 4)),
     ),
     /** Connections not yet authenticated, per client address. */
     maxConnectionsPerAddress: setting('CODEXEC_HTTP_MAX_CONNECTIONS_PER_ADDRESS', () =>

@@ -33,8 +33,11 @@ const SETTING: Record<Full, string> = {
  * not made an authenticated request. Anyone can open a connection and keep it busy with /healthz,
  * so only a connection that showed a token (or a replica's signature) holds its place: a newcomer
  * past a bound takes the place of the oldest connection that has not, an idle one first (one of
- * its own address's for the address bound). When every connection in its way has, the newcomer
- * is answered 503 and closed at once.
+ * its own address's for the address bound). When every connection in its way has, the newcomer is
+ * answered 503 and closed at once. A connection that loses its place while idle is answered the
+ * same 503: a new connection's request may be on its way unread (a burst of a token holder's
+ * connections arrives before any of them is read), and its client reads why instead of a reset.
+ * One put out while answering is closed.
  */
 export function boundConnections(server: Server, limits: ConnectionLimits): ConnectionBounds {
   const open = new OpenConnections();
@@ -45,33 +48,46 @@ export function boundConnections(server: Server, limits: ConnectionLimits): Conn
   };
   server.on('connection', (socket: Socket) => {
     const address = addressKey(socket.remoteAddress);
-    const full = makeRoom(open, address, limits);
+    const full = makeRoom(open, address, limits, (victim, bound) => {
+      if (open.busy(victim)) return open.close(victim);
+      open.forget(victim);
+      refuse(victim, bound);
+    });
     if (full === undefined) return open.add(socket, address);
-    refused.add(socket);
     if (Date.now() - warned[full] >= WARN_EVERY_MS) {
       warned[full] = Date.now();
       log('warn', refusalLine(full, address, limits));
     }
+    refuse(socket, full);
+  });
+  /** Answer 503 on `socket` and close it; what it asks is never served. */
+  const refuse = (socket: Socket, full: Full) => {
+    refused.add(socket);
     // end(), not destroy(): closing with the client's request unread would reset the
     // connection, and the 503 with it.
     socket.end(tooMany(full));
     setTimeout(() => socket.destroy(), REFUSED_GRACE_MS).unref();
-  });
-  server.on('request', (req: IncomingMessage, res: ServerResponse) => open.busy(req.socket, res));
+  };
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => open.answering(req.socket, res));
   return { refused: (socket) => refused.has(socket), trust: (socket) => open.trust(socket) };
 }
 
-/** Close what must go for one more connection from `address`; the bound in the way if nothing can. */
-function makeRoom(open: OpenConnections, address: string, limits: ConnectionLimits): Full | undefined {
+/** Put out what must go for one more connection from `address`; the bound in the way if nothing can. */
+function makeRoom(
+  open: OpenConnections,
+  address: string,
+  limits: ConnectionLimits,
+  putOut: (victim: Socket, bound: Full) => void,
+): Full | undefined {
   if (open.anonymousFrom(address) >= limits.perAddress) {
     const victim = open.oldestAnonymous(address, true);
     if (!victim) return 'address';
-    open.close(victim);
+    putOut(victim, 'address');
   }
   if (open.size >= limits.max) {
     const victim = open.oldestAnonymous(undefined, true) ?? open.oldestAnonymous(undefined, false);
     if (!victim) return 'server';
-    open.close(victim);
+    putOut(victim, 'server');
   }
   return undefined;
 }
@@ -103,12 +119,21 @@ class OpenConnections {
     socket.destroy();
   }
 
+  /** No longer counted (it is being closed). */
+  forget(socket: Socket): void {
+    this.remove(socket);
+  }
+
   trust(socket: Socket): void {
     if (!this.anonymous.delete(socket)) return;
     this.leaveAddress(socket);
   }
 
-  busy(socket: Socket, res: ServerResponse): void {
+  busy(socket: Socket): boolean {
+    return this.inFlight.has(socket);
+  }
+
+  answering(socket: Socket, res: ServerResponse): void {
     if (!this.all.has(socket)) return; // refused: answered 503 already
     this.inFlight.set(socket, (this.inFlight.get(socket) ?? 0) + 1);
     res.once('close', () => {

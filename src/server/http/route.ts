@@ -10,7 +10,7 @@ import type { Dashboard } from '../../web/index.js';
 import type { HttpTaskListens } from '../listen/index.js';
 import type { Principals } from './auth.js';
 import { refuseBatch } from './batch.js';
-import type { InflightBytes } from './budget.js';
+import type { InflightBytes, InflightRequests } from './budget.js';
 import type { ConnectionBounds } from './connections.js';
 import type { Forwarder } from './forward.js';
 import { checkHost, checkOrigins, type Refusal, type RequestHead } from './guards.js';
@@ -36,6 +36,8 @@ export interface RouteContext {
   readonly inFlight: Set<AbortController>;
   /** CODEXEC_HTTP_MAX_INFLIGHT_BYTES: request bytes each principal holds in memory until answered. */
   readonly inflightBytes: InflightBytes;
+  /** CODEXEC_HTTP_MAX_REQUESTS_PER_PRINCIPAL: requests each principal has in flight at once. */
+  readonly inflightRequests: InflightRequests;
   readonly metrics: PrometheusMetrics;
   readonly dashboard: () => Promise<Dashboard>;
   /** A postgres store: requests to and from the other replicas. */
@@ -87,6 +89,7 @@ export async function route(req: IncomingMessage, res: ServerResponse, ctx: Rout
   const principal = ctx.principals ? ctx.principals.identify(req.headers.authorization ?? null) : 'local';
   if (principal === undefined) return refuse(res, UNAUTHORIZED);
   ctx.bounds.trust(req.socket);
+  if (!holdsPlace(res, ctx, principal)) return;
   // The principal is bound here, once: every service a request reaches reads it (util/principal).
   if (page === 'api') {
     const dashboard = await ctx.dashboard();
@@ -102,7 +105,7 @@ export async function route(req: IncomingMessage, res: ServerResponse, ctx: Rout
 function portRoute(req: IncomingMessage, res: ServerResponse, head: RequestHead, ctx: RouteContext): void {
   const socket = portAdmission(req, head, ctx);
   if ('status' in socket) refuse(res, socket);
-  else servePort(req, res, socket.path, socket.target);
+  else if (holdsPlace(res, ctx, socket.principal)) servePort(req, res, socket.path, socket.target);
 }
 
 /** The same for an upgrade (a WebSocket): refused on its raw socket. */
@@ -120,10 +123,17 @@ export function upgradeRoute(
   };
   const refusal =
     checkHost(head) ?? (isPortPath(req.url ?? '') ? undefined : { status: 404, message: 'not found' });
-  const socket = refusal ?? portAdmission(req, head, ctx);
+  const admitted = refusal ?? portAdmission(req, head, ctx);
+  // An upgraded socket is a request in flight for as long as it is open.
+  const socket =
+    'status' in admitted || ctx.inflightRequests.hold(admitted.principal, client)
+      ? admitted
+      : tooManyRequests(ctx);
   if ('status' in socket) {
     const body = JSON.stringify({ error: socket.message });
-    const extra = Object.entries(socket.headers ?? {}).map(([name, value]) => `${name}: ${value}\r\n`);
+    const extra = Object.entries(socket.headers ?? {})
+      .filter(([name]) => name !== 'connection') // closed below in any case
+      .map(([name, value]) => `${name}: ${value}\r\n`);
     client.end(
       `HTTP/1.1 ${socket.status} ${STATUS_CODES[socket.status] ?? ''}\r\ncontent-type: application/json\r\n${extra.join('')}content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
     );
@@ -137,7 +147,7 @@ function portAdmission(
   req: IncomingMessage,
   head: RequestHead,
   ctx: RouteContext,
-): { path: string; target: PortTarget } | Refusal {
+): { path: string; target: PortTarget; principal: string } | Refusal {
   const refused = checkOrigins(head, ctx.loopback, ctx.config.http.allowedOrigins);
   if (refused) return refused;
   const principal = ctx.principals ? ctx.principals.identify(req.headers.authorization ?? null) : 'local';
@@ -147,7 +157,7 @@ function portAdmission(
   const path = target && ctx.ports(principal, target.sessionId, target.port);
   if (!target || path === undefined)
     return { status: 404, message: 'no such exposed port of a session of yours (start_process expose_port)' };
-  return { path, target };
+  return { path, target, principal };
 }
 
 /**
@@ -167,7 +177,29 @@ async function replicaRoute(
   ctx.bounds.trust(req.socket);
   const { principal, body } = admission;
   if (internal) return asPrincipal(principal, () => forwarder.serveSessions(res, principal));
+  // A forwarded request is its principal's here too, where it is served.
+  if (!holdsPlace(res, ctx, principal)) return;
   return asPrincipal(principal, () => serveMcp(req, res, ctx, principal, { from: 'replica', body }));
+}
+
+/**
+ * Hold one of `principal`'s places among requests in flight until `res` closes, or answer 429:
+ * every request a principal keeps open (a call, a listen, a GET stream, a long poll) holds a
+ * connection, and one token must not hold them all.
+ */
+function holdsPlace(res: ServerResponse, ctx: RouteContext, principal: string): boolean {
+  if (res.closed) return false; // its client is gone already
+  if (ctx.inflightRequests.hold(principal, res)) return true;
+  refuse(res, tooManyRequests(ctx));
+  return false;
+}
+
+function tooManyRequests(ctx: RouteContext): Refusal {
+  return {
+    status: 429,
+    message: `requests in flight for this principal at ${ctx.inflightRequests.max} (CODEXEC_HTTP_MAX_REQUESTS_PER_PRINCIPAL); wait for answers or end a stream, then try again`,
+    headers: { connection: 'close', 'retry-after': '1' },
+  };
 }
 
 /** An MCP exchange as `principal`; a client's call for a session on another replica goes there. */

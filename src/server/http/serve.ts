@@ -20,7 +20,7 @@ import { HttpTaskListens } from '../listen/index.js';
 import { createServer, VERSION } from '../server.js';
 import { closeRecords, createServices, stopWork } from '../services.js';
 import { loadPrincipals, type Principals } from './auth.js';
-import { InflightBytes } from './budget.js';
+import { InflightBytes, InflightRequests } from './budget.js';
 import { boundConnections, type ConnectionBounds } from './connections.js';
 import { Forwarder } from './forward.js';
 import { isLoopback } from './guards.js';
@@ -81,9 +81,8 @@ export async function serveHttp(
     idleMs: config.http.mcpSessionIdleMs,
     maxBodyBytes: config.http.maxBodyBytes,
   });
-  // Everything else, one McpServer per request: 2026-era requests are self-contained, and a
-  // 2025-era one without a session (a one-off request, a call forwarded by another replica) is
-  // answered on its own.
+  // Everything else, one McpServer per request: 2026-era requests are self-contained, and a 2025-era
+  // one without a session (a one-off request, one another replica forwards) is answered on its own.
   const handler = createMcpHandler((ctx) => serverFor(ctx.authInfo?.clientId ?? 'local'), {
     maxRequestBodySize: config.http.maxBodyBytes,
     onerror: (error) => log('debug', `http: ${error.message}`),
@@ -99,6 +98,7 @@ export async function serveHttp(
     sessions,
     inFlight,
     inflightBytes: new InflightBytes(config.http.maxInflightBytes),
+    inflightRequests: new InflightRequests(config.http.maxRequestsPerPrincipal),
     metrics,
     dashboard,
     forwarder,

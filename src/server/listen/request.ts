@@ -9,7 +9,10 @@ import { TASKS_EXTENSION } from '../tasks.js';
 
 /** How many task ids one listen may name: a longer list is refused before any is looked up. */
 export const MAX_TASK_IDS = 100;
-/** How many listens for tasks may be open at once: per stdio connection, per HTTP principal. */
+/**
+ * How many listens may be open at once: per stdio connection (listens for tasks), per HTTP
+ * principal (every listen, whatever it follows: one that follows no task never ends by itself).
+ */
 export const MAX_TASK_LISTENS = 16;
 /** Task ids are UUIDs; a longer string names no task and is not looked up. */
 const MAX_ID_CHARS = 128;
@@ -38,6 +41,17 @@ const listenMessage = z.object({
   }),
 });
 
+/** The id of a subscriptions/listen request, whatever its filter; undefined for any other message. */
+export function listenId(message: unknown): ListenId | undefined {
+  const parsed = anyListen.safeParse(message);
+  return parsed.success ? parsed.data.id : undefined;
+}
+
+const anyListen = z.object({
+  id: z.union([z.string(), z.number()]),
+  method: z.literal('subscriptions/listen'),
+});
+
 /**
  * A 2026-era subscriptions/listen whose filter names `taskIds`, read; undefined for any other
  * message (the SDK's alone, as is a listen without the envelope, which it refuses).
@@ -63,11 +77,14 @@ export function readTaskListen(message: unknown): TaskListenRequest | undefined 
   return { kind: 'listen', id, taskIds: named };
 }
 
-/** The refusal of a listen past MAX_TASK_LISTENS (the SDK's own limit has this code and words). */
-export function tooManyListens(where: string): ListenError {
+/**
+ * The refusal of a listen past MAX_TASK_LISTENS (the SDK's own limit has this code and words);
+ * `what` names the listens counted.
+ */
+export function tooManyListens(what: string, where: string): ListenError {
   return {
     code: ProtocolErrorCode.InternalError,
-    message: `Subscription limit reached: at most ${MAX_TASK_LISTENS} listens for tasks open ${where}; cancel one first`,
+    message: `Subscription limit reached: at most ${MAX_TASK_LISTENS} ${what} open ${where}; cancel one first`,
   };
 }
 

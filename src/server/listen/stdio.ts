@@ -108,7 +108,7 @@ export class TaskListenTransport implements Transport {
         code: ProtocolErrorCode.InvalidRequest,
         message: `a listen with id ${JSON.stringify(id)} is open already`,
       };
-    if (!this.counts.take(LOCAL_PRINCIPAL)) return tooManyListens('on this connection');
+    if (!this.counts.take(LOCAL_PRINCIPAL)) return tooManyListens('listens for tasks', 'on this connection');
     return undefined;
   }
 

@@ -129,15 +129,18 @@ function Card({
   );
 }
 
-/** What "trust" lets through from then on, for this card. */
+/**
+ * What "trust" lets through from then on, for this card. The dashboard is serve --http's, where
+ * trust outside a session is the principal's: every connection of it, until the server stops.
+ */
 function trustTitle(approval: Approval): string {
   if (approval.kind === 'host') {
     const target = `${approval.host}:${approval.port}`;
     return approval.session_id
       ? `Allow ${target}, and later connections to it in session ${approval.session_id} unasked`
-      : `Allow ${target}, and later connections to it from ${approval.principal}'s ${approval.tool} calls on this connection unasked`;
+      : `Allow ${target}, and later connections to it from ${approval.principal}'s ${approval.tool} calls on every connection, until the server stops, unasked`;
   }
   return approval.session_id
     ? `Run it, and every later run in session ${approval.session_id} unasked`
-    : `Run it, and later ${approval.tool} ${approval.language} runs of ${approval.principal} unasked`;
+    : `Run it, and later ${approval.tool} ${approval.language} runs of ${approval.principal} on every connection, until the server stops, unasked`;
 }

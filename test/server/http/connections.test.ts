@@ -340,6 +340,30 @@ describe('serve --http per client address', () => {
     expect(other.closed).toBe(false);
     expect(open().length).toBeLessThanOrEqual(32);
   }, 60_000);
+
+  it("answers every connection of a token holder's burst from one address: served, or 503 naming the bound, never cut unanswered", async () => {
+    const { port } = await serve({}, true);
+    // 100 new connections at once, each sending its authenticated request as soon as it is open:
+    // they arrive before the server has read any of them, so none has shown its token yet.
+    const burst = await Promise.all(
+      Array.from({ length: 100 }, async () => {
+        const socket = connect({ port, host: '127.0.0.1' });
+        sockets.push(socket);
+        let received = '';
+        socket.on('data', (chunk: Buffer) => (received += chunk));
+        socket.on('error', () => {}); // counted below as no answer
+        socket.once('connect', () => socket.write(mcpPost(PING, TOKEN)));
+        await Promise.race([once(socket, 'close'), waitFor(() => received.includes('"result":{}'), 10_000)]);
+        return received;
+      }),
+    );
+    const status = (received: string) => /^HTTP\/1\.1 (\d+)/.exec(received)?.[1] ?? 'none';
+    const served = burst.filter((received) => status(received) === '200');
+    const refused = burst.filter((received) => status(received) === '503');
+    expect(served.length + refused.length).toBe(100);
+    expect(served.length).toBeGreaterThan(0);
+    for (const received of refused) expect(received).toContain('CODEXEC_HTTP_MAX_CONNECTIONS_PER_ADDRESS');
+  }, 60_000);
 });
 
 describe('the client address a connection counts against', () => {
