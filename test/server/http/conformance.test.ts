@@ -69,7 +69,8 @@ const FIXTURE_SCENARIOS = [
 ];
 
 /**
- * Not run, for a reason of codexec's design, not a missing fixture: it resumes a POST stream the
+ * Not run, for a reason of codexec's design, not a missing fixture (and one of the two scenarios
+ * the suite itself keeps out of its default `active` suite as pending): it resumes a POST stream the
  * server closed mid-call (SEP-1699), which needs an event store, and codexec keeps none (an
  * answer whose stream is gone is never delivered: its call is cancelled instead). Nor would the
  * SDK transport write the priming event or retry field it checks for the MCP-Protocol-Version
