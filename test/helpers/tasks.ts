@@ -59,14 +59,7 @@ export function overHttp(url: string, token: string, extensions?: Record<string,
           {
             method: 'POST',
             agent: false,
-            headers: {
-              authorization: `Bearer ${token}`,
-              'content-type': 'application/json',
-              accept: 'application/json, text/event-stream',
-              'mcp-protocol-version': '2026-07-28',
-              'mcp-method': method,
-              ...(typeof name === 'string' && { 'mcp-name': name }),
-            },
+            headers: modernHeaders(token, method, typeof name === 'string' ? name : undefined),
           },
           (res) => {
             let text = '';
@@ -187,6 +180,18 @@ export interface HttpListen {
   abort(): void;
 }
 
+/** A 2026-era POST's headers: the token, the era, and the method (and tool) it names. */
+function modernHeaders(token: string, method: string, name?: string): Record<string, string> {
+  return {
+    authorization: `Bearer ${token}`,
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    'mcp-protocol-version': '2026-07-28',
+    'mcp-method': method,
+    ...(name !== undefined && { 'mcp-name': name }),
+  };
+}
+
 /** POST a listen to serve --http and read its answer as it streams (a JSON error ends it at once). */
 export function listenOverHttp(url: string, token: string, body: Message): Promise<HttpListen> {
   return new Promise((resolve, reject) => {
@@ -198,13 +203,7 @@ export function listenOverHttp(url: string, token: string, body: Message): Promi
       {
         method: 'POST',
         agent: false,
-        headers: {
-          authorization: `Bearer ${token}`,
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-          'mcp-protocol-version': '2026-07-28',
-          'mcp-method': 'subscriptions/listen',
-        },
+        headers: modernHeaders(token, 'subscriptions/listen'),
       },
       (res) => {
         const stream = (res.headers['content-type'] ?? '').includes('text/event-stream');
