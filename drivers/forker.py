@@ -142,18 +142,41 @@ def run_members(parents):
     return found
 
 
+def children_of(pid):
+    """The children of every thread of `pid`."""
+    found = []
+    for task in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/children" % (pid, task)) as listing:
+            found += [int(child) for child in listing.read().split()]
+    return found
+
+
+def kill_with_children(pid):
+    """
+    SIGKILL `pid` and the children it has, stopped first so that it makes no more meanwhile. A
+    sandbox still being built (its pid 1, the bwrap that bwrap cloned) has no --die-with-parent
+    yet: killed after its monitor, it would wait for good for what the monitor never sends. A
+    launcher's is in its run's cgroup (it joins before it execs bwrap), a zygote's is not.
+    """
+    try:
+        os.kill(pid, signal.SIGSTOP)
+        for child in children_of(pid):
+            os.kill(child, signal.SIGKILL)
+    except OSError:
+        pass  # gone meanwhile
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
 def end(jobs_by_pid, parents=(), seconds=2.0):
     """
-    The server is gone: kill every launcher left and every process of the server's run cgroups,
-    and reap them (and any orphan handed to us). Killing a launcher's bwrap is not enough: a
-    sandbox still being built (its pid 1, a bwrap of its own) has no --die-with-parent yet and
-    would go on to run the code; but it is in its run's cgroup, as is everything a run started.
+    The server is gone: kill every launcher left (with its children: kill_with_children) and every
+    process of the server's run cgroups, and reap them (and any orphan handed to us).
     """
     for pid in list(jobs_by_pid):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
+        kill_with_children(pid)
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         members = run_members(parents)

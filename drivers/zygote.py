@@ -189,14 +189,6 @@ def run_script(script):
             struct.pack_into("<q", buffer, store, result)
 
 
-def children_of(pid):
-    found = []
-    for task in os.listdir("/proc/%d/task" % pid):
-        with open("/proc/%d/task/%s/children" % (pid, task)) as listing:
-            found += [int(child) for child in listing.read().split()]
-    return found
-
-
 def bwrap_exit(status):
     """The exit code bwrap reports for its child's wait status."""
     if os.WIFSIGNALED(status):
@@ -270,7 +262,7 @@ def fork_confined(run):
 
 def fork_program(run, own_pid_ns):
     """The sandbox is complete: fork the program's process into its namespaces. Its pid."""
-    (leader,) = children_of(run.bwrap)
+    (leader,) = forker.children_of(run.bwrap)
     joined = []
     try:
         for name, flag in NAMESPACES:
@@ -334,7 +326,7 @@ class NodeTemplate:
 
     def fork(self, run):
         """Send the run's job (its sandbox is complete): the template answers with its fork's pid."""
-        (leader,) = children_of(run.bwrap)
+        (leader,) = forker.children_of(run.bwrap)
         pid_ns, joined = None, []
         try:
             for name, _ in NAMESPACES:

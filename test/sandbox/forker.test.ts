@@ -1,9 +1,11 @@
 // The forker: a small host Python that pre-forks the namespace sandboxes' launchers so the server
 // never forks its own ~100 MB on the hot path. It must really be the one starting them, and
 // neither it nor they may outlive the server, however the server ends.
+import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { Forker } from '../../src/sandbox/host/forker.js';
+import { packagePath } from '../../src/util/index.js';
 import { SANDBOX_ENV } from '../helpers/mode.js';
 import { processesUnder } from '../helpers/procs.js';
 import { makesCgroups } from '../helpers/sandbox.js';
@@ -177,5 +179,28 @@ describe.runIf(makesCgroups())('forker under load', () => {
     } finally {
       await server.close().catch(() => {});
     }
+  });
+
+  // A zygote's bwrap is outside every run cgroup, and the sandbox's pid 1 it cloned has no
+  // --die-with-parent until the sandbox is built (CI run 55: one left after a SIGKILLed server).
+  it("kills each job's children with it when the server is gone: none is left to the host's init", () => {
+    const script = `import subprocess, sys, time
+sys.path.insert(0, sys.argv[1])
+import forker
+job = subprocess.Popen([sys.executable, "-c", "import subprocess, time; print(subprocess.Popen(['sleep', '10']).pid, flush=True); time.sleep(10)"], stdout=subprocess.PIPE)
+child = int(job.stdout.readline())
+forker.end({job.pid: None}, (), seconds=0.5)
+time.sleep(0.2)
+try:
+    state = open("/proc/%d/stat" % child).read().rsplit(") ", 1)[1][0]
+except FileNotFoundError:
+    state = "gone"
+print(state)`;
+    const result = spawnSync('/usr/bin/python3', ['-c', script, packagePath('drivers')], {
+      encoding: 'utf8',
+    });
+    expect(result.status, result.stderr).toBe(0);
+    // Killed: gone, or a zombie its new parent has not reaped yet; never sleeping on.
+    expect(['gone', 'Z']).toContain(result.stdout.trim());
   });
 });
