@@ -204,7 +204,8 @@ function stamp(stats: Stats | undefined): string {
   return stats ? `${stats.ino}.${stats.size}.${stats.mode}.${stats.mtimeMs}.${stats.ctimeMs}` : '-';
 }
 
-function exists(path: string): boolean {
+/** Whether anything is at `path` (followed). */
+export function exists(path: string): boolean {
   return statSync(path, { throwIfNoEntry: false }) !== undefined;
 }
 

@@ -5,7 +5,7 @@
 import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
-import { removeStale } from './etc.js';
+import { exists, removeStale } from './etc.js';
 
 const PREFIX = 'codexec-views-';
 
@@ -100,8 +100,4 @@ function openDirs(dir: string, path: string): void {
 
 function isFile(path: string): boolean {
   return statSync(path, { throwIfNoEntry: false })?.isFile() === true;
-}
-
-function exists(path: string): boolean {
-  return statSync(path, { throwIfNoEntry: false }) !== undefined;
 }
