@@ -162,6 +162,25 @@ describe('EtcCopies', () => {
     copies.dispose();
   });
 
+  // Attack round 16: a cleaner sweeps the temporary dir and another user makes the root's name
+  // again (world-writable) with a planted copy: no sandbox may bind it, nor the server write there.
+  it('never uses a root made again by its name after a sweep: a fresh one instead', () => {
+    const { source, base } = fakeEtc();
+    const copies = new EtcCopies(source, ENTRIES, [], { base, checkMs: 60_000 });
+    const first = copies.acquire(10_000);
+    const root = join(first?.dir as string, '..');
+    rmSync(root, { recursive: true });
+    mkdirSync(first?.dir as string, { recursive: true });
+    chmodSync(root, 0o777);
+    writeFileSync(join(first?.dir as string, 'hosts'), 'planted\n');
+    const again = copies.acquire(10_001); // within the check interval: the root is checked anyway
+    expect(join(again?.dir as string, '..')).not.toBe(root);
+    expect(readFileSync(join(again?.dir as string, 'hosts'), 'utf8')).toBe('127.0.0.1 localhost\n');
+    first?.release();
+    copies.dispose();
+    expect(readdirSync(root)).toEqual([relative(root, first?.dir as string)]); // left alone
+  });
+
   it("removes the copies of servers that died without their exit handler, and no one else's", () => {
     const { source, base } = fakeEtc();
     const dead = spawnSync('true').pid;

@@ -13,7 +13,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { basename, dirname, join, relative } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DirViews } from '../../src/sandbox/namespace/views.js';
 
@@ -61,16 +61,36 @@ describe('DirViews', () => {
     const { dir, base } = fakeDrivers();
     const views = new DirViews(dir, base);
     const files = [join(dir, 'warm.py'), join(dir, 'mpl', 'backend.py')];
-    const first = views.of(files, 10_000);
-    expect(views.of([...files].reverse(), 10_100)?.source).toBe(first?.source);
-    const other = views.of([join(dir, 'warm.py'), join(dir, 'run.sh')], 10_100);
+    const first = views.of(files);
+    expect(views.of([...files].reverse())?.source).toBe(first?.source);
+    const other = views.of([join(dir, 'warm.py'), join(dir, 'run.sh')]);
     expect(other?.source).not.toBe(first?.source);
     rmSync(first?.source as string, { recursive: true });
-    expect(views.of(files, 10_500)?.source).toBe(first?.source); // not checked within a second
-    const again = views.of(files, 11_500);
+    const again = views.of(files);
+    expect(again?.source).not.toBe(first?.source);
     expect(again?.source).not.toBe(other?.source);
     expect(readFileSync(join(again?.source as string, 'warm.py'), 'utf8')).toBe('warm\n');
     views.dispose();
+  });
+
+  // Attack round 16: a cleaner sweeps the temporary dir, another user makes the root's name again
+  // (world-writable) and plants a view there: it must never be bound, nor written into.
+  it('never uses a root made again by its name after a sweep: a fresh one instead', () => {
+    const { dir, base } = fakeDrivers();
+    const views = new DirViews(dir, base);
+    const files = [join(dir, 'warm.py'), join(dir, 'mpl', 'backend.py')];
+    const first = views.of(files);
+    const root = dirname(first?.source as string);
+    rmSync(root, { recursive: true });
+    mkdirSync(join(root, basename(first?.source as string)), { recursive: true });
+    chmodSync(root, 0o777);
+    writeFileSync(join(root, basename(first?.source as string), 'warm.py'), 'planted\n');
+    const again = views.of(files);
+    expect(dirname(again?.source as string)).not.toBe(root);
+    expect(readFileSync(join(again?.source as string, 'warm.py'), 'utf8')).toBe('warm\n');
+    expect(readdirSync(root)).toEqual([basename(first?.source as string)]); // nothing written there
+    views.dispose();
+    expect(existsSync(root)).toBe(true); // nor removed: not ours
   });
 
   it('gives none for a path outside the directory, the directory itself, a directory or a missing file', () => {

@@ -26,6 +26,8 @@ export const ETC_CHECK_MS = 1000;
 /** One copy of the entries; removed once it is neither current nor used by a live sandbox. */
 interface Generation {
   readonly dir: string;
+  /** The root it was made in: one swept away is never written or removed again (see ownDir). */
+  readonly root: string;
   readonly signature: string;
   users: number;
 }
@@ -75,7 +77,7 @@ export class EtcCopies {
 
   /** The current copy, remade first if the host's entries changed; undefined if none can be made. */
   acquire(now = Date.now()): EtcLease | undefined {
-    if (now - this.checked >= (this.options.checkMs ?? ETC_CHECK_MS)) {
+    if (now - this.checked >= (this.options.checkMs ?? ETC_CHECK_MS) || !this.intact()) {
       this.checked = now;
       this.refresh();
     }
@@ -96,7 +98,7 @@ export class EtcCopies {
 
   /** Remove every copy (at the server's exit; sandboxes using one are gone or going). */
   dispose(): void {
-    if (this.root) rmSync(this.root, { recursive: true, force: true });
+    if (this.root && ownDir(this.root)) rmSync(this.root, { recursive: true, force: true });
     this.root = undefined;
     this.current = undefined;
   }
@@ -105,8 +107,8 @@ export class EtcCopies {
     const signature = this.signature();
     const current = this.current;
     // The copy lives under the temporary dir, which a cleaner may sweep: then it is made again.
-    const intact = current !== undefined && exists(current.dir);
-    if (intact && current.signature === signature) return;
+    const intact = this.intact();
+    if (intact && current?.signature === signature) return;
     const made = this.make(signature);
     // Could not copy: an intact old copy is better than none (it is retried at the next check).
     if (!made && intact) return;
@@ -114,21 +116,35 @@ export class EtcCopies {
     if (current) this.drop(current);
   }
 
+  /**
+   * Whether the current copy is still the one this process made: its root and itself directories
+   * of this user that no one else may write. A cleaner that sweeps the temporary dir frees the
+   * root's name for anyone to make again; a copy there is never bound.
+   */
+  private intact(): boolean {
+    const current = this.current;
+    return current !== undefined && current.root === this.root && ownDir(current.root) && ownDir(current.dir);
+  }
+
   private drop(generation: Generation): void {
     if (generation === this.current || generation.users > 0) return;
-    rmSync(generation.dir, { recursive: true, force: true });
+    // In a root swept away (and perhaps made again by someone else): left alone.
+    if (generation.root === this.root && ownDir(generation.root))
+      rmSync(generation.dir, { recursive: true, force: true });
   }
 
   private make(signature: string): Generation | undefined {
     try {
-      if (!this.root) {
+      // A fresh root at first, and whenever a cleaner took it: never one made again by its name.
+      if (!this.root || !ownDir(this.root)) {
         const base = this.options.base ?? tmpdir();
         removeStale(base, PREFIX);
         this.root = mkdtempSync(join(base, `${PREFIX}${process.pid}-`));
         this.hookExit();
       }
-      const dir = join(this.root, String(++this.count));
-      mkdirSync(dir, { recursive: true }); // the root too, if a cleaner took it
+      const root = this.root;
+      const dir = join(root, String(++this.count));
+      mkdirSync(dir);
       chmodSync(dir, 0o755);
       for (const name of this.entries) {
         let real: string;
@@ -149,7 +165,7 @@ export class EtcCopies {
         writeFileSync(join(dir, file.name), file.content, { mode: file.mode, flag: 'wx' });
         chmodSync(join(dir, file.name), file.mode); // whatever the umask took
       }
-      return { dir, signature, users: 0 };
+      return { dir, root, signature, users: 0 };
     } catch (error) {
       process.stderr.write(
         `codexec: could not copy ${this.source} for sandboxes: ${(error as Error).message}\n`,
@@ -204,9 +220,13 @@ function stamp(stats: Stats | undefined): string {
   return stats ? `${stats.ino}.${stats.size}.${stats.mode}.${stats.mtimeMs}.${stats.ctimeMs}` : '-';
 }
 
-/** Whether anything is at `path` (followed). */
-export function exists(path: string): boolean {
-  return statSync(path, { throwIfNoEntry: false }) !== undefined;
+/**
+ * Whether `path` is a directory (not a link) of this process's user that no other user may write:
+ * what a copy codexec binds into sandboxes must live in.
+ */
+export function ownDir(path: string): boolean {
+  const stats = lstatSync(path, { throwIfNoEntry: false });
+  return stats?.isDirectory() === true && stats.uid === process.getuid?.() && (stats.mode & 0o022) === 0;
 }
 
 /** Never copy what the sandbox's user could not read on the host (0600 files, 0700 dirs). */

@@ -5,12 +5,9 @@
 import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
-import { exists, removeStale } from './etc.js';
+import { ownDir, removeStale } from './etc.js';
 
 const PREFIX = 'codexec-views-';
-
-/** How often, at most, a view is checked to still be there (on use: a cleaner may sweep tmp). */
-const CHECK_MS = 1000;
 
 /** A copy to bind at `target` in place of binding each of the files it holds. */
 export interface View {
@@ -20,7 +17,7 @@ export interface View {
 
 interface Made {
   readonly dir: string;
-  checked: number;
+  readonly root: string;
 }
 
 export class DirViews {
@@ -38,37 +35,39 @@ export class DirViews {
    * One copy of `files` (paths under the directory, each a regular file) at their places below it;
    * undefined when one is not such a file, or no copy can be made: then each is bound as before.
    */
-  of(files: readonly string[], now = Date.now()): View | undefined {
+  of(files: readonly string[]): View | undefined {
     const key = [...new Set(files)].sort().join('\0');
     const known = this.made.get(key);
-    if (known && (now - known.checked < CHECK_MS || exists(known.dir))) {
-      known.checked = now;
+    // Still the copy this process made (a cleaner may sweep tmp, and anyone make its names again).
+    if (known && known.root === this.root && ownDir(known.root) && ownDir(known.dir))
       return { source: known.dir, target: this.dir };
-    }
-    const dir = this.make(key.split('\0'));
-    if (!dir) return undefined;
-    this.made.set(key, { dir, checked: now });
-    return { source: dir, target: this.dir };
+    const made = this.make(key.split('\0'));
+    if (!made) return undefined;
+    this.made.set(key, made);
+    return { source: made.dir, target: this.dir };
   }
 
   /** Remove every view (at the server's exit). */
   dispose(): void {
-    if (this.root) rmSync(this.root, { recursive: true, force: true });
+    if (this.root && ownDir(this.root)) rmSync(this.root, { recursive: true, force: true });
     this.root = undefined;
     this.made.clear();
   }
 
-  private make(files: readonly string[]): string | undefined {
+  private make(files: readonly string[]): Made | undefined {
     const outside = (file: string) => relative(this.dir, file).startsWith('..') || file === this.dir;
     if (files.some(outside) || !files.every(isFile)) return undefined;
     let dir: string | undefined;
     try {
-      if (!this.root) {
+      // A fresh root at first, and whenever a cleaner took it: never one made again by its name.
+      if (!this.root || !ownDir(this.root)) {
         removeStale(this.base, PREFIX);
+        if (!this.root) process.once('exit', () => this.dispose());
         this.root = mkdtempSync(join(this.base, `${PREFIX}${process.pid}-`));
-        process.once('exit', () => this.dispose());
       }
-      dir = join(this.root, String(++this.count));
+      const root = this.root;
+      dir = join(root, String(++this.count));
+      mkdirSync(dir);
       for (const file of files) {
         const path = relative(this.dir, file);
         const copy = join(dir, path);
@@ -77,9 +76,9 @@ export class DirViews {
         // Readable by the sandbox's user, as the package's own files are; never writable.
         chmodSync(copy, (statSync(file).mode & 0o555) | 0o444);
       }
-      return dir;
+      return { dir, root };
     } catch (error) {
-      if (dir) rmSync(dir, { recursive: true, force: true });
+      if (dir && ownDir(dirname(dir))) rmSync(dir, { recursive: true, force: true });
       process.stderr.write(
         `codexec: could not copy ${this.dir} files for sandboxes: ${(error as Error).message}\n`,
       );
