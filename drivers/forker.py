@@ -170,12 +170,13 @@ def kill_with_children(pid):
         pass
 
 
-def end(jobs_by_pid, parents=(), seconds=2.0):
+def end(jobs_by_pid, parents=(), seconds=2.0, others=()):
     """
-    The server is gone: kill every launcher left (with its children: kill_with_children) and every
-    process of the server's run cgroups, and reap them (and any orphan handed to us).
+    The server is gone: kill every launcher left (with its children: kill_with_children), every
+    other process of the helper's (`others`) and every process of the server's run cgroups, and
+    reap them (and any orphan handed to us).
     """
-    for pid in list(jobs_by_pid):
+    for pid in [*jobs_by_pid, *others]:
         kill_with_children(pid)
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -231,6 +232,7 @@ class Loop:
         self.children = children
         self.cgroup_parents = set()  # where the server's run cgroups are (the jobs' cgroups' parents)
         self.retiring = False  # the end of stdin is the server's wish, not its death
+        self.others = set()  # the helper's own processes beside the jobs' (a zygote's templates)
         die_with_server(self.server_gone)
         # Nothing this process inherited (beyond stdio) may reach a child, hence a sandbox.
         for name in os.listdir("/proc/self/fd"):
@@ -249,7 +251,7 @@ class Loop:
         self.selector.register(self.wake_r, selectors.EVENT_READ, "children")
 
     def server_gone(self):
-        end(self.children, self.cgroup_parents)
+        end(self.children, self.cgroup_parents, others=self.others)
         os._exit(0)
 
     def report(self, message):
@@ -275,7 +277,8 @@ class Loop:
                     chunk = os.read(key.fd, 65536)
                     if not chunk:
                         # Retired: the launchers left go. Else the server is gone: its runs too.
-                        return end(self.children, () if self.retiring else self.cgroup_parents)
+                        parents = () if self.retiring else self.cgroup_parents
+                        return end(self.children, parents, others=self.others)
                     pending += chunk
                     while b"\n" in pending:
                         line, pending = pending.split(b"\n", 1)

@@ -12,7 +12,9 @@
 #   1. It connects the run's stdio and starts bwrap (posix_spawn), which builds the run's sandbox
 #      exactly as for a cold run around a placeholder: its first output says the sandbox is
 #      complete, and it lives until its stdin closes. On x86-64 that is PLACEHOLDER, else the
-#      job's (`cat FILE -`).
+#      job's (`cat FILE -`). Where the job has a "nest" (native/nest.c), the nest builds the same
+#      sandbox instead, from a template mount namespace this process keeps per template (Templates),
+#      and its own pid 1 says so and lives as long; where a template cannot be made, bwrap does.
 #   2. It forks the program's process into the sandbox's pid namespace (setns for its children,
 #      then back). That process joins the run's cgroup and a cgroup namespace of its own there,
 #      then the sandbox's other namespaces (setns: ipc, uts, net, mnt);
@@ -196,6 +198,77 @@ def bwrap_exit(status):
     return os.WEXITSTATUS(status)
 
 
+class Templates:
+    """
+    The nest's templates (native/nest.c `template`), by command line: each a process holding the
+    mount namespace that runs' sandboxes are copied from, until its stdin ends. The few most
+    recently used are kept (a template changes only when the sandbox's shared tree does: a new
+    /etc copy, another interpreter).
+    """
+
+    KEPT = 4
+
+    def __init__(self, others):
+        self.held = {}  # command line -> (pid, its stdin, its mount namespace), oldest first
+        self.others = others  # the loop's: killed with the zygote's runs when the server goes
+        self.failed = set()  # command lines whose template could not be made: bwrap makes those
+
+    def namespace(self, argv):
+        """The template's mount namespace (a descriptor), made on first use; None if it cannot be."""
+        key = "\0".join(argv)
+        if key in self.failed:
+            return None
+        entry = self.held.pop(key, None)
+        if entry is None:
+            try:
+                entry = self.make(argv)
+            except OSError as error:
+                if len(self.failed) >= 16:
+                    self.failed.clear()
+                self.failed.add(key)
+                os.write(2, ("codexec zygote: no template, bwrap makes these sandboxes: %s\n" % error).encode())
+                return None
+        self.held[key] = entry
+        while len(self.held) > self.KEPT:
+            self.drop(next(iter(self.held)))
+        return entry[2]
+
+    def make(self, argv):
+        life_r, life_w = os.pipe()
+        said_r, said_w = os.pipe()
+        actions = [(os.POSIX_SPAWN_DUP2, life_r, 0), (os.POSIX_SPAWN_DUP2, said_w, 1)]
+        try:
+            pid = os.posix_spawn(argv[0], argv, {}, file_actions=actions, setsid=True)
+        except BaseException:
+            for fd in (life_r, life_w, said_r, said_w):
+                os.close(fd)
+            raise
+        self.others.add(pid)
+        os.close(life_r)
+        os.close(said_w)
+        try:
+            said = os.read(said_r, 64)  # a few mounts: it says so at once, or exits
+        finally:
+            os.close(said_r)
+        try:
+            if said != b"ready\n":
+                raise OSError("the template was not made (the nest says why above)")
+            namespace = os.open("/proc/%d/ns/mnt" % pid, os.O_RDONLY | os.O_CLOEXEC)
+        except BaseException:
+            os.close(life_w)
+            raise
+        return pid, life_w, namespace
+
+    def drop(self, key):
+        pid, life, namespace = self.held.pop(key)
+        os.close(life)  # it exits (reaped as any child); runs made from it keep their copies
+        os.close(namespace)
+        self.others.discard(pid)
+
+
+TEMPLATES = None  # set by serve()
+
+
 class Run:
     """One forked run: its sandbox (bwrap around the placeholder), then its program's process."""
 
@@ -225,14 +298,21 @@ def start(job):
     # bwrap gets the placeholder's pipes as stdin and stdout, and the run's stderr for its errors.
     actions = [(os.POSIX_SPAWN_DUP2, life_r, 0), (os.POSIX_SPAWN_DUP2, said_w, 1)]
     actions.append((os.POSIX_SPAWN_DUP2, run.sources[2], 2))
-    command = job["sandbox"]["placeholder"]
-    if PLACEHOLDER is not None:
-        # bwrap passes the descriptor down; the sandbox's /proc reaches the memfd through it.
-        actions.append((os.POSIX_SPAWN_DUP2, PLACEHOLDER, 3))
-        command = ["/proc/self/fd/3"]
+    nest = job["sandbox"].get("nest")
+    template = TEMPLATES.namespace(nest["template"]) if nest else None
+    if template is not None:
+        # The nest enters the template's mount namespace (fd 3), copies it, and makes the rest.
+        actions.append((os.POSIX_SPAWN_DUP2, template, 3))
+        argv = nest["run"]
+    else:
+        command = job["sandbox"]["placeholder"]
+        if PLACEHOLDER is not None:
+            # bwrap passes the descriptor down; the sandbox's /proc reaches the memfd through it.
+            actions.append((os.POSIX_SPAWN_DUP2, PLACEHOLDER, 3))
+            command = ["/proc/self/fd/3"]
+        argv = job["sandbox"]["bwrap"] + command
     try:
-        argv = job["sandbox"]["bwrap"]
-        run.bwrap = os.posix_spawn(argv[0], argv + command, {}, file_actions=actions, setsid=True)
+        run.bwrap = os.posix_spawn(argv[0], argv, {}, file_actions=actions, setsid=True)
     except BaseException:
         for fd in (life_w, said_r, *run.sources.values()):
             os.close(fd)
@@ -439,8 +519,10 @@ def serve(template_argv=None):
     {"id", "ready": the program's pid} once it waits for its job, {"id", "failed": why}, and
     {"id", "exit": code, "signal": null} once the program's process and its sandbox are gone.
     """
-    runs_by_pid = {}  # the sandboxes' bwrap and the programs' processes
+    global TEMPLATES
+    runs_by_pid = {}  # the sandboxes' bwrap (or nest) and the programs' processes
     loop = forker.Loop(runs_by_pid)
+    TEMPLATES = Templates(loop.others)
     own_pid_ns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
     # A session without a controlling terminal (bwrap --new-session), which the programs' processes
     # inherit: as in a cold run, none of them leads one (each leads a process group of its own).

@@ -134,9 +134,13 @@ describe.skipIf(!root || SANDBOX_MODE === 'landlock')('zygote (root namespace se
       CapAmb: '0000000000000000',
     });
     expect(forked.ids[0]).not.toContain(0);
-    // Besides its own and the sandbox's pid 1, a forked run sees the placeholder that keeps the
-    // sandbox up; a cold run, the drop program that reports its end.
-    expect(forked.others.length).toBe(started.others.length);
+    // Besides its own, a forked run sees the sandbox's pid 1 alone (the nest, which keeps the
+    // sandbox up); a cold run, bwrap's pid 1 and the drop program that reports its end.
+    expect(forked.others).toEqual([1]);
+    expect(started.others.length).toBe(2);
+    // The nest covers /proc/sys read-only besides what bwrap covers (irq, bus).
+    expect(forked.mounts).toContain('/proc/sys');
+    forked.mounts = forked.mounts.filter((mount: string) => mount !== '/proc/sys');
     for (const probe of [forked, started]) {
       delete probe.forked;
       delete probe.kept;
@@ -150,13 +154,10 @@ describe.skipIf(!root || SANDBOX_MODE === 'landlock')('zygote (root namespace se
     expect(forked.modules).toEqual([]);
   });
 
-  it.runIf(process.arch === 'x64')(
-    "keeps the sandbox up with the zygote's own placeholder, not a dynamically linked cat",
-    async () => {
-      const seen = await forkedRun(server, 'print(open("/proc/2/stat").read().split(")")[0] + ")")');
-      expect(seen.stdout).toBe('2 (placeholder)\n');
-    },
-  );
+  it('keeps the sandbox up with the nest as its pid 1, not bwrap and a placeholder', async () => {
+    const seen = await forkedRun(server, 'print(open("/proc/1/stat").read().split(")")[0] + ")")');
+    expect(seen.stdout).toBe('1 (nest)\n');
+  });
 
   it('falls back to cat where its placeholder cannot run', () => {
     const probe = (machine: string) =>
@@ -319,7 +320,7 @@ print(zygote.load_placeholder())`,
         .map(Number);
     const cmdline = (pid: number) => gone(() => readFileSync(`/proc/${pid}/cmdline`, 'utf8'), '');
     const nsPid = (pid: number) => gone(() => readlinkSync(`/proc/${pid}/ns/pid`), `gone ${pid}`);
-    // A waiting pool driver, and its sandbox: the bwrap whose child (the pid 1) shares its pid
+    // A waiting pool driver, and its sandbox: the nest whose child (the pid 1) shares its pid
     // namespace. The zygote's children are both.
     const found = () => {
       const children = childrenOf(zygote as number);
@@ -327,7 +328,7 @@ print(zygote.load_placeholder())`,
       const sandbox = children.find(
         (pid) =>
           program !== undefined &&
-          cmdline(pid).includes('bwrap') &&
+          cmdline(pid).includes('/nest\0run') &&
           childrenOf(pid).some((leader) => nsPid(leader) === nsPid(program)),
       );
       return program && sandbox ? ([sandbox, program] as const) : undefined;

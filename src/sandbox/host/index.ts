@@ -33,4 +33,4 @@ export {
 } from './system.js';
 export { countCpu, SAMPLE_MS } from './tree-cpu.js';
 export { Watcher } from './watcher.js';
-export { DRIVERS, NODE_FORKS, type ZygoteSandbox } from './zygote.js';
+export { DRIVERS, NEST, NODE_FORKS, type ZygoteSandbox } from './zygote.js';

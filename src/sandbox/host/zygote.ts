@@ -21,6 +21,13 @@ export const NODE_FORK_ADDON = packagePath('dist', 'native', 'node_fork.node');
 const NODE_TEMPLATE = packagePath('drivers', 'zygote_node.mjs');
 /** Whether node runs may be forked here: the addon was built. */
 export const NODE_FORKS = existsSync(NODE_FORK_ADDON);
+/**
+ * The nest (native/nest.c), which makes a zygote run's sandbox from a template instead of a bwrap
+ * per run: built by `npm run build` where a C compiler is; undefined where it was not.
+ */
+export const NEST: string | undefined = ((path) => (existsSync(path) ? path : undefined))(
+  packagePath('dist', 'native', 'nest'),
+);
 
 /** What the zygote needs to build a run's sandbox and confine its process (drivers/zygote.py). */
 export type ZygoteSandbox = (
@@ -29,6 +36,11 @@ export type ZygoteSandbox = (
       readonly bwrap: readonly string[];
       /** The placeholder where the zygote's own cannot run (`cat FILE -`). */
       readonly placeholder: readonly string[];
+      /**
+       * The same sandbox made by the nest, from a template the zygote keeps per `template` (its
+       * command line): where the template cannot be made, the zygote uses `bwrap`.
+       */
+      readonly nest?: { readonly template: readonly string[]; readonly run: readonly string[] };
     }
   | {
       /** Sandbox mode landlock: the Landlock part of a confine script (hex) the process runs itself. */

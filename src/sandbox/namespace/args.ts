@@ -99,7 +99,7 @@ export function buildBwrapArgs(spec: SandboxSpec, options: BwrapOptions): string
   argv.push(tools.bwrap, ...namespaceFlags(spec, identity !== undefined, placeholder));
   argv.push('--die-with-parent', '--new-session', '--hostname', 'codexec', '--clearenv');
   for (const [name, value] of Object.entries(spec.env)) argv.push('--setenv', name, value);
-  argv.push(...filesystem(spec, options, identity !== undefined));
+  argv.push(...bwrapFilesystem(filesystemOps(spec, options, identity !== undefined)));
   // A placeholder runs as root without capabilities: it could not enter a workspace lent away.
   argv.push('--chdir', placeholder ? '/' : spec.cwd);
   if (options.seccomp && !placeholder) argv.push('--seccomp', String(SECCOMP_FD));
@@ -193,21 +193,34 @@ function namespaceFlags(spec: SandboxSpec, privileged: boolean, placeholder: boo
   ];
 }
 
-function filesystem(
+/**
+ * The sandbox's filesystem as operations in bwrap's order (each a bwrap flag): one description that
+ * bwrap's command line (bwrapFilesystem) and a zygote's nest (nest.ts) are both made from.
+ */
+export type FsOp =
+  | { readonly op: 'ro-bind' | 'bind'; readonly source: string; readonly path: string }
+  | { readonly op: 'bind-fd'; readonly fd: number; readonly path: string }
+  | { readonly op: 'symlink'; readonly target: string; readonly path: string }
+  | { readonly op: 'dir' | 'proc' | 'dev'; readonly path: string }
+  | { readonly op: 'tmpfs'; readonly path: string; readonly mode: string; readonly bytes: string };
+
+export function filesystemOps(
   spec: SandboxSpec,
   { system, privateDirs = [], views }: Pick<BwrapOptions, 'system' | 'privateDirs' | 'views'>,
   privileged: boolean,
-): string[] {
-  const args: string[] = [];
+): FsOp[] {
+  const ops: FsOp[] = [];
   for (const mount of system) {
-    if (mount.kind === 'symlink') args.push('--symlink', mount.target, mount.path);
-    else if (mount.kind === 'dir') args.push('--dir', mount.path);
-    else args.push('--ro-bind', mount.source ?? mount.path, mount.path);
+    if (mount.kind === 'symlink') ops.push({ op: 'symlink', target: mount.target, path: mount.path });
+    else if (mount.kind === 'dir') ops.push({ op: 'dir', path: mount.path });
+    else ops.push({ op: 'ro-bind', source: mount.source ?? mount.path, path: mount.path });
   }
-  const tmpBytes = String(spec.limits.memoryMb * MIB);
-  args.push('--proc', '/proc', '--dev', '/dev');
-  args.push('--perms', '1777', '--size', tmpBytes, '--tmpfs', '/tmp');
-  args.push('--perms', '1777', '--size', tmpBytes, '--tmpfs', '/dev/shm');
+  const bytes = String(spec.limits.memoryMb * MIB);
+  ops.push({ op: 'proc', path: '/proc' }, { op: 'dev', path: '/dev' });
+  ops.push(
+    { op: 'tmpfs', mode: '1777', bytes, path: '/tmp' },
+    { op: 'tmpfs', mode: '1777', bytes, path: '/dev/shm' },
+  );
   const systemRoots = hostPaths(system);
   const interpreters = [
     interpreterMount(spec.argv[0] as string, privateDirs),
@@ -221,13 +234,13 @@ function filesystem(
   const viewed = views ? readable.filter((path) => path.startsWith(`${views.dir}/`)) : [];
   const view = viewed.length > 1 ? views?.of(viewed) : undefined;
   for (const path of readable)
-    if (!(view && viewed.includes(path))) args.push(...parentDir(path), '--ro-bind', path, path);
-  if (view) args.push(...parentDir(view.target), '--ro-bind', view.source, view.target);
+    if (!(view && viewed.includes(path))) ops.push(...parentDir(path), { op: 'ro-bind', source: path, path });
+  if (view) ops.push(...parentDir(view.target), { op: 'ro-bind', source: view.source, path: view.target });
   for (const path of spec.writablePaths) {
     // The host directory held by policy: bwrap gets its descriptor (HOST_DIR_FD), never its name.
     if (path === spec.hostDir && spec.hostDirFd !== undefined)
-      args.push(...parentDir(path), '--bind-fd', String(HOST_DIR_FD), path);
-    else args.push(...parentDir(path), '--bind', path, path);
+      ops.push(...parentDir(path), { op: 'bind-fd', fd: HOST_DIR_FD, path });
+    else ops.push(...parentDir(path), { op: 'bind', source: path, path });
   }
   // The operator's mounts, last, read-only at their targets: by the descriptor the server holds.
   // An ordinary user's bwrap, in a user namespace of its own, cannot reach the server's
@@ -235,9 +248,28 @@ function filesystem(
   // sources out of what code may write, so no run can rename one on the way).
   for (const mount of spec.mounts ?? []) {
     const source = privileged ? mount.source : readlinkSync(mount.source);
-    args.push(...parentDir(mount.target), '--ro-bind', source, mount.target);
+    ops.push(...parentDir(mount.target), { op: 'ro-bind', source, path: mount.target });
   }
-  return args;
+  return ops;
+}
+
+/** The operations as bwrap's flags. */
+function bwrapFilesystem(ops: readonly FsOp[]): string[] {
+  return ops.flatMap((op) => {
+    switch (op.op) {
+      case 'ro-bind':
+      case 'bind':
+        return [`--${op.op}`, op.source, op.path];
+      case 'bind-fd':
+        return ['--bind-fd', String(op.fd), op.path];
+      case 'symlink':
+        return ['--symlink', op.target, op.path];
+      case 'tmpfs':
+        return ['--perms', op.mode, '--size', op.bytes, '--tmpfs', op.path];
+      default:
+        return [`--${op.op}`, op.path];
+    }
+  });
 }
 
 const covered = (path: string, roots: readonly string[]) =>
@@ -248,7 +280,7 @@ const hostPaths = (system: readonly SystemMount[]) =>
   system.filter((m) => m.kind === 'ro-bind' && !m.source).map((m) => m.path);
 
 /** bwrap gives a bind's missing parents the source's mode; a 0700 source would hide its own path. */
-function parentDir(path: string): string[] {
+function parentDir(path: string): FsOp[] {
   const parent = dirname(path);
-  return parent === '/' ? [] : ['--dir', parent];
+  return parent === '/' ? [] : [{ op: 'dir', path: parent }];
 }

@@ -2,6 +2,7 @@
 // never host root. Builds the command line with buildBwrapArgs() and spawns it here, only here.
 import { SandboxUnavailableError } from '../../errors/index.js';
 import {
+  forwards,
   HostBackend,
   type HostOptions,
   type HostSetup,
@@ -10,6 +11,7 @@ import {
   identityFor,
   interpreterMount,
   lendTo,
+  NEST,
   type Ready,
   type Shape,
   type Started,
@@ -19,7 +21,8 @@ import {
   type ZygoteSandbox,
 } from '../host/index.js';
 import type { Capabilities, SandboxedProcess, SandboxSpec } from '../types.js';
-import { type BwrapOptions, buildBwrapArgs, reportsEnd, rlimitsFor } from './args.js';
+import { type BwrapOptions, buildBwrapArgs, filesystemOps, reportsEnd, rlimitsFor } from './args.js';
+import { nestPlan } from './nest.js';
 import { type SandboxSystem, SystemView } from './system.js';
 
 export interface NamespaceOptions extends HostOptions {
@@ -174,7 +177,8 @@ function bwrapOptions(
 
 /**
  * What a zygote needs to build the run's sandbox and confine the program's process in it
- * (drivers/zygote.py): bwrap keeps up the same sandbox a cold run gets, around a placeholder.
+ * (drivers/zygote.py): bwrap keeps up the same sandbox a cold run gets, around a placeholder; or
+ * the nest makes it from a template (nest.ts), where the run has no egress forwarder to start.
  */
 function zygoteSandbox(
   spec: SandboxSpec,
@@ -189,5 +193,9 @@ function zygoteSandbox(
   // The zygote appends the placeholder: its own where it can run one (drivers/zygote.py), or this.
   const bwrap = buildBwrapArgs(sandbox, { ...options, placeholder: true }).slice(0, -placeholder.length);
   const { uid, gid } = identity;
-  return { bwrap, placeholder, uid, gid, env: spec.env, cwd: spec.cwd };
+  const nest =
+    NEST && !forwards(spec)
+      ? nestPlan(NEST, filesystemOps(sandbox, options, true), spec.network !== 'host')
+      : undefined;
+  return { bwrap, placeholder, ...(nest && { nest }), uid, gid, env: spec.env, cwd: spec.cwd };
 }
