@@ -59,6 +59,10 @@ def child(job, ready):
     count = int(parts[0])
     set_limits(parts[1 : 1 + count])
     argv = parts[1 + count :]
+    # What Python ignores for itself is not the program's to inherit (a shell could not undo it),
+    # as subprocess's restore_signals has it.
+    for signum in (signal.SIGPIPE, signal.SIGXFSZ):
+        signal.signal(signum, signal.SIG_DFL)
     os.execve(argv[0], argv, {})
 
 

@@ -491,8 +491,20 @@ def become_program(run, namespaces):
         buffer = ctypes.create_string_buffer(program, len(program))
         fprog = SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
         check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp")
-    # What the interpreter took from its environment at start, as a cold run's would have.
     env = dict(sandbox["env"], PWD=sandbox["cwd"])  # bwrap --chdir sets PWD
+    if "exec" in sandbox:
+        # Another program (bash's warm driver): started as the drop program would start it, with
+        # every signal's default action (this interpreter ignores SIGPIPE and SIGXFSZ).
+        for signum in range(1, signal.NSIG):
+            if signum not in (signal.SIGKILL, signal.SIGSTOP):
+                try:
+                    signal.signal(signum, signal.SIG_DFL)
+                except (OSError, ValueError):
+                    pass  # not a signal here
+        signal.pthread_sigmask(signal.SIG_SETMASK, [])
+        argv = sandbox["exec"]
+        os.execve(argv[0], argv, env)
+    # What the interpreter took from its environment at start, as a cold run's would have.
     os.environ.clear()
     os.environ.update(env)
     extra = [entry for entry in env.get("PYTHONPATH", "").split(":") if entry]

@@ -23,7 +23,8 @@ export const WARM_DRIVERS: Record<
     imports: ['warm_node_prime.mjs', 'node_program.mjs'],
     forkable: NODE_FORKS,
   },
-  bash: { file: 'warm_bash.sh', imports: [], forkable: false },
+  // Exec'd by a zygote's fork where the nest makes its sandbox (the backend's forksDrivers('bash')).
+  bash: { file: 'warm_bash.sh', imports: [], forkable: true },
 };
 
 export const driverPath = (file: string) => packagePath('drivers', file);

@@ -182,7 +182,7 @@ export class Engine implements RunHost {
     // Code mode's Node driver starts with its helper imported: none a zygote forks.
     if (kind === 'node' && this.deps.codeMode) return undefined;
     // A backend that never forks drivers: no workspace made and removed again on the run's path.
-    if (kind === 'bash' || !(await this.deps.backends.get()).forksDrivers?.(kind)) return undefined;
+    if (!(await this.deps.backends.get()).forksDrivers?.(kind)) return undefined;
     try {
       return await startWarm(this, kind, 'only');
     } catch (error) {

@@ -66,7 +66,7 @@ export async function startWarm(
     mounts: host.deps.mounts,
   });
   // Forked where this backend forks this interpreter's driver (else a launcher is waited for).
-  const forks = kind !== 'bash' && WARM_DRIVERS[kind].forkable && backend.forksDrivers?.(kind) === true;
+  const forks = WARM_DRIVERS[kind].forkable && backend.forksDrivers?.(kind) === true;
   const launch = forks && !opened ? { ...spec, zygote } : spec;
   const script = openScriptFile(execDir, kind);
   try {

@@ -246,7 +246,7 @@ export interface SandboxBackend {
    * Whether spawn() can ever fork a `zygote` driver of `interpreter` (python by default) here
    * (false: it always starts one).
    */
-  forksDrivers?(interpreter?: 'python' | 'node'): boolean;
+  forksDrivers?(interpreter?: 'python' | 'node' | 'bash'): boolean;
   /**
    * Wait (at most `ms`) for a driver to fork for `spec` and set it aside for spawn(spec), this very
    * object: under load, the next fork costs a fraction of the cold start spawn() would fall back to.

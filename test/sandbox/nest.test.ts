@@ -182,6 +182,59 @@ print(sorted(int(p) for p in os.listdir("/proc") if p.isdigit()) == [1, os.getpi
   });
 });
 
+// Everything the sandbox decides about a bash run's process, as the run itself sees it.
+const BASH_PROBE = `cd "$PWD"
+echo "pid1=$(cat /proc/1/comm)"
+grep -E '^(Uid|Gid|Groups|CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp|SigBlk|SigIgn):' /proc/self/status
+grep -v '^Max cpu time' /proc/self/limits
+hostname; umask; echo "cwd=\${PWD/$HOME/HOME}"
+env | cut -d= -f1 | sort | tr '\\n' ' '; echo
+sed 1,2d /proc/net/dev | cut -d: -f1 | tr -d ' '
+cut -d' ' -f5 /proc/self/mountinfo | grep -v -e "^$PWD$" -e '^/proc/sys$' -e '/drivers' | sort | tr '\\n' ' '; echo
+trap -p; yes | head -1`;
+
+describe.skipIf(!root || SANDBOX_MODE === 'landlock')(
+  "bash runs exec'd by a zygote, in sandboxes the nest made",
+  () => {
+    let warm: TestServer;
+    let cold: TestServer;
+    beforeAll(async () => {
+      warm = await startServer({ env: { ...SANDBOX_ENV, CODEXEC_POOL_SIZE: '2' } });
+      cold = await startServer({ env: { ...SANDBOX_ENV, CODEXEC_POOL_SIZE: '0' } });
+    });
+    afterAll(async () => {
+      await Promise.all([warm.close(), cold.close()]);
+    });
+
+    it('are confined exactly as a cold run under bwrap and the drop program', async () => {
+      const bash = async (server: TestServer) =>
+        (
+          await callTool<ExecutionResult>(server.client, 'execute_code', {
+            language: 'bash',
+            code: BASH_PROBE,
+          })
+        ).value;
+      let forked: ExecutionResult | undefined;
+      for (let i = 0; i < 50 && !forked?.stdout.startsWith('pid1=nest\n'); i++) {
+        forked = await bash(warm);
+        if (!forked.stdout.startsWith('pid1=nest\n'))
+          await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      const started = await bash(cold);
+      expect(forked?.stdout.split('\n')[0]).toBe('pid1=nest');
+      expect(started.stdout.split('\n')[0]).toBe('pid1=bwrap');
+      expect(forked?.stderr).toBe('');
+      const rest = (result: ExecutionResult | undefined) => result?.stdout.split('\n').slice(1);
+      expect(rest(forked)).toEqual(rest(started));
+      expect(rest(forked)).toContain('CapBnd:\t0000000000000000');
+      // Nothing the helpers' Python ignores is left ignored (a shell could not undo it): SIGPIPE
+      // ends \`yes\` quietly.
+      expect(rest(forked)).toContain('SigIgn:\t0000000000000000');
+      expect(started.stderr).toBe('');
+    });
+  },
+);
+
 describe.skipIf(!root || SANDBOX_MODE === 'landlock')('a template the nest cannot make', () => {
   it('leaves the sandbox to bwrap, and a new template is tried again', async () => {
     const zygote = new Zygote(

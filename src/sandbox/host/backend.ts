@@ -17,7 +17,7 @@ import { killOrphanedSandboxes } from './process.js';
 import { type Prepared, type Run, releaseRun, wrapRun } from './run.js';
 import { type FilterOptions, hostFilter, socketPolicy } from './seccomp.js';
 import { detectHost, type HostSetup, type Layer } from './setup.js';
-import { NODE_FORKS, type Zygote } from './zygote.js';
+import { NEST, NODE_FORKS, type Zygote } from './zygote.js';
 import { Zygotes } from './zygotes.js';
 
 export interface HostOptions {
@@ -115,12 +115,16 @@ export abstract class HostBackend<Options extends HostOptions = HostOptions> imp
   /** What runs need made once, before the first (the probe's): nothing, but where a backend says. */
   protected async prepare(_host: HostSetup): Promise<void> {}
 
-  forksDrivers(interpreter: 'python' | 'node' = 'python'): boolean {
+  forksDrivers(interpreter: 'python' | 'node' | 'bash' = 'python'): boolean {
     const host = this.setup();
     const enabled = this.options.zygote !== false && this.options.forker !== false;
+    if (!enabled || !host.root || host.cgroups === undefined) return false;
+    if (interpreter === 'python') return true;
     // Node's zygote is a Python's with a Node template: namespace sandboxes only, the addon built.
-    const node = this.mode === 'namespace' && NODE_FORKS && host.python !== undefined;
-    return enabled && host.root && host.cgroups !== undefined && (interpreter === 'python' || node);
+    // Bash's driver is exec'd by a fork of the host's Python, where the nest makes its sandbox:
+    // bwrap and a placeholder would cost what bwrap and the drop program do.
+    const built = interpreter === 'node' ? NODE_FORKS : NEST !== undefined;
+    return this.mode === 'namespace' && built && host.python !== undefined;
   }
 
   spawn(spec: SandboxSpec): SandboxedProcess {
@@ -160,7 +164,8 @@ export abstract class HostBackend<Options extends HostOptions = HostOptions> imp
   /** The zygote that forks `spec`'s warm driver here, if any. */
   protected zygoteFor(spec: SandboxSpec): Zygote | undefined {
     if (!this.forksDrivers()) return undefined;
-    return this.zygotes.for(spec, this.setup().python, this.forksDrivers('node'));
+    const allowed = { node: this.forksDrivers('node'), exec: this.forksDrivers('bash') };
+    return this.zygotes.for(spec, this.setup().python, allowed);
   }
 
   /**

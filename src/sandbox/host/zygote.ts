@@ -51,6 +51,8 @@ export type ZygoteSandbox = (
   readonly gid: number;
   readonly env: Readonly<Record<string, string>>;
   readonly cwd: string;
+  /** The program the confined process execs (with `env`), where it is no driver of the zygote's. */
+  readonly exec?: readonly string[];
 };
 
 export class Zygote {
@@ -67,6 +69,8 @@ export class Zygote {
     env: NodeJS.ProcessEnv,
     private readonly idleMs: number,
     node?: string,
+    /** It execs each run's argv once confined (ZygoteSandbox.exec) instead of forking a driver. */
+    readonly execs = false,
   ) {
     const args = node ? [SCRIPT, '--node', node, NODE_FORK_ADDON, NODE_TEMPLATE] : [SCRIPT];
     this.forker = new Forker(python, { args, env: { ...env, HOME } });

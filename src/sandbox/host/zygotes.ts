@@ -26,8 +26,11 @@ const PER_RUN_ENV: ReadonlySet<string> = new Set([
   'NODE_PATH',
 ]);
 
-/** The warm drivers a zygote forks, by file: Python's itself, Node's through a Node template. */
-const FORKED = { 'warm_python.py': 'python', 'warm_node.mjs': 'node' } as const;
+/**
+ * The warm drivers a zygote forks, by file: Python's itself, Node's through a Node template; bash's
+ * is exec'd by the fork once confined (a sandbox made by the nest costs less than bwrap's).
+ */
+const FORKED = { 'warm_python.py': 'python', 'warm_node.mjs': 'node', 'warm_bash.sh': 'exec' } as const;
 
 export class Zygotes {
   private readonly zygotes = new Map<string, Zygote>();
@@ -39,14 +42,29 @@ export class Zygotes {
    * The zygote of the spec's interpreter (drivers/zygote.py) that forks its warm driver, made on
    * first use; undefined for a spec that is no such driver's. The variables a run may change
    * (PER_RUN_ENV) are set in the forked process; the others must match. A Node's zygote is run by
-   * `hostPython`, and only where `node` forks are allowed (the backend's forksDrivers('node')).
+   * `hostPython`, and only where `node` forks are allowed (the backend's forksDrivers('node')); so
+   * is the one zygote that execs other drivers, where `exec` ones are (forksDrivers('bash')): the
+   * fork takes the run's whole environment with the exec.
    */
-  for(spec: SandboxSpec, hostPython: string | undefined, node: boolean): Zygote | undefined {
+  for(
+    spec: SandboxSpec,
+    hostPython: string | undefined,
+    allowed: { readonly node: boolean; readonly exec: boolean },
+  ): Zygote | undefined {
     const [interpreter, driver, ...rest] = spec.argv;
     if (!spec.zygote || !interpreter || !driver || rest.length > 0 || dirname(driver) !== DRIVERS)
       return undefined;
     const kind = FORKED[basename(driver) as keyof typeof FORKED];
-    if (!kind || (kind === 'node' && (!node || !hostPython))) return undefined;
+    if (!kind || (kind !== 'python' && (!allowed[kind] || !hostPython))) return undefined;
+    if (kind === 'exec') {
+      const key = JSON.stringify(['exec', hostPython]);
+      let zygote = this.zygotes.get(key);
+      if (!zygote) {
+        zygote = new Zygote(hostPython as string, {}, this.idleMs, undefined, true);
+        this.zygotes.set(key, zygote);
+      }
+      return zygote;
+    }
     const fixed = Object.fromEntries(Object.entries(spec.env).filter(([name]) => !PER_RUN_ENV.has(name)));
     const key = JSON.stringify([interpreter, fixed]);
     let zygote = this.zygotes.get(key);

@@ -93,7 +93,7 @@ export class NamespaceBackend extends HostBackend<NamespaceOptions> {
     let forking: ReturnType<typeof zygote.fork>;
     try {
       const options = bwrapOptions(host, spec, identity, system, { cgroup: true, launcher: true });
-      const sandbox = zygoteSandbox(spec, options, identity, host.cat);
+      const sandbox = zygoteSandbox(spec, options, identity, host.cat, zygote.execs);
       forking = zygote.fork(spec, parts.cgroup, sandbox, seccomp, ulimitArgs(rlimitsFor(spec, options)));
     } catch (error) {
       await this.release(prepared);
@@ -185,6 +185,7 @@ function zygoteSandbox(
   options: BwrapOptions,
   identity: Identity,
   cat: string,
+  execs: boolean,
 ): ZygoteSandbox {
   const placeholder = [cat, '/proc/sys/kernel/ostype', '-'];
   // The interpreter's install stays visible, as in a cold run: its stdlib, sys.executable.
@@ -197,5 +198,6 @@ function zygoteSandbox(
     NEST && !forwards(spec)
       ? nestPlan(NEST, filesystemOps(sandbox, options, true), spec.network !== 'host')
       : undefined;
-  return { bwrap, placeholder, ...(nest && { nest }), uid, gid, env: spec.env, cwd: spec.cwd };
+  const exec = execs ? { exec: spec.argv } : {};
+  return { bwrap, placeholder, ...(nest && { nest }), uid, gid, env: spec.env, cwd: spec.cwd, ...exec };
 }
