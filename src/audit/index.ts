@@ -3,7 +3,6 @@
 // replica in a shared table; `codexec audit verify` checks it.
 
 export { MAX_INPUT_CHARS } from './chain.js';
-export { type ChainReport, type ChainsReport, PgAuditTrail, verifyChains } from './postgres/index.js';
 export {
   type AuditPlace,
   AuditTrail,

@@ -1,4 +1,4 @@
-import { type ChainsReport, verifyChains } from '../audit/index.js';
+import { type ChainsReport, verifyChains } from '../audit/postgres/index.js';
 import type { Config } from '../config/index.js';
 import { deriveKey, loadApprovalKey, Postgres, redactUrl } from '../store/index.js';
 

@@ -43,7 +43,7 @@ export async function logsShowCommand(executionId: string, options: { json?: boo
 
 /** The history createServices chose: index.db, or the shared tables with CODEXEC_STORE=postgres://…. */
 async function withHistory<T>(task: (history: History) => Promise<T>): Promise<T> {
-  const { history, store } = createServices(configOrExit());
+  const { history, store } = await createServices(configOrExit());
   let refused: string;
   try {
     return await task(history);

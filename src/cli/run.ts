@@ -55,7 +55,7 @@ export async function runCommand(
   if (!language) fail(`cannot tell the language of ${file}; pass --language`);
   // From the shell, a relative --working-dir is the shell's own directory's.
   const dir = options.workingDir === undefined ? undefined : expandHome(options.workingDir);
-  const services = createServices(shellConfig(config, dir));
+  const services = await createServices(shellConfig(config, dir));
   const controller = new AbortController();
   process.once('SIGINT', () => controller.abort());
   // Code mode as execute_code has it: with downstream servers (mcp.json), every python or node
@@ -117,7 +117,7 @@ async function runCommandLine(config: Config, command: string, options: RunOptio
   // A relative work_dir is the command workspace's, as the tool's is.
   const dir = options.workingDir;
   const absolute = dir !== undefined && (dir.startsWith('~') || isAbsolute(dir));
-  const services = createServices(shellConfig(config, absolute ? expandHome(dir) : undefined));
+  const services = await createServices(shellConfig(config, absolute ? expandHome(dir) : undefined));
   const controller = new AbortController();
   process.once('SIGINT', () => controller.abort());
   const attempt = { tool: 'run_command', language: 'bash', code: command } as const;

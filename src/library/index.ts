@@ -4,7 +4,6 @@
 export { ScriptLibrary } from './library.js';
 export { assertScriptName } from './names.js';
 export { isNoScript, noScript } from './not-found.js';
-export { PostgresScriptStore } from './postgres.js';
 export { libraryDir, PRINCIPALS_FOLDER } from './principals.js';
 export { type Relevance, type SearchHit, searchScripts } from './search.js';
 export { DiskScriptStore } from './sqlite.js';

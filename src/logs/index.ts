@@ -14,7 +14,6 @@ export {
   searchFiltersSchema,
 } from './filters.js';
 export { networkConnectionSchema, toolCallCountSchema, toolCallSchema } from './lines.js';
-export { PgExecutionLogs, type PgExecutionLogsOptions } from './postgres/index.js';
 export type { ExpiredExecution, RetentionDays, RetentionReport } from './retention.js';
 export { ExecutionLogs, type ExecutionLogsOptions } from './sqlite/index.js';
 export type { History } from './store.js';

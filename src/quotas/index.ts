@@ -3,7 +3,6 @@
 // (and quota-usage.json), or in the shared database across replicas.
 
 export { CpuLedger, utcDay } from './ledger.js';
-export { SharedQuotas } from './postgres.js';
 export { onQuotaRefusal } from './refusal.js';
 export { Quotas } from './sqlite.js';
 export type { RunHold, RunQuotas } from './store.js';

@@ -1,11 +1,11 @@
 import { join } from 'node:path';
-import { type AuditLog, AuditTrail, KEY_FILE, PgAuditTrail } from '../audit/index.js';
+import { type AuditLog, AuditTrail, KEY_FILE } from '../audit/index.js';
 import type { Config } from '../config/index.js';
-import { DiskScriptStore, libraryDir, PostgresScriptStore, ScriptLibrary } from '../library/index.js';
-import { ExecutionLogs, type ExpiredExecution, type History, PgExecutionLogs } from '../logs/index.js';
-import { CpuLedger, Quotas, type RunQuotas, SharedQuotas, USAGE_FILE } from '../quotas/index.js';
-import { deriveKey, Postgres, replicaId } from '../store/index.js';
-import { PgTaskStore, SqliteTaskStore, type TaskStore } from '../tasks/index.js';
+import { DiskScriptStore, libraryDir, ScriptLibrary } from '../library/index.js';
+import { ExecutionLogs, type ExpiredExecution, type History } from '../logs/index.js';
+import { CpuLedger, Quotas, type RunQuotas, USAGE_FILE } from '../quotas/index.js';
+import type { Postgres } from '../store/index.js';
+import { SqliteTaskStore, type TaskStore } from '../tasks/index.js';
 
 /** Every kind of record, kept in one place for all of them. Nothing is opened until first used. */
 export interface Records {
@@ -30,7 +30,7 @@ export interface RecordsOptions {
   readonly onExpired: (expired: readonly ExpiredExecution[]) => Promise<void>;
 }
 
-type RecordsConfig = Pick<
+export type RecordsConfig = Pick<
   Config,
   | 'store'
   | 'home'
@@ -42,11 +42,15 @@ type RecordsConfig = Pick<
   | 'quotas'
 >;
 
-/** The records of CODEXEC_STORE's kind: sqlite (the default, this machine's files) or postgres. */
-export function openRecords(config: RecordsConfig, options: RecordsOptions): Records {
-  return config.store.kind === 'postgres'
-    ? postgresRecords(config, new Postgres(config.store.url), options)
-    : sqliteRecords(config, options);
+/**
+ * The records of CODEXEC_STORE's kind: sqlite (the default, this machine's files) or postgres,
+ * whose stores (and the pg driver's glue) are loaded only when chosen: a stdio server on this
+ * machine's files never holds them (test/server/idle-modules.test.ts).
+ */
+export async function openRecords(config: RecordsConfig, options: RecordsOptions): Promise<Records> {
+  if (config.store.kind !== 'postgres') return sqliteRecords(config, options);
+  const { postgresRecords } = await import('./postgres.js');
+  return postgresRecords(config, config.store.url, options);
 }
 
 function sqliteRecords(config: RecordsConfig, options: RecordsOptions): Records {
@@ -69,29 +73,5 @@ function sqliteRecords(config: RecordsConfig, options: RecordsOptions): Records 
       (principal) => new DiskScriptStore(libraryDir(config.scriptsDir, principal), scriptLimits),
     ),
     quotas: quotas && new Quotas(quotas.table, new CpuLedger(join(home, USAGE_FILE), Date.now())),
-  };
-}
-
-/** Every replica's records in one database; each replica's JSONL logs stay its own files too. */
-function postgresRecords(config: RecordsConfig, store: Postgres, options: RecordsOptions): Records {
-  const { scriptLimits, quotas } = config;
-  return {
-    store,
-    history: new PgExecutionLogs({
-      logDir: config.logDir,
-      retentionDays: config.retentionDays,
-      onExpired: options.onExpired,
-      store,
-      replica: replicaId(),
-    }),
-    audit: new PgAuditTrail({
-      pg: store,
-      key: deriveKey(options.approvalKey, 'audit'),
-      chainId: replicaId(),
-      retentionDays: config.auditRetentionDays,
-    }),
-    tasks: new PgTaskStore(store),
-    scripts: new ScriptLibrary((principal) => new PostgresScriptStore(store, principal, scriptLimits)),
-    quotas: quotas && new SharedQuotas(quotas.table, store),
   };
 }

@@ -44,7 +44,8 @@ import { RunSlots } from './slots.js';
 
 /**
  * The long-lived parts shared by every connection. Creating them does no I/O beyond reading
- * `$CODEXEC_HOME/policy.json` (a bad one stops start-up with a ConfigError naming it).
+ * `$CODEXEC_HOME/policy.json` (a bad one stops start-up with a ConfigError naming it); a postgres
+ * store's modules are loaded then (asynchronously, hence the promise).
  */
 export interface Services {
   readonly config: Config;
@@ -126,10 +127,10 @@ export interface Observers {
  * Every service, made in one pass: the records (logs, audit, tasks, scripts, quotas: on the store
  * when there is one), the runners (engine, sessions, packages) over them, and the gate's parts.
  */
-export function createServices(config: Config, observers: Observers = {}): Services {
+export async function createServices(config: Config, observers: Observers = {}): Promise<Services> {
   const approvalKey = loadApprovalKey(config.approvalKeyFile);
   const outputs = new SavedOutputs(config.home, config.maxSavedOutputBytes);
-  const records = openRecords(config, {
+  const records = await openRecords(config, {
     approvalKey,
     // Saved output lives as long as its execution's log entry.
     onExpired: (expired: readonly ExpiredExecution[]) => outputs.remove(expired),

@@ -25,7 +25,7 @@ export async function serve(config: Config): Promise<void> {
   }
   warnIfMessagesTooSmall(config);
   const tracing = await startTracing(process.env, VERSION);
-  const services = createServices(config, { tracing });
+  const services = await createServices(config, { tracing });
   services.history.startRetention(); // unref'd timers only: no I/O until they fire
   services.workspaces.start();
   let closing = false;

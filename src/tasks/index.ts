@@ -2,7 +2,6 @@
 // with status, output so far and result, and the runs behind them (cancel, shutdown). Knows nothing
 // of MCP's wire shapes.
 
-export { PgTaskStore } from './postgres.js';
 export { SqliteTaskStore } from './sqlite.js';
 export {
   RESTARTED,

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { PgAuditTrail } from '../../src/audit/index.js';
+import { PgAuditTrail } from '../../src/audit/postgres/index.js';
 import type { AuditAttempt } from '../../src/policy/index.js';
 import { deriveKey, loadApprovalKey, Postgres } from '../../src/store/index.js';
 import { startHttp } from '../helpers/http.js';

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { chainEntry } from '../../src/audit/chain.js';
-import { PgAuditTrail, verifyChains } from '../../src/audit/index.js';
+import { PgAuditTrail, verifyChains } from '../../src/audit/postgres/index.js';
 import type { AuditAttempt } from '../../src/policy/index.js';
 import { Postgres } from '../../src/store/index.js';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.js';

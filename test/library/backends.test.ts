@@ -6,12 +6,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   DiskScriptStore,
   type LibraryLimits,
-  PostgresScriptStore,
   type SaveScriptInput,
   type ScriptMetadata,
   type ScriptStore,
   searchScripts,
 } from '../../src/library/index.js';
+import { PostgresScriptStore } from '../../src/library/postgres.js';
 import { Postgres } from '../../src/store/index.js';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { tempDir } from '../helpers/server.js';

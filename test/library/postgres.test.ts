@@ -2,7 +2,8 @@
 // for two replicas. What one saves, the other gets, lists and runs; saves of one name from both at
 // once get distinct, consecutive versions and lose none; a principal reaches only its own rows.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PostgresScriptStore, type SaveScriptInput, ScriptLibrary } from '../../src/library/index.js';
+import { type SaveScriptInput, ScriptLibrary } from '../../src/library/index.js';
+import { PostgresScriptStore } from '../../src/library/postgres.js';
 import { Postgres } from '../../src/store/index.js';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
 

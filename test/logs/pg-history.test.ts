@@ -8,9 +8,9 @@ import {
   ExecutionLogs,
   ExecutionNotFoundError,
   type History,
-  PgExecutionLogs,
   type SearchFilters,
 } from '../../src/logs/index.js';
+import { PgExecutionLogs } from '../../src/logs/postgres/index.js';
 import { Postgres } from '../../src/store/index.js';
 import { asPrincipal } from '../../src/util/index.js';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.js';

@@ -4,7 +4,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { QuotaTable } from '../../src/config/index.js';
 import { QuotaExceededError } from '../../src/errors/index.js';
-import { SharedQuotas } from '../../src/quotas/index.js';
+import { SharedQuotas } from '../../src/quotas/postgres.js';
 import { migrateReplicas, Postgres } from '../../src/store/index.js';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
 

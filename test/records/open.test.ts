@@ -3,13 +3,18 @@
 import { readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { AuditTrail, PgAuditTrail } from '../../src/audit/index.js';
-import { DiskScriptStore, PostgresScriptStore } from '../../src/library/index.js';
-import { ExecutionLogs, PgExecutionLogs } from '../../src/logs/index.js';
-import { Quotas, SharedQuotas } from '../../src/quotas/index.js';
+import { AuditTrail } from '../../src/audit/index.js';
+import { PgAuditTrail } from '../../src/audit/postgres/index.js';
+import { DiskScriptStore } from '../../src/library/index.js';
+import { PostgresScriptStore } from '../../src/library/postgres.js';
+import { ExecutionLogs } from '../../src/logs/index.js';
+import { PgExecutionLogs } from '../../src/logs/postgres/index.js';
+import { Quotas } from '../../src/quotas/index.js';
+import { SharedQuotas } from '../../src/quotas/postgres.js';
 import { openRecords } from '../../src/records/index.js';
 import { Postgres } from '../../src/store/index.js';
-import { PgTaskStore, SqliteTaskStore } from '../../src/tasks/index.js';
+import { SqliteTaskStore } from '../../src/tasks/index.js';
+import { PgTaskStore } from '../../src/tasks/postgres.js';
 import { tempDir } from '../helpers/server.js';
 
 const home = tempDir();
@@ -27,8 +32,8 @@ const config = {
 const options = { approvalKey: new Uint8Array(32), onExpired: async () => {} };
 
 describe('openRecords', () => {
-  it('keeps every record on this machine for sqlite', () => {
-    const records = openRecords({ ...config, store: { kind: 'sqlite' } }, options);
+  it('keeps every record on this machine for sqlite', async () => {
+    const records = await openRecords({ ...config, store: { kind: 'sqlite' } }, options);
     expect(records.store).toBeUndefined();
     expect(records.history).toBeInstanceOf(ExecutionLogs);
     expect(records.audit).toBeInstanceOf(AuditTrail);
@@ -40,7 +45,7 @@ describe('openRecords', () => {
 
   it('keeps every record in one shared database for postgres', async () => {
     // Port 9 (discard): nothing answers there, and nothing should be asked.
-    const records = openRecords(
+    const records = await openRecords(
       { ...config, store: { kind: 'postgres', url: 'postgres://127.0.0.1:9/x' } },
       options,
     );
@@ -53,8 +58,8 @@ describe('openRecords', () => {
     await records.store?.close();
   });
 
-  it('has no quotas when CODEXEC_QUOTAS is unset', () => {
+  it('has no quotas when CODEXEC_QUOTAS is unset', async () => {
     const { quotas: _, ...unset } = config;
-    expect(openRecords({ ...unset, store: { kind: 'sqlite' } }, options).quotas).toBeUndefined();
+    expect((await openRecords({ ...unset, store: { kind: 'sqlite' } }, options)).quotas).toBeUndefined();
   });
 });

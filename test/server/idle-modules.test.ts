@@ -9,7 +9,10 @@ import { SANDBOX_MODE } from '../helpers/mode.js';
 import { logEnv, logged } from '../helpers/module-log.js';
 import { callTool, startServer, tempDir } from '../helpers/server.js';
 
-/** Loaded on first use only: the other commands, HTTP, the egress proxy, the MCP client SDK, the parsers. */
+/**
+ * Loaded on first use only: the other commands, HTTP, the egress proxy, the MCP client SDK, the
+ * parsers, the postgres stores.
+ */
 const LAZY: readonly RegExp[] = [
   /\/dist\/cli\/(run|setup|doctor|doctor-sandbox|doctor-store|image|logs|audit|wrappers)\.js$/,
   /\/dist\/server\/http\//,
@@ -26,6 +29,10 @@ const LAZY: readonly RegExp[] = [
   /\/node_modules\/node-forge\//,
   // The execution log's index: runs write the JSONL; a search opens the index.
   /\/node_modules\/better-sqlite3\//,
+  // The records' postgres stores: only CODEXEC_STORE=postgres://… loads them (records/open.ts).
+  /\/dist\/records\/postgres\.js$/,
+  /\/dist\/(logs|audit)\/postgres\//,
+  /\/dist\/(library|quotas|tasks)\/postgres\.js$/,
   // The backends of the modes not in use (the registry loads the one picked).
   /\/dist\/sandbox\/container\//,
   ...(SANDBOX_MODE === 'landlock' ? [] : [/\/dist\/sandbox\/landlock\//]),

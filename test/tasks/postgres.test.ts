@@ -3,7 +3,8 @@
 // owner is gone from the registry reads failed "server restarted"; principals stay apart.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { migrateReplicas, Postgres } from '../../src/store/index.js';
-import { PgTaskStore, RESTARTED, type TaskRun, Tasks } from '../../src/tasks/index.js';
+import { RESTARTED, type TaskRun, Tasks } from '../../src/tasks/index.js';
+import { PgTaskStore } from '../../src/tasks/postgres.js';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
 
 const FORM = { method: 'elicitation/create', params: { mode: 'form', message: 'ok?' } };

@@ -137,7 +137,7 @@ export async function serveHttp(
 async function startServices(config: Config, metrics: PrometheusMetrics) {
   // The feed is the dashboard's only part loaded before anyone opens it: a map and a set.
   const services = {
-    ...createServices(config, { metrics, tracing: await startTracing(process.env, VERSION) }),
+    ...(await createServices(config, { metrics, tracing: await startTracing(process.env, VERSION) })),
     feed: new RunFeed(),
     approvals: new ApprovalQueue(config.gate.approvalTimeoutMs, config.http.approvers),
   };

@@ -13,7 +13,7 @@ import { eventually } from '../../helpers/eventually.js';
 import { baseEnv, tempDir } from '../../helpers/server.js';
 
 const home = tempDir();
-const services = createServices(
+const services = await createServices(
   loadConfig({ ...baseEnv(home), CODEXEC_SESSION_IDLE_TIMEOUT_MS: '1000', CODEXEC_POOL_SIZE: '0' }),
 );
 afterAll(async () => {
