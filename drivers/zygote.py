@@ -42,6 +42,7 @@ import ctypes  # noqa: E402
 import fcntl  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
+import select  # noqa: E402
 import signal  # noqa: E402
 import socket  # noqa: E402
 import struct  # noqa: E402
@@ -51,6 +52,7 @@ import warm_python  # noqa: E402
 
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
+PR_SET_CHILD_SUBREAPER = 36
 PR_CAPBSET_DROP = 24
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_SECCOMP = 22
@@ -247,11 +249,13 @@ class Templates:
         os.close(life_r)
         os.close(said_w)
         try:
-            said = os.read(said_r, 64)  # a few mounts: it says so at once, or exits
+            # A few mounts: it says so at once, or exits. One that hangs is not waited for.
+            said = os.read(said_r, 64) if select.select([said_r], [], [], 5)[0] else b""
         finally:
             os.close(said_r)
         try:
             if said != b"ready\n":
+                forker.kill_with_children(pid)
                 raise OSError("the template was not made (the nest says why above)")
             namespace = os.open("/proc/%d/ns/mnt" % pid, os.O_RDONLY | os.O_CLOEXEC)
         except BaseException:
@@ -539,6 +543,9 @@ def serve(template_argv=None):
     # A session without a controlling terminal (bwrap --new-session), which the programs' processes
     # inherit: as in a cold run, none of them leads one (each leads a process group of its own).
     os.setsid()
+    # The sandboxes' pid 1s (the nest's, bwrap's init) outlive their parent by the moment it takes
+    # them to die when this process kills it: reaped here, not left as zombies to the host's init.
+    prctl(PR_SET_CHILD_SUBREAPER, 1)
     template = NodeTemplate(template_argv) if template_argv else None
     if template:
         loop.watch(template.socket.fileno(), "template")

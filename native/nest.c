@@ -19,8 +19,9 @@
 //   ro-bind SRC DST   SRC's tree (recursive), read-only, nosuid, nodev, at DST (template)
 //   bind SRC DST      SRC's tree, writable, nosuid, nodev (run; cloned before the namespaces)
 //   symlink TARGET PATH, dir PATH (0755, and its missing parents)
-//   dev PATH          bwrap --dev's tree: a tmpfs with the host's null, zero, full, random,
-//                     urandom and tty, the links to /proc/self/fd, and pts/, shm/ (template)
+//   dev PATH          bwrap --dev's tree: a tmpfs with null, zero, full, random, urandom and tty
+//                     (nodes of its own, not the host's bound), the links to /proc/self/fd, and
+//                     pts/, shm/ (template)
 //   devpts PATH       a new devpts instance (run), as bwrap --dev mounts
 //   proc PATH         the pid namespace's proc, its irq, bus, sys and sysrq-trigger read-only (run)
 //   tmpfs MODE BYTES PATH   a tmpfs (run)
@@ -45,6 +46,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -71,7 +73,15 @@ struct mount_attr_ {
 
 #define MAX_OPS 256
 #define TEMPLATE_FD 3
-static const char *const DEV_NODES[] = {"null", "zero", "full", "random", "urandom", "tty"};
+/**
+ * /dev's nodes, made by the nest itself (root's, 0666) rather than bound from the host as bwrap
+ * binds them: a run never holds the host's inodes, whose owner (were it the sandbox's uid) could
+ * change their mode or times for the whole host.
+ */
+static const struct {
+  const char *name;
+  unsigned major, minor;
+} DEV_NODES[] = {{"null", 1, 3}, {"zero", 1, 5}, {"full", 1, 7}, {"random", 1, 8}, {"urandom", 1, 9}, {"tty", 5, 0}};
 #define N_DEV_NODES (sizeof DEV_NODES / sizeof *DEV_NODES)
 static const char *const DEV_LINKS[][2] = {
     {"/proc/self/fd", "fd"},          {"/proc/self/fd/0", "stdin"}, {"/proc/self/fd/1", "stdout"},
@@ -134,9 +144,12 @@ static void make_point(int tree, const char *path) {
   if (fd >= 0) close(fd);
 }
 
-/** A detached copy of the tree at `path` (recursive), with the mount attributes `set`. */
-static int clone_tree(const char *path, uint64_t set) {
-  int tree = (int)syscall(SYS_open_tree, AT_FDCWD, path, OPEN_TREE_CLONE_ | AT_RECURSIVE_ | O_CLOEXEC);
+/**
+ * A detached copy of the tree at `path` (recursive), with the mount attributes `set`; `flags`
+ * AT_SYMLINK_NOFOLLOW where the path's last part may never be a link (a run's workspace).
+ */
+static int clone_tree(const char *path, uint64_t set, int flags) {
+  int tree = (int)syscall(SYS_open_tree, AT_FDCWD, path, OPEN_TREE_CLONE_ | AT_RECURSIVE_ | O_CLOEXEC | flags);
   if (tree < 0) die("open_tree", path);
   struct mount_attr_ attr = {.attr_set = set};
   if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE_, &attr, sizeof attr) != 0)
@@ -171,12 +184,12 @@ static void say_ready(void) {
 
 /** The template: its sources cloned while the host's tree is in view, then the root made. */
 static int template(int argc, char **argv) {
-  int trees[MAX_OPS][N_DEV_NODES];
+  int trees[MAX_OPS];
   if (argc > MAX_OPS) usage("too many operations");
   // Each source cloned first, by the host's paths: the new root then hides the host's tree.
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "ro-bind") && i + 2 < argc) {
-      trees[i][0] = clone_tree(checked(argv[i + 1]), MOUNT_ATTR_RDONLY_ | MOUNT_ATTR_NOSUID_ | MOUNT_ATTR_NODEV_);
+      trees[i] = clone_tree(checked(argv[i + 1]), MOUNT_ATTR_RDONLY_ | MOUNT_ATTR_NOSUID_ | MOUNT_ATTR_NODEV_, 0);
       checked(argv[i + 2]);
       i += 2;
     } else if (!strcmp(argv[i], "symlink") && i + 2 < argc) {
@@ -184,12 +197,6 @@ static int template(int argc, char **argv) {
       i += 2;
     } else if ((!strcmp(argv[i], "dir") || !strcmp(argv[i], "dev")) && i + 1 < argc) {
       checked(argv[i + 1]);
-      if (!strcmp(argv[i], "dev"))
-        for (size_t n = 0; n < N_DEV_NODES; n++) {
-          char path[64];
-          snprintf(path, sizeof path, "/dev/%s", DEV_NODES[n]);
-          trees[i][n] = clone_tree(path, MOUNT_ATTR_NOSUID_);
-        }
       i += 1;
     } else {
       usage("unknown template operation");
@@ -202,7 +209,7 @@ static int template(int argc, char **argv) {
   const char *dev = NULL;
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "ro-bind")) {
-      attach(trees[i][0], argv[i + 2]);
+      attach(trees[i], argv[i + 2]);
       i += 2;
     } else if (!strcmp(argv[i], "symlink")) {
       if (symlink(argv[i + 1], argv[i + 2]) != 0 && errno != EEXIST) die("symlink", argv[i + 2]);
@@ -210,14 +217,16 @@ static int template(int argc, char **argv) {
     } else if (!strcmp(argv[i], "dir")) {
       make_dirs(argv[++i]);
     } else {
-      const int *nodes = trees[i];
       dev = argv[++i];
       make_dirs(dev);
-      if (mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") != 0) die("mount", dev);
+      // Device nodes work here (no nodev); read-only below, so no more are ever made.
+      if (mount("tmpfs", dev, "tmpfs", MS_NOSUID, "mode=0755") != 0) die("mount", dev);
       char path[4096];
       for (size_t n = 0; n < N_DEV_NODES; n++) {
-        snprintf(path, sizeof path, "%s/%s", dev, DEV_NODES[n]);
-        attach(nodes[n], path);
+        snprintf(path, sizeof path, "%s/%s", dev, DEV_NODES[n].name);
+        if (mknod(path, S_IFCHR | 0666, makedev(DEV_NODES[n].major, DEV_NODES[n].minor)) != 0 ||
+            chmod(path, 0666) != 0)
+          die("mknod", path);
       }
       for (size_t n = 0; n < sizeof DEV_LINKS / sizeof *DEV_LINKS; n++) {
         snprintf(path, sizeof path, "%s/%s", dev, DEV_LINKS[n][1]);
@@ -230,7 +239,7 @@ static int template(int argc, char **argv) {
     }
   }
   // Shared by every run made from it: nothing of it writable, even by a root without capabilities.
-  if (dev) read_only(dev, MS_NOSUID | MS_NODEV);
+  if (dev) read_only(dev, MS_NOSUID);
   read_only("/", MS_NOSUID | MS_NODEV);
   drop_capabilities();
   say_ready();
@@ -303,7 +312,7 @@ static int run(int argc, char **argv) {
   for (int i = 0; i < argc; i++) {
     const char *op = argv[i];
     if (!strcmp(op, "bind") && i + 2 < argc) {
-      trees[i] = clone_tree(checked(argv[i + 1]), MOUNT_ATTR_NOSUID_ | MOUNT_ATTR_NODEV_);
+      trees[i] = clone_tree(checked(argv[i + 1]), MOUNT_ATTR_NOSUID_ | MOUNT_ATTR_NODEV_, AT_SYMLINK_NOFOLLOW);
       checked(argv[i + 2]);
       i += 2;
     } else if (!strcmp(op, "tmpfs") && i + 3 < argc) {

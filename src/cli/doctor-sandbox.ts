@@ -8,6 +8,8 @@ import {
   describePick,
   diagnoseNamespaces,
   NamespaceBackend,
+  NEST,
+  NODE_FORKS,
   type SandboxBackend,
 } from '../sandbox/index.js';
 import { LandlockBackend, landlockAbi } from '../sandbox/landlock/index.js';
@@ -76,6 +78,21 @@ export function namespaceLines(facts: SandboxFacts, probe: Availability): void {
       `${works}${root ? ' (as root bubblewrap needs no user namespace: code runs as uid 65534)' : ''}`,
     );
   else line(false, 'namespaces', `${attempt.command} fails: ${attempt.error}`);
+  if (root) {
+    // A root server's warm runs: what scripts/build-native.mjs built here.
+    const built = 'built by npm run build';
+    const none = 'not built (no C compiler at build time)';
+    line(
+      NODE_FORKS,
+      'node forks',
+      NODE_FORKS ? `${built}: warm node runs are forked` : `${none}: node starts per run`,
+    );
+    line(
+      NEST !== undefined,
+      'nest',
+      NEST ? `${built}: zygote runs' sandboxes come from a template` : `${none}: bwrap makes each sandbox`,
+    );
+  }
   if (probe.available && attempt?.ok !== false) return;
   for (const cause of causes) {
     console.log(`  ${'cause'.padEnd(8)} ${cause.id.padEnd(20)} ${cause.cause}`);

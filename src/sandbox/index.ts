@@ -2,7 +2,7 @@
 // Backends never consult policy; the registry is the only place that picks one. The landlock and
 // container backends are their folders' own (landlock/, container/): loaded when first wanted.
 
-export { countCpu, FORWARDER, findOnPath, type Layer, NODE_FORKS } from './host/index.js';
+export { countCpu, FORWARDER, findOnPath, type Layer, NEST, NODE_FORKS } from './host/index.js';
 export {
   type Attempt,
   buildBwrapArgs,

@@ -37,6 +37,16 @@ describe('doctor on this machine (namespaces work here)', () => {
     expect(stdout).not.toContain('user namespaces     '); // the old line, replaced
   });
 
+  it.runIf(root)(
+    'says whether the native parts a root server forks runs with were built (CI builds them)',
+    () => {
+      expect(stdout).toMatch(/^ {2}OK +node forks +built by npm run build: warm node runs are forked$/m);
+      expect(stdout).toMatch(
+        /^ {2}OK +nest +built by npm run build: zygote runs' sandboxes come from a template$/m,
+      );
+    },
+  );
+
   it("gives Landlock's ABI and, for each ABI from 1 to 7, the rules it adds and whether this kernel has them", () => {
     const abi = landlockAbi();
     expect(stdout).toMatch(new RegExp(`^ {2}${abi > 0 ? 'OK' : 'missing'} +Landlock ABI +${abi}`, 'm'));

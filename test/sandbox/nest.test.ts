@@ -2,7 +2,7 @@
 // template mount namespace that every run of the zygote shares. What is shared must be read-only
 // and hold nothing of a run's; what is a run's (/tmp, /dev/shm, /dev/pts, its workspace, its
 // processes) must be its own; a template that cannot be made leaves the sandbox to bwrap.
-import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -170,6 +170,31 @@ print(states.count("Z"), len(states))`,
     expect(seen.stdout).toBe('0 2\n');
   });
 
+  it("makes /dev's nodes of its own: root's, working, none the host's inode", async () => {
+    const seen = await nestedRun(
+      server,
+      `import os, stat
+out = []
+for name in ("null", "zero", "full", "random", "urandom", "tty"):
+    st = os.stat("/dev/" + name)
+    out.append((name, stat.S_ISCHR(st.st_mode), oct(st.st_mode & 0o7777), st.st_uid, os.major(st.st_rdev), os.minor(st.st_rdev)))
+print(out)
+print(open("/dev/urandom", "rb").read(4) != b"\\0" * 4, open("/dev/null", "w").write("x"))
+print([line.split()[4] for line in open("/proc/self/mountinfo") if line.split()[4].startswith("/dev/") and line.split()[4] not in ("/dev/pts", "/dev/shm")])
+try:
+    os.chmod("/dev/null", 0)
+except OSError as error:
+    print(error.strerror)`,
+    );
+    const host = statSync('/dev/null');
+    expect(host.isCharacterDevice()).toBe(true);
+    expect(seen.stdout).toBe(
+      "[('null', True, '0o666', 0, 1, 3), ('zero', True, '0o666', 0, 1, 5), ('full', True, '0o666', 0, 1, 7), " +
+        "('random', True, '0o666', 0, 1, 8), ('urandom', True, '0o666', 0, 1, 9), ('tty', True, '0o666', 0, 5, 0)]\n" +
+        'True 1\n[]\nRead-only file system\n',
+    );
+  });
+
   it('keeps pid 1 without a capability, and the template out of sight', async () => {
     const seen = await nestedRun(
       server,
@@ -190,7 +215,7 @@ grep -v '^Max cpu time' /proc/self/limits
 hostname; umask; echo "cwd=\${PWD/$HOME/HOME}"
 env | cut -d= -f1 | sort | tr '\\n' ' '; echo
 sed 1,2d /proc/net/dev | cut -d: -f1 | tr -d ' '
-cut -d' ' -f5 /proc/self/mountinfo | grep -v -e "^$PWD$" -e '^/proc/sys$' -e '/drivers' | sort | tr '\\n' ' '; echo
+cut -d' ' -f5 /proc/self/mountinfo | grep -v -e "^$PWD$" -e '^/proc/sys$' -e '/drivers' -e '^/dev/[a-z]*$' | sort | tr '\\n' ' '; echo
 trap -p; yes | head -1`;
 
 describe.skipIf(!root || SANDBOX_MODE === 'landlock')(

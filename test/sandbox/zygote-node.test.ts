@@ -11,6 +11,8 @@ import { SANDBOX_ENV, SANDBOX_MODE } from '../helpers/mode.js';
 import { callTool, startServer, type TestServer } from '../helpers/server.js';
 
 const root = process.getuid?.() === 0;
+/** The host's device nodes a cold run's bwrap binds into its /dev. */
+const DEV_NODES = ['/dev/null', '/dev/zero', '/dev/full', '/dev/random', '/dev/urandom', '/dev/tty'];
 const FORKED = 'require("node:fs").readFileSync("/proc/self/cmdline", "utf8").includes("zygote_node.mjs")';
 
 // Everything the sandbox decides about a process, and what Node took from its start, as the
@@ -144,9 +146,11 @@ describe.skipIf(!root || SANDBOX_MODE === 'landlock')('node zygote (root namespa
       // A cold run's Node gets the shim by --import; a warm driver provides it itself.
       delete probe.execArgv;
     }
-    // The nest covers /proc/sys read-only besides what bwrap covers (irq, bus).
+    // The nest covers /proc/sys read-only besides what bwrap covers (irq, bus), and makes /dev's
+    // nodes itself where bwrap binds the host's (test/sandbox/nest.test.ts).
     expect(forked.mounts).toContain('/proc/sys');
     forked.mounts = forked.mounts.filter((mount: string) => mount !== '/proc/sys');
+    started.mounts = started.mounts.filter((mount: string) => !DEV_NODES.includes(mount));
     expect(forked).toEqual(started);
   });
 

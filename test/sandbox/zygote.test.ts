@@ -18,6 +18,8 @@ import { sandboxBackend } from '../helpers/sandbox.js';
 import { callTool, startServer, type TestServer } from '../helpers/server.js';
 
 const root = process.getuid?.() === 0;
+/** The host's device nodes a cold run's bwrap binds into its /dev. */
+const DEV_NODES = ['/dev/null', '/dev/zero', '/dev/full', '/dev/random', '/dev/urandom', '/dev/tty'];
 const DRIVERS = fileURLToPath(new URL('../../drivers/', import.meta.url));
 
 type Result = ExecutionResult;
@@ -138,9 +140,11 @@ describe.skipIf(!root || SANDBOX_MODE === 'landlock')('zygote (root namespace se
     // sandbox up); a cold run, bwrap's pid 1 and the drop program that reports its end.
     expect(forked.others).toEqual([1]);
     expect(started.others.length).toBe(2);
-    // The nest covers /proc/sys read-only besides what bwrap covers (irq, bus).
+    // The nest covers /proc/sys read-only besides what bwrap covers (irq, bus), and makes /dev's
+    // nodes itself where bwrap binds the host's (test/sandbox/nest.test.ts).
     expect(forked.mounts).toContain('/proc/sys');
     forked.mounts = forked.mounts.filter((mount: string) => mount !== '/proc/sys');
+    started.mounts = started.mounts.filter((mount: string) => !DEV_NODES.includes(mount));
     for (const probe of [forked, started]) {
       delete probe.forked;
       delete probe.kept;
