@@ -16,7 +16,8 @@
 //                         program's process into its namespaces. This process (outside them) waits
 //                         for it and exits as it did (128+N for signal N), as bwrap does.
 // Each OP is a word and its arguments:
-//   ro-bind SRC DST   SRC's tree (recursive), read-only, nosuid, nodev, at DST (template)
+//   ro-bind SRC DST   SRC's tree (recursive), read-only, nosuid, nodev, at DST (template; run,
+//                     inside a tmpfs of the run's)
 //   bind SRC DST      SRC's tree, writable, nosuid, nodev (run; cloned before the namespaces)
 //   symlink TARGET PATH, dir PATH (0755, and its missing parents)
 //   dev PATH          bwrap --dev's tree: a tmpfs with null, zero, full, random, urandom and tty
@@ -315,6 +316,13 @@ static int run(int argc, char **argv) {
       trees[i] = clone_tree(checked(argv[i + 1]), MOUNT_ATTR_NOSUID_ | MOUNT_ATTR_NODEV_, AT_SYMLINK_NOFOLLOW);
       checked(argv[i + 2]);
       i += 2;
+    } else if (!strcmp(op, "ro-bind") && i + 2 < argc) {
+      trees[i] = clone_tree(checked(argv[i + 1]), MOUNT_ATTR_RDONLY_ | MOUNT_ATTR_NOSUID_ | MOUNT_ATTR_NODEV_, 0);
+      checked(argv[i + 2]);
+      i += 2;
+    } else if (!strcmp(op, "symlink") && i + 2 < argc) {
+      checked(argv[i + 2]);
+      i += 2;
     } else if (!strcmp(op, "tmpfs") && i + 3 < argc) {
       checked(argv[i + 3]);
       i += 3;
@@ -343,7 +351,7 @@ static int run(int argc, char **argv) {
   if (init < 0) die("fork", NULL);
   if (init > 0) {
     for (int i = 0; i < argc; i++)
-      if (!strcmp(argv[i], "bind")) close(trees[i]);
+      if (!strcmp(argv[i], "bind") || !strcmp(argv[i], "ro-bind")) close(trees[i]);
     close(1);
     int status;
     while (waitpid(init, &status, 0) < 0)
@@ -355,8 +363,11 @@ static int run(int argc, char **argv) {
   setsid();
   for (int i = 0; i < argc; i++) {
     const char *op = argv[i];
-    if (!strcmp(op, "bind")) {
+    if (!strcmp(op, "bind") || !strcmp(op, "ro-bind")) {
       attach(trees[i], argv[i + 2]);
+      i += 2;
+    } else if (!strcmp(op, "symlink")) {
+      if (symlink(argv[i + 1], argv[i + 2]) != 0) die("symlink", argv[i + 2]);
       i += 2;
     } else if (!strcmp(op, "tmpfs")) {
       char data[96];

@@ -20,8 +20,8 @@ const under = (path: string, root: string) =>
 
 /**
  * The nest's plan for these operations, or undefined where only bwrap can make the sandbox: a host
- * directory bound by descriptor, a link or read-only bind inside a tmpfs of the run's, or a
- * writable bind whose mount point would have to be made where the template holds something.
+ * directory bound by descriptor, or a writable bind whose mount point would have to be made where
+ * the template holds something.
  */
 export function nestPlan(nest: string, ops: readonly FsOp[], network: boolean): NestPlan | undefined {
   const template: string[] = [];
@@ -39,18 +39,19 @@ export function nestPlan(nest: string, ops: readonly FsOp[], network: boolean): 
       case 'bind-fd':
         return undefined;
       case 'symlink':
-        if (inRun) return undefined;
-        template.push('symlink', op.target, op.path);
-        templatePaths.push(op.path);
+      case 'ro-bind': {
+        const args = op.op === 'symlink' ? [op.target, op.path] : [op.source, op.path];
+        // Inside a tmpfs of the run's (a checkout under /tmp): made there, per run, as bwrap does.
+        if (inRun) run.push(op.op, ...args);
+        else {
+          template.push(op.op, ...args);
+          templatePaths.push(op.path);
+        }
         break;
+      }
       case 'dir':
         if (inRun) run.push('dir', op.path);
         else template.push('dir', op.path);
-        break;
-      case 'ro-bind':
-        if (inRun) return undefined;
-        template.push('ro-bind', op.source, op.path);
-        templatePaths.push(op.path);
         break;
       case 'proc':
         if (inRun) return undefined;
