@@ -213,6 +213,14 @@ export function containerNetwork(spec: SandboxSpec, configured: string): string 
   return 'none';
 }
 
+/**
+ * Every container's stdin a pipe from the engine, never the host's /dev/null (what the engine
+ * gives one without --interactive): runsc (and crun before 1.24) chown their stdio to the
+ * container's user, which would hand the host's /dev/null to the sandbox's uid. A run without
+ * stdin gets the engine's at its end at once (spawned with /dev/null), which reads as /dev/null.
+ */
+const NO_DEV_NULL = ['--interactive'] as const;
+
 /** `run` for one SandboxSpec: its own container, its own mounts. */
 export function buildContainerArgs(spec: SandboxSpec, run: ContainerRun): string[] {
   const mounts = mountsFor(spec);
@@ -220,7 +228,7 @@ export function buildContainerArgs(spec: SandboxSpec, run: ContainerRun): string
   return [
     'run',
     ...confinement(run, spec.limits),
-    ...(spec.stdin === 'pipe' ? ['--interactive'] : []),
+    ...NO_DEV_NULL,
     ...volumes(mounts),
     ...processArgs(spec, map, run.image),
     run.image.name,
@@ -256,7 +264,8 @@ export const TEMPLATE_PROGRAM = ['-c', 'exit 0'] as const;
  */
 export function buildTemplateArgs(run: ContainerRun, limits: SandboxSpec['limits']): string[] {
   const bash = run.image.interpreters.bash ?? 'bash';
-  return ['create', ...confinement(run, limits), run.image.name, bash, ...TEMPLATE_PROGRAM];
+  // (Its init, which the OCI path runs to write its configuration, gets stdio all the same.)
+  return ['create', ...confinement(run, limits), ...NO_DEV_NULL, run.image.name, bash, ...TEMPLATE_PROGRAM];
 }
 
 /**
@@ -298,7 +307,7 @@ export function buildExecArgs(
   const map = pathMapper(mounts);
   return [
     'exec',
-    ...(spec.stdin === 'pipe' ? ['--interactive'] : []),
+    ...NO_DEV_NULL,
     '--user',
     `${run.user.uid}:${run.user.gid}`,
     ...processArgs(spec, map, run.image),

@@ -99,6 +99,10 @@ describe('buildContainerArgs', () => {
     ]);
   });
 
+  it("gives every container a pipe for stdin, never the host's /dev/null (runtimes chown their stdio)", () => {
+    expect(buildContainerArgs({ ...spec, stdin: 'ignore' }, run)).toContain('--interactive');
+  });
+
   it('starts a driver through the control launcher when the spec has a control channel', () => {
     const control = buildContainerArgs(
       { ...spec, control: true, stdin: 'pipe' },

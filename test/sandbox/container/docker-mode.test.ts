@@ -61,6 +61,27 @@ describe.each(RUNTIMES)('runtime $name', ({ name, env: DOCKER, missing }) => {
       expect(await eventually(() => containersOf(pid).length === 0)).toBe(true);
     });
 
+    it("never hands the host's /dev/null to a container's user: one-shots, a session, its commands", async () => {
+      // runsc (and crun before 1.24) chown a container's stdio to its user: given the host's
+      // /dev/null as stdin, they made it the sandbox uid's, which every sandbox could then chmod.
+      const owner = () => {
+        const { uid, gid } = statSync('/dev/null');
+        return [uid, gid];
+      };
+      const before = owner();
+      for (let i = 0; i < 3; i++) expect((await python(server, 'print(1)')).value.stdout).toBe('1\n');
+      const session = await callTool<{ session_id: string }>(server.client, 'start_session', {
+        language: 'bash',
+      });
+      await callTool(server.client, 'send_to_session', {
+        session_id: session.value.session_id,
+        code: 'echo 1',
+      });
+      await callTool(server.client, 'close_session', { session_id: session.value.session_id });
+      await callTool(server.client, 'execute_command', { command: 'echo 1' });
+      expect(owner()).toEqual(before);
+    });
+
     it('runs python, node, typescript and bash, cold then warm, in containers', async () => {
       const code = {
         python: 'import os; print("py", os.getcwd())',

@@ -4,7 +4,7 @@
 // The whole suite runs on docker too: CODEXEC_CONTAINER_ENGINE=docker DOCKER_HOST=unix://… npx vitest run test/sandbox/container test/hostile
 // The daemon knows gVisor's runsc where it is installed, with the flags sandbox mode docker needs.
 import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
-import { rmSync, writeFileSync } from 'node:fs';
+import { rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../../helpers/eventually.js';
@@ -169,6 +169,9 @@ describe('sandbox mode docker on a docker daemon', () => {
     'runs under gVisor (CODEXEC_DOCKER_RUNTIME=runsc): warm runs, a session, no network',
     async () => {
       const gvisor = await startServer({ env: { ...env, CODEXEC_DOCKER_RUNTIME: 'runsc' } });
+      // runsc chowns a container's stdio to its user: never the host's /dev/null (docker-mode.test.ts).
+      const devNull = () => [statSync('/dev/null').uid, statSync('/dev/null').gid];
+      const before = devNull();
       try {
         const probe = async () =>
           (
@@ -197,6 +200,7 @@ describe('sandbox mode docker on a docker daemon', () => {
         });
         expect(runtimes.length).toBeGreaterThan(0);
         expect(new Set(runtimes)).toEqual(new Set(['runsc']));
+        expect(devNull()).toEqual(before);
       } finally {
         await gvisor.close();
       }

@@ -150,13 +150,17 @@ export class OciRunner {
     this.live.add(name);
     const [binary = '', ...options] = this.cli;
     const workspace = spec.writablePaths[0] ?? spec.cwd;
+    // Never the host's /dev/null as the container's stdin: runsc (and crun before 1.24) chown their
+    // stdio to the container's user, which would hand the host's /dev/null to the sandbox's uid.
+    // A pipe closed at once reads as /dev/null does: end of file.
     const child = spawn(binary, [...options, 'run', '--bundle', bundle, name], {
-      stdio: [spec.stdin, 'pipe', 'pipe'],
+      stdio: ['pipe', 'pipe', 'pipe'],
       cwd: engineCwd(),
       // The sweep of dead servers' workspaces keeps those a live process names (pool/sweep.ts):
       // an engine names its mounts on its command line, the runtime here in its environment.
       env: { ...process.env, CODEXEC_WORKSPACE: workspace },
     });
+    if (spec.stdin !== 'pipe') child.stdin?.end();
     return {
       child,
       control,
