@@ -219,7 +219,7 @@ export function containerNetwork(spec: SandboxSpec, configured: string): string 
  * container's user, which would hand the host's /dev/null to the sandbox's uid. A run without
  * stdin gets the engine's at its end at once (spawned with /dev/null), which reads as /dev/null.
  */
-const NO_DEV_NULL = ['--interactive'] as const;
+export const NO_DEV_NULL = ['--interactive'] as const;
 
 /** `run` for one SandboxSpec: its own container, its own mounts. */
 export function buildContainerArgs(spec: SandboxSpec, run: ContainerRun): string[] {

@@ -22,6 +22,7 @@ import {
   LABEL,
   lingers,
   mountsFor,
+  NO_DEV_NULL,
   pathMapper,
 } from './args.js';
 import { listenForDriver } from './control.js';
@@ -310,6 +311,7 @@ export class ContainerBackend implements SandboxBackend {
         run(engine.binary, [
           ...engine.global,
           'exec',
+          ...NO_DEV_NULL,
           // As the command's own user: signals cross no uid.
           '--user',
           `${user.uid}:${user.gid}`,

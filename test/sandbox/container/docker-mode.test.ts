@@ -79,6 +79,8 @@ describe.each(RUNTIMES)('runtime $name', ({ name, env: DOCKER, missing }) => {
       });
       await callTool(server.client, 'close_session', { session_id: session.value.session_id });
       await callTool(server.client, 'execute_command', { command: 'echo 1' });
+      // A command's timeout: its signals go by an exec in the command's container.
+      await callTool(server.client, 'execute_command', { command: 'sleep 30', timeout_ms: 1000 });
       expect(owner()).toEqual(before);
     });
 
