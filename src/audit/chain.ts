@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { AuditAttempt } from '../policy/index.js';
+import { isoTime } from '../util/index.js';
 import { hmacHex } from './key.js';
 
 // The hash chain: each line's `hash` is sha256 over the line's JSON without `hash` and `hmac`
@@ -120,7 +121,7 @@ export function chainEntry(
     tool_calls: attempt.tool_calls,
     ...(attempt.tool_calls_omitted && { tool_calls_omitted: attempt.tool_calls_omitted }),
     ...(attempt.network && { network: attempt.network }),
-    at: at.toISOString(),
+    at: isoTime(at),
     prev_hash: prevHash,
   } satisfies Partial<Omit<AuditEntry, 'hash' | 'hmac'>>;
   const unhashed = JSON.stringify(body);

@@ -5,14 +5,14 @@
 // client's next request is checked anew). One record per request.
 import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { endToEnd, valuesOf } from '../util/index.js';
+import { endToEnd, isoTime, valuesOf } from '../util/index.js';
 import { admit, codeOf, decidedBy, dial } from './admit.js';
 import { answerPlain, type RefusalDetail, recorded, recordRefusal, refusal } from './answer.js';
 import { parseAuthority, sameTarget, shown, type Target } from './target.js';
 import type { LaneContext } from './types.js';
 
 export async function forward(lane: LaneContext, req: IncomingMessage, res: ServerResponse) {
-  const at = new Date().toISOString();
+  const at = isoTime();
   const user = lane.user;
   const url = req.url ?? '';
   if (url.startsWith('/') || url === '*')

@@ -16,7 +16,7 @@ import { isIP, type Socket } from 'node:net';
 import { Transform, type TransformCallback } from 'node:stream';
 import { TLSSocket, connect as tlsConnect } from 'node:tls';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
-import { endToEnd } from '../util/index.js';
+import { endToEnd, isoTime } from '../util/index.js';
 import { type Admission, codeOf, dial } from './admit.js';
 import { answerPlain, answerRaw, recordRefusal, refusal } from './answer.js';
 import type { Credential, Credentials, Misplaced } from './credentials.js';
@@ -72,7 +72,7 @@ async function passOn(
   req: IncomingMessage,
   res: ServerResponse,
 ): Promise<void> {
-  const at = new Date().toISOString();
+  const at = isoTime();
   const method = req.method ?? 'GET';
   const refuse = (status: 403 | 502 | 503, reason: string) => {
     recordRefusal(user, { host: target.host, port: target.port, method, at }, status, reason, {});

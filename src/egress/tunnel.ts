@@ -4,6 +4,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { isoTime } from '../util/index.js';
 import { admit, codeOf, decidedBy, dial } from './admit.js';
 import { answerRaw, type RefusalDetail, recorded, recordRefusal, refusal } from './answer.js';
 import type { Credentials } from './credentials.js';
@@ -12,7 +13,7 @@ import { parseAuthority, shown } from './target.js';
 import type { LaneContext } from './types.js';
 
 export async function tunnel(lane: LaneContext, req: IncomingMessage, client: Duplex, head: Buffer) {
-  const at = new Date().toISOString();
+  const at = isoTime();
   const user = lane.user;
   // A client's reset destroys its socket; 'close' (below, or the lane's) does the rest.
   client.on('error', () => {});

@@ -7,6 +7,7 @@ import { CONNECTIONS } from '../egress/index.js';
 import type { SecretsFilter } from '../policy/index.js';
 import type { CodeSyntaxError } from '../runtimes/index.js';
 import { END_MARK_BYTES } from '../sandbox/index.js';
+import { isoTime } from '../util/index.js';
 import type { ArtifactDiff } from './artifacts.js';
 import type { Collected } from './collect.js';
 import type { ExecutionRequest, ExecutionResult } from './types.js';
@@ -64,6 +65,6 @@ export function executionEntry(request: ExecutionRequest, result: ExecutionResul
     ...(result[CONNECTIONS] && { network: result[CONNECTIONS] }),
     artifacts: diff,
     ...(result.artifacts_omitted && { artifacts_omitted: result.artifacts_omitted }),
-    executed_at: new Date(Date.now() - result.duration_ms).toISOString(),
+    executed_at: isoTime(Date.now() - result.duration_ms),
   } as const;
 }

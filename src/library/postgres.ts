@@ -65,7 +65,7 @@ interface ScriptRow {
   last_run_at: string | null;
 }
 
-/** Milliseconds, UTC, `Z`: what `new Date().toISOString()` writes into metadata.json. */
+/** Milliseconds, UTC, `Z`: what `isoTime()` writes into metadata.json (as toISOString does). */
 const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 const columns = (t: string) =>
   `${t}script_id, ${t}name, ${t}language, ${t}metadata::text AS metadata, ${t}version, ${t}run_count,

@@ -3,7 +3,7 @@
 import { mkdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CodexecError } from '../errors/index.js';
-import { newId } from '../util/index.js';
+import { isoTime, newId } from '../util/index.js';
 import { writeFileAtomic } from './atomic.js';
 import { Catalog, safeJson } from './catalog.js';
 import { assertCodeSize, assertScriptName, extension } from './names.js';
@@ -47,7 +47,7 @@ export class DiskScriptStore implements ScriptStore {
       // A new script starts at version 1: files left by one whose metadata is gone are not its own.
       if (!previous) await rm(versions, { recursive: true, force: true });
       await mkdir(versions, { recursive: true, mode: 0o700 }); // the server's alone: the home is lent search
-      const now = new Date().toISOString();
+      const now = isoTime();
       const ext = extension(input.language);
       if (previous && this.limits.maxVersions > 1) {
         // Keep the version being replaced before anything is overwritten.
@@ -114,7 +114,7 @@ export class DiskScriptStore implements ScriptStore {
     return this.exclusive(async () => {
       const metadata = {
         ...(await this.readMetadata(name)),
-        last_run_at: new Date().toISOString(),
+        last_run_at: isoTime(),
         last_run_success: success,
       };
       metadata.run_count += 1;

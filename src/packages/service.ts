@@ -5,7 +5,7 @@ import type { LogWriter } from '../logs/index.js';
 import type { SecretsFilter } from '../policy/index.js';
 import type { Interpreters } from '../runtimes/index.js';
 import type { SandboxBackend } from '../sandbox/index.js';
-import { currentPrincipal, LOCAL_PRINCIPAL } from '../util/index.js';
+import { currentPrincipal, isoTime, LOCAL_PRINCIPAL } from '../util/index.js';
 import { type InstallResult, type PackageEnv, PackageInstaller } from './installer.js';
 import { type PackageLanguage, parsePackageSpec } from './spec.js';
 
@@ -76,7 +76,7 @@ export class PackageService {
         session_id: null,
         language: request.language,
         ...entry,
-        at: new Date().toISOString(),
+        at: isoTime(),
       });
       // Warm processes carry the local principal's packages (engine/spec.ts warmFits).
       if (result.success && currentPrincipal() === LOCAL_PRINCIPAL) await this.onGlobalChange();

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { z } from 'zod';
-import { log } from '../util/index.js';
+import { isoTime, log } from '../util/index.js';
 
 /** The file's shape: one UTC day and the CPU µs each principal's runs used in it. */
 const ledgerSchema = z.object({
@@ -12,7 +12,7 @@ const ledgerSchema = z.object({
 
 /** The UTC day of `ms`, as YYYY-MM-DD. */
 export function utcDay(ms: number): string {
-  return new Date(ms).toISOString().slice(0, 10);
+  return isoTime(ms).slice(0, 10);
 }
 
 /**

@@ -6,7 +6,7 @@ import {
   type ServerContext,
 } from '@modelcontextprotocol/server';
 import type { TaskRecord, TaskRun, Tasks } from '../tasks/index.js';
-import { currentPrincipal } from '../util/index.js';
+import { currentPrincipal, isoTime } from '../util/index.js';
 import { isStdio } from './connection.js';
 
 /**
@@ -141,8 +141,8 @@ export function modernTask(record: TaskRecord) {
   return {
     taskId: record.taskId,
     status: record.status,
-    createdAt: new Date(record.createdMs).toISOString(),
-    lastUpdatedAt: new Date(record.updatedMs).toISOString(),
+    createdAt: isoTime(record.createdMs),
+    lastUpdatedAt: isoTime(record.updatedMs),
     ttlMs: record.ttlMs,
     pollIntervalMs: POLL_INTERVAL_MS,
   };
@@ -158,8 +158,8 @@ export function legacyTask(record: TaskRecord) {
     taskId: record.taskId,
     status: toolError ? ('failed' as const) : record.status,
     ...(statusMessage(record) !== undefined && { statusMessage: statusMessage(record) }),
-    createdAt: new Date(record.createdMs).toISOString(),
-    lastUpdatedAt: new Date(record.updatedMs).toISOString(),
+    createdAt: isoTime(record.createdMs),
+    lastUpdatedAt: isoTime(record.updatedMs),
     ttl: record.ttlMs,
     pollInterval: POLL_INTERVAL_MS,
   };

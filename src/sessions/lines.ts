@@ -3,7 +3,7 @@
 import { rm } from 'node:fs/promises';
 import type { LogWriter } from '../logs/index.js';
 import type { Exit } from '../sandbox/index.js';
-import { log } from '../util/index.js';
+import { isoTime, log } from '../util/index.js';
 import type { Session } from './session.js';
 import type { EndReason, StartRequest, StartResult } from './types.js';
 
@@ -15,7 +15,7 @@ export async function announce(
   { sandbox_mode, pty }: { readonly sandbox_mode: string; readonly pty: boolean },
 ): Promise<StartResult> {
   const { id } = session;
-  const started_at = session.startedAt.toISOString();
+  const started_at = isoTime(session.startedAt);
   const working_dir = session.options.cwd;
   await logs.appendSession(id, {
     type: 'session_start',
@@ -61,7 +61,7 @@ export async function closeOut(logs: LogWriter, session: Session, { exit, reason
       executions_count: session.executionsCount,
       exit_code: exit.code,
       signal: exit.signal,
-      at: new Date().toISOString(),
+      at: isoTime(),
     })
     .catch(() => {}); // LogWriter has reported it
 }

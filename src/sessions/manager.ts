@@ -7,7 +7,7 @@ import type { PackageEnv, PackageLanguage, SessionPackageHost } from '../package
 import type { RunQuotas } from '../quotas/index.js';
 import type { Language } from '../runtimes/index.js';
 import type { Exit } from '../sandbox/index.js';
-import { currentPrincipal, type HeldDir, log } from '../util/index.js';
+import { currentPrincipal, type HeldDir, isoTime, log } from '../util/index.js';
 import { SessionLimitError, SessionLostError, SessionNotFoundError } from './errors.js';
 import { announce, closeOut } from './lines.js';
 import { sessionPackageEnv } from './packages.js';
@@ -262,7 +262,7 @@ export class SessionManager implements SessionPackageHost {
       type: 'package_install',
       session_id: sessionId,
       ...install,
-      at: new Date().toISOString(),
+      at: isoTime(),
     });
   }
 

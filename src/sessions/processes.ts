@@ -2,7 +2,7 @@ import { basename, join } from 'node:path';
 import type { Config } from '../config/index.js';
 import { InvalidInputError } from '../errors/index.js';
 import type { SecretsFilter } from '../policy/index.js';
-import { log, newId } from '../util/index.js';
+import { isoTime, log, newId } from '../util/index.js';
 import { ProcessNotFoundError, SessionLimitError } from './errors.js';
 import { type OutputPage, ProcessOutput } from './process-output.js';
 import type { ProcEvent } from './protocol.js';
@@ -105,7 +105,7 @@ export class ProcessTable {
         running: true,
         exit_code: null,
         signal: null,
-        started_at: new Date().toISOString(),
+        started_at: isoTime(),
         output_bytes: 0,
         ...(expose !== undefined && { exposed_port: expose }),
       },
@@ -304,7 +304,7 @@ export class ProcessTable {
       exit_code,
       signal: ended_by,
       output_bytes,
-      at: new Date().toISOString(),
+      at: isoTime(),
     });
   }
 

@@ -6,6 +6,7 @@ import { type BridgeRun, toolCallFields } from '../bridge/index.js';
 import type { Channel, SamplingLimits, SamplingUse } from '../codemode/index.js';
 import { CONNECTIONS, deniedOf, type EgressRecord, type Lane, loggedConnection } from '../egress/index.js';
 import type { SandboxBackend } from '../sandbox/index.js';
+import { isoTime } from '../util/index.js';
 import { treeRssMb } from './memory.js';
 import type { Session } from './session.js';
 import type { SendRequest, SendResult, SessionInfo } from './types.js';
@@ -83,8 +84,8 @@ export class SessionRecord {
       session_id: session.id,
       language: session.options.language,
       name: session.options.name,
-      started_at: session.startedAt.toISOString(),
-      last_activity_at: session.lastActivityAt.toISOString(),
+      started_at: isoTime(session.startedAt),
+      last_activity_at: isoTime(session.lastActivityAt),
       executions_count: session.executionsCount,
       pid: session.pid,
       memory_mb: (await treeRssMb(session.pid)) ?? null,

@@ -17,6 +17,7 @@ import type { SecretsFilter } from '../policy/index.js';
 import type { Language } from '../runtimes/index.js';
 import type { Exit, LimitKind, SandboxedProcess } from '../sandbox/index.js';
 import type { HeldDir } from '../util/index.js';
+import { isoTime } from '../util/index.js';
 import type { EndReason, SendRequest, SendResult } from './types.js';
 
 export function describeExit(exit: Exit): string {
@@ -133,7 +134,7 @@ export function executionLine(session: SessionFacts, send: SendFacts): Record<st
     artifacts: send.artifacts,
     ...(result.artifacts_omitted && { artifacts_omitted: result.artifacts_omitted }),
     ...(result.waiting_for_input && { waiting_for_input: true, prompt: result.prompt }),
-    at: new Date(send.started).toISOString(),
+    at: isoTime(send.started),
   };
 }
 

@@ -35,4 +35,4 @@ export { asPrincipal, currentPrincipal, LOCAL_PRINCIPAL, principalFolder } from 
 export { privateDatabase } from './private-file.js';
 export { quietly } from './quietly.js';
 export { readSmallFile } from './small-file.js';
-export { settledWithin } from './time.js';
+export { isoTime, settledWithin } from './time.js';

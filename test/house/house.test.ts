@@ -119,4 +119,9 @@ describe('the source tree', () => {
     );
     expect(citing).toEqual([]);
   });
+
+  it('writes times with isoTime, not toISOString (its time zone lookup maps ICU data)', () => {
+    const calling = FILES.filter((file) => /\.toISOString\(/.test(text.get(file) ?? '')).map(name);
+    expect(calling).toEqual([]);
+  });
 });

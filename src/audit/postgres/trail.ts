@@ -1,6 +1,6 @@
 import type { AuditAttempt } from '../../policy/index.js';
 import type { Postgres } from '../../store/index.js';
-import { log } from '../../util/index.js';
+import { isoTime, log } from '../../util/index.js';
 import { chainEntry, GENESIS } from '../chain.js';
 import { type AuditLog, type AuditRow, viewOf } from '../store.js';
 import type { ChainsReport } from './report.js';
@@ -92,7 +92,7 @@ export class PgAuditTrail implements AuditLog {
     const { pg, key, chainId } = this.options;
     await pg.migrate(COMPONENT, MIGRATIONS);
     const at = this.options.now?.() ?? new Date();
-    const day = at.toISOString().slice(0, 10);
+    const day = isoTime(at).slice(0, 10);
     if (this.prunedDay !== day) {
       // Off the append's path: the first entry of a day does not wait for a year of rows.
       this.prunedDay = day;

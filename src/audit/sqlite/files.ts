@@ -1,4 +1,5 @@
 import { readdirSync } from 'node:fs';
+import { isoTime } from '../../util/index.js';
 
 // The audit files: one per UTC day, `audit-YYYY-MM-DD.jsonl` in the log directory, and the anchor
 // that records each day's count and last hash.
@@ -12,7 +13,7 @@ export const KEY_FILE = 'audit.key';
 /** Held while an entry is chained and appended, by whichever process sharing the dir writes. */
 export const LOCK_FILE = 'audit.lock';
 
-export const auditFileName = (at: Date) => `audit-${at.toISOString().slice(0, 10)}.jsonl`;
+export const auditFileName = (at: Date) => `audit-${isoTime(at).slice(0, 10)}.jsonl`;
 /** The file of a UTC day (`YYYY-MM-DD`), and the day of a file name. */
 export const dayFile = (day: string) => `audit-${day}.jsonl`;
 export const fileDay = (name: string) => name.slice('audit-'.length, -'.jsonl'.length);
