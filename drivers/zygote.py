@@ -329,15 +329,25 @@ def start(job):
     return run
 
 
+def in_child(body, *args, _write=os.write, _exit=os._exit):
+    """A forked child's whole life: `body` never returns, and whatever it raises ends the process.
+    The exits are bound here: warm_python.py empties __main__ (this module, in the zygote's forks),
+    and a failure after that must not climb back into the zygote's own loop."""
+    try:
+        body(*args)
+    except BaseException as error:
+        try:
+            _write(2, ("codexec zygote: %r\n" % (error,)).encode())
+        finally:
+            _exit(127)
+    _exit(127)
+
+
 def fork_confined(run):
     """Sandbox mode landlock: fork the program's process, which confines itself. Its pid."""
     pid = os.fork()
     if pid == 0:
-        try:
-            become_program(run, [])
-        except BaseException as error:
-            os.write(2, ("codexec zygote: %r\n" % (error,)).encode())
-        os._exit(127)
+        in_child(become_program, run, [])
     for fd in run.sources.values():
         os.close(fd)
     run.sources = {}
@@ -362,11 +372,7 @@ def fork_program(run, own_pid_ns):
         try:
             pid = os.fork()
             if pid == 0:
-                try:
-                    become_program(run, [entry for entry in joined if entry[0] != "pid"])
-                except BaseException as error:
-                    os.write(2, ("codexec zygote: %r\n" % (error,)).encode())
-                os._exit(127)
+                in_child(become_program, run, [entry for entry in joined if entry[0] != "pid"])
         finally:
             # Never fork into a sandbox again: this process cannot go on if it cannot return.
             if pid_ns and libc.setns(own_pid_ns, CLONE_NEWPID) != 0:

@@ -277,56 +277,70 @@ describe.skipIf(!root || SANDBOX_MODE === 'landlock')(
 );
 
 describe.skipIf(!root || SANDBOX_MODE === 'landlock')('a template the nest cannot make', () => {
-  it('leaves the sandbox to bwrap, and a new template is tried again', async () => {
-    const zygote = new Zygote(
-      '/usr/bin/python3',
-      { PATH: '/usr/bin:/bin', PYTHONDONTWRITEBYTECODE: '1' },
-      60_000,
+  let zygote: Zygote;
+  let dir: string;
+  beforeAll(() => {
+    zygote = new Zygote('/usr/bin/python3', { PATH: '/usr/bin:/bin', PYTHONDONTWRITEBYTECODE: '1' }, 60_000);
+    dir = mkdtempSync(join(tmpdir(), 'codexec-nest-test-'));
+  });
+  afterAll(() => {
+    zygote.retire();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const noCgroup = { dirs: [] } as unknown as RunCgroup;
+  /** A python driver forked into the nest's sandbox from `template` (bwrap's fallback fails). */
+  const fork = (template: string[]) =>
+    zygote.fork(
+      // A control channel: the warm driver waits on it for its job.
+      { stdin: 'ignore', control: true },
+      noCgroup,
+      {
+        bwrap: ['/bin/false'],
+        placeholder: ['/bin/cat', '-'],
+        nest: {
+          template: [NEST as string, 'template', ...template],
+          run: [NEST as string, 'run', 'proc', '/proc'],
+        },
+        uid: 65534,
+        gid: 65534,
+        env: {},
+        cwd: '/',
+      },
+      Buffer.alloc(0),
+      [],
     );
-    const dir = mkdtempSync(join(tmpdir(), 'codexec-nest-test-'));
+
+  it('leaves the sandbox to bwrap, and a new template is tried again', async () => {
+    // No such source: the template is not made, and bwrap (/bin/false here) is started instead.
+    await expect(fork(['ro-bind', join(dir, 'missing'), '/usr'])).rejects.toThrow(
+      /the sandbox did not start \(bwrap: 1\)/,
+    );
+    // Another template is made, and the program's process forked into the nest's sandbox: a
+    // root with /proc and /dev alone (the driver opens /dev/null, then waits for its job).
+    const child = await fork(['dir', '/proc', 'dev', '/dev', 'dir', join(dir, 'made')]);
+    const pid = child.pid as number;
     try {
-      const noCgroup = { dirs: [] } as unknown as RunCgroup;
-      const fork = (template: string[]) =>
-        zygote.fork(
-          // A control channel: the warm driver waits on it for its job.
-          { stdin: 'ignore', control: true },
-          noCgroup,
-          {
-            bwrap: ['/bin/false'],
-            placeholder: ['/bin/cat', '-'],
-            nest: {
-              template: [NEST as string, 'template', ...template],
-              run: [NEST as string, 'run', 'proc', '/proc'],
-            },
-            uid: 65534,
-            gid: 65534,
-            env: {},
-            cwd: '/',
-          },
-          Buffer.alloc(0),
-          [],
-        );
-      // No such source: the template is not made, and bwrap (/bin/false here) is started instead.
-      await expect(fork(['ro-bind', join(dir, 'missing'), '/usr'])).rejects.toThrow(
-        /the sandbox did not start \(bwrap: 1\)/,
-      );
-      // Another template is made, and the program's process forked into the nest's sandbox: a
-      // root with /proc alone.
-      const child = await fork(['dir', '/proc', 'dir', join(dir, 'made')]);
-      const pid = child.pid as number;
-      try {
-        // (Once it has joined the sandbox's namespaces, which it does after its pid is reported.)
-        await expect.poll(() => existsSync(`/proc/${pid}/root${dir}/made`)).toBe(true);
-        expect(existsSync(`/proc/${pid}/root/usr`)).toBe(false);
-      } finally {
-        // (Its driver finds no interpreter's files in that root and may have exited already.)
-        try {
-          process.kill(pid, 'SIGKILL');
-        } catch {}
-      }
+      // (Once it has joined the sandbox's namespaces, which it does after its pid is reported.)
+      await expect.poll(() => existsSync(`/proc/${pid}/root${dir}/made`)).toBe(true);
+      expect(existsSync(`/proc/${pid}/root/usr`)).toBe(false);
     } finally {
-      zygote.retire();
-      rmSync(dir, { recursive: true, force: true });
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {}
     }
+  });
+
+  it("ends a fork whose driver fails in the sandbox, never going back to the zygote's loop", async () => {
+    // No /dev/null in this root: the driver's setup raises once it has emptied __main__, the
+    // module whose names the zygote's own code uses.
+    const child = await fork(['dir', '/proc', 'dir', join(dir, 'bare')]);
+    let stderr = '';
+    child.stderr?.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const code = await new Promise((resolve) => child.on('exit', resolve));
+    expect(stderr).toMatch(/codexec zygote: FileNotFoundError/);
+    expect(stderr).not.toContain('NameError');
+    expect(code).toBe(127);
   });
 });
