@@ -81,7 +81,8 @@ export function reportsEnd(
   );
 }
 
-export function buildBwrapArgs(spec: SandboxSpec, options: BwrapOptions): string[] {
+/** bwrap's command line; `ops`: the filesystem's, where the caller has them already (filesystemOps). */
+export function buildBwrapArgs(spec: SandboxSpec, options: BwrapOptions, ops?: readonly FsOp[]): string[] {
   const { tools, identity } = options;
   if (spec.argv.length === 0) throw new TypeError('SandboxSpec.argv is empty');
   const placeholder = options.placeholder === true;
@@ -99,7 +100,7 @@ export function buildBwrapArgs(spec: SandboxSpec, options: BwrapOptions): string
   argv.push(tools.bwrap, ...namespaceFlags(spec, identity !== undefined, placeholder));
   argv.push('--die-with-parent', '--new-session', '--hostname', 'codexec', '--clearenv');
   for (const [name, value] of Object.entries(spec.env)) argv.push('--setenv', name, value);
-  argv.push(...bwrapFilesystem(filesystemOps(spec, options, identity !== undefined)));
+  argv.push(...bwrapFilesystem(ops ?? filesystemOps(spec, options, identity !== undefined)));
   // A placeholder runs as root without capabilities: it could not enter a workspace lent away.
   argv.push('--chdir', placeholder ? '/' : spec.cwd);
   if (options.seccomp && !placeholder) argv.push('--seccomp', String(SECCOMP_FD));

@@ -192,12 +192,11 @@ function zygoteSandbox(
   const interpreter = interpreterMount(spec.argv[0] as string, options.privateDirs);
   const sandbox = { ...spec, argv: placeholder, readablePaths: [interpreter, ...spec.readablePaths] };
   // The zygote appends the placeholder: its own where it can run one (drivers/zygote.py), or this.
-  const bwrap = buildBwrapArgs(sandbox, { ...options, placeholder: true }).slice(0, -placeholder.length);
+  // One plan for both: the nest's, and bwrap's where the template cannot be used.
+  const ops = filesystemOps(sandbox, options, true);
+  const bwrap = buildBwrapArgs(sandbox, { ...options, placeholder: true }, ops).slice(0, -placeholder.length);
   const { uid, gid } = identity;
-  const nest =
-    NEST && !forwards(spec)
-      ? nestPlan(NEST, filesystemOps(sandbox, options, true), spec.network !== 'host')
-      : undefined;
+  const nest = NEST && !forwards(spec) ? nestPlan(NEST, ops, spec.network !== 'host') : undefined;
   const exec = execs ? { exec: spec.argv } : {};
   return { bwrap, placeholder, ...(nest && { nest }), uid, gid, env: spec.env, cwd: spec.cwd, ...exec };
 }
