@@ -667,8 +667,11 @@ def serve(template_argv=None):
 if __name__ == "__main__":
     compile("pass", "<warm-up>", "exec")  # the compiler's first use, paid once here
     PLACEHOLDER = load_placeholder()
-    # --node NODE ADDON TEMPLATE: the template is started as `NODE --single-threaded TEMPLATE ADDON
-    # <job fd>`: V8 then posts no work to its helper threads, which a fork does not have (Node
-    # would wait for that work at the end of the run's event loop).
+    # --node NODE ADDON TEMPLATE: the template is started as `NODE --single-threaded
+    # --no-memory-reducer TEMPLATE ADDON <job fd>`: V8 then posts no work to its helper threads,
+    # which a fork does not have (Node would wait for that work at the end of the run's event
+    # loop). Nor does it arm the memory reducer's timer (8 s after a GC): the template never turns
+    # its event loop (it waits in the addon's poll), so every fork made or used after that time
+    # fired the timer at its start, and its loop never emptied: the run ended at its timeout.
     node = sys.argv[2:5] if sys.argv[1:2] == ["--node"] else None
-    serve([node[0], "--single-threaded", node[2], node[1]] if node else None)
+    serve([node[0], "--single-threaded", "--no-memory-reducer", node[2], node[1]] if node else None)

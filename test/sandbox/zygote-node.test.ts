@@ -219,6 +219,17 @@ describe.skipIf(!root || SANDBOX_MODE === 'landlock')('node zygote (root namespa
     expect(await run(cold, code)).toMatchObject({ stdout: 'up\n', exit_code: 1 });
   });
 
+  it('ends the runs forked after the template has waited past V8’s memory reducer (8 s)', async () => {
+    await forkedRun(server, '');
+    // The template's last GC armed the reducer's timer; a fork made or used later fired it and its
+    // loop never emptied: each such run ended at its timeout.
+    await new Promise((resolve) => setTimeout(resolve, 10_000));
+    for (let i = 0; i < 3; i++) {
+      const value = await forkedRun(server, 'console.log(1)', { timeout_ms: 5000 });
+      expect(value).toMatchObject({ stdout: '1\n', exit_code: 0, timed_out: false });
+    }
+  }, 60_000);
+
   it('a dead template takes its forks and its zygote with it: the next runs start their Node', async () => {
     await forkedRun(server, '');
     // This server's own (other suites' servers have theirs): its zygote's child.
