@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { DEAD_AFTER_MS, migrateReplicas, NOW_MS, type Postgres, replicaId } from '../store/index.js';
-import { log } from '../util/index.js';
+import { lazily, log } from '../util/index.js';
 import {
   type ApprovalEvent,
   type ApprovalPeers,
@@ -27,24 +27,27 @@ const MIGRATIONS = [
 /** How often a replica looks for decisions on its approvals (and, while a page watches, for others'). */
 const POLL_MS = 400;
 
-const cardSchema = z.object({
-  id: z.string(),
-  principal: z.string(),
-  // Cards of a replica from before host questions came to the dashboard are runs.
-  kind: z.enum(['run', 'host']).default('run'),
-  tool: z.string(),
-  language: z.string().nullable(),
-  session_id: z.string().nullable(),
-  code: z.string(),
-  code_chars: z.number(),
-  powers: z.string().nullable(),
-  place: z.string().nullable().optional(),
-  reason: z.string(),
-  host: z.string().optional(),
-  port: z.number().int().optional(),
-  asked_at: z.number(),
-});
-const decisionSchema = z.enum(DECISIONS);
+/** A card as stored, made on first use: a server without a store reads none. */
+const cardSchema = lazily(() =>
+  z.object({
+    id: z.string(),
+    principal: z.string(),
+    // Cards of a replica from before host questions came to the dashboard are runs.
+    kind: z.enum(['run', 'host']).default('run'),
+    tool: z.string(),
+    language: z.string().nullable(),
+    session_id: z.string().nullable(),
+    code: z.string(),
+    code_chars: z.number(),
+    powers: z.string().nullable(),
+    place: z.string().nullable().optional(),
+    reason: z.string(),
+    host: z.string().optional(),
+    port: z.number().int().optional(),
+    asked_at: z.number(),
+  }),
+);
+const decisionSchema = lazily(() => z.enum(DECISIONS));
 
 /**
  * The dashboard's approval queue across replicas (CODEXEC_STORE=postgres): each replica publishes
@@ -90,7 +93,7 @@ export class SharedApprovals implements ApprovalPeers {
       [id, decision, this.id, decider],
     );
     if (row?.own) throw ownCall(decider);
-    return row?.card ? cardSchema.parse(row.card) : undefined;
+    return row?.card ? cardSchema().parse(row.card) : undefined;
   }
 
   /** Stop polling and take this replica's rows away (its approvals end with it). */
@@ -142,7 +145,7 @@ export class SharedApprovals implements ApprovalPeers {
       [this.id],
     );
     for (const row of rows) {
-      const decision = decisionSchema.safeParse(row.decision);
+      const decision = decisionSchema().safeParse(row.decision);
       // The decider was checked when the decision was written (decide above). One that ended
       // here meanwhile (timed out, withdrawn, the client answered first) takes its row with it.
       if (decision.success) this.queue.settle(row.id, decision.data, row.decided_by ?? 'another replica');
@@ -162,7 +165,7 @@ export class SharedApprovals implements ApprovalPeers {
     );
     const cards: QueuedApproval[] = [];
     for (const row of rows) {
-      const card = cardSchema.safeParse(row.card);
+      const card = cardSchema().safeParse(row.card);
       if (card.success) cards.push(card.data);
     }
     this.queue.setRemote(cards);

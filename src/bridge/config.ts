@@ -1,34 +1,40 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ConfigError } from '../errors/index.js';
+import { lazily } from '../util/index.js';
 
 // CODEXEC_MCP_CONFIG: the downstream MCP servers, in the `mcpServers` format clients use. Their
 // tools are named mcp__<server>__<tool>, so a server name may not contain "__".
 
-const name = z
-  .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9_-]*$/, 'letters, digits, "-" and "_"')
-  .refine(
-    (value) => !value.includes('__'),
-    'no "__" (it separates server and tool in mcp__<server>__<tool>)',
-  );
+/** The file's schema, made when a file is read: a server without one holds none of it. */
+const schemas = lazily(() => {
+  const name = z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9_-]*$/, 'letters, digits, "-" and "_"')
+    .refine(
+      (value) => !value.includes('__'),
+      'no "__" (it separates server and tool in mcp__<server>__<tool>)',
+    );
 
-const stdioServer = z.object({
-  type: z.literal('stdio').optional(),
-  command: z.string().min(1),
-  args: z.array(z.string()).default([]),
-  env: z.record(z.string(), z.string()).default({}),
-  cwd: z.string().min(1).optional(),
+  const stdioServer = z.object({
+    type: z.literal('stdio').optional(),
+    command: z.string().min(1),
+    args: z.array(z.string()).default([]),
+    env: z.record(z.string(), z.string()).default({}),
+    cwd: z.string().min(1).optional(),
+  });
+  const httpServer = z.object({
+    type: z.literal('http'),
+    url: z.url(),
+    headers: z.record(z.string(), z.string()).default({}),
+  });
+
+  const file = z.object({ mcpServers: z.record(name, z.union([httpServer, stdioServer])) });
+  return { stdioServer, httpServer, file };
 });
-const httpServer = z.object({
-  type: z.literal('http'),
-  url: z.url(),
-  headers: z.record(z.string(), z.string()).default({}),
-});
 
-const fileSchema = z.object({ mcpServers: z.record(name, z.union([httpServer, stdioServer])) });
-
-export type DownstreamSpec = z.output<typeof stdioServer> | z.output<typeof httpServer>;
+type Schemas = ReturnType<typeof schemas>;
+export type DownstreamSpec = z.output<Schemas['stdioServer']> | z.output<Schemas['httpServer']>;
 
 /** The servers of the file at `path`; a file that is missing or wrong stops start-up, naming it. */
 export function loadMcpConfig(path: string): ReadonlyMap<string, DownstreamSpec> {
@@ -38,7 +44,7 @@ export function loadMcpConfig(path: string): ReadonlyMap<string, DownstreamSpec>
   } catch (error) {
     throw new ConfigError(`CODEXEC_MCP_CONFIG: cannot read ${path}: ${(error as Error).message}`);
   }
-  const parsed = fileSchema.safeParse(raw);
+  const parsed = schemas().file.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     throw new ConfigError(

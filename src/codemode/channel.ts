@@ -4,6 +4,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { BridgeError, type BridgeRun } from '../bridge/index.js';
+import { lazily } from '../util/index.js';
 import type { Sampler } from './sampler.js';
 
 // The way from sandboxed code to the bridge: a Unix socket in the run's own workspace (the one
@@ -21,43 +22,46 @@ const MAX_LINE_BYTES = 1024 * 1024;
  */
 const MAX_IN_FLIGHT = 64;
 
-const request = z.discriminatedUnion('method', [
-  z.object({
-    id: z.number().int(),
-    method: z.literal('call'),
-    params: z.object({
-      name: z.string().min(1).max(512),
-      args: z.record(z.string(), z.unknown()).default({}),
+/** A request's shape, made on the first request: an idle server holds no code mode schema. */
+const request = lazily(() =>
+  z.discriminatedUnion('method', [
+    z.object({
+      id: z.number().int(),
+      method: z.literal('call'),
+      params: z.object({
+        name: z.string().min(1).max(512),
+        args: z.record(z.string(), z.unknown()).default({}),
+      }),
     }),
-  }),
-  z.object({
-    id: z.number().int(),
-    method: z.literal('discover'),
-    params: z.object({ search: z.string().max(1000).optional() }).default({}),
-  }),
-  z.object({
-    id: z.number().int(),
-    method: z.literal('search'),
-    params: z.object({ query: z.string().max(1000), limit: z.number().int().min(1).max(100).optional() }),
-  }),
-  z.object({
-    id: z.number().int(),
-    method: z.literal('schema'),
-    params: z.object({ name: z.string().min(1).max(512) }),
-  }),
-  z.object({
-    id: z.number().int(),
-    method: z.literal('sample'),
-    params: z.object({
-      messages: z
-        .array(z.object({ role: z.enum(['user', 'assistant']), content: z.string().max(200_000) }))
-        .min(1)
-        .max(100),
-      systemPrompt: z.string().max(200_000).optional(),
-      maxTokens: z.number().int().min(1).max(1_000_000).optional(),
+    z.object({
+      id: z.number().int(),
+      method: z.literal('discover'),
+      params: z.object({ search: z.string().max(1000).optional() }).default({}),
     }),
-  }),
-]);
+    z.object({
+      id: z.number().int(),
+      method: z.literal('search'),
+      params: z.object({ query: z.string().max(1000), limit: z.number().int().min(1).max(100).optional() }),
+    }),
+    z.object({
+      id: z.number().int(),
+      method: z.literal('schema'),
+      params: z.object({ name: z.string().min(1).max(512) }),
+    }),
+    z.object({
+      id: z.number().int(),
+      method: z.literal('sample'),
+      params: z.object({
+        messages: z
+          .array(z.object({ role: z.enum(['user', 'assistant']), content: z.string().max(200_000) }))
+          .min(1)
+          .max(100),
+        systemPrompt: z.string().max(200_000).optional(),
+        maxTokens: z.number().int().min(1).max(1_000_000).optional(),
+      }),
+    }),
+  ]),
+);
 
 export interface Channel {
   /** The socket's path (the same inside the sandbox: the workspace is bound where it is). */
@@ -180,9 +184,9 @@ async function handle(
   run: BridgeRun | undefined,
   sampler: Sampler | undefined,
 ): Promise<object> {
-  let parsed: z.output<typeof request>;
+  let parsed: z.output<ReturnType<typeof request>>;
   try {
-    parsed = request.parse(JSON.parse(line));
+    parsed = request().parse(JSON.parse(line));
   } catch {
     return { id: idOf(line), error: { code: 'INVALID_REQUEST', message: 'not a valid bridge request' } };
   }

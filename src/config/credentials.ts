@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { parseRules } from '../egress/rules.js';
 import { ConfigError } from '../errors/index.js';
-import { expandHome } from '../util/index.js';
+import { expandHome, lazily } from '../util/index.js';
 import { readJsonFile } from './json-file.js';
 
 // CODEXEC_CREDENTIALS: secrets code may use but never hold. The file names, per credential, the
@@ -34,21 +34,23 @@ const RESERVED = new Set([
   'upgrade',
 ]);
 
-const fileSchema = z.record(
-  z.string(),
-  z.strictObject({
-    file: z
-      .string()
-      .min(1)
-      .refine((path) => path.startsWith('/') || path.startsWith('~'), 'file must be an absolute path')
-      .describe('The file holding the value (read at start-up; one trailing newline dropped).'),
-    hosts: z.array(z.string().min(1)).min(1, 'name at least one host').describe('Where it may be sent.'),
-    header: z
-      .string()
-      .describe('The header it goes in, {value} where the value goes: "Authorization: Bearer {value}".'),
-  }),
+/** Made when a file is named: a server without one holds none of it. */
+const fileSchema = lazily(() =>
+  z.record(
+    z.string(),
+    z.strictObject({
+      file: z
+        .string()
+        .min(1)
+        .refine((path) => path.startsWith('/') || path.startsWith('~'), 'file must be an absolute path')
+        .describe('The file holding the value (read at start-up; one trailing newline dropped).'),
+      hosts: z.array(z.string().min(1)).min(1, 'name at least one host').describe('Where it may be sent.'),
+      header: z
+        .string()
+        .describe('The header it goes in, {value} where the value goes: "Authorization: Bearer {value}".'),
+    }),
+  ),
 );
-
 const EXPECTED =
   '{"<ENV_NAME>": {"file": "/run/secrets/key", "hosts": ["api.example.com"], "header": "Authorization: Bearer {value}"}}';
 
@@ -63,7 +65,7 @@ export function readCredentials(
   network: string,
   allowed: readonly string[],
 ): readonly CredentialRule[] {
-  const entries = readJsonFile('CODEXEC_CREDENTIALS', file, fileSchema, EXPECTED);
+  const entries = readJsonFile('CODEXEC_CREDENTIALS', file, fileSchema(), EXPECTED);
   const names = Object.keys(entries);
   const misnamed = names.find((name) => !ENV_NAME.test(name));
   if (misnamed !== undefined)

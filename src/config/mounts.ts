@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ConfigError } from '../errors/index.js';
-import { expandHome, isWithin } from '../util/index.js';
+import { expandHome, isWithin, lazily } from '../util/index.js';
 import { readJsonFile } from './json-file.js';
 
 // CODEXEC_MOUNTS: directories the operator lends to runs, read-only, each to the principals it
@@ -47,17 +47,19 @@ const absolute = (what: string) =>
     .min(1)
     .refine((path) => path.startsWith('/') || path.startsWith('~'), `${what} must be an absolute path`);
 
-const fileSchema = z.array(
-  z.strictObject({
-    source: absolute('source').describe('The host directory lent, read-only.'),
-    target: absolute('target').optional().describe('Where runs see it (default: the source).'),
-    principals: z
-      .array(z.string().min(1))
-      .min(1, 'name at least one principal, or "*" for every principal')
-      .describe('Who gets it: principal names, or "*" for every principal.'),
-  }),
+/** Made when a file is named: a server without one holds none of it. */
+const fileSchema = lazily(() =>
+  z.array(
+    z.strictObject({
+      source: absolute('source').describe('The host directory lent, read-only.'),
+      target: absolute('target').optional().describe('Where runs see it (default: the source).'),
+      principals: z
+        .array(z.string().min(1))
+        .min(1, 'name at least one principal, or "*" for every principal')
+        .describe('Who gets it: principal names, or "*" for every principal.'),
+    }),
+  ),
 );
-
 const EXPECTED = '[{"source": "/srv/data", "target": "/data", "principals": ["<principal>" | "*"]}]';
 
 /** Longest path an entry may give (a target is an argument of every sandbox's command line). */
@@ -90,7 +92,7 @@ function pathOf(text: string, home: string, what: string, index: number, mode: s
  * from a mount.
  */
 export function readMounts(file: string, home: string, mode: string): readonly MountRule[] {
-  const entries = readJsonFile('CODEXEC_MOUNTS', file, fileSchema, EXPECTED);
+  const entries = readJsonFile('CODEXEC_MOUNTS', file, fileSchema(), EXPECTED);
   if (entries.length > MAX_MOUNTS)
     throw new ConfigError(`CODEXEC_MOUNTS: ${entries.length} mounts, more than ${MAX_MOUNTS}`);
   if (entries.length > 0 && mode === 'subprocess')

@@ -59,7 +59,7 @@ export class Catalog {
     const path = join(this.dir, 'index.json');
     const text = await readFile(path, 'utf8').catch(() => undefined);
     if (text !== undefined) {
-      const parsed = scriptIndexSchema.safeParse(safeJson(text));
+      const parsed = scriptIndexSchema().safeParse(safeJson(text));
       if (parsed.success) {
         const stamps = parsed.data.stamps ?? {};
         for (const metadata of parsed.data.scripts) {
@@ -99,7 +99,7 @@ export class Catalog {
 
   private async read(name: string, stamp: string): Promise<ScriptMetadata | undefined> {
     const text = await readFile(join(this.dir, name, 'metadata.json'), 'utf8').catch(() => '');
-    const parsed = scriptMetadataSchema.safeParse(safeJson(text));
+    const parsed = scriptMetadataSchema().safeParse(safeJson(text));
     if (parsed.success) {
       this.unreadable.delete(name);
       return { ...parsed.data, name }; // the folder's name is the one get_script and run_script take

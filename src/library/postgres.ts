@@ -168,7 +168,7 @@ export class PostgresScriptStore implements ScriptStore {
         throw new CodexecError('INTERNAL', `the code of script ${name} is missing`);
       throw noVersion(name, version, metadata.version, await this.earlier(name, metadata.version));
     }
-    const language = scriptMetadataSchema.shape.language.parse(row.code_language);
+    const language = scriptMetadataSchema().shape.language.parse(row.code_language);
     const current = version === undefined || version === metadata.version;
     return {
       metadata,
@@ -232,7 +232,7 @@ function pathOf(name: string, language: ScriptMetadata['language'], version?: nu
 
 function toMetadata(row: ScriptRow): ScriptMetadata {
   const details = safeJson(row.metadata);
-  const parsed = scriptMetadataSchema.safeParse({
+  const parsed = scriptMetadataSchema().safeParse({
     ...(typeof details === 'object' && details),
     script_id: row.script_id,
     name: row.name,

@@ -135,7 +135,7 @@ export class DiskScriptStore implements ScriptStore {
     } catch {
       throw noScript(name);
     }
-    const parsed = scriptMetadataSchema.safeParse(safeJson(text));
+    const parsed = scriptMetadataSchema().safeParse(safeJson(text));
     if (!parsed.success) throw new CodexecError('INTERNAL', `metadata of script ${name} is corrupt`);
     return parsed.data;
   }

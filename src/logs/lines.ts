@@ -1,18 +1,9 @@
 import { z } from 'zod';
+import { lazily } from '../util/index.js';
 
 // One JSONL line as read back from disk, parsed with zod. Reading is lenient where writers may
 // differ (session lines use `at` and may omit `language`; future fields pass through) and strict
 // where search depends on it (an id, a parseable time, the right types).
-
-const timestamp = z.string().refine((value) => !Number.isNaN(Date.parse(value)), 'not a date');
-const names = z.array(z.string());
-const scan = z.record(z.string(), z.unknown()).nullish();
-
-const artifactsSchema = z.union([
-  z.object({ created: names.default([]), modified: names.default([]), deleted: names.default([]) }),
-  // A tool-style flat list (created or modified files).
-  names.transform((created) => ({ created, modified: [] as string[], deleted: [] as string[] })),
-]);
 
 /** The egress allowlist: one connection a run made through the proxy (its entry's `network`). */
 export const networkConnectionSchema = z.object({
@@ -40,64 +31,81 @@ export const toolCallCountSchema = z.object({
   count: z.number().int(),
 });
 
-export const executionLineSchema = z
-  .object({
-    type: z.literal('execution'),
-    execution_id: z.string().min(1),
-    session_id: z.string().min(1).nullish(),
-    language: z.string().min(1).nullish(),
-    code: z.string().default(''),
-    stdin: z.string().nullish(),
-    stdout: z.string().default(''),
-    stderr: z.string().default(''),
-    exit_code: z.number().int().nullable().default(null),
-    timed_out: z.boolean().default(false),
-    cancelled: z.boolean().default(false),
-    duration_ms: z.number().nonnegative().default(0),
-    memory_peak_mb: z.number().nullish(),
-    sandbox_mode: z.string().nullish(),
-    working_dir: z.string().nullish(),
-    artifacts: artifactsSchema.nullish(),
-    artifacts_omitted: z
-      .object({
-        created: z.number().int(),
-        modified: z.number().int(),
-        deleted: z.number().int(),
-        walk_stopped: z.boolean().optional(),
-      })
-      .nullish(),
-    packages_installed: names.nullish(),
-    script_name: z.string().nullish(),
-    limit: z.string().nullish(),
-    network: z.array(networkConnectionSchema).nullish(),
-    tool_calls: z.array(toolCallSchema).nullish(),
-    tool_calls_omitted: z.array(toolCallCountSchema).nullish(),
-    // Lines written before principals existed are the local operator's.
-    principal: z.string().min(1).nullish(),
-    guardian: z.object({ pre_scan: scan, post_scan: scan }).partial().nullish(),
-    context: z
-      .object({
-        agent_id: z.string().nullish(),
-        trace_id: z.string().nullish(),
-        chat_id: z.string().nullish(),
-      })
-      .nullish(),
-    executed_at: timestamp.optional(),
-    at: timestamp.optional(),
-  })
-  .refine((line) => line.executed_at !== undefined || line.at !== undefined, {
-    message: 'has neither executed_at nor at',
+/**
+ * The schemas of a line read back, made on the first line read: an idle server that reads no log
+ * holds none of them.
+ */
+const lineSchemas = lazily(() => {
+  const timestamp = z.string().refine((value) => !Number.isNaN(Date.parse(value)), 'not a date');
+  const names = z.array(z.string());
+  const scan = z.record(z.string(), z.unknown()).nullish();
+
+  const artifactsSchema = z.union([
+    z.object({ created: names.default([]), modified: names.default([]), deleted: names.default([]) }),
+    // A tool-style flat list (created or modified files).
+    names.transform((created) => ({ created, modified: [] as string[], deleted: [] as string[] })),
+  ]);
+
+  const execution = z
+    .object({
+      type: z.literal('execution'),
+      execution_id: z.string().min(1),
+      session_id: z.string().min(1).nullish(),
+      language: z.string().min(1).nullish(),
+      code: z.string().default(''),
+      stdin: z.string().nullish(),
+      stdout: z.string().default(''),
+      stderr: z.string().default(''),
+      exit_code: z.number().int().nullable().default(null),
+      timed_out: z.boolean().default(false),
+      cancelled: z.boolean().default(false),
+      duration_ms: z.number().nonnegative().default(0),
+      memory_peak_mb: z.number().nullish(),
+      sandbox_mode: z.string().nullish(),
+      working_dir: z.string().nullish(),
+      artifacts: artifactsSchema.nullish(),
+      artifacts_omitted: z
+        .object({
+          created: z.number().int(),
+          modified: z.number().int(),
+          deleted: z.number().int(),
+          walk_stopped: z.boolean().optional(),
+        })
+        .nullish(),
+      packages_installed: names.nullish(),
+      script_name: z.string().nullish(),
+      limit: z.string().nullish(),
+      network: z.array(networkConnectionSchema).nullish(),
+      tool_calls: z.array(toolCallSchema).nullish(),
+      tool_calls_omitted: z.array(toolCallCountSchema).nullish(),
+      // Lines written before principals existed are the local operator's.
+      principal: z.string().min(1).nullish(),
+      guardian: z.object({ pre_scan: scan, post_scan: scan }).partial().nullish(),
+      context: z
+        .object({
+          agent_id: z.string().nullish(),
+          trace_id: z.string().nullish(),
+          chat_id: z.string().nullish(),
+        })
+        .nullish(),
+      executed_at: timestamp.optional(),
+      at: timestamp.optional(),
+    })
+    .refine((line) => line.executed_at !== undefined || line.at !== undefined, {
+      message: 'has neither executed_at nor at',
+    });
+
+  const sessionStart = z.object({
+    type: z.literal('session_start'),
+    session_id: z.string().min(1),
+    language: z.string().min(1),
   });
 
-export type ExecutionLine = z.output<typeof executionLineSchema>;
-
-const sessionStartSchema = z.object({
-  type: z.literal('session_start'),
-  session_id: z.string().min(1),
-  language: z.string().min(1),
+  const typed = z.object({ type: z.string() });
+  return { execution, sessionStart, typed };
 });
 
-const typed = z.object({ type: z.string() });
+export type ExecutionLine = z.output<ReturnType<typeof lineSchemas>['execution']>;
 
 export type ParsedLine =
   | { readonly kind: 'execution'; readonly line: ExecutionLine }
@@ -114,15 +122,16 @@ export function parseLine(text: string): ParsedLine {
   } catch {
     return { kind: 'corrupt', reason: 'not valid JSON' };
   }
-  const head = typed.safeParse(value);
+  const schemas = lineSchemas();
+  const head = schemas.typed.safeParse(value);
   if (!head.success) return { kind: 'corrupt', reason: 'not an object with a string "type"' };
   if (head.data.type === 'execution') {
-    const parsed = executionLineSchema.safeParse(value);
+    const parsed = schemas.execution.safeParse(value);
     if (parsed.success) return { kind: 'execution', line: parsed.data };
     return { kind: 'corrupt', reason: describe(parsed.error) };
   }
   if (head.data.type === 'session_start') {
-    const parsed = sessionStartSchema.safeParse(value);
+    const parsed = schemas.sessionStart.safeParse(value);
     if (parsed.success) {
       return { kind: 'session_start', sessionId: parsed.data.session_id, language: parsed.data.language };
     }

@@ -3,23 +3,27 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import type { Config } from '../config/index.js';
 import { ConfigError } from '../errors/index.js';
+import { lazily } from '../util/index.js';
 import { BUILTIN_RULES } from './builtin-rules.js';
 import { compileRule, RULE_ACTIONS, RULE_LANGUAGES, type RuleSet, type RuleSpec } from './rules.js';
 
-const action = z.enum(RULE_ACTIONS);
-const extraRule = z.strictObject({
-  id: z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, 'ids are lowercase letters, digits, . _ -'),
-  description: z.string().min(1).max(500).default('user rule from policy.json'),
-  languages: z
-    .array(z.enum(RULE_LANGUAGES))
-    .min(1)
-    .default([...RULE_LANGUAGES]),
-  pattern: z.string().min(1).max(2000),
-  action,
-});
-const policyFile = z.strictObject({
-  rules: z.record(z.string(), action).default({}),
-  extra: z.array(extraRule).max(500).default([]),
+/** policy.json's schema, made when there is a file to read: most servers have none. */
+const policyFile = lazily(() => {
+  const action = z.enum(RULE_ACTIONS);
+  const extraRule = z.strictObject({
+    id: z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, 'ids are lowercase letters, digits, . _ -'),
+    description: z.string().min(1).max(500).default('user rule from policy.json'),
+    languages: z
+      .array(z.enum(RULE_LANGUAGES))
+      .min(1)
+      .default([...RULE_LANGUAGES]),
+    pattern: z.string().min(1).max(2000),
+    action,
+  });
+  return z.strictObject({
+    rules: z.record(z.string(), action).default({}),
+    extra: z.array(extraRule).max(500).default([]),
+  });
 });
 
 /** `$CODEXEC_HOME/policy.json`: overrides of built-in rule actions, and extra rules. */
@@ -35,7 +39,7 @@ export function loadRules(config: Pick<Config, 'home'>): RuleSet {
   const path = policyPath(config);
   const raw = readJson(path);
   if (raw === undefined) return { rules: BUILTIN_RULES.map(compileRule), source: null };
-  const parsed = policyFile.safeParse(raw);
+  const parsed = policyFile().safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const where = issue?.path.length ? issue.path.join('.') : 'file';

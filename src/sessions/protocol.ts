@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { lazily } from '../util/index.js';
 
 // The control channel between the server and a session driver (the child's fd 3). Frames are
 // `<byte length in decimal>\n<UTF-8 JSON>`: decimal so the bash driver can read them with `read`.
@@ -18,35 +19,39 @@ export type ProcMessage =
   | { readonly type: 'proc_stdin'; readonly proc: string; readonly data: string; readonly eof: boolean }
   | { readonly type: 'proc_kill'; readonly proc: string };
 
-const procId = z.string().max(64);
-
-/** Driver → server about a background process; `data` is base64 (output is bytes). */
-export const procEventSchema = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('proc_started'), proc: procId, pid: z.number().int() }),
-  z.object({ type: z.literal('proc_output'), proc: procId, data: z.string() }),
-  z.object({
-    type: z.literal('proc_exit'),
-    proc: procId,
-    exit_code: z.number().int().nullable(),
-    signal: z.string().max(32).nullable(),
-  }),
-  z.object({ type: z.literal('proc_error'), proc: procId.nullable(), message: z.string().max(4096) }),
-]);
-export type ProcEvent = z.infer<typeof procEventSchema>;
-
-export const driverMessageSchema = z.discriminatedUnion('type', [
-  ...procEventSchema.options,
-  z.object({ type: z.literal('ready'), pid: z.number().int(), version: z.string().optional() }),
-  z.object({
-    type: z.literal('done'),
-    id: z.string(),
-    status: z.enum(['ok', 'error', 'interrupted']),
-    exit_code: z.number().int(),
-  }),
-]);
+/** Driver → server, made on the first message: an idle server holds no session schema. */
+const schemas = lazily(() => {
+  const procId = z.string().max(64);
+  /** About a background process; `data` is base64 (output is bytes). */
+  const procEvent = z.discriminatedUnion('type', [
+    z.object({ type: z.literal('proc_started'), proc: procId, pid: z.number().int() }),
+    z.object({ type: z.literal('proc_output'), proc: procId, data: z.string() }),
+    z.object({
+      type: z.literal('proc_exit'),
+      proc: procId,
+      exit_code: z.number().int().nullable(),
+      signal: z.string().max(32).nullable(),
+    }),
+    z.object({ type: z.literal('proc_error'), proc: procId.nullable(), message: z.string().max(4096) }),
+  ]);
+  const driverMessage = z.discriminatedUnion('type', [
+    ...procEvent.options,
+    z.object({ type: z.literal('ready'), pid: z.number().int(), version: z.string().optional() }),
+    z.object({
+      type: z.literal('done'),
+      id: z.string(),
+      status: z.enum(['ok', 'error', 'interrupted']),
+      exit_code: z.number().int(),
+    }),
+  ]);
+  return { procEvent, driverMessage };
+});
+type Schemas = ReturnType<typeof schemas>;
+/** Driver → server about a background process. */
+export type ProcEvent = z.infer<Schemas['procEvent']>;
 
 /** Driver → server, validated at the boundary. */
-export type DriverMessage = z.infer<typeof driverMessageSchema>;
+export type DriverMessage = z.infer<Schemas['driverMessage']>;
 export type DoneMessage = Extract<DriverMessage, { type: 'done' }>;
 
 export function encodeFrame(message: ExecMessage | ProcMessage): Buffer {
@@ -91,7 +96,7 @@ export class FrameDecoder {
       if (this.buffer.length < end) return messages;
       const body = this.buffer.subarray(newline + 1, end).toString('utf8');
       this.buffer = this.buffer.subarray(end);
-      messages.push(driverMessageSchema.parse(JSON.parse(body)));
+      messages.push(schemas().driverMessage.parse(JSON.parse(body)));
     }
   }
 }

@@ -27,6 +27,7 @@ export { holdsOnly } from './dirs.js';
 export { HeldDir, type Owner, pathOf, type Root } from './held-dir.js';
 export { endToEnd, HOP_BY_HOP, valuesOf } from './hop-by-hop.js';
 export { type IdPrefix, newId } from './ids.js';
+export { lazily } from './lazily.js';
 export { type LogLevel, log, logAlways, onLog, setLogLevel } from './log.js';
 export { needsShowing, quotedPath, shownName, unshownName } from './names.js';
 export { PACKAGE_VERSION, packagePath } from './package.js';

@@ -5,6 +5,7 @@ import {
   ProtocolErrorCode,
 } from '@modelcontextprotocol/server';
 import { z } from 'zod';
+import { lazily } from '../../util/index.js';
 import { TASKS_EXTENSION } from '../tasks.js';
 
 /** How many task ids one listen may name: a longer list is refused before any is looked up. */
@@ -31,27 +32,34 @@ export type TaskListenRequest =
   | { readonly kind: 'listen'; readonly id: ListenId; readonly taskIds: readonly string[] }
   | { readonly kind: 'refused'; readonly id: ListenId; readonly error: ListenError };
 
-/** What this module reads of a listen; the SDK validates the rest (the envelope, the core filter). */
-const listenMessage = z.object({
-  id: z.union([z.string(), z.number()]),
-  method: z.literal('subscriptions/listen'),
-  params: z.looseObject({
-    _meta: z.looseObject({ [PROTOCOL_VERSION_META_KEY]: z.string() }),
-    notifications: z.looseObject({ taskIds: z.unknown() }),
+/**
+ * What this module reads of a listen; the SDK validates the rest (the envelope, the core filter).
+ * Made on the first listen, as anyListen: a server no client listens to holds neither.
+ */
+const listenMessage = lazily(() =>
+  z.object({
+    id: z.union([z.string(), z.number()]),
+    method: z.literal('subscriptions/listen'),
+    params: z.looseObject({
+      _meta: z.looseObject({ [PROTOCOL_VERSION_META_KEY]: z.string() }),
+      notifications: z.looseObject({ taskIds: z.unknown() }),
+    }),
   }),
-});
+);
 
 /** The id of a subscriptions/listen request, whatever its filter; undefined for any other message. */
 export function listenId(message: unknown): ListenId | undefined {
   if (!namesListen(message)) return undefined;
-  const parsed = anyListen.safeParse(message);
+  const parsed = anyListen().safeParse(message);
   return parsed.success ? parsed.data.id : undefined;
 }
 
-const anyListen = z.object({
-  id: z.union([z.string(), z.number()]),
-  method: z.literal('subscriptions/listen'),
-});
+const anyListen = lazily(() =>
+  z.object({
+    id: z.union([z.string(), z.number()]),
+    method: z.literal('subscriptions/listen'),
+  }),
+);
 
 /**
  * A 2026-era subscriptions/listen whose filter names `taskIds`, read; undefined for any other
@@ -59,7 +67,7 @@ const anyListen = z.object({
  */
 export function readTaskListen(message: unknown): TaskListenRequest | undefined {
   if (!namesListen(message)) return undefined;
-  const parsed = listenMessage.safeParse(message);
+  const parsed = listenMessage().safeParse(message);
   if (!parsed.success || parsed.data.params.notifications.taskIds === undefined) return undefined;
   const { id, params } = parsed.data;
   const refused = (error: ListenError): TaskListenRequest => ({ kind: 'refused', id, error });
