@@ -59,11 +59,23 @@ def child(job, ready):
     count = int(parts[0])
     set_limits(parts[1 : 1 + count])
     argv = parts[1 + count :]
-    # What Python ignores for itself is not the program's to inherit (a shell could not undo it),
-    # as subprocess's restore_signals has it.
-    for signum in (signal.SIGPIPE, signal.SIGXFSZ):
-        signal.signal(signum, signal.SIG_DFL)
+    default_signals()
     os.execve(argv[0], argv, {})
+
+
+def default_signals():
+    """
+    Before an exec: every signal's default action and none blocked, as a program started by the
+    drop program has them. What Python ignores for itself (SIGPIPE, SIGXFSZ) would otherwise stay
+    ignored across the exec, which a shell could not undo (subprocess's restore_signals).
+    """
+    for signum in range(1, signal.NSIG):
+        if signum not in (signal.SIGKILL, signal.SIGSTOP):
+            try:
+                signal.signal(signum, signal.SIG_DFL)
+            except (OSError, ValueError):
+                pass  # not a signal here
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
 
 
 def set_limits(ulimit):

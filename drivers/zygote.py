@@ -503,15 +503,8 @@ def become_program(run, namespaces):
         check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp")
     env = dict(sandbox["env"], PWD=sandbox["cwd"])  # bwrap --chdir sets PWD
     if "exec" in sandbox:
-        # Another program (bash's warm driver): started as the drop program would start it, with
-        # every signal's default action (this interpreter ignores SIGPIPE and SIGXFSZ).
-        for signum in range(1, signal.NSIG):
-            if signum not in (signal.SIGKILL, signal.SIGSTOP):
-                try:
-                    signal.signal(signum, signal.SIG_DFL)
-                except (OSError, ValueError):
-                    pass  # not a signal here
-        signal.pthread_sigmask(signal.SIG_SETMASK, [])
+        # Another program (bash's warm driver): started as the drop program would start it.
+        forker.default_signals()
         argv = sandbox["exec"]
         os.execve(argv[0], argv, env)
     # What the interpreter took from its environment at start, as a cold run's would have.

@@ -56,23 +56,24 @@ export class Zygotes {
       return undefined;
     const kind = FORKED[basename(driver) as keyof typeof FORKED];
     if (!kind || (kind !== 'python' && (!allowed[kind] || !hostPython))) return undefined;
-    if (kind === 'exec') {
-      const key = JSON.stringify(['exec', hostPython]);
-      let zygote = this.zygotes.get(key);
-      if (!zygote) {
-        zygote = new Zygote(hostPython as string, {}, this.idleMs, undefined, true);
-        this.zygotes.set(key, zygote);
-      }
-      return zygote;
-    }
-    const fixed = Object.fromEntries(Object.entries(spec.env).filter(([name]) => !PER_RUN_ENV.has(name)));
-    const key = JSON.stringify([interpreter, fixed]);
+    // The exec zygote is one for every run: the fork takes the run's whole environment.
+    const fixed =
+      kind === 'exec'
+        ? {}
+        : Object.fromEntries(Object.entries(spec.env).filter(([name]) => !PER_RUN_ENV.has(name)));
+    const key = JSON.stringify(kind === 'exec' ? ['exec', hostPython] : [interpreter, fixed]);
     let zygote = this.zygotes.get(key);
     if (!zygote) {
       zygote =
-        kind === 'node'
-          ? new Zygote(hostPython as string, fixed, this.idleMs, interpreter)
-          : new Zygote(interpreter, fixed, this.idleMs);
+        kind === 'python'
+          ? new Zygote(interpreter, fixed, this.idleMs)
+          : new Zygote(
+              hostPython as string,
+              fixed,
+              this.idleMs,
+              kind === 'node' ? interpreter : undefined,
+              kind === 'exec',
+            );
       this.zygotes.set(key, zygote);
     }
     return zygote;
