@@ -16,7 +16,7 @@ export interface LogsSearchOptions {
 
 /** `codexec logs search`: the same filters, validation and index as search_execution_logs. */
 export async function logsSearchCommand(options: LogsSearchOptions): Promise<void> {
-  const parsed = searchFiltersSchema.safeParse({
+  const parsed = searchFiltersSchema().safeParse({
     language: options.language,
     status: options.status,
     query: options.query,

@@ -55,7 +55,10 @@ export interface RunOptions {
  * goes on the wire: each picture's bytes (sent as image content) and the proxy's connections.
  * `walk_stopped` is only ever true here, as the execution log's entry expects.
  */
-export type ExecutionResult = Omit<z.infer<typeof executionResultSchema>, 'images' | 'artifacts_omitted'> & {
+export type ExecutionResult = Omit<
+  z.infer<ReturnType<typeof executionResultSchema>>,
+  'images' | 'artifacts_omitted'
+> & {
   images: ResultImage[];
   artifacts_omitted?: ArtifactsOmitted;
   /** The egress allowlist: every connection through the proxy, for the log and audit (never sent). */

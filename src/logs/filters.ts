@@ -23,30 +23,31 @@ export function parseSince(value: string): number | undefined {
 }
 
 /** The filters of `search_execution_logs` (and `codexec logs search`), validated at the edge. */
-export const searchFiltersSchema = z.object({
-  language: z.enum(LANGUAGES).optional(),
-  status: z.enum(STATUSES).optional().describe('failed: an error, non-zero exit or cancel'),
-  query: z
-    .string()
-    .trim()
-    .min(1)
-    .max(1000)
-    .refine((value) => HAS_WORD.test(value), 'must contain a letter or digit')
-    .optional()
-    .describe(
-      'Words that must all appear in code, stdout, stderr or the script name, as words or their starts: "pandas read_csv"',
-    ),
-  since: z
-    .string()
-    .refine((value) => parseSince(value) !== undefined, 'expected a date (2026-02-01) or an ISO date-time')
-    .optional()
-    .describe('UTC date (2026-02-01) or ISO date-time: this and later'),
-  session_id: z.string().min(1).optional(),
-  script_name: z.string().min(1).max(200).optional().describe("a saved script's name: its runs"),
-  limit: z.number().int().min(1).max(MAX_LIMIT).default(20),
-});
+export const searchFiltersSchema = () =>
+  z.object({
+    language: z.enum(LANGUAGES).optional(),
+    status: z.enum(STATUSES).optional().describe('failed: an error, non-zero exit or cancel'),
+    query: z
+      .string()
+      .trim()
+      .min(1)
+      .max(1000)
+      .refine((value) => HAS_WORD.test(value), 'must contain a letter or digit')
+      .optional()
+      .describe(
+        'Words that must all appear in code, stdout, stderr or the script name, as words or their starts: "pandas read_csv"',
+      ),
+    since: z
+      .string()
+      .refine((value) => parseSince(value) !== undefined, 'expected a date (2026-02-01) or an ISO date-time')
+      .optional()
+      .describe('UTC date (2026-02-01) or ISO date-time: this and later'),
+    session_id: z.string().min(1).optional(),
+    script_name: z.string().min(1).max(200).optional().describe("a saved script's name: its runs"),
+    limit: z.number().int().min(1).max(MAX_LIMIT).default(20),
+  });
 
-export type SearchFilters = z.output<typeof searchFiltersSchema>;
+export type SearchFilters = z.output<ReturnType<typeof searchFiltersSchema>>;
 
 export interface SearchResult {
   execution_id: string;

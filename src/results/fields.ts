@@ -8,50 +8,52 @@ export const NAMES_HELP =
   'or bidi controls \\uXXXX; secrets masked as ***';
 
 /** The resource limits that can stop a run; each result says in its own words when one did. */
-export const limitKind = z.enum(['memory', 'processes', 'cpu', 'file_size', 'disk']);
+export const limitKind = () => z.enum(['memory', 'processes', 'cpu', 'file_size', 'disk']);
 
 /** How the model learns that a result's list of files was cut (engine/listing.ts). */
-export const artifactsOmitted = z
-  .object({
-    created: z.number().int(),
-    modified: z.number().int(),
-    deleted: z.number().int(),
-    walk_stopped: z
-      .boolean()
-      .optional()
-      .describe(
-        'true: the directory walk stopped at its bound (10,000 entries, 12 levels): files past it are not counted',
-      ),
-  })
-  .optional()
-  .describe(
-    'present when the list was cut (CODEXEC_MAX_ARTIFACTS names, CODEXEC_MAX_ARTIFACT_BYTES bytes of names): ' +
-      'how many files of each kind are not listed',
-  );
+export const artifactsOmitted = () =>
+  z
+    .object({
+      created: z.number().int(),
+      modified: z.number().int(),
+      deleted: z.number().int(),
+      walk_stopped: z
+        .boolean()
+        .optional()
+        .describe(
+          'true: the directory walk stopped at its bound (10,000 entries, 12 levels): files past it are not counted',
+        ),
+    })
+    .optional()
+    .describe(
+      'present when the list was cut (CODEXEC_MAX_ARTIFACTS names, CODEXEC_MAX_ARTIFACT_BYTES bytes of names): ' +
+        'how many files of each kind are not listed',
+    );
 
-const savedStream = z
-  .object({
-    bytes: z.number().int().describe('UTF-8 bytes kept on disk (secrets masked as in stdout/stderr)'),
-    uri: z.string().describe('codexec://exec/<execution_id>/stdout or /stderr (resources/read)'),
-    partial: z
-      .boolean()
-      .describe('true when only the start is kept: the stream went past CODEXEC_MAX_SAVED_OUTPUT_BYTES'),
-  })
-  .optional();
+const savedStream = () =>
+  z
+    .object({
+      bytes: z.number().int().describe('UTF-8 bytes kept on disk (secrets masked as in stdout/stderr)'),
+      uri: z.string().describe('codexec://exec/<execution_id>/stdout or /stderr (resources/read)'),
+      partial: z
+        .boolean()
+        .describe('true when only the start is kept: the stream went past CODEXEC_MAX_SAVED_OUTPUT_BYTES'),
+    })
+    .optional();
 
 /** `output_saved`: output past the truncation cap is kept, and read_file pages it. */
-export const outputSavedField = {
+export const outputSavedField = () => ({
   output_saved: z
-    .object({ stdout: savedStream, stderr: savedStream })
+    .object({ stdout: savedStream(), stderr: savedStream() })
     .optional()
     .describe(
       'present when output was truncated: the whole stream is kept; page it with read_file ' +
         '{execution_id, path: "stdout"|"stderr", offset, length}',
     ),
-};
+});
 
 /** Pictures: their bytes travel as MCP image content blocks, never in the JSON. */
-export const imageFields = {
+export const imageFields = () => ({
   images: z
     .array(
       z.object({
@@ -69,10 +71,10 @@ export const imageFields = {
     )
     .optional()
     .describe('pictures left out'),
-};
+});
 
 /** `tool_calls` (and `tool_calls_omitted`) in results that ran code in code mode. */
-export const toolCallsField = {
+export const toolCallsField = () => ({
   tool_calls: z
     .array(
       z.object({
@@ -94,10 +96,10 @@ export const toolCallsField = {
       'code mode: the calls past those in tool_calls, counted per tool and outcome (tool "*": every tool past ' +
         'the first 100 distinct ones); absent when none was left out',
     ),
-};
+});
 
 /** `network_denied`: where the egress proxy refused the code. */
-export const egressField = {
+export const egressField = () => ({
   network_denied: z
     .array(z.object({ host: z.string(), port: z.number().int() }))
     .optional()
@@ -105,10 +107,10 @@ export const egressField = {
       'CODEXEC_NETWORK=allowlist: each host and port the egress proxy refused this code (not on the list, ' +
         'denied, or an internal address); present when any was',
     ),
-};
+});
 
 /** A send whose code blocks reading input returns at once, saying so (send_to_session, execute_code). */
-export const waitingFields = {
+export const waitingFields = () => ({
   waiting_for_input: z
     .literal(true)
     .optional()
@@ -117,4 +119,4 @@ export const waitingFields = {
         'with send_to_session {session_id, input}',
     ),
   prompt: z.string().optional().describe('with waiting_for_input: the last line of output before the read'),
-};
+});

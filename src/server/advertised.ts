@@ -11,19 +11,6 @@ import type { z } from 'zod';
 type Json = Record<string, unknown>;
 type Options = Parameters<z.ZodObject['~standard']['jsonSchema']['input']>[0];
 
-/** The input schema as advertised; parsing stays the tool's own (defineTool parses with zod). */
-export function advertisedInput(schema: z.ZodObject): StandardSchemaWithJSON<unknown, unknown> {
-  return advertised(schema, tidy, () => true);
-}
-
-/** The output schema's field names; a result is still checked against the whole zod schema. */
-export function advertisedOutput(
-  schema: z.ZodObject,
-  admit: (value: unknown) => boolean = () => false,
-): StandardSchemaWithJSON<unknown, unknown> {
-  return advertised(schema, outline, admit);
-}
-
 /**
  * The annotations as advertised: a read-only tool's destructive and idempotent hints go (MCP says
  * they mean something only when readOnlyHint is false), and none at all when nothing is said.
@@ -34,22 +21,48 @@ export function advertisedAnnotations(annotations: ToolAnnotations): ToolAnnotat
   return Object.keys(shown).length > 0 ? shown : undefined;
 }
 
-/** A schema whose JSON is `shown` of zod's, and which lets `admit`ted values pass unchecked. */
-function advertised(
-  schema: z.ZodObject,
-  shown: (json: Json) => unknown,
-  admit: (value: unknown) => boolean,
+/** What tools/list shows of a tool: JSON made from its zod schemas, kept, the zod let go. */
+export interface Listed {
+  readonly input: Json;
+  readonly output: Json;
+}
+
+/**
+ * A tool's advertised JSON, made on first use from schemas `make` builds for the purpose (kept as
+ * JSON: ~1.2 KB of heap for each part of a zod schema; JSON is a fraction). `options` is the SDK's
+ * conversion target, the same on every call; another one makes the JSON again.
+ */
+export function listedJson(
+  make: () => { readonly shown: z.ZodObject; readonly output: z.ZodObject },
+): (options: Options) => Listed {
+  let made: { readonly key: string; readonly listed: Listed } | undefined;
+  return (options) => {
+    const key = JSON.stringify(options);
+    if (made?.key !== key) {
+      const { shown, output } = make();
+      const listed = {
+        input: tidy(shown['~standard'].jsonSchema.input(options)) as Json,
+        output: outline(output['~standard'].jsonSchema.output(options) as Json),
+      };
+      made = { key, listed };
+    }
+    return made.listed;
+  };
+}
+
+/** A schema for the SDK: `part` of `listed` as its JSON; values pass `check`, or all when absent. */
+export function advertised(
+  listed: (options: Options) => Listed,
+  part: keyof Listed,
+  check?: (value: unknown) => unknown,
 ): StandardSchemaWithJSON<unknown, unknown> {
-  const std = schema['~standard'];
+  const json = (options: Options) => listed(options)[part];
   return {
     '~standard': {
       version: 1,
       vendor: 'codexec',
-      validate: (value: unknown) => (admit(value) ? { value } : std.validate(value)),
-      jsonSchema: {
-        input: (options: Options) => shown(std.jsonSchema.input(options) as Json),
-        output: (options: Options) => shown(std.jsonSchema.output(options) as Json),
-      },
+      validate: (value: unknown) => (check ? check(value) : { value }),
+      jsonSchema: { input: json, output: json },
     },
   } as StandardSchemaWithJSON<unknown, unknown>;
 }

@@ -7,7 +7,7 @@ import { onCallStream } from './call-stream.js';
 import type { Services } from './services.js';
 
 /** The code-mode inputs of a tool that runs code: which other MCP servers' tools its code may call. */
-export const codeModeInput = {
+export const codeModeInput = () => ({
   allowed_tools: z
     .array(z.string().min(1).max(512))
     .max(200)
@@ -37,9 +37,9 @@ export const codeModeInput = {
     .max(1_000_000)
     .default(10_000)
     .describe('tokens the llm.* calls may ask for in all'),
-};
+});
 
-type CodeModeArgs = z.output<z.ZodObject<typeof codeModeInput>>;
+type CodeModeArgs = z.output<z.ZodObject<ReturnType<typeof codeModeInput>>>;
 
 /**
  * A tool's advertised input without `allowed_tools` when no downstream server is configured (there

@@ -26,7 +26,7 @@ export interface PreparedCommand {
 }
 
 /** The result execute_command returns: its schema (results/), plus the proxy's connections (never sent). */
-export type CommandResult = z.infer<typeof commandResultSchema> & {
+export type CommandResult = z.infer<ReturnType<typeof commandResultSchema>> & {
   [CONNECTIONS]?: ExecutionResult[typeof CONNECTIONS];
 };
 

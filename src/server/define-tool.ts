@@ -10,8 +10,8 @@ import {
 import type { z } from 'zod';
 import { InvalidInputError } from '../errors/index.js';
 import type { Tasks } from '../tasks/index.js';
-import { asPrincipal } from '../util/index.js';
-import { advertisedAnnotations, advertisedInput, advertisedOutput } from './advertised.js';
+import { asPrincipal, lazily } from '../util/index.js';
+import { advertised, advertisedAnnotations, listedJson } from './advertised.js';
 import { whileOpen } from './call-stream.js';
 import { inCall } from './client-log.js';
 import { principalOf } from './connection.js';
@@ -26,12 +26,7 @@ import {
 } from './tasks.js';
 import type { TextShape } from './text.js';
 
-export interface ToolDefinition<I extends z.ZodObject, O extends z.ZodObject> {
-  readonly name: string;
-  readonly title: string;
-  readonly description: string;
-  /** What CODEXEC_TOOLS=codemode shows instead of `description` (its tools/list stays small). */
-  readonly compactDescription?: string;
+export interface ToolSchemas<I extends z.ZodObject, O extends z.ZodObject> {
   readonly input: I;
   /**
    * The input schema clients are shown, when it must be narrower than what is parsed: a language
@@ -42,6 +37,20 @@ export interface ToolDefinition<I extends z.ZodObject, O extends z.ZodObject> {
   /** What CODEXEC_TOOLS=codemode shows instead of `advertisedInput`: the fields a lone tool needs. */
   readonly compactInput?: z.ZodObject;
   readonly output: O;
+}
+
+export interface ToolDefinition<I extends z.ZodObject, O extends z.ZodObject> {
+  readonly name: string;
+  readonly title: string;
+  readonly description: string;
+  /** What CODEXEC_TOOLS=codemode shows instead of `description` (its tools/list stays small). */
+  readonly compactDescription?: string;
+  /**
+   * Its zod schemas, new ones on each call: made once for tools/list's JSON (then let go) and once
+   * more on the tool's first call (kept to parse arguments and check results). A schema made at
+   * module scope would sit in every idle server's heap instead (~1.2 KB for each of its parts).
+   */
+  readonly schemas: () => ToolSchemas<I, O>;
   /** What the tool does to the world; tools/list shows what they mean (advertisedAnnotations). */
   readonly annotations: ToolAnnotations;
   /** How the result reads as text (what is plain text, what is left out): src/server/text.ts. */
@@ -74,17 +83,30 @@ export function defineTool<I extends z.ZodObject, O extends z.ZodObject>(
   if (selection && !selection.names.has(tool.name)) return;
   const compact = selection?.compact === true;
   const annotations = advertisedAnnotations(tool.annotations);
+  const parsing = lazily(tool.schemas);
+  const listed = listedJson(() => {
+    const made = tool.schemas();
+    return {
+      shown: (compact && made.compactInput) || made.advertisedInput || made.input,
+      output: made.output,
+    };
+  });
+  const unchecked = tool.tasks ? isTaskHandle : () => false;
   const registered = server.registerTool(
     tool.name,
     {
       title: tool.title,
       description: (compact && tool.compactDescription) || tool.description,
-      inputSchema: advertisedInput((compact && tool.compactInput) || tool.advertisedInput || tool.input),
-      ...(!compact && { outputSchema: advertisedOutput(tool.output, tool.tasks ? isTaskHandle : undefined) }),
+      inputSchema: advertised(listed, 'input'),
+      ...(!compact && {
+        outputSchema: advertised(listed, 'output', (value) =>
+          unchecked(value) ? { value } : parsing().output['~standard'].validate(value),
+        ),
+      }),
       ...(annotations && { annotations }),
     },
     async (raw: unknown, ctx: ServerContext) => {
-      const parsed = tool.input.safeParse(raw ?? {});
+      const parsed = parsing().input.safeParse(raw ?? {});
       if (!parsed.success) return errorResult(new InvalidInputError(describeIssues(parsed.error)));
       const settle: TaskScope['settle'] = (outcome) => {
         if ('error' in outcome) return errorResult(outcome.error);

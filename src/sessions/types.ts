@@ -55,21 +55,21 @@ export interface SendOptions {
   readonly askEgress?: LaneUser['ask'] | undefined;
 }
 
-export type StartResult = z.infer<typeof startResultSchema>;
+export type StartResult = z.infer<ReturnType<typeof startResultSchema>>;
 
 /**
  * One send's outcome: the wire's schema (results/), plus what never goes on the wire: each
  * picture's bytes (sent as image content) and the proxy's connections.
  */
-export type SendResult = Omit<z.infer<typeof sendResultSchema>, 'images'> & {
+export type SendResult = Omit<z.infer<ReturnType<typeof sendResultSchema>>, 'images'> & {
   images: ResultImage[];
   /** The egress allowlist: every connection of this send, for the audit (never sent). */
   [CONNECTIONS]?: LoggedConnection[];
 };
 
-export type CloseResult = z.infer<typeof closeResultSchema>;
+export type CloseResult = z.infer<ReturnType<typeof closeResultSchema>>;
 
-export type SessionInfo = z.infer<typeof sessionInfoSchema>;
+export type SessionInfo = z.infer<ReturnType<typeof sessionInfoSchema>>;
 
 /**
  * Where replicas (a postgres store) record their sessions: the shared session directory and the

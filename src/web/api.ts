@@ -127,7 +127,7 @@ async function searchLogs(call: Call) {
   const params = Object.fromEntries(
     [...call.url.searchParams].filter(([, value]) => value !== '').map(([name, value]) => [name, value]),
   );
-  const parsed = searchFiltersSchema.safeParse({
+  const parsed = searchFiltersSchema().safeParse({
     ...params,
     ...(params.limit !== undefined && { limit: Number(params.limit) }),
   });

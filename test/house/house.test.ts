@@ -124,4 +124,28 @@ describe('the source tree', () => {
     const calling = FILES.filter((file) => /\.toISOString\(/.test(text.get(file) ?? '')).map(name);
     expect(calling).toEqual([]);
   });
+
+  it("makes the tools' schemas when asked, none at module scope (every idle server would hold them)", () => {
+    const shared = ['server/egress.ts', 'server/codemode.ts', 'logs/filters.ts'].map((file) =>
+      join(SRC, file),
+    );
+    const eager = FILES.filter(
+      (file) => /\/src\/(server\/tools|results)\//.test(file) || shared.includes(file),
+    ).flatMap((file) => {
+      const source = ts.createSourceFile(file, text.get(file) ?? '', ts.ScriptTarget.Latest, true);
+      return source.statements
+        .filter(ts.isVariableStatement)
+        .flatMap((statement) => [...statement.declarationList.declarations])
+        .filter((declaration) => declaration.initializer !== undefined && makesZod(declaration.initializer))
+        .map((declaration) => `${name(file)}: ${declaration.name.getText(source)}`);
+    });
+    expect(eager).toEqual([]);
+  });
 });
+
+/** Whether evaluating `node` calls zod now (a function that would call it later does not). */
+function makesZod(node: ts.Node): boolean {
+  if (ts.isArrowFunction(node) || ts.isFunctionExpression(node)) return false;
+  if (ts.isIdentifier(node)) return node.text === 'z';
+  return ts.forEachChild(node, (child) => (makesZod(child) ? true : undefined)) ?? false;
+}

@@ -10,39 +10,44 @@ import { showsApps } from '../apps.js';
 import { defineTool } from '../define-tool.js';
 import type { Services } from '../services.js';
 
-const input = z.object({
-  id: z.string().max(64).optional(),
-  decision: z.enum(DECISIONS).optional(),
-});
+const input = () =>
+  z.object({
+    id: z.string().max(64).optional(),
+    decision: z.enum(DECISIONS).optional(),
+  });
 
-const waiting = z.object({
-  id: z.string(),
-  kind: z.enum(['run', 'host']),
-  tool: z.string(),
-  language: z.string().nullable(),
-  session_id: z.string().nullable(),
-  code: z.string(),
-  code_chars: z.number(),
-  powers: z.string().nullable(),
-  place: z.string().nullable().optional(),
-  reason: z.string(),
-  trust: z.string(),
-  asked_at: z.number(),
-});
+const waiting = () =>
+  z.object({
+    id: z.string(),
+    kind: z.enum(['run', 'host']),
+    tool: z.string(),
+    language: z.string().nullable(),
+    session_id: z.string().nullable(),
+    code: z.string(),
+    code_chars: z.number(),
+    powers: z.string().nullable(),
+    place: z.string().nullable().optional(),
+    reason: z.string(),
+    trust: z.string(),
+    asked_at: z.number(),
+  });
 
-const output = z.object({
-  success: z.boolean(),
-  answered: z.string().optional(),
-  approvals: z.array(waiting),
-});
+const output = () =>
+  z.object({
+    success: z.boolean(),
+    answered: z.string().optional(),
+    approvals: z.array(waiting()),
+  });
 
 export function registerAnswerApproval(server: McpServer, services: Services): void {
   defineTool(server, {
     name: 'answer_approval',
     title: 'Answer an approval',
     description: "The result view's: list this client's approvals, or answer one.",
-    input,
-    output,
+    schemas: () => ({
+      input: input(),
+      output: output(),
+    }),
     annotations: {},
     handler: async ({ id, decision }, ctx) => {
       if (!showsApps(server, ctx))

@@ -18,31 +18,32 @@ import { advertisedArguments } from './arguments.js';
 import { advertisedLanguage, languageInput } from './languages.js';
 
 const LANGUAGE_HELP = 'node runs JavaScript (ES module)';
-const inputSchema = z.object({
-  language: languageInput.describe(LANGUAGE_HELP),
-  code: z.string().min(1, 'code must not be empty').describe('The whole program'),
-  timeout_ms: z
-    .number()
-    .int()
-    .positive()
-    .optional()
-    .describe('Wall-clock limit in ms (default 30000; clamped to the server maximum)'),
-  working_dir: z
-    .string()
-    .min(1)
-    .optional()
-    .describe(
-      'An existing directory beneath CODEXEC_ALLOWED_PATHS to run in. Default: a fresh empty workspace',
-    ),
-  session_id: z
-    .string()
-    .min(1)
-    .max(200)
-    .optional()
-    .describe('Run it in this session instead (as send_to_session)'),
-  ...codeModeInput,
-  ...egressInput,
-});
+const inputSchema = () =>
+  z.object({
+    language: languageInput().describe(LANGUAGE_HELP),
+    code: z.string().min(1, 'code must not be empty').describe('The whole program'),
+    timeout_ms: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe('Wall-clock limit in ms (default 30000; clamped to the server maximum)'),
+    working_dir: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        'An existing directory beneath CODEXEC_ALLOWED_PATHS to run in. Default: a fresh empty workspace',
+      ),
+    session_id: z
+      .string()
+      .min(1)
+      .max(200)
+      .optional()
+      .describe('Run it in this session instead (as send_to_session)'),
+    ...codeModeInput(),
+    ...egressInput(),
+  });
 
 /** What the audit keeps of an execution result. */
 export function registerExecuteCode(server: McpServer, services: Services, gate: Gatekeeper): void {
@@ -59,19 +60,24 @@ export function registerExecuteCode(server: McpServer, services: Services, gate:
       'Run a Python, JavaScript (node), TypeScript or Bash program once in a sandbox; returns stdout, stderr, ' +
       "exit code, files. The code can find other MCP servers' tools (discoverMCPTools, searchTools, " +
       'getToolSchema) and call those in allowed_tools (callMCPTool; python: await call_mcp_tool, …).',
-    input: inputSchema,
-    advertisedInput: advertisedArguments(
-      inputSchema.extend({ language: advertisedLanguage(services.config, LANGUAGE_HELP) }),
-      services,
-    ),
-    // Alone (codemode), without sessions to name nor aliases to list; its point is allowed_tools.
-    compactInput: advertisedArguments(
-      inputSchema
-        .omit({ session_id: true })
-        .extend({ language: advertisedLanguage(services.config, LANGUAGE_HELP, false) }),
-      { ...services, bridge: { configured: true } },
-    ),
-    output: executeCodeResultSchema,
+    schemas: () => {
+      const input = inputSchema();
+      return {
+        input,
+        advertisedInput: advertisedArguments(
+          input.extend({ language: advertisedLanguage(services.config, LANGUAGE_HELP) }),
+          services,
+        ),
+        // Alone (codemode), without sessions to name nor aliases to list; its point is allowed_tools.
+        compactInput: advertisedArguments(
+          input
+            .omit({ session_id: true })
+            .extend({ language: advertisedLanguage(services.config, LANGUAGE_HELP, false) }),
+          { ...services, bridge: { configured: true } },
+        ),
+        output: executeCodeResultSchema(),
+      };
+    },
     text: RUN_TEXT,
     extraContent: runContent,
     tasks: services.tasks,
@@ -115,7 +121,7 @@ async function sendInSession(
   server: McpServer,
   services: Services,
   gate: Gatekeeper,
-  args: z.output<typeof inputSchema>,
+  args: z.output<ReturnType<typeof inputSchema>>,
   ctx: Parameters<Parameters<typeof defineTool>[1]['handler']>[1],
 ) {
   const sessionId = args.session_id as string;
@@ -143,7 +149,7 @@ async function sendInSession(
 async function runWithProgress(
   server: McpServer,
   services: Services,
-  args: z.output<typeof inputSchema>,
+  args: z.output<ReturnType<typeof inputSchema>>,
   ctx: Parameters<Parameters<typeof defineTool>[1]['handler']>[1],
   { workingDir, askEgress }: Pick<ExecutionRequest, 'workingDir' | 'askEgress'>,
 ) {

@@ -16,35 +16,37 @@ import { advertisedArguments } from './arguments.js';
 
 const DEFAULT_TIMEOUT_SECONDS = 60;
 
-const inputSchema = z.object({
-  command: z
-    .string()
-    .min(1, 'command must not be empty')
-    .describe('Run by bash -c: pipes, && and redirections work'),
-  timeout: z
-    .number()
-    .positive()
-    .optional()
-    .describe(
-      `Wall-clock limit in seconds (default ${DEFAULT_TIMEOUT_SECONDS}; clamped to the server maximum)`,
-    ),
-  work_dir: z
-    .string()
-    .optional()
-    .describe(
-      'Directory to run in: relative to the persistent workspace (default: the workspace itself), or an ' +
-        'absolute one beneath CODEXEC_ALLOWED_PATHS (run as its owner)',
-    ),
-  ...egressInput,
-});
+const inputSchema = () =>
+  z.object({
+    command: z
+      .string()
+      .min(1, 'command must not be empty')
+      .describe('Run by bash -c: pipes, && and redirections work'),
+    timeout: z
+      .number()
+      .positive()
+      .optional()
+      .describe(
+        `Wall-clock limit in seconds (default ${DEFAULT_TIMEOUT_SECONDS}; clamped to the server maximum)`,
+      ),
+    work_dir: z
+      .string()
+      .optional()
+      .describe(
+        'Directory to run in: relative to the persistent workspace (default: the workspace itself), or an ' +
+          'absolute one beneath CODEXEC_ALLOWED_PATHS (run as its owner)',
+      ),
+    ...egressInput(),
+  });
 /**
  * What is parsed: the advertised fields (MassGen's names), and `working_dir`, the other run tools'
  * name for work_dir, accepted too. Also `timeout_ms`, for the same reason.
  */
-const parsedInput = inputSchema.extend({
-  working_dir: z.string().optional(),
-  timeout_ms: z.number().int().positive().optional(),
-});
+const parsedInput = () =>
+  inputSchema().extend({
+    working_dir: z.string().optional(),
+    timeout_ms: z.number().int().positive().optional(),
+  });
 
 export function registerExecuteCommand(server: McpServer, services: Services, gate: Gatekeeper): void {
   defineTool(server, {
@@ -57,16 +59,18 @@ export function registerExecuteCommand(server: McpServer, services: Services, ga
       `start_process in a session for what must keep running). ${savedHelp(services.config)} A failing ` +
       'command is a normal result with success=false: read stderr. Blocked commands are refused ' +
       '(COMMAND_BLOCKED). For a program you have as text, execute_code is simpler.',
-    input: parsedInput,
-    advertisedInput: advertisedArguments(
-      inputSchema.extend({
-        timeout: inputSchema.shape.timeout.describe(
-          `Wall-clock limit in seconds (default ${DEFAULT_TIMEOUT_SECONDS}, at most ${services.config.maxTimeoutMs / 1000})`,
-        ),
-      }),
-      services,
-    ),
-    output: commandResultSchema,
+    schemas: () => ({
+      input: parsedInput(),
+      advertisedInput: advertisedArguments(
+        inputSchema().extend({
+          timeout: inputSchema().shape.timeout.describe(
+            `Wall-clock limit in seconds (default ${DEFAULT_TIMEOUT_SECONDS}, at most ${services.config.maxTimeoutMs / 1000})`,
+          ),
+        }),
+        services,
+      ),
+      output: commandResultSchema(),
+    }),
     text: RUN_TEXT,
     extraContent: artifactLinks,
     tasks: services.tasks,

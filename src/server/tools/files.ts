@@ -28,17 +28,19 @@ import type { Services } from '../services.js';
 import { FileTooLargeError, target, workspaceOf } from '../workspace-files.js';
 import { registerReadFile } from './read-file.js';
 
-const writeInput = z.object({
-  ...target,
-  content: z.string(),
-  encoding: z.enum(['utf8', 'base64']).default('utf8'),
-});
-const writeOutput = z.object({
-  success: z.boolean(),
-  path: z.string(),
-  bytes: z.number(),
-  working_dir: z.string(),
-});
+const writeInput = () =>
+  z.object({
+    ...target,
+    content: z.string(),
+    encoding: z.enum(['utf8', 'base64']).default('utf8'),
+  });
+const writeOutput = () =>
+  z.object({
+    success: z.boolean(),
+    path: z.string(),
+    bytes: z.number(),
+    working_dir: z.string(),
+  });
 export function registerFileTools(server: McpServer, services: Services, gate: Gatekeeper): void {
   // write_file changes a workspace as code would: it exists only while CODEXEC_ENABLED is true.
   if (services.config.gate.enabled) registerWriteFile(server, services, gate);
@@ -53,8 +55,10 @@ function registerWriteFile(server: McpServer, services: Services, gate: Gatekeep
     description:
       "Write a file into a session's working directory (session_id) or execute_command's workspace " +
       '(workspace: "command"), making parent directories, replacing a file; base64 for binary content.',
-    input: writeInput,
-    output: writeOutput,
+    schemas: () => ({
+      input: writeInput(),
+      output: writeOutput(),
+    }),
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     handler: async (args, ctx) => {
       const root = workspaceOf(services, args);

@@ -11,11 +11,12 @@ type Alias = keyof typeof LANGUAGE_ALIASES;
 const ALIASES = Object.keys(LANGUAGE_ALIASES) as Alias[];
 
 /** A language's name or one of its aliases (py, js, nodejs, ts, sh, shell), read as the language. */
-export const languageInput = z
-  .enum([...LANGUAGES, ...ALIASES])
-  .transform(
-    (name): Language => (name in LANGUAGE_ALIASES ? LANGUAGE_ALIASES[name as Alias] : (name as Language)),
-  );
+export const languageInput = () =>
+  z
+    .enum([...LANGUAGES, ...ALIASES])
+    .transform(
+      (name): Language => (name in LANGUAGE_ALIASES ? LANGUAGE_ALIASES[name as Alias] : (name as Language)),
+    );
 
 /**
  * A `language` field that shows clients only the allowed languages (the gate refuses others), and

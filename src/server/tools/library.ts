@@ -5,7 +5,7 @@ import { currentPrincipal } from '../../util/index.js';
 import type { Services } from '../services.js';
 
 /** A script's name, as every script tool takes it. */
-export const name = z.string().min(1).max(200).describe('letters, digits, - and _');
+export const scriptName = () => z.string().min(1).max(200).describe('letters, digits, - and _');
 
 /** The caller's own library (serve --http: its bearer token's principal); no tool names another. */
 export function mine(services: Services): ScriptStore {

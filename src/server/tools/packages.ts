@@ -8,11 +8,12 @@ import type { Services } from '../services.js';
 import { currentTaskRun } from '../tasks.js';
 import { packageLanguages } from './languages.js';
 
-const inputSchema = z.object({
-  package: z.string().min(1).max(214),
-  language: z.enum(['python', 'node']).describe('python (pip) or node (npm)'),
-  session_id: z.string().min(1).max(64).optional(),
-});
+const inputSchema = () =>
+  z.object({
+    package: z.string().min(1).max(214),
+    language: z.enum(['python', 'node']).describe('python (pip) or node (npm)'),
+    session_id: z.string().min(1).max(64).optional(),
+  });
 
 /** install_package runs installers (and their packages' scripts): only while CODEXEC_ENABLED. */
 export function registerPackageTools(server: McpServer, services: Services, gate: Gatekeeper): void {
@@ -26,21 +27,23 @@ export function registerPackageTools(server: McpServer, services: Services, gate
       'else for every later run and session of that language. A registry name with an optional version ' +
       '("pandas>=2.0", "lodash@^4"); no URLs, paths or options. A python package is checked by importing ' +
       'it. A failure is a normal result with success=false and the installer output.',
-    input: inputSchema,
-    advertisedInput: inputSchema.extend({
-      language: z.enum(managers as ['python' | 'node']).describe('python (pip) or node (npm)'),
-    }),
-    output: z.object({
-      success: z.boolean(),
-      package: z.string(),
-      version: z.string().nullable().describe('the version actually installed'),
-      install_output: z.string(),
-      language: z.enum(['python', 'node']),
-      session_id: z.string().nullable(),
-      exit_code: z.number().int().nullable(),
-      timed_out: z.boolean(),
-      duration_ms: z.number().int(),
-      ...egressField,
+    schemas: () => ({
+      input: inputSchema(),
+      advertisedInput: inputSchema().extend({
+        language: z.enum(managers as ['python' | 'node']).describe('python (pip) or node (npm)'),
+      }),
+      output: z.object({
+        success: z.boolean(),
+        package: z.string(),
+        version: z.string().nullable().describe('the version actually installed'),
+        install_output: z.string(),
+        language: z.enum(['python', 'node']),
+        session_id: z.string().nullable(),
+        exit_code: z.number().int().nullable(),
+        timed_out: z.boolean(),
+        duration_ms: z.number().int(),
+        ...egressField(),
+      }),
     }),
     text: { plain: ['install_output'], quiet: ['language', 'duration_ms'], shown: installText },
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },

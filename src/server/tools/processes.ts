@@ -9,9 +9,9 @@ import type { Services } from '../services.js';
 // Background processes in a session, for long work: servers and
 // watchers that keep running between calls, inside the session's sandbox (src/sessions/processes.ts).
 
-const processId = z.string().min(1).describe('proc_… from start_process');
+const processId = () => z.string().min(1).describe('proc_… from start_process');
 
-const processFields = {
+const processFields = () => ({
   process_id: z.string(),
   session_id: z.string(),
   command: z.string(),
@@ -29,23 +29,28 @@ const processFields = {
     .int()
     .optional()
     .describe("start_process expose_port: the session's port it serves"),
-};
-const processInfo = z.object(processFields);
-
-const readOutput = z.object({
-  ...processFields,
-  output: z.string().describe('stdout and stderr as written, in order, from offset (at most 1 MiB per read)'),
-  offset: z
-    .number()
-    .int()
-    .describe('where output begins: the offset asked for, or the first byte still kept'),
-  next_offset: z.number().int().describe('pass this as offset next time to read only what is new'),
-  dropped_bytes: z
-    .number()
-    .int()
-    .describe('bytes after the offset asked for that are no longer kept (CODEXEC_MAX_PROCESS_OUTPUT_BYTES)'),
-  more: z.boolean().describe('more output is already there past next_offset'),
 });
+const processInfo = () => z.object(processFields());
+
+const readOutput = () =>
+  z.object({
+    ...processFields(),
+    output: z
+      .string()
+      .describe('stdout and stderr as written, in order, from offset (at most 1 MiB per read)'),
+    offset: z
+      .number()
+      .int()
+      .describe('where output begins: the offset asked for, or the first byte still kept'),
+    next_offset: z.number().int().describe('pass this as offset next time to read only what is new'),
+    dropped_bytes: z
+      .number()
+      .int()
+      .describe(
+        'bytes after the offset asked for that are no longer kept (CODEXEC_MAX_PROCESS_OUTPUT_BYTES)',
+      ),
+    more: z.boolean().describe('more output is already there past next_offset'),
+  });
 
 const READ_ONLY = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
 const EFFECTS = { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false };
@@ -77,25 +82,30 @@ function registerStartProcess(server: McpServer, services: Services, gate: Gatek
       `watchers, builds in watch mode, long jobs${servers ? ', servers' : ''}. It shares the ` +
       "session's sandbox, files and limits. read_process_output reads it, write_stdin feeds it, kill_process " +
       `stops it. At most ${cap} per session; they end with it. For a command that finishes, use execute_command.`,
-    input: z.object({
-      session_id: z.string().min(1).describe('sess_… from start_session'),
-      command: z.string().min(1, 'command must not be empty'),
-      expose_port: z
-        .number()
-        .int()
-        .min(1)
-        .max(65535)
-        .optional()
-        .describe(
-          "A port the command listens on in the session's loopback (127.0.0.1), served at the url returned (serve --http: with your token only; stdio: a Unix socket)",
-        ),
-    }),
-    output: processInfo.extend({
-      url: z
-        .string()
-        .optional()
-        .describe('expose_port over serve --http: where the port is served, for your token only'),
-      socket: z.string().optional().describe('expose_port over stdio: the Unix socket the port is served on'),
+    schemas: () => ({
+      input: z.object({
+        session_id: z.string().min(1).describe('sess_… from start_session'),
+        command: z.string().min(1, 'command must not be empty'),
+        expose_port: z
+          .number()
+          .int()
+          .min(1)
+          .max(65535)
+          .optional()
+          .describe(
+            "A port the command listens on in the session's loopback (127.0.0.1), served at the url returned (serve --http: with your token only; stdio: a Unix socket)",
+          ),
+      }),
+      output: processInfo().extend({
+        url: z
+          .string()
+          .optional()
+          .describe('expose_port over serve --http: where the port is served, for your token only'),
+        socket: z
+          .string()
+          .optional()
+          .describe('expose_port over stdio: the Unix socket the port is served on'),
+      }),
     }),
     annotations: { ...EFFECTS, openWorldHint: true },
     handler: async (args, ctx) => {
@@ -142,11 +152,13 @@ function registerReadProcessOutput(server: McpServer, services: Services): void 
       "A background process's output (stdout and stderr as written) from offset, and whether it still runs. " +
       'Poll with the last next_offset to get only new output. The last ' +
       `${Math.round(config.processes.outputBytes / 1024)} KiB are kept; dropped_bytes counts what was lost.`,
-    input: z.object({
-      process_id: processId,
-      offset: z.number().int().min(0).optional().describe('Byte to read from (default 0)'),
+    schemas: () => ({
+      input: z.object({
+        process_id: processId(),
+        offset: z.number().int().min(0).optional().describe('Byte to read from (default 0)'),
+      }),
+      output: readOutput(),
     }),
-    output: readOutput,
     text: { plain: ['output'] },
     annotations: READ_ONLY,
     handler: async (args) => sessions.readProcess(args.process_id, args.offset ?? 0),
@@ -162,16 +174,18 @@ function registerWriteStdin(server: McpServer, services: Services): void {
       "Write text to a background process's stdin (include a line's newline); eof: true then closes it. " +
       "With session_id instead: to the session's own stdin, at once (send_to_session {input} is the usual " +
       'answer to waiting_for_input).',
-    input: z.object({
-      process_id: processId.optional(),
-      session_id: z.string().min(1).optional().describe('Instead of process_id: a session'),
-      data: z.string().describe('UTF-8; may be empty with eof'),
-      eof: z.boolean().optional().describe('Close stdin after writing'),
+    schemas: () => ({
+      input: z.object({
+        process_id: processId().optional(),
+        session_id: z.string().min(1).optional().describe('Instead of process_id: a session'),
+        data: z.string().describe('UTF-8; may be empty with eof'),
+        eof: z.boolean().optional().describe('Close stdin after writing'),
+      }),
+      output: processInfo()
+        .partial()
+        .extend({ session_id: z.string(), bytes_written: z.number().int() })
+        .describe('the process (with process_id), or the session and bytes written (with session_id)'),
     }),
-    output: processInfo
-      .partial()
-      .extend({ session_id: z.string(), bytes_written: z.number().int() })
-      .describe('the process (with process_id), or the session and bytes written (with session_id)'),
     annotations: EFFECTS,
     handler: async (args) => {
       if ((args.process_id === undefined) === (args.session_id === undefined)) {
@@ -193,8 +207,10 @@ function registerKillProcess(server: McpServer, services: Services): void {
     title: 'Kill a background process',
     description:
       'SIGKILL a background process and its process group; its output stays readable until its session ends.',
-    input: z.object({ process_id: processId }),
-    output: processInfo,
+    schemas: () => ({
+      input: z.object({ process_id: processId() }),
+      output: processInfo(),
+    }),
     annotations: EFFECTS,
     handler: (args) => sessions.killProcess(args.process_id),
   });
@@ -206,8 +222,10 @@ function registerListProcesses(server: McpServer, services: Services): void {
     name: 'list_processes',
     title: 'List background processes',
     description: 'List your background processes in every live session, running or exited.',
-    input: z.object({}),
-    output: z.object({ processes: z.array(processInfo) }),
+    schemas: () => ({
+      input: z.object({}),
+      output: z.object({ processes: z.array(processInfo()) }),
+    }),
     annotations: READ_ONLY,
     handler: async () => sessions.listProcesses(),
   });

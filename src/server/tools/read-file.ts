@@ -18,41 +18,43 @@ import { DEFAULT_SLICE_BYTES, readSavedSlice } from '../saved-output.js';
 import type { Services } from '../services.js';
 import { maskedText, readConfined, target, workspaceOf } from '../workspace-files.js';
 
-const readInput = z.object({
-  ...target,
-  path: z.string().min(1).max(4096).describe('relative to the workspace, without ".."'),
-  encoding: z.enum(['utf8', 'base64']).default('utf8'),
-  execution_id: z
-    .string()
-    .regex(EXECUTION_ID, 'expected exec_ + 12 hex, from a result')
-    .optional()
-    .describe("a run's id: its files, or its whole stdout or stderr"),
-  offset: z.number().int().min(0).optional().describe('stdout or stderr of a run: the byte to start at'),
-  length: z
-    .number()
-    .int()
-    .min(1)
-    .optional()
-    .describe(`stdout or stderr of a run: bytes to read (default ${DEFAULT_SLICE_BYTES})`),
-});
+const readInput = () =>
+  z.object({
+    ...target,
+    path: z.string().min(1).max(4096).describe('relative to the workspace, without ".."'),
+    encoding: z.enum(['utf8', 'base64']).default('utf8'),
+    execution_id: z
+      .string()
+      .regex(EXECUTION_ID, 'expected exec_ + 12 hex, from a result')
+      .optional()
+      .describe("a run's id: its files, or its whole stdout or stderr"),
+    offset: z.number().int().min(0).optional().describe('stdout or stderr of a run: the byte to start at'),
+    length: z
+      .number()
+      .int()
+      .min(1)
+      .optional()
+      .describe(`stdout or stderr of a run: bytes to read (default ${DEFAULT_SLICE_BYTES})`),
+  });
 
-const readOutput = z.object({
-  success: z.boolean(),
-  path: z.string(),
-  bytes: z.number(),
-  encoding: z.enum(['utf8', 'base64']),
-  content: z.string(),
-  working_dir: z.string().optional().describe("the workspace read (absent for a run's saved output)"),
-  execution_id: z.string().optional().describe('with execution_id: the run whose output this is'),
-  total_bytes: z.number().int().optional().describe("with execution_id: the saved stream's size"),
-  offset: z.number().int().optional().describe('with execution_id: where this slice starts'),
-  next_offset: z
-    .number()
-    .int()
-    .nullable()
-    .optional()
-    .describe('with execution_id: where the next slice starts; null at the end'),
-});
+const readOutput = () =>
+  z.object({
+    success: z.boolean(),
+    path: z.string(),
+    bytes: z.number(),
+    encoding: z.enum(['utf8', 'base64']),
+    content: z.string(),
+    working_dir: z.string().optional().describe("the workspace read (absent for a run's saved output)"),
+    execution_id: z.string().optional().describe('with execution_id: the run whose output this is'),
+    total_bytes: z.number().int().optional().describe("with execution_id: the saved stream's size"),
+    offset: z.number().int().optional().describe('with execution_id: where this slice starts'),
+    next_offset: z
+      .number()
+      .int()
+      .nullable()
+      .optional()
+      .describe('with execution_id: where the next slice starts; null at the end'),
+  });
 
 export function registerReadFile(server: McpServer, services: Services): void {
   const limit = services.config.maxFileTransferBytes;
@@ -63,8 +65,10 @@ export function registerReadFile(server: McpServer, services: Services): void {
       "Read a file from a session's working directory (session_id), execute_command's workspace " +
       '(workspace: "command") or a run\'s (execution_id); base64 for a file that is not UTF-8 text. With ' +
       "execution_id and path stdout or stderr: a slice of a truncated run's whole output, in bytes.",
-    input: readInput,
-    output: readOutput,
+    schemas: () => ({
+      input: readInput(),
+      output: readOutput(),
+    }),
     text: { plain: ['content'] },
     annotations: { readOnlyHint: true, openWorldHint: false },
     handler: async (args) => {
@@ -86,7 +90,7 @@ export function registerReadFile(server: McpServer, services: Services): void {
 }
 
 /** A file of a workspace or of an ended run, whole (up to `limit`), as text or base64. */
-async function readFileOf(services: Services, args: z.output<typeof readInput>, limit: number) {
+async function readFileOf(services: Services, args: z.output<ReturnType<typeof readInput>>, limit: number) {
   if (args.offset !== undefined || args.length !== undefined)
     throw new InvalidInputError(
       "offset and length page a run's saved stdout or stderr; a file is read whole",
@@ -145,8 +149,8 @@ async function placeOf(
 /** read_file {execution_id, path: "stdout"|"stderr", offset, length}: a slice of saved output. */
 async function readSaved(
   services: Services,
-  args: z.output<typeof readInput> & { execution_id: string },
-): Promise<z.input<typeof readOutput>> {
+  args: z.output<ReturnType<typeof readInput>> & { execution_id: string },
+): Promise<z.input<ReturnType<typeof readOutput>>> {
   if (args.session_id !== undefined || args.workspace !== undefined)
     throw new InvalidInputError('give execution_id or a workspace (session_id, workspace), not both');
   if (args.path !== 'stdout' && args.path !== 'stderr')

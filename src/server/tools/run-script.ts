@@ -22,22 +22,23 @@ import type { Services } from '../services.js';
 import { sendAsRun } from '../session-run.js';
 import { RUN_TEXT } from '../text.js';
 import { advertisedArguments } from './arguments.js';
-import { mine, name, scriptOf } from './library.js';
+import { mine, scriptName, scriptOf } from './library.js';
 
-const runScriptInput = z.object({
-  name,
-  args: z.array(z.string().max(100_000)).max(1000).default([]),
-  timeout_ms: z.number().int().positive().optional(),
-  working_dir: z
-    .string()
-    .min(1)
-    .optional()
-    .describe('An existing directory beneath CODEXEC_ALLOWED_PATHS to run in. Default: a fresh workspace'),
-  session_id: z.string().min(1).optional().describe('Run it in this session instead, as a send (no args)'),
-  workspace: z.enum(['command']).optional().describe("Run it in execute_command's workspace"),
-  ...egressInput,
-});
-type RunScriptArgs = z.output<typeof runScriptInput>;
+const runScriptInput = () =>
+  z.object({
+    name: scriptName(),
+    args: z.array(z.string().max(100_000)).max(1000).default([]),
+    timeout_ms: z.number().int().positive().optional(),
+    working_dir: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('An existing directory beneath CODEXEC_ALLOWED_PATHS to run in. Default: a fresh workspace'),
+    session_id: z.string().min(1).optional().describe('Run it in this session instead, as a send (no args)'),
+    workspace: z.enum(['command']).optional().describe("Run it in execute_command's workspace"),
+    ...egressInput(),
+  });
+type RunScriptArgs = z.output<ReturnType<typeof runScriptInput>>;
 
 export function registerRunScript(server: McpServer, services: Services, gate: Gatekeeper): void {
   defineTool(server, {
@@ -47,9 +48,11 @@ export function registerRunScript(server: McpServer, services: Services, gate: G
       'Run a saved script as execute_code would, args as its command-line arguments: in a fresh workspace, ' +
       'a session (session_id) or execute_command\'s workspace (workspace: "command"); refused, naming it, ' +
       `when a package it needs is not installed. ${savedHelp(services.config)}`,
-    input: runScriptInput,
-    advertisedInput: advertisedArguments(runScriptInput, services),
-    output: executeCodeResultSchema,
+    schemas: () => ({
+      input: runScriptInput(),
+      advertisedInput: advertisedArguments(runScriptInput(), services),
+      output: executeCodeResultSchema(),
+    }),
     text: RUN_TEXT,
     tasks: services.tasks,
     extraContent: runContent,

@@ -6,17 +6,18 @@ import { defineTool } from '../define-tool.js';
 import type { Gatekeeper } from '../guard.js';
 import type { Services } from '../services.js';
 import { languageInput } from './languages.js';
-import { mine, name, scriptOf } from './library.js';
+import { mine, scriptName, scriptOf } from './library.js';
 import { registerRunScript } from './run-script.js';
 
-const tagList = z.array(z.string().min(1).max(64)).max(32);
-const summary = z.object({
-  name: z.string(),
-  description: z.string(),
-  language: z.enum(LANGUAGES),
-  tags: z.array(z.string()),
-  last_run_at: z.string().nullable(),
-});
+const tagList = () => z.array(z.string().min(1).max(64)).max(32);
+const summary = () =>
+  z.object({
+    name: z.string(),
+    description: z.string(),
+    language: z.enum(LANGUAGES),
+    tags: z.array(z.string()),
+    last_run_at: z.string().nullable(),
+  });
 const readOnly = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
 
 /** The script library's tools: each on its own, over the caller's own library. */
@@ -38,29 +39,31 @@ function registerSaveScript(server: McpServer, services: Services): void {
       'Save working, tested code under a name to find and run it later ("parse it like last time"). Saving ' +
       `a name again keeps the earlier version (${maxVersions} per script). Describe what it does and its ` +
       'arguments; list the packages it needs.',
-    input: z.object({
-      name,
-      description: z.string().min(1).max(4000).describe('What it does and how to call it'),
-      language: languageInput,
-      code: z.string().min(1).describe(`At most ${maxScriptBytes} UTF-8 bytes`),
-      tags: tagList.default([]),
-      packages: z.array(z.string().min(1).max(214)).max(64).default([]).describe('pip / npm names'),
-      source_execution_id: z
-        .string()
-        .regex(/^exec_[0-9a-f]{12}$/)
-        .optional(),
-    }),
-    output: z.object({
-      success: z.literal(true),
-      script_id: z.string(),
-      name: z.string(),
-      path: z.string(),
-      version: z.number().int(),
-      saved_at: z.string(),
-      pruned_versions: z
-        .number()
-        .int()
-        .describe('Earlier versions this save removed (CODEXEC_MAX_SCRIPT_VERSIONS)'),
+    schemas: () => ({
+      input: z.object({
+        name: scriptName(),
+        description: z.string().min(1).max(4000).describe('What it does and how to call it'),
+        language: languageInput(),
+        code: z.string().min(1).describe(`At most ${maxScriptBytes} UTF-8 bytes`),
+        tags: tagList().default([]),
+        packages: z.array(z.string().min(1).max(214)).max(64).default([]).describe('pip / npm names'),
+        source_execution_id: z
+          .string()
+          .regex(/^exec_[0-9a-f]{12}$/)
+          .optional(),
+      }),
+      output: z.object({
+        success: z.literal(true),
+        script_id: z.string(),
+        name: z.string(),
+        path: z.string(),
+        version: z.number().int(),
+        saved_at: z.string(),
+        pruned_versions: z
+          .number()
+          .int()
+          .describe('Earlier versions this save removed (CODEXEC_MAX_SCRIPT_VERSIONS)'),
+      }),
     }),
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     handler: async (args) => {
@@ -85,26 +88,28 @@ function registerGetScript(server: McpServer, services: Services): void {
     title: 'Get a saved script',
     description:
       'A saved script: code, description, tags, packages, run history; version for an earlier one.',
-    input: z.object({ name, version: z.number().int().positive().optional() }),
-    text: { plain: ['code'] },
-    output: z.object({
-      success: z.literal(true),
-      name: z.string(),
-      description: z.string(),
-      language: z.enum(LANGUAGES),
-      code: z.string(),
-      tags: z.array(z.string()),
-      packages: z.array(z.string()),
-      created_at: z.string(),
-      updated_at: z.string(),
-      last_run_at: z.string().nullable(),
-      run_count: z.number().int(),
-      last_run_success: z.boolean().nullable(),
-      source_execution_id: z.string().nullable(),
-      version: z.number().int().describe('current version'),
-      code_version: z.number().int().describe('version of the code returned'),
-      earlier_versions: z.number().int(),
+    schemas: () => ({
+      input: z.object({ name: scriptName(), version: z.number().int().positive().optional() }),
+      output: z.object({
+        success: z.literal(true),
+        name: z.string(),
+        description: z.string(),
+        language: z.enum(LANGUAGES),
+        code: z.string(),
+        tags: z.array(z.string()),
+        packages: z.array(z.string()),
+        created_at: z.string(),
+        updated_at: z.string(),
+        last_run_at: z.string().nullable(),
+        run_count: z.number().int(),
+        last_run_success: z.boolean().nullable(),
+        source_execution_id: z.string().nullable(),
+        version: z.number().int().describe('current version'),
+        code_version: z.number().int().describe('version of the code returned'),
+        earlier_versions: z.number().int(),
+      }),
     }),
+    text: { plain: ['code'] },
     annotations: readOnly,
     handler: async (args) => {
       const scripts = mine(services);
@@ -126,8 +131,10 @@ function registerListScripts(server: McpServer, services: Services): void {
     name: 'list_scripts',
     title: 'List saved scripts',
     description: 'List saved scripts, optionally only one language or one tag.',
-    input: z.object({ language: languageInput.optional(), tag: z.string().min(1).optional() }),
-    output: z.object({ scripts: z.array(summary), total_count: z.number().int() }),
+    schemas: () => ({
+      input: z.object({ language: languageInput().optional(), tag: z.string().min(1).optional() }),
+      output: z.object({ scripts: z.array(summary()), total_count: z.number().int() }),
+    }),
     annotations: readOnly,
     handler: async (args) => {
       const all = await mine(services).list();
@@ -146,18 +153,20 @@ function registerSearchScripts(server: McpServer, services: Services): void {
     title: 'Search saved scripts',
     description:
       'Find saved scripts by words in their name, tags and description ("excel parsing"), best first.',
-    input: z.object({
-      query: z.string().min(1).max(500),
-      limit: z.number().int().min(1).max(100).default(10),
-    }),
-    output: z.object({
-      results: z.array(
-        summary.extend({
-          relevance: z.enum(['name_match', 'tag_match', 'description_match', 'language_match']),
-          matched: z.array(z.string()),
-          score: z.number(),
-        }),
-      ),
+    schemas: () => ({
+      input: z.object({
+        query: z.string().min(1).max(500),
+        limit: z.number().int().min(1).max(100).default(10),
+      }),
+      output: z.object({
+        results: z.array(
+          summary().extend({
+            relevance: z.enum(['name_match', 'tag_match', 'description_match', 'language_match']),
+            matched: z.array(z.string()),
+            score: z.number(),
+          }),
+        ),
+      }),
     }),
     annotations: readOnly,
     handler: async (args) => {
@@ -174,7 +183,7 @@ function registerSearchScripts(server: McpServer, services: Services): void {
   });
 }
 
-function toSummary(s: z.infer<typeof summary>) {
+function toSummary(s: z.infer<ReturnType<typeof summary>>) {
   return {
     name: s.name,
     description: s.description,

@@ -22,50 +22,52 @@ import { WAITING_HELP } from '../waiting.js';
 import { advertisedArguments } from './arguments.js';
 import { advertisedLanguage, languageInput } from './languages.js';
 
-const sessionId = z.string().min(1).describe('sess_… from start_session');
+const sessionId = () => z.string().min(1).describe('sess_… from start_session');
 
 const LANGUAGE_HELP = 'node runs JavaScript';
-const startInput = z.object({
-  language: languageInput.describe(LANGUAGE_HELP),
-  name: z.string().min(1).max(200).optional().describe('Optional human-readable name'),
-  working_dir: z
-    .string()
-    .min(1)
-    .optional()
-    .describe(
-      'An existing directory beneath CODEXEC_ALLOWED_PATHS to work in. Default: a fresh session workspace',
-    ),
-  pty: z
-    .boolean()
-    .optional()
-    .describe(
-      'bash only: run on a terminal (tty, stty and programs that want one work; TERM=dumb, 200x50, no ' +
-        'echo); stdout and stderr then arrive merged on stdout',
-    ),
-  ...codeModeInput,
-  ...egressInput,
-});
-const sendInput = z.object({
-  session_id: sessionId,
-  code: z.string().min(1, 'code must not be empty').optional(),
-  input: z
-    .string()
-    .optional()
-    .describe(
-      'Instead of code: the answer to a send waiting_for_input, written to its stdin (a newline is added)',
-    ),
-  interrupt: z
-    .literal(true)
-    .optional()
-    .describe('Instead of code: interrupt the code waiting_for_input (SIGINT); the state is kept'),
-  timeout_ms: z
-    .number()
-    .int()
-    .positive()
-    .optional()
-    .describe('Wall-clock limit for this send in ms (default 30000; clamped to the server maximum)'),
-});
-const listOutput = z.object({ sessions: z.array(sessionInfoSchema) });
+const startInput = () =>
+  z.object({
+    language: languageInput().describe(LANGUAGE_HELP),
+    name: z.string().min(1).max(200).optional().describe('Optional human-readable name'),
+    working_dir: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        'An existing directory beneath CODEXEC_ALLOWED_PATHS to work in. Default: a fresh session workspace',
+      ),
+    pty: z
+      .boolean()
+      .optional()
+      .describe(
+        'bash only: run on a terminal (tty, stty and programs that want one work; TERM=dumb, 200x50, no ' +
+          'echo); stdout and stderr then arrive merged on stdout',
+      ),
+    ...codeModeInput(),
+    ...egressInput(),
+  });
+const sendInput = () =>
+  z.object({
+    session_id: sessionId(),
+    code: z.string().min(1, 'code must not be empty').optional(),
+    input: z
+      .string()
+      .optional()
+      .describe(
+        'Instead of code: the answer to a send waiting_for_input, written to its stdin (a newline is added)',
+      ),
+    interrupt: z
+      .literal(true)
+      .optional()
+      .describe('Instead of code: interrupt the code waiting_for_input (SIGINT); the state is kept'),
+    timeout_ms: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe('Wall-clock limit for this send in ms (default 30000; clamped to the server maximum)'),
+  });
+const listOutput = () => z.object({ sessions: z.array(sessionInfoSchema()) });
 
 const EFFECTS = { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true };
 
@@ -90,12 +92,14 @@ function registerStartSession(server: McpServer, services: Services): void {
       'send_to_session calls. For multi-step work (load, explore, plot); execute_code for one-off programs. ' +
       `At most ${config.maxSessions} of yours at once; one idle for ` +
       `${Math.round(config.sessionIdleTimeoutMs / 60_000)} min is closed; close_session when done.`,
-    input: startInput,
-    advertisedInput: advertisedArguments(
-      startInput.extend({ language: advertisedLanguage(config, LANGUAGE_HELP) }),
-      services,
-    ),
-    output: startResultSchema,
+    schemas: () => ({
+      input: startInput(),
+      advertisedInput: advertisedArguments(
+        startInput().extend({ language: advertisedLanguage(config, LANGUAGE_HELP) }),
+        services,
+      ),
+      output: startResultSchema(),
+    }),
     annotations: EFFECTS,
     handler: async (args) => {
       // Starting runs no code of the caller's: only the runtime is checked; each send is gated.
@@ -155,9 +159,11 @@ function registerSendToSession(server: McpServer, services: Services, gate: Gate
       'that background work prints between sends shows up in the next send. ' +
       WAITING_HELP +
       savedHelp(services.config),
-    input: sendInput,
-    advertisedInput: advertisedArguments(sendInput, services),
-    output: sendResultSchema,
+    schemas: () => ({
+      input: sendInput(),
+      advertisedInput: advertisedArguments(sendInput(), services),
+      output: sendResultSchema(),
+    }),
     text: RUN_TEXT,
     extraContent: runContent,
     tasks: services.tasks,
@@ -206,8 +212,10 @@ function registerReadTools(server: McpServer, services: Services): void {
     title: 'Close a session',
     description:
       'End a session and every process it started, and delete its workspace (not a working_dir you gave).',
-    input: z.object({ session_id: sessionId }),
-    output: closeResultSchema,
+    schemas: () => ({
+      input: z.object({ session_id: sessionId() }),
+      output: closeResultSchema(),
+    }),
     annotations: { ...EFFECTS, openWorldHint: false },
     handler: (args) => sessions.close(args.session_id),
   });
@@ -217,8 +225,10 @@ function registerReadTools(server: McpServer, services: Services): void {
     description:
       'SIGKILL a session at once, even mid-send (that send returns session_alive=false), with its processes, ' +
       'and delete its workspace: for one that hangs; close_session is the usual end.',
-    input: z.object({ session_id: sessionId }),
-    output: closeResultSchema,
+    schemas: () => ({
+      input: z.object({ session_id: sessionId() }),
+      output: closeResultSchema(),
+    }),
     annotations: { ...EFFECTS, openWorldHint: false },
     handler: (args) => sessions.close(args.session_id, 'killed'),
   });
@@ -227,8 +237,10 @@ function registerReadTools(server: McpServer, services: Services): void {
     title: 'List sessions',
     description:
       'List running sessions: language, name, age, last activity, sends, memory (MB), installed packages.',
-    input: z.object({}),
-    output: listOutput,
+    schemas: () => ({
+      input: z.object({}),
+      output: listOutput(),
+    }),
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     handler: () => sessions.list(),
   });
