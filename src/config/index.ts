@@ -15,6 +15,5 @@ export {
   type SandboxMode,
   SETTING_NAMES,
   type SettingName,
-  settingsSchema,
 } from './settings/index.js';
 export { CODEMODE_TOOLS, TOOL_NAMES } from './tools.js';

@@ -5,7 +5,7 @@ import { ConfigError } from '../errors/index.js';
 import { expandHome, log } from '../util/index.js';
 import { reconcile } from './coherence.js';
 import { runHome } from './paths.js';
-import { type Config, configFrom, SETTING_NAMES, settingsSchema } from './settings/index.js';
+import { type Config, configFrom, parseSettings, SETTING_NAMES } from './settings/index.js';
 
 type RawSettings = Partial<Record<string, unknown>>;
 
@@ -29,13 +29,7 @@ export function loadConfig(
   }
   const codexecHome = expandHome(String(fromEnv.CODEXEC_HOME ?? '~/.codexec'), home);
   const raw = { ...readConfigFile(join(codexecHome, 'config.json')), ...fromEnv };
-  const parsed = settingsSchema().safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const name = issue?.path[0] === undefined ? 'config' : String(issue.path[0]);
-    throw new ConfigError(`${name}: ${issue?.message ?? 'invalid value'}`);
-  }
-  const { settings, warnings } = reconcile(parsed.data, new Set(Object.keys(raw)), problems);
+  const { settings, warnings } = reconcile(parseSettings(raw), new Set(Object.keys(raw)), problems);
   // LOG_LEVEL is not applied yet (the caller does that with the result), so honour it here.
   if (settings.LOG_LEVEL !== 'error') for (const warning of warnings) warn(warning);
   const root = expandHome(settings.CODEXEC_HOME, home);
