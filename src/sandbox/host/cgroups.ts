@@ -7,6 +7,7 @@ import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { log } from '../../util/index.js';
 import type { LimitKind } from '../types.js';
+import { HeldFiles } from './held-files.js';
 
 /** Emptied run cgroups kept for reuse (RunCgroups); beyond these, they are removed. */
 const SPARE_CGROUPS = 16;
@@ -33,6 +34,11 @@ export interface CgroupLimits {
 /** One run's cgroup(s): limits written, processes joined by pid, removed when empty. */
 export class RunCgroup {
   private removed = false;
+  /**
+   * The counters read at each run's end (~7 reads a run: limits hit, CPU, memory), held open. Not
+   * cgroup.procs: v1 keeps the listing it made for a descriptor up to a second, stale by then.
+   */
+  private readonly files = new HeldFiles();
 
   constructor(
     private readonly layout: CgroupLayout,
@@ -46,7 +52,7 @@ export class RunCgroup {
 
   /** Write the limits (nothing to do when they are already these). */
   setLimits(limits: CgroupLimits): void {
-    if (this.layout.version === 2) this.parentForkFailures = counter(this.parentPidsEvents(), 'max');
+    if (this.layout.version === 2) this.parentForkFailures = counter(PARENTS, this.parentPidsEvents(), 'max');
     if (this.current?.memoryMb === limits.memoryMb && this.current.maxProcs === limits.maxProcs) return;
     const bytes = String(limits.memoryMb * 1024 * 1024);
     const [memoryDir = '', pidsDir = memoryDir] = this.dirs;
@@ -82,13 +88,14 @@ export class RunCgroup {
     }
   }
 
-  killAll(): void {
+  /** SIGKILL every member (`members`: a listing just read, where v2's cgroup.kill is missing). */
+  killAll(members?: readonly number[]): void {
     const killFile = join(this.dirs[0] ?? '', 'cgroup.kill');
     if (this.layout.version === 2 && existsSync(killFile)) {
       writeIgnoringErrors(killFile, '1');
       return;
     }
-    for (const pid of this.pids()) {
+    for (const pid of members ?? this.pids()) {
       try {
         process.kill(pid, 'SIGKILL');
       } catch {
@@ -116,7 +123,7 @@ export class RunCgroup {
   memoryMb(): number | undefined {
     const file = this.layout.version === 1 ? 'memory.usage_in_bytes' : 'memory.current';
     try {
-      return Number(readFileSync(join(this.dirs[0] ?? '', file), 'utf8')) / (1024 * 1024);
+      return Number(this.files.read(join(this.dirs[0] ?? '', file))) / (1024 * 1024);
     } catch {
       return undefined;
     }
@@ -128,11 +135,11 @@ export class RunCgroup {
    */
   cpuUsec(): number | undefined {
     if (this.layout.version === 2) {
-      const usec = counter(join(this.dirs[0] ?? '', 'cpu.stat'), 'usage_usec');
+      const usec = counter(this.files, join(this.dirs[0] ?? '', 'cpu.stat'), 'usage_usec');
       return usec > 0 ? usec : undefined;
     }
     const cpu = this.layout.cpu && this.dirs[2];
-    const ns = cpu ? readNumber(join(cpu, 'cpuacct.usage')) : undefined;
+    const ns = cpu ? readNumber(this.files, join(cpu, 'cpuacct.usage')) : undefined;
     return ns === undefined ? undefined : Math.round(ns / 1000);
   }
 
@@ -141,10 +148,13 @@ export class RunCgroup {
     const [memoryDir, pidsDir = memoryDir] = this.dirs;
     if (!memoryDir || !pidsDir) return undefined;
     const memoryEvents = this.layout.version === 1 ? 'memory.oom_control' : 'memory.events';
-    if (counter(join(memoryDir, memoryEvents), 'oom_kill') > 0) return 'memory';
-    if (counter(join(pidsDir, 'pids.events'), 'max') > 0) return 'processes';
+    if (counter(this.files, join(memoryDir, memoryEvents), 'oom_kill') > 0) return 'memory';
+    if (counter(this.files, join(pidsDir, 'pids.events'), 'max') > 0) return 'processes';
     // v2 counts a fork the parent's limit refused on the parent only: every run alive then is told.
-    if (this.layout.version === 2 && counter(this.parentPidsEvents(), 'max') > this.parentForkFailures)
+    if (
+      this.layout.version === 2 &&
+      counter(PARENTS, this.parentPidsEvents(), 'max') > this.parentForkFailures
+    )
       return 'processes';
     return undefined;
   }
@@ -157,15 +167,16 @@ export class RunCgroup {
     const [memoryDir = '', pidsDir = memoryDir] = this.dirs;
     if (kind === 'memory') {
       // v2 counts the OOM on the cgroup whose limit was reached (and its ancestors).
-      if (this.layout.version === 2) return counter(join(memoryDir, 'memory.events'), 'oom') === 0;
+      if (this.layout.version === 2)
+        return counter(this.files, join(memoryDir, 'memory.events'), 'oom') === 0;
       // v1 counts the kill on the victim's cgroup only: its own limit, if its usage ever reached it.
-      const peak = readNumber(join(memoryDir, 'memory.max_usage_in_bytes'));
-      const limit = readNumber(join(memoryDir, 'memory.limit_in_bytes'));
+      const peak = readNumber(this.files, join(memoryDir, 'memory.max_usage_in_bytes'));
+      const limit = readNumber(this.files, join(memoryDir, 'memory.limit_in_bytes'));
       return peak !== undefined && limit !== undefined && peak < limit - 1024 * 1024;
     }
     if (kind === 'processes') {
-      const peak = readNumber(join(pidsDir, 'pids.peak'));
-      const max = readNumber(join(pidsDir, 'pids.max'));
+      const peak = readNumber(this.files, join(pidsDir, 'pids.peak'));
+      const max = readNumber(this.files, join(pidsDir, 'pids.max'));
       return peak !== undefined && max !== undefined && peak < max;
     }
     return false;
@@ -179,11 +190,13 @@ export class RunCgroup {
   async drain(ms = 3000): Promise<boolean> {
     const deadline = Date.now() + ms;
     // Members of a dead pid namespace take a moment to be reaped: poll fast, then back off.
-    for (let wait = 1; this.pids().length > 0 && Date.now() < deadline; wait = Math.min(wait * 2, 50)) {
-      this.killAll();
+    for (let wait = 1; ; wait = Math.min(wait * 2, 50)) {
+      const members = this.pids();
+      if (members.length === 0) return true;
+      if (Date.now() >= deadline) return false;
+      this.killAll(members);
       await sleep(wait);
     }
-    return this.pids().length === 0;
   }
 
   /**
@@ -225,6 +238,7 @@ export class RunCgroup {
     );
     if (failure) throw failure.reason;
     this.removed = true;
+    this.files.close();
   }
 
   removeNow(): void {
@@ -239,6 +253,7 @@ export class RunCgroup {
     }
     if (failure) throw failure;
     this.removed = true;
+    this.files.close();
   }
 }
 
@@ -302,9 +317,13 @@ export function createRunCgroup(layout: CgroupLayout, limits: CgroupLimits): Run
   }
 }
 
-function counter(file: string, key: string): number {
+/** The parents' pids.events, read at each run's start and end: the server's cgroups, held for its life. */
+const PARENTS = new HeldFiles();
+
+function counter(files: HeldFiles, file: string, key: string): number {
   try {
-    const line = readFileSync(file, 'utf8')
+    const line = files
+      .read(file)
       .split('\n')
       .find((l) => l.startsWith(`${key} `));
     return line ? Number(line.slice(key.length + 1)) || 0 : 0;
@@ -313,9 +332,9 @@ function counter(file: string, key: string): number {
   }
 }
 
-function readNumber(file: string): number | undefined {
+function readNumber(files: HeldFiles, file: string): number | undefined {
   try {
-    const value = Number(readFileSync(file, 'utf8'));
+    const value = Number(files.read(file));
     return Number.isFinite(value) ? value : undefined; // 'max': no limit
   } catch {
     return undefined;
