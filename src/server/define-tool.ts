@@ -10,7 +10,7 @@ import {
 import type { z } from 'zod';
 import { InvalidInputError } from '../errors/index.js';
 import type { Tasks } from '../tasks/index.js';
-import { asPrincipal, lazily } from '../util/index.js';
+import { asPrincipal } from '../util/index.js';
 import { advertised, advertisedAnnotations, listedJson } from './advertised.js';
 import { whileOpen } from './call-stream.js';
 import { inCall } from './client-log.js';
@@ -83,9 +83,15 @@ export function defineTool<I extends z.ZodObject, O extends z.ZodObject>(
   if (selection && !selection.names.has(tool.name)) return;
   const compact = selection?.compact === true;
   const annotations = advertisedAnnotations(tool.annotations);
-  const parsing = lazily(tool.schemas);
+  // Made on the first call and kept; tools/list's JSON comes from these once they exist (the first
+  // call's result needs it), else from schemas made for it alone.
+  let kept: ToolSchemas<I, O> | undefined;
+  const parsing = () => {
+    kept ??= tool.schemas();
+    return kept;
+  };
   const listed = listedJson(() => {
-    const made = tool.schemas();
+    const made = kept ?? tool.schemas();
     return {
       shown: (compact && made.compactInput) || made.advertisedInput || made.input,
       output: made.output,

@@ -51,3 +51,23 @@ describe.each(ERAS)('server start-up (%s era)', (era) => {
     rmSync(parent, { recursive: true, force: true });
   });
 });
+
+describe('tools/list', () => {
+  it('says the same after a call as before any: its JSON is made from the schemas the call made', async () => {
+    const [fresh, called] = await Promise.all([startServer(), startServer()]);
+    try {
+      const result = await called.client.callTool({
+        name: 'execute_code',
+        arguments: { language: 'bash', code: 'echo 1' },
+      });
+      expect(result.structuredContent).toMatchObject({ success: true, stdout: '1\n' });
+      const [before, after] = await Promise.all([fresh.client.listTools(), called.client.listTools()]);
+      expect(after.tools).toEqual(before.tools);
+      expect(after.tools.find((tool) => tool.name === 'execute_code')?.inputSchema.properties).toHaveProperty(
+        'language',
+      );
+    } finally {
+      await Promise.all([fresh.close(), called.close()]);
+    }
+  });
+});
