@@ -40,10 +40,11 @@ export function listedJson(
     const key = JSON.stringify(options);
     if (made?.key !== key) {
       const { shown, output } = make();
-      const listed = {
+      // Frozen: every tools/list sends these same objects, so none may change them on the way.
+      const listed = deepFreeze({
         input: tidy(shown['~standard'].jsonSchema.input(options)) as Json,
         output: outline(output['~standard'].jsonSchema.output(options) as Json),
-      };
+      });
       made = { key, listed };
     }
     return made.listed;
@@ -65,6 +66,14 @@ export function advertised(
       jsonSchema: { input: json, output: json },
     },
   } as StandardSchemaWithJSON<unknown, unknown>;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    for (const child of Object.values(value)) deepFreeze(child);
+    Object.freeze(value);
+  }
+  return value;
 }
 
 const SAFE = Number.MAX_SAFE_INTEGER;

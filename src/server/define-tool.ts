@@ -46,9 +46,10 @@ export interface ToolDefinition<I extends z.ZodObject, O extends z.ZodObject> {
   /** What CODEXEC_TOOLS=codemode shows instead of `description` (its tools/list stays small). */
   readonly compactDescription?: string;
   /**
-   * Its zod schemas, new ones on each call: made once for tools/list's JSON (then let go) and once
-   * more on the tool's first call (kept to parse arguments and check results). A schema made at
-   * module scope would sit in every idle server's heap instead (~1.2 KB for each of its parts).
+   * Its zod schemas, new ones on each call: made on the tool's first call and kept (to parse
+   * arguments, check results and make tools/list's JSON), or, for a tools/list before any call,
+   * made for its JSON alone and let go. A schema made at module scope would sit in every idle
+   * server's heap instead (~1.2 KB for each of its parts).
    */
   readonly schemas: () => ToolSchemas<I, O>;
   /** What the tool does to the world; tools/list shows what they mean (advertisedAnnotations). */

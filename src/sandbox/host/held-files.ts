@@ -38,19 +38,19 @@ export class HeldFiles {
   }
 }
 
+/** Where reads land (they are synchronous): a file that fits is decoded from it, no buffer made. */
+const SCRATCH = Buffer.alloc(CHUNK);
+
 /** The whole file from offset 0: a seq file fills a read as far as it goes, so a short one is its end. */
 function readAll(fd: number): string {
   const chunks: Buffer[] = [];
   for (let position = 0; ; ) {
-    const buffer = Buffer.allocUnsafe(CHUNK);
-    const read = readSync(fd, buffer, 0, CHUNK, position);
-    chunks.push(buffer.subarray(0, read));
-    if (read < CHUNK) break;
+    const read = readSync(fd, SCRATCH, 0, CHUNK, position);
+    if (read < CHUNK && chunks.length === 0) return SCRATCH.toString('utf8', 0, read);
+    chunks.push(Buffer.from(SCRATCH.subarray(0, read)));
+    if (read < CHUNK) return Buffer.concat(chunks).toString('utf8');
     position += read;
   }
-  return chunks.length === 1
-    ? (chunks[0] as Buffer).toString('utf8')
-    : Buffer.concat(chunks).toString('utf8');
 }
 
 function closeQuietly(fd: number): void {
