@@ -42,8 +42,8 @@ const inputSchema = () =>
  * What is parsed: the advertised fields (MassGen's names), and `working_dir`, the other run tools'
  * name for work_dir, accepted too. Also `timeout_ms`, for the same reason.
  */
-const parsedInput = () =>
-  inputSchema().extend({
+const parsedInput = (advertised: ReturnType<typeof inputSchema>) =>
+  advertised.extend({
     working_dir: z.string().optional(),
     timeout_ms: z.number().int().positive().optional(),
   });
@@ -59,18 +59,21 @@ export function registerExecuteCommand(server: McpServer, services: Services, ga
       `start_process in a session for what must keep running). ${savedHelp(services.config)} A failing ` +
       'command is a normal result with success=false: read stderr. Blocked commands are refused ' +
       '(COMMAND_BLOCKED). For a program you have as text, execute_code is simpler.',
-    schemas: () => ({
-      input: parsedInput(),
-      advertisedInput: advertisedArguments(
-        inputSchema().extend({
-          timeout: inputSchema().shape.timeout.describe(
-            `Wall-clock limit in seconds (default ${DEFAULT_TIMEOUT_SECONDS}, at most ${services.config.maxTimeoutMs / 1000})`,
-          ),
-        }),
-        services,
-      ),
-      output: commandResultSchema(),
-    }),
+    schemas: () => {
+      const input = inputSchema();
+      return {
+        input: parsedInput(input),
+        advertisedInput: advertisedArguments(
+          input.extend({
+            timeout: input.shape.timeout.describe(
+              `Wall-clock limit in seconds (default ${DEFAULT_TIMEOUT_SECONDS}, at most ${services.config.maxTimeoutMs / 1000})`,
+            ),
+          }),
+          services,
+        ),
+        output: commandResultSchema(),
+      };
+    },
     text: RUN_TEXT,
     extraContent: artifactLinks,
     tasks: services.tasks,

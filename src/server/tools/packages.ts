@@ -27,24 +27,27 @@ export function registerPackageTools(server: McpServer, services: Services, gate
       'else for every later run and session of that language. A registry name with an optional version ' +
       '("pandas>=2.0", "lodash@^4"); no URLs, paths or options. A python package is checked by importing ' +
       'it. A failure is a normal result with success=false and the installer output.',
-    schemas: () => ({
-      input: inputSchema(),
-      advertisedInput: inputSchema().extend({
-        language: z.enum(managers as ['python' | 'node']).describe('python (pip) or node (npm)'),
-      }),
-      output: z.object({
-        success: z.boolean(),
-        package: z.string(),
-        version: z.string().nullable().describe('the version actually installed'),
-        install_output: z.string(),
-        language: z.enum(['python', 'node']),
-        session_id: z.string().nullable(),
-        exit_code: z.number().int().nullable(),
-        timed_out: z.boolean(),
-        duration_ms: z.number().int(),
-        ...egressField(),
-      }),
-    }),
+    schemas: () => {
+      const input = inputSchema();
+      return {
+        input,
+        advertisedInput: input.extend({
+          language: z.enum(managers as ['python' | 'node']).describe('python (pip) or node (npm)'),
+        }),
+        output: z.object({
+          success: z.boolean(),
+          package: z.string(),
+          version: z.string().nullable().describe('the version actually installed'),
+          install_output: z.string(),
+          language: z.enum(['python', 'node']),
+          session_id: z.string().nullable(),
+          exit_code: z.number().int().nullable(),
+          timed_out: z.boolean(),
+          duration_ms: z.number().int(),
+          ...egressField(),
+        }),
+      };
+    },
     text: { plain: ['install_output'], quiet: ['language', 'duration_ms'], shown: installText },
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     tasks: services.tasks,

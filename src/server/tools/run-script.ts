@@ -48,11 +48,14 @@ export function registerRunScript(server: McpServer, services: Services, gate: G
       'Run a saved script as execute_code would, args as its command-line arguments: in a fresh workspace, ' +
       'a session (session_id) or execute_command\'s workspace (workspace: "command"); refused, naming it, ' +
       `when a package it needs is not installed. ${savedHelp(services.config)}`,
-    schemas: () => ({
-      input: runScriptInput(),
-      advertisedInput: advertisedArguments(runScriptInput(), services),
-      output: executeCodeResultSchema(),
-    }),
+    schemas: () => {
+      const input = runScriptInput();
+      return {
+        input,
+        advertisedInput: advertisedArguments(input, services),
+        output: executeCodeResultSchema(),
+      };
+    },
     text: RUN_TEXT,
     tasks: services.tasks,
     extraContent: runContent,

@@ -92,14 +92,17 @@ function registerStartSession(server: McpServer, services: Services): void {
       'send_to_session calls. For multi-step work (load, explore, plot); execute_code for one-off programs. ' +
       `At most ${config.maxSessions} of yours at once; one idle for ` +
       `${Math.round(config.sessionIdleTimeoutMs / 60_000)} min is closed; close_session when done.`,
-    schemas: () => ({
-      input: startInput(),
-      advertisedInput: advertisedArguments(
-        startInput().extend({ language: advertisedLanguage(config, LANGUAGE_HELP) }),
-        services,
-      ),
-      output: startResultSchema(),
-    }),
+    schemas: () => {
+      const input = startInput();
+      return {
+        input,
+        advertisedInput: advertisedArguments(
+          input.extend({ language: advertisedLanguage(config, LANGUAGE_HELP) }),
+          services,
+        ),
+        output: startResultSchema(),
+      };
+    },
     annotations: EFFECTS,
     handler: async (args) => {
       // Starting runs no code of the caller's: only the runtime is checked; each send is gated.
@@ -159,11 +162,10 @@ function registerSendToSession(server: McpServer, services: Services, gate: Gate
       'that background work prints between sends shows up in the next send. ' +
       WAITING_HELP +
       savedHelp(services.config),
-    schemas: () => ({
-      input: sendInput(),
-      advertisedInput: advertisedArguments(sendInput(), services),
-      output: sendResultSchema(),
-    }),
+    schemas: () => {
+      const input = sendInput();
+      return { input, advertisedInput: advertisedArguments(input, services), output: sendResultSchema() };
+    },
     text: RUN_TEXT,
     extraContent: runContent,
     tasks: services.tasks,
