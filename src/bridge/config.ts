@@ -1,13 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ConfigError } from '../errors/index.js';
-import { lazily } from '../util/index.js';
 
 // CODEXEC_MCP_CONFIG: the downstream MCP servers, in the `mcpServers` format clients use. Their
 // tools are named mcp__<server>__<tool>, so a server name may not contain "__".
 
-/** The file's schema, made when a file is read: a server without one holds none of it. */
-const schemas = lazily(() => {
+/** The file's schema, made for each read (once, at start) and let go: no server holds it after. */
+const schemas = () => {
   const name = z
     .string()
     .regex(/^[A-Za-z0-9][A-Za-z0-9_-]*$/, 'letters, digits, "-" and "_"')
@@ -31,7 +30,7 @@ const schemas = lazily(() => {
 
   const file = z.object({ mcpServers: z.record(name, z.union([httpServer, stdioServer])) });
   return { stdioServer, httpServer, file };
-});
+};
 
 type Schemas = ReturnType<typeof schemas>;
 export type DownstreamSpec = z.output<Schemas['stdioServer']> | z.output<Schemas['httpServer']>;

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { parseRules } from '../egress/rules.js';
 import { ConfigError } from '../errors/index.js';
-import { expandHome, lazily } from '../util/index.js';
+import { expandHome } from '../util/index.js';
 import { readJsonFile } from './json-file.js';
 
 // CODEXEC_CREDENTIALS: secrets code may use but never hold. The file names, per credential, the
@@ -34,8 +34,8 @@ const RESERVED = new Set([
   'upgrade',
 ]);
 
-/** Made when a file is named: a server without one holds none of it. */
-const fileSchema = lazily(() =>
+/** Made for each read (once, at start) and let go: no server holds it after. */
+const fileSchema = () =>
   z.record(
     z.string(),
     z.strictObject({
@@ -49,8 +49,7 @@ const fileSchema = lazily(() =>
         .string()
         .describe('The header it goes in, {value} where the value goes: "Authorization: Bearer {value}".'),
     }),
-  ),
-);
+  );
 const EXPECTED =
   '{"<ENV_NAME>": {"file": "/run/secrets/key", "hosts": ["api.example.com"], "header": "Authorization: Bearer {value}"}}';
 

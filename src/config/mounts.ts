@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ConfigError } from '../errors/index.js';
-import { expandHome, isWithin, lazily } from '../util/index.js';
+import { expandHome, isWithin } from '../util/index.js';
 import { readJsonFile } from './json-file.js';
 
 // CODEXEC_MOUNTS: directories the operator lends to runs, read-only, each to the principals it
@@ -47,8 +47,8 @@ const absolute = (what: string) =>
     .min(1)
     .refine((path) => path.startsWith('/') || path.startsWith('~'), `${what} must be an absolute path`);
 
-/** Made when a file is named: a server without one holds none of it. */
-const fileSchema = lazily(() =>
+/** Made for each read (once, at start) and let go: no server holds it after. */
+const fileSchema = () =>
   z.array(
     z.strictObject({
       source: absolute('source').describe('The host directory lent, read-only.'),
@@ -58,8 +58,7 @@ const fileSchema = lazily(() =>
         .min(1, 'name at least one principal, or "*" for every principal')
         .describe('Who gets it: principal names, or "*" for every principal.'),
     }),
-  ),
-);
+  );
 const EXPECTED = '[{"source": "/srv/data", "target": "/data", "principals": ["<principal>" | "*"]}]';
 
 /** Longest path an entry may give (a target is an argument of every sandbox's command line). */

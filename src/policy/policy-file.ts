@@ -3,12 +3,11 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import type { Config } from '../config/index.js';
 import { ConfigError } from '../errors/index.js';
-import { lazily } from '../util/index.js';
 import { BUILTIN_RULES } from './builtin-rules.js';
 import { compileRule, RULE_ACTIONS, RULE_LANGUAGES, type RuleSet, type RuleSpec } from './rules.js';
 
-/** policy.json's schema, made when there is a file to read: most servers have none. */
-const policyFile = lazily(() => {
+/** policy.json's schema, made for each read (once, at start) and let go: most servers have no file. */
+const policyFile = () => {
   const action = z.enum(RULE_ACTIONS);
   const extraRule = z.strictObject({
     id: z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, 'ids are lowercase letters, digits, . _ -'),
@@ -24,7 +23,7 @@ const policyFile = lazily(() => {
     rules: z.record(z.string(), action).default({}),
     extra: z.array(extraRule).max(500).default([]),
   });
-});
+};
 
 /** `$CODEXEC_HOME/policy.json`: overrides of built-in rule actions, and extra rules. */
 export function policyPath(config: Pick<Config, 'home'>): string {

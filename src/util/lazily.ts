@@ -1,7 +1,8 @@
 /**
- * `make()`'s value, made on the first call and kept. For what an idle server need not hold: a
- * zod schema costs ~1.2 KB of heap for each of its parts, and the files only some servers read
- * (code mode's channel, sessions, the library, policy.json) have hundreds of them.
+ * `make()`'s value, made on the first call and kept. For what an idle server need not hold but a
+ * busy one reads again and again: a zod schema costs ~1.2 KB of heap for each of its parts, and
+ * the messages only some servers read (code mode's channel, sessions, the library) have hundreds
+ * of them. What is read once, at start (a configuration file), is made for that read and let go.
  */
 export function lazily<T>(make: () => T): () => T {
   let made: { readonly value: T } | undefined;
