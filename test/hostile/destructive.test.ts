@@ -103,7 +103,7 @@ describe.each(COLUMNS)('hostile destructive probes (%s mode)', (column) => {
       timeout_ms: 5000,
     });
     if (cgroups) {
-      expect(result.limit).toBe('processes');
+      expect(result.limit, JSON.stringify(result)).toBe('processes');
       expect(result.stderr).toContain('process limit reached');
     }
     // Every bomb process works in the run's workspace: none may outlive the run. A warm run may end at

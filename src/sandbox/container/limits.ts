@@ -24,8 +24,11 @@ export function cgroupPaths(header: string): Map<string, string> {
   return paths;
 }
 
-/** The counters to read for `header` (/proc/self/cgroup lines joined by ";"). */
-export function limitCounters(header: string): Array<{ file: string; key: string; limit: LimitKind }> {
+/** The counters to read for `header` (/proc/self/cgroup lines joined by ";"), under `root`. */
+export function limitCounters(
+  header: string,
+  root = ROOT,
+): Array<{ file: string; key: string; limit: LimitKind }> {
   const paths = cgroupPaths(header);
   const memory = paths.get('memory');
   const pids = paths.get('pids');
@@ -34,36 +37,42 @@ export function limitCounters(header: string): Array<{ file: string; key: string
     ...(memory
       ? [
           {
-            file: join(ROOT, 'memory', memory, 'memory.oom_control'),
+            file: join(root, 'memory', memory, 'memory.oom_control'),
             key: 'oom_kill',
             limit: 'memory' as const,
           },
         ]
       : []),
     ...(pids
-      ? [{ file: join(ROOT, 'pids', pids, 'pids.events'), key: 'max', limit: 'processes' as const }]
+      ? [{ file: join(root, 'pids', pids, 'pids.events'), key: 'max', limit: 'processes' as const }]
       : []),
     ...(unified
       ? [
-          { file: join(ROOT, unified, 'memory.events'), key: 'oom_kill', limit: 'memory' as const },
-          { file: join(ROOT, unified, 'pids.events'), key: 'max', limit: 'processes' as const },
+          { file: join(root, unified, 'memory.events'), key: 'oom_kill', limit: 'memory' as const },
+          { file: join(root, unified, 'pids.events'), key: 'max', limit: 'processes' as const },
         ]
       : []),
   ];
 }
 
-/** The first limit whose counter is above zero (a container's cgroup is its run's alone). */
-export function limitHit(header: string | undefined): LimitKind | undefined {
+/**
+ * The first limit whose counter is above zero (a container's cgroup is its run's alone); null when
+ * none is and a counter could not be read: the container's cgroups are gone or going (its runtime
+ * removes them, one controller after another, once its last process has ended), or one of them is
+ * not there to read (cgroup v2's files on a host whose controllers are v1's).
+ */
+export function limitHit(header: string | undefined, root = ROOT): LimitKind | null | undefined {
   if (!header) return undefined;
-  for (const { file, key, limit } of limitCounters(header)) {
+  let unread = false;
+  for (const { file, key, limit } of limitCounters(header, root)) {
     try {
       const line = readFileSync(file, 'utf8')
         .split('\n')
         .find((l) => l.startsWith(`${key} `));
       if (line && Number(line.slice(key.length + 1)) > 0) return limit;
     } catch {
-      // gone (the container ended) or not ours to read
+      unread = true;
     }
   }
-  return undefined;
+  return unread ? null : undefined;
 }

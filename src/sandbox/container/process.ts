@@ -45,9 +45,8 @@ export function wrap(handle: Handle, lease: Lease | undefined): SandboxedProcess
   ignoreStreamErrors(child);
   let killedByUs = false;
   let cliExited = false;
-  /** A limit the container's cgroups showed when the server stopped it (its note may not come). */
-  let limitAtStop: LimitKind | undefined;
   const cgroups = cgroupsOf(handle);
+  const limits = new LimitWatch(cgroups, handle.limitNote);
   // Sampled only under a meter (CODEXEC_QUOTAS' cpu_seconds_per_day): a run without one pays nothing.
   // A warm driver's or a session's container is there until the server removes it: read at the end.
   const fresh = !!handle.ownContainer && !control;
@@ -65,10 +64,8 @@ export function wrap(handle: Handle, lease: Lease | undefined): SandboxedProcess
       cliExited = true;
       cpu.end();
       control?.close();
-      // The wrapper's note: the cgroup limit that stopped the program (read before the artifacts
-      // are). A SIGKILL of ours is no memory limit, whatever the counters say.
-      const limit = takeNote(handle.limitNote) ?? limitAtStop;
-      quietly(() => unlinkSync(`${handle.limitNote}.cgroup`));
+      // Read before the artifacts are. A SIGKILL of ours is no memory limit, whatever the counters say.
+      const limit = limits.atExit();
       const ours = killedByUs && limit === 'memory';
       resolve({ code, signal, ...(limit && !ours && { limit }) });
     });
@@ -86,7 +83,7 @@ export function wrap(handle: Handle, lease: Lease | undefined): SandboxedProcess
     insidePath: handle.insidePath,
     relaysOutput: true,
     ...(handle.hostPid && { processRoot: handle.hostPid }),
-    limitHit: () => limitHit(cgroups()),
+    limitHit: () => limits.counted(),
     // A warm driver's container, for the pool's budget (its cgroups are known once it connected).
     ...(control && { memoryMb: () => containerMemoryMb(child.pid, control.cgroups()) }),
     cpuUsec: () => cpu.read(),
@@ -95,9 +92,7 @@ export function wrap(handle: Handle, lease: Lease | undefined): SandboxedProcess
     ...(handle.lingers && { stop() {} }),
     kill(signal) {
       if (cliExited) return;
-      // Read while the container is there: a wrapper killed before it could write its note (a
-      // timeout's SIGKILL under a fork bomb) says nothing.
-      limitAtStop ??= limitHit(cgroups());
+      limits.atStop();
       cpu.read();
       if (signal === 'SIGKILL') killedByUs = true;
       handle.signal(signal);
@@ -112,6 +107,52 @@ export function wrap(handle: Handle, lease: Lease | undefined): SandboxedProcess
       return disposed;
     },
   };
+}
+
+/**
+ * Which cgroup limit stopped a container's program: its counters on the host while they can be
+ * read, and the note its wrapper leaves as it exits (in the workspace: the program may write one
+ * too, naming a limit against itself).
+ */
+class LimitWatch {
+  /**
+   * A limit the counters showed when the server stopped the container (the note may not come), or
+   * the note read while its cgroups were going.
+   */
+  private seen: LimitKind | undefined;
+
+  constructor(
+    private readonly cgroups: () => string | undefined,
+    private readonly note: string,
+  ) {}
+
+  /**
+   * The limit the counters show. One that cannot be read may be one the runtime has removed: every
+   * process of the container has ended then, the wrapper last, and the note it left is the answer
+   * (a loaded server can read a warm driver's report that late). Read, not taken: the wrapper may
+   * still be writing it while the container is there.
+   */
+  counted(): LimitKind | undefined {
+    const hit = limitHit(this.cgroups());
+    if (hit !== null) return hit;
+    this.seen ??= readNote(this.note);
+    return this.seen;
+  }
+
+  /**
+   * Before the server signals the container, while it is there: a wrapper killed before it could
+   * write its note (a timeout's SIGKILL under a fork bomb) says nothing.
+   */
+  atStop(): void {
+    this.seen ??= this.counted();
+  }
+
+  /** The engine's CLI exited: the note (taken), else what was seen before. */
+  atExit(): LimitKind | undefined {
+    const limit = takeNote(this.note) ?? this.seen;
+    quietly(() => unlinkSync(`${this.note}.cgroup`));
+    return limit;
+  }
 }
 
 /**
@@ -181,7 +222,6 @@ function hostCgroups(handle: Handle): () => string | undefined {
   };
 }
 
-/** The cgroups a wrapper left beside its note (a container of its own), if it did. */
 /**
  * The container's cgroups: from its driver's channel (a warm run) or the wrapper's file, kept
  * once read (the file lies in the workspace, which the program may write).
@@ -206,9 +246,15 @@ function readCgroups(path: string): string | undefined {
   return readSmallFile(path, CGROUP_BYTES)?.trim() || undefined;
 }
 
+/** The limit a wrapper's note names, if there is one. */
+function readNote(path: string): LimitKind | undefined {
+  const said = readSmallFile(path, 16)?.trim();
+  return said === 'memory' || said === 'processes' ? said : undefined;
+}
+
 /** The limit a wrapper's note names (the note is gone then), if there is one. */
 function takeNote(path: string): LimitKind | undefined {
-  const said = readSmallFile(path, 16)?.trim();
+  const said = readNote(path);
   quietly(() => unlinkSync(path));
-  return said === 'memory' || said === 'processes' ? said : undefined;
+  return said;
 }

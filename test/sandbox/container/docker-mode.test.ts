@@ -1,7 +1,7 @@
 // Sandbox mode docker through the real server, the real engine (podman here) and the real image,
 // under each OCI runtime of RUNTIMES (the engine's default, and gVisor's runsc where installed).
 // What a runtime does not offer is probed, and the test that needs it is skipped saying so.
-import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RETENTION_FIRST_MS } from '../../../src/pool/retention.js';
@@ -32,6 +32,24 @@ interface Run {
   artifacts: string[];
   limit?: string;
   duration_ms: number;
+}
+
+/**
+ * Whether a child of `pid` that ran an OCI runtime (`runc run`: a one-shot's container) has exited
+ * and waits to be reaped: the runtime removed the container's cgroups before it exited.
+ */
+function endedRuntimeChild(pid: number): boolean {
+  return readdirSync('/proc').some((name) => {
+    if (!/^\d+$/.test(name)) return false;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const [state, parent] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      return Number(parent) === pid && state === 'Z' && /^run[cs]$/.test(comm);
+    } catch {
+      return false; // gone meanwhile
+    }
+  });
 }
 
 /** Milliseconds since `path` last changed (its ctime, as the sweep reads it); 0 once it is gone. */
@@ -462,6 +480,33 @@ describe.each(RUNTIMES)('runtime $name', ({ name, env: DOCKER, missing }) => {
         skip(!seesCgroup, noCounter);
         expect(await bomb(server)).toMatchObject({ limit: 'processes' });
         expect((await python(server, 'print(6 * 7)')).value.stdout).toBe('42\n');
+      });
+
+      it('is still named when the container is gone before the server reads its driver’s report', async ({
+        skip,
+      }) => {
+        skip(!starts, unsupported);
+        skip(!seesCgroup, noCounter);
+        // Once the bomb is refused (no forks: builtins only), the script marks `ready` and waits for
+        // `go`. The server is stopped meanwhile: the driver's report waits in its socket while the
+        // container ends and the runtime removes its cgroups, so the counters are gone when the
+        // server reads the report or the runtime's exit, whichever it reads first (as a loaded
+        // server may). The report read first is limits.test.ts's.
+        const refused =
+          'hit() { local f k v; for f in /sys/fs/cgroup/pids/pids.events /sys/fs/cgroup/pids.events; do [ -r $f ] && read -r k v < $f && [ "$v" != 0 ] && return 0; done; return 1; }; ' +
+          'until hit; do :; done; : > ready; until [ -e go ]; do :; done';
+        const call = bomb(server, refused);
+        const sandbox = join(server.home, 'sandbox');
+        const workspace = () => readdirSync(sandbox).find((name) => existsSync(join(sandbox, name, 'ready')));
+        expect(await eventually(() => workspace() !== undefined)).toBe(true);
+        process.kill(server.pid, 'SIGSTOP');
+        try {
+          writeFileSync(join(sandbox, workspace() ?? '', 'go'), '');
+          expect(await eventually(() => endedRuntimeChild(server.pid))).toBe(true);
+        } finally {
+          process.kill(server.pid, 'SIGCONT');
+        }
+        expect(await call).toMatchObject({ limit: 'processes' });
       });
 
       it('in a cold container killed whole at its timeout, is still reported as limit "processes"', async ({
