@@ -7,17 +7,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { limitHit } from '../../../src/sandbox/container/limits.js';
 import { wrap } from '../../../src/sandbox/container/process.js';
-import { tempDir } from '../../helpers/server.js';
-
-/** A cgroup tree of v1 controllers with the given counter files. */
-function cgroupRoot(files: Record<string, string>): string {
-  const root = tempDir();
-  for (const [path, content] of Object.entries(files)) {
-    mkdirSync(join(root, path, '..'), { recursive: true });
-    writeFileSync(join(root, path), content);
-  }
-  return root;
-}
+import { fileTree, tempDir } from '../../helpers/temp.js';
 
 const HEADER = '8:pids:/libpod_parent/run-1;4:memory:/libpod_parent/run-1';
 const counters = (refusals: number, ooms: number) => ({
@@ -27,20 +17,20 @@ const counters = (refusals: number, ooms: number) => ({
 
 describe('limitHit', () => {
   it('names the first counter above zero, and none while all read zero', () => {
-    expect(limitHit(HEADER, cgroupRoot(counters(3, 0)))).toBe('processes');
-    expect(limitHit(HEADER, cgroupRoot(counters(3, 1)))).toBe('memory');
-    expect(limitHit(HEADER, cgroupRoot(counters(0, 0)))).toBeUndefined();
+    expect(limitHit(HEADER, fileTree(counters(3, 0)))).toBe('processes');
+    expect(limitHit(HEADER, fileTree(counters(3, 1)))).toBe('memory');
+    expect(limitHit(HEADER, fileTree(counters(0, 0)))).toBeUndefined();
   });
 
   it('says null where a counter cannot be read: the cgroups are gone, or going one by one', () => {
-    expect(limitHit(HEADER, cgroupRoot({}))).toBeNull();
+    expect(limitHit(HEADER, fileTree({}))).toBeNull();
     const { 'pids/libpod_parent/run-1/pids.events': _pids, ...memoryOnly } = counters(0, 0);
-    expect(limitHit(HEADER, cgroupRoot(memoryOnly))).toBeNull();
+    expect(limitHit(HEADER, fileTree(memoryOnly))).toBeNull();
     // A counter above zero is the answer whatever else is gone.
-    expect(limitHit(HEADER, cgroupRoot({ 'pids/libpod_parent/run-1/pids.events': 'max 2\n' }))).toBe(
+    expect(limitHit(HEADER, fileTree({ 'pids/libpod_parent/run-1/pids.events': 'max 2\n' }))).toBe(
       'processes',
     );
-    expect(limitHit(undefined, cgroupRoot({}))).toBeUndefined();
+    expect(limitHit(undefined, fileTree({}))).toBeUndefined();
   });
 });
 
@@ -80,7 +70,7 @@ describe('a container whose cgroups are gone', () => {
     await proc.dispose();
   });
 
-  it('takes no note for a limit while the counters can be read, and the note once they cannot', async () => {
+  it('names no limit from a note while the counters can be read, and the note’s once they cannot', async () => {
     // A real pids cgroup (v1's controller where it is mounted, else v2's), its counter at zero.
     const v1 = existsSync('/sys/fs/cgroup/pids/pids.max') || existsSync('/sys/fs/cgroup/pids/cgroup.procs');
     const name = `codexec-test-limits-${process.pid}`;
