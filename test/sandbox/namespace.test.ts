@@ -442,4 +442,33 @@ describe('run cgroups', () => {
     expect(await cgroups.release(cgroup)).toBe(false);
     for (const path of cgroup.dirs) expect(existsSync(path)).toBe(false);
   });
+
+  // v1 keeps a cgroup's memory peak from its creation: a reused one's must start again, or a run
+  // killed by CODEXEC_TOTAL_MEMORY_MB is told it reached its own limit (hitTotal).
+  it.runIf(layout?.version === 1)('a reused cgroup’s memory peak is its next run’s (v1)', async () => {
+    const cgroups = new RunCgroups(layout as CgroupLayout);
+    const first = cgroups.create({ memoryMb: 32, maxProcs: 16 });
+    const dir = workspace();
+    writeFileSync(join(dir, 'big'), Buffer.alloc(64 * 1024 * 1024));
+    // Read through the page cache, charged to the run up to its limit (reclaimed there: no OOM),
+    // then let go, so the emptied cgroup holds too little to be removed.
+    const read =
+      'import os\nfd = os.open("big", os.O_RDONLY)\nos.fsync(fd)\n' +
+      'os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)\n' +
+      'while os.read(fd, 1 << 20): pass\n' +
+      'os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)';
+    expect(await runIn(first, read, dir)).toBe(0);
+    const peak = () => Number(readFileSync(join(first.dirs[0] ?? '', 'memory.max_usage_in_bytes'), 'utf8'));
+    expect(peak()).toBeGreaterThan(31 * 1024 * 1024);
+    expect(first.hitTotal('memory')).toBe(false); // it did come near its own limit
+    expect(await cgroups.release(first)).toBe(true);
+    const second = cgroups.create({ memoryMb: 32, maxProcs: 16 });
+    try {
+      expect(second.dirs).toEqual(first.dirs);
+      expect(peak()).toBeLessThan(2 * 1024 * 1024);
+      expect(second.hitTotal('memory')).toBe(true);
+    } finally {
+      await cgroups.release(second);
+    }
+  });
 });

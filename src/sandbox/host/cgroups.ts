@@ -182,6 +182,16 @@ export class RunCgroup {
     return false;
   }
 
+  /**
+   * A reused cgroup's memory peak starts again (v1; writing resets it to the usage now): hitTotal
+   * reads it as this run's, and an earlier run's that came near its own limit would blame that
+   * limit for a kill by the total's. v2 needs none: it counts the OOM where the limit was reached.
+   */
+  resetPeak(): void {
+    if (this.layout.version === 1)
+      writeIgnoringErrors(join(this.dirs[0] ?? '', 'memory.max_usage_in_bytes'), '0');
+  }
+
   private parentPidsEvents(): string {
     return join(dirname(this.dirs[1] ?? this.dirs[0] ?? ''), 'pids.events');
   }
@@ -275,6 +285,7 @@ export class RunCgroups {
     if (spare) {
       try {
         spare.setLimits(limits);
+        spare.resetPeak();
         return spare;
       } catch {
         void spare.remove(); // e.g. a memory limit below what it still has charged
