@@ -7,6 +7,7 @@
 // Usage: npm run build && node bench/server-syscalls.mjs [--base /path/to/other/dist/cli.js] [--n 600] [--rounds 2]
 import { spawn } from 'node:child_process';
 import { CLI, measure, startServer } from './lib.mjs';
+import { mixedOneShots } from './speed-runs.mjs';
 
 const arg = (name) => {
   const at = process.argv.indexOf(name);
@@ -27,19 +28,12 @@ const CALLS = [
   'statx',
   'getdents64',
 ];
-const CODE = { python: 'print(1)', node: 'console.log(1)', bash: 'echo 1' };
-const LANGUAGES = Object.keys(CODE);
 
 /** Syscalls per run of one server of `cli`, by name. */
 async function perRun(cli) {
   const server = await startServer({}, { cli });
   try {
-    let next = 0;
-    const task = async () => {
-      const language = LANGUAGES[next++ % LANGUAGES.length];
-      const result = await server.call('execute_code', { language, code: CODE[language] });
-      if (result?.stdout !== '1\n') throw new Error(`${language}: ${JSON.stringify(result)}`);
-    };
+    const task = mixedOneShots(server);
     await measure(task, { n: 300, concurrency: 8, warmup: 5 });
     const events = CALLS.map((name) => `syscalls:sys_enter_${name}`).join(',');
     const perf = spawn('perf', ['stat', '-x', ',', '-e', events, '-p', String(server.pid)], {

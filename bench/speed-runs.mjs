@@ -61,6 +61,21 @@ async function timed(what, call) {
   return [took, (result?.success === true && result.stdout === EXPECTED) || failed(what, result)];
 }
 
+/**
+ * A task for lib.mjs measure(): execute_code one-shots of python, node and bash in turn, each of
+ * which must succeed with `1\n` (a failure throws).
+ */
+export function mixedOneShots(server) {
+  const languages = Object.keys(CODE);
+  let next = 0;
+  return async () => {
+    const language = languages[next++ % languages.length];
+    const result = await server.call('execute_code', { language, code: CODE[language] });
+    if (result?.success !== true || result.stdout !== EXPECTED)
+      throw new Error(`${language}: ${JSON.stringify(brief(result))}`);
+  };
+}
+
 /** One execute_code `print(1)`: [ms, ok]. */
 export const oneShot = (server, language) =>
   timed(`execute_code ${language}`, () => server.call('execute_code', { language, code: CODE[language] }));

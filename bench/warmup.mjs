@@ -7,8 +7,8 @@
 // its last three blocks, measured in the same run). --base adds another build's server; the two alternate block by block,
 // so both see the same phases of the machine.
 // Usage: npm run build && node bench/warmup.mjs [--base /path/to/other/dist/cli.js] [--n 300] [--blocks 10]
-import { readFileSync } from 'node:fs';
-import { CLI, measure, startServer } from './lib.mjs';
+import { CLI, measure, processCpuMs, startServer } from './lib.mjs';
+import { mixedOneShots } from './speed-runs.mjs';
 
 const arg = (name) => {
   const at = process.argv.indexOf(name);
@@ -19,26 +19,13 @@ const BLOCKS = Number(arg('--blocks') ?? 10);
 const BASE = arg('--base');
 /** After each block: the warm pool refills (its CPU is the block's). */
 const REFILL_MS = 1500;
-const CODE = { python: 'print(1)', node: 'console.log(1)', bash: 'echo 1' };
-const LANGUAGES = Object.keys(CODE);
 
-/** CPU ms the process has used (user + system, all threads). */
-function cpuMs(pid) {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * (1000 / 100);
-}
-
-async function block(server) {
-  let next = 0;
-  const task = async () => {
-    const language = LANGUAGES[next++ % LANGUAGES.length];
-    const result = await server.call('execute_code', { language, code: CODE[language] });
-    if (result?.stdout !== '1\n') throw new Error(`${language}: ${JSON.stringify(result)}`);
-  };
-  const before = cpuMs(server.pid);
+/** One block of N runs of `task` on `server`, then the pause its pool refills in. */
+async function block(server, task) {
+  const before = processCpuMs(server.pid);
   const { perSecond } = await measure(task, { n: N, concurrency: 8, warmup: 0 });
   await new Promise((done) => setTimeout(done, REFILL_MS));
-  return { ms: (cpuMs(server.pid) - before) / N, perSecond };
+  return { ms: (processCpuMs(server.pid) - before) / N, perSecond };
 }
 
 /** The median ms/run of the last three blocks. */
@@ -53,9 +40,12 @@ function settled(rows) {
 const builds = [['this', CLI], ...(BASE ? [['base', BASE]] : [])];
 const servers = [];
 try {
-  for (const [label, cli] of builds)
-    servers.push({ label, server: await startServer({}, { cli }), rows: [] });
-  for (let k = 0; k < BLOCKS; k++) for (const entry of servers) entry.rows.push(await block(entry.server));
+  for (const [label, cli] of builds) {
+    const server = await startServer({}, { cli });
+    servers.push({ label, server, task: mixedOneShots(server), rows: [] });
+  }
+  for (let k = 0; k < BLOCKS; k++)
+    for (const entry of servers) entry.rows.push(await block(entry.server, entry.task));
 } finally {
   await Promise.all(servers.map(({ server }) => server.close()));
 }
@@ -67,9 +57,11 @@ console.log(
     .join(''),
 );
 for (let k = 0; k < BLOCKS; k++) {
-  const cells = servers.flatMap(({ rows }) => {
-    return [rows[k].ms.toFixed(2), rows[k].perSecond.toFixed(0), (rows[k].ms / settled(rows)).toFixed(2)];
-  });
+  const cells = servers.flatMap(({ rows }) => [
+    rows[k].ms.toFixed(2),
+    rows[k].perSecond.toFixed(0),
+    (rows[k].ms / settled(rows)).toFixed(2),
+  ]);
   console.log(
     [`${k * N + 1}–${(k + 1) * N}`, ...cells]
       .map((cell, i) => (i === 0 ? cell.padEnd(12) : cell.padStart(13)))
