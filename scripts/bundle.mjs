@@ -49,6 +49,37 @@ const englishOnly = {
   },
 };
 
+/**
+ * The server SDK's JSON Schema validator (ajv, which the SDK carries inside: ~300 KB of source,
+ * its modules evaluated as the SDK loads) loaded when it first validates, from the SDK's own
+ * CommonJS build. The server uses it for an elicitation's answer alone (an approval asked of the
+ * client); an idle stdio server never does.
+ */
+const lazyAjv = {
+  name: 'sdk-lazy-ajv',
+  setup(build) {
+    build.onResolve({ filter: /^@modelcontextprotocol\/server\/_shims$/ }, () => ({
+      path: 'server-shims',
+      namespace: 'codexec',
+    }));
+    build.onLoad({ filter: /^server-shims$/, namespace: 'codexec' }, () => ({
+      contents: `
+import { createRequire } from 'node:module';
+import process from 'node:process';
+export class DefaultJsonSchemaValidator {
+  #ajv;
+  getValidator(schema) {
+    this.#ajv ??= new (createRequire(import.meta.url)('@modelcontextprotocol/server/validators/ajv').AjvJsonSchemaValidator)();
+    return this.#ajv.getValidator(schema);
+  }
+}
+export { process };
+`,
+      resolveDir: root,
+    }));
+  },
+};
+
 await rm(out, { recursive: true, force: true });
 const { metafile } = await build({
   absWorkingDir: root, // the metafile's paths are relative to it
@@ -72,7 +103,7 @@ const { metafile } = await build({
   },
   metafile: true,
   logLevel: 'warning',
-  plugins: [englishOnly],
+  plugins: [englishOnly, lazyAjv],
 });
 /** A source as the package names it: `src/…` or `node_modules/…` (wherever node_modules really is). */
 function source(input) {

@@ -17,6 +17,8 @@ const LAZY: readonly RegExp[] = [
   /\/dist\/cli\/(run|setup|doctor|doctor-sandbox|doctor-store|image|logs|audit|wrappers)\.js$/,
   /\/dist\/server\/http\//,
   /\/node_modules\/@modelcontextprotocol\/client\//,
+  // The server SDK's JSON Schema validator (ajv): an elicitation's answer is the first it checks.
+  /\/node_modules\/@modelcontextprotocol\/server\/dist\/(ajvProvider-|validators\/)/,
   /\/node_modules\/web-tree-sitter\//,
   /\/node_modules\/jsonc-parser\//,
   /\/node_modules\/smol-toml\//,
