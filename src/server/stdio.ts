@@ -3,6 +3,7 @@ import type { Config } from '../config/index.js';
 import { ConfigError } from '../errors/index.js';
 import { startTracing } from '../traces/index.js';
 import { log } from '../util/index.js';
+import { IdleHeap } from './idle-heap.js';
 import { TaskFeed, TaskListenTransport } from './listen/index.js';
 import { createServer, VERSION } from './server.js';
 import { closeRecords, createServices, stopWork } from './services.js';
@@ -29,10 +30,12 @@ export async function serve(config: Config): Promise<void> {
   services.history.startRetention(); // unref'd timers only: no I/O until they fire
   services.workspaces.start();
   let closing = false;
+  const heap = new IdleHeap();
   return new Promise((resolve) => {
     const shutdown = async (why: string) => {
       if (closing) return;
       closing = true;
+      heap.stop();
       log('debug', `shutting down (${why})`);
       // A backstop, not the plan (shutdown measured well under a second with runs, sessions and
       // an install in flight): a client that went away must never leave a server behind.
@@ -48,6 +51,7 @@ export async function serve(config: Config): Promise<void> {
     const framed = new FramedStdioTransport({
       maxMessageBytes: config.maxMessageBytes,
       onInputEnd: () => void shutdown('stdin closed'),
+      onActivity: () => heap.touch(),
     });
     // Listens for tasks are answered between the SDK's entry and the wire (it keeps no taskIds).
     const transport = new TaskListenTransport(framed, services.tasks, new TaskFeed(services.tasks));

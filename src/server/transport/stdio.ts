@@ -12,6 +12,8 @@ export interface FramedStdioOptions {
   readonly stdout?: Writable;
   /** Called once when stdin ends or closes: the client is gone. */
   readonly onInputEnd?: () => void;
+  /** Called as bytes come in and as each message goes out. */
+  readonly onActivity?: () => void;
 }
 
 /**
@@ -50,6 +52,7 @@ export class FramedStdioTransport implements Transport {
   }
 
   send(message: JSONRPCMessage): Promise<void> {
+    this.options.onActivity?.();
     return this.write(message);
   }
 
@@ -66,6 +69,7 @@ export class FramedStdioTransport implements Transport {
   }
 
   private readonly onData = (chunk: Buffer): void => {
+    this.options.onActivity?.();
     // Nothing a client sends may throw out of here (an exception would end the process), and
     // one frame's failure must not cost the frames after it in the same chunk.
     for (const frame of this.splitter.push(chunk)) {
