@@ -7,6 +7,7 @@
 //
 //   npm run build && node bench/speed.mjs [--modes namespace,docker] [--languages python,node,bash]
 //     [--paced 500] [--n 600] [--only latency|throughput|rss] [--quick] [--cli other/dist/cli.js]
+//     [--settle 0]
 //
 // Modes: namespace, landlock, subprocess, docker (podman or docker, where the `codexec-sandbox`
 // image exists: `node dist/cli.js image build`; podman uses runc where installed).
@@ -34,7 +35,14 @@
 //   its warm pool lands there, not on the floors (its wall time is not counted, its CPU time is).
 //   `machine CPU ms/run` is the busy time of all CPUs (/proc/stat: everything on the machine,
 //   other users too) per run; `server CPU ms/run` is the server process's own (/proc/PID/stat
-//   utime + stime, not its helpers').
+//   utime + stime, not its helpers'). Its floor, `SDK one tool: CPU ms/call`, is the one-tool MCP
+//   server on the official SDK (bench/fixtures/sdk-one-tool.mjs, bundled) answering the same
+//   execute_code calls at the same concurrency, in its own block after each floor block: what
+//   the SDK's framing and zod validation cost a call, with no run behind it.
+//   A server's runs cost more while V8 is still optimizing its run path (bench/warmup.mjs: a fresh
+//   server pays ~1.8× its settled CPU over its first 400 runs): the c=1 row holds its first --n.
+//   --settle N has each server serve N mixed runs at c=8 first (not counted), for the rows of a
+//   server that has settled.
 //   RSS (MB) of the server process before (after a short warm-up) and after.
 // - idle RSS: a fresh `codexec serve` 1 s after it connected (no run yet) and ~5 s after its first
 //   run, beside two floors started at the same moment: a bare `node -e 'setInterval(()=>{},1e6)'`,
@@ -66,6 +74,7 @@ const { values } = parseArgs({
     only: { type: 'string' },
     quick: { type: 'boolean', default: false },
     cli: { type: 'string' },
+    settle: { type: 'string', default: '0' },
   },
 });
 const PACED = Number(values.paced ?? (values.quick ? 20 : 500));
@@ -73,6 +82,8 @@ const N = Number(values.n ?? (values.quick ? 48 : 600));
 const BLOCK = values.quick ? 10 : 50; // calls of one kind before the next kind's turn
 const PACE_MS = 100;
 const SETTLE_MS = 2000; // throughput: pause after codexec's block (timedBlock)
+const SETTLE_RUNS = Number(values.settle); // throughput: c=8 runs a server serves before its rows
+if (!Number.isInteger(SETTLE_RUNS) || SETTLE_RUNS < 0) throw new Error('--settle takes a count of runs');
 const CONCURRENCY = [1, 4, 8];
 const LANGUAGES = values.languages.split(',');
 const cli = values.cli && { cli: resolve(values.cli) };
@@ -192,11 +203,11 @@ async function latency() {
  * (a server), then SETTLE_MS of pause, whose CPU time (the server refilling its warm pool after the
  * burst) counts to the server's runs but its wall time does not, and does not land on the floors.
  */
-async function timedBlock(task, count, concurrency, into, pid) {
+async function timedBlock(task, count, concurrency, into, pid, settleMs = SETTLE_MS) {
   const machine = machineCpuMs();
   const server = pid && processCpuMs(pid);
   into.wallMs += await concurrently(task, { count, concurrency, series: into.series });
-  if (pid) await sleep(SETTLE_MS);
+  if (pid && settleMs) await sleep(settleMs);
   into.machineMs += machineCpuMs() - machine;
   if (pid) into.serverMs += processCpuMs(pid) - server;
 }
@@ -210,12 +221,29 @@ async function throughput() {
     '',
     `### Throughput: ${N} mixed ${LANGUAGES.join('/')} one-shots per cell, beside the same mix of bare interpreters and under bubblewrap alone (sandbox floor; python counted as \`bwrap … /usr/bin/true\`)`,
     '',
-    '| mode | c | runs/s | bare runs/s | ÷ bare | sandbox floor runs/s | ÷ sandbox floor | fail | server RSS before → after (MB) | machine CPU ms/run | bare: machine CPU ms/run | sandbox floor: machine CPU ms/run | server CPU ms/run |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    '| mode | c | runs/s | bare runs/s | ÷ bare | sandbox floor runs/s | ÷ sandbox floor | fail | server RSS before → after (MB) | machine CPU ms/run | bare: machine CPU ms/run | sandbox floor: machine CPU ms/run | server CPU ms/run | SDK one tool: CPU ms/call |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
   );
+  // The floor under the server's own CPU: the one-tool SDK server (bundled) answering the same
+  // calls at the same concurrency, its CPU per call.
+  const sdk = await sdkOneTool();
+  const sdkServer = await startServer({}, { cli: sdk.bundled });
+  for (let i = 0; i < 200; i++) await oneShot(sdkServer, LANGUAGES[i % LANGUAGES.length]);
   for (const mode of MODES) {
     const server = await startServer(MODE_ENV[mode], cli);
     for (const language of LANGUAGES) for (let i = 0; i < 3; i++) await oneShot(server, language);
+    if (SETTLE_RUNS > 0) {
+      log(`${mode}: ${SETTLE_RUNS} runs first (--settle)`);
+      const warming = { series: new Series(), wallMs: 0, machineMs: 0 };
+      await timedBlock(
+        (i) => oneShot(server, LANGUAGES[i % LANGUAGES.length]),
+        SETTLE_RUNS,
+        8,
+        warming,
+        server.pid,
+      );
+      if (warming.series.failures) throw new Error(`${warming.series.failures} of the --settle runs failed`);
+    }
     for (const language of LANGUAGES) await sandboxed(language);
     const rssBefore = rssMb(server.pid);
     const results = [];
@@ -223,30 +251,34 @@ async function throughput() {
       const codexec = { series: series(), wallMs: 0, machineMs: 0, serverMs: 0 };
       const floor = { series: series(), wallMs: 0, machineMs: 0 };
       const sandbox = { series: series(), wallMs: 0, machineMs: 0 };
-      // Two halves each, alternated: codexec, bare, sandbox floor, codexec, bare, sandbox floor.
+      const sdkCalls = { series: series(), wallMs: 0, machineMs: 0, serverMs: 0 };
+      // Two halves each, alternated: codexec, bare, sandbox floor, SDK, codexec, bare, sandbox floor, SDK.
       for (const half of [Math.ceil(N / 2), Math.floor(N / 2)]) {
         const mixed = (i) => LANGUAGES[i % LANGUAGES.length];
         await timedBlock((i) => oneShot(server, mixed(i)), half, concurrency, codexec, server.pid);
         await timedBlock((i) => bare(mixed(i)), half, concurrency, floor);
         await timedBlock((i) => sandboxed(mixed(i)), half, concurrency, sandbox);
+        await timedBlock((i) => oneShot(sdkServer, mixed(i)), half, concurrency, sdkCalls, sdkServer.pid, 0);
       }
-      results.push({ concurrency, codexec, floor, sandbox });
+      results.push({ concurrency, codexec, floor, sandbox, sdkCalls });
       log(
         `${mode} c=${concurrency}: ${rate(codexec).toFixed(1)} runs/s, sandbox floor ${rate(sandbox).toFixed(1)} runs/s`,
       );
     }
     const rssAfter = rssMb(server.pid);
     await server.close();
-    for (const { concurrency, codexec, floor, sandbox } of results) {
-      const perRun = (value, kind) => (value / kind.series.n).toFixed(1);
-      const fail = codexec.series.failures + floor.series.failures + sandbox.series.failures;
+    for (const { concurrency, codexec, floor, sandbox, sdkCalls } of results) {
+      const perRun = (value, kind, digits = 1) => (value / kind.series.n).toFixed(digits);
+      const fail = [codexec, floor, sandbox, sdkCalls].reduce((sum, kind) => sum + kind.series.failures, 0);
       const [ours, bareRate, sandboxRate] = [codexec, floor, sandbox].map(rate);
       const cpu = [codexec, floor, sandbox].map((kind) => perRun(kind.machineMs, kind));
       out.push(
-        `| ${mode} | ${concurrency} | ${ours.toFixed(1)} | ${bareRate.toFixed(1)} | ${(ours / bareRate).toFixed(2)} | ${sandboxRate.toFixed(1)} | ${(ours / sandboxRate).toFixed(2)} | ${fail} | ${rssBefore.toFixed(1)} → ${rssAfter.toFixed(1)} | ${cpu.join(' | ')} | ${perRun(codexec.serverMs, codexec)} |`,
+        `| ${mode} | ${concurrency} | ${ours.toFixed(1)} | ${bareRate.toFixed(1)} | ${(ours / bareRate).toFixed(2)} | ${sandboxRate.toFixed(1)} | ${(ours / sandboxRate).toFixed(2)} | ${fail} | ${rssBefore.toFixed(1)} → ${rssAfter.toFixed(1)} | ${cpu.join(' | ')} | ${perRun(codexec.serverMs, codexec)} | ${perRun(sdkCalls.serverMs, sdkCalls, 2)} |`,
       );
     }
   }
+  await sdkServer.close();
+  sdk.close();
 }
 
 /** RSS of a fresh server (1 s after start, ~5 s after its first run) beside an idle bare node and SDK. */
